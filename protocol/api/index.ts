@@ -1,0 +1,1 @@
+export { ApiError, isApiError } from './apiError.js';
