@@ -1,1 +1,1 @@
-export {};
+export { anonymous, isSuperuser, type Principal } from './principal.js';

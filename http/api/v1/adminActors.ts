@@ -1,0 +1,15 @@
+import { ApiError } from '../../../protocol/index.js';
+import { isSuperuser, type Principal } from '../../../services/index.js';
+import type { Router } from '../../router.js';
+
+export interface ActorTreeSource {
+  inspect(): unknown;
+}
+
+/** GET /api/v1/admin/actors: the supervision tree as operators read it (superusers only). */
+export function adminActorsRoutes(r: Router<Principal>, tree: ActorTreeSource): void {
+  r.get('/admin/actors', (req) => {
+    if (!isSuperuser(req.principal)) throw new ApiError(403, 'forbidden', 'only superusers may inspect actors');
+    return tree.inspect();
+  });
+}

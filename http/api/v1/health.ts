@@ -1,0 +1,24 @@
+import { ApiError } from '../../../protocol/index.js';
+import type { Router } from '../../router.js';
+
+export interface HealthDeps {
+  /** Resolves when the database answers; rejects otherwise. */
+  databaseReady(): Promise<void>;
+  startedAt: Date;
+  version: string;
+}
+
+export function healthRoutes<P>(r: Router<P>, deps: HealthDeps): void {
+  r.get(
+    '/health',
+    async () => {
+      try {
+        await deps.databaseReady();
+      } catch {
+        throw new ApiError(503, 'database_unavailable', 'the database does not answer');
+      }
+      return { status: 'ok', version: deps.version, started_at: deps.startedAt.toISOString() };
+    },
+    { auth: 'none' },
+  );
+}

@@ -1,0 +1,112 @@
+import type { HttpResponse } from 'uWebSockets.js';
+import { ApiError } from '../protocol/index.js';
+
+// uWS hands body chunks to onData, which must be attached before the handler's first await,
+// and neuters each ArrayBuffer after the callback: every chunk is copied. uWS does not drain
+// the microtask queue after its callbacks, so a promise settled inside one is settled through
+// setImmediate; otherwise its continuation waits for some unrelated macrotask.
+
+/** Collects a whole body up to `limit` bytes; beyond it the promise fails with 413. */
+export function bufferBody(res: HttpResponse, limit: number, declaredLength: number | null): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    if (declaredLength !== null && declaredLength > limit) {
+      reject(tooLarge(limit));
+      return;
+    }
+    const settle = (fn: () => void) => setImmediate(fn);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let failed = false;
+    res.onData((chunk, isLast) => {
+      if (failed) return;
+      size += chunk.byteLength;
+      if (size > limit) {
+        failed = true;
+        settle(() => reject(tooLarge(limit)));
+        return;
+      }
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) settle(() => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    });
+  });
+}
+
+const tooLarge = (limit: number) =>
+  new ApiError(413, 'body_too_large', `request body exceeds the limit of ${limit} bytes (http.maxRequestSize)`);
+
+/**
+ * A body as an async iterable with backpressure: uWS is paused while more than `highWater`
+ * bytes wait for the consumer. `limit` bounds the total (413 beyond it).
+ */
+export class BodyStream implements AsyncIterable<Uint8Array> {
+  private readonly queue: Buffer[] = [];
+  private queued = 0;
+  private done = false;
+  private failure: Error | null = null;
+  private wake: (() => void) | null = null;
+  private paused = false;
+  private received = 0;
+
+  constructor(
+    private readonly res: HttpResponse,
+    private readonly limit: number,
+    private readonly highWater = 4 << 20,
+  ) {
+    res.onData((chunk, isLast) => {
+      if (this.failure || this.done) return;
+      this.received += chunk.byteLength;
+      if (this.received > this.limit) {
+        this.fail(new ApiError(413, 'body_too_large', `request body exceeds the limit of ${this.limit} bytes`));
+        return;
+      }
+      if (chunk.byteLength > 0) {
+        this.queue.push(Buffer.from(chunk.slice(0)));
+        this.queued += chunk.byteLength;
+      }
+      if (isLast) this.done = true;
+      else if (this.queued > this.highWater && !this.paused) {
+        this.paused = true;
+        res.pause();
+      }
+      this.notify();
+    });
+  }
+
+  /** Called by the router when the client goes away. */
+  abort(): void {
+    this.fail(new Error('client aborted the request'));
+  }
+
+  get bytesReceived(): number {
+    return this.received;
+  }
+
+  private fail(e: Error): void {
+    this.failure = e;
+    this.notify();
+  }
+
+  private notify(): void {
+    const w = this.wake;
+    this.wake = null;
+    if (w) setImmediate(w);
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    for (;;) {
+      if (this.failure) throw this.failure;
+      const next = this.queue.shift();
+      if (next) {
+        this.queued -= next.byteLength;
+        if (this.paused && this.queued < this.highWater / 2) {
+          this.paused = false;
+          this.res.resume();
+        }
+        yield next;
+        continue;
+      }
+      if (this.done) return;
+      await new Promise<void>((r) => (this.wake = r));
+    }
+  }
+}

@@ -1,0 +1,35 @@
+// What a handler may return besides a plain value (which becomes `{error: false, message}`).
+// Route files build replies; only http/respond.ts turns them into bytes on a uWS response.
+
+export type Headers = Record<string, string>;
+
+export type Reply =
+  | { kind: 'json'; status: number; headers: Headers; body: unknown }
+  | { kind: 'bytes'; status: number; headers: Headers; body: Uint8Array | string }
+  | { kind: 'stream'; status: number; headers: Headers; length: number; body: AsyncIterable<Uint8Array> }
+  | { kind: 'empty'; status: number; headers: Headers; length?: number };
+
+const REPLY = Symbol('kiln.reply');
+const tag = (r: Reply): Reply => Object.assign(r, { [REPLY]: true as const });
+
+export const isReply = (v: unknown): v is Reply => typeof v === 'object' && v !== null && REPLY in v;
+
+/** The envelope of a success, with a status other than 200 or extra headers. */
+export const jsonReply = (status: number, message: unknown, headers: Headers = {}): Reply =>
+  tag({ kind: 'json', status, headers, body: { error: false, message } });
+
+/** The envelope of a failure: `{error: true, message, code}`. */
+export const errorReply = (status: number, code: string, message: string, headers: Headers = {}): Reply =>
+  tag({ kind: 'json', status, headers, body: { error: true, message, code } });
+
+/** Bytes with their own content type (narinfo text, a NAR slice, a listing). */
+export const bytesReply = (status: number, body: Uint8Array | string, headers: Headers = {}): Reply =>
+  tag({ kind: 'bytes', status, headers, body });
+
+/** A body of known length produced piece by piece; written with backpressure. */
+export const streamReply = (status: number, length: number, body: AsyncIterable<Uint8Array>, headers: Headers = {}): Reply =>
+  tag({ kind: 'stream', status, headers, length, body });
+
+/** No body; `length` is reported as Content-Length (HEAD, 304, redirects). */
+export const emptyReply = (status: number, headers: Headers = {}, length?: number): Reply =>
+  tag({ kind: 'empty', status, headers, ...(length === undefined ? {} : { length }) });

@@ -1,0 +1,74 @@
+import type { z } from 'zod';
+import { ApiError } from '../protocol/index.js';
+import type { BodyStream } from './body.js';
+
+/**
+ * Everything a handler may know about a request, copied out of uWS before the first await
+ * (uWS's HttpRequest is stack-allocated and dies when the callback returns).
+ */
+export class Req<P = unknown> {
+  /** Set by the router's authenticator before the handler runs. */
+  principal!: P;
+
+  constructor(
+    readonly id: string,
+    readonly method: string,
+    readonly path: string,
+    readonly query: URLSearchParams,
+    readonly headers: Readonly<Record<string, string>>,
+    /** The peer's address (before X-Forwarded-For is considered). */
+    readonly peerAddress: string,
+    readonly params: Readonly<Record<string, string>>,
+    private readonly rawBody: Promise<Buffer> | null,
+    private readonly bodyStream: BodyStream | null,
+  ) {}
+
+  header(name: string): string | undefined {
+    return this.headers[name.toLowerCase()];
+  }
+
+  /** A path parameter checked against a schema; a mismatch is a 400 naming the parameter. */
+  param<T>(name: string, schema?: z.ZodType<T>): T {
+    const raw = this.params[name];
+    if (raw === undefined) throw new Error(`route has no parameter "${name}"`);
+    if (!schema) return raw as T;
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) {
+      throw new ApiError(400, 'invalid_parameter', `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    }
+    return parsed.data;
+  }
+
+  /** The whole body as bytes (routes registered with body: 'buffer'). */
+  async bytes(): Promise<Buffer> {
+    if (!this.rawBody) throw new Error(`${this.method} ${this.path} was not registered to read a body`);
+    return this.rawBody;
+  }
+
+  /** The body parsed as JSON and validated; problems are 400s that name the field. */
+  async body<T>(schema: z.ZodType<T>): Promise<T> {
+    const raw = await this.bytes();
+    let value: unknown;
+    if (raw.length === 0) value = {};
+    else {
+      try {
+        value = JSON.parse(raw.toString('utf8'));
+      } catch (e) {
+        throw new ApiError(400, 'invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
+      }
+    }
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'body';
+      throw new ApiError(400, 'invalid_body', `${where}: ${issue?.message ?? 'invalid'}`);
+    }
+    return parsed.data;
+  }
+
+  /** The body as a stream with backpressure (routes registered with body: 'stream'). */
+  stream(): BodyStream {
+    if (!this.bodyStream) throw new Error(`${this.method} ${this.path} was not registered to stream a body`);
+    return this.bodyStream;
+  }
+}

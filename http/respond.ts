@@ -1,0 +1,154 @@
+import type { HttpResponse } from 'uWebSockets.js';
+import type { Headers, Reply } from './reply.js';
+
+// The only place that writes to a uWS response. Every write is corked (a write after an await
+// is otherwise one syscall per call), nothing is written after the client aborted, and streams
+// respect tryEnd's backpressure.
+
+const STATUS_TEXT: Record<number, string> = {
+  200: 'OK', 201: 'Created', 204: 'No Content', 206: 'Partial Content', 301: 'Moved Permanently',
+  302: 'Found', 304: 'Not Modified', 307: 'Temporary Redirect', 400: 'Bad Request', 401: 'Unauthorized',
+  403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 409: 'Conflict', 410: 'Gone',
+  413: 'Payload Too Large', 415: 'Unsupported Media Type', 416: 'Range Not Satisfiable',
+  422: 'Unprocessable Entity', 429: 'Too Many Requests', 500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
+
+export const statusLine = (status: number): string => `${status} ${STATUS_TEXT[status] ?? 'Status'}`;
+
+/** Tracks whether a response may still be written; the router calls abort() from onAborted. */
+export class ResponseState {
+  aborted = false;
+  done = false;
+  private readonly abortListeners = new Set<() => void>();
+
+  abort(): void {
+    this.aborted = true;
+    // Called from uWS's onAborted, which does not drain microtasks: hop to a macrotask.
+    const listeners = [...this.abortListeners];
+    this.abortListeners.clear();
+    if (listeners.length > 0) setImmediate(() => listeners.forEach((l) => l()));
+  }
+
+  onAbort(listener: () => void): () => void {
+    this.abortListeners.add(listener);
+    return () => this.abortListeners.delete(listener);
+  }
+}
+
+/** Runs `fn` corked and hands back its result. */
+const corked = <T>(res: HttpResponse, fn: () => T): T => {
+  let out!: T;
+  res.cork(() => {
+    out = fn();
+  });
+  return out;
+};
+
+function writeHead(res: HttpResponse, status: number, headers: Headers): void {
+  res.writeStatus(statusLine(status));
+  for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+}
+
+/** Writes a complete reply. `head` answers a HEAD request: headers and length, no body. */
+export async function respond(res: HttpResponse, state: ResponseState, reply: Reply, head: boolean, closeConnection = false): Promise<void> {
+  if (state.aborted || state.done) return;
+  switch (reply.kind) {
+    case 'json':
+    case 'bytes': {
+      const body =
+        reply.kind === 'json' ? Buffer.from(JSON.stringify(reply.body)) : typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
+      const headers = reply.kind === 'json' ? { 'Content-Type': 'application/json', ...reply.headers } : reply.headers;
+      res.cork(() => {
+        writeHead(res, reply.status, headers);
+        if (head) res.endWithoutBody(body.byteLength, closeConnection);
+        else res.end(body, closeConnection);
+      });
+      state.done = true;
+      return;
+    }
+    case 'empty':
+      res.cork(() => {
+        writeHead(res, reply.status, reply.headers);
+        res.endWithoutBody(reply.length ?? 0, closeConnection);
+      });
+      state.done = true;
+      return;
+    case 'stream':
+      if (head) {
+        res.cork(() => {
+          writeHead(res, reply.status, reply.headers);
+          res.endWithoutBody(reply.length, closeConnection);
+        });
+        state.done = true;
+        return;
+      }
+      await writeStream(res, state, reply.status, reply.headers, reply.length, reply.body);
+  }
+}
+
+/** Streams `total` bytes, waiting on onWritable whenever uWS reports backpressure. */
+async function writeStream(
+  res: HttpResponse, state: ResponseState, status: number, headers: Headers, total: number, body: AsyncIterable<Uint8Array>,
+): Promise<void> {
+  let headWritten = false;
+  let sent = 0;
+  const iterator = body[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await iterator.next();
+      if (state.aborted) return;
+      if (next.done) break;
+      const chunk = next.value;
+      if (sent + chunk.byteLength > total) throw new Error(`stream produced more than its declared ${total} bytes`);
+      const { ok, finished, from } = corked(res, () => {
+        if (!headWritten) {
+          writeHead(res, status, headers);
+          headWritten = true;
+        }
+        const from = res.getWriteOffset();
+        const [ok, finished] = res.tryEnd(chunk, total);
+        return { ok, finished, from };
+      });
+      sent += chunk.byteLength;
+      if (finished) {
+        state.done = true;
+        return;
+      }
+      if (!ok) await drain(res, state, chunk, from, total);
+    }
+    if (state.aborted || state.done) return;
+    if (total === 0) {
+      corked(res, () => {
+        writeHead(res, status, headers);
+        res.end();
+      });
+      state.done = true;
+      return;
+    }
+    throw new Error(`stream ended after ${sent} of ${total} bytes`);
+  } finally {
+    if (!state.done && !state.aborted) {
+      // A source that broke mid-body: closing the connection is the only honest signal left.
+      state.done = true;
+      res.cork(() => res.close());
+    }
+    await iterator.return?.();
+  }
+}
+
+/** Resolves once the pending chunk is fully handed to uWS, or the client is gone. */
+function drain(res: HttpResponse, state: ResponseState, chunk: Uint8Array, from: number, total: number): Promise<void> {
+  return new Promise((resolve) => {
+    const unsubscribe = state.onAbort(resolve);
+    res.onWritable((offset) => {
+      const [ok, finished] = res.tryEnd(chunk.subarray(offset - from), total);
+      if (finished) state.done = true;
+      if (ok || finished) {
+        unsubscribe();
+        setImmediate(resolve); // uWS does not drain microtasks after its callbacks
+      }
+      return ok;
+    });
+  });
+}

@@ -1,0 +1,97 @@
+import t from 'tap';
+import pino from 'pino';
+import { z } from 'zod';
+import { ApiError } from '../../protocol/index.js';
+import { RouteTable, Router, startHttpServer, streamReply, bytesReply } from '../../http/index.js';
+
+const log = pino({ level: 'silent' });
+
+async function start(t: Tap.Test | typeof import('tap').default, maxRequestSize = 1024) {
+  const table = new RouteTable<string>();
+  const api = new Router<string>(table).scope('/api/v1');
+  api.get('/hello/:name', (req) => ({ hi: req.param('name'), who: req.principal, q: req.query.get('q') }), { auth: 'none' });
+  api.put('/things', async (req) => req.body(z.object({ name: z.string(), size: z.number().int() })), { auth: 'none' });
+  api.get('/secret', () => 'classified');
+  api.get('/boom', () => {
+    throw new Error('database exploded at /var/secret/path');
+  }, { auth: 'none' });
+  api.get('/teapot', () => {
+    throw new ApiError(409, 'cache_exists', 'cache "main" exists');
+  }, { auth: 'none' });
+  api.post('/upload', async (req) => {
+    let n = 0;
+    for await (const chunk of req.stream()) n += chunk.byteLength;
+    return n;
+  }, { auth: 'none', body: 'stream', maxBody: 10 << 20 });
+  const big = Buffer.alloc(8 << 20, 7);
+  api.get('/big', () => streamReply(200, big.length, (async function* () {
+    for (let i = 0; i < big.length; i += 65536) yield big.subarray(i, i + 65536);
+  })(), { 'Content-Type': 'application/octet-stream' }), { auth: 'none' });
+  table.add; // keep the table referenced by the router
+  new Router<string>(table).get('/cache/:cache/:hash.narinfo', (req) => bytesReply(200, `${req.param('cache')}:${req.param('hash')}`, { 'Content-Type': 'text/x-nix-narinfo' }), { auth: 'none' });
+  const server = await startHttpServer<string>({
+    listenAddr: '127.0.0.1', port: 0, maxRequestSize, trustedProxies: ['127.0.0.1/8'], log, routes: table,
+    async authenticate(req, mode) {
+      const header = req.header('authorization');
+      if (mode === 'required' && header !== 'Bearer good') throw new ApiError(401, 'unauthorized', 'a bearer token is required');
+      return header ? 'ada' : 'anonymous';
+    },
+  });
+  t.teardown(() => server.close(100));
+  return `http://127.0.0.1:${server.port}`;
+}
+
+t.test('routing, envelope and errors', async (t) => {
+  const base = await start(t);
+  const get = async (path: string, init?: RequestInit) => {
+    const res = await fetch(base + path, init);
+    return { status: res.status, headers: res.headers, body: await res.json() as Record<string, unknown> };
+  };
+  t.same((await get('/api/v1/hello/a%20b?q=1')).body, { error: false, message: { hi: 'a b', who: 'anonymous', q: '1' } });
+  const missing = await get('/api/v1/nope');
+  t.equal(missing.status, 404);
+  t.same(missing.body, { error: true, message: 'no route for GET /api/v1/nope', code: 'not_found' });
+  const wrong = await get('/api/v1/things', { method: 'POST', body: '{}' });
+  t.equal(wrong.status, 405);
+  t.equal(wrong.headers.get('allow'), 'PUT');
+  const bad = await get('/api/v1/things', { method: 'PUT', body: '{"name": "x",' });
+  t.equal(bad.status, 400);
+  t.equal(bad.body.code, 'invalid_json');
+  t.match(bad.body.message, /not valid JSON/);
+  const field = await get('/api/v1/things', { method: 'PUT', body: '{"name": "x", "size": "big"}' });
+  t.equal(field.status, 400);
+  t.match(field.body.message, /^size: /);
+  t.same((await get('/api/v1/things', { method: 'PUT', body: '{"name":"x","size":3}' })).body.message, { name: 'x', size: 3 });
+  const large = await get('/api/v1/things', { method: 'PUT', body: JSON.stringify({ name: 'x'.repeat(2000), size: 1 }) });
+  t.equal(large.status, 413);
+  t.equal(large.body.code, 'body_too_large');
+  const unauth = await get('/api/v1/secret');
+  t.equal(unauth.status, 401);
+  t.equal((await get('/api/v1/secret', { headers: { authorization: 'Bearer good' } })).body.message, 'classified');
+  const boom = await get('/api/v1/boom');
+  t.equal(boom.status, 500);
+  t.notMatch(JSON.stringify(boom.body), /exploded|secret|at /, 'no internals leak');
+  const conflict = await get('/api/v1/teapot');
+  t.same([conflict.status, conflict.body.code], [409, 'cache_exists']);
+  const badEscape = await fetch(base + '/api/v1/hello/%E0%A4%A');
+  t.equal(badEscape.status, 400);
+});
+
+t.test('suffix params, HEAD and streams', async (t) => {
+  const base = await start(t);
+  const narinfo = await fetch(`${base}/cache/main/abc.narinfo`);
+  t.equal(await narinfo.text(), 'main:abc');
+  const head = await fetch(`${base}/cache/main/abc.narinfo`, { method: 'HEAD' });
+  t.equal(head.status, 200);
+  t.equal(head.headers.get('content-length'), '8');
+  t.equal((await fetch(`${base}/cache/main/abc.ls`)).status, 404);
+  const big = await fetch(`${base}/api/v1/big`);
+  const bytes = Buffer.from(await big.arrayBuffer());
+  t.equal(bytes.length, 8 << 20);
+  t.ok(bytes.every((b) => b === 7));
+  const up = await fetch(`${base}/api/v1/upload`, { method: 'POST', body: Buffer.alloc(3 << 20, 1) });
+  t.same(await up.json(), { error: false, message: 3 << 20 });
+  const over = await fetch(`${base}/api/v1/upload`, { method: 'POST', body: Buffer.alloc(11 << 20, 1) }).catch((e: Error) => e);
+  if (over instanceof Error) t.pass('connection closed on an oversized stream');
+  else t.equal(over.status, 413);
+});
