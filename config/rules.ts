@@ -1,0 +1,54 @@
+import type { OptionPath, Config } from './registry.js';
+
+/**
+ * Rules across options, checked on the effective values: an enabled feature needs its settings.
+ * Each names the option to fix and completes "must be …".
+ */
+export interface Rule {
+  readonly path: OptionPath;
+  readonly applies: (config: Config) => boolean;
+  readonly holds: (config: Config) => boolean;
+  readonly expected: string | ((config: Config) => string);
+}
+
+const isSet = (value: unknown) => value !== null && value !== '';
+
+function required(path: OptionPath, when: OptionPath): Rule {
+  return { path, applies: (c) => c[when] === true, holds: (c) => isSet(c[path]), expected: `set when ${when} is true` };
+}
+
+function atMost(path: OptionPath, limit: OptionPath): Rule {
+  return {
+    path,
+    applies: () => true,
+    holds: (c) => Number(c[path]) <= Number(c[limit]),
+    expected: (c) => `at most ${limit} (${String(c[limit])})`,
+  };
+}
+
+export const rules: readonly Rule[] = [
+  required('s3.bucket', 's3.enable'),
+  required('gitHostApp.id', 'gitHostApp.enable'),
+  required('gitHostApp.privateKeyFile', 'gitHostApp.enable'),
+  required('gitHostApp.webhookSecretFile', 'gitHostApp.enable'),
+  required('oidc.clientId', 'oidc.enable'),
+  required('oidc.clientSecretFile', 'oidc.enable'),
+  required('oidc.discoveryUrl', 'oidc.enable'),
+  required('scim.tokenFile', 'scim.enable'),
+  { path: 'oidc.enable', applies: (c) => c['oidc.required'], holds: (c) => c['oidc.enable'], expected: 'true when oidc.required is true' },
+  {
+    path: 'email.from.address',
+    applies: (c) => c['email.enable'] && c['email.smtp.host'] !== null,
+    holds: (c) => isSet(c['email.from.address']),
+    expected: 'set when email.enable is true and email.smtp.host is set',
+  },
+  atMost('database.minConnections', 'database.maxConnections'),
+  atMost('database.cache.minConnections', 'database.cache.maxConnections'),
+  atMost('database.web.minConnections', 'database.web.maxConnections'),
+  {
+    path: 'worker.discoverable',
+    applies: (c) => c['worker.capabilities.federate'],
+    holds: (c) => c['worker.discoverable'],
+    expected: 'true when worker.capabilities.federate is true (federation needs incoming connections)',
+  },
+];
