@@ -7,10 +7,10 @@ type Scope = 'server' | 'worker';
 export function withConfigFlags(cmd: Command, scope: Scope): Command {
   cmd.option('--config <file>', 'JSON configuration file (below env variables and flags in precedence)');
   for (const f of cliFlags(scope)) {
-    if (f.takesValue) cmd.addOption(new Option(`${f.flag} <value>`, f.description).hideHelp(false));
+    if (f.takesValue) cmd.addOption(new Option(`${f.flag} <${f.valueName ?? 'value'}>`, f.description));
     else {
       cmd.addOption(new Option(f.flag, f.description));
-      cmd.addOption(new Option(f.flag.replace(/^--/, '--no-'), `turn off ${f.flag}`).hideHelp());
+      cmd.addOption(new Option(f.negation ?? f.flag.replace(/^--/, '--no-'), `turn off ${f.flag}`).hideHelp());
     }
   }
   return cmd;

@@ -1,1 +1,14 @@
-export {};
+export { createRootSupervisor, Supervisor, type RootSupervisorOptions, type SupervisorOptions } from './supervisor.js';
+export type { ActorSpec, ActorStart, SupervisedActor } from './child.js';
+export { EscalationError } from './escalation.js';
+export { defaultRestartBudget, type RestartBudgetLimits } from './restartBudget.js';
+export type {
+  ActorLifecycle,
+  ActorNode,
+  ActorTransition,
+  InspectNode,
+  Json,
+  SupervisorNode,
+  SupervisorStatus,
+  TransitionListener,
+} from './inspection.js';

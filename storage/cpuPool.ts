@@ -1,0 +1,70 @@
+// The server's pool of worker threads for CPU-bound work (DESIGN.md: SHA-256, zstd, NAR parsing),
+// so the event loop keeps serving while a large NAR is hashed. The tasks are in cpuWorker.ts.
+import { availableParallelism } from 'node:os';
+import { Piscina } from 'piscina';
+import type { CpuTaskInput, CpuTaskMessage, CpuTaskName, CpuTaskOutput } from './cpuWorker.js';
+
+export interface CpuPoolOptions {
+  /** Worker threads at most; default one per core. */
+  maxThreads?: number;
+}
+
+export interface CpuPoolStats {
+  threads: number;
+  queued: number;
+  completed: number;
+  /** Share of the pool's capacity used since it started, 0 to 1. */
+  utilization: number;
+}
+
+export interface CpuPool {
+  run<K extends CpuTaskName>(task: K, input: CpuTaskInput<K>, options?: { signal?: AbortSignal }): Promise<CpuTaskOutput<K>>;
+  stats(): CpuPoolStats;
+  /**
+   * Shuts the pool down: tasks still queued reject, tasks already running finish, then the threads
+   * exit. Later runs reject. Safe to call twice.
+   */
+  destroy(): Promise<void>;
+}
+
+// Worker threads do not inherit the tsx loader that bin/kiln.js registers with module.register():
+// measured on Node 22.23 with tsx 4, a worker then loads cpuWorker.ts through Node's own type
+// stripping but fails on its first `./x.js` import that names a .ts file. Passing tsx's loader in
+// execArgv makes workers resolve and transform exactly as the main thread does; when the process
+// was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
+const workerExecArgv = (): string[] => [...process.execArgv, '--import', import.meta.resolve('tsx')];
+
+export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
+  const maxThreads = options.maxThreads ?? availableParallelism();
+  if (!Number.isSafeInteger(maxThreads) || maxThreads < 1) {
+    throw new RangeError(`createCpuPool maxThreads: expected an integer >= 1, got ${String(maxThreads)}`);
+  }
+  const piscina = new Piscina<CpuTaskMessage, unknown>({
+    filename: new URL('./cpuWorker.ts', import.meta.url).href,
+    maxThreads,
+    minThreads: Math.min(1, maxThreads),
+    execArgv: workerExecArgv(),
+  });
+  // close() reports a timeout (running tasks that outlive closeTimeout) as an 'error' event and
+  // then terminates the threads anyway; without a listener that event would crash the process.
+  piscina.on('error', () => {});
+  let closing: Promise<void> | undefined;
+
+  return {
+    async run(task, input, runOptions = {}) {
+      if (closing) throw new Error(`the CPU pool has been destroyed; cannot run ${task}`);
+      const message: CpuTaskMessage = { task, input };
+      return (await piscina.run(message, { signal: runOptions.signal ?? null })) as CpuTaskOutput<typeof task>;
+    },
+    stats: () => ({
+      threads: piscina.threads.length,
+      queued: piscina.queueSize,
+      completed: piscina.completed,
+      utilization: piscina.utilization,
+    }),
+    destroy() {
+      closing ??= piscina.close({ force: true });
+      return closing;
+    },
+  };
+}
