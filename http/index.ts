@@ -3,3 +3,5 @@ export { Router, RouteTable, type AuthMode, type BodyMode, type Handler, type Me
 export { Req } from './request.js';
 export { bytesReply, emptyReply, errorReply, isReply, jsonReply, streamReply, type Reply } from './reply.js';
 export { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
+export { buildRoutes, type RouteDeps } from './routes.js';
+export { authenticate } from './authenticate.js';

@@ -1,0 +1,28 @@
+import { Command } from 'commander';
+import { ConfigError } from '../config/index.js';
+import { configCommands } from './configCommands.js';
+import { migrateCommand } from './migrateCommand.js';
+import { serveCommand } from './serveCommand.js';
+import { version } from './version.js';
+
+const program = new Command('kiln')
+  .description('kiln: a Nix CI server and multi-tenant Nix binary cache')
+  .version(version)
+  .showHelpAfterError();
+
+serveCommand(program);
+configCommands(program);
+migrateCommand(program);
+
+try {
+  await program.parseAsync(process.argv);
+} catch (e) {
+  // Configuration problems are the operator's to fix: say what, not where in kiln.
+  if (e instanceof ConfigError) {
+    process.stderr.write(`kiln: invalid configuration:\n${e.message}\n`);
+    process.exit(2);
+  }
+  process.stderr.write(`kiln: ${e instanceof Error ? e.message : String(e)}\n`);
+  if (e instanceof Error && e.cause) process.stderr.write(`  cause: ${e.cause instanceof Error ? e.cause.message : String(e.cause)}\n`);
+  process.exit(1);
+}

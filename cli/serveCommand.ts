@@ -1,0 +1,23 @@
+import type { Command } from 'commander';
+import { configFromCommand, withConfigFlags } from './configSources.js';
+import { startKiln } from './kiln.js';
+
+/** `kiln serve`: runs until SIGTERM or SIGINT, then stops accepting, drains and closes. */
+export function serveCommand(program: Command): void {
+  withConfigFlags(program.command('serve').description('run the kiln server'), 'server').action(async (_opts, cmd: Command) => {
+    const loaded = configFromCommand(cmd, 'server');
+    const kiln = await startKiln(loaded);
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      kiln.log.info({ signal }, 'shutting down');
+      kiln.stop().then(
+        () => process.exit(process.exitCode ?? 0),
+        () => process.exit(1),
+      );
+    };
+    process.on('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+  });
+}

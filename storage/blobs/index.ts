@@ -1,0 +1,10 @@
+export type { BlobStore, BlobBackend, BlobSource, BlobRead, BlobEntry } from './blobStore.js';
+export { BlobKeyError, assertBlobKey, blobKeyProblem, MAX_BLOB_KEY_LENGTH } from './blobKey.js';
+export { BlobRangeError } from './blobRange.js';
+export type { BlobRange } from './blobRange.js';
+export { BlobSizeError } from './expectedSize.js';
+export { FilesystemBlobStore } from './filesystemBlobStore.js';
+export { S3BlobStore } from './s3BlobStore.js';
+export type { S3BlobStoreOptions } from './s3BlobStore.js';
+export type { S3ConnectionOptions } from './s3Client.js';
+export { openBlobStore, blobRoot } from './openBlobStore.js';

@@ -1,0 +1,7 @@
+export { openDatabase, type Database, type DatabaseConfig, type OpenDatabaseOptions } from './openDatabase.js';
+export { migrate, type MigrateOptions } from './migrate.js';
+export { readMigrations, migrationSetChecksum, MIGRATIONS_DIR, type MigrationFile } from './migrationFiles.js';
+export { startLocalDb, type LocalDb, type LocalDbOptions } from './local/startLocalDb.js';
+export { localDbSettings, LOCAL_DB_DEFAULTS } from './localDbSettings.js';
+export { parseDatabaseUrl, describeTarget, nodePostgresOptions, type DatabaseTarget, type NodePostgresOptions } from './databaseUrl.js';
+export type { Sql } from 'postgres';

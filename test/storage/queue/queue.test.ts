@@ -1,0 +1,30 @@
+import t from 'tap';
+import { startQueue, stopQueue } from '../../../storage/index.js';
+import { testDatabase } from '../../support/db.js';
+import { captureLog } from '../fixtures/captureLog.js';
+
+t.test('pg-boss starts on a kiln database, runs a job, and stops gracefully', async (t) => {
+  const { url, sql } = await testDatabase(t);
+  const { log, messages } = captureLog();
+  const boss = await startQueue(url, log, { maxConnections: 2 });
+  t.ok(messages('info').includes('job queue started'));
+  const [schema] = await sql<{ exists: boolean }[]>`select exists (select from pg_namespace where nspname = 'pgboss') as exists`;
+  t.equal(schema?.exists, true, 'pg-boss installed its own schema beside kiln’s tables');
+
+  await boss.createQueue('kiln-test');
+  const id = await boss.send('kiln-test', { hello: 'world' });
+  const [job] = await boss.fetch<{ hello: string }>('kiln-test');
+  t.equal(job?.id, id);
+  t.same(job?.data, { hello: 'world' });
+  await boss.complete('kiln-test', id ?? '');
+
+  const [conns] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue'`;
+  t.ok((conns?.n ?? 0) >= 1, 'its connections say who they are');
+  await stopQueue(boss, { timeoutMs: 5000 });
+  const [after] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue'`;
+  t.equal(after?.n, 0, 'stopQueue closed its pool');
+});
+
+t.test('a queue on an unreachable database fails to start', async (t) => {
+  await t.rejects(startQueue('postgres://kiln@127.0.0.1:1/kiln', captureLog().log));
+});
