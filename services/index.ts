@@ -1,1 +1,1 @@
-export { anonymous, isSuperuser, type Principal } from './principal.js';
+export { anonymous, isSuperuser, type Anonymous, type KeyUser, type Principal, type SessionUser } from './principal.js';

@@ -1,1 +1,2 @@
 export { ApiError, isApiError } from './apiError.js';
+export { Permission, permissionNames, Role, roleNames } from './permissions.js';

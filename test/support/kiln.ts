@@ -1,0 +1,80 @@
+// A whole kiln server in-process, on a fresh test database and a temporary baseDir, on a free port.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Sql } from 'postgres';
+import type { Test } from 'tap';
+import { loadConfig, type OptionPath } from '../../config/index.js';
+import { startKiln, type Kiln } from '../../cli/kiln.js';
+import { testDatabase } from './db.js';
+
+export interface TestKiln extends Kiln {
+  /** a small pool on the test database, for assertions on rows */
+  sql: Sql;
+  baseDir: string;
+  /** JSON call through the real HTTP API: `api('PUT', '/caches', { token, body })` */
+  api<T = unknown>(method: string, path: string, opts?: { token?: string; body?: unknown; headers?: Record<string, string> }): Promise<ApiResult<T>>;
+}
+
+export interface ApiResult<T> {
+  status: number;
+  headers: Headers;
+  /** the envelope's message (payload on success, text on error) */
+  message: T;
+  error: boolean;
+  code?: string;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}): Promise<TestKiln> {
+  const { url, sql } = await testDatabase(t);
+  const baseDir = await mkdtemp(join(tmpdir(), 'kiln-test-'));
+  const port = await freePort();
+  const loaded = loadConfig({
+    scope: 'server',
+    env: {},
+    overrides: {
+      'database.url': url,
+      'database.minConnections': 0,
+      'database.cache.minConnections': 0,
+      'database.web.minConnections': 0,
+      baseDir,
+      port,
+      useTls: false,
+      'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
+      ...overrides,
+    },
+  });
+  const kiln = await startKiln(loaded);
+  t.teardown(async () => {
+    await kiln.stop();
+    await rm(baseDir, { recursive: true, force: true });
+  });
+  const api: TestKiln['api'] = async (method, path, opts = {}) => {
+    const headers: Record<string, string> = { ...opts.headers };
+    if (opts.token) headers['authorization'] = `Bearer ${opts.token}`;
+    const init: RequestInit = { method, headers };
+    if (opts.body !== undefined) init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    const res = await fetch(`${kiln.url}/api/v1${path}`, init);
+    const text = await res.text();
+    let json: { error?: boolean; message?: unknown; code?: string } = {};
+    try {
+      json = JSON.parse(text) as typeof json;
+    } catch {
+      json = { error: true, message: text };
+    }
+    return { status: res.status, headers: res.headers, message: json.message as never, error: json.error === true, ...(json.code ? { code: json.code } : {}) };
+  };
+  return Object.assign(Object.create(null) as object, kiln, { sql, baseDir, api }) as TestKiln;
+}
