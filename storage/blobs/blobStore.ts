@@ -46,7 +46,10 @@ export interface BlobStore {
   list(prefix?: string): AsyncIterable<BlobEntry>;
   /** A URL a client can GET without credentials until it expires; null when the backend has none (filesystem). */
   presignedUrl(key: string, expiresSecs: number): Promise<string | null>;
-  /** Removes writes abandoned by a crash (temporary files, unfinished multipart uploads) started before `olderThan`; returns how many. */
+  /**
+   * Removes writes a crash abandoned, returning how many: temporary files not written to since
+   * `olderThan`, multipart uploads started before it. Pick a time no live put can be that slow.
+   */
   sweepPartial(olderThan: Date): Promise<number>;
   /** Releases connections; the store is unusable afterwards. */
   close(): Promise<void>;

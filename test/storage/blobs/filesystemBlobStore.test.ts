@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -35,6 +35,23 @@ t.test('a staging file on the same filesystem is renamed in, not copied', async 
   const inode = (await stat(staged)).ino;
   await store.put('nar/x.nar.zst', staged);
   t.equal((await stat(join(root, 'blobs', 'nar', 'x.nar.zst'))).ino, inode);
+});
+
+t.test('a staging file on another filesystem is copied in durably, then removed', async (t) => {
+  const root = await tempRoot(t);
+  const shm = await mkdtemp('/dev/shm/kiln-staging-').catch(() => null);
+  if (shm === null || (await stat(shm)).dev === (await stat(root)).dev) {
+    t.plan(0, 'needs /dev/shm on another filesystem than the temporary directory');
+    return;
+  }
+  t.teardown(() => rm(shm, { recursive: true, force: true }));
+  const store = new FilesystemBlobStore(join(root, 'blobs'));
+  const staged = join(shm, 'staged');
+  await writeFile(staged, 'across devices');
+  await store.put('nar/x.nar.zst', staged, 14);
+  t.equal((await readFile(join(root, 'blobs', 'nar', 'x.nar.zst'))).toString(), 'across devices');
+  await t.rejects(stat(staged), { code: 'ENOENT' }, 'the staging file is removed');
+  t.same(await readdir(join(root, 'blobs', 'nar')), ['x.nar.zst'], 'no temporary file left behind');
 });
 
 t.test('a put streams to a temporary file beside the target, removed if the source fails', async (t) => {

@@ -1,6 +1,6 @@
 // The S3 backend against a real S3-compatible server (s3rver), started by the test.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -98,6 +98,24 @@ t.test('s3.maxRetries and s3.retryTimeoutSecs bound the attempts', async (t) => 
   t.equal(await attemptsOf({ ...base, maxRetries: 2, retryTimeoutSecs: 60 }, (s) => s.stat('nar/a')), 3, 'two retries');
   t.equal(await attemptsOf({ ...base, maxRetries: 0, retryTimeoutSecs: 60 }, (s) => s.stat('nar/a')), 1, 'none');
   t.equal(await attemptsOf({ ...base, maxRetries: 5, retryTimeoutSecs: 0 }, (s) => s.stat('nar/a')), 1, 'the retry window already closed');
+});
+
+t.test('s3.readTimeoutSecs fails a request whose server stalls', async (t) => {
+  const sockets = new Set<Socket>();
+  const silent = createServer((socket) => sockets.add(socket)); // accepts, reads, never answers
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy();
+    silent.close();
+  });
+  const address = silent.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  const secretAccessKeyFile = await secretFile(t, 'secret');
+  const store = openStore(t, {
+    bucket: 'kiln', prefix: '', endpoint: `http://127.0.0.1:${address.port}`, region: 'us-east-1', virtualHostedStyle: false,
+    accessKeyId: 'id', secretAccessKeyFile, maxRetries: 0, readTimeoutSecs: 1, retryTimeoutSecs: 60,
+  });
+  await t.rejects(store.stat('nar/a'), { name: 'TimeoutError', message: /timed out after 1000 ms of inactivity/ });
 });
 
 t.test('s3rver does not implement ListMultipartUploads, so sweepPartial is untested against it', async (t) => {
