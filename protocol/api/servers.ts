@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { ResourceName } from './names.js';
+
+const Host = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:_\[\]-]+$/, 'must be a host name or an IP address');
+const SystemName = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'must be a system name such as x86_64-linux');
+const Feature = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'must be a feature name such as kvm');
+
+export const CreateServerBody = z.strictObject({
+  name: ResourceName,
+  host: Host,
+  port: z.number().int().min(1).max(65535).optional(),
+  username: z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'must be a user name').optional(),
+  architectures: z.array(SystemName).max(32).optional(),
+  features: z.array(Feature).max(64).optional(),
+  max_jobs: z.number().int().min(1).max(1024).optional(),
+});
+export type CreateServerBody = z.infer<typeof CreateServerBody>;
+
+export const UpdateServerBody = CreateServerBody.omit({ name: true }).partial();
+export type UpdateServerBody = z.infer<typeof UpdateServerBody>;

@@ -1,0 +1,58 @@
+// Nix's formats, pure and I/O-free except narDump (reads a directory to dump it).
+export { type Parsed, parsedOk, parseFailure } from './parsed.js';
+export { NIX32_ALPHABET, nix32Length, encodeNix32, decodeNix32, isNix32 } from './nix32.js';
+export {
+  HASH_ALGORITHMS,
+  type HashAlgorithm,
+  type Hash,
+  type HashFormat,
+  digestBytes,
+  parseHash,
+  formatHash,
+  toNix32Hash,
+  hashEquals,
+} from './hash.js';
+export {
+  DEFAULT_STORE_DIR,
+  STORE_PATH_HASH_LENGTH,
+  STORE_PATH_NAME_MAX,
+  type StorePath,
+  storePathNameProblem,
+  parseStorePath,
+  parseStorePathBaseName,
+  printStorePath,
+  storePathBaseName,
+  isStorePathHashPart,
+} from './storePath.js';
+export { type ByteSource } from './byteSource.js';
+export { NarError, isNarError } from './narError.js';
+export { NAR_MAGIC, encodeNarString, encodeNarStrings, encodeU64, padding as narPadding } from './narEncoding.js';
+export { DEFAULT_NAR_LIMITS, type NarLimits } from './narLimits.js';
+export { NarParser, type NarVisitor } from './narParser.js';
+export { readNar, type NarEntry, type NarRegularEntry, type NarDirectoryEntry, type NarSymlinkEntry } from './narReader.js';
+export {
+  NarListingBuilder,
+  renderNarListing,
+  compareCodePoints,
+  type NarListing,
+  type NarListingNode,
+  type NarListingRegular,
+  type NarListingDirectory,
+  type NarListingSymlink,
+} from './narListing.js';
+export { parseNarListing, lookupNarListing, type NarLookupResult } from './narListingLookup.js';
+export { dumpNar, type NarDumpOptions } from './narDump.js';
+export { type Narinfo, parseNarinfo, renderNarinfo } from './narinfo.js';
+export { narinfoFingerprint, signNarinfo, verifyNarinfo, type SignedFields } from './narinfoSignature.js';
+export { SigningKey, VerifyingKey } from './signingKey.js';
+export { hashNar, verifyNar, sha256Nix32, type NarDigest } from './narDigest.js';
+export { ingestNar, type IngestOptions, type IngestResult } from './ingestNar.js';
+export {
+  NAR_COMPRESSIONS,
+  type NarCompression,
+  isNarCompression,
+  narFileExtension,
+  decompressNar,
+  type DecompressOptions,
+} from './narDecompress.js';
+export { ZstdFrameTracker } from './zstdFrames.js';
