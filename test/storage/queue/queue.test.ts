@@ -18,10 +18,10 @@ t.test('pg-boss starts on a kiln database, runs a job, and stops gracefully', as
   t.same(job?.data, { hello: 'world' });
   await boss.complete('kiln-test', id ?? '');
 
-  const [conns] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue'`;
+  const [conns] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue' and datname = current_database()`;
   t.ok((conns?.n ?? 0) >= 1, 'its connections say who they are');
   await stopQueue(boss, { timeoutMs: 5000 });
-  const [after] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue'`;
+  const [after] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue' and datname = current_database()`;
   t.equal(after?.n, 0, 'stopQueue closed its pool');
 });
 
