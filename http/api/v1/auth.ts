@@ -1,0 +1,40 @@
+import { ApiError, CheckUsernameBody, LoginBody, RegisterBody, ResendVerificationBody } from '../../../protocol/index.js';
+import type { IdentityServices, Principal } from '../../../services/index.js';
+import type { RateLimiter } from '../../../storage/index.js';
+import { authRateLimits, rateLimited } from '../../rateLimit.js';
+import type { Req } from '../../request.js';
+import type { Router } from '../../router.js';
+
+// /auth/*: registration, password sign-in, the username check, e-mail verification, logout.
+
+export interface AuthRouteDeps {
+  identity: IdentityServices;
+  rateLimiter: RateLimiter;
+}
+
+const origin = (req: Req<Principal>) => ({ userAgent: req.header('user-agent'), address: req.peerAddress });
+
+export function authRoutes(r: Router<Principal>, { identity, rateLimiter }: AuthRouteDeps): void {
+  const open = { auth: 'none' } as const;
+  r.post('/auth/basic/register', rateLimited(rateLimiter, authRateLimits.register, async (req) =>
+    identity.accounts.register(await req.body(RegisterBody))), open);
+  r.post('/auth/basic/login', rateLimited(rateLimiter, authRateLimits.login, async (req) =>
+    identity.accounts.login(await req.body(LoginBody), origin(req))), open);
+  r.post('/auth/check-username', rateLimited(rateLimiter, authRateLimits.checkUsername, async (req) =>
+    identity.accounts.checkUsername(await req.body(CheckUsernameBody))), open);
+
+  r.get('/auth/verify-email', async (req) => {
+    const token = req.query.get('token');
+    if (!token || token.length > 200) throw new ApiError(400, 'invalid_parameter', 'token: the verification link\'s token is missing or malformed');
+    const { username, email } = await identity.emailVerification.verify(token);
+    return `the e-mail address ${email} of "${username}" is verified`;
+  }, open);
+  r.post('/auth/resend-verification', rateLimited(rateLimiter, authRateLimits.resendVerification, async (req) => {
+    await identity.emailVerification.resend((await req.body(ResendVerificationBody)).email);
+    // The same answer whether or not the address has an account, so it reveals none.
+    return 'if an unverified account has this address, a new verification link is on its way';
+  }), open);
+
+  // Needs the session it ends: a logged-out token is refused here like everywhere else.
+  r.post('/auth/logout', async (req) => identity.sessions.logout(req.principal), { auth: 'required' });
+}

@@ -1,0 +1,31 @@
+import type { Config } from '../../../config/index.js';
+import { isApiError } from '../../../protocol/index.js';
+import type { IdentityServices, Principal } from '../../../services/index.js';
+import { emptyReply } from '../../reply.js';
+import type { Router } from '../../router.js';
+
+// OIDC sign-in. The callback hands the session token to the web frontend in the URL fragment
+// (`<frontend.url>/auth/callback#token=…`): a fragment never reaches a server, a log or a Referer.
+// Failures go the same way as `#error=<code>&message=…`. With frontend.enable off there is no page
+// to hand it to, and the callback answers the envelope itself (message: the token).
+
+export const FRONTEND_CALLBACK_PATH = '/auth/callback';
+
+export function oidcRoutes(r: Router<Principal>, { oidc }: Pick<IdentityServices, 'oidc'>, config: Config): void {
+  const open = { auth: 'none' } as const;
+  const frontend = config['frontend.enable'] ? config['frontend.url'].replace(/\/$/, '') + FRONTEND_CALLBACK_PATH : null;
+
+  r.post('/auth/oauth/authorize', () => oidc.authorizationUrl(), open);
+  r.get('/auth/oidc/login', async () => emptyReply(302, { Location: await oidc.authorizationUrl(), 'Cache-Control': 'no-store' }), open);
+  r.get('/auth/oidc/callback', async (req) => {
+    try {
+      const token = await oidc.complete(req.query, { userAgent: req.header('user-agent'), address: req.peerAddress });
+      if (!frontend) return token;
+      return emptyReply(302, { Location: `${frontend}#${new URLSearchParams({ token })}`, 'Cache-Control': 'no-store' });
+    } catch (e) {
+      if (!frontend || !isApiError(e)) throw e;
+      const fragment = new URLSearchParams({ error: e.code, message: e.message });
+      return emptyReply(302, { Location: `${frontend}#${fragment}`, 'Cache-Control': 'no-store' });
+    }
+  }, open);
+}

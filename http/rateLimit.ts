@@ -1,0 +1,30 @@
+import type { RateLimiter, TokenBucketPolicy } from '../storage/index.js';
+import { errorReply } from './reply.js';
+import type { Handler } from './router.js';
+
+// Per-client-address token buckets in front of handlers. docs/auth.md lists the numbers.
+
+export interface RatePolicy extends TokenBucketPolicy {
+  /** the bucket family; a client has one bucket per family */
+  name: string;
+}
+
+/** The sign-in endpoints: slow enough to make password guessing useless, loose enough for people. */
+export const authRateLimits = {
+  login: { name: 'auth.login', burst: 20, refillMs: 3_000 },
+  register: { name: 'auth.register', burst: 10, refillMs: 30_000 },
+  checkUsername: { name: 'auth.check-username', burst: 60, refillMs: 500 },
+  resendVerification: { name: 'auth.resend-verification', burst: 5, refillMs: 60_000 },
+} satisfies Record<string, RatePolicy>;
+
+/** Takes a token before the handler runs; without one the answer is 429 with Retry-After (seconds). */
+export function rateLimited<P>(limiter: RateLimiter, policy: RatePolicy, handler: Handler<P>): Handler<P> {
+  return async (req) => {
+    const decision = await limiter.take(`${policy.name}:${req.peerAddress}`, policy);
+    if (!decision.allowed) {
+      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      return errorReply(429, 'rate_limited', `too many requests to ${req.path} from ${req.peerAddress}; retry in ${seconds} s`, { 'Retry-After': String(seconds) });
+    }
+    return handler(req);
+  };
+}

@@ -1,0 +1,83 @@
+import { ApiError } from '../protocol/index.js';
+import type { Principal, SessionUser } from './principal.js';
+import { requireSession } from './principalGuards.js';
+import type { IdentityDeps } from './identityDeps.js';
+import { loadJwtSecret, sessionTokenCodec } from './sessionTokens.js';
+
+/** Sessions last 30 days from sign-in; there is no sliding renewal (sign in again). */
+export const SESSION_LIFETIME_MS = 30 * 24 * 60 * 60 * 1000;
+
+export interface NewSession {
+  token: string;
+  sessionId: string;
+  expiresAt: Date;
+}
+
+export interface SessionOrigin {
+  userAgent?: string | undefined;
+  address?: string | undefined;
+}
+
+export type Sessions = Awaited<ReturnType<typeof openSessions>>;
+
+interface SessionRow {
+  revoked_at: Date | null;
+  expires_at: Date;
+  username: string;
+  superuser: boolean;
+  disabled: boolean;
+}
+
+export async function openSessions({ sql, config, clock }: Pick<IdentityDeps, 'sql' | 'config' | 'clock'>) {
+  const codec = sessionTokenCodec(await loadJwtSecret(sql, config));
+  const revoke = async (sessionId: string): Promise<void> => {
+    await sql`update sessions set revoked_at = ${clock.now()} where id = ${sessionId} and revoked_at is null`;
+  };
+  return {
+    /** A session row and its token, for a user who just proved who they are. */
+    async create(userId: string, origin: SessionOrigin = {}): Promise<NewSession> {
+      const now = clock.now();
+      const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS);
+      const [row] = await sql<{ id: string }[]>`
+        insert into sessions (user_id, created_at, expires_at, user_agent, address)
+        values (${userId}, ${now}, ${expiresAt}, ${origin.userAgent?.slice(0, 500) ?? null}, ${origin.address ?? null})
+        returning id`;
+      const sessionId = row!.id;
+      return { token: await codec.sign({ userId, sessionId }, now, expiresAt), sessionId, expiresAt };
+    },
+
+    /** The principal a session token stands for; 401 for a bad, expired or logged-out token, 403 for a disabled account. */
+    async authenticate(token: string): Promise<SessionUser> {
+      const now = clock.now();
+      const verified = await codec.verify(token, now);
+      if (!verified.ok) {
+        throw verified.reason === 'expired'
+          ? new ApiError(401, 'token_expired', 'the session has expired; sign in again')
+          : new ApiError(401, 'invalid_token', 'the bearer token is not valid');
+      }
+      const { userId, sessionId } = verified.claims;
+      const [row] = await sql<SessionRow[]>`
+        select s.revoked_at, s.expires_at, u.username, u.superuser, u.disabled
+        from sessions s join users u on u.id = s.user_id
+        where s.id = ${sessionId} and s.user_id = ${userId}`;
+      if (!row || row.revoked_at !== null) throw new ApiError(401, 'invalid_token', 'the session was logged out or no longer exists; sign in again');
+      if (row.expires_at <= now) throw new ApiError(401, 'token_expired', 'the session has expired; sign in again');
+      if (row.disabled) throw new ApiError(403, 'account_disabled', 'this account is disabled');
+      return { kind: 'user', via: 'session', userId, username: row.username, superuser: row.superuser, sessionId };
+    },
+
+    revoke,
+
+    /** POST /auth/logout: ends the caller's own session; the token is refused from now on. */
+    async logout(who: Principal): Promise<string> {
+      const session = requireSession(who, 'logging out');
+      await revoke(session.sessionId);
+      return 'logged out';
+    },
+
+    /** Logs out every session of a user but `keep` (after a password change, or when SCIM disables the account). */
+    async revokeAll(userId: string, keep: string | null = null): Promise<void> {
+      await sql`update sessions set revoked_at = ${clock.now()} where user_id = ${userId} and revoked_at is null and id is distinct from ${keep}`;
+    },
+  };
+}

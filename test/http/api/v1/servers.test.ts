@@ -1,0 +1,75 @@
+import t from 'tap';
+import { startTestKiln } from '../../../support/kiln.js';
+import { signUp } from '../../../support/accounts.js';
+import { startSshd } from '../../../support/sshd.js';
+
+t.test('build servers: CRUD, active, check-connection over SSH with the organization key', async (t) => {
+  const kiln = await startTestKiln(t);
+  await signUp(kiln, 'root');
+  const ada = await signUp(kiln, 'ada');
+  const bob = await signUp(kiln, 'bob');
+  const eve = await signUp(kiln, 'eve');
+  await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'acme' } });
+  await kiln.api('POST', '/orgs/acme/users', { token: ada.token, body: { user: 'bob', role: 'Write' } });
+  const sshd = await startSshd(t);
+
+  const created = await kiln.api<{ name: string; host: string; port: number; username: string; active: boolean; architectures: string[] }>('PUT', '/servers/acme', {
+    token: ada.token, body: { name: 'box', host: '127.0.0.1', port: sshd.port, username: sshd.username, architectures: ['x86_64-linux'], max_jobs: 4 },
+  });
+  t.equal(created.status, 200, JSON.stringify(created.message));
+  t.match(created.message, { name: 'box', host: '127.0.0.1', port: sshd.port, active: true, architectures: ['x86_64-linux'] });
+  t.equal((await kiln.api('PUT', '/servers/acme', { token: ada.token, body: { name: 'box', host: 'h' } })).code, 'server_exists');
+  t.equal((await kiln.api('PUT', '/servers/acme', { token: bob.token, body: { name: 'b2', host: 'h' } })).status, 403, 'Write lacks manageServers');
+  t.equal((await kiln.api('GET', '/servers/acme', { token: eve.token })).status, 404);
+  t.same((await kiln.api<{ name: string }[]>('GET', '/servers/acme', { token: bob.token })).message.map((s) => s.name), ['box']);
+  t.equal((await kiln.api('GET', '/servers/acme/box', { token: bob.token })).status, 200);
+  t.equal((await kiln.api('GET', '/servers/acme/nope', { token: bob.token })).status, 404);
+
+  t.test('check-connection: refused before the key is authorized, ok after, refused again after regenerate', async (t) => {
+    const refused = await kiln.api<{ ok: boolean; reason: string; host_key_fingerprint: string }>('POST', '/servers/acme/box/check-connection', { token: ada.token });
+    t.equal(refused.status, 200);
+    t.equal(refused.message.ok, false);
+    t.match(refused.message.reason, /refused the organization's key/);
+    t.match(refused.message.host_key_fingerprint, /^SHA256:/);
+
+    const key = await kiln.api<{ public_key: string }>('GET', '/orgs/acme/ssh', { token: ada.token });
+    sshd.authorize([key.message.public_key]);
+    const ok = await kiln.api<{ ok: boolean; host_key_fingerprint: string; nix_version: string | null }>('POST', '/servers/acme/box/check-connection', { token: ada.token });
+    t.equal(ok.message.ok, true, JSON.stringify(ok.message));
+    t.equal(ok.message.host_key_fingerprint, refused.message.host_key_fingerprint);
+    t.match(ok.message.nix_version, /nix-store \(Nix\) /, 'runs nix-store --version on the server');
+
+    await kiln.api('POST', '/orgs/acme/ssh', { token: ada.token });
+    t.equal((await kiln.api<{ ok: boolean }>('POST', '/servers/acme/box/check-connection', { token: ada.token })).message.ok, false, 'the old key no longer works');
+    t.equal((await kiln.api('POST', '/servers/acme/box/check-connection', { token: bob.token })).status, 403);
+  });
+
+  t.test('check-connection to a port nobody listens on', async (t) => {
+    await kiln.api('PUT', '/servers/acme', { token: ada.token, body: { name: 'dead', host: '127.0.0.1', port: 1 } });
+    const res = await kiln.api<{ ok: boolean; reason: string }>('POST', '/servers/acme/dead/check-connection', { token: ada.token });
+    t.equal(res.message.ok, false);
+    t.match(res.message.reason, /ECONNREFUSED/);
+  });
+
+  t.test('update, active, delete', async (t) => {
+    const patched = await kiln.api<{ max_jobs: number; features: string[]; host: string }>('PATCH', '/servers/acme/box', { token: ada.token, body: { max_jobs: 8, features: ['kvm'] } });
+    t.match(patched.message, { max_jobs: 8, features: ['kvm'], host: '127.0.0.1' });
+    t.equal((await kiln.api<{ active: boolean }>('DELETE', '/servers/acme/box/active', { token: ada.token })).message.active, false);
+    t.equal((await kiln.api<{ active: boolean }>('POST', '/servers/acme/box/active', { token: ada.token })).message.active, true);
+    t.equal((await kiln.api('DELETE', '/servers/acme/box', { token: bob.token })).status, 403);
+    t.equal((await kiln.api('DELETE', '/servers/acme/box', { token: ada.token })).status, 200);
+  });
+
+  t.test('bad bodies', async (t) => {
+    for (const [body, field] of [
+      [{ host: 'h' }, 'name'], [{ name: 'x' }, 'host'], [{ name: 'x', host: 'h; rm -rf /' }, 'host'],
+      [{ name: 'x', host: 'h', port: 70000 }, 'port'], [{ name: 'x', host: 'h', architectures: ['a b'] }, 'architectures.0'],
+      [{ name: 'x', host: 'h', max_jobs: 0 }, 'max_jobs'], [{ name: 'x', host: 'h', username: '' }, 'username'],
+    ] as const) {
+      const res = await kiln.api('PUT', '/servers/acme', { token: ada.token, body });
+      t.equal(res.status, 400);
+      t.match(res.message, new RegExp(`^${field.replace('.', '\\.')}: `));
+    }
+    t.same((await kiln.sql<{ name: string }[]>`select name from servers`).map((r) => r.name), ['dead']);
+  });
+});
