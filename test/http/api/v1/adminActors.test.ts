@@ -1,0 +1,43 @@
+import t from 'tap';
+import { createMachine } from 'xstate';
+import { signUp } from '../../../support/accounts.js';
+import { startTestKiln } from '../../../support/kiln.js';
+
+interface Node { id: string; kind: string; restarts: number; state?: unknown; mailbox?: number; children?: Node[] }
+const find = (node: Node, id: string): Node | undefined =>
+  node.id === id ? node : (node.children ?? []).map((c) => find(c, id)).find(Boolean);
+
+// A machine whose action throws on `crash`: the supervisor must restart it.
+const fragile = createMachine({
+  id: 'fragile',
+  initial: 'idle',
+  states: { idle: { on: { crash: { actions: () => { throw new Error('boom'); } } } } },
+});
+
+t.test('GET /admin/actors shows the tree, state values and restarts to a superuser only', async (t) => {
+  const kiln = await startTestKiln(t);
+  const admin = await signUp(kiln, 'ada'); // the first account is the superuser
+  const eve = await signUp(kiln, 'eve');
+  const actor = kiln.root.spawn({ id: 'fragile', kind: 'test-fragile', logic: fragile, input: undefined });
+  const restarted = new Promise<void>((resolve) => {
+    const stop = kiln.root.onTransition((tr) => {
+      if (tr.id === 'fragile' && tr.restarts >= 1 && tr.event === 'xstate.init') {
+        stop();
+        resolve();
+      }
+    });
+  });
+  actor.send({ type: 'crash' });
+  await restarted;
+
+  const res = await kiln.api<Node>('GET', '/admin/actors', { token: admin.token });
+  t.equal(res.status, 200);
+  const budget = find(res.message, 'upload-budget');
+  t.equal(budget?.kind, 'upload-budget');
+  t.equal(budget?.state, 'idle');
+  t.equal(budget?.mailbox, 0);
+  t.equal(find(res.message, 'fragile')?.restarts, 1, 'the crash shows as one restart');
+
+  t.equal((await kiln.api('GET', '/admin/actors', { token: eve.token })).status, 403, 'not for other users');
+  t.equal((await kiln.api('GET', '/admin/actors')).status, 401);
+});
