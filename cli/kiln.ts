@@ -1,9 +1,10 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, openDatabase, startQueue, stopQueue, type CpuPool, type Database } from '../storage/index.js';
+import { createCpuPool, openBlobStore, openDatabase, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
+import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, type EventSystem, type EventSystemOptions } from '../services/index.js';
 import { version } from './version.js';
-import { authenticate, buildRoutes, startHttpServer, type HttpServer } from '../http/index.js';
+import { buildRoutes, createAuthenticator, eventSockets, startHttpServer, type HttpServer } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -12,6 +13,10 @@ export interface Kiln {
   readonly db: Database;
   readonly root: Supervisor;
   readonly log: Logger;
+  /** the binary cache's storage (tests age and sweep it) */
+  readonly nars: NarStorage;
+  /** the event system: events.transaction(…)/publish(…) for emitting, the bus, the delivery engine */
+  readonly events: EventSystem;
   stop(): Promise<void>;
 }
 
@@ -20,7 +25,17 @@ export interface Kiln {
  * Starts the pieces in dependency order (database, queue, CPU pool, supervision tree, HTTP)
  * and stops them in reverse. A failure half-way stops what already started.
  */
-export async function startKiln(loaded: LoadedConfig, opts: { log?: Logger } = {}): Promise<Kiln> {
+export interface StartKilnOptions {
+  log?: Logger;
+  /** `kiln serve --state-file`: declared users, organizations, projects, caches, … applied before serving */
+  stateFile?: string;
+  /** event system tuning (retry schedule, clock) for tests and benchmarks */
+  events?: EventSystemOptions;
+  /** buffered bytes past which a firehose subscriber lags (default 1 MiB) */
+  firehoseLagBytes?: number;
+}
+
+export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
   const config = loaded.values;
   const log = opts.log ?? createLogger(config);
   for (const w of loaded.warnings) log.warn(w);
@@ -58,8 +73,42 @@ export async function startKiln(loaded: LoadedConfig, opts: { log?: Logger } = {
       input: { concurrency: config['upload.concurrency'], bytesBudget: config['upload.bytesBudget'] },
       summarize: summarizeUploadBudget,
     });
+    const rateLimiter = await openRateLimiter(config, log);
+    stack.push(() => rateLimiter.close());
+    const identity = await openIdentityServices({ sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock });
+    stack.push(() => identity.close());
+    const authenticator = createAuthenticator(identity);
+    const accessDeps = {
+      sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock, secretBox: await openSecretBox(db.web, config),
+      // the evaluation issue re-queues evaluations parked for want of a cache here
+      onSubscriptionApproved: () => undefined,
+    };
+    if (opts.stateFile) await applyStateFile(accessDeps, readStateFile(opts.stateFile));
+    const access = createAccessServices(accessDeps);
+    const blobs = await openBlobStore(config);
+    stack.push(() => blobs.close());
+    const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache') });
+    stack.push(() => nars.close());
+    const binaryCache = binaryCacheAccess({ sql: db.cache, secretBox: accessDeps.secretBox, authenticateBasic: authenticator.authenticateBasic });
+    const narUploads = narUploadService({
+      sql: db.web, nars, uploadBudget, secretBox: accessDeps.secretBox,
+      restWaitSecs: config['upload.restWaitSecs'], maxUploadSize: config['nar.maxUploadSize'],
+    });
+    const caches = createCacheServices({
+      sql: db.web, config, log: componentLogger(log, 'cache'), secretBox: accessDeps.secretBox, nars, forgetCache: (name) => binaryCache.forgetCache(name),
+    });
+    const events = await openEventSystem(
+      { config, db, boss: queue, root, secretBox: accessDeps.secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}` },
+      opts.events,
+    );
+    stack.push(() => events.close());
+    const sockets = eventSockets({
+      bus: events.bus, streams: events.streams, authenticateToken: authenticator.authenticateToken,
+      trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
+      ...(opts.firehoseLagBytes ? { lagBytes: opts.firehoseLagBytes } : {}),
+    });
     const startedAt = new Date();
-    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version });
+    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events });
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: config['port'],
@@ -67,13 +116,15 @@ export async function startKiln(loaded: LoadedConfig, opts: { log?: Logger } = {
       trustedProxies: config['http.trustedProxies'],
       log: componentLogger(log, 'web'),
       routes,
-      authenticate,
+      authenticate: authenticator.authenticate,
+      websockets: (app) => sockets.register(app),
     });
     stack.push(() => http.close());
+    stack.push(() => sockets.close());
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -1,9 +1,13 @@
 import { Command } from 'commander';
 import { ConfigError } from '../config/index.js';
+import { cacheCommands } from './cacheCommands.js';
 import { configCommands } from './configCommands.js';
+import { loginCommand } from './loginCommand.js';
 import { migrateCommand } from './migrateCommand.js';
 import { serveCommand } from './serveCommand.js';
+import { stateCommand } from './stateCommand.js';
 import { version } from './version.js';
+import { workerCommand } from './workerCommand.js';
 
 const program = new Command('kiln')
   .description('kiln: a Nix CI server and multi-tenant Nix binary cache')
@@ -11,8 +15,12 @@ const program = new Command('kiln')
   .showHelpAfterError();
 
 serveCommand(program);
+workerCommand(program);
 configCommands(program);
 migrateCommand(program);
+stateCommand(program);
+loginCommand(program);
+cacheCommands(program);
 
 try {
   await program.parseAsync(process.argv);

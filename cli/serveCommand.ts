@@ -4,9 +4,12 @@ import { startKiln } from './kiln.js';
 
 /** `kiln serve`: runs until SIGTERM or SIGINT, then stops accepting, drains and closes. */
 export function serveCommand(program: Command): void {
-  withConfigFlags(program.command('serve').description('run the kiln server'), 'server').action(async (_opts, cmd: Command) => {
+  const serve = program.command('serve').description('run the kiln server')
+    .option('--state-file <file>', 'declarative state (users, organizations, projects, caches, …) applied at start; see docs/state.md');
+  withConfigFlags(serve, 'server').action(async (_opts, cmd: Command) => {
     const loaded = configFromCommand(cmd, 'server');
-    const kiln = await startKiln(loaded);
+    const stateFile = cmd.opts<{ stateFile?: string }>().stateFile;
+    const kiln = await startKiln(loaded, stateFile === undefined ? {} : { stateFile });
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

@@ -1,12 +1,34 @@
 import type { Config } from '../config/index.js';
 import type { SupervisedActor, Supervisor } from '../supervisors/index.js';
 import type { uploadBudgetMachine } from '../actors/index.js';
-import type { Database } from '../storage/index.js';
-import type { Principal } from '../services/index.js';
+import type { Database, NarStorage, RateLimiter } from '../storage/index.js';
+import type { AccessServices, BinaryCacheAccess, CacheServices, EventSystem, IdentityServices, NarUploadService, Principal } from '../services/index.js';
 import { RouteTable, Router } from './router.js';
 import { healthRoutes } from './api/v1/health.js';
 import { serverConfigRoutes } from './api/v1/serverConfig.js';
 import { adminActorsRoutes } from './api/v1/adminActors.js';
+import { authRoutes } from './api/v1/auth.js';
+import { oidcRoutes } from './api/v1/oidcAuth.js';
+import { userRoutes } from './api/v1/user.js';
+import { userKeysRoutes } from './api/v1/userKeys.js';
+import { scimRoutes } from './scim/users.js';
+import { membersRoutes } from './api/v1/members.js';
+import { invitationsRoutes } from './api/v1/invitations.js';
+import { subscriptionsRoutes } from './api/v1/subscriptions.js';
+import { workersRoutes } from './api/v1/workers.js';
+import { orgsRoutes } from './api/v1/orgs.js';
+import { projectsRoutes } from './api/v1/projects.js';
+import { tasksRoutes } from './api/v1/tasks.js';
+import { serversRoutes } from './api/v1/servers.js';
+import { narUploadRoutes } from './api/v1/narUploads.js';
+import { binaryCacheRoutes, noCacheExtras, upstreamExtras, type CacheExtras } from './cache/routes.js';
+import { cachesRoutes } from './api/v1/caches.js';
+import { cacheNarsRoutes } from './api/v1/cacheNars.js';
+import { cacheUpstreamsRoutes } from './api/v1/cacheUpstreams.js';
+import { CidrSet } from './clientAddress.js';
+import { webhooksRoutes } from './api/v1/webhooks.js';
+import { taskActionsRoutes } from './api/v1/taskActions.js';
+import { eventRoutes } from './api/v1/events.js';
 
 export interface RouteDeps {
   config: Config;
@@ -15,6 +37,22 @@ export interface RouteDeps {
   uploadBudget: SupervisedActor<typeof uploadBudgetMachine>;
   startedAt: Date;
   version: string;
+  identity: IdentityServices;
+  /** token buckets (auth endpoints now; the binary cache routes later) */
+  rateLimiter: RateLimiter;
+  /** organizations, projects, tasks, servers, members, invitations, subscriptions, worker tokens */
+  access: AccessServices;
+  /** the binary cache's storage: reads, uploads, hot cache */
+  nars: NarStorage;
+  /** who may read and write a cache at /cache/{cache} (HTTP Basic) */
+  binaryCache: BinaryCacheAccess;
+  narUploads: NarUploadService;
+  /** caches, their NARs (management API), upstreams and storage limits */
+  caches: CacheServices;
+  /** log/{drv} and debuginfo/{build_id}; 404 until builds provide them */
+  cacheExtras?: CacheExtras;
+  /** webhooks and task actions (the event system) */
+  events: Pick<EventSystem, 'webhooks' | 'taskActions'>;
 }
 
 /** The whole route table: every resource's routes under /api/v1, the binary cache at the root. */
@@ -30,5 +68,36 @@ export function buildRoutes(deps: RouteDeps): RouteTable<Principal> {
   });
   serverConfigRoutes(api, deps.config);
   adminActorsRoutes(api, deps.root);
+  authRoutes(api, deps);
+  oidcRoutes(api, deps.identity, deps.config);
+  userRoutes(api, deps.identity);
+  userKeysRoutes(api, deps.identity);
+  scimRoutes(new Router<Principal>(table), deps.identity);
+  // The single-segment /projects/{project}/… routes come before /projects/{org}/{project}.
+  membersRoutes(api, deps.access);
+  invitationsRoutes(api, deps.access);
+  subscriptionsRoutes(api, deps.access);
+  workersRoutes(api, deps.access);
+  webhooksRoutes(api, deps.events.webhooks);
+  taskActionsRoutes(api, deps.events.taskActions);
+  eventRoutes(api);
+  orgsRoutes(api, deps.access);
+  projectsRoutes(api, deps.access);
+  tasksRoutes(api, deps.access);
+  serversRoutes(api, deps.access);
+  cachesRoutes(api, deps.caches);
+  cacheNarsRoutes(api, deps.caches);
+  cacheUpstreamsRoutes(api, deps.caches);
+  narUploadRoutes(api, { uploads: deps.narUploads, config: deps.config });
+  binaryCacheRoutes(new Router<Principal>(table), {
+    access: deps.binaryCache,
+    nars: deps.nars,
+    uploads: deps.narUploads,
+    rateLimiter: deps.rateLimiter,
+    config: deps.config,
+    localIps: new CidrSet(deps.config['http.localIps']),
+    extras: upstreamExtras(deps.caches.upstreams, deps.cacheExtras ?? noCacheExtras),
+    upstreams: deps.caches.upstreams,
+  });
   return table;
 }

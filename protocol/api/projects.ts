@@ -3,7 +3,7 @@ import { ResourceName } from './names.js';
 
 // Second path segments of the single-segment project routes (/projects/{project}/users, …).
 // A project with one of these names could not be told apart from them, so they are refused.
-export const reservedProjectNames = ['users', 'subscribe', 'workers', 'webhooks', 'invitations', 'details', 'active'] as const;
+export const reservedProjectNames = ['users', 'subscribe', 'workers', 'webhooks', 'invitations'] as const;
 
 export const ProjectName = ResourceName.refine((n) => !(reservedProjectNames as readonly string[]).includes(n.toLowerCase()), {
   message: `is reserved (${reservedProjectNames.join(', ')} are path words)`,

@@ -1,0 +1,138 @@
+// `kiln cache …`: the client commands of the spec ("Client commands for cached NARs") against a
+// server found by clientConfig.ts: `cache nar list|show|delete|stats`, `cache upload` (in
+// cacheUpload.ts), and `cache list|key` to find a cache and the key to trust.
+import { Command, Option } from 'commander';
+import { connect } from './clientConnection.js';
+import { formatBytes, formatTable, runClientCommand, UsageError } from './clientOutput.js';
+import { confirm } from './confirmation.js';
+import { cacheUploadCommand } from './cacheUpload.js';
+
+interface NarView {
+  hash: string;
+  store_path: string;
+  nar_hash: string;
+  nar_size: number;
+  file_size: number;
+  references: string[];
+  deriver: string | null;
+  ca: string | null;
+  signature: string;
+  created_at: string;
+  last_fetched_at: string | null;
+  caches?: number;
+}
+
+interface NarPage {
+  items: NarView[];
+  page: number;
+  per_page: number;
+  total: number;
+  pages: number;
+}
+
+const jsonOption = () => new Option('--json', 'print the result as JSON');
+
+/** A store path's hash part, from the hash itself, a base name or a full store path. */
+export function hashArgument(text: string): string {
+  const base = text.slice(text.lastIndexOf('/') + 1);
+  const hash = base.slice(0, 32);
+  if (!/^[0-9a-df-np-sv-z]{32}$/.test(hash) || (base.length > 32 && base[32] !== '-')) {
+    throw new UsageError(`${JSON.stringify(text)} is not a store path or the 32-character hash part of one`);
+  }
+  return hash;
+}
+
+const cachePath = (cache: string) => `/caches/${encodeURIComponent(cache)}`;
+const date = (iso: string | null) => (iso === null ? '-' : iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+
+function showNar(n: NarView): string {
+  return [
+    `StorePath:   ${n.store_path}`,
+    `Hash:        ${n.hash}`,
+    `NarHash:     ${n.nar_hash}`,
+    `NarSize:     ${n.nar_size} (${formatBytes(n.nar_size)})`,
+    `Stored:      ${n.file_size} (${formatBytes(n.file_size)})`,
+    `References:  ${n.references.join(' ') || '-'}`,
+    `Deriver:     ${n.deriver ?? '-'}`,
+    ...(n.ca ? [`CA:          ${n.ca}`] : []),
+    `Signature:   ${n.signature}`,
+    `Uploaded:    ${date(n.created_at)}`,
+    `Last fetch:  ${date(n.last_fetched_at)}`,
+    ...(n.caches === undefined ? [] : [`Caches:      ${n.caches}`]),
+  ].join('\n');
+}
+
+export function cacheCommands(program: Command): void {
+  const cache = program.command('cache').description('binary caches on a kiln server (see kiln login)');
+
+  cache.command('list').description('the caches you may see').addOption(jsonOption())
+    .action(async (opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const caches = await (await connect()).call<{ name: string; public: boolean; priority: number; owner: string | null; url: string }[]>('GET', '/caches');
+      out.result(caches, (cs) => formatTable(['NAME', 'VISIBILITY', 'PRIORITY', 'OWNER', 'URL'], cs.map((c) => [c.name, c.public ? 'public' : 'private', String(c.priority), c.owner ?? '-', c.url])));
+    }));
+
+  cache.command('key').description('the public key to add to Nix\'s trusted-public-keys').argument('<cache>').addOption(jsonOption())
+    .action(async (name: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const key = await (await connect()).call<string>('GET', `${cachePath(name)}/key`);
+      out.result({ cache: name, public_key: key }, (r) => r.public_key);
+    }));
+
+  const nar = cache.command('nar').description('the store paths (NARs) a cache holds');
+
+  nar.command('list').description('list a cache\'s paths, newest first by default').argument('<cache>')
+    .option('--hash <prefix>', 'only paths whose hash starts with this')
+    .option('--package <substring>', 'only paths whose name contains this')
+    .addOption(new Option('--sort <key>', 'sort key').choices(['created_at', 'nar_size', 'last_fetched_at']))
+    .addOption(new Option('--order <order>', 'sort order').choices(['asc', 'desc']))
+    .option('--page <n>', 'page number, from 1')
+    .option('--per-page <n>', 'paths per page (default 50, at most 200)')
+    .addOption(jsonOption())
+    .action(async (name: string, opts: { hash?: string; package?: string; sort?: string; order?: string; page?: string; perPage?: string; json?: boolean }) =>
+      runClientCommand(opts.json === true, async (out) => {
+        const page = await (await connect()).call<NarPage>('GET', `${cachePath(name)}/nars`, {
+          query: { hash: opts.hash, package: opts.package, sort: opts.sort, order: opts.order, page: opts.page, per_page: opts.perPage },
+        });
+        out.result(page, (p) => [
+          formatTable(['HASH', 'NAME', 'NAR SIZE', 'UPLOADED', 'LAST FETCH'], p.items.map((n) => [
+            n.hash, n.store_path.slice(n.store_path.lastIndexOf('/') + 34), formatBytes(n.nar_size), date(n.created_at), date(n.last_fetched_at),
+          ])),
+          `page ${p.page} of ${Math.max(1, p.pages)} (${p.total} path${p.total === 1 ? '' : 's'})`,
+        ].join('\n'));
+      }));
+
+  nar.command('show').description('one path of a cache').argument('<cache>').argument('<hash>', 'the hash part, or the store path')
+    .addOption(jsonOption())
+    .action(async (name: string, hash: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const shown = await (await connect()).call<NarView>('GET', `${cachePath(name)}/nars/${hashArgument(hash)}`);
+      out.result(shown, showNar);
+    }));
+
+  nar.command('delete').description('delete a path from a cache (the cache owner only)').argument('<cache>').argument('<hash>', 'the hash part, or the store path')
+    .option('-y, --yes', 'do not ask for confirmation (required with --json)')
+    .addOption(jsonOption())
+    .action(async (name: string, hash: string, opts: { yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const hashPart = hashArgument(hash);
+      const client = await connect();
+      if (!(await confirm(`Delete ${hashPart} from cache "${name}"?`, { yes: opts.yes === true, json: opts.json === true }))) {
+        throw new UsageError('not deleted: not confirmed (pass --yes to skip the question)', 'not_confirmed');
+      }
+      const deleted = await client.call<{ store_path: string; cache: string; last_copy: boolean }>('DELETE', `${cachePath(name)}/nars/${hashPart}`);
+      out.result(deleted, (d) => `deleted ${d.store_path} from cache "${d.cache}"${d.last_copy ? ' (no cache holds it any more; its NAR file is removed)' : ''}`);
+    }));
+
+  nar.command('stats').description('a cache\'s path count, sizes and storage left').argument('<cache>').addOption(jsonOption())
+    .action(async (name: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const stats = await (await connect()).call<{ cache: string; paths: number; nar_bytes: number; stored_bytes: number; last_upload_at: string | null; last_fetched_at: string | null; bytes_left: number | null }>('GET', `${cachePath(name)}/stats`);
+      out.result(stats, (s) => [
+        `Cache:        ${s.cache}`,
+        `Paths:        ${s.paths}`,
+        `NAR size:     ${s.nar_bytes} (${formatBytes(s.nar_bytes)})`,
+        `Stored:       ${s.stored_bytes} (${formatBytes(s.stored_bytes)})`,
+        `Space left:   ${s.bytes_left === null ? 'no limit' : `${s.bytes_left} (${formatBytes(s.bytes_left)})`}`,
+        `Last upload:  ${date(s.last_upload_at)}`,
+        `Last fetch:   ${date(s.last_fetched_at)}`,
+      ].join('\n'));
+    }));
+
+  cacheUploadCommand(cache);
+}

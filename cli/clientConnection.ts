@@ -1,0 +1,5 @@
+import { ApiClient } from './apiClient.js';
+import { loadClientSettings } from './clientConfig.js';
+
+/** A client for the server `kiln login` saved, or KILN_SERVER / KILN_TOKEN (the process environment is read here, at the CLI's edge). */
+export const connect = async (): Promise<ApiClient> => new ApiClient(await loadClientSettings(process.env));

@@ -1,0 +1,29 @@
+import type { Command } from 'commander';
+import { createLogger } from '../config/index.js';
+import { startWorker } from '../worker/index.js';
+import { configFromCommand, withConfigFlags } from './configSources.js';
+import { version } from './version.js';
+
+/** `kiln worker`: connects to worker.serverUrl and runs jobs until SIGTERM or SIGINT. */
+export function workerCommand(program: Command): void {
+  withConfigFlags(program.command('worker').description('run a build worker that connects to a kiln server over /proto'), 'worker').action(
+    async (_opts, cmd: Command) => {
+      const loaded = configFromCommand(cmd, 'worker');
+      const log = createLogger(loaded.values, { scope: 'worker' });
+      for (const warning of loaded.warnings) log.warn(warning);
+      const worker = await startWorker(loaded.values, { log, software: `kiln ${version}` });
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        log.info({ signal }, 'stopping the worker');
+        worker.stop().then(
+          () => process.exit(process.exitCode ?? 0),
+          () => process.exit(1),
+        );
+      };
+      process.on('SIGTERM', () => stop('SIGTERM'));
+      process.on('SIGINT', () => stop('SIGINT'));
+    },
+  );
+}

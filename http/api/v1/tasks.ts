@@ -1,0 +1,17 @@
+import { CreateTaskBody, ProjectRef, ResourceName } from '../../../protocol/index.js';
+import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Req } from '../../request.js';
+import type { Router } from '../../router.js';
+
+// /tasks/{project}… with a single-segment project (UUID or a name one organization uses), as
+// the spec's /tasks/{project}/{task}/evaluate.
+export function tasksRoutes(r: Router<Principal>, { tasks }: AccessServices): void {
+  const project = (req: Req<Principal>) => req.param('project', ProjectRef);
+  const task = (req: Req<Principal>) => req.param('task', ResourceName);
+  r.get('/tasks/:project', (req) => tasks.list(req.principal, project(req)));
+  r.put('/tasks/:project', async (req) => tasks.create(req.principal, project(req), await req.body(CreateTaskBody)));
+  r.get('/tasks/:project/:task', (req) => tasks.get(req.principal, project(req), task(req)));
+  r.del('/tasks/:project/:task', (req) => tasks.remove(req.principal, project(req), task(req)));
+  r.post('/tasks/:project/:task/star', (req) => tasks.star(req.principal, project(req), task(req), true));
+  r.del('/tasks/:project/:task/star', (req) => tasks.star(req.principal, project(req), task(req), false));
+}

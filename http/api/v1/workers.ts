@@ -1,0 +1,12 @@
+import { ProjectRef, RegisterWorkerBody } from '../../../protocol/index.js';
+import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Req } from '../../request.js';
+import type { Router } from '../../router.js';
+
+// Worker peer tokens of a project: the token is in the POST answer only.
+export function workersRoutes(r: Router<Principal>, { workerRegistrations }: AccessServices): void {
+  const project = (req: Req<Principal>) => req.param('project', ProjectRef);
+  r.post('/projects/:project/workers', async (req) => workerRegistrations.register(req.principal, project(req), await req.body(RegisterWorkerBody)));
+  r.get('/projects/:project/workers', (req) => workerRegistrations.list(req.principal, project(req)));
+  r.del('/projects/:project/workers/:id', (req) => workerRegistrations.remove(req.principal, project(req), req.param<string>('id')));
+}

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { ResourceName, Username } from './names.js';
+
+// Caches (/api/v1/caches…): create, update, the NAR management query and upstream caches.
+// docs/caches.md is the prose of these shapes.
+
+export const CacheName = ResourceName;
+
+const Priority = z.number().int().min(0).max(10_000);
+/** A per-cache storage limit in bytes; null removes it (only cache.maxStorageGb applies then). */
+const MaxStorageBytes = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+export const CreateCacheBody = z.strictObject({
+  name: CacheName,
+  description: z.string().max(2000).optional(),
+  public: z.boolean().default(false),
+  priority: Priority.default(40),
+});
+export type CreateCacheBody = z.infer<typeof CreateCacheBody>;
+
+export const UpdateCacheBody = z.strictObject({
+  description: z.string().max(2000).optional(),
+  public: z.boolean().optional(),
+  priority: Priority.optional(),
+  /** applied instead of priority to clients in http.localIps; 0 turns it off */
+  local_priority: Priority.optional(),
+  max_storage_bytes: MaxStorageBytes.nullable().optional(),
+  /** hands the cache to another account (only the current owner may) */
+  owner: Username.optional(),
+});
+export type UpdateCacheBody = z.infer<typeof UpdateCacheBody>;
+
+export const narSortKeys = ['created_at', 'nar_size', 'last_fetched_at'] as const;
+export const NAR_PAGE_SIZE_DEFAULT = 50;
+export const NAR_PAGE_SIZE_MAX = 200;
+
+const Nix32Prefix = z.string().regex(/^[0-9a-df-np-sv-z]{1,32}$/, 'must be 1-32 characters of a store path hash (nix32: 0-9 and a-z without e, o, u, t)');
+const PositiveIntText = (max: number) =>
+  z.string().regex(/^\d{1,9}$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(1).max(max));
+
+/** GET /caches/{cache}/nars: the query string, every parameter optional. */
+export const NarListQuery = z.strictObject({
+  hash: Nix32Prefix.optional(),
+  package: z.string().min(1).max(200).optional(),
+  sort: z.enum(narSortKeys).default('created_at'),
+  order: z.enum(['asc', 'desc']).default('desc'),
+  page: PositiveIntText(1_000_000).default(1),
+  per_page: PositiveIntText(NAR_PAGE_SIZE_MAX).default(NAR_PAGE_SIZE_DEFAULT),
+});
+export type NarListQuery = z.infer<typeof NarListQuery>;
+
+/** An upstream binary cache: where it is and the key its narinfos must be signed with. */
+export const UpstreamBody = z.strictObject({
+  url: z
+    .string()
+    .max(2000)
+    .url()
+    .refine((u) => /^https?:\/\//i.test(u), { message: 'must be an http:// or https:// URL' })
+    .refine((u) => !/^https?:\/\/[^/]*@/i.test(u), { message: 'must not carry credentials (upstreams are public caches)' })
+    .refine((u) => !/[?#]/.test(u), { message: 'must not have a query or a fragment' }),
+  /** `<key name>:<base64 of 32 bytes>`, as Nix's trusted-public-keys lists it */
+  public_key: z.string().min(3).max(300),
+  /** lower is asked first */
+  priority: z.number().int().min(0).max(10_000).default(50),
+});
+export type UpstreamBody = z.infer<typeof UpstreamBody>;

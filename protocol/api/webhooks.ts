@@ -1,0 +1,85 @@
+import { z } from 'zod';
+import { EventGlobs } from '../events/index.js';
+
+// Request bodies of webhooks (/projects/{project}/webhooks, /caches/{cache}/webhooks,
+// /admin/webhooks) and task actions (/tasks/{project}/{task}/actions).
+
+/** Where deliveries go: an absolute http(s) URL without credentials (the signature authenticates kiln). */
+export const WebhookUrl = z
+  .string()
+  .max(2000)
+  .superRefine((text, ctx) => {
+    let url: URL;
+    try {
+      url = new URL(text);
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be an absolute http:// or https:// URL' });
+      return;
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') ctx.addIssue({ code: 'custom', message: `must be an http:// or https:// URL, not ${url.protocol}//` });
+    else if (url.hostname === '') ctx.addIssue({ code: 'custom', message: 'must name a host' });
+    else if (url.username !== '' || url.password !== '') ctx.addIssue({ code: 'custom', message: 'must not carry a user name or password; receivers authenticate kiln by X-Service-Signature' });
+  });
+
+const Description = z.string().max(500);
+
+export const CreateWebhookBody = z.strictObject({
+  url: WebhookUrl,
+  /** globs such as build.* or task.star; empty: every event in scope */
+  events: EventGlobs.default([]),
+  active: z.boolean().default(true),
+  description: Description.default(''),
+});
+export type CreateWebhookBody = z.infer<typeof CreateWebhookBody>;
+
+export const UpdateWebhookBody = z.strictObject({
+  url: WebhookUrl.optional(),
+  events: EventGlobs.optional(),
+  active: z.boolean().optional(),
+  description: Description.optional(),
+});
+export type UpdateWebhookBody = z.infer<typeof UpdateWebhookBody>;
+
+export const deliveryStatuses = ['pending', 'attempting', 'retrying', 'delivered', 'dead'] as const;
+export const DeliveryStatus = z.enum(deliveryStatuses);
+export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
+
+/** ?page=&per_page=&status= of a delivery history; pages as in `cache nar list` (50 by default, at most 200). */
+export const DeliveryListQuery = z.strictObject({
+  page: z.coerce.number().int().min(1).max(100_000).default(1),
+  per_page: z.coerce.number().int().min(1).max(200).default(50),
+  status: DeliveryStatus.optional(),
+});
+export type DeliveryListQuery = z.infer<typeof DeliveryListQuery>;
+
+const ActionName = z.string().min(1).max(100);
+const MailRecipients = z.array(z.email()).min(1).max(20);
+
+export const CreateTaskActionBody = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('send_web_request'),
+    name: ActionName,
+    url: WebhookUrl,
+    events: EventGlobs.default([]),
+    active: z.boolean().default(true),
+  }),
+  z.strictObject({
+    kind: z.literal('send_mail'),
+    name: ActionName,
+    to: MailRecipients,
+    events: EventGlobs.default([]),
+    active: z.boolean().default(true),
+  }),
+]);
+export type CreateTaskActionBody = z.infer<typeof CreateTaskActionBody>;
+
+/** url only for send_web_request, to only for send_mail (the service checks against the action's kind). */
+export const UpdateTaskActionBody = z.strictObject({
+  name: ActionName.optional(),
+  url: WebhookUrl.optional(),
+  to: MailRecipients.optional(),
+  events: EventGlobs.optional(),
+  active: z.boolean().optional(),
+});
+export type UpdateTaskActionBody = z.infer<typeof UpdateTaskActionBody>;
+

@@ -1,0 +1,18 @@
+import type { Sql } from 'postgres';
+import type { Config, Logger } from '../config/index.js';
+import type { SecretBox } from '../storage/index.js';
+import type { Clock } from './clock.js';
+
+/** What the access services (organizations … worker registrations) are built from. */
+export interface AccessDeps {
+  sql: Sql;
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  secretBox: SecretBox;
+  /**
+   * Called after a subscription of a project (or of its organization) became active, once per
+   * project. The evaluation issue re-queues evaluations parked for want of a cache here.
+   */
+  onSubscriptionApproved(projectId: string): void | Promise<void>;
+}

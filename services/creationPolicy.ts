@@ -1,0 +1,15 @@
+import { ApiError } from '../protocol/index.js';
+import type { Principal } from './principal.js';
+
+/** permissions.createTeam/createProject/createCache: who may create through the API. */
+export type Creators = 'none' | 'superusers' | 'everyone';
+
+/** Refuses a creation the operator's policy does not allow (403 creation_disabled, naming the option). */
+export function demandCreationAllowed(who: Principal, creators: Creators, what: string, option: string): void {
+  if (creators === 'none') {
+    throw new ApiError(403, 'creation_disabled', `creating ${what} through the API is turned off (${option} is none; declare them in the state file)`);
+  }
+  if (creators === 'superusers' && !(who.kind === 'user' && who.superuser)) {
+    throw new ApiError(403, 'creation_disabled', `only superusers may create ${what} (${option} is superusers)`);
+  }
+}

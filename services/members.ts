@@ -1,0 +1,45 @@
+import type { MemberBody, RemoveMemberBody } from '../protocol/index.js';
+import type { AccessDeps } from './accessDeps.js';
+import { changeMemberRole, deleteMember, findUserId, listMembers, type MemberView } from './memberships.js';
+import type { Principal } from './principal.js';
+import { demandNotStateManaged } from './stateManaged.js';
+import { demandCache, demandProjectRef, type Found } from './targets.js';
+
+// Members of projects and caches: /projects/{project}/users and /caches/{cache}/users. New
+// members come by invitation (invitations.ts); this file lists them, changes a role and removes
+// one. A member may always leave. State-managed projects and caches refuse every change.
+
+type Scope = 'project' | 'cache';
+const managePermission = { project: 'manageMembers', cache: 'manageCacheMembers' } as const;
+const viewPermission = { project: 'viewProject', cache: 'viewCache' } as const;
+
+export function membersService({ sql }: AccessDeps) {
+  function find(who: Principal, scope: Scope, ref: string, permission: (typeof managePermission)[Scope] | (typeof viewPermission)[Scope]): Promise<Found<{ id: string; state_managed: boolean }>> {
+    return scope === 'project' ? demandProjectRef(sql, who, ref, permission) : demandCache(sql, who, ref, permission);
+  }
+
+  const isSelf = (who: Principal, username: string) => who.kind === 'user' && who.username.toLowerCase() === username.toLowerCase();
+
+  return {
+    async list(who: Principal, scope: Scope, ref: string): Promise<MemberView[]> {
+      const { row } = await find(who, scope, ref, viewPermission[scope]);
+      return listMembers(sql, scope, row.id);
+    },
+
+    async update(who: Principal, scope: Scope, ref: string, body: MemberBody): Promise<MemberView[]> {
+      const { row, target } = await find(who, scope, ref, managePermission[scope]);
+      demandNotStateManaged(row, target.label);
+      await changeMemberRole(sql, scope, row.id, await findUserId(sql, body.user), body.role, target.label);
+      return listMembers(sql, scope, row.id);
+    },
+
+    async remove(who: Principal, scope: Scope, ref: string, body: RemoveMemberBody): Promise<MemberView[]> {
+      const leaving = isSelf(who, body.user);
+      const { row, target } = await find(who, scope, ref, leaving ? viewPermission[scope] : managePermission[scope]);
+      demandNotStateManaged(row, target.label);
+      await deleteMember(sql, scope, row.id, await findUserId(sql, body.user), target.label);
+      return leaving ? [] : listMembers(sql, scope, row.id);
+    },
+  };
+}
+export type MembersService = ReturnType<typeof membersService>;

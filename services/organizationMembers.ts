@@ -1,0 +1,43 @@
+import type { MemberBody, RemoveMemberBody } from '../protocol/index.js';
+import type { AccessDeps } from './accessDeps.js';
+import { changeMemberRole, deleteMember, findUserId, insertMember, listMembers, type MemberView } from './memberships.js';
+import type { Principal } from './principal.js';
+import { demandNotStateManaged } from './stateManaged.js';
+import { demandOrganization } from './targets.js';
+
+// /orgs/{org}/users. Organizations have no invitations (the spec invites to projects and caches):
+// an Admin adds members directly. A member may always leave; the last Admin may not.
+export function organizationMembersService({ sql }: AccessDeps) {
+  return {
+    async list(who: Principal, org: string): Promise<MemberView[]> {
+      const { row } = await demandOrganization(sql, who, org, 'viewOrg');
+      return listMembers(sql, 'organization', row.id);
+    },
+
+    async add(who: Principal, org: string, body: MemberBody): Promise<MemberView[]> {
+      const { row, target } = await demandOrganization(sql, who, org, 'manageOrgMembers');
+      demandNotStateManaged(row, target.label);
+      const userId = await findUserId(sql, body.user);
+      await insertMember(sql, 'organization', row.id, userId, body.role, target.label);
+      return listMembers(sql, 'organization', row.id);
+    },
+
+    async update(who: Principal, org: string, body: MemberBody): Promise<MemberView[]> {
+      const { row, target } = await demandOrganization(sql, who, org, 'manageOrgMembers');
+      demandNotStateManaged(row, target.label);
+      const userId = await findUserId(sql, body.user);
+      await sql.begin((tx) => changeMemberRole(tx, 'organization', row.id, userId, body.role, target.label));
+      return listMembers(sql, 'organization', row.id);
+    },
+
+    async remove(who: Principal, org: string, body: RemoveMemberBody): Promise<MemberView[]> {
+      const leaving = who.kind === 'user' && who.username.toLowerCase() === body.user.toLowerCase();
+      const { row, target } = await demandOrganization(sql, who, org, leaving ? 'viewOrg' : 'manageOrgMembers');
+      demandNotStateManaged(row, target.label);
+      const userId = await findUserId(sql, body.user);
+      await sql.begin((tx) => deleteMember(tx, 'organization', row.id, userId, target.label));
+      return leaving ? [] : listMembers(sql, 'organization', row.id);
+    },
+  };
+}
+export type OrganizationMembersService = ReturnType<typeof organizationMembersService>;

@@ -1,0 +1,140 @@
+import { ApiError, type CreateProjectBody, type Permission, type Role, type UpdateProjectBody } from '../protocol/index.js';
+import { accessOf, demand, notFound, permissionList, userIdOf, type Access } from './access.js';
+import type { AccessDeps } from './accessDeps.js';
+import { demandCreationAllowed } from './creationPolicy.js';
+import { listMembers, type MemberView } from './memberships.js';
+import type { Principal } from './principal.js';
+import { checkRepository, type RepositoryCheck } from './repositoryCheck.js';
+import { demandNotStateManaged } from './stateManaged.js';
+import { listProjectSubscriptions, type ProjectSubscriptions } from './subscriptionRows.js';
+import {
+  demandOrganization, demandProject, findOrganization, findProjectById, listProjectsOfOrganization, organizationTarget, projectTarget, type ProjectRow,
+} from './targets.js';
+import { DEFAULT_TASK, listTasks, type TaskView } from './tasks.js';
+
+export interface ProjectView {
+  id: string;
+  organization: string;
+  name: string;
+  display_name: string;
+  description: string;
+  repository: string;
+  wildcard: string;
+  default_branch: string | null;
+  active: boolean;
+  state_managed: boolean;
+  created_at: Date;
+  role: Role | null;
+  permissions: Permission[];
+}
+
+export interface ProjectDetails {
+  project: ProjectView;
+  tasks: TaskView[];
+  subscriptions: ProjectSubscriptions;
+  members: MemberView[];
+}
+
+export const toProjectView = (row: ProjectRow, access: Access): ProjectView => ({
+  id: row.id, organization: row.organization, name: row.name, display_name: row.display_name,
+  description: row.description, repository: row.repository, wildcard: row.wildcard,
+  default_branch: row.default_branch, active: row.active, state_managed: row.state_managed,
+  created_at: row.created_at, role: row.role, permissions: permissionList(access),
+});
+
+const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
+
+export function projectsService({ sql, config }: AccessDeps) {
+  async function byId(who: Principal, id: string): Promise<ProjectView> {
+    const row = await findProjectById(sql, who, id);
+    if (!row) throw notFound(`project ${id}`);
+    return toProjectView(row, demand(who, projectTarget(row), 'viewProject'));
+  }
+
+  return {
+    /** The organization's projects the caller can see; 404 when it sees neither the organization nor any of them. */
+    async list(who: Principal, org: string): Promise<ProjectView[]> {
+      const organization = await findOrganization(sql, who, org);
+      if (!organization) throw notFound(`organization "${org}"`);
+      const visible = (await listProjectsOfOrganization(sql, who, organization.id)).flatMap((row) => {
+        const access = accessOf(who, projectTarget(row));
+        return access.visible ? [toProjectView(row, access)] : [];
+      });
+      if (visible.length === 0 && !accessOf(who, organizationTarget(organization)).visible) throw notFound(`organization "${org}"`);
+      return visible;
+    },
+
+    /** permissions.createProject decides who may; createProject on the organization is needed too. Comes with the task `default`. */
+    async create(who: Principal, org: string, body: CreateProjectBody): Promise<ProjectView> {
+      const userId = userIdOf(who);
+      const { row: organization } = await demandOrganization(sql, who, org, 'createProject');
+      demandCreationAllowed(who, config['permissions.createProject'], 'projects', 'permissions.createProject');
+      try {
+        const id = await sql.begin(async (tx) => {
+          const [project] = await tx<{ id: string }[]>`
+            insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, created_by)
+            values (${organization.id}, ${body.name}, ${body.display_name ?? ''}, ${body.description ?? ''}, ${body.repository},
+                    ${body.wildcard ?? 'packages.*.*'}, ${body.default_branch ?? null}, ${userId})
+            returning id`;
+          await tx`insert into tasks (project_id, name) values (${project!.id}, ${DEFAULT_TASK})`;
+          return project!.id;
+        });
+        return byId(who, id);
+      } catch (e) {
+        if (isUniqueViolation(e)) throw new ApiError(409, 'project_exists', `organization "${organization.name}" has a project "${body.name}"`);
+        throw e;
+      }
+    },
+
+    async get(who: Principal, org: string, name: string): Promise<ProjectView> {
+      const { row, access } = await demandProject(sql, who, org, name, 'viewProject');
+      return toProjectView(row, access);
+    },
+
+    async update(who: Principal, org: string, name: string, body: UpdateProjectBody): Promise<ProjectView> {
+      const { row, target } = await demandProject(sql, who, org, name, 'manageProject');
+      demandNotStateManaged(row, target.label);
+      const branchGiven = body.default_branch !== undefined;
+      await sql`
+        update projects set
+          repository = coalesce(${body.repository ?? null}, repository),
+          display_name = coalesce(${body.display_name ?? null}, display_name),
+          description = coalesce(${body.description ?? null}, description),
+          wildcard = coalesce(${body.wildcard ?? null}, wildcard),
+          default_branch = case when ${branchGiven} then ${body.default_branch ?? null} else default_branch end
+        where id = ${row.id}`;
+      return byId(who, row.id);
+    },
+
+    async remove(who: Principal, org: string, name: string): Promise<string> {
+      const { row, target } = await demandProject(sql, who, org, name, 'manageProject');
+      demandNotStateManaged(row, target.label);
+      await sql`delete from projects where id = ${row.id}`;
+      return `project "${row.organization}/${row.name}" deleted`;
+    },
+
+    /** An inactive project is not evaluated (triggers are ignored); everything else stays. */
+    async setActive(who: Principal, org: string, name: string, active: boolean): Promise<ProjectView> {
+      const { row } = await demandProject(sql, who, org, name, 'manageProject');
+      await sql`update projects set active = ${active} where id = ${row.id}`;
+      return byId(who, row.id);
+    },
+
+    /** Everything a project page shows, in one call. */
+    async details(who: Principal, org: string, name: string): Promise<ProjectDetails> {
+      const { row, access } = await demandProject(sql, who, org, name, 'viewProject');
+      const [tasks, subscriptions, members] = await Promise.all([
+        listTasks(sql, row.id, userIdOf(who)),
+        listProjectSubscriptions(sql, row.id),
+        listMembers(sql, 'project', row.id),
+      ]);
+      return { project: toProjectView(row, access), tasks, subscriptions, members };
+    },
+
+    async checkRepository(who: Principal, org: string, name: string): Promise<RepositoryCheck> {
+      const { row } = await demandProject(sql, who, org, name, 'manageProject');
+      return checkRepository(row.repository);
+    },
+  };
+}
+export type ProjectsService = ReturnType<typeof projectsService>;

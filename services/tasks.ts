@@ -1,0 +1,83 @@
+import { ApiError, type CreateTaskBody } from '../protocol/index.js';
+import { userIdOf } from './access.js';
+import type { AccessDeps } from './accessDeps.js';
+import type { Principal } from './principal.js';
+import type { Queryable } from './queryable.js';
+import { demandProjectRef } from './targets.js';
+
+// Tasks: /tasks/{project}… with a single-segment project (UUID or unique name). Every project
+// has the task `default`, created with it; it cannot be deleted.
+
+export interface TaskView {
+  id: string;
+  name: string;
+  description: string;
+  wildcard: string | null;
+  branch: string | null;
+  keep_evaluations: number;
+  requires_approval: boolean;
+  created_at: Date;
+  stars: number;
+  /** whether the caller starred it */
+  starred: boolean;
+}
+
+export const DEFAULT_TASK = 'default';
+
+export async function listTasks(sql: Queryable, projectId: string, userId: string | null): Promise<TaskView[]> {
+  return sql<TaskView[]>`
+    select t.id, t.name, t.description, t.wildcard, t.branch, t.keep_evaluations, t.requires_approval, t.created_at,
+           (select count(*)::int from task_stars s where s.task_id = t.id) as stars,
+           exists (select from task_stars s where s.task_id = t.id and s.user_id = ${userId}) as starred
+    from tasks t where t.project_id = ${projectId} order by t.name`;
+}
+
+export function tasksService({ sql }: AccessDeps) {
+  async function task(who: Principal, project: string, name: string): Promise<TaskView & { project_id: string }> {
+    const { row } = await demandProjectRef(sql, who, project, 'viewProject');
+    const hit = (await listTasks(sql, row.id, userIdOf(who))).find((t) => t.name.toLowerCase() === name.toLowerCase());
+    if (!hit) throw new ApiError(404, 'not_found', `no task "${name}" in project "${row.organization}/${row.name}"`);
+    return { ...hit, project_id: row.id };
+  }
+  const view = ({ project_id: _, ...rest }: TaskView & { project_id: string }): TaskView => rest;
+
+  return {
+    async list(who: Principal, project: string): Promise<TaskView[]> {
+      const { row } = await demandProjectRef(sql, who, project, 'viewProject');
+      return listTasks(sql, row.id, userIdOf(who));
+    },
+
+    async get(who: Principal, project: string, name: string): Promise<TaskView> {
+      return view(await task(who, project, name));
+    },
+
+    async create(who: Principal, project: string, body: CreateTaskBody): Promise<TaskView> {
+      const { row } = await demandProjectRef(sql, who, project, 'manageTasks');
+      const inserted = await sql`
+        insert into tasks (project_id, name, description, wildcard, branch, keep_evaluations, requires_approval)
+        values (${row.id}, ${body.name}, ${body.description ?? ''}, ${body.wildcard ?? null}, ${body.branch ?? null},
+                ${body.keep_evaluations ?? 30}, ${body.requires_approval ?? false})
+        on conflict (project_id, name) do nothing returning id`;
+      if (inserted.length === 0) throw new ApiError(409, 'task_exists', `project "${row.organization}/${row.name}" has a task "${body.name}"`);
+      return view(await task(who, row.id, body.name));
+    },
+
+    async remove(who: Principal, project: string, name: string): Promise<string> {
+      const { row } = await demandProjectRef(sql, who, project, 'manageTasks');
+      if (name.toLowerCase() === DEFAULT_TASK) throw new ApiError(409, 'default_task', 'the task "default" belongs to every project and cannot be deleted');
+      const deleted = await sql`delete from tasks where project_id = ${row.id} and name = ${name} returning id`;
+      if (deleted.length === 0) throw new ApiError(404, 'not_found', `no task "${name}" in project "${row.organization}/${row.name}"`);
+      return `task "${name}" deleted`;
+    },
+
+    /** Stars are per user; anyone who can see the project may star its tasks. */
+    async star(who: Principal, project: string, name: string, starred: boolean): Promise<TaskView> {
+      const t = await task(who, project, name);
+      const userId = userIdOf(who);
+      if (starred) await sql`insert into task_stars (task_id, user_id) values (${t.id}, ${userId}) on conflict do nothing`;
+      else await sql`delete from task_stars where task_id = ${t.id} and user_id = ${userId}`;
+      return view(await task(who, project, name));
+    },
+  };
+}
+export type TasksService = ReturnType<typeof tasksService>;

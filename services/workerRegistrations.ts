@@ -1,0 +1,60 @@
+import { randomBytes } from 'node:crypto';
+import argon2 from 'argon2';
+import { ApiError, type RegisterWorkerBody } from '../protocol/index.js';
+import { userIdOf } from './access.js';
+import type { AccessDeps } from './accessDeps.js';
+import type { Principal } from './principal.js';
+import { demandProjectRef, isUuid } from './targets.js';
+
+// Worker peer tokens per project (POST /projects/{project}/workers): 48 random bytes, shown
+// once as base64url, kept only as an argon2id hash (DESIGN.md, "The model"). A worker presents
+// the token in the /proto handshake; the worker issue verifies it against these rows.
+
+export interface WorkerRegistrationView {
+  id: string;
+  name: string;
+  worker_id: string | null;
+  created_by: string | null;
+  created_at: Date;
+}
+
+export interface NewWorkerRegistration extends WorkerRegistrationView {
+  /** the peer token, shown this once */
+  token: string;
+}
+
+export const PEER_TOKEN_BYTES = 48;
+
+export function workerRegistrationsService({ sql }: AccessDeps) {
+  const views = (projectId: string) => sql<WorkerRegistrationView[]>`
+    select r.id, r.name, r.worker_id, u.username as created_by, r.created_at
+    from worker_registrations r left join users u on u.id = r.created_by
+    where r.project_id = ${projectId} order by r.created_at`;
+
+  return {
+    async register(who: Principal, project: string, body: RegisterWorkerBody): Promise<NewWorkerRegistration> {
+      const { row } = await demandProjectRef(sql, who, project, 'manageWorkers');
+      const token = randomBytes(PEER_TOKEN_BYTES).toString('base64url');
+      const hash = await argon2.hash(token, { type: argon2.argon2id });
+      const [created] = await sql<{ id: string }[]>`
+        insert into worker_registrations (project_id, worker_id, token_hash, name, created_by)
+        values (${row.id}, ${body.worker_id ?? null}, ${hash}, ${body.name ?? ''}, ${userIdOf(who)})
+        returning id`;
+      const view = (await views(row.id)).find((r) => r.id === created!.id)!;
+      return { ...view, token };
+    },
+
+    async list(who: Principal, project: string): Promise<WorkerRegistrationView[]> {
+      const { row } = await demandProjectRef(sql, who, project, 'manageWorkers');
+      return views(row.id);
+    },
+
+    async remove(who: Principal, project: string, id: string): Promise<string> {
+      const { row } = await demandProjectRef(sql, who, project, 'manageWorkers');
+      const deleted = isUuid(id) ? await sql`delete from worker_registrations where id = ${id} and project_id = ${row.id} returning id` : [];
+      if (deleted.length === 0) throw new ApiError(404, 'not_found', `no worker registration ${id} in project "${row.organization}/${row.name}"`);
+      return 'Worker registration deleted';
+    },
+  };
+}
+export type WorkerRegistrationsService = ReturnType<typeof workerRegistrationsService>;

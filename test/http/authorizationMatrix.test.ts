@@ -1,0 +1,360 @@
+// The authorization matrix: every endpoint of organizations, projects, tasks, servers, members,
+// invitations, subscriptions and worker registrations × every kind of credential × every
+// relation to the target, each cell's status asserted. One table (`endpoints`) drives it; the
+// expected status comes from the row's required role and permission (`expectedStatus`), so a
+// new endpoint is one new row. Later issues add their rows here.
+import t from 'tap';
+import { randomUUID } from 'node:crypto';
+import { permissionNames, type Permission } from '../../protocol/index.js';
+import { startTestKiln, type TestKiln } from '../support/kiln.js';
+import { signUp, type TestAccount } from '../support/accounts.js';
+
+type Role = 'View' | 'Write' | 'Admin';
+type Persona = 'nonMember' | 'View' | 'Write' | 'Admin' | 'superuser';
+type Credential = 'none' | 'session' | 'keyWithPermission' | 'keyWithoutPermission' | 'keyPinnedElsewhere' | 'keyOutsideAllowedIps' | 'expiredKey';
+
+const personas: Persona[] = ['nonMember', 'View', 'Write', 'Admin', 'superuser'];
+const credentials: Credential[] = ['none', 'session', 'keyWithPermission', 'keyWithoutPermission', 'keyPinnedElsewhere', 'keyOutsideAllowedIps', 'expiredKey'];
+
+interface Ctx {
+  kiln: TestKiln;
+  persona: Persona;
+  user: TestAccount;
+  ids: Record<string, string>;
+  seq: () => number;
+}
+
+interface Endpoint {
+  method: 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
+  path: string | ((c: Ctx) => string);
+  body?: Record<string, unknown> | ((c: Ctx) => Record<string, unknown>);
+  /**
+   * organization / project / cache: the persona's role there decides; user: any signed-in
+   * account, about itself; create: creating a top-level thing (no role involved)
+   */
+  scope: 'organization' | 'project' | 'cache' | 'user' | 'create';
+  /** the least role that may (scoped rows) */
+  role?: Role;
+  /** the permission a key must hold; null: visibility alone */
+  permission: Permission | null;
+  sessionOnly?: boolean;
+  /** a key pinned to another project or cache, when it is not a 404 */
+  pinnedElsewhere?: number;
+  /** puts the target back into the state the call expects (the previous cell may have changed it) */
+  before?: (c: Ctx) => Promise<unknown>;
+}
+
+const rank: Record<Role, number> = { View: 1, Write: 2, Admin: 3 };
+
+/** The expected status of one cell: the rules of docs/permissions.md, written out once. */
+function expectedStatus(e: Endpoint, persona: Persona, credential: Credential): number {
+  if (credential === 'none' || credential === 'expiredKey') return 401;
+  if (credential === 'keyOutsideAllowedIps') return 403;
+  const isKey = credential !== 'session';
+  if (e.sessionOnly && isKey) return 403;
+  if (e.scope === 'user') return 200;
+  if (e.scope === 'create') return credential === 'keyPinnedElsewhere' || credential === 'keyWithoutPermission' ? 403 : 200;
+  // A superuser is not an implicit member: without a role it is a stranger.
+  const role: Role | null = persona === 'nonMember' || persona === 'superuser' ? null : persona;
+  if (role === null) return 404;
+  if (credential === 'keyPinnedElsewhere') return e.pinnedElsewhere ?? 404;
+  if (credential === 'keyWithoutPermission' && e.permission !== null) return 403;
+  return rank[role] >= rank[e.role ?? 'View'] ? 200 : 403;
+}
+
+const ensureOrgMember = (user: string, org = 'acme') => (c: Ctx) => c.kiln.sql`
+  insert into organization_members (organization_id, user_id, role)
+  select o.id, u.id, 'View' from organizations o, users u where o.name = ${org} and u.username = ${user} on conflict do nothing`;
+const dropOrgMember = (user: string) => (c: Ctx) => c.kiln.sql`
+  delete from organization_members where user_id = (select id from users where username = ${user}) and organization_id = ${c.ids['acme']!}`;
+const ensureProjectMember = (user: string) => (c: Ctx) => c.kiln.sql`
+  insert into project_members (project_id, user_id, role) select ${c.ids['web']!}, id, 'View' from users where username = ${user} on conflict do nothing`;
+const clearProjectInvites = (user: string) => async (c: Ctx) => {
+  await c.kiln.sql`delete from invitations where user_id = (select id from users where username = ${user})`;
+  await c.kiln.sql`delete from project_members where user_id = (select id from users where username = ${user})`;
+};
+const ensureCacheMember = (user: string) => (c: Ctx) => c.kiln.sql`
+  insert into cache_members (cache_id, user_id, role) select ${c.ids['main']!}, id, 'View' from users where username = ${user} on conflict do nothing`;
+const clearCacheMember = (user: string) => async (c: Ctx) => {
+  await c.kiln.sql`delete from invitations where user_id = (select id from users where username = ${user})`;
+  await c.kiln.sql`delete from cache_members where user_id = (select id from users where username = ${user})`;
+};
+const clearSubscriptions = (c: Ctx) => c.kiln.sql`delete from subscriptions where cache_id = ${c.ids['pub']!}`.then(() => c.kiln.sql`delete from subscription_requests`);
+const pendingRequest = (column: 'project_id' | 'organization_id', key: string) => async (c: Ctx) => {
+  await clearSubscriptions(c);
+  await c.kiln.sql`insert into subscription_requests (${c.kiln.sql(column)}, cache_id, mode) values (${c.ids[key]!}, ${c.ids['pub']!}, 0)`;
+};
+const mainRequest = async (c: Ctx) => {
+  await c.kiln.sql`delete from subscriptions where cache_id = ${c.ids['main']!}`;
+  await c.kiln.sql`delete from subscription_requests where cache_id = ${c.ids['main']!}`;
+  await c.kiln.sql`insert into subscription_requests (id, project_id, cache_id, mode) values (${c.ids['request']!}, ${c.ids['other']!}, ${c.ids['main']!}, 1)`;
+};
+const membersOf = async (c: Ctx, table: 'organization_members', orgId: string) => {
+  for (const [username, role] of [['view', 'View'], ['write', 'Write'], ['admin', 'Admin']] as const) {
+    await c.kiln.sql`insert into ${c.kiln.sql(table)} (organization_id, user_id, role) select ${orgId}, id, ${role} from users where username = ${username} on conflict do nothing`;
+  }
+};
+
+const endpoints: Endpoint[] = [
+  // organizations
+  { method: 'GET', path: '/orgs', scope: 'user', permission: null },
+  { method: 'PUT', path: '/orgs', body: (c) => ({ name: `org-${c.seq()}` }), scope: 'create', permission: 'manageOrg' },
+  { method: 'GET', path: '/orgs/acme', scope: 'organization', role: 'View', permission: 'viewOrg' },
+  { method: 'PATCH', path: '/orgs/acme', body: { description: 'rockets' }, scope: 'organization', role: 'Admin', permission: 'manageOrg' },
+  {
+    method: 'DELETE', path: '/orgs/doomed', scope: 'organization', role: 'Admin', permission: 'manageOrg',
+    before: async (c) => {
+      const [o] = await c.kiln.sql<{ id: string }[]>`
+        insert into organizations (name, ssh_public_key, ssh_private_key) values ('doomed', 'ssh-ed25519 AAAA x', '\\x00')
+        on conflict (name) do update set name = excluded.name returning id`;
+      await membersOf(c, 'organization_members', o!.id);
+    },
+  },
+  { method: 'GET', path: '/orgs/acme/users', scope: 'organization', role: 'View', permission: 'viewOrg' },
+  { method: 'POST', path: '/orgs/acme/users', body: { user: 'extra', role: 'View' }, scope: 'organization', role: 'Admin', permission: 'manageOrgMembers', before: dropOrgMember('extra') },
+  { method: 'PATCH', path: '/orgs/acme/users', body: { user: 'extra', role: 'Write' }, scope: 'organization', role: 'Admin', permission: 'manageOrgMembers', before: ensureOrgMember('extra') },
+  { method: 'DELETE', path: '/orgs/acme/users', body: { user: 'extra' }, scope: 'organization', role: 'Admin', permission: 'manageOrgMembers', before: ensureOrgMember('extra') },
+  { method: 'GET', path: '/orgs/acme/ssh', scope: 'organization', role: 'View', permission: 'viewOrg' },
+  { method: 'POST', path: '/orgs/acme/ssh', scope: 'organization', role: 'Admin', permission: 'manageServers' },
+  { method: 'GET', path: '/orgs/acme/subscribe', scope: 'organization', role: 'View', permission: 'viewOrg' },
+  { method: 'POST', path: '/orgs/acme/subscribe/pub', body: { mode: 0 }, scope: 'organization', role: 'Admin', permission: 'manageSubscriptions', before: clearSubscriptions },
+  { method: 'DELETE', path: '/orgs/acme/subscribe/pub', scope: 'organization', role: 'Admin', permission: 'manageSubscriptions', before: pendingRequest('organization_id', 'acme') },
+
+  // projects
+  { method: 'GET', path: '/projects/acme', scope: 'organization', role: 'View', permission: null, pinnedElsewhere: 200 },
+  { method: 'PUT', path: '/projects/acme', body: (c) => ({ name: `p-${c.seq()}`, repository: 'file:///nonexistent' }), scope: 'organization', role: 'Write', permission: 'createProject' },
+  { method: 'GET', path: '/projects/acme/web', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'PATCH', path: '/projects/acme/web', body: { description: 'site' }, scope: 'project', role: 'Admin', permission: 'manageProject' },
+  {
+    method: 'DELETE', path: '/projects/acme/doomed', scope: 'project', role: 'Admin', permission: 'manageProject',
+    before: (c) => c.kiln.sql`insert into projects (organization_id, name, repository) values (${c.ids['acme']!}, 'doomed', 'file:///x') on conflict do nothing`,
+  },
+  { method: 'GET', path: '/projects/acme/web/details', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'POST', path: '/projects/acme/web/active', scope: 'project', role: 'Admin', permission: 'manageProject' },
+  { method: 'DELETE', path: '/projects/acme/web/active', scope: 'project', role: 'Admin', permission: 'manageProject' },
+  { method: 'POST', path: '/projects/acme/web/check-repository', scope: 'project', role: 'Admin', permission: 'manageProject' },
+
+  // project members and invitations
+  { method: 'GET', path: '/projects/web/users', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'POST', path: '/projects/web/users', body: { user: 'extra', role: 'View' }, scope: 'project', role: 'Admin', permission: 'manageMembers', before: clearProjectInvites('extra') },
+  { method: 'PATCH', path: '/projects/web/users', body: { user: 'extra', role: 'Write' }, scope: 'project', role: 'Admin', permission: 'manageMembers', before: ensureProjectMember('extra') },
+  { method: 'DELETE', path: '/projects/web/users', body: { user: 'extra' }, scope: 'project', role: 'Admin', permission: 'manageMembers', before: ensureProjectMember('extra') },
+  { method: 'GET', path: '/projects/web/invitations', scope: 'project', role: 'Admin', permission: 'manageMembers' },
+  { method: 'GET', path: '/user/invitations', scope: 'user', permission: null },
+  {
+    method: 'POST', path: (c) => `/invitations/${c.ids[`invite-${c.persona}`]!}/accept`, scope: 'user', permission: null, sessionOnly: true,
+    before: async (c) => {
+      await c.kiln.sql`delete from invitations where user_id = ${c.user.id}`;
+      await c.kiln.sql`delete from project_members where user_id = ${c.user.id}`;
+      await c.kiln.sql`insert into invitations (id, project_id, user_id, role, token_hash, expires_at)
+        values (${c.ids[`invite-${c.persona}`]!}, ${c.ids['other']!}, ${c.user.id}, 'View', ${randomUUID()}, now() + interval '1 day')`;
+    },
+  },
+  {
+    method: 'POST', path: (c) => `/invitations/${c.ids[`invite-${c.persona}`]!}/decline`, scope: 'user', permission: null,
+    before: async (c) => {
+      await c.kiln.sql`delete from invitations where user_id = ${c.user.id}`;
+      await c.kiln.sql`insert into invitations (id, project_id, user_id, role, token_hash, expires_at)
+        values (${c.ids[`invite-${c.persona}`]!}, ${c.ids['other']!}, ${c.user.id}, 'View', ${randomUUID()}, now() + interval '1 day')`;
+    },
+  },
+  {
+    method: 'DELETE', path: (c) => `/invitations/${c.ids['extraInvite']!}`, scope: 'project', role: 'Admin', permission: 'manageMembers',
+    before: async (c) => {
+      await clearProjectInvites('extra')(c);
+      await c.kiln.sql`insert into invitations (id, project_id, user_id, role, token_hash, expires_at)
+        select ${c.ids['extraInvite']!}, ${c.ids['web']!}, id, 'View', ${randomUUID()}, now() + interval '1 day' from users where username = 'extra'`;
+    },
+  },
+
+  // project subscriptions and worker registrations
+  { method: 'GET', path: '/projects/web/subscribe', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'POST', path: '/projects/web/subscribe/pub', body: { mode: 1 }, scope: 'project', role: 'Admin', permission: 'manageSubscriptions', before: clearSubscriptions },
+  { method: 'DELETE', path: '/projects/web/subscribe/pub', scope: 'project', role: 'Admin', permission: 'manageSubscriptions', before: pendingRequest('project_id', 'web') },
+  { method: 'POST', path: '/projects/web/workers', body: { name: 'w' }, scope: 'project', role: 'Admin', permission: 'manageWorkers' },
+  { method: 'GET', path: '/projects/web/workers', scope: 'project', role: 'Admin', permission: 'manageWorkers' },
+  {
+    method: 'DELETE', path: (c) => `/projects/web/workers/${c.ids['registration']!}`, scope: 'project', role: 'Admin', permission: 'manageWorkers',
+    before: (c) => c.kiln.sql`insert into worker_registrations (id, project_id, token_hash) values (${c.ids['registration']!}, ${c.ids['web']!}, 'x') on conflict do nothing`,
+  },
+
+  // tasks
+  { method: 'GET', path: '/tasks/web', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'PUT', path: '/tasks/web', body: (c) => ({ name: `t-${c.seq()}` }), scope: 'project', role: 'Write', permission: 'manageTasks' },
+  { method: 'GET', path: '/tasks/web/default', scope: 'project', role: 'View', permission: 'viewProject' },
+  {
+    method: 'DELETE', path: '/tasks/web/doomed', scope: 'project', role: 'Write', permission: 'manageTasks',
+    before: (c) => c.kiln.sql`insert into tasks (project_id, name) values (${c.ids['web']!}, 'doomed') on conflict do nothing`,
+  },
+  { method: 'POST', path: '/tasks/web/default/star', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'DELETE', path: '/tasks/web/default/star', scope: 'project', role: 'View', permission: 'viewProject' },
+
+  // build servers
+  { method: 'GET', path: '/servers/acme', scope: 'organization', role: 'View', permission: 'viewOrg' },
+  { method: 'PUT', path: '/servers/acme', body: (c) => ({ name: `s-${c.seq()}`, host: '127.0.0.1', port: 1 }), scope: 'organization', role: 'Admin', permission: 'manageServers' },
+  { method: 'GET', path: '/servers/acme/box', scope: 'organization', role: 'View', permission: 'viewOrg' },
+  { method: 'PATCH', path: '/servers/acme/box', body: { max_jobs: 2 }, scope: 'organization', role: 'Admin', permission: 'manageServers' },
+  {
+    method: 'DELETE', path: '/servers/acme/doomed', scope: 'organization', role: 'Admin', permission: 'manageServers',
+    before: (c) => c.kiln.sql`insert into servers (organization_id, name, host) values (${c.ids['acme']!}, 'doomed', 'h') on conflict do nothing`,
+  },
+  { method: 'POST', path: '/servers/acme/box/active', scope: 'organization', role: 'Admin', permission: 'manageServers' },
+  { method: 'DELETE', path: '/servers/acme/box/active', scope: 'organization', role: 'Admin', permission: 'manageServers' },
+  { method: 'POST', path: '/servers/acme/box/check-connection', scope: 'organization', role: 'Admin', permission: 'manageServers' },
+
+  // caches: members, invitations, subscriptions
+  { method: 'GET', path: '/caches/main/users', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'POST', path: '/caches/main/users', body: { user: 'extra', role: 'View' }, scope: 'cache', role: 'Admin', permission: 'manageCacheMembers', before: clearCacheMember('extra') },
+  { method: 'PATCH', path: '/caches/main/users', body: { user: 'extra', role: 'Write' }, scope: 'cache', role: 'Admin', permission: 'manageCacheMembers', before: ensureCacheMember('extra') },
+  { method: 'DELETE', path: '/caches/main/users', body: { user: 'extra' }, scope: 'cache', role: 'Admin', permission: 'manageCacheMembers', before: ensureCacheMember('extra') },
+  { method: 'GET', path: '/caches/main/invitations', scope: 'cache', role: 'Admin', permission: 'manageCacheMembers' },
+  { method: 'GET', path: '/caches/main/subscriptions', scope: 'cache', role: 'Admin', permission: 'manageCacheSubscriptions' },
+  { method: 'GET', path: '/caches/main/subscription-requests', scope: 'cache', role: 'Admin', permission: 'manageCacheSubscriptions' },
+  { method: 'POST', path: (c) => `/caches/main/subscription-requests/${c.ids['request']!}/approve`, scope: 'cache', role: 'Admin', permission: 'manageCacheSubscriptions', before: mainRequest },
+  { method: 'DELETE', path: (c) => `/caches/main/subscription-requests/${c.ids['request']!}`, scope: 'cache', role: 'Admin', permission: 'manageCacheSubscriptions', before: mainRequest },
+
+  // caches (issue 5): the cache itself, its NARs and its upstreams. Deleting a cache or a cached NAR
+  // is for the cache's owner alone (an Admin member gets 403 owner_only), which the role table does
+  // not express: test/http/api/v1/caches.test.ts and cacheNars.test.ts cover those two.
+  { method: 'GET', path: '/caches', scope: 'user', permission: null },
+  { method: 'PUT', path: '/caches', body: (c) => ({ name: `c-${c.seq()}` }), scope: 'create', permission: 'manageCache' },
+  { method: 'GET', path: '/caches/main', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'PATCH', path: '/caches/main', body: { description: 'builds' }, scope: 'cache', role: 'Admin', permission: 'manageCache' },
+  { method: 'POST', path: '/caches/main/active', scope: 'cache', role: 'Admin', permission: 'manageCache' },
+  { method: 'DELETE', path: '/caches/main/active', scope: 'cache', role: 'Admin', permission: 'manageCache' },
+  { method: 'GET', path: '/caches/main/key', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'GET', path: '/caches/main/nars', scope: 'cache', role: 'View', permission: 'viewCache' },
+  {
+    method: 'GET', path: `/caches/main/nars/${'0'.repeat(32)}`, scope: 'cache', role: 'View', permission: 'viewCache',
+    before: async (c) => {
+      const [path] = await c.kiln.sql<{ id: string }[]>`
+        insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
+        values (${'0'.repeat(32)}, ${`/nix/store/${'0'.repeat(32)}-matrix`}, 'sha256:matrix', 1, ${'1'.repeat(52)}, 1, '{}')
+        on conflict (hash_part, nar_hash) do update set nar_size = 1 returning id`;
+      await c.kiln.sql`insert into path_signatures (cache_id, hash_part, cached_path_id, signature)
+        values (${c.ids['main']!}, ${'0'.repeat(32)}, ${path!.id}, 'test-main-1:x') on conflict do nothing`;
+    },
+  },
+  { method: 'GET', path: '/caches/main/stats', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'GET', path: '/caches/main/upstreams', scope: 'cache', role: 'View', permission: 'viewCache' },
+  {
+    method: 'PUT', path: '/caches/main/upstreams', scope: 'cache', role: 'Admin', permission: 'manageCache',
+    body: { url: 'http://upstream.example/cache', public_key: `upstream-1:${Buffer.alloc(32, 3).toString('base64')}` },
+  },
+  {
+    method: 'DELETE', path: '/caches/main/upstreams/0e0e0e0e-0000-4000-8000-000000000001', scope: 'cache', role: 'Admin', permission: 'manageCache',
+    before: (c) => c.kiln.sql`insert into cache_upstreams (id, cache_id, url, public_key)
+      values ('0e0e0e0e-0000-4000-8000-000000000001', ${c.ids['main']!}, 'http://doomed.example', ${`doomed-1:${Buffer.alloc(32, 4).toString('base64')}`})
+      on conflict do nothing`,
+  },
+];
+
+interface Keys {
+  all: string;
+  without: Map<Permission, string>;
+  pinnedProject: string;
+  pinnedCache: string;
+  outsideIps: string;
+  expired: string;
+}
+
+async function createKey(kiln: TestKiln, user: TestAccount, body: Record<string, unknown>): Promise<string> {
+  const res = await kiln.api<{ secret: string }>('POST', '/user/keys', { token: user.token, body });
+  if (res.status !== 200) throw new Error(`creating key ${JSON.stringify(body)} for ${user.username}: ${res.status} ${JSON.stringify(res.message)}`);
+  return res.message.secret;
+}
+
+t.test('authorization matrix', async (t) => {
+  const kiln = await startTestKiln(t);
+  const superuser = await signUp(kiln, 'root'); // the first account is the superuser
+  const cacheOwner = await signUp(kiln, 'owner');
+  const users: Record<Persona, TestAccount> = {
+    superuser,
+    nonMember: await signUp(kiln, 'stranger'),
+    View: await signUp(kiln, 'view'),
+    Write: await signUp(kiln, 'write'),
+    Admin: await signUp(kiln, 'admin'),
+  };
+  await signUp(kiln, 'extra');
+
+  // acme (members View/Write/Admin) with projects web and other; server box; private cache main
+  // (same roles), public cache pub (owner's), cache elsewhere for pinned keys.
+  const org = await kiln.api<{ id: string }>('PUT', '/orgs', { token: cacheOwner.token, body: { name: 'acme' } });
+  const ids: Record<string, string> = { acme: org.message.id, registration: randomUUID(), request: randomUUID(), extraInvite: randomUUID() };
+  for (const p of personas) ids[`invite-${p}`] = randomUUID();
+  await kiln.sql`delete from organization_members`;
+  await membersOf({ kiln } as Ctx, 'organization_members', ids['acme']!);
+  for (const name of ['web', 'other']) {
+    const [row] = await kiln.sql<{ id: string }[]>`
+      insert into projects (organization_id, name, repository) values (${ids['acme']!}, ${name}, 'file:///nonexistent') returning id`;
+    ids[name] = row!.id;
+    await kiln.sql`insert into tasks (project_id, name) values (${row!.id}, 'default')`;
+  }
+  await kiln.sql`insert into servers (organization_id, name, host, port) values (${ids['acme']!}, 'box', '127.0.0.1', 1)`;
+  for (const [name, isPublic] of [['main', false], ['pub', true], ['elsewhere', false]] as const) {
+    const [row] = await kiln.sql<{ id: string }[]>`
+      insert into caches (name, public, owner_id, key_name, public_key, secret_key)
+      values (${name}, ${isPublic}, ${cacheOwner.id}, ${`test-${name}-1`}, ${Buffer.alloc(32, 1)}, ${Buffer.alloc(64, 2)}) returning id`;
+    ids[name] = row!.id;
+  }
+  for (const [username, role] of [['view', 'View'], ['write', 'Write'], ['admin', 'Admin']] as const) {
+    await kiln.sql`insert into cache_members (cache_id, user_id, role) select ${ids['main']!}, id, ${role} from users where username = ${username}`;
+  }
+
+  const keys = new Map<Persona, Keys>();
+  for (const persona of personas) {
+    const user = users[persona];
+    const all = [...permissionNames];
+    const expired = await createKey(kiln, user, { name: 'expired', permissions: all, expires_in_days: 1 });
+    await kiln.sql`update api_keys set expires_at = now() - interval '1 minute' where user_id = ${user.id} and name = 'expired'`;
+    keys.set(persona, {
+      all: await createKey(kiln, user, { name: 'all', permissions: all }),
+      without: new Map(),
+      pinnedProject: await createKey(kiln, user, { name: 'pinned-project', permissions: all, project: 'acme/other' }),
+      pinnedCache: await createKey(kiln, user, { name: 'pinned-cache', permissions: all, cache: 'elsewhere' }),
+      outsideIps: await createKey(kiln, user, { name: 'outside-ips', permissions: all, allowed_ips: ['192.0.2.0/24'] }),
+      expired,
+    });
+  }
+
+  async function tokenFor(persona: Persona, credential: Credential, e: Endpoint): Promise<string | undefined> {
+    const k = keys.get(persona)!;
+    switch (credential) {
+      case 'none': return undefined;
+      case 'session': return users[persona].token;
+      case 'keyWithPermission': return k.all;
+      case 'keyWithoutPermission': {
+        if (e.permission === null) return k.all;
+        let secret = k.without.get(e.permission);
+        if (!secret) {
+          const rest = permissionNames.filter((p) => p !== e.permission);
+          secret = await createKey(kiln, users[persona], { name: `without-${e.permission}`, permissions: rest });
+          k.without.set(e.permission, secret);
+        }
+        return secret;
+      }
+      case 'keyPinnedElsewhere': return e.scope === 'cache' ? k.pinnedCache : k.pinnedProject;
+      case 'keyOutsideAllowedIps': return k.outsideIps;
+      case 'expiredKey': return k.expired;
+    }
+  }
+
+  let sequence = 0;
+  for (const e of endpoints) {
+    const label = `${e.method} ${typeof e.path === 'string' ? e.path : e.path({ persona: 'Admin', ids } as Ctx).replace(/[0-9a-f-]{36}/, '{id}')}`;
+    t.test(label, async (t) => {
+      for (const persona of personas) {
+        for (const credential of credentials) {
+          const ctx: Ctx = { kiln, persona, user: users[persona], ids, seq: () => ++sequence };
+          await e.before?.(ctx);
+          const path = typeof e.path === 'string' ? e.path : e.path(ctx);
+          const body = typeof e.body === 'function' ? e.body(ctx) : e.body;
+          const token = await tokenFor(persona, credential, e);
+          const res = await kiln.api(e.method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
+          const want = expectedStatus(e, persona, credential);
+          t.equal(res.status, want, `${persona} × ${credential}: ${want}${res.status === want ? '' : ` (got ${res.status}: ${JSON.stringify(res.message).slice(0, 160)})`}`);
+        }
+      }
+    });
+  }
+});
