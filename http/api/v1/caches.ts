@@ -1,0 +1,19 @@
+import { CacheName, CreateCacheBody, UpdateCacheBody } from '../../../protocol/index.js';
+import type { CacheServices, Principal } from '../../../services/index.js';
+import type { Req } from '../../request.js';
+import type { Router } from '../../router.js';
+
+// /caches…: create, list, read, change and delete caches, enable/disable them, and their public
+// key. Members are in members.ts and invitations.ts, NARs in cacheNars.ts, upstreams in
+// cacheUpstreams.ts.
+export function cachesRoutes(r: Router<Principal>, { caches }: CacheServices): void {
+  const cache = (req: Req<Principal>) => req.param('cache', CacheName);
+  r.get('/caches', (req) => caches.list(req.principal));
+  r.put('/caches', async (req) => caches.create(req.principal, await req.body(CreateCacheBody)));
+  r.get('/caches/:cache', (req) => caches.get(req.principal, cache(req)));
+  r.patch('/caches/:cache', async (req) => caches.update(req.principal, cache(req), await req.body(UpdateCacheBody)));
+  r.del('/caches/:cache', (req) => caches.remove(req.principal, cache(req)));
+  r.post('/caches/:cache/active', (req) => caches.setActive(req.principal, cache(req), true));
+  r.del('/caches/:cache/active', (req) => caches.setActive(req.principal, cache(req), false));
+  r.get('/caches/:cache/key', (req) => caches.publicKey(req.principal, cache(req)));
+}

@@ -1,0 +1,63 @@
+// Managing a cache's upstream caches (/caches/{cache}/upstreams): anyone who may see the cache
+// lists them; manageCache adds, changes and removes. The lookups themselves are upstreams.ts.
+import { ApiError, VerifyingKey, type UpstreamBody } from '../protocol/index.js';
+import type { CacheDeps } from './cacheDeps.js';
+import { cachesService } from './caches.js';
+import type { Principal } from './principal.js';
+import { isUuid } from './targets.js';
+import { deleteUpstreamRow, listUpstreamRows, upsertUpstreamRow, type UpstreamRow } from './upstreamRows.js';
+
+export interface UpstreamView {
+  id: string;
+  url: string;
+  public_key: string;
+  priority: number;
+  created_at: Date;
+}
+
+const toView = (row: UpstreamRow): UpstreamView => ({
+  id: row.id, url: row.url, public_key: row.public_key, priority: row.priority, created_at: row.created_at,
+});
+
+/** The URL as stored: no trailing slash, so `<url>/<hash>.narinfo` is always one slash. */
+export const normalizeUpstreamUrl = (url: string): string => url.replace(/\/+$/, '');
+
+export interface CacheUpstreamsDeps extends CacheDeps {
+  /** forgets this process's memory of the cache's upstreams and of their answers (upstreams.ts) */
+  forgetUpstreams(cacheId: string): void;
+}
+
+export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
+  const { sql } = deps;
+  const caches = cachesService(deps);
+  return {
+    async list(who: Principal, cache: string): Promise<UpstreamView[]> {
+      const { row } = await caches.demandRecord(who, cache, 'viewCache');
+      return (await listUpstreamRows(sql, row.id)).map(toView);
+    },
+
+    /** Adds the upstream, or updates the one with the same URL; the cache's upstreams afterwards. */
+    async put(who: Principal, cache: string, body: UpstreamBody): Promise<UpstreamView[]> {
+      const { row } = await caches.demandRecord(who, cache, 'manageCache');
+      const key = VerifyingKey.parse(body.public_key);
+      if (!key.ok) throw new ApiError(400, 'invalid_body', `public_key: ${key.reason}`);
+      const url = normalizeUpstreamUrl(body.url);
+      if (url === normalizeUpstreamUrl(`${deps.config['serveUrl']}/cache/${row.name}`)) {
+        throw new ApiError(400, 'invalid_body', `url: ${url} is cache "${row.name}" itself`);
+      }
+      await upsertUpstreamRow(sql, row.id, { url, public_key: key.value.toString(), priority: body.priority });
+      deps.forgetUpstreams(row.id);
+      return (await listUpstreamRows(sql, row.id)).map(toView);
+    },
+
+    async remove(who: Principal, cache: string, id: string): Promise<UpstreamView[]> {
+      const { row } = await caches.demandRecord(who, cache, 'manageCache');
+      if (!isUuid(id) || !(await deleteUpstreamRow(sql, row.id, id))) {
+        throw new ApiError(404, 'upstream_not_found', `cache "${row.name}" has no upstream ${id}`);
+      }
+      deps.forgetUpstreams(row.id);
+      return (await listUpstreamRows(sql, row.id)).map(toView);
+    },
+  };
+}
+export type CacheUpstreamsService = ReturnType<typeof cacheUpstreamsService>;

@@ -1,0 +1,174 @@
+// Caches (spec: Caches; DESIGN.md, "The model"): create with a fresh Ed25519 key, list what the
+// caller may see, read, change, delete, enable/disable, and the public key Nix is told to trust.
+// The creator owns the cache and is its Admin; members come by invitation (invitations.ts).
+import { ApiError, type CreateCacheBody, type Permission, type Role, type UpdateCacheBody } from '../protocol/index.js';
+import { accessOf, demand, forbidden, notFound, permissionList, userIdOf, type Access, type AccessTarget } from './access.js';
+import type { CacheDeps } from './cacheDeps.js';
+import { cachePublicKeyText, generateCacheKey, keyHost } from './cacheKeys.js';
+import { findCacheRecord, findCacheRecordById, listCandidateCaches, type CacheRecord } from './cacheRows.js';
+import { demandCreationAllowed } from './creationPolicy.js';
+import { findUserId } from './memberships.js';
+import type { Principal } from './principal.js';
+import { demandNotStateManaged } from './stateManaged.js';
+
+export interface CacheView {
+  id: string;
+  name: string;
+  description: string;
+  public: boolean;
+  priority: number;
+  /** applied instead of priority to clients in http.localIps when non-zero */
+  local_priority: number;
+  active: boolean;
+  /** `<key name>:<base64>`, what Nix's trusted-public-keys takes */
+  public_key: string;
+  /** the owner's username; null when the owner's account was deleted */
+  owner: string | null;
+  /** the cache's own storage limit in bytes; null: only cache.maxStorageGb applies */
+  max_storage_bytes: number | null;
+  /** the substituter URL: `<serveUrl>/cache/<name>` */
+  url: string;
+  state_managed: boolean;
+  created_at: Date;
+  /** the caller's role and what it may do here */
+  role: Role | null;
+  permissions: Permission[];
+}
+
+export const cacheRecordTarget = (row: CacheRecord): AccessTarget => ({
+  scope: 'cache', id: row.id, label: `cache "${row.name}"`, role: row.role, public: row.public,
+});
+
+const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
+
+/** The caller owns the cache (or nobody does and it may manage it): ownership decides the destructive acts. */
+export function demandOwner(who: Principal, row: CacheRecord, access: Access, what: string): void {
+  if (!access.permissions.has('manageCache')) throw forbidden('manageCache', `cache "${row.name}"`);
+  const isOwner = who.kind === 'user' && row.owner_id === who.userId;
+  if (!isOwner && row.owner_id !== null) {
+    throw new ApiError(403, 'owner_only', `${what} is for the owner of cache "${row.name}" (${row.owner ?? 'unknown'}) only`);
+  }
+}
+
+export function cachesService({ sql, config, secretBox, forgetCache }: CacheDeps) {
+  const serveUrl = config['serveUrl'].replace(/\/+$/, '');
+  const toView = (row: CacheRecord, access: Access): CacheView => ({
+    id: row.id,
+    name: row.name,
+    description: row.description,
+    public: row.public,
+    priority: row.priority,
+    local_priority: row.local_priority,
+    active: row.active,
+    public_key: cachePublicKeyText(row),
+    owner: row.owner,
+    max_storage_bytes: row.max_storage_bytes === null ? null : Number(row.max_storage_bytes),
+    url: `${serveUrl}/cache/${row.name}`,
+    state_managed: row.state_managed,
+    created_at: row.created_at,
+    role: row.role,
+    permissions: permissionList(access),
+  });
+
+  /** The cache with the caller's access: 404 when it may not see it, 403 naming `permission` when it lacks it. */
+  async function demandRecord(who: Principal, name: string, permission: Permission): Promise<{ row: CacheRecord; access: Access }> {
+    const row = await findCacheRecord(sql, who, name);
+    if (!row) throw notFound(`cache "${name}"`);
+    return { row, access: demand(who, cacheRecordTarget(row), permission) };
+  }
+
+  async function viewById(who: Principal, id: string): Promise<CacheView> {
+    const row = await findCacheRecordById(sql, who, id);
+    if (!row) throw notFound(`cache ${id}`);
+    return toView(row, accessOf(who, cacheRecordTarget(row)));
+  }
+
+  return {
+    demandRecord,
+
+    /** Every cache the caller may see: public ones, and those it owns or is a member of (a pinned key: only its cache). */
+    async list(who: Principal): Promise<CacheView[]> {
+      userIdOf(who);
+      const rows = await listCandidateCaches(sql, who);
+      return rows.flatMap((row) => {
+        const access = accessOf(who, cacheRecordTarget(row));
+        return access.visible ? [toView(row, access)] : [];
+      });
+    },
+
+    /** permissions.createCache decides who may; the creator becomes the owner (Admin). */
+    async create(who: Principal, body: CreateCacheBody): Promise<CacheView> {
+      const userId = userIdOf(who);
+      demandCreationAllowed(who, config['permissions.createCache'], 'caches', 'permissions.createCache');
+      if (who.kind === 'user' && who.via === 'key') {
+        if (who.projectId !== null || who.cacheId !== null) throw new ApiError(403, 'forbidden', 'a key pinned to a project or cache cannot create caches');
+        if (!who.permissions.has('manageCache')) throw new ApiError(403, 'forbidden', 'manageCache is required on the key to create a cache');
+      }
+      const key = generateCacheKey(secretBox, keyHost({ domain: config['domain'], serveUrl: config['serveUrl'] }), body.name);
+      try {
+        const [row] = await sql<{ id: string }[]>`
+          insert into caches (name, description, public, priority, owner_id, key_name, public_key, secret_key)
+          values (${body.name}, ${body.description ?? ''}, ${body.public}, ${body.priority}, ${userId},
+                  ${key.key_name}, ${key.public_key}, ${key.secret_key})
+          returning id`;
+        forgetCache(body.name); // a miss for this name may be remembered from before it existed
+        return viewById(who, row!.id);
+      } catch (e) {
+        if (isUniqueViolation(e)) throw new ApiError(409, 'cache_exists', `a cache named "${body.name}" exists`);
+        throw e;
+      }
+    },
+
+    async get(who: Principal, name: string): Promise<CacheView> {
+      const { row, access } = await demandRecord(who, name, 'viewCache');
+      return toView(row, access);
+    },
+
+    async update(who: Principal, name: string, body: UpdateCacheBody): Promise<CacheView> {
+      const { row, access } = await demandRecord(who, name, 'manageCache');
+      demandNotStateManaged(row, `cache "${row.name}"`);
+      let ownerId = row.owner_id;
+      if (body.owner !== undefined) {
+        demandOwner(who, row, access, 'handing over the cache');
+        ownerId = await findUserId(sql, body.owner);
+      }
+      const maxStorage = body.max_storage_bytes === undefined ? row.max_storage_bytes : body.max_storage_bytes;
+      await sql`
+        update caches set
+          description = coalesce(${body.description ?? null}, description),
+          public = coalesce(${body.public ?? null}, public),
+          priority = coalesce(${body.priority ?? null}, priority),
+          local_priority = coalesce(${body.local_priority ?? null}, local_priority),
+          max_storage_bytes = ${maxStorage},
+          owner_id = ${ownerId}
+        where id = ${row.id}`;
+      forgetCache(row.name);
+      return viewById(who, row.id);
+    },
+
+    /** Deletes the cache: its signature rows go with it; paths no other cache holds are swept later. */
+    async remove(who: Principal, name: string): Promise<string> {
+      const { row, access } = await demandRecord(who, name, 'manageCache');
+      demandNotStateManaged(row, `cache "${row.name}"`);
+      demandOwner(who, row, access, 'deleting the cache');
+      await sql`delete from caches where id = ${row.id}`;
+      forgetCache(row.name);
+      return `cache "${row.name}" deleted`;
+    },
+
+    /** An inactive cache serves nothing (404 at /cache/{cache}) and takes no uploads. */
+    async setActive(who: Principal, name: string, active: boolean): Promise<CacheView> {
+      const { row } = await demandRecord(who, name, 'manageCache');
+      await sql`update caches set active = ${active} where id = ${row.id}`;
+      forgetCache(row.name);
+      return viewById(who, row.id);
+    },
+
+    /** `<key name>:<base64>`: what to add to Nix's trusted-public-keys. Anyone who may see the cache. */
+    async publicKey(who: Principal, name: string): Promise<string> {
+      const { row } = await demandRecord(who, name, 'viewCache');
+      return cachePublicKeyText(row);
+    },
+  };
+}
+export type CachesService = ReturnType<typeof cachesService>;

@@ -1,0 +1,32 @@
+import type { Queryable } from './queryable.js';
+
+// cache_upstreams rows (0007_cache_upstreams.sql): the binary caches a cache falls back to.
+
+export interface UpstreamRow {
+  id: string;
+  cache_id: string;
+  url: string;
+  public_key: string;
+  priority: number;
+  created_at: Date;
+}
+
+/** A cache's upstreams in the order they are asked. */
+export async function listUpstreamRows(sql: Queryable, cacheId: string): Promise<UpstreamRow[]> {
+  return sql<UpstreamRow[]>`
+    select id, cache_id, url, public_key, priority, created_at from cache_upstreams
+    where cache_id = ${cacheId} order by priority, created_at, url`;
+}
+
+/** Adds an upstream, or changes the key and priority of the one with the same URL. */
+export async function upsertUpstreamRow(sql: Queryable, cacheId: string, up: { url: string; public_key: string; priority: number }): Promise<void> {
+  await sql`
+    insert into cache_upstreams (cache_id, url, public_key, priority) values (${cacheId}, ${up.url}, ${up.public_key}, ${up.priority})
+    on conflict (cache_id, url) do update set public_key = excluded.public_key, priority = excluded.priority`;
+}
+
+/** false when the cache has no upstream of that id. */
+export async function deleteUpstreamRow(sql: Queryable, cacheId: string, id: string): Promise<boolean> {
+  const rows = await sql`delete from cache_upstreams where cache_id = ${cacheId} and id = ${id} returning id`;
+  return rows.length > 0;
+}

@@ -1,0 +1,221 @@
+// Upstream caches at request time (issue 5, item 6): a narinfo the cache does not hold is asked of
+// its upstreams in priority order (at most cache.upstreamQueryConcurrency queries at once in this
+// process), and the first one with a valid signature by that upstream's key is served, re-signed
+// (upstreamNarinfo.ts) and with X-Cache: MISS; its NAR is proxied through kiln; build logs and
+// debug info fall back to the upstreams too. Answers are remembered briefly, so a client asking
+// for hundreds of missing paths does not send hundreds of requests upstream twice.
+import { createReadStream } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
+import type { Sql } from 'postgres';
+import type { Logger } from '../config/index.js';
+import { isStorePathHashPart, VerifyingKey, type SigningKey } from '../protocol/index.js';
+import { Semaphore } from './semaphore.js';
+import {
+  fetchSmallBytes, fetchSmallText, headUpstreamFile, lazyUpstreamBody, spoolUpstreamFile, type ByteRange, type FetchFunction,
+} from './upstreamFetch.js';
+import { adoptUpstreamNarinfo, isProxiablePath, proxiedUrl, type UpstreamSource } from './upstreamNarinfo.js';
+import { listUpstreamRows } from './upstreamRows.js';
+
+/** How long this process trusts a cache's upstream list, and an upstream's answer. */
+export const UPSTREAM_LIST_TTL_MS = 5_000;
+export const UPSTREAM_HIT_TTL_MS = 60_000;
+export const UPSTREAM_MISS_TTL_MS = 5_000;
+const NARINFO_MAX_BYTES = 64 * 1024;
+const LOG_MAX_BYTES = 64 * 1024 * 1024;
+const REMEMBERED_MAX = 20_000;
+
+export interface UpstreamDeps {
+  sql: Sql;
+  log: Logger;
+  /** cache.upstreamQueryConcurrency */
+  concurrency: number;
+  /** nar.maxUploadSize: the most a spooled NAR file may have */
+  maxNarBytes: number;
+  /** a fresh temporary file name under <baseDir>/staging (StagingArea.tempFile) */
+  tempFile(suffix: string): string;
+  /** deadline for an upstream's response head (default 10 s) */
+  timeoutMs?: number;
+  fetch?: FetchFunction;
+  now?: () => number;
+}
+
+/** The cache a narinfo is asked for: the upstream answer is re-signed with its key. */
+export interface UpstreamCache {
+  id: string;
+  name: string;
+  signingKey: SigningKey;
+}
+
+/** A file an upstream has, ready to be served through kiln. */
+export interface UpstreamFile {
+  size: number;
+  /** the bytes, or one inclusive range of them, fetched when first read */
+  body(range: ByteRange | null): AsyncIterable<Uint8Array>;
+}
+
+export interface UpstreamBytes {
+  body: Buffer;
+  contentType: string | null;
+  contentEncoding: string | null;
+}
+
+export interface Upstreams {
+  /** The narinfo text to serve for a path the cache does not hold, or null when no upstream has it (validly signed). */
+  lookupUpstreamNarinfo(cache: UpstreamCache, hashPart: string): Promise<Buffer | null>;
+  /**
+   * The NAR file a narinfo served from an upstream names (`upstream/<id>/<hash>/<path>`), or null.
+   * Only a URL that the verified narinfo of `hashPart` names is fetched.
+   */
+  openUpstreamNar(cache: UpstreamCache, upstreamId: string, hashPart: string, path: string): Promise<UpstreamFile | null>;
+  /** `log/<drv>` or `debuginfo/<build id>` from the first upstream that has it. */
+  fetchUpstreamExtra(cacheId: string, path: string): Promise<UpstreamBytes | null>;
+  /** Forgets the cache's upstream list and their answers (after the list changed). */
+  forget(cacheId: string): void;
+}
+
+interface Remembered<T> {
+  value: T;
+  until: number;
+}
+
+interface KnownUpstream extends UpstreamSource {
+  priority: number;
+}
+
+export function upstreamService(deps: UpstreamDeps): Upstreams {
+  const fetchFn = deps.fetch ?? fetch;
+  const now = deps.now ?? Date.now;
+  const timeoutMs = deps.timeoutMs ?? 10_000;
+  const queries = new Semaphore(deps.concurrency);
+  const lists = new Map<string, Remembered<KnownUpstream[]>>();
+  const answers = new Map<string, Remembered<Buffer | null>>();
+  const inflight = new Map<string, Promise<Buffer | null>>();
+  const fresh = <T>(entry: Remembered<T> | undefined): entry is Remembered<T> => entry !== undefined && entry.until > now();
+  const remember = <T>(map: Map<string, Remembered<T>>, key: string, value: T, ttl: number) => {
+    if (map.size >= REMEMBERED_MAX) {
+      for (const [k, entry] of map) if (!fresh(entry)) map.delete(k);
+      // Still full of live entries: drop the oldest ones (Map keeps insertion order).
+      for (const k of map.keys()) {
+        if (map.size < REMEMBERED_MAX) break;
+        map.delete(k);
+      }
+    }
+    map.set(key, { value, until: now() + ttl });
+  };
+
+  async function upstreamsOf(cacheId: string): Promise<KnownUpstream[]> {
+    const known = lists.get(cacheId);
+    if (fresh(known)) return known.value;
+    const rows = await listUpstreamRows(deps.sql, cacheId);
+    const list = rows.flatMap((row) => {
+      const key = VerifyingKey.parse(row.public_key);
+      if (!key.ok) {
+        deps.log.warn({ upstream: row.url }, `upstream ${row.url} has an unreadable public key (${key.reason}); it is skipped`);
+        return [];
+      }
+      return [{ id: row.id, url: row.url, key: key.value, priority: row.priority }];
+    });
+    remember(lists, cacheId, list, UPSTREAM_LIST_TTL_MS);
+    return list;
+  }
+
+  async function askUpstreams(cache: UpstreamCache, hashPart: string): Promise<Buffer | null> {
+    for (const upstream of await upstreamsOf(cache.id)) {
+      let body: string | null;
+      try {
+        body = await queries.run(() => fetchSmallText(fetchFn, `${upstream.url}/${hashPart}.narinfo`, NARINFO_MAX_BYTES, timeoutMs));
+      } catch (err) {
+        deps.log.warn({ err, upstream: upstream.url, cache: cache.name }, `upstream ${upstream.url} did not answer for ${hashPart}.narinfo; asking the next one`);
+        continue;
+      }
+      if (body === null) continue;
+      const adopted = adoptUpstreamNarinfo(body, hashPart, upstream, cache.signingKey);
+      if (adopted.ok) return Buffer.from(adopted.text);
+      deps.log.warn({ upstream: upstream.url, cache: cache.name }, `upstream ${upstream.url} was not believed: ${adopted.reason}`);
+    }
+    return null;
+  }
+
+  async function lookupUpstreamNarinfo(cache: UpstreamCache, hashPart: string): Promise<Buffer | null> {
+    const key = `${cache.id}/${hashPart}`;
+    const known = answers.get(key);
+    if (fresh(known)) return known.value;
+    const running = inflight.get(key);
+    if (running) return running;
+    const started = askUpstreams(cache, hashPart)
+      .then((value) => {
+        remember(answers, key, value, value === null ? UPSTREAM_MISS_TTL_MS : UPSTREAM_HIT_TTL_MS);
+        return value;
+      })
+      .finally(() => inflight.delete(key));
+    inflight.set(key, started);
+    return started;
+  }
+
+  return {
+    lookupUpstreamNarinfo,
+
+    async openUpstreamNar(cache, upstreamId, hashPart, path) {
+      if (!isProxiablePath(path) || !isStorePathHashPart(hashPart)) return null;
+      const upstream = (await upstreamsOf(cache.id)).find((u) => u.id === upstreamId);
+      if (!upstream) return null;
+      const narinfo = await lookupUpstreamNarinfo(cache, hashPart);
+      if (narinfo === null || !narinfo.toString().includes(`\nURL: ${proxiedUrl(upstreamId, hashPart, path)}\n`)) return null;
+      const url = `${upstream.url}/${path}`;
+      try {
+        const head = await headUpstreamFile(fetchFn, url, timeoutMs);
+        if (head === null) return null;
+        if (head.size !== null) {
+          const size = head.size;
+          return { size, body: (range) => lazyUpstreamBody(fetchFn, url, range, timeoutMs) };
+        }
+        return await spooled(url);
+      } catch (err) {
+        // A 404, not a 5xx: Nix then moves on to its next substituter or builds the path itself.
+        deps.log.warn({ err, upstream: upstream.url, cache: cache.name }, `upstream ${upstream.url} failed to deliver ${path}`);
+        return null;
+      }
+    },
+
+    async fetchUpstreamExtra(cacheId, path) {
+      if (!isProxiablePath(path)) return null;
+      for (const upstream of await upstreamsOf(cacheId)) {
+        try {
+          const got = await queries.run(() => fetchSmallBytes(fetchFn, `${upstream.url}/${path}`, LOG_MAX_BYTES, timeoutMs));
+          if (got !== null) return { body: got.body, contentType: got.headers.get('content-type'), contentEncoding: got.headers.get('content-encoding') };
+        } catch (err) {
+          deps.log.warn({ err, upstream: upstream.url }, `upstream ${upstream.url} did not answer for ${path}; asking the next one`);
+        }
+      }
+      return null;
+    },
+
+    forget(cacheId) {
+      lists.delete(cacheId);
+      for (const key of answers.keys()) if (key.startsWith(`${cacheId}/`)) answers.delete(key);
+    },
+  };
+
+  /**
+   * An upstream that does not say how long the file is: it is downloaded first, then served from
+   * disk, and removed once read (a HEAD never reads it: the staging sweeper removes it later).
+   */
+  async function spooled(url: string): Promise<UpstreamFile | null> {
+    const file = deps.tempFile('.upstream');
+    const size = await spoolUpstreamFile(fetchFn, url, file, deps.maxNarBytes, timeoutMs);
+    if (size === null) return null;
+    return {
+      size,
+      body: (range) => ({
+        async *[Symbol.asyncIterator]() {
+          try {
+            if ((await stat(file).catch(() => null)) === null) throw new Error(`the spooled copy of ${url} is gone`);
+            if (size > 0) yield* createReadStream(file, range === null ? {} : { start: range.start, end: range.end });
+          } finally {
+            await rm(file, { force: true });
+          }
+        },
+      }),
+    };
+  }
+}
