@@ -1,2 +1,4 @@
 export * from './api/index.js';
 export * from './nix/index.js';
+export * from './proto/index.js';
+export * from './events/index.js';

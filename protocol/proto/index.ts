@@ -1,0 +1,31 @@
+// The /proto worker protocol: messages, codec, handshake machines, peer tokens, wildcards (docs/proto.md).
+export {
+  PROTOCOL_VERSION, HEARTBEAT_INTERVAL_SECS, HANDSHAKE_MAX_MESSAGE_BYTES, DEFAULT_MAX_MESSAGE_BYTES, MAX_CHALLENGE_PROJECTS,
+  MAX_TOKENS_PER_PROJECT, HANDSHAKE_TIMEOUT_SECS, EVAL_BATCH_TARGET_BYTES, MIN_NAR_CHUNK_BYTES, MAX_NAR_CHUNK_BYTES,
+} from './limits.js';
+export { REJECT_CODES, type RejectCode, rejectCodeNames, isRejectCode, closeFrameFor, rejectCodeOfClose } from './rejectCodes.js';
+export { FailureClass, FailureReason, FAILURE_REASONS, classOfFailure, JobFailure, jobFailure } from './failureClass.js';
+export { StorePathText, DrvPathText, NarHashText, JobId, CommitHash, SystemType, SystemFeature } from './fields.js';
+export {
+  WorkerCapabilities, Hello, Challenge, ProjectToken, Auth, ProtoLimits, Welcome, Reject, LoadMetrics, Heartbeat, HeartbeatAck, ProtoError,
+} from './handshakeMessages.js';
+export {
+  EvalJob, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
+  EvalBatch, EvalResult, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
+} from './jobMessages.js';
+export { NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbortCode, NarAbort } from './narMessages.js';
+export {
+  Message, type MessageType, type MessageOf, type Outgoing, MESSAGE_TYPES, WORKER_MESSAGES, SERVER_MESSAGES, isWorkerMessage, isServerMessage,
+} from './messages.js';
+export { encodeMessage, decodeMessage, type DecodedMessage, type DecodeOptions } from './codec.js';
+export { type PeerTokens, parsePeersFile, tokensForChallenge } from './peerTokens.js';
+export {
+  type HandshakeStep, type WorkerHandshakeState, type WorkerHello, startWorkerHandshake, workerHandshakeReceive, workerHandshakeTimeout,
+} from './workerHandshake.js';
+export {
+  type ServerHandshakeState, type ServerHandshakeEvent, type ServerHandshakeStep, startServerHandshake, serverHandshake,
+} from './serverHandshake.js';
+export {
+  type AttributeWildcard, type WildcardSegment, MAX_WILDCARD_PATTERNS, MAX_WILDCARD_DEPTH, parseAttributeWildcard, segmentMatches, isExcluded,
+  wildcardSelects, formatAttributePath,
+} from './attributeWildcard.js';

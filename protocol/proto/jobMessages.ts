@@ -1,0 +1,194 @@
+// Jobs: the server sends evalJob, buildJob, pushJob and cancelJob; the worker answers each job
+// with jobAccepted or jobRefused, then (for an accepted job) exactly one of evalResult,
+// buildResult, pushResult or jobFailed. Evaluations stream evalBatch messages before their
+// evalResult, builds stream buildLog chunks before their buildResult.
+import { z } from 'zod';
+import { PROTOCOL_VERSION } from './limits.js';
+import { ByteCount, Bytes, CommitHash, DrvPathText, JobId, NarHashText, Seconds, StorePathText, SystemFeature, SystemType } from './fields.js';
+import { JobFailure } from './failureClass.js';
+
+const v = z.literal(PROTOCOL_VERSION);
+
+/** A cache name as the server knows it. */
+const CacheName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'a cache name');
+const OutputName = z.string().regex(/^[A-Za-z0-9+\-._?=]{1,100}$/, 'an output name such as out or dev');
+const AttrName = z.string().max(1000);
+
+/** Evaluate `attributes` (an attribute wildcard, docs/worker.md) of the flake at `repository`@`commit`. */
+export const EvalJob = z.strictObject({
+  v,
+  t: z.literal('evalJob'),
+  jobId: JobId,
+  /** a git URL: https://, ssh://, git://, file:// */
+  repository: z.string().min(1).max(2000),
+  commit: CommitHash,
+  /** the project's attribute wildcard, e.g. `packages.x86_64-linux.*, !packages.x86_64-linux.big` */
+  attributes: z.string().min(1).max(4000),
+  /** 0: no limit */
+  timeoutSecs: Seconds,
+});
+export type EvalJob = z.infer<typeof EvalJob>;
+
+export const Substituter = z.strictObject({
+  /** a binary cache URL Nix understands (https://host/cache/main) */
+  url: z.string().min(1).max(2000),
+  /** its signing keys, `name:base64` */
+  publicKeys: z.array(z.string().max(200)).max(8),
+});
+export type Substituter = z.infer<typeof Substituter>;
+
+/** Build one derivation; push its outputs' closure to `targetCaches`. */
+export const BuildJob = z.strictObject({
+  v,
+  t: z.literal('buildJob'),
+  jobId: JobId,
+  drvPath: DrvPathText,
+  /** where missing inputs (and the .drv itself) may be substituted from */
+  substituters: z.array(Substituter).max(16),
+  targetCaches: z.array(CacheName).max(64),
+  /** total build time limit; 0: none (build.defaultTimeoutSecs or the derivation's own, chosen by the server) */
+  timeoutSecs: Seconds,
+  /** silence limit; 0: none */
+  maxSilentSecs: Seconds,
+});
+export type BuildJob = z.infer<typeof BuildJob>;
+
+/** Push store paths this worker already has (an evaluation's .drv files and sources, say). */
+export const PushJob = z.strictObject({
+  v,
+  t: z.literal('pushJob'),
+  jobId: JobId,
+  paths: z.array(StorePathText).min(1).max(100_000),
+  targetCaches: z.array(CacheName).min(1).max(64),
+});
+export type PushJob = z.infer<typeof PushJob>;
+
+export const CancelJob = z.strictObject({ v, t: z.literal('cancelJob'), jobId: JobId, reason: z.string().max(1000) });
+export type CancelJob = z.infer<typeof CancelJob>;
+
+export const JobAccepted = z.strictObject({ v, t: z.literal('jobAccepted'), jobId: JobId });
+export type JobAccepted = z.infer<typeof JobAccepted>;
+
+export const JobRefusal = z.enum(['busy', 'unsupported', 'duplicate']);
+export const JobRefused = z.strictObject({ v, t: z.literal('jobRefused'), jobId: JobId, refusal: JobRefusal, message: z.string().max(4096) });
+export type JobRefused = z.infer<typeof JobRefused>;
+
+/** One derivation of the evaluated closure, as `nix show-derivation` describes it. */
+export const DerivationNode = z.strictObject({
+  drvPath: DrvPathText,
+  /** the derivation's name attribute */
+  name: z.string().max(1000),
+  /** output name → store path; null for an output whose path is not known before the build (content-addressed) */
+  outputs: z.record(OutputName, StorePathText.nullable()),
+  /** input derivation → the outputs of it this one uses */
+  inputDrvs: z.record(DrvPathText, z.array(OutputName).max(1000)),
+  inputSrcs: z.array(StorePathText).max(100_000),
+  system: SystemType,
+  requiredSystemFeatures: z.array(SystemFeature).max(64),
+  /** the derivation's own `timeout` / `maxSilent`, which override the server defaults */
+  timeoutSecs: Seconds.nullable(),
+  maxSilentSecs: Seconds.nullable(),
+  preferLocalBuild: z.boolean(),
+  /** a fixed-output derivation (a download): its output hash is declared up front */
+  fixedOutput: z.boolean(),
+});
+export type DerivationNode = z.infer<typeof DerivationNode>;
+
+export const EvaluatedAttribute = z.strictObject({
+  /** the attribute path, one element per name: ["packages", "x86_64-linux", "hello"] */
+  path: z.array(AttrName).min(1).max(100),
+  drvPath: DrvPathText,
+  outputs: z.record(OutputName, StorePathText.nullable()),
+});
+export type EvaluatedAttribute = z.infer<typeof EvaluatedAttribute>;
+
+export const AttributeError = z.strictObject({
+  path: z.array(AttrName).min(1).max(100),
+  message: z.string().max(16 * 1024),
+});
+export type AttributeError = z.infer<typeof AttributeError>;
+
+/**
+ * Part of an evaluation's result. Derivations come in dependency order (a derivation after all
+ * of its inputs), across batches too; attributes after every derivation they name.
+ */
+export const EvalBatch = z.strictObject({
+  v,
+  t: z.literal('evalBatch'),
+  jobId: JobId,
+  derivations: z.array(DerivationNode).max(100_000),
+  attributes: z.array(EvaluatedAttribute).max(100_000),
+  errors: z.array(AttributeError).max(100_000),
+});
+export type EvalBatch = z.infer<typeof EvalBatch>;
+
+/** The end of a successful evaluation, with totals so the server can tell it missed nothing. */
+export const EvalResult = z.strictObject({
+  v,
+  t: z.literal('evalResult'),
+  jobId: JobId,
+  commit: CommitHash,
+  derivationCount: z.int().min(0),
+  attributeCount: z.int().min(0),
+  errorCount: z.int().min(0),
+  durationMs: z.int().min(0),
+});
+export type EvalResult = z.infer<typeof EvalResult>;
+
+/** A piece of a build's log. `droppedBytes`: log bytes withheld since the previous chunk (worker.log.* caps). */
+export const BuildLog = z.strictObject({
+  v,
+  t: z.literal('buildLog'),
+  jobId: JobId,
+  seq: z.int().min(0),
+  data: Bytes.refine((b) => b.length <= 256 * 1024, { message: 'a log chunk is at most 256 KiB' }),
+  droppedBytes: ByteCount,
+});
+export type BuildLog = z.infer<typeof BuildLog>;
+
+/** A store path's metadata, as a narinfo carries it. */
+export const PathInfo = z.strictObject({
+  path: StorePathText,
+  narHash: NarHashText,
+  narSize: ByteCount,
+  references: z.array(StorePathText).max(100_000),
+  deriver: DrvPathText.nullable(),
+  ca: z.string().max(300).nullable(),
+});
+export type PathInfo = z.infer<typeof PathInfo>;
+
+export const BuiltOutput = PathInfo.extend({ name: OutputName });
+export type BuiltOutput = z.infer<typeof BuiltOutput>;
+
+export const BuildResult = z.strictObject({
+  v,
+  t: z.literal('buildResult'),
+  jobId: JobId,
+  drvPath: DrvPathText,
+  outputs: z.array(BuiltOutput).min(1).max(1000),
+  /** true when every output was already valid here and nothing was built */
+  alreadyValid: z.boolean(),
+  durationMs: z.int().min(0),
+  logBytes: ByteCount,
+  logDroppedBytes: ByteCount,
+});
+export type BuildResult = z.infer<typeof BuildResult>;
+
+export const PushResult = z.strictObject({
+  v,
+  t: z.literal('pushResult'),
+  jobId: JobId,
+  paths: z.array(z.strictObject({ path: StorePathText, status: z.enum(['stored', 'present']) })).max(100_000),
+});
+export type PushResult = z.infer<typeof PushResult>;
+
+export const JobFailed = z.strictObject({
+  v,
+  t: z.literal('jobFailed'),
+  jobId: JobId,
+  failure: JobFailure,
+  durationMs: z.int().min(0),
+  logBytes: ByteCount,
+  logDroppedBytes: ByteCount,
+});
+export type JobFailed = z.infer<typeof JobFailed>;

@@ -1,0 +1,73 @@
+// A buildJob: realise the derivation, stream its log, push the closure of its outputs to the
+// target caches, then buildResult with each output's NarHash/NarSize/references, or jobFailed.
+import { mkdir, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { jobFailure, type BuildJob, type JobFailure } from '../protocol/index.js';
+import { BuildLogStream } from './buildLogStream.js';
+import { inParallel, reply, type JobContext } from './jobContext.js';
+import { LogLimiter } from './logLimiter.js';
+import { realiseDerivation } from './nixBuild.js';
+import { closureOf, queryPathInfos, referencesFirst } from './pathInfo.js';
+
+/** A GC root name per job: job ids may hold characters a file name should not. */
+const rootName = (jobId: string) => `job-${jobId.replace(/[^A-Za-z0-9._-]/g, '_')}`;
+
+async function removeRoots(dir: string, name: string): Promise<void> {
+  const entries = await readdir(dir).catch(() => [] as string[]);
+  await Promise.all(entries.filter((entry) => entry === name || entry.startsWith(`${name}-`)).map((entry) => rm(join(dir, entry), { force: true })));
+}
+
+export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void> {
+  const started = Date.now();
+  const { settings } = ctx;
+  const logs = new BuildLogStream(job.jobId, ctx.connection, new LogLimiter({
+    burstBytesPerMin: settings.logBurstBytesPerMin,
+    sustainedBytesPerHour: settings.logSustainedBytesPerHour,
+  }));
+  const fail = (failure: JobFailure) => {
+    ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, class: failure.class, reason: failure.reason }, 'build failed');
+    reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure, durationMs: Date.now() - started, ...logs.close() });
+  };
+  const rootsDir = settings.gcrootsDir;
+  if (rootsDir) await mkdir(rootsDir, { recursive: true });
+  try {
+    const realised = await realiseDerivation({
+      drvPath: job.drvPath,
+      timeoutSecs: job.timeoutSecs,
+      maxSilentSecs: job.maxSilentSecs,
+      cores: settings.maxCores,
+      substituters: job.substituters,
+      gcRoot: rootsDir ? join(rootsDir, rootName(job.jobId)) : null,
+      fetchStoredLog: settings.logFetchFromStore,
+      env: settings.childEnv,
+      signal: ctx.signal,
+      onLog: (line) => logs.line(line),
+    });
+    if (!realised.ok) return fail(realised.failure);
+
+    let infos;
+    try {
+      infos = referencesFirst(await queryPathInfos(await closureOf(Object.values(realised.outputs), settings.childEnv), settings.childEnv));
+    } catch (e) {
+      return fail(jobFailure('worker_error', e instanceof Error ? e.message : String(e)));
+    }
+    if (job.targetCaches.length > 0) {
+      try {
+        await inParallel(infos, settings.narPushesPerJob, (info) => ctx.pusher.push(job.jobId, info, job.targetCaches, ctx.signal));
+      } catch (e) {
+        if (ctx.signal.aborted) return fail(jobFailure('cancelled', 'the build was cancelled while pushing'));
+        return fail(jobFailure('push_failed', e instanceof Error ? e.message : String(e)));
+      }
+    }
+    const byPath = new Map(infos.map((info) => [info.path, info]));
+    const outputs = Object.entries(realised.outputs).map(([name, path]) => ({ name, ...byPath.get(path)! }));
+    reply(ctx, {
+      t: 'buildResult', jobId: job.jobId, drvPath: job.drvPath, outputs, alreadyValid: realised.alreadyValid,
+      durationMs: Date.now() - started, ...logs.close(),
+    });
+    ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, alreadyValid: realised.alreadyValid }, 'build done');
+  } finally {
+    logs.close(); // a second close only flushes nothing: this one catches a throw above
+    if (rootsDir) await removeRoots(rootsDir, rootName(job.jobId));
+  }
+}

@@ -1,0 +1,73 @@
+// Running git and Nix: arguments as an array (never a shell), the worker's child environment,
+// stdout collected, stderr handed over line by line and its tail kept for error messages, and
+// an AbortSignal that ends the child (SIGTERM, then SIGKILL).
+import { spawn } from 'node:child_process';
+
+export interface RunOptions {
+  env: NodeJS.ProcessEnv;
+  cwd?: string;
+  signal?: AbortSignal;
+  /** each stderr line as it arrives (without the newline) */
+  onStderrLine?: (line: string) => void;
+  /** bytes of stderr kept for the result (the tail); default 64 KiB */
+  stderrTailBytes?: number;
+  /** stdout is collected unless this is false */
+  collectStdout?: boolean;
+}
+
+export interface RunResult {
+  /** null when the child was ended by a signal */
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+  /** the AbortSignal fired while the child ran */
+  aborted: boolean;
+}
+
+const KILL_GRACE_MS = 5000;
+
+export function runCommand(command: string, args: readonly string[], options: RunOptions): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    if (options.signal?.aborted) {
+      resolve({ exitCode: null, signal: null, stdout: '', stderr: '', aborted: true });
+      return;
+    }
+    const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
+    const tailLimit = options.stderrTailBytes ?? 64 * 1024;
+    let tail = '';
+    let partial = '';
+    let aborted = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const onAbort = () => {
+      aborted = true;
+      child.kill('SIGTERM');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    if (options.collectStdout !== false) child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    else child.stdout.resume();
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (text: string) => {
+      tail = (tail + text).slice(-tailLimit);
+      if (!options.onStderrLine) return;
+      const lines = (partial + text).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) options.onStderrLine(line);
+    });
+    child.on('error', (error) => {
+      options.signal?.removeEventListener('abort', onAbort);
+      reject(new Error(`cannot run ${command}: ${error.message}`, { cause: error }));
+    });
+    child.on('close', (exitCode, signal) => {
+      options.signal?.removeEventListener('abort', onAbort);
+      if (killTimer) clearTimeout(killTimer);
+      if (partial && options.onStderrLine) options.onStderrLine(partial);
+      resolve({ exitCode, signal, stdout: Buffer.concat(stdout).toString('utf8'), stderr: tail, aborted });
+    });
+  });
+}
+
+/** Nix's messages carry ANSI colours even when not on a terminal (internal-json). */
+export const stripAnsi = (text: string): string => text.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '');

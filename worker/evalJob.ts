@@ -1,0 +1,59 @@
+// An evalJob: fetch the commit, evaluate the wildcard, walk the derivation closure, and stream it
+// to the server as evalBatch messages (derivations in dependency order, then attributes and
+// attribute errors), closed by evalResult with the totals.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { EVAL_BATCH_TARGET_BYTES, jobFailure, parseAttributeWildcard, type EvalJob, type JobFailure } from '../protocol/index.js';
+import { derivationClosure } from './derivationGraph.js';
+import { evaluateFlake } from './flakeEval.js';
+import { checkoutCommit } from './gitCheckout.js';
+import { batchesOf, reply, type JobContext } from './jobContext.js';
+
+/** A rough encoded size: MessagePack is a little smaller than JSON for these shapes. */
+const estimate = (item: unknown): number => JSON.stringify(item).length;
+
+export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
+  const started = Date.now();
+  const timeout = job.timeoutSecs > 0 ? AbortSignal.timeout(job.timeoutSecs * 1000) : undefined;
+  const signal = timeout ? AbortSignal.any([ctx.signal, timeout]) : ctx.signal;
+  const fail = (failure: JobFailure) => {
+    // A cancel caused by our own timer is the job's time limit, not a cancel.
+    const final = failure.reason === 'cancelled' && timeout?.aborted ? jobFailure('timeout', `the evaluation took longer than ${job.timeoutSecs} s`) : failure;
+    ctx.log.info({ jobId: job.jobId, reason: final.reason }, 'evaluation failed');
+    reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure: final, durationMs: Date.now() - started, logBytes: 0, logDroppedBytes: 0 });
+  };
+
+  const wildcard = parseAttributeWildcard(job.attributes);
+  if (!wildcard.ok) return fail(jobFailure('eval_error', `the attribute wildcard is invalid: ${wildcard.field}: ${wildcard.reason}`));
+  const checkout = await checkoutCommit(ctx.settings.baseDir, job.repository, job.commit, ctx.settings.childEnv, signal);
+  if (!checkout.ok) return fail(checkout.failure);
+  const scratchDir = join(ctx.settings.baseDir, 'tmp');
+  await mkdir(scratchDir, { recursive: true });
+  const evaluation = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, scratchDir, signal });
+  if (!evaluation.ok) return fail(evaluation.failure);
+  const { attributes, errors } = evaluation.value;
+
+  let derivations;
+  try {
+    derivations = await derivationClosure(attributes.map((a) => a.drvPath), ctx.settings.childEnv, signal);
+  } catch (e) {
+    if (signal.aborted) return fail(jobFailure('cancelled', 'the evaluation was cancelled'));
+    return fail(jobFailure('worker_error', e instanceof Error ? e.message : String(e)));
+  }
+  for (const batch of batchesOf(derivations, estimate, EVAL_BATCH_TARGET_BYTES)) {
+    reply(ctx, { t: 'evalBatch', jobId: job.jobId, derivations: batch, attributes: [], errors: [] });
+  }
+  const named = [...attributes.map((a) => ({ kind: 'attribute' as const, a })), ...errors.map((e) => ({ kind: 'error' as const, e }))];
+  for (const batch of batchesOf(named, (item) => estimate(item.kind === 'attribute' ? item.a : item.e), EVAL_BATCH_TARGET_BYTES)) {
+    reply(ctx, {
+      t: 'evalBatch', jobId: job.jobId, derivations: [],
+      attributes: batch.flatMap((item) => (item.kind === 'attribute' ? [item.a] : [])),
+      errors: batch.flatMap((item) => (item.kind === 'error' ? [item.e] : [])),
+    });
+  }
+  reply(ctx, {
+    t: 'evalResult', jobId: job.jobId, commit: job.commit, derivationCount: derivations.length, attributeCount: attributes.length,
+    errorCount: errors.length, durationMs: Date.now() - started,
+  });
+  ctx.log.info({ jobId: job.jobId, derivations: derivations.length, attributes: attributes.length, errors: errors.length }, 'evaluation done');
+}

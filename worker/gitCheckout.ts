@@ -1,0 +1,55 @@
+// Fetching a project's repository at one commit into <baseDir>/repos, for Nix to evaluate as
+// `git+file://<clone>?ref=kiln/<commit>&rev=<commit>`. The clone is bare and kept between jobs,
+// so the next evaluation fetches only new objects. Nix 2.8 fetches a `rev` through a ref, so
+// each commit gets its own ref (refs/heads/kiln/<commit>).
+import { createHash } from 'node:crypto';
+import { mkdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { jobFailure, type JobFailure } from '../protocol/index.js';
+import { runCommand } from './childProcess.js';
+
+export type Checkout = { ok: true; flakeRef: string; clone: string } | { ok: false; failure: JobFailure };
+
+/** One fetch per clone at a time; evaluations of other repositories go on in parallel. */
+const locks = new Map<string, Promise<unknown>>();
+
+async function withLock<T>(key: string, run: () => Promise<T>): Promise<T> {
+  const previous = locks.get(key) ?? Promise.resolve();
+  const next = previous.catch(() => undefined).then(run);
+  locks.set(key, next);
+  try {
+    return await next;
+  } finally {
+    if (locks.get(key) === next) locks.delete(key);
+  }
+}
+
+const exists = (path: string) => stat(path).then(() => true, () => false);
+
+export function checkoutCommit(baseDir: string, repository: string, commit: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<Checkout> {
+  const clone = join(baseDir, 'repos', createHash('sha256').update(repository).digest('hex').slice(0, 24));
+  const git = (args: string[]) => runCommand('git', ['-C', clone, ...args], { env, ...(signal ? { signal } : {}) });
+  const hasCommit = async () => (await git(['cat-file', '-e', `${commit}^{commit}`])).exitCode === 0;
+  return withLock(clone, async (): Promise<Checkout> => {
+    if (!(await exists(clone))) {
+      await mkdir(clone, { recursive: true });
+      const init = await runCommand('git', ['init', '--quiet', '--bare', clone], { env });
+      if (init.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `git init ${clone} failed: ${init.stderr.trim()}`) };
+    }
+    if (!(await hasCommit())) {
+      // Most servers hand out any commit by its hash; fall back to all branches and tags for those that do not.
+      const byHash = await git(['fetch', '--quiet', '--no-tags', repository, commit]);
+      if (byHash.aborted) return { ok: false, failure: jobFailure('cancelled', 'the fetch was cancelled') };
+      if (byHash.exitCode !== 0 || !(await hasCommit())) {
+        const all = await git(['fetch', '--quiet', '--force', repository, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*']);
+        if (all.aborted) return { ok: false, failure: jobFailure('cancelled', 'the fetch was cancelled') };
+        if (all.exitCode !== 0) return { ok: false, failure: jobFailure('fetch_failed', `git fetch ${repository} failed: ${all.stderr.trim() || byHash.stderr.trim()}`) };
+        if (!(await hasCommit())) return { ok: false, failure: jobFailure('commit_not_found', `commit ${commit} is not in ${repository}`) };
+      }
+    }
+    const ref = await git(['update-ref', `refs/heads/kiln/${commit}`, commit]);
+    if (ref.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `git update-ref failed: ${ref.stderr.trim()}`) };
+    return { ok: true, clone, flakeRef: `git+${pathToFileURL(clone).href}?ref=kiln/${commit}&rev=${commit}` };
+  });
+}

@@ -1,0 +1,120 @@
+// Building one derivation with nix-store --realise, in three steps:
+//   1. the .drv itself: here already, or copied from one of the job's substituters;
+//   2. its inputs (the outputs it uses of each input derivation, its sources): present or
+//      substitutable, with --max-jobs 0 so nothing is built; otherwise inputs_unavailable and
+//      the server dispatches the missing dependency first (build.inputsUnavailableMaxLoops);
+//   3. the build, with the job's timeouts and --cores, its log streamed line by line.
+import { z } from 'zod';
+import { jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
+import { classifyBuildFailure } from './failureClassifier.js';
+import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
+import { parseNixLogLine } from './nixLogLines.js';
+
+export interface RealiseOptions {
+  drvPath: string;
+  /** 0: none */
+  timeoutSecs: number;
+  /** 0: none */
+  maxSilentSecs: number;
+  cores: number | null;
+  substituters: readonly Substituter[];
+  /** where to register an indirect GC root for the outputs; null: none */
+  gcRoot: string | null;
+  /** forward the stored log when the outputs were already valid */
+  fetchStoredLog: boolean;
+  env: NodeJS.ProcessEnv;
+  signal?: AbortSignal;
+  onLog: (line: string) => void;
+}
+
+export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure };
+
+const Shown = z.record(
+  z.string(),
+  z.object({
+    outputs: z.record(z.string(), z.object({ path: z.string().optional(), hash: z.string().optional() })),
+    inputSrcs: z.array(z.string()),
+    inputDrvs: z.record(z.string(), z.array(z.string())),
+  }),
+);
+
+/** Extra substituters and their keys, on top of whatever Nix is configured with. */
+function substituterArgs(substituters: readonly Substituter[]): string[] {
+  if (substituters.length === 0) return [];
+  return [
+    '--option', 'extra-substituters', substituters.map((s) => s.url).join(' '),
+    '--option', 'extra-trusted-public-keys', substituters.flatMap((s) => s.publicKeys).join(' '),
+  ];
+}
+
+const cancelled = (): Realised => ({ ok: false, failure: jobFailure('cancelled', 'the build was cancelled') });
+
+async function ensureDerivation(options: RealiseOptions): Promise<JobFailure | undefined> {
+  const run = { env: options.env, ...(options.signal ? { signal: options.signal } : {}) };
+  if (await allValid([options.drvPath], run)) return undefined;
+  const reasons: string[] = [];
+  for (const substituter of options.substituters) {
+    const copied = await nix(['copy', '--from', substituter.url, ...substituterArgs([substituter]), options.drvPath], run);
+    if (copied.exitCode === 0) return undefined;
+    reasons.push(`${substituter.url}: ${nixErrorText(copied.stderr)}`);
+  }
+  return jobFailure('inputs_unavailable', `${options.drvPath} is not in the local store${reasons.length ? `, and no substituter had it:\n${reasons.join('\n')}` : ' and the job names no substituter'}`);
+}
+
+export async function realiseDerivation(options: RealiseOptions): Promise<Realised> {
+  const run = { env: options.env, ...(options.signal ? { signal: options.signal } : {}) };
+  const missing = await ensureDerivation(options);
+  if (options.signal?.aborted) return cancelled();
+  if (missing) return { ok: false, failure: missing };
+
+  const shownResult = await nix(['show-derivation', options.drvPath], run);
+  if (shownResult.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation: ${nixErrorText(shownResult.stderr)}`) };
+  const shown = Shown.parse(JSON.parse(shownResult.stdout))[options.drvPath];
+  if (!shown) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation did not describe ${options.drvPath}`) };
+  const outputs: Record<string, string> = {};
+  for (const [name, output] of Object.entries(shown.outputs)) {
+    if (!output.path) return { ok: false, failure: jobFailure('unsupported', `output ${name} of ${options.drvPath} is content-addressed (ca-derivations), which kiln workers do not build yet`) };
+    outputs[name] = output.path;
+  }
+  const fixedOutput = Object.values(shown.outputs).some((o) => o.hash !== undefined);
+
+  if (await allValid(Object.values(outputs), run)) {
+    if (options.fetchStoredLog) {
+      const stored = await nixStore(['--read-log', options.drvPath], run);
+      if (stored.exitCode === 0) for (const line of stored.stdout.split('\n')) if (line) options.onLog(line);
+    }
+    return { ok: true, outputs, alreadyValid: true };
+  }
+
+  const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs];
+  if (inputs.length > 0) {
+    const fetched = await nixStore(['--realise', '--max-jobs', '0', ...substituterArgs(options.substituters), ...inputs], { ...run, collectStdout: false });
+    if (fetched.aborted) return cancelled();
+    if (fetched.exitCode !== 0) {
+      const text = nixErrorText(fetched.stderr);
+      const failure = classifyBuildFailure({ exitCode: fetched.exitCode, signal: fetched.signal, errorText: text });
+      // "unable to start any build": an input is neither here nor substitutable, and --max-jobs 0 forbade building it.
+      return { ok: false, failure: failure.class === 'FailedTransient' ? failure : jobFailure('inputs_unavailable', text) };
+    }
+  }
+
+  const args = ['--realise', options.drvPath, '--log-format', 'internal-json', '--max-jobs', '1', ...substituterArgs(options.substituters)];
+  if (options.cores !== null) args.push('--cores', String(options.cores));
+  if (options.timeoutSecs > 0) args.push('--timeout', String(options.timeoutSecs));
+  if (options.maxSilentSecs > 0) args.push('--max-silent-time', String(options.maxSilentSecs));
+  if (options.gcRoot !== null) args.push('--add-root', options.gcRoot);
+  const errors: string[] = [];
+  const built = await nixStore(args, {
+    ...run,
+    collectStdout: false,
+    onStderrLine: (line) => {
+      const event = parseNixLogLine(line);
+      if (event.kind === 'log') options.onLog(event.text);
+      else if (event.kind === 'error') errors.push(event.text);
+    },
+  });
+  if (built.aborted) return cancelled();
+  if (built.exitCode === 0) return { ok: true, outputs, alreadyValid: false };
+  const errorText = errors.join('\n') || nixErrorText(built.stderr);
+  return { ok: false, failure: classifyBuildFailure({ exitCode: built.exitCode, signal: built.signal, errorText, fixedOutput }) };
+}

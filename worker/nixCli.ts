@@ -1,0 +1,24 @@
+// The Nix commands the worker runs. Nix 2.8 still gates `nix …` and flakes behind experimental
+// features; newer Nix accepts the same flag. Everything else (store, sandbox, substituters) comes
+// from Nix's own configuration and the child environment (NIX_CONFIG, NIX_REMOTE), not from kiln.
+import { runCommand, type RunOptions, type RunResult } from './childProcess.js';
+
+export const NIX_FEATURE_ARGS = ['--extra-experimental-features', 'nix-command flakes'] as const;
+
+export const nix = (args: readonly string[], options: RunOptions): Promise<RunResult> => runCommand('nix', [...NIX_FEATURE_ARGS, ...args], options);
+
+export const nixStore = (args: readonly string[], options: RunOptions): Promise<RunResult> => runCommand('nix-store', args, options);
+
+/** The last error Nix printed, without colours or its "error: " prefix, for a failure message. */
+export function nixErrorText(stderr: string): string {
+  const text = stderr.replace(/\u001b\[[0-9;]*[A-Za-z]/g, '').trim();
+  const start = text.lastIndexOf('error:');
+  return (start === -1 ? text : text.slice(start + 'error:'.length)).trim() || 'Nix failed without a message';
+}
+
+/** Whether every path is valid in the local store (`nix-store --check-validity` exits 0). */
+export async function allValid(paths: readonly string[], options: RunOptions): Promise<boolean> {
+  if (paths.length === 0) return true;
+  const result = await nixStore(['--check-validity', ...paths], { ...options, collectStdout: false });
+  return result.exitCode === 0;
+}

@@ -1,0 +1,68 @@
+// The worker's view of its configuration: read once from the option registry, so the rest of
+// worker/ takes plain values and tests can build them without a config file.
+import type { Config } from '../config/index.js';
+
+export interface WorkerSettings {
+  serverUrl: string | null;
+  baseDir: string;
+  /** null: generated on first start and kept in <baseDir>/worker-id */
+  id: string | null;
+  peersFile: string | null;
+  zone: string | null;
+  capabilities: { eval: boolean; build: boolean; fetch: boolean; federate: boolean };
+  maxConcurrentBuilds: number;
+  maxConcurrentEvals: number;
+  /** --cores for each build; null: all */
+  maxCores: number | null;
+  architectures: string[];
+  /** empty: detected from Nix's configuration */
+  systemFeatures: string[];
+  cpuCoreScore: number | null;
+  logBurstBytesPerMin: number;
+  logSustainedBytesPerHour: number;
+  logFetchFromStore: boolean;
+  narChunkBytes: number;
+  /** pushes one job runs at once: half of worker.nar.maxConcurrentUploads */
+  narPushesPerJob: number;
+  /** '' disables pinning */
+  gcrootsDir: string;
+  /** the environment every Nix and git child runs with: the worker's own plus worker.environmentVariables */
+  childEnv: NodeJS.ProcessEnv;
+}
+
+export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.env): WorkerSettings {
+  const childEnv: NodeJS.ProcessEnv = { ...env };
+  for (const [name, value] of Object.entries(config['worker.environmentVariables'])) {
+    if (value === null) delete childEnv[name];
+    else childEnv[name] = String(value);
+  }
+  // A worker must never stop at a credentials prompt nobody will answer.
+  childEnv['GIT_TERMINAL_PROMPT'] = '0';
+  const baseDir = config['worker.baseDir'];
+  return {
+    serverUrl: config['worker.serverUrl'],
+    baseDir,
+    id: config['worker.id'],
+    peersFile: config['worker.peersFile'],
+    zone: config['worker.zone'],
+    capabilities: {
+      eval: config['worker.capabilities.eval'],
+      build: config['worker.capabilities.build'],
+      fetch: config['worker.capabilities.fetch'],
+      federate: config['worker.capabilities.federate'],
+    },
+    maxConcurrentBuilds: config['worker.build.maxConcurrent'],
+    maxConcurrentEvals: config['worker.eval.maxConcurrent'],
+    maxCores: config['worker.build.maxCores'],
+    architectures: [...config['worker.system.architectures']],
+    systemFeatures: [...config['worker.system.features']],
+    cpuCoreScore: config['worker.system.cpuCoreScore'],
+    logBurstBytesPerMin: config['worker.log.burstBytesPerMin'],
+    logSustainedBytesPerHour: config['worker.log.sustainedBytesPerHour'],
+    logFetchFromStore: config['worker.log.fetchFromStore'],
+    narChunkBytes: config['worker.nar.chunkBytes'],
+    narPushesPerJob: Math.max(1, Math.floor(config['worker.nar.maxConcurrentUploads'] / 2)),
+    gcrootsDir: config['worker.gcrootsDir'],
+    childEnv,
+  };
+}

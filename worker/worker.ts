@@ -1,0 +1,126 @@
+// The `kiln worker` process: identity, then connect → handshake → serve jobs, and after every
+// lost connection a reconnect with exponential backoff (at most 60 s) until stopped.
+import { componentLogger, type Config, type Logger } from '../config/index.js';
+import type { PeerTokens, WorkerHello } from '../protocol/index.js';
+import { backoffDelayMs } from './backoff.js';
+import { connect, HandshakeRejected, type ProtoConnection } from './connection.js';
+import { detectSystemFeatures, hostCores, hostMemoryBytes, loadMetrics, loadWorkerId, readPeers, storeFreeBytes } from './identity.js';
+import { JobRunner } from './jobRunner.js';
+import { workerSettings, type WorkerSettings } from './settings.js';
+
+export interface RunningWorker {
+  readonly id: string;
+  /** cancels running jobs, closes the connection and stops reconnecting */
+  stop(): Promise<void>;
+}
+
+export interface StartWorkerOptions {
+  log: Logger;
+  /** kiln's version, announced in the hello */
+  software: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|::1)$/;
+
+/**
+ * Peer tokens travel whole in the handshake (docs/proto.md explains why), so they go only over
+ * TLS (wss://) or to this host.
+ */
+export function insecureTransportProblem(serverUrl: string, peers: PeerTokens | null): string | undefined {
+  if (peers === null) return undefined;
+  const url = new URL(serverUrl);
+  if (url.protocol === 'wss:' || LOOPBACK.test(url.hostname)) return undefined;
+  return `worker.serverUrl ${url.protocol}//${url.host} is neither wss:// nor this host, and the handshake would send the peer tokens of worker.peersFile in the clear; use wss:// (TLS at the server's reverse proxy)`;
+}
+
+async function buildHello(settings: WorkerSettings, id: string, software: string): Promise<WorkerHello> {
+  const systemFeatures = settings.systemFeatures.length > 0 ? settings.systemFeatures : await detectSystemFeatures(settings.childEnv);
+  return {
+    workerId: id,
+    software,
+    capabilities: settings.capabilities,
+    architectures: settings.architectures,
+    systemFeatures,
+    maxConcurrentBuilds: settings.maxConcurrentBuilds,
+    maxConcurrentEvals: settings.maxConcurrentEvals,
+    cpuCores: hostCores(),
+    cpuCoreScore: settings.cpuCoreScore,
+    memoryBytes: hostMemoryBytes(),
+    zone: settings.zone,
+  };
+}
+
+export async function startWorker(config: Config, options: StartWorkerOptions): Promise<RunningWorker> {
+  const settings = workerSettings(config, options.env);
+  const serverUrl = settings.serverUrl;
+  if (serverUrl === null) {
+    throw new Error('worker.serverUrl is not set (--server-url ws://host:port/proto); waiting for the server to connect (worker.discoverable) is not implemented yet');
+  }
+  const id = await loadWorkerId(settings.baseDir, settings.id);
+  const peers = await readPeers(settings.peersFile);
+  const insecure = insecureTransportProblem(serverUrl, peers);
+  if (insecure) throw new Error(insecure);
+  const hello = await buildHello(settings, id, options.software);
+  const log = options.log.child({ workerId: id });
+  const protoLog = componentLogger(log, 'proto');
+  const runner = new JobRunner(settings, { eval: componentLogger(log, 'eval'), build: componentLogger(log, 'build') });
+
+  let storeFree: number | null = await storeFreeBytes();
+  const storeTimer = setInterval(() => void storeFreeBytes().then((bytes) => (storeFree = bytes)), 30_000);
+  storeTimer.unref();
+
+  let stopping = false;
+  let current: ProtoConnection | undefined;
+  let wake: (() => void) | undefined;
+  const sleep = (ms: number) => new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+
+  const loop = (async () => {
+    let attempt = 0;
+    while (!stopping) {
+      try {
+        const connection = await connect({
+          url: serverUrl, hello, peers, log: protoLog,
+          load: () => loadMetrics(runner.count('build'), runner.count('eval'), storeFree),
+        });
+        if (stopping) {
+          connection.close('shutting_down', 'the worker is stopping');
+          break;
+        }
+        current = connection;
+        attempt = 0;
+        protoLog.info({ projects: connection.welcome.projects.length, open: connection.welcome.open }, 'accepted by the server');
+        runner.attach(connection);
+        const closed = await connection.closed;
+        current = undefined;
+        if (!stopping) protoLog.warn({ code: closed.code, reason: closed.reason }, 'the connection to the server was lost');
+      } catch (e) {
+        if (e instanceof HandshakeRejected) protoLog.error({ code: e.code, reason: e.reason }, 'the server refused this worker');
+        else protoLog.warn({ err: e instanceof Error ? e.message : String(e) }, 'cannot reach the server');
+      }
+      if (stopping) break;
+      const delayMs = backoffDelayMs(attempt++);
+      protoLog.info({ delayMs, attempt }, 'reconnecting after a delay');
+      await sleep(delayMs);
+    }
+  })();
+
+  log.info({ serverUrl: serverUrl.replace(/\/\/[^@/]*@/, '//[secret]@'), open: peers === null }, 'kiln worker started');
+  return {
+    id,
+    async stop() {
+      stopping = true;
+      wake?.();
+      clearInterval(storeTimer);
+      await runner.stop();
+      current?.close('shutting_down', 'the worker is stopping');
+      await loop;
+    },
+  };
+}
