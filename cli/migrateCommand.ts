@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { createLogger } from '../config/index.js';
-import { migrate, openDatabase } from '../storage/index.js';
 import { configFromCommand, withConfigFlags } from './configSources.js';
 
 /** `kiln migrate`: applies pending migrations (the server also does at start) and exits. */
@@ -9,6 +8,7 @@ export function migrateCommand(program: Command): void {
     async (_opts, cmd: Command) => {
       const loaded = configFromCommand(cmd, 'server');
       const log = createLogger(loaded.values);
+      const { migrate, openDatabase } = await import('../storage/index.js'); // loaded only for `migrate`
       const db = await openDatabase(loaded.values, log, { urlIsDefault: loaded.sourceOf('database.url').kind === 'default', migrate: false });
       try {
         const { applied } = await migrate(db.scheduler, { log });

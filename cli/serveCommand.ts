@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { configFromCommand, withConfigFlags } from './configSources.js';
-import { startKiln } from './kiln.js';
 
 /** `kiln serve`: runs until SIGTERM or SIGINT, then stops accepting, drains and closes. */
 export function serveCommand(program: Command): void {
@@ -9,6 +8,7 @@ export function serveCommand(program: Command): void {
   withConfigFlags(serve, 'server').action(async (_opts, cmd: Command) => {
     const loaded = configFromCommand(cmd, 'server');
     const stateFile = cmd.opts<{ stateFile?: string }>().stateFile;
+    const { startKiln } = await import('./kiln.js'); // the server stack loads only for `serve`
     const kiln = await startKiln(loaded, stateFile === undefined ? {} : { stateFile });
     let stopping = false;
     const stop = (signal: string) => {

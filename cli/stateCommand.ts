@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { readStateFile } from '../services/index.js';
 
 /** `kiln state check FILE`: validates a state file (schema, references, secret files) without a database. */
 export function stateCommand(program: Command): void {
@@ -8,7 +7,8 @@ export function stateCommand(program: Command): void {
     .command('check')
     .description('validate a state file without touching the database')
     .argument('<file>', 'the state file (JSON)')
-    .action((file: string) => {
+    .action(async (file: string) => {
+      const { readStateFile } = await import('../services/index.js'); // loaded only for this command
       const s = readStateFile(file);
       process.stdout.write(
         `${file} is valid: ${s.users.length} users, ${s.organizations.length} organizations, ${s.projects.length} projects, ` +

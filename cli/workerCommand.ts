@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
 import { createLogger } from '../config/index.js';
-import { startWorker } from '../worker/index.js';
 import { configFromCommand, withConfigFlags } from './configSources.js';
 import { version } from './version.js';
 
@@ -11,6 +10,7 @@ export function workerCommand(program: Command): void {
       const loaded = configFromCommand(cmd, 'worker');
       const log = createLogger(loaded.values, { scope: 'worker' });
       for (const warning of loaded.warnings) log.warn(warning);
+      const { startWorker } = await import('../worker/index.js'); // loaded only for `worker`
       const worker = await startWorker(loaded.values, { log, software: `kiln ${version}` });
       let stopping = false;
       const stop = (signal: string) => {
