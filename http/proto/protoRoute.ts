@@ -1,0 +1,132 @@
+import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import type { Logger } from 'pino';
+import { closeFrameFor, DEFAULT_MAX_MESSAGE_BYTES, HEARTBEAT_INTERVAL_SECS, type ProtoLimits } from '../../protocol/index.js';
+import type { WorkerAuth, WorkerConnections } from '../../services/index.js';
+import { normalizeAddress } from '../clientAddress.js';
+import { ProtoConnection } from './protoConnection.js';
+
+// The /proto WebSocket route on uWS (docs/proto.md). Binary frames only, no compression. uWS
+// closes a frame over maxPayloadLength without a reason, so that limit is twice the protocol's
+// cap and the codec refuses anything between the two with message_too_large.
+
+export interface ProtoRouteOptions {
+  auth: WorkerAuth;
+  workers: WorkerConnections;
+  log: Logger;
+  software: string;
+  maxConnections: number;
+  heartbeatTimeoutSecs: number;
+  narChunkBytes: number;
+  narSendChunkTimeoutSecs: number;
+  /** tests shorten it */
+  handshakeTimeoutSecs?: number;
+}
+
+export interface ProtoRoute {
+  register(app: TemplatedApp): void;
+  /** closes every connection with shutting_down and stops the heartbeat sweep */
+  close(): void;
+  readonly connections: number;
+}
+
+interface SocketData {
+  connection: ProtoConnection | null;
+  address: string;
+  /** uWS throws on a closed socket; either side's close sets this */
+  ended: boolean;
+}
+
+const isLoopback = (address: string) => address === '127.0.0.1' || address === '::1' || address.startsWith('127.');
+
+export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
+  const limits: ProtoLimits = {
+    maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
+    // Every 10 s (spec, Limits), but at least three beats per timeout, so a shortened timeout
+    // (tests, small deployments) does not declare a healthy idle worker dead.
+    heartbeatIntervalSecs: opts.heartbeatTimeoutSecs > 0
+      ? Math.max(1, Math.min(HEARTBEAT_INTERVAL_SECS, Math.floor(opts.heartbeatTimeoutSecs / 3)))
+      : HEARTBEAT_INTERVAL_SECS,
+    heartbeatTimeoutSecs: opts.heartbeatTimeoutSecs,
+    narChunkBytes: opts.narChunkBytes,
+    narSendChunkTimeoutSecs: opts.narSendChunkTimeoutSecs,
+  };
+  const open = new Set<ProtoConnection>();
+  let sweep: NodeJS.Timeout | null = null;
+
+  return {
+    register(app) {
+      app.ws<SocketData>('/proto', {
+        compression: 0,
+        maxPayloadLength: limits.maxMessageBytes * 2,
+        maxBackpressure: 64 * 1024 * 1024,
+        closeOnBackpressureLimit: false,
+        idleTimeout: 0,
+        sendPingsAutomatically: false,
+        upgrade: (res, req, context) => {
+          const address = normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+          res.upgrade<SocketData>(
+            { connection: null, address, ended: false },
+            req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context,
+          );
+        },
+        open: (ws: WebSocket<SocketData>) => {
+          const data = ws.getUserData();
+          if (open.size >= opts.maxConnections) {
+            const frame = closeFrameFor('server_full', `${opts.maxConnections} /proto connections are open (proto.maxConnections)`);
+            ws.end(frame.closeCode, frame.closeReason);
+            return;
+          }
+          const connection = new ProtoConnection(
+            {
+              send: (bytes) => {
+                if (!data.ended) ws.send(bytes, true);
+              },
+              end: (code, reason) => {
+                if (data.ended) return;
+                data.ended = true;
+                ws.end(code, reason);
+              },
+            },
+            data.address, isLoopback(data.address),
+            { auth: opts.auth, workers: opts.workers, limits, software: opts.software, log: opts.log, ...(opts.handshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.handshakeTimeoutSecs } : {}) },
+          );
+          data.connection = connection;
+          open.add(connection);
+        },
+        message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => {
+          const connection = ws.getUserData().connection;
+          // uWS reuses the buffer after this callback returns, and does not drain microtasks (docs/http.md).
+          const copy = Buffer.from(new Uint8Array(message.slice(0)));
+          if (connection) setImmediate(() => connection.received(copy, isBinary));
+        },
+        close: (ws: WebSocket<SocketData>, code: number, message: ArrayBuffer) => {
+          const data = ws.getUserData();
+          data.ended = true;
+          const connection = data.connection;
+          const reason = Buffer.from(message).toString('utf8');
+          if (!connection) return;
+          open.delete(connection);
+          setImmediate(() => connection.socketClosed(code, reason));
+        },
+      });
+      if (opts.heartbeatTimeoutSecs > 0) {
+        // Silence is the only sign of a worker lost without a TCP close (spec, "States and transitions").
+        const every = Math.max(250, Math.min(5000, (opts.heartbeatTimeoutSecs * 1000) / 4));
+        sweep = setInterval(() => {
+          for (const worker of opts.workers.silent(opts.heartbeatTimeoutSecs)) {
+            worker.link.close('heartbeat_timeout', `no message for more than ${opts.heartbeatTimeoutSecs} s`);
+          }
+        }, every);
+        sweep.unref();
+      }
+    },
+    close() {
+      if (sweep) clearInterval(sweep);
+      for (const connection of open) connection.close('shutting_down', 'the server is stopping', true);
+      open.clear();
+    },
+    get connections() {
+      return open.size;
+    },
+  };
+}

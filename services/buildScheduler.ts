@@ -1,0 +1,361 @@
+import type { Logger } from 'pino';
+import type { ReservedSql, Sql } from 'postgres';
+import type { Message, Outgoing, RejectCode } from '../protocol/index.js';
+import type { Events } from '../storage/index.js';
+import type { BuildLogs } from './buildLogs.js';
+import { changeBuildStatus } from './buildStatus.js';
+import { changePhase } from './evaluationPhases.js';
+import { recordEvalBatch } from './graphRecorder.js';
+import { outputsCached, projectCaches, readable, writable, type ProjectCache } from './projectCaches.js';
+import { finishedEvaluations, queuedDependents, queuedEvaluations, readyBuilds, resetUnfinishedJobs, type ReadyBuild } from './schedulerQueries.js';
+import type { ConnectedWorker, WorkerConnections, WorkerListener } from './workerConnections.js';
+import type { WorkerNars } from './workerNars.js';
+
+// The scheduler (docs/builds.md): hands queued evaluations to eval-capable workers and ready
+// builds (every input built or substituted) to build workers whose architectures and system
+// features fit, records what comes back, retries FailedTransient only, and re-queues the jobs of
+// a worker that is lost. One process per database dispatches: it holds a PostgreSQL advisory lock
+// on a connection of its own; the others retry the lock.
+
+const SCHEDULER_LOCK = 7_414_101;
+const TICK_MS = 1000;
+const REFUSAL_PAUSE_MS = 2000;
+
+/**
+ * Open mode is granted only to the local worker (services/workerAuth.ts), which serves every active
+ * project, including those created after it connected.
+ */
+const serves = (worker: ConnectedWorker, projectId: string) => worker.open || worker.projects.includes(projectId);
+
+export interface SchedulerSettings {
+  maxAttempts: number;
+  retryBackoffSecs: number;
+  defaultTimeoutSecs: number;
+  defaultMaxSilentSecs: number;
+  /** substituter URLs are <serveUrl>/cache/<name> */
+  serveUrl: string;
+}
+
+export interface BuildSchedulerDeps {
+  sql: Sql;
+  events: Events;
+  workers: WorkerConnections;
+  nars: WorkerNars;
+  logs: BuildLogs;
+  log: Logger;
+  settings: SchedulerSettings;
+}
+
+type Job =
+  | { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean }
+  | { kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string> };
+
+export class BuildScheduler implements WorkerListener {
+  private readonly jobs = new Map<string, Job>();
+  private readonly refusedUntil = new Map<string, number>();
+  private readonly substitutionChecked = new Set<string>();
+  private lock: ReservedSql | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private stopped = false;
+
+  constructor(private readonly deps: BuildSchedulerDeps) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.wake(), TICK_MS);
+    this.timer.unref();
+    this.wake();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+    if (this.lock) {
+      await this.lock`select pg_advisory_unlock(${SCHEDULER_LOCK})`.catch(() => undefined);
+      this.lock.release();
+      this.lock = null;
+    }
+  }
+
+  get isLeader(): boolean {
+    return this.lock !== null;
+  }
+
+  /** Runs a pass soon; passes never overlap, and a wake during one runs another after it. */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.pass().catch((error: unknown) => this.deps.log.error({ err: error }, 'a scheduler pass failed')).finally(() => {
+      this.running = null;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
+    });
+  }
+
+  /** onSubscriptionApproved: parked evaluations may now have their cache. */
+  requeueWaiting(): void {
+    this.wake();
+  }
+
+  /** The evaluation was aborted: stop its evaluation job if one runs. */
+  cancelEvaluation(evaluationId: string): void {
+    for (const job of this.jobs.values()) {
+      if (job.kind !== 'eval' || job.evaluationId !== evaluationId) continue;
+      const worker = this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId);
+      worker?.link.send({ t: 'cancelJob', jobId: job.jobId, reason: 'the evaluation was aborted' });
+    }
+  }
+
+  connected(): void {
+    this.wake();
+  }
+
+  lost(worker: ConnectedWorker, code: RejectCode, reason: string): void {
+    const mine = [...this.jobs.values()].filter((j) => j.workerId === worker.hello.workerId);
+    this.deps.log.info({ worker: worker.hello.workerId, code, reason, jobs: mine.length }, 'worker lost; re-queueing its jobs');
+    void (async () => {
+      await this.deps.nars.lost(worker);
+      for (const job of mine) {
+        this.jobs.delete(job.jobId);
+        if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
+        else {
+          await this.deps.logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+          await changeBuildStatus(this.deps.events, job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+        }
+      }
+      this.wake();
+    })().catch((error: unknown) => this.deps.log.error({ err: error }, 're-queueing a lost worker\'s jobs failed'));
+  }
+
+  received(worker: ConnectedWorker, message: Message): void {
+    void this.handle(worker, message).catch((error: unknown) => {
+      this.deps.log.error({ err: error, worker: worker.hello.workerId, message: message.t }, 'handling a worker message failed');
+    });
+  }
+
+  private async handle(worker: ConnectedWorker, message: Message): Promise<void> {
+    const { nars } = this.deps;
+    switch (message.t) {
+      case 'narPushStart': return nars.start(worker, message, this.writableFor(worker));
+      case 'narChunk': return nars.chunk(worker, message);
+      case 'narPushEnd': return nars.end(worker, message);
+      case 'narAbort': return nars.abort(worker, message.transferId);
+      case 'jobAccepted': case 'heartbeat': case 'pushResult': case 'error': return;
+      default:
+    }
+    if (!('jobId' in message) || message.jobId === undefined) return;
+    const job = this.jobs.get(message.jobId);
+    if (!job || job.workerId !== worker.hello.workerId) return;
+    if (message.t === 'jobRefused') return this.refused(worker, job);
+    if (job.kind === 'eval') return this.evalMessage(job, message);
+    return this.buildMessage(job, message);
+  }
+
+  private writableFor(worker: ConnectedWorker): Set<string> {
+    const names = new Set<string>();
+    for (const job of this.jobs.values()) if (job.kind === 'build' && job.workerId === worker.hello.workerId) for (const c of job.targetCaches) names.add(c);
+    return names;
+  }
+
+  private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
+    this.jobs.delete(job.jobId);
+    this.refusedUntil.set(worker.hello.workerId, Date.now() + REFUSAL_PAUSE_MS);
+    if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
+    else await changeBuildStatus(this.deps.events, job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+  }
+
+  private async evalMessage(job: Extract<Job, { kind: 'eval' }>, message: Message): Promise<void> {
+    const { sql, events } = this.deps;
+    if (message.t === 'evalBatch') {
+      job.chain = job.chain.then(() => recordEvalBatch(sql, job.evaluationId, message)).catch((error: unknown) => {
+        job.failed = true;
+        this.deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
+      });
+      return;
+    }
+    if (message.t === 'evalResult') {
+      this.jobs.delete(job.jobId);
+      await job.chain;
+      if (job.failed) {
+        await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: 'the server could not record the derivation graph' });
+        return;
+      }
+      await changePhase(events, job.evaluationId, { to: 'building', from: ['evaluating'] });
+      await this.finishEvaluations({ evaluation: job.evaluationId });
+      this.wake();
+      return;
+    }
+    if (message.t === 'jobFailed') {
+      this.jobs.delete(job.jobId);
+      await job.chain;
+      const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
+      if (message.failure.class === 'FailedTransient' && (row?.attempts ?? 0) < this.deps.settings.maxAttempts) {
+        await changePhase(events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
+      } else {
+        await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: `${message.failure.reason}: ${message.failure.message}` });
+      }
+      this.wake();
+    }
+  }
+
+  private async buildMessage(job: Extract<Job, { kind: 'build' }>, message: Message): Promise<void> {
+    const { events, logs, settings } = this.deps;
+    if (message.t === 'buildLog') return logs.append(job.derivationBuildId, job.attempt, message.data);
+    if (message.t !== 'buildResult' && message.t !== 'jobFailed') return;
+    this.jobs.delete(job.jobId);
+    await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
+    const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
+    if (message.t === 'buildResult') {
+      await changeBuildStatus(events, job.derivationBuildId, { to: 'completed', from: ['started'], ...logSizes });
+    } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
+      // spec: wait build.retryBackoffSecs, doubled for every earlier attempt
+      const wait = settings.retryBackoffSecs * 2 ** (job.attempt - 1);
+      await changeBuildStatus(events, job.derivationBuildId, {
+        to: 'queued', from: ['started'], failure: message.failure, notBefore: new Date(Date.now() + wait * 1000), ...logSizes,
+      });
+    } else {
+      await changeBuildStatus(events, job.derivationBuildId, { to: 'failed', from: ['started'], failure: message.failure, ...logSizes });
+      await this.failDependents(job.derivationBuildId);
+    }
+    await this.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
+    this.wake();
+  }
+
+  private async failDependents(derivationBuildId: string): Promise<void> {
+    const dependents = await queuedDependents(this.deps.sql, derivationBuildId);
+    for (const { id } of dependents) {
+      await changeBuildStatus(this.deps.events, id, {
+        to: 'failed', from: ['queued'],
+        failure: { class: 'FailedPermanent', reason: 'dependency_failed', message: `an input of this derivation failed (derivation_build ${derivationBuildId})` },
+      });
+    }
+    await this.finishEvaluations({ derivationBuilds: [derivationBuildId, ...dependents.map((d) => d.id)] });
+  }
+
+  private async finishEvaluations(opts: { derivationBuilds?: string[]; evaluation?: string }): Promise<void> {
+    for (const { id } of await finishedEvaluations(this.deps.sql, opts)) {
+      await changePhase(this.deps.events, id, { to: 'completed', from: ['building'] });
+    }
+  }
+
+  private async pass(): Promise<void> {
+    if (!(await this.lead())) return;
+    await this.dispatchEvaluations();
+    await this.dispatchBuilds();
+  }
+
+  private async lead(): Promise<boolean> {
+    if (this.lock) return true;
+    const reserved = await this.deps.sql.reserve();
+    const [row] = await reserved<{ locked: boolean }[]>`select pg_try_advisory_lock(${SCHEDULER_LOCK}) as locked`;
+    if (!row?.locked) {
+      reserved.release();
+      return false;
+    }
+    this.lock = reserved;
+    // This process now dispatches: whatever was running under a previous one starts again.
+    await resetUnfinishedJobs(this.deps.sql);
+    return true;
+  }
+
+  private running_(worker: ConnectedWorker, kind: Job['kind']): number {
+    let n = 0;
+    for (const job of this.jobs.values()) if (job.kind === kind && job.workerId === worker.hello.workerId) n++;
+    return n;
+  }
+
+  private available(worker: ConnectedWorker): boolean {
+    return (this.refusedUntil.get(worker.hello.workerId) ?? 0) <= Date.now();
+  }
+
+  private async dispatchEvaluations(): Promise<void> {
+    const { sql, events, workers } = this.deps;
+    for (const waiting of await queuedEvaluations(sql, 'waiting')) {
+      if (writable(await projectCaches(sql, waiting.project_id)).length > 0) await changePhase(events, waiting.id, { to: 'queued', from: ['waiting'] });
+    }
+    for (const evaluation of await queuedEvaluations(sql, 'queued')) {
+      if (writable(await projectCaches(sql, evaluation.project_id)).length === 0) {
+        await changePhase(events, evaluation.id, { to: 'waiting', from: ['queued'], reason: 'the project has no writable cache subscription' });
+        continue;
+      }
+      const worker = workers.connected().find((w) =>
+        w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && this.running_(w, 'eval') < w.hello.maxConcurrentEvals);
+      if (!worker) continue;
+      const jobId = `eval:${evaluation.id}:${evaluation.attempts + 1}`;
+      if (!(await changePhase(events, evaluation.id, { to: 'evaluating', from: ['queued'], workerId: worker.hello.workerId }))) continue;
+      this.jobs.set(jobId, { kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, chain: Promise.resolve(), failed: false });
+      worker.link.send({ t: 'evalJob', jobId, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
+      events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
+    }
+  }
+
+  private async dispatchBuilds(): Promise<void> {
+    const { sql, workers } = this.deps;
+    const candidates = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
+    if (candidates.length === 0) return;
+    const caches = new Map<string, ProjectCache[]>();
+    const cachesOf = async (projectId: string) => {
+      let found = caches.get(projectId);
+      if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
+      return found;
+    };
+    for (const build of await readyBuilds(sql, 500)) {
+      const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
+      let substituted = false;
+      // A build is looked up in the caches once when it becomes ready, not on every pass while it waits for a worker.
+      const unchecked = !this.substitutionChecked.has(build.id);
+      this.substitutionChecked.add(build.id);
+      if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
+      for (const project of unchecked ? build.projects : []) {
+        if (await outputsCached(sql, outputs, readable(await cachesOf(project)))) {
+          substituted = (await changeBuildStatus(this.deps.events, build.id, { to: 'substituted', from: ['queued'] })) !== null;
+          break;
+        }
+      }
+      if (substituted) {
+        await this.finishEvaluations({ derivationBuilds: [build.id] });
+        this.again = true;
+        continue;
+      }
+      const worker = this.pickWorker(candidates, build);
+      if (!worker) continue;
+      await this.dispatchBuild(worker, build, await cachesOf(build.projects.find((p) => serves(worker, p))!));
+    }
+  }
+
+  private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild): ConnectedWorker | undefined {
+    const fits = candidates.filter((w) =>
+      (build.system === 'builtin' || w.hello.architectures.includes(build.system))
+      && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
+      && build.projects.some((p) => serves(w, p))
+      && this.running_(w, 'build') < w.hello.maxConcurrentBuilds);
+    // simple policy: the least busy worker that fits
+    return fits.sort((a, b) => this.running_(a, 'build') / a.hello.maxConcurrentBuilds - this.running_(b, 'build') / b.hello.maxConcurrentBuilds)[0];
+  }
+
+  private async dispatchBuild(worker: ConnectedWorker, build: ReadyBuild, caches: ProjectCache[]): Promise<void> {
+    const { settings, events } = this.deps;
+    const targets = writable(caches).map((c) => c.name);
+    if (targets.length === 0) return;
+    const attempt = await changeBuildStatus(events, build.id, { to: 'started', from: ['queued'], workerId: worker.hello.workerId, countAttempt: true });
+    if (attempt === null) return;
+    const jobId = `build:${build.id}:${attempt}`;
+    this.jobs.set(jobId, { kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targets) });
+    const job: Outgoing<'buildJob'> = {
+      t: 'buildJob', jobId, drvPath: build.drv_path,
+      substituters: readable(caches).map((c) => ({ url: `${settings.serveUrl.replace(/\/$/, '')}/cache/${c.name}`, publicKeys: [c.publicKey] })),
+      targetCaches: targets,
+      timeoutSecs: build.timeout_secs ?? settings.defaultTimeoutSecs,
+      maxSilentSecs: build.max_silent_secs ?? settings.defaultMaxSilentSecs,
+    };
+    worker.link.send(job);
+    events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
+  }
+}
