@@ -13,3 +13,20 @@ export {
   type UploadPermit,
 } from './uploadPermit.js';
 export { UploadLimits, parseUploadLimits, sizeClass, type SizeClass, type UploadRequest } from './uploadAdmission.js';
+export {
+  createWebhookDeliveryMachine,
+  decideDelivery,
+  summarizeDelivery,
+  type DeliveryContext,
+  type DeliveryDecision,
+  type DeliveryEffects,
+  type DeliveryInput,
+  type DeliveryOutcome,
+  type DeliveryRecord,
+  type DeliveryRequest,
+  type DeliveryVerdict,
+  type SendResult,
+  type WebhookDeliveryMachine,
+  type WebhookDeliverySnapshot,
+} from './webhookDelivery.js';
+export { DELIVERY_ATTEMPTS, RETRY_DELAYS_MS, checkDeliveryPolicy, defaultDeliveryPolicy, retryDelayMs, type DeliveryPolicy } from './deliveryBackoff.js';

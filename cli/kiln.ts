@@ -2,9 +2,11 @@ import { componentLogger, createLogger, type LoadedConfig, type Logger } from '.
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildScheduler, WorkerNars, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { join } from 'node:path';
 import { version } from './version.js';
-import { buildRoutes, createAuthenticator, eventSockets, startHttpServer, type HttpServer } from '../http/index.js';
+import { startLocalWorker } from './localWorker.js';
+import { buildRoutes, createAuthenticator, eventSockets, protoRoute, startHttpServer, type HttpServer } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -17,6 +19,8 @@ export interface Kiln {
   readonly nars: NarStorage;
   /** the event system: events.transaction(…)/publish(…) for emitting, the bus, the delivery engine */
   readonly events: EventSystem;
+  /** workers connected over /proto */
+  readonly workers: WorkerConnections;
   stop(): Promise<void>;
 }
 
@@ -33,6 +37,8 @@ export interface StartKilnOptions {
   events?: EventSystemOptions;
   /** buffered bytes past which a firehose subscriber lags (default 1 MiB) */
   firehoseLagBytes?: number;
+  /** /proto handshake time limit (default HANDSHAKE_TIMEOUT_SECS); tests shorten it */
+  protoHandshakeTimeoutSecs?: number;
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -50,6 +56,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     }
     stack.length = 0;
   };
+  let scheduler: BuildScheduler | null = null;
   try {
     const urlIsDefault = loaded.sourceOf('database.url').kind === 'default';
     const db = await openDatabase(config, log, { urlIsDefault });
@@ -80,8 +87,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const authenticator = createAuthenticator(identity);
     const accessDeps = {
       sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock, secretBox: await openSecretBox(db.web, config),
-      // the evaluation issue re-queues evaluations parked for want of a cache here
-      onSubscriptionApproved: () => undefined,
+      // evaluations parked for want of a cache go back to the queue
+      onSubscriptionApproved: () => scheduler?.requeueWaiting(),
     };
     if (opts.stateFile) await applyStateFile(accessDeps, readStateFile(opts.stateFile));
     const access = createAccessServices(accessDeps);
@@ -107,8 +114,47 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
       ...(opts.firehoseLagBytes ? { lagBytes: opts.firehoseLagBytes } : {}),
     });
+    // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
+    const schedulerEvents = events.events.withPool(db.scheduler);
+    const workers = new WorkerConnections(db.scheduler, {
+      publicStats: config['publicStats'],
+      emit: (name, content) => events.events.publish(name, { ...content }),
+    });
+    scheduler = new BuildScheduler({
+      sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'),
+      nars: new WorkerNars({
+        sql: db.scheduler, nars, secretBox: accessDeps.secretBox, stagingDir: join(config['baseDir'], 'proto-staging'), maxUploadSize: config['nar.maxUploadSize'],
+      }),
+      logs: new BuildLogs(db.scheduler, config['log.chunkBytes']),
+      settings: {
+        maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],
+        defaultTimeoutSecs: config['build.defaultTimeoutSecs'], defaultMaxSilentSecs: config['build.defaultMaxSilentSecs'], serveUrl: config['serveUrl'],
+      },
+    });
+    workers.setListener(scheduler);
+    const running = scheduler;
+    running.start();
+    stack.push(() => running.stop());
+    const evaluations = evaluationsService({ sql: db.web, events: events.events, wake: () => running.wake(), cancel: (id) => running.cancelEvaluation(id) });
+    const builds = { evaluations, views: buildViewsService(db.web, evaluations) };
+    // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id}.
+    if (!opts.events?.liveResolvers) {
+      events.streams.resolveWith({
+        evaluation: async (who, id) => (await evaluations.visible(who, id, 'viewProject'), { evaluationId: id }),
+        build: async (who, id) => {
+          const found = await builds.views.build(who, id);
+          return { buildId: found.build_id, evaluationId: found.evaluation_id };
+        },
+      });
+    }
+    const proto = protoRoute({
+      auth: workerAuth(db.scheduler, { localWorker: config['localWorker'] }), workers, log: componentLogger(log, 'proto'), software: `kiln ${version}`,
+      maxConnections: config['proto.maxConnections'], heartbeatTimeoutSecs: config['proto.workerHeartbeatTimeoutSecs'],
+      narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
+      ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
+    });
     const startedAt = new Date();
-    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events });
+    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds });
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: config['port'],
@@ -117,14 +163,24 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       log: componentLogger(log, 'web'),
       routes,
       authenticate: authenticator.authenticate,
-      websockets: (app) => sockets.register(app),
+      websockets: (app) => {
+        sockets.register(app);
+        proto.register(app);
+      },
     });
     stack.push(() => http.close());
+    stack.push(() => proto.close());
     stack.push(() => sockets.close());
+    if (config['worker.enable']) {
+      // worker.baseDir's default is a system path; the local worker of a dev server lives under baseDir.
+      const workerDir = loaded.sourceOf('worker.baseDir').kind === 'default' ? join(config['baseDir'], 'worker') : config['worker.baseDir'];
+      const localWorker = startLocalWorker({ port: http.port, baseDir: workerDir, log: componentLogger(log, 'proto') });
+      if (localWorker) stack.push(() => localWorker.stop());
+    }
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -7,3 +7,4 @@ export { buildRoutes, type RouteDeps } from './routes.js';
 export { createAuthenticator, type Authenticator } from './authenticate.js';
 export { authRateLimits, rateLimited, type RatePolicy } from './rateLimit.js';
 export { eventSockets, type EventSockets, type EventSocketsOptions } from './live/eventSockets.js';
+export { protoRoute, type ProtoRoute, type ProtoRouteOptions } from './proto/protoRoute.js';

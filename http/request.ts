@@ -16,12 +16,24 @@ export class Req<P = unknown> {
     readonly path: string,
     readonly query: URLSearchParams,
     readonly headers: Readonly<Record<string, string>>,
-    /** The peer's address (before X-Forwarded-For is considered). */
-    readonly peerAddress: string,
+    /** The client's address (the peer, or the X-Forwarded-For hop it vouches for), worked out on first use. */
+    private readonly address: () => string,
     readonly params: Readonly<Record<string, string>>,
     private readonly rawBody: Promise<Buffer> | null,
     private readonly bodyStream: BodyStream | null,
   ) {}
+
+  private knownAddress: string | undefined;
+
+  /**
+   * The client's address: the peer, or the right-most untrusted X-Forwarded-For hop when the peer is
+   * a trusted proxy. Worked out on first use: uWS makes a new ArrayBuffer for every address it
+   * prints, which measured as the largest single cost of a cached narinfo request.
+   */
+  get peerAddress(): string {
+    this.knownAddress ??= this.address();
+    return this.knownAddress;
+  }
 
   header(name: string): string | undefined {
     return this.headers[name.toLowerCase()];

@@ -2,7 +2,7 @@ import type { Config } from '../config/index.js';
 import type { SupervisedActor, Supervisor } from '../supervisors/index.js';
 import type { uploadBudgetMachine } from '../actors/index.js';
 import type { Database, NarStorage, RateLimiter } from '../storage/index.js';
-import type { AccessServices, BinaryCacheAccess, CacheServices, EventSystem, IdentityServices, NarUploadService, Principal } from '../services/index.js';
+import type { AccessServices, BinaryCacheAccess, CacheServices, EventSystem, IdentityServices, NarUploadService, Principal, WorkerConnections, EvaluationsService, BuildViewsService } from '../services/index.js';
 import { RouteTable, Router } from './router.js';
 import { healthRoutes } from './api/v1/health.js';
 import { serverConfigRoutes } from './api/v1/serverConfig.js';
@@ -29,6 +29,9 @@ import { CidrSet } from './clientAddress.js';
 import { webhooksRoutes } from './api/v1/webhooks.js';
 import { taskActionsRoutes } from './api/v1/taskActions.js';
 import { eventRoutes } from './api/v1/events.js';
+import { connectedWorkersRoutes } from './api/v1/connectedWorkers.js';
+import { evaluationsRoutes } from './api/v1/evaluations.js';
+import { buildsRoutes } from './api/v1/builds.js';
 
 export interface RouteDeps {
   config: Config;
@@ -53,11 +56,26 @@ export interface RouteDeps {
   cacheExtras?: CacheExtras;
   /** webhooks and task actions (the event system) */
   events: Pick<EventSystem, 'webhooks' | 'taskActions'>;
+  /** workers connected over /proto (GET /workers) */
+  workers?: WorkerConnections;
+  /** evaluations and the read side of builds */
+  builds?: { evaluations: EvaluationsService; views: BuildViewsService };
 }
 
 /** The whole route table: every resource's routes under /api/v1, the binary cache at the root. */
 export function buildRoutes(deps: RouteDeps): RouteTable<Principal> {
   const table = new RouteTable<Principal>();
+  // First: the table is matched in order, and the cache paths are the hot ones (narinfo requests).
+  binaryCacheRoutes(new Router<Principal>(table), {
+    access: deps.binaryCache,
+    nars: deps.nars,
+    uploads: deps.narUploads,
+    rateLimiter: deps.rateLimiter,
+    config: deps.config,
+    localIps: new CidrSet(deps.config['http.localIps']),
+    extras: upstreamExtras(deps.caches.upstreams, deps.cacheExtras ?? noCacheExtras),
+    upstreams: deps.caches.upstreams,
+  });
   const api = new Router<Principal>(table).scope('/api/v1');
   healthRoutes(api, {
     databaseReady: async () => {
@@ -78,26 +96,19 @@ export function buildRoutes(deps: RouteDeps): RouteTable<Principal> {
   invitationsRoutes(api, deps.access);
   subscriptionsRoutes(api, deps.access);
   workersRoutes(api, deps.access);
+  if (deps.workers) connectedWorkersRoutes(api, deps.workers);
   webhooksRoutes(api, deps.events.webhooks);
   taskActionsRoutes(api, deps.events.taskActions);
   eventRoutes(api);
   orgsRoutes(api, deps.access);
   projectsRoutes(api, deps.access);
+  if (deps.builds) evaluationsRoutes(api, deps.builds.evaluations, deps.builds.views);
   tasksRoutes(api, deps.access);
   serversRoutes(api, deps.access);
+  if (deps.builds) buildsRoutes(api, deps.builds.views);
   cachesRoutes(api, deps.caches);
   cacheNarsRoutes(api, deps.caches);
   cacheUpstreamsRoutes(api, deps.caches);
   narUploadRoutes(api, { uploads: deps.narUploads, config: deps.config });
-  binaryCacheRoutes(new Router<Principal>(table), {
-    access: deps.binaryCache,
-    nars: deps.nars,
-    uploads: deps.narUploads,
-    rateLimiter: deps.rateLimiter,
-    config: deps.config,
-    localIps: new CidrSet(deps.config['http.localIps']),
-    extras: upstreamExtras(deps.caches.upstreams, deps.cacheExtras ?? noCacheExtras),
-    upstreams: deps.caches.upstreams,
-  });
   return table;
 }

@@ -98,11 +98,12 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       }
       body = new BodyStream(res, limit);
     }
-    const peer = normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
-    const request = new Req<P>(
-      id, method, url, new URLSearchParams(queryText), headers,
-      clientAddress(peer, headers['x-forwarded-for'], trusted), params, buffered, body,
-    );
+    // Read from uWS only when a handler asks (the response object outlives the handler's awaits).
+    const address = (): string => {
+      const peer = state.aborted ? '' : normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+      return clientAddress(peer, headers['x-forwarded-for'], trusted);
+    };
+    const request = new Req<P>(id, method, url, new URLSearchParams(queryText), headers, address, params, buffered, body);
 
     const work = (async () => {
       try {

@@ -21,7 +21,7 @@ export type { UpstreamView } from './cacheUpstreams.js';
 export { LOW_STORAGE_BYTES, type CacheStorageLimits } from './cacheStorage.js';
 export { upstreamService, type UpstreamBytes, type UpstreamCache, type UpstreamDeps, type UpstreamFile, type Upstreams } from './upstreams.js';
 export { openEventSystem, type EventSystem, type EventSystemDeps, type EventSystemOptions } from './eventSystem.js';
-export { eventStreamsService, unknownEvaluations, type EventStreams, type LiveFeed, type LiveRequest, type LiveResolvers } from './eventStreams.js';
+export { checkLiveRequest, eventStreamsService, unknownEvaluations, type EventStreams, type LiveFeed, type LiveRequest, type LiveResolvers } from './eventStreams.js';
 export { webhooksService, type WebhookView, type WebhookWithSecret, type WebhooksDeps, type WebhooksService } from './webhooks.js';
 export { accessWebhookAuthorizer, type ResolvedWebhookScope, type WebhookAuthorizer, type WebhookScopeRef } from './webhookScopes.js';
 export { taskActionsService, type TaskActionView, type TaskActionWithSecret, type TaskActionsService } from './taskActions.js';
@@ -29,3 +29,12 @@ export type { DeliveryDetail, DeliveryPage, DeliveryView } from './deliveryViews
 export { accessOf, demand, forbidden, notFound, type Access, type AccessTarget } from './access.js';
 export { cacheTarget, demandCache, findCache, type CacheRow } from './targets.js';
 export { rolePermissions, permissionsOfRole, type Scope } from './roles.js';
+export { workerAuth, type WorkerAuth } from './workerAuth.js';
+export {
+  WorkerConnections, type ConnectedWorker, type WorkerEventContent, type WorkerEventEmitter, type WorkerLink, type WorkerListener, type WorkerView,
+} from './workerConnections.js';
+export { BuildLogs, readBuildLog } from './buildLogs.js';
+export { WorkerNars, type WorkerNarsDeps } from './workerNars.js';
+export { BuildScheduler, type BuildSchedulerDeps, type SchedulerSettings } from './buildScheduler.js';
+export { evaluationsService, type EvaluationsDeps, type EvaluationsService, type EvaluationView } from './evaluations.js';
+export { buildViewsService, type BuildView, type BuildViewsService, type EntryPointView } from './buildViews.js';

@@ -3,6 +3,8 @@
 // entry in `cpuTasks`; its argument and result must survive structured cloning.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
+import { ingestStagedNar } from './nars/ingestTask.js';
+import { compressNarFrame, joinNarFrames, verifyStagedNar } from './nars/frameTasks.js';
 
 export interface Sha256FileResult {
   /** Lowercase hex digest, as sha256sum prints it. */
@@ -23,6 +25,10 @@ async function sha256File(path: string): Promise<Sha256FileResult> {
 
 export const cpuTasks = {
   sha256File,
+  ingestStagedNar,
+  compressNarFrame,
+  joinNarFrames,
+  verifyStagedNar,
 } satisfies Record<string, (input: never) => Promise<unknown>>;
 
 export type CpuTasks = typeof cpuTasks;

@@ -12,3 +12,5 @@ export type {
   SupervisorStatus,
   TransitionListener,
 } from './inspection.js';
+export { startDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions, type DeliverySenders } from './deliveryEngine.js';
+export type { TaskActionReport } from './deliveryRequests.js';

@@ -32,7 +32,7 @@ interface Endpoint {
    * organization / project / cache: the persona's role there decides; user: any signed-in
    * account, about itself; create: creating a top-level thing (no role involved)
    */
-  scope: 'organization' | 'project' | 'cache' | 'user' | 'create';
+  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser';
   /** the least role that may (scoped rows) */
   role?: Role;
   /** the permission a key must hold; null: visibility alone */
@@ -53,6 +53,8 @@ function expectedStatus(e: Endpoint, persona: Persona, credential: Credential): 
   const isKey = credential !== 'session';
   if (e.sessionOnly && isKey) return 403;
   if (e.scope === 'user') return 200;
+  // Instance-wide things: superusers only, never through a key pinned to a project or cache.
+  if (e.scope === 'superuser') return persona === 'superuser' && credential !== 'keyPinnedElsewhere' ? 200 : 403;
   if (e.scope === 'create') return credential === 'keyPinnedElsewhere' || credential === 'keyWithoutPermission' ? 403 : 200;
   // A superuser is not an implicit member: without a role it is a stranger.
   const role: Role | null = persona === 'nonMember' || persona === 'superuser' ? null : persona;
@@ -94,6 +96,32 @@ const membersOf = async (c: Ctx, table: 'organization_members', orgId: string) =
     await c.kiln.sql`insert into ${c.kiln.sql(table)} (organization_id, user_id, role) select ${orgId}, id, ${role} from users where username = ${username} on conflict do nothing`;
   }
 };
+
+// Webhooks (issue 6): the same sub-resources in every scope; `id` is a webhook the rows keep alive.
+const ensureWebhook = (id: string, column: 'project_id' | 'cache_id' | null, key: string | null) => (c: Ctx) => c.kiln.sql`
+  insert into webhooks (id, project_id, cache_id, url, secret)
+  values (${id}, ${column === 'project_id' ? c.ids[key!]! : null}, ${column === 'cache_id' ? c.ids[key!]! : null}, 'http://127.0.0.1:9/hook', '\\x00')
+  on conflict do nothing`;
+const webhookRows = (base: string, id: string, access: Pick<Endpoint, 'scope' | 'role' | 'permission'>, column: 'project_id' | 'cache_id' | null, key: string | null): Endpoint[] => {
+  const before = ensureWebhook(id, column, key);
+  return [
+    { method: 'GET', path: base, ...access },
+    { method: 'PUT', path: base, body: { url: 'http://127.0.0.1:9/put' }, ...access },
+    { method: 'POST', path: base, body: { url: 'http://127.0.0.1:9/post' }, ...access },
+    { method: 'GET', path: `${base}/${id}`, ...access, before },
+    { method: 'PATCH', path: `${base}/${id}`, body: { description: 'matrix' }, ...access, before },
+    { method: 'POST', path: `${base}/${id}/rotate-secret`, ...access, before },
+    { method: 'POST', path: `${base}/${id}/test`, ...access, before },
+    { method: 'GET', path: `${base}/${id}/deliveries`, ...access, before },
+    { method: 'DELETE', path: `${base}/${id}`, ...access, before },
+  ];
+};
+const TASK_ACTION = '0e0e0e0e-0000-4000-8000-0000000000a1';
+const ensureTaskAction = (c: Ctx) => c.kiln.sql`
+  insert into task_actions (id, task_id, name, kind, url, secret)
+  select ${TASK_ACTION}, id, 'matrix', 'send_web_request', 'http://127.0.0.1:9/action', '\\x00' from tasks
+  where project_id = ${c.ids['web']!} and name = 'default'
+  on conflict do nothing`;
 
 const endpoints: Endpoint[] = [
   // organizations
@@ -247,6 +275,20 @@ const endpoints: Endpoint[] = [
       values ('0e0e0e0e-0000-4000-8000-000000000001', ${c.ids['main']!}, 'http://doomed.example', ${`doomed-1:${Buffer.alloc(32, 4).toString('base64')}`})
       on conflict do nothing`,
   },
+
+  // events (issue 6): the catalog, webhooks per scope, task actions. The firehose and the live
+  // paths are WebSockets: test/http/live/eventSockets.test.ts covers who may open them.
+  { method: 'GET', path: '/events/catalog', scope: 'user', permission: null },
+  ...webhookRows('/projects/web/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b1', { scope: 'project', role: 'Admin', permission: 'manageWebhooks' }, 'project_id', 'web'),
+  ...webhookRows('/caches/main/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b2', { scope: 'cache', role: 'Admin', permission: 'manageCacheWebhooks' }, 'cache_id', 'main'),
+  ...webhookRows('/admin/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b3', { scope: 'superuser', permission: null }, null, null),
+  { method: 'GET', path: '/tasks/web/default/actions', scope: 'project', role: 'Write', permission: 'manageTasks' },
+  { method: 'PUT', path: '/tasks/web/default/actions', body: (c) => ({ kind: 'send_mail', name: `a-${c.seq()}`, to: ['ops@example.test'] }), scope: 'project', role: 'Write', permission: 'manageTasks' },
+  { method: 'GET', path: `/tasks/web/default/actions/${TASK_ACTION}`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
+  { method: 'PATCH', path: `/tasks/web/default/actions/${TASK_ACTION}`, body: { events: ['build.*'] }, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
+  { method: 'POST', path: `/tasks/web/default/actions/${TASK_ACTION}/rotate-secret`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
+  { method: 'GET', path: `/tasks/web/default/actions/${TASK_ACTION}/deliveries`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
+  { method: 'DELETE', path: `/tasks/web/default/actions/${TASK_ACTION}`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
 ];
 
 interface Keys {

@@ -1,0 +1,55 @@
+// A kiln for benchmarks: in this process, on a fresh database at 127.0.0.1:5432, with a signed-in
+// user and public caches made directly in the database (as test/support/caches.ts does).
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres, { type Sql } from 'postgres';
+import { loadConfig, type OptionPath } from '../config/index.js';
+import { startKiln, type Kiln } from '../cli/kiln.js';
+import { generateCacheKey } from '../services/index.js';
+import { openSecretBox } from '../storage/index.js';
+
+export interface BenchKiln {
+  kiln: Kiln;
+  sql: Sql;
+  baseDir: string;
+  token: string;
+  createCache(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export async function startBenchKiln(overrides: Partial<Record<OptionPath, unknown>> = {}): Promise<BenchKiln> {
+  const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
+  const dbName = `kiln_bench_${process.pid}`;
+  await admin.unsafe(`create database ${dbName}`);
+  const url = `postgres://postgres@127.0.0.1:5432/${dbName}`;
+  const baseDir = await mkdtemp(join(tmpdir(), 'kiln-bench-'));
+  const kiln = await startKiln(loadConfig({
+    scope: 'server', env: {},
+    overrides: { 'database.url': url, port: 0, useTls: false, 'log.level.default': 'error', baseDir, ...overrides },
+  }));
+  const sql = postgres(url, { max: 2, onnotice: () => undefined });
+  const post = async (path: string, body: unknown) => {
+    const res = await fetch(`${kiln.url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.9' }, body: JSON.stringify(body) });
+    if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return ((await res.json()) as { message: unknown }).message;
+  };
+  const user = (await post('/auth/basic/register', { username: 'bench', name: 'Bench', email: 'bench@example.test', password: 'bench-password-1' })) as { id: string };
+  const token = (await post('/auth/basic/login', { loginname: 'bench', password: 'bench-password-1' })) as string;
+  const box = await openSecretBox(sql, { 'secrets.cryptFile': null });
+  return {
+    kiln, sql, baseDir, token,
+    async createCache(name) {
+      const key = generateCacheKey(box, 'bench', name);
+      await sql`insert into caches (name, public, owner_id, key_name, public_key, secret_key)
+                values (${name}, true, ${user.id}, ${key.key_name}, ${key.public_key}, ${key.secret_key})`;
+    },
+    async stop() {
+      await kiln.stop();
+      await sql.end();
+      await admin.unsafe(`drop database ${dbName} with (force)`);
+      await admin.end();
+      await rm(baseDir, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,98 @@
+// Serving the binary cache: narinfo hits and misses at 64 connections, and NAR file throughput,
+// kiln against nginx (one worker, sendfile) serving the very same files, interleaved rounds.
+// Load comes from wrk in its own process.   npx tsx bench/binaryCache.bench.ts [seconds] [rounds]
+import { randomBytes } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeNarStrings, encodeU64, hashNar, narPadding, NIX32_ALPHABET } from '../protocol/index.js';
+import { freePortForBench } from './freePort.js';
+import { startBenchKiln } from './benchKiln.js';
+import { median, startNginx, wrk, WRK_PATHS_SCRIPT } from './loadTools.js';
+
+const seconds = Number(process.argv[2] ?? 5);
+const rounds = Number(process.argv[3] ?? 3);
+const SMALL_PATHS = 1000;
+const LARGE_NARS = 8;
+
+const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32_ALPHABET[b & 31]).join('');
+const narOfFile = (contents: Buffer) => Buffer.concat([
+  encodeNarStrings('nix-archive-1', '(', 'type', 'regular', 'contents'), encodeU64(contents.length), contents,
+  Buffer.alloc(narPadding(contents.length)), encodeNarStrings(')'),
+]);
+
+const bench = await startBenchKiln({ 'nar.maxUploadSize': 64 << 20 });
+await bench.createCache('bench');
+const { kiln, token } = bench;
+
+async function upload(nar: Buffer, name: string): Promise<{ hash: string; fileHash: string }> {
+  const hash = nix32(32);
+  const digest = await hashNar([nar]);
+  const form = new FormData();
+  form.append('narinfo', JSON.stringify({ store_path: `/nix/store/${hash}-${name}`, nar_hash: digest.narHash, nar_size: digest.narSize, references: [] }));
+  form.append('nar', new Blob([nar]), 'x.nar');
+  const res = await fetch(`${kiln.url}/api/v1/caches/bench/nars`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: form });
+  if (!res.ok) throw new Error(`upload: ${res.status} ${await res.text()}`);
+  return { hash, fileHash: ((await res.json()) as { message: { file_hash: string } }).message.file_hash };
+}
+
+const work = await mkdtemp(join(tmpdir(), 'kiln-bench-serve-'));
+const root = join(work, 'www');
+await mkdir(join(root, 'cache', 'bench', 'nar'), { recursive: true });
+const small: { hash: string; fileHash: string }[] = [];
+for (let i = 0; i < SMALL_PATHS; i += 8) {
+  small.push(...(await Promise.all(Array.from({ length: 8 }, (_, j) => upload(narOfFile(randomBytes(1024 + ((i + j) % 3072))), `small-${i + j}`)))));
+}
+const large: { hash: string; fileHash: string }[] = [];
+for (let i = 0; i < LARGE_NARS; i++) large.push(await upload(narOfFile(randomBytes(16 << 20)), `large-${i}`));
+// nginx serves kiln's own bytes: the narinfo text kiln answers, and kiln's stored NAR files.
+for (const { hash, fileHash } of [...small, ...large]) {
+  const text = await (await fetch(`${kiln.url}/cache/bench/${hash}.narinfo`)).text();
+  await writeFile(join(root, 'cache', 'bench', `${hash}.narinfo`), text);
+  await copyFile(join(bench.baseDir, 'blobs', 'nar', `${fileHash}.nar.zst`), join(root, 'cache', 'bench', 'nar', `${fileHash}.nar.zst`));
+}
+const lists = {
+  hits: small.map((p) => `/cache/bench/${p.hash}.narinfo`),
+  misses: Array.from({ length: SMALL_PATHS }, () => `/cache/bench/${nix32(32)}.narinfo`),
+  smallNars: small.map((p) => `/cache/bench/nar/${p.fileHash}.nar.zst`),
+  largeNars: large.map((p) => `/cache/bench/nar/${p.fileHash}.nar.zst`),
+};
+for (const [name, paths] of Object.entries(lists)) await writeFile(join(work, `${name}.txt`), `${paths.join('\n')}\n`);
+const script = join(work, 'paths.lua');
+await writeFile(script, WRK_PATHS_SCRIPT);
+const nginx = await startNginx(work, root, await freePortForBench());
+
+const scenarios = [
+  { name: 'narinfo hit', list: 'hits', connections: 64 },
+  { name: 'narinfo miss (404)', list: 'misses', connections: 64 },
+  { name: 'NAR 1-4 KiB (memory)', list: 'smallNars', connections: 64 },
+  { name: 'NAR 16 MiB (streamed)', list: 'largeNars', connections: 8 },
+];
+type Sample = { rps: number[]; p50: number[]; p99: number[]; mbps: number[]; non2xx: number };
+const samples: Record<string, Sample> = {};
+const record = (key: string, r: Awaited<ReturnType<typeof wrk>>) => {
+  const s = (samples[key] ??= { rps: [], p50: [], p99: [], mbps: [], non2xx: 0 });
+  s.rps.push(r.rps); s.p50.push(r.p50Ms); s.p99.push(r.p99Ms); s.mbps.push(r.bytesPerSec / 1e6); s.non2xx += r.non2xx;
+};
+for (const s of scenarios) await wrk(kiln.url, { connections: s.connections, seconds: 1, pathsFile: join(work, `${s.list}.txt`), script }); // warm-up
+for (let round = 0; round < rounds; round++) {
+  for (const s of scenarios) {
+    for (const [server, url] of [['nginx', nginx.url], ['kiln', kiln.url]] as const) {
+      record(`${s.name}|${server}`, await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script }));
+    }
+  }
+  console.error(`round ${round + 1}/${rounds} done`);
+}
+for (const s of scenarios) {
+  const n = samples[`${s.name}|nginx`]!;
+  const k = samples[`${s.name}|kiln`]!;
+  console.log(JSON.stringify({
+    bench: 'binary-cache', scenario: s.name, connections: s.connections,
+    nginx: { rps: Math.round(median(n.rps)), MBps: Math.round(median(n.mbps)), p50Ms: median(n.p50), p99Ms: median(n.p99), non2xx: n.non2xx },
+    kiln: { rps: Math.round(median(k.rps)), MBps: Math.round(median(k.mbps)), p50Ms: median(k.p50), p99Ms: median(k.p99), non2xx: k.non2xx },
+    ratio: +(median(k.rps) / median(n.rps)).toFixed(3),
+  }));
+}
+await nginx.stop();
+await bench.stop();
+await rm(work, { recursive: true, force: true });

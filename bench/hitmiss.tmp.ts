@@ -1,0 +1,33 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeNarStrings, encodeU64, hashNar, narPadding, NIX32_ALPHABET } from '../protocol/index.js';
+import { startBenchKiln } from './benchKiln.js';
+import { wrk, WRK_PATHS_SCRIPT, median } from './loadTools.js';
+const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32_ALPHABET[b & 31]).join('');
+const narOfFile = (c: Buffer) => Buffer.concat([encodeNarStrings('nix-archive-1', '(', 'type', 'regular', 'contents'), encodeU64(c.length), c, Buffer.alloc(narPadding(c.length)), encodeNarStrings(')')]);
+const bench = await startBenchKiln();
+await bench.createCache('bench');
+const hashes: string[] = [];
+for (let i = 0; i < 200; i++) {
+  const hash = nix32(32); const nar = narOfFile(randomBytes(2000)); const d = await hashNar([nar]);
+  const form = new FormData();
+  form.append('narinfo', JSON.stringify({ store_path: `/nix/store/${hash}-p${i}`, nar_hash: d.narHash, nar_size: d.narSize, references: [] }));
+  form.append('nar', new Blob([nar]), 'x');
+  await fetch(`${bench.kiln.url}/api/v1/caches/bench/nars`, { method: 'POST', headers: { authorization: `Bearer ${bench.token}` }, body: form });
+  hashes.push(hash);
+}
+const work = await mkdtemp(join(tmpdir(), 'hm-'));
+await writeFile(join(work, 'hit.txt'), hashes.map((h) => `/cache/bench/${h}.narinfo`).join('\n') + '\n');
+await writeFile(join(work, 'miss.txt'), hashes.map(() => `/cache/bench/${nix32(32)}.narinfo`).join('\n') + '\n');
+await writeFile(join(work, 'nope.txt'), hashes.map(() => `/nope/${nix32(32)}`).join('\n') + '\n');
+await writeFile(join(work, 's.lua'), WRK_PATHS_SCRIPT);
+const { Session } = await import('node:inspector/promises');
+const session = new Session(); session.connect(); await session.post('Profiler.enable'); await session.post('Profiler.setSamplingInterval', { interval: 100 }); await session.post('Profiler.start');
+const r: Record<string, number[]> = process.env.ONLY ? { [process.env.ONLY]: [] } : { hit: [], miss: [], nope: [] };
+for (let i = 0; i < 3; i++) for (const k of Object.keys(r)) r[k]!.push((await wrk(bench.kiln.url, { connections: 64, seconds: 3, pathsFile: join(work, `${k}.txt`), script: join(work, 's.lua') })).rps);
+const { profile } = await session.post('Profiler.stop');
+await writeFile('/tmp/prof/hm.cpuprofile', JSON.stringify(profile));
+console.log(Object.fromEntries(Object.entries(r).map(([k, v]) => [k, Math.round(median(v))])));
+await bench.stop();

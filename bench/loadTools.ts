@@ -1,0 +1,90 @@
+// nginx and wrk as child processes for the serving benches: the servers under test share the
+// machine, never an event loop, and no exec blocks the process that hosts kiln.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+
+export interface Nginx {
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** nginx with one worker (kiln serves from one event loop) over `root`, on `port`. */
+export async function startNginx(dir: string, root: string, port: number): Promise<Nginx> {
+  const conf = join(dir, 'nginx.conf');
+  await writeFile(conf, `
+user root;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log error;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 1000000;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  types { text/x-nix-narinfo narinfo; application/x-nix-nar zst; }
+  server { listen 127.0.0.1:${port}; root ${root}; location / { } }
+}
+`);
+  const child: ChildProcess = spawn('/usr/sbin/nginx', ['-p', dir, '-c', conf, '-g', 'daemon off;'], { stdio: 'inherit' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    if (await fetch(`${url}/`).then(() => true, () => false)) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url,
+    stop: () => new Promise<void>((resolve) => {
+      child.once('exit', () => resolve());
+      child.kill('SIGQUIT');
+    }),
+  };
+}
+
+export interface WrkResult {
+  rps: number;
+  p50Ms: number;
+  p99Ms: number;
+  bytesPerSec: number;
+  non2xx: number;
+}
+
+const unit = (value: string, units: Record<string, number>): number => {
+  const m = /^([\d.]+)([a-zA-Z]*)$/.exec(value.trim());
+  if (!m) throw new Error(`cannot read ${JSON.stringify(value)} from wrk`);
+  return Number(m[1]) * (units[m[2]!] ?? 1);
+};
+const MS = { us: 0.001, ms: 1, s: 1000 };
+const BYTES = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
+
+/** wrk with --latency; `pathsFile` lists request paths, used round-robin by each connection. */
+export async function wrk(url: string, opts: { connections: number; seconds: number; pathsFile?: string; script: string }): Promise<WrkResult> {
+  const args = ['-t2', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', opts.script, url];
+  const { stdout } = await promisify(execFile)('wrk', args, { env: { ...process.env, PATHS_FILE: opts.pathsFile ?? '' }, maxBuffer: 1 << 20 });
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
+  const p50 = unit(/\n\s+50%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaN', MS);
+  const p99 = unit(/\n\s+99%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaN', MS);
+  const transfer = unit(/Transfer\/sec:\s+(\S+)/.exec(stdout)?.[1] ?? '0B', BYTES);
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
+  return { rps, p50Ms: p50, p99Ms: p99, bytesPerSec: transfer, non2xx };
+}
+
+/** The Lua for wrk: every connection walks the paths file round-robin from a random start. */
+export const WRK_PATHS_SCRIPT = `
+local paths = {}
+for line in io.lines(os.getenv("PATHS_FILE")) do paths[#paths + 1] = line end
+local i = math.random(#paths)
+request = function()
+  i = i % #paths + 1
+  return wrk.format("GET", paths[i])
+end
+`;
+
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;

@@ -1,0 +1,51 @@
+// Ingest of a 512 MiB NAR by chunked upload (32 MiB chunks from a client process, then finalize:
+// parse, NarHash, listing, reference scan, zstd, FileHash, durable blob, rows) against
+// `zstd -1 -T2 | sha256sum` over the same bytes, interleaved rounds, medians.
+//   npx tsx bench/narIngest.bench.ts [rounds]      (needs bench/data/pipeline-512m.nar: run nar-pipeline.bench.ts once)
+import { execFile } from 'node:child_process';
+import { createReadStream, existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { hashNar } from '../protocol/index.js';
+import { startBenchKiln } from './benchKiln.js';
+import { median } from './loadTools.js';
+
+const rounds = Number(process.argv[2] ?? 3);
+const narFile = join(import.meta.dirname, 'data', 'pipeline-512m.nar');
+if (!existsSync(narFile)) throw new Error(`${narFile} is missing: run \`npx tsx bench/nar-pipeline.bench.ts\` once to generate it`);
+const bytes = statSync(narFile).size;
+const digest = await hashNar(createReadStream(narFile, { highWaterMark: 1 << 20 }));
+const run = promisify(execFile);
+
+const bench = await startBenchKiln({ 'nar.maxUploadSize': 1 << 30 });
+const baseline: number[] = [];
+const kiln: number[] = [];
+const timed = async (work: () => Promise<unknown>) => {
+  const t0 = performance.now();
+  await work();
+  return performance.now() - t0;
+};
+await run('sh', ['-c', `cat '${narFile}' > /dev/null`]); // the page cache, for both
+for (let round = 0; round < rounds; round++) {
+  baseline.push(await timed(() => run('sh', ['-c', `zstd -1 -T2 -q -c '${narFile}' | sha256sum`])));
+  // A cache per round: the same path in the same cache would be "held" and skip the work.
+  const cache = `ingest-${round}`;
+  await bench.createCache(cache);
+  const hash = '0c8mpcmk6vjh4wvcr8rdl91nr2ksdqk0';
+  const narinfo = JSON.stringify({ store_path: `/nix/store/${hash}-bench-512m`, nar_hash: digest.narHash, nar_size: digest.narSize, references: [] });
+  let phases = '';
+  kiln.push(await timed(async () => {
+    const { stdout } = await run(process.execPath, [join(import.meta.dirname, 'chunkedUpload.mjs'), `${bench.kiln.url}/api/v1/caches/${cache}/nars/${hash}`, bench.token, narFile, narinfo], { maxBuffer: 1 << 20 });
+    const p = JSON.parse(stdout) as { chunksMs: number; finalizeMs: number };
+    phases = `chunks ${Math.round(p.chunksMs)} ms + finalize ${Math.round(p.finalizeMs)} ms`;
+  }));
+  console.error(`round ${round + 1}/${rounds}: baseline ${Math.round(baseline.at(-1)!)} ms, kiln ${Math.round(kiln.at(-1)!)} ms (${phases})`);
+}
+const mib = bytes / 2 ** 20;
+console.log(JSON.stringify({
+  bench: 'nar-ingest', narMiB: Math.round(mib), rounds,
+  baseline: { what: 'zstd -1 -T2 | sha256sum', ms: Math.round(median(baseline)), MiBps: Math.round(mib / (median(baseline) / 1000)) },
+  kiln: { what: 'chunked upload (32 MiB) + finalize', ms: Math.round(median(kiln)), MiBps: Math.round(mib / (median(kiln) / 1000)) },
+  throughputRatio: +(median(baseline) / median(kiln)).toFixed(3),
+}));
+await bench.stop();

@@ -1,0 +1,46 @@
+import { ApiError, CreateWebhookBody, DeliveryListQuery, ProjectRef, ResourceName, UpdateWebhookBody } from '../../../protocol/index.js';
+import type { Principal, WebhookScopeRef, WebhooksService } from '../../../services/index.js';
+import type { Req } from '../../request.js';
+import type { Router } from '../../router.js';
+
+// Webhooks per scope (spec: Webhooks): /projects/{project}/webhooks, /caches/{cache}/webhooks and
+// /admin/webhooks, each with the same sub-resources:
+//   GET, PUT (or POST)              list, create (the answer carries the secret, once)
+//   GET, PATCH, DELETE /{id}
+//   POST /{id}/rotate-secret        a new secret, shown once
+//   POST /{id}/test                 webhook.ping at once; answers the recorded delivery
+//   GET /{id}/deliveries[?page=&per_page=&status=], GET /{id}/deliveries/{delivery}
+
+type ScopeOf = (req: Req<Principal>) => WebhookScopeRef;
+
+const scopes: readonly { prefix: string; scope: ScopeOf }[] = [
+  { prefix: '/projects/:project/webhooks', scope: (req) => ({ kind: 'project', project: req.param('project', ProjectRef) }) },
+  { prefix: '/caches/:cache/webhooks', scope: (req) => ({ kind: 'cache', cache: req.param('cache', ResourceName) }) },
+  { prefix: '/admin/webhooks', scope: () => ({ kind: 'instance' }) },
+];
+
+export function deliveryQuery(req: Req<Principal>): DeliveryListQuery {
+  const parsed = DeliveryListQuery.safeParse(Object.fromEntries(req.query));
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new ApiError(400, 'invalid_query', `${issue?.path.join('.') || 'query'}: ${issue?.message ?? 'invalid'}`);
+  }
+  return parsed.data;
+}
+
+export function webhooksRoutes(r: Router<Principal>, webhooks: WebhooksService): void {
+  for (const { prefix, scope } of scopes) {
+    const id = (req: Req<Principal>) => req.param<string>('id');
+    const create = async (req: Req<Principal>) => webhooks.create(req.principal, scope(req), await req.body(CreateWebhookBody));
+    r.get(prefix, (req) => webhooks.list(req.principal, scope(req)));
+    r.put(prefix, create);
+    r.post(prefix, create);
+    r.get(`${prefix}/:id`, (req) => webhooks.get(req.principal, scope(req), id(req)));
+    r.patch(`${prefix}/:id`, async (req) => webhooks.update(req.principal, scope(req), id(req), await req.body(UpdateWebhookBody)));
+    r.del(`${prefix}/:id`, (req) => webhooks.remove(req.principal, scope(req), id(req)));
+    r.post(`${prefix}/:id/rotate-secret`, (req) => webhooks.rotateSecret(req.principal, scope(req), id(req)));
+    r.post(`${prefix}/:id/test`, (req) => webhooks.test(req.principal, scope(req), id(req)));
+    r.get(`${prefix}/:id/deliveries`, (req) => webhooks.deliveries(req.principal, scope(req), id(req), deliveryQuery(req)));
+    r.get(`${prefix}/:id/deliveries/:delivery`, (req) => webhooks.delivery(req.principal, scope(req), id(req), req.param<string>('delivery')));
+  }
+}

@@ -1,0 +1,19 @@
+import type { Config } from '../../config/index.js';
+import type { BinaryCacheAccess, NarUploadService, Upstreams } from '../../services/index.js';
+import type { NarStorage, RateLimiter } from '../../storage/index.js';
+import type { CidrSet } from '../clientAddress.js';
+import type { CacheExtras } from './extras.js';
+
+/** What the binary cache routes are built from (http/routes.ts assembles it). */
+export interface CacheRouteDeps {
+  access: BinaryCacheAccess;
+  nars: NarStorage;
+  uploads: NarUploadService;
+  rateLimiter: RateLimiter;
+  config: Pick<Config, 'nar.smallBytes' | 'nar.maxUploadSize' | 's3.enable'>;
+  /** http.localIps: clients that get a cache's local_priority */
+  localIps: CidrSet;
+  extras: CacheExtras;
+  /** the cache's upstream caches: narinfo misses are asked there (services/upstreams.ts) */
+  upstreams?: Pick<Upstreams, 'lookupUpstreamNarinfo' | 'openUpstreamNar'>;
+}

@@ -1,0 +1,74 @@
+// GET nar/<filehash>.nar.zst: the stored file, as is (no Content-Encoding: Nix decompresses it
+// itself), always with Content-Length, a single Range as 206, and 404 decided before the first
+// byte. Small files come from memory; with S3, larger ones are a redirect to a presigned URL.
+import type { BinaryCache, Principal } from '../../services/index.js';
+import type { BlobRead } from '../../storage/index.js';
+import { bytesReply, emptyReply, errorReply, streamReply, type Reply } from '../reply.js';
+import type { Req } from '../request.js';
+import type { Router } from '../router.js';
+import { parseRange } from './byteRange.js';
+import type { CacheRouteDeps } from './cacheDeps.js';
+import { isCache, readableCache } from './cacheGate.js';
+import { stagedNixFile } from './stagedNixFile.js';
+
+const STORED_FILE = /^([0-9a-df-np-sv-z]{52})\.nar\.zst$/;
+/** A presigned URL outlives any sane download start; the client follows it at once. */
+const PRESIGN_SECS = 3600;
+
+/** Opens the blob on first read, so a HEAD request (never read) holds no file or connection. */
+function lazyBody(open: () => Promise<BlobRead | null>, what: string): AsyncIterable<Uint8Array> {
+  return {
+    async *[Symbol.asyncIterator]() {
+      const read = await open();
+      if (read === null) throw new Error(`${what} vanished from storage after it was found`);
+      try {
+        yield* read.body;
+      } finally {
+        read.cancel();
+      }
+    },
+  };
+}
+
+async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: BinaryCache, fileHash: string, fileSize: number): Promise<Reply> {
+  const headers = {
+    'Content-Type': 'application/x-nix-nar',
+    'Accept-Ranges': 'bytes',
+    // Content-addressed: the bytes under this name never change.
+    'Cache-Control': `${cache.public ? 'public' : 'private'}, max-age=31536000, immutable`,
+  };
+  const range = parseRange(req.header('range'), fileSize);
+  if (range.kind === 'unsatisfiable') return errorReply(416, 'range_not_satisfiable', `the file has ${fileSize} bytes; the range ${req.header('range')} lies outside it`, { 'Content-Range': `bytes */${fileSize}` });
+  const { reads } = deps.nars;
+  if (fileSize > deps.config['nar.smallBytes'] && deps.config['s3.enable']) {
+    const url = await reads.presignedNar(fileHash, PRESIGN_SECS);
+    if (url !== null) return emptyReply(302, { Location: url, 'Cache-Control': 'no-store' });
+  }
+  const part: Record<string, string> = range.kind === 'part' ? { 'Content-Range': `bytes ${range.start}-${range.end}/${fileSize}` } : {};
+  const status = range.kind === 'part' ? 206 : 200;
+  if (fileSize <= deps.config['nar.smallBytes']) {
+    const bytes = await reads.smallNar(fileHash);
+    if (bytes === null) return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
+    return bytesReply(status, range.kind === 'part' ? bytes.subarray(range.start, range.end + 1) : bytes, { ...headers, ...part });
+  }
+  if ((await deps.nars.blobs.stat(`nar/${fileHash}.nar.zst`)) === null) {
+    return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
+  }
+  const blobRange = range.kind === 'part' ? { start: range.start, end: range.end } : undefined;
+  const length = range.kind === 'part' ? range.end - range.start + 1 : fileSize;
+  return streamReply(status, length, lazyBody(() => reads.openNar(fileHash, blobRange), `NAR file ${fileHash}`), { ...headers, ...part });
+}
+
+export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
+  r.get('/nar/:file', async (req) => {
+    const cache = await readableCache(deps.access, req);
+    if (!isCache(cache)) return cache;
+    const file = req.param<string>('file');
+    const stored = STORED_FILE.exec(file);
+    const known = stored ? await deps.nars.reads.narFile(cache.id, stored[1]!) : null;
+    if (stored && known) return serveStored(deps, req, cache, stored[1]!, known.fileSize);
+    // `nix copy` asks (HEAD) whether a file it is about to upload is there yet.
+    const staged = await stagedNixFile(deps, req, cache, file);
+    return staged ?? errorReply(404, 'not_found', `cache "${cache.name}" has no file nar/${file}`);
+  });
+}

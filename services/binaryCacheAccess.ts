@@ -1,0 +1,172 @@
+// Who may read or write a cache at the binary cache paths (spec: Authentication 7): public caches
+// are open, private ones take HTTP Basic with any user name and a session token or API key as the
+// password. These answers are asked for on every narinfo and NAR request, so they are remembered
+// briefly: a cache change or a revoked credential takes effect here within seconds.
+import { createHash } from 'node:crypto';
+import type { Sql } from 'postgres';
+import type { SigningKey } from '../protocol/index.js';
+import type { SecretBox } from '../storage/index.js';
+import { accessOf } from './access.js';
+import { cachePublicKeyText, openCacheKey } from './cacheKeys.js';
+import { anonymous, type Principal } from './principal.js';
+import { cacheTarget, findCache } from './targets.js';
+
+/** How long a cache's settings and a caller's access are trusted without asking the database. */
+export const CACHE_SETTINGS_TTL_MS = 5_000;
+export const CREDENTIALS_TTL_MS = 10_000;
+
+export interface BinaryCache {
+  id: string;
+  name: string;
+  public: boolean;
+  active: boolean;
+  priority: number;
+  /** applied instead of `priority` for clients in http.localIps when non-zero */
+  localPriority: number;
+  signingKey: SigningKey;
+  /** `<key name>:<base64>`, what trusted-public-keys takes */
+  publicKey: string;
+}
+
+export type CacheAccess =
+  | { kind: 'granted'; cache: BinaryCache; principal: Principal; canWrite: boolean }
+  /** private cache, no credentials: 401 with a Basic challenge */
+  | { kind: 'challenge' }
+  /** no such cache, an inactive one, or one the caller may not see: 404 */
+  | { kind: 'hidden' };
+
+export interface BinaryCacheAccessDeps {
+  sql: Sql;
+  secretBox: SecretBox;
+  /** the identity helper's HTTP Basic check (http/authenticate.ts); null without Basic credentials */
+  authenticateBasic(header: string | undefined, peerAddress: string): Promise<Principal | null>;
+  now?: () => number;
+}
+
+export interface BinaryCacheAccess {
+  /** What resolve() answered for these arguments within the last seconds, without waiting; undefined when it must ask. */
+  peek(name: string, authorization: string | undefined, peerAddress: string): CacheAccess | undefined;
+  /** The cache `name` as the request's Authorization header may see it. ApiError 401/403 for bad credentials. */
+  resolve(name: string, authorization: string | undefined, peerAddress: string): Promise<CacheAccess>;
+  /** Forgets what this process remembers of a cache (after its settings changed or it was deleted). */
+  forgetCache(name: string): void;
+}
+
+interface CacheRow {
+  id: string;
+  name: string;
+  public: boolean;
+  active: boolean;
+  priority: number;
+  local_priority: number;
+  key_name: string;
+  public_key: Buffer;
+  secret_key: Buffer;
+}
+
+interface Remembered<T> {
+  value: T;
+  until: number;
+}
+
+const principalKey = (p: Principal): string => (p.kind === 'user' ? (p.via === 'key' ? `k:${p.keyId}` : `s:${p.sessionId}`) : 'anonymous');
+
+export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAccess {
+  const now = deps.now ?? Date.now;
+  const caches = new Map<string, Remembered<BinaryCache | null>>();
+  const credentials = new Map<string, Remembered<Principal>>();
+  const decisions = new Map<string, Remembered<{ visible: boolean; canWrite: boolean }>>();
+  // The whole answer per (cache, credentials, address): a narinfo request then costs one lookup.
+  const answers = new Map<string, Remembered<CacheAccess>>();
+  const fresh = <T>(entry: Remembered<T> | undefined): entry is Remembered<T> => entry !== undefined && entry.until > now();
+  const prune = <T>(map: Map<string, Remembered<T>>) => {
+    if (map.size < 10_000) return;
+    for (const [key, entry] of map) if (!fresh(entry)) map.delete(key);
+  };
+
+  async function cacheNamed(name: string): Promise<BinaryCache | null> {
+    const key = name.toLowerCase();
+    const known = caches.get(key);
+    if (fresh(known)) return known.value;
+    const [row] = await deps.sql<CacheRow[]>`
+      select id, name, public, active, priority, local_priority, key_name, public_key, secret_key from caches where name = ${name}`;
+    const cache: BinaryCache | null = row
+      ? {
+          id: row.id,
+          name: row.name,
+          public: row.public,
+          active: row.active,
+          priority: row.priority,
+          localPriority: row.local_priority,
+          signingKey: openCacheKey(deps.secretBox, row),
+          publicKey: cachePublicKeyText(row),
+        }
+      : null;
+    prune(caches);
+    caches.set(key, { value: cache, until: now() + CACHE_SETTINGS_TTL_MS });
+    return cache;
+  }
+
+  async function principalOf(authorization: string | undefined, peerAddress: string): Promise<Principal> {
+    if (!authorization) return anonymous;
+    // API keys may be limited to source addresses, so the address is part of what is remembered.
+    const key = createHash('sha256').update(`${peerAddress}\n${authorization}`).digest('base64');
+    const known = credentials.get(key);
+    if (fresh(known)) return known.value;
+    const principal = (await deps.authenticateBasic(authorization, peerAddress)) ?? anonymous;
+    prune(credentials);
+    credentials.set(key, { value: principal, until: now() + CREDENTIALS_TTL_MS });
+    return principal;
+  }
+
+  async function decide(cache: BinaryCache, who: Principal): Promise<{ visible: boolean; canWrite: boolean }> {
+    const key = `${cache.id}|${principalKey(who)}`;
+    const known = decisions.get(key);
+    if (fresh(known)) return known.value;
+    let decision = { visible: cache.public, canWrite: false };
+    if (who.kind === 'user') {
+      const row = await findCache(deps.sql, who, cache.name);
+      if (row) {
+        const access = accessOf(who, cacheTarget(row));
+        decision = { visible: access.visible, canWrite: access.permissions.has('writeStore') };
+      }
+    }
+    prune(decisions);
+    decisions.set(key, { value: decision, until: now() + CREDENTIALS_TTL_MS });
+    return decision;
+  }
+
+  // Anonymous answers do not depend on the address; a credential's may (allowed_ips).
+  const answerKey = (name: string, authorization: string | undefined, peerAddress: string) =>
+    authorization ? `${name.toLowerCase()}\n${peerAddress}\n${authorization}` : name.toLowerCase();
+
+  return {
+    peek(name, authorization, peerAddress) {
+      const known = answers.get(answerKey(name, authorization, peerAddress));
+      return fresh(known) ? known.value : undefined;
+    },
+
+    async resolve(name, authorization, peerAddress) {
+      const key = answerKey(name, authorization, peerAddress);
+      const known = answers.get(key);
+      if (fresh(known)) return known.value;
+      const cache = await cacheNamed(name);
+      let answer: CacheAccess;
+      if (cache === null || !cache.active) answer = { kind: 'hidden' };
+      else {
+        const principal = await principalOf(authorization, peerAddress);
+        const { visible, canWrite } = await decide(cache, principal);
+        if (visible) answer = { kind: 'granted', cache, principal, canWrite };
+        else answer = principal.kind === 'anonymous' ? { kind: 'challenge' } : { kind: 'hidden' };
+      }
+      prune(answers);
+      answers.set(key, { value: answer, until: now() + CACHE_SETTINGS_TTL_MS });
+      return answer;
+    },
+    forgetCache(name) {
+      caches.delete(name.toLowerCase());
+      answers.clear();
+      for (const key of decisions.keys()) decisions.delete(key);
+    },
+  };
+}

@@ -1,0 +1,43 @@
+import { ApiError, type EventScope } from '../protocol/index.js';
+import type { WebhookScope } from '../storage/index.js';
+import { isSuperuser, type Principal } from './principal.js';
+import type { Queryable } from './queryable.js';
+import { demandCache, demandProjectRef } from './targets.js';
+
+// Who may manage which webhooks (spec: Webhooks): a project's need manageWebhooks on the project, a
+// cache's manageCacheWebhooks on the cache, the instance's a superuser. A caller who cannot see the
+// project or cache gets 404, as everywhere.
+
+export type WebhookScopeRef = { kind: 'project'; project: string } | { kind: 'cache'; cache: string } | { kind: 'instance' };
+
+export interface ResolvedWebhookScope {
+  scope: WebhookScope;
+  /** the scope of the events kiln emits about this scope (webhook.ping) */
+  eventScope: EventScope;
+  /** "org/project" or the cache name, for views and pings */
+  project?: string;
+  cache?: string;
+}
+
+/** The seam the webhook service checks permissions through; tests and the lead may pass another. */
+export type WebhookAuthorizer = (who: Principal, ref: WebhookScopeRef) => Promise<ResolvedWebhookScope>;
+
+export function accessWebhookAuthorizer(sql: Queryable): WebhookAuthorizer {
+  return async (who, ref) => {
+    if (ref.kind === 'project') {
+      const { row } = await demandProjectRef(sql, who, ref.project, 'manageWebhooks');
+      return { scope: { kind: 'project', projectId: row.id }, eventScope: { projectId: row.id, organizationId: row.organization_id }, project: `${row.organization}/${row.name}` };
+    }
+    if (ref.kind === 'cache') {
+      const { row } = await demandCache(sql, who, ref.cache, 'manageCacheWebhooks');
+      return { scope: { kind: 'cache', cacheId: row.id }, eventScope: { cacheId: row.id }, cache: row.name };
+    }
+    if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'this needs a signed-in user');
+    if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', 'instance webhooks are for superusers');
+    // A pinned key sees only its project or cache (spec: Authentication 4), never the instance.
+    if (who.via === 'key' && (who.projectId !== null || who.cacheId !== null)) {
+      throw new ApiError(403, 'forbidden', 'a key pinned to a project or cache cannot manage instance webhooks');
+    }
+    return { scope: { kind: 'instance' }, eventScope: {} };
+  };
+}

@@ -1,0 +1,49 @@
+// The last step of every upload: make the blob durable, then write the cached path and the cache's
+// signature row in one transaction. The per-file advisory lock is held from before the put to the
+// commit, so a concurrent deleter of the same blob (pathDeletion.ts, the sweeper) either finishes
+// before the put (which then brings the blob back) or sees this row and leaves the blob alone.
+import { rm } from 'node:fs/promises';
+import type { Sql } from 'postgres';
+import type { BlobStore } from '../blobs/index.js';
+import { narBlobKey } from './narLocations.js';
+import { fileIsReferenced, insertCachedPath, insertPathSignature, lockCachedPath, lockNarFile, type CachedPathInsert } from './sql/index.js';
+import { UploadProblem } from './uploadProblem.js';
+
+export interface IngestCommit extends CachedPathInsert {
+  cacheId: string;
+  signature: string;
+  /** the zstd file the ingest pass wrote; taken over by the blob store or removed */
+  zstdFile: string;
+}
+
+export interface CommitOutcome {
+  status: 'added' | 'held';
+  /** the file the cache serves the path from: this upload's, or the one stored when another cache brought the same NAR */
+  fileHash: string;
+  fileSize: number;
+}
+
+export async function commitIngest(sql: Sql, blobs: BlobStore, commit: IngestCommit): Promise<CommitOutcome> {
+  try {
+    return await sql.begin(async (tx) => {
+      // Another cache brought this very NAR: sign that row, store nothing. (Its file may differ
+      // from this upload's bytes, e.g. compressed by another zstd version; both are the same NAR.)
+      let stored = await lockCachedPath(tx, commit.hashPart, commit.narHash);
+      if (stored === null) {
+        await lockNarFile(tx, commit.fileHash);
+        // A referenced blob exists (the invariant), so identical bytes are not stored twice.
+        if (!(await fileIsReferenced(tx, commit.fileHash))) await blobs.put(narBlobKey(commit.fileHash), commit.zstdFile, commit.fileSize);
+        // A concurrent upload may have inserted it since the lookup: insertCachedPath returns that row then.
+        stored = await insertCachedPath(tx, commit);
+      }
+      const outcome = await insertPathSignature(tx, { cacheId: commit.cacheId, hashPart: commit.hashPart, cachedPathId: stored.id, signature: commit.signature });
+      if (outcome === 'conflict') {
+        throw new UploadProblem('path_exists', `the cache already holds another NAR of ${commit.storePath}; delete it from the cache first`);
+      }
+      return { status: outcome, fileHash: stored.fileHash, fileSize: stored.fileSize };
+    });
+  } finally {
+    // Still there when the blob was already stored, or when the put failed (the store leaves it).
+    await rm(commit.zstdFile, { force: true });
+  }
+}

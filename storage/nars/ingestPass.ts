@@ -1,0 +1,45 @@
+// The CPU work of an ingest, in one of two ways, with one result: the checked digest, listing and
+// references of the NAR, and the stored zstd file (fixed frames, so both ways write the same bytes).
+// - an uncompressed staged NAR (REST uploads): the check pass and the frames run in parallel in the
+//   CPU pool, and a chunked upload's frames were mostly compressed while its chunks arrived;
+// - a compressed one (`nix copy`): one pass that decompresses, checks and compresses.
+import type { CpuPool } from '../cpuPool.js';
+import type { StagingArea } from './narLocations.js';
+import type { NarFrameSets } from './narFrameSets.js';
+
+export interface PassRequest {
+  source: string;
+  compression: string;
+  narSize: number;
+  /** hash parts of the declared references */
+  references: string[];
+  zstdLevel: number;
+  /** where the frames of this staged upload live; a temporary directory when absent */
+  framesDir?: string;
+}
+
+export type PassResult =
+  | { ok: true; narHash: string; narSize: number; listing: string; missingReferences: string[]; zstdFile: string; fileHash: string; fileSize: number }
+  | { ok: false; field: 'nar' | 'NarSize' | 'Compression'; reason: string };
+
+export async function runIngestPass(cpu: CpuPool, frames: NarFrameSets, staging: StagingArea, request: PassRequest): Promise<PassResult> {
+  const zstdFile = staging.tempFile('.nar.zst');
+  const isNone = request.compression === 'none' || request.compression === '';
+  if (!isNone) {
+    const result = await cpu.run('ingestStagedNar', { ...request, output: zstdFile });
+    return result.ok ? { ...result, zstdFile } : result;
+  }
+  const dir = request.framesDir ?? staging.tempFile('.frames');
+  try {
+    const [checked, frameFiles] = await Promise.all([
+      cpu.run('verifyStagedNar', { source: request.source, narSize: request.narSize, references: request.references }),
+      frames.complete(dir, request.source, request.narSize),
+    ]);
+    if (!checked.ok) return checked;
+    const file = await cpu.run('joinNarFrames', { frames: frameFiles, output: zstdFile });
+    return { ...checked, ...file, zstdFile };
+  } finally {
+    // A staged upload keeps its frames for another finalize until it is ingested or abandoned.
+    if (request.framesDir === undefined) await frames.discard(dir);
+  }
+}

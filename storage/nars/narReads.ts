@@ -1,0 +1,128 @@
+// What the binary cache routes read, with the hot cache in front: a narinfo hit never touches the
+// database while its entry lives, and concurrent misses of one key share one query. Entries about
+// a cache's contents expire (another server process may have changed them); NAR bytes are
+// content-addressed and never go stale.
+import type { Sql } from 'postgres';
+import { renderNarinfo } from '../../protocol/index.js';
+import type { BlobRange, BlobRead, BlobStore } from '../blobs/index.js';
+import type { FetchRecorder } from './fetchRecorder.js';
+import type { HotCache } from './hotCache.js';
+import { narBlobKey, narUrl } from './narLocations.js';
+import { findCacheFile, findListingRow, findNarinfoRow, type ListingRow, type NarinfoRow } from './sql/index.js';
+
+/** How long this process trusts what it learned about a cache's contents. */
+export const POSITIVE_TTL_MS = 60_000;
+/** Misses are remembered briefly: Nix asks again for paths it has just been told are missing. */
+export const NEGATIVE_TTL_MS = 5_000;
+
+export type HotValue = Buffer | { fileSize: number } | null;
+
+export interface NarReads {
+  /** The signed narinfo text of a path the cache holds, or null. */
+  narinfo(cacheId: string, hashPart: string): Promise<Buffer | null>;
+  /** The stored file's size when a path of this cache points at it, or null. */
+  narFile(cacheId: string, fileHash: string): Promise<{ fileSize: number } | null>;
+  /** A whole small NAR file from memory or storage; null when the blob is missing. */
+  smallNar(fileHash: string): Promise<Buffer | null>;
+  /** A NAR file (or a range of it) from storage. */
+  openNar(fileHash: string, range?: BlobRange): Promise<BlobRead | null>;
+  /** A URL the client may fetch the file from directly, or null when the store has none. */
+  presignedNar(fileHash: string, expiresSecs: number): Promise<string | null>;
+  /** The .ls listing of a path the cache holds (not kept in memory: its routes are rate limited). */
+  listing(cacheId: string, hashPart: string): Promise<ListingRow | null>;
+  /** Forgets what this process knows of a path in a cache (after an upload or a delete). */
+  forget(cacheId: string, hashPart: string, fileHash?: string): void;
+}
+
+export interface NarReadsDeps {
+  sql: Sql;
+  blobs: BlobStore;
+  hot: HotCache<HotValue>;
+  fetches: FetchRecorder;
+  /** nar.smallBytes: NAR files up to this size are kept in memory */
+  smallBytes: number;
+}
+
+const narinfoKey = (cacheId: string, hashPart: string) => `i:${cacheId}:${hashPart}`;
+const fileKey = (cacheId: string, fileHash: string) => `f:${cacheId}:${fileHash}`;
+const bytesKey = (fileHash: string) => `b:${fileHash}`;
+
+export function renderStoredNarinfo(row: NarinfoRow): string {
+  return renderNarinfo({
+    storePath: row.storePath,
+    url: narUrl(row.fileHash),
+    compression: 'zstd',
+    fileHash: `sha256:${row.fileHash}`,
+    fileSize: row.fileSize,
+    narHash: row.narHash,
+    narSize: row.narSize,
+    references: row.references,
+    ...(row.deriver === null ? {} : { deriver: row.deriver }),
+    sigs: [row.signature],
+    ...(row.ca === null ? {} : { ca: row.ca }),
+  });
+}
+
+export function narReads(deps: NarReadsDeps): NarReads {
+  const { sql, blobs, hot, fetches } = deps;
+  const inflight = new Map<string, Promise<unknown>>();
+  const once = <T>(key: string, load: () => Promise<T>): Promise<T> => {
+    const running = inflight.get(key) as Promise<T> | undefined;
+    if (running) return running;
+    const started = load().finally(() => inflight.delete(key));
+    inflight.set(key, started);
+    return started;
+  };
+
+  return {
+    async narinfo(cacheId, hashPart) {
+      const key = narinfoKey(cacheId, hashPart);
+      let text = hot.get(key) as Buffer | null | undefined;
+      if (text === undefined) {
+        text = await once(key, async () => {
+          const row = await findNarinfoRow(sql, cacheId, hashPart);
+          const value = row === null ? null : Buffer.from(renderStoredNarinfo(row));
+          hot.set(key, value, value?.length ?? 0, value === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
+          return value;
+        });
+      }
+      if (text !== null) fetches.record(cacheId, hashPart);
+      return text;
+    },
+
+    async narFile(cacheId, fileHash) {
+      const key = fileKey(cacheId, fileHash);
+      const known = hot.get(key) as { fileSize: number } | null | undefined;
+      if (known !== undefined) return known;
+      return once(key, async () => {
+        const found = await findCacheFile(sql, cacheId, fileHash);
+        hot.set(key, found, 16, found === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
+        return found;
+      });
+    },
+
+    async smallNar(fileHash) {
+      const key = bytesKey(fileHash);
+      const known = hot.get(key) as Buffer | undefined;
+      if (known !== undefined) return known;
+      return once(key, async () => {
+        const read = await blobs.get(narBlobKey(fileHash));
+        if (read === null) return null;
+        const chunks: Uint8Array[] = [];
+        for await (const chunk of read.body) chunks.push(chunk);
+        const bytes = Buffer.concat(chunks);
+        hot.set(key, bytes, bytes.length);
+        return bytes;
+      });
+    },
+
+    openNar: (fileHash, range) => blobs.get(narBlobKey(fileHash), range),
+    presignedNar: (fileHash, expiresSecs) => blobs.presignedUrl(narBlobKey(fileHash), expiresSecs),
+    listing: (cacheId, hashPart) => findListingRow(sql, cacheId, hashPart),
+
+    forget(cacheId, hashPart, fileHash) {
+      hot.delete(narinfoKey(cacheId, hashPart));
+      if (fileHash !== undefined) hot.delete(fileKey(cacheId, fileHash));
+    },
+  };
+}

@@ -1,0 +1,105 @@
+// The binary cache's storage, assembled once by the composition root (cli/kiln.ts) and shared by
+// the cache routes, the REST upload routes and the NAR management service, so that all of them
+// see one hot cache: an upload or delete made through any of them is visible at once in this process.
+import type { Logger } from 'pino';
+import type { Sql } from 'postgres';
+import type { Config } from '../../config/index.js';
+import type { BlobStore } from '../blobs/index.js';
+import type { CpuPool } from '../cpuPool.js';
+import { fetchRecorder, type FetchRecorder } from './fetchRecorder.js';
+import { HotCache } from './hotCache.js';
+import { stagingArea, type StagingArea } from './narLocations.js';
+import { narReads, type HotValue, type NarReads } from './narReads.js';
+import { narUploads, type NarUploads } from './narUploads.js';
+import { NarFrameSets } from './narFrameSets.js';
+import { STORED_ZSTD_LEVEL } from './ingest.js';
+import { deleteBlobIfUnreferenced, removePathFromCache, type PathRemoval } from './pathDeletion.js';
+import { localNarFile } from './storedNarFile.js';
+import { sweepNarStorage, type SweepReport } from './sweeper.js';
+import type { IngestOutcome } from './ingest.js';
+import type { FinalizeRequest } from './narUploads.js';
+import { UploadProblem } from './uploadProblem.js';
+
+export type NarStorageConfig = Pick<
+  Config,
+  'baseDir' | 'nar.hotCacheBytes' | 'nar.smallBytes' | 'nar.maxUploadSize' | 'nar.partialTtlSecs' | 'gc.narUploadGraceHours' | 'gc.intervalSecs'
+>;
+
+export interface NarStorageDeps {
+  /** the binary cache's pool (database.cache.*) */
+  sql: Sql;
+  blobs: BlobStore;
+  cpu: CpuPool;
+  config: NarStorageConfig;
+  log: Logger;
+}
+
+export interface NarStorage {
+  readonly blobs: BlobStore;
+  readonly staging: StagingArea;
+  readonly reads: NarReads;
+  readonly uploads: NarUploads;
+  readonly fetches: FetchRecorder;
+  /** Inside the request's transaction (the NAR management API): see pathDeletion.ts. */
+  removePathFromCache: typeof removePathFromCache;
+  /**
+   * After the transaction committed: forgets the path in this process at once, and resolves when
+   * the blob is deleted (if no cached path points at it any more). Call it after the response.
+   */
+  settleRemoval(removal: PathRemoval): Promise<void>;
+  /** Signs a NAR file the store already holds into a cache for the path `request.info` describes, after checking it. */
+  ingestStoredFile(request: Omit<FinalizeRequest, 'uploadKey' | 'submitted'>, fileHash: string): Promise<IngestOutcome>;
+  sweep(now?: Date): Promise<SweepReport>;
+  /** Stops the sweeper timer and writes the pending fetch times. */
+  close(): Promise<void>;
+}
+
+export function openNarStorage(deps: NarStorageDeps): NarStorage {
+  const { sql, blobs, cpu, config, log } = deps;
+  const staging = stagingArea(config.baseDir);
+  const hot = new HotCache<HotValue>(config['nar.hotCacheBytes']);
+  const fetches = fetchRecorder(sql, log);
+  const reads = narReads({ sql, blobs, hot, fetches, smallBytes: config['nar.smallBytes'] });
+  const frames = new NarFrameSets(cpu, STORED_ZSTD_LEVEL);
+  const uploads = narUploads({ sql, blobs, cpu, staging, frames, reads, maxUploadSize: config['nar.maxUploadSize'] });
+  const sweepDeps = { sql, blobs, staging, log, partialTtlSecs: config['nar.partialTtlSecs'], graceHours: config['gc.narUploadGraceHours'] };
+  let sweeping: Promise<unknown> = Promise.resolve();
+  const sweep = (now?: Date): Promise<SweepReport> => {
+    const run = sweeping.then(() => sweepNarStorage(sweepDeps, now));
+    sweeping = run.catch(() => undefined);
+    return run;
+  };
+  const timer = setInterval(() => {
+    sweep().catch((err: unknown) => log.error({ err }, 'the NAR storage sweep failed; it runs again at the next interval'));
+  }, config['gc.intervalSecs'] * 1000);
+  timer.unref();
+
+  return {
+    blobs,
+    staging,
+    reads,
+    uploads,
+    fetches,
+    removePathFromCache,
+    async settleRemoval(removal) {
+      if (!removal.removed) return;
+      reads.forget(removal.cacheId, removal.hashPart, removal.fileHash ?? undefined);
+      if (removal.lastCopy && removal.fileHash !== null) await deleteBlobIfUnreferenced(sql, blobs, removal.fileHash);
+    },
+    async ingestStoredFile(request, fileHash) {
+      const local = await localNarFile(blobs, staging, fileHash);
+      if (local === null) throw new UploadProblem('no_staged_upload', `the NAR file ${fileHash} is not in storage; upload it again`);
+      try {
+        return await uploads.ingestFile({ ...request, file: local.path, compression: 'zstd' });
+      } finally {
+        await local.release();
+      }
+    },
+    sweep,
+    async close() {
+      clearInterval(timer);
+      await sweeping;
+      await fetches.close();
+    },
+  };
+}

@@ -1,0 +1,37 @@
+// Deleting a path from a cache (DESIGN.md: "deleting from one cache removes only that row"). The
+// rows go in the caller's transaction; the blob goes after the response, and only when no cached
+// path points at it any more, under the per-file lock that uploads of the same bytes also take.
+import type { ISql, Sql } from 'postgres';
+import type { BlobStore } from '../blobs/index.js';
+import { narBlobKey } from './narLocations.js';
+import { deletePathSignature, deleteUnsignedCachedPath, fileIsReferenced, lockNarFile } from './sql/index.js';
+
+export interface PathRemoval {
+  cacheId: string;
+  hashPart: string;
+  /** false when the cache did not hold the path */
+  removed: boolean;
+  /** the path's NAR file */
+  fileHash: string | null;
+  /** true when no cache holds the path any more and its cached path row is gone too */
+  lastCopy: boolean;
+}
+
+/** Inside the request's transaction: the cache's signature row, and the cached path when this was the last cache. */
+export async function removePathFromCache(tx: ISql, cacheId: string, hashPart: string): Promise<PathRemoval> {
+  const signature = await deletePathSignature(tx, cacheId, hashPart);
+  if (signature === null) return { cacheId, hashPart, removed: false, fileHash: null, lastCopy: false };
+  const deleted = await deleteUnsignedCachedPath(tx, signature.cachedPathId);
+  return { cacheId, hashPart, removed: true, fileHash: signature.fileHash, lastCopy: deleted !== null };
+}
+
+/** Deletes the blob of `fileHash` unless a cached path points at it; true when it was deleted. */
+export async function deleteBlobIfUnreferenced(sql: Sql, blobs: BlobStore, fileHash: string): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    await lockNarFile(tx, fileHash);
+    if (await fileIsReferenced(tx, fileHash)) return false;
+    // Inside the lock: an upload of the same bytes waits, then stores the blob again.
+    await blobs.delete(narBlobKey(fileHash));
+    return true;
+  });
+}

@@ -1,0 +1,33 @@
+import type { ISql } from 'postgres';
+
+/** What a cache's narinfo is made of: the path's row and this cache's signature. */
+export interface NarinfoRow {
+  storePath: string;
+  narHash: string;
+  narSize: number;
+  references: string[];
+  deriver: string | null;
+  ca: string | null;
+  fileHash: string;
+  fileSize: number;
+  signature: string;
+}
+
+export async function findNarinfoRow(sql: ISql, cacheId: string, hashPart: string): Promise<NarinfoRow | null> {
+  const [row] = await sql<{ store_path: string; nar_hash: string; nar_size: string; refs: string[]; deriver: string | null; ca: string | null; file_hash: string; file_size: string; signature: string }[]>`
+    select p.store_path, p.nar_hash, p.nar_size, p.refs, p.deriver, p.ca, p.file_hash, p.file_size, s.signature
+    from path_signatures s join cached_paths p on p.id = s.cached_path_id
+    where s.cache_id = ${cacheId} and s.hash_part = ${hashPart}`;
+  if (!row) return null;
+  return {
+    storePath: row.store_path,
+    narHash: row.nar_hash,
+    narSize: Number(row.nar_size),
+    references: row.refs,
+    deriver: row.deriver,
+    ca: row.ca,
+    fileHash: row.file_hash,
+    fileSize: Number(row.file_size),
+    signature: row.signature,
+  };
+}

@@ -1,0 +1,24 @@
+// One exported function per query (STYLE.md, after graphile-worker's src/sql/).
+export { findNarinfoRow, type NarinfoRow } from './findNarinfoRow.js';
+export { findCacheFile } from './findCacheFile.js';
+export { findListingRow, type ListingRow } from './findListingRow.js';
+export { findHeldPath, type HeldPath } from './findHeldPath.js';
+export { lockNarFile } from './lockNarFile.js';
+export { fileIsReferenced } from './fileIsReferenced.js';
+export { insertCachedPath, type CachedPathInsert } from './insertCachedPath.js';
+export { insertPathSignature, type PathSignatureInsert } from './insertPathSignature.js';
+export { deletePathSignature } from './deletePathSignature.js';
+export { deleteUnsignedCachedPath } from './deleteUnsignedCachedPath.js';
+export { deleteAbandonedCachedPaths } from './deleteAbandonedCachedPaths.js';
+export { touchPathSignatures } from './touchPathSignatures.js';
+export { type StagedUploadRow } from './stagedUploadRow.js';
+export { findStagedUpload } from './findStagedUpload.js';
+export { startStagedUpload } from './startStagedUpload.js';
+export { advanceStagedUpload } from './advanceStagedUpload.js';
+export { replaceStagedUpload } from './replaceStagedUpload.js';
+export { recordStagedNarinfo } from './recordStagedNarinfo.js';
+export { deleteStagedUpload } from './deleteStagedUpload.js';
+export { deleteExpiredStagedUploads } from './deleteExpiredStagedUploads.js';
+export { listStagedUploadKeys } from './listStagedUploadKeys.js';
+export { referencedFiles } from './referencedFiles.js';
+export { lockCachedPath } from './lockCachedPath.js';

@@ -1,0 +1,28 @@
+import type { ISql } from 'postgres';
+
+export interface CachedPathInsert {
+  hashPart: string;
+  storePath: string;
+  narHash: string;
+  narSize: number;
+  references: string[];
+  deriver: string | null;
+  ca: string | null;
+  fileHash: string;
+  fileSize: number;
+  listing: string;
+}
+
+/**
+ * The path's row for this NAR (its id and stored file), inserting it unless another cache already brought it. The
+ * no-op update locks an existing row until commit, so the sweeper cannot delete it in between.
+ */
+export async function insertCachedPath(sql: ISql, path: CachedPathInsert): Promise<{ id: string; fileHash: string; fileSize: number }> {
+  const [row] = await sql<{ id: string; file_hash: string; file_size: string }[]>`
+    insert into cached_paths (hash_part, store_path, nar_hash, nar_size, refs, deriver, ca, file_hash, file_size, listing)
+    values (${path.hashPart}, ${path.storePath}, ${path.narHash}, ${path.narSize}, ${path.references}, ${path.deriver},
+            ${path.ca}, ${path.fileHash}, ${path.fileSize}, ${path.listing})
+    on conflict (hash_part, nar_hash) do update set hash_part = excluded.hash_part
+    returning id, file_hash, file_size`;
+  return { id: row!.id, fileHash: row!.file_hash, fileSize: Number(row!.file_size) };
+}
