@@ -61,7 +61,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const urlIsDefault = loaded.sourceOf('database.url').kind === 'default';
     const db = await openDatabase(config, log, { urlIsDefault });
     stack.push(() => db.close());
-    const queue = await startQueue(db.url, log);
+    // pg-boss's pool follows the scheduler pool's size (its default of 10 is on top of kiln's pools).
+    const queue = await startQueue(db.url, log, { maxConnections: Math.max(2, Math.min(10, config['database.maxConnections'])) });
     stack.push(() => stopQueue(queue));
     const pool: CpuPool = createCpuPool();
     stack.push(() => pool.destroy());

@@ -2,7 +2,7 @@
 // itself), always with Content-Length, a single Range as 206, and 404 decided before the first
 // byte. Small files come from memory; with S3, larger ones are a redirect to a presigned URL.
 import type { BinaryCache, Principal } from '../../services/index.js';
-import type { BlobRead } from '../../storage/index.js';
+import { narBlobKey, type BlobRead } from '../../storage/index.js';
 import { bytesReply, emptyReply, errorReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
@@ -51,7 +51,7 @@ async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: Bin
     if (bytes === null) return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
     return bytesReply(status, range.kind === 'part' ? bytes.subarray(range.start, range.end + 1) : bytes, { ...headers, ...part });
   }
-  if ((await deps.nars.blobs.stat(`nar/${fileHash}.nar.zst`)) === null) {
+  if ((await deps.nars.blobs.stat(narBlobKey(fileHash))) === null) {
     return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
   }
   const blobRange = range.kind === 'part' ? { start: range.start, end: range.end } : undefined;

@@ -144,7 +144,7 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
         const file = fileOf(cacheId, uploadKey);
         const onDisk = await stat(file).catch(() => null);
         if (onDisk === null || onDisk.size < row.bytesStaged) {
-          throw new UploadProblem('no_staged_upload', `the staged bytes of ${uploadKey} are not on this server's disk (chunks and finalize must reach the same kiln process); start the upload again`);
+          throw new UploadProblem('no_staged_upload', `the staged bytes of ${uploadKey} are not on this server's disk (chunks and finalize must reach the same kiln process, and a power cut may have lost them); abandon it with DELETE …/nars/${uploadKey}/upload and upload it again`);
         }
         // Bytes past the row's count are a chunk a crash cut short: they do not belong to the NAR.
         if (onDisk.size > row.bytesStaged) await truncate(file, row.bytesStaged);

@@ -49,6 +49,10 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       'database.minConnections': 0,
       'database.cache.minConnections': 0,
       'database.web.minConnections': 0,
+      // Test files run in parallel against one PostgreSQL (max_connections 100 by default): small pools.
+      'database.maxConnections': 4,
+      'database.cache.maxConnections': 4,
+      'database.web.maxConnections': 4,
       baseDir,
       port,
       useTls: false,
