@@ -12,21 +12,8 @@ import {
 } from './targets.js';
 import { DEFAULT_TASK, listTasks, type TaskView } from './tasks.js';
 
-export interface ProjectView {
-  id: string;
-  organization: string;
-  name: string;
-  display_name: string;
-  description: string;
-  repository: string;
-  wildcard: string;
-  default_branch: string | null;
-  active: boolean;
-  state_managed: boolean;
-  created_at: Date;
-  role: Role | null;
-  permissions: Permission[];
-}
+/** A project as the API shows it: its row without the internal organization id, plus the caller's permissions. */
+export type ProjectView = Omit<ProjectRow, 'organization_id'> & { permissions: Permission[] };
 
 export interface ProjectDetails {
   project: ProjectView;
