@@ -1,11 +1,14 @@
 import type { Logger } from 'pino';
 import type { ReservedSql, Sql } from 'postgres';
-import type { Message, Outgoing, RejectCode } from '../protocol/index.js';
+import type { JobFailure, Message, Outgoing, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { BuildLogs } from './buildLogs.js';
 import { changeBuildStatus } from './buildStatus.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
+import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
+import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
+import { LOW_STORAGE_BYTES, type CacheStorageLimits } from './cacheStorage.js';
 import { outputsCached, projectCaches, readable, writable, type ProjectCache } from './projectCaches.js';
 import { finishedEvaluations, queuedDependents, queuedEvaluations, readyBuilds, resetUnfinishedJobs, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from './workerConnections.js';
@@ -32,6 +35,11 @@ export interface SchedulerSettings {
   retryBackoffSecs: number;
   defaultTimeoutSecs: number;
   defaultMaxSilentSecs: number;
+  inputsUnavailableMaxLoops: number;
+  substituteMissEscalationThreshold: number;
+  scoringPolicy: ScoringPolicy;
+  /** cache.maxStorageGb: when non-zero, new evaluations wait while every writable cache is nearly full */
+  maxStorageGb: number;
   /** substituter URLs are <serveUrl>/cache/<name> */
   serveUrl: string;
 }
@@ -42,6 +50,8 @@ export interface BuildSchedulerDeps {
   workers: WorkerConnections;
   nars: WorkerNars;
   logs: BuildLogs;
+  /** bytes left in caches, for the cache.maxStorageGb wait */
+  storage: CacheStorageLimits;
   log: Logger;
   settings: SchedulerSettings;
 }
@@ -214,6 +224,8 @@ export class BuildScheduler implements WorkerListener {
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
     if (message.t === 'buildResult') {
       await changeBuildStatus(events, job.derivationBuildId, { to: 'completed', from: ['started'], ...logSizes });
+    } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
+      await this.inputsUnavailable(job, message.failure, logSizes);
     } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
       // spec: wait build.retryBackoffSecs, doubled for every earlier attempt
       const wait = settings.retryBackoffSecs * 2 ** (job.attempt - 1);
@@ -226,6 +238,27 @@ export class BuildScheduler implements WorkerListener {
     }
     await this.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.wake();
+  }
+
+  /**
+   * The worker could not get the build's inputs. Inputs a cache claimed (substituted) are the
+   * suspects: they go back to the queue, counted as substitute misses, and past
+   * build.substituteMissEscalationThreshold they are built instead. The build itself waits for
+   * them, without the attempt counting (build.inputsUnavailableMaxLoops bounds this loop).
+   */
+  private async inputsUnavailable(
+    job: Extract<Job, { kind: 'build' }>, failure: JobFailure, logSizes: { logBytes: number; logDroppedBytes: number },
+  ): Promise<void> {
+    const { sql, events, settings } = this.deps;
+    const suspects = await countSubstituteMisses(sql, job.derivationBuildId);
+    for (const id of suspects) {
+      this.substitutionChecked.delete(id);
+      await changeBuildStatus(events, id, { to: 'queued', from: ['substituted'] });
+    }
+    // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
+    const notBefore = suspects.length > 0 ? null : new Date(Date.now() + settings.retryBackoffSecs * 1000);
+    await changeBuildStatus(events, job.derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
+    await countInputsLoop(sql, job.derivationBuildId);
   }
 
   private async failDependents(derivationBuildId: string): Promise<void> {
@@ -278,11 +311,12 @@ export class BuildScheduler implements WorkerListener {
   private async dispatchEvaluations(): Promise<void> {
     const { sql, events, workers } = this.deps;
     for (const waiting of await queuedEvaluations(sql, 'waiting')) {
-      if (writable(await projectCaches(sql, waiting.project_id)).length > 0) await changePhase(events, waiting.id, { to: 'queued', from: ['waiting'] });
+      if ((await this.waitReason(waiting.project_id)) === null) await changePhase(events, waiting.id, { to: 'queued', from: ['waiting'] });
     }
     for (const evaluation of await queuedEvaluations(sql, 'queued')) {
-      if (writable(await projectCaches(sql, evaluation.project_id)).length === 0) {
-        await changePhase(events, evaluation.id, { to: 'waiting', from: ['queued'], reason: 'the project has no writable cache subscription' });
+      const reason = await this.waitReason(evaluation.project_id);
+      if (reason !== null) {
+        await changePhase(events, evaluation.id, { to: 'waiting', from: ['queued'], reason });
         continue;
       }
       const worker = workers.connected().find((w) =>
@@ -294,6 +328,18 @@ export class BuildScheduler implements WorkerListener {
       worker.link.send({ t: 'evalJob', jobId, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
     }
+  }
+
+  /** Why a new evaluation of the project must wait (spec, "Other transitions"), or null. */
+  private async waitReason(projectId: string): Promise<string | null> {
+    const targets = writable(await projectCaches(this.deps.sql, projectId));
+    if (targets.length === 0) return 'the project has no writable cache subscription';
+    if (this.deps.settings.maxStorageGb === 0) return null;
+    for (const cache of targets) {
+      const left = await this.deps.storage.bytesLeft(cache.id);
+      if (left === null || left >= LOW_STORAGE_BYTES) return null;
+    }
+    return 'every writable cache of the project has under 10 MiB of storage left (cache.maxStorageGb)';
   }
 
   private async dispatchBuilds(): Promise<void> {
@@ -310,7 +356,8 @@ export class BuildScheduler implements WorkerListener {
       const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
       let substituted = false;
       // A build is looked up in the caches once when it becomes ready, not on every pass while it waits for a worker.
-      const unchecked = !this.substitutionChecked.has(build.id);
+      // Past build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.
+      const unchecked = !this.substitutionChecked.has(build.id) && build.substitute_misses < this.deps.settings.substituteMissEscalationThreshold;
       this.substitutionChecked.add(build.id);
       if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
       for (const project of unchecked ? build.projects : []) {
@@ -336,8 +383,7 @@ export class BuildScheduler implements WorkerListener {
       && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
       && build.projects.some((p) => serves(w, p))
       && this.running_(w, 'build') < w.hello.maxConcurrentBuilds);
-    // simple policy: the least busy worker that fits
-    return fits.sort((a, b) => this.running_(a, 'build') / a.hello.maxConcurrentBuilds - this.running_(b, 'build') / b.hello.maxConcurrentBuilds)[0];
+    return rankWorkers(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, (w) => this.running_(w, 'build'))[0];
   }
 
   private async dispatchBuild(worker: ConnectedWorker, build: ReadyBuild, caches: ProjectCache[]): Promise<void> {

@@ -25,12 +25,16 @@ export interface ReadyBuild {
   timeout_secs: number | null;
   max_silent_secs: number | null;
   attempts: number;
+  prefer_local_build: boolean;
+  /** times a cache claimed the outputs but a worker could not fetch them (migration 0013) */
+  substitute_misses: number;
   projects: string[];
 }
 
 /** Queued builds of evaluations that are building, whose inputs are all built or substituted, oldest first. */
 export const readyBuilds = (sql: Sql, limit: number) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
+         d.prefer_local_build, db.substitute_misses,
          array_agg(distinct t.project_id) as projects
   from derivation_builds db join derivations d on d.id = db.derivation_id
   join builds b on b.derivation_build_id = db.id

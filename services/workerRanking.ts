@@ -1,0 +1,51 @@
+import type { ConnectedWorker } from './workerConnections.js';
+
+// Which of the workers that fit a build gets it (scheduler.scoringPolicy, docs/builds.md).
+// simple: the least busy worker by its own build slots. resource-aware adds what the heartbeats
+// report (free memory, load per core, free store space), the worker's CPU speed, and the
+// derivation's preferLocalBuild, which favours the server's own local worker. Pure: the scheduler
+// passes the running-job counts it keeps.
+
+export type ScoringPolicy = 'simple' | 'resource-aware';
+
+export interface RankedBuild {
+  preferLocalBuild: boolean;
+}
+
+/** Builds below this much free memory or store space are placed elsewhere when possible. */
+const LOW_MEMORY_BYTES = 512 * 1024 * 1024;
+const LOW_STORE_BYTES = 2 * 1024 * 1024 * 1024;
+
+/** 0 (idle) … 1 (every build slot taken). */
+const saturation = (worker: ConnectedWorker, running: number) => running / Math.max(1, worker.hello.maxConcurrentBuilds);
+
+/** Lower is better. */
+function resourceScore(worker: ConnectedWorker, running: number, build: RankedBuild): number {
+  let score = saturation(worker, running);
+  const load = worker.load;
+  if (load) {
+    score += Math.min(2, load.load1 / Math.max(1, worker.hello.cpuCores)) / 2;
+    if (load.memoryFreeBytes < LOW_MEMORY_BYTES) score += 1;
+    if (load.storeFreeBytes !== null && load.storeFreeBytes < LOW_STORE_BYTES) score += 1;
+  }
+  // A faster core shortens the build: up to a quarter of a slot's worth for the fastest worker seen.
+  if (worker.hello.cpuCoreScore !== null) score -= Math.min(0.25, worker.hello.cpuCoreScore / 40_000);
+  if (build.preferLocalBuild && worker.open) score -= 10;
+  return score;
+}
+
+/** The fitting workers, best first. `running(worker)` is the number of builds it runs now. */
+export function rankWorkers(
+  policy: ScoringPolicy,
+  fits: readonly ConnectedWorker[],
+  build: RankedBuild,
+  running: (worker: ConnectedWorker) => number,
+): ConnectedWorker[] {
+  const score = policy === 'simple'
+    ? (w: ConnectedWorker) => saturation(w, running(w))
+    : (w: ConnectedWorker) => resourceScore(w, running(w), build);
+  const scored = fits.map((worker) => ({ worker, score: score(worker) }));
+  // ties go to the worker connected first, so placement is stable
+  scored.sort((a, b) => a.score - b.score || a.worker.connectedAt.getTime() - b.worker.connectedAt.getTime());
+  return scored.map((s) => s.worker);
+}

@@ -1,0 +1,140 @@
+// The scheduler's bounded loops and waits against the real server, with a protocol-level worker
+// (no Nix): build.inputsUnavailableMaxLoops, build.substituteMissEscalationThreshold and the
+// cache.maxStorageGb wait of new evaluations (spec, "Build failure outcomes" and "Other transitions").
+import { randomBytes } from 'node:crypto';
+import t, { type Test } from 'tap';
+import { jobFailure } from '../../protocol/index.js';
+import { startTestKiln, type TestKiln } from '../support/kiln.js';
+import { signUp } from '../support/accounts.js';
+import { createTestCache, type TestCache } from '../support/caches.js';
+import { handshake, testHello, type ProtoClient } from '../support/protoClient.js';
+
+const NIX32 = '0123456789abcdfghijklmnpqrsvwxyz';
+const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32[b % 32]).join('');
+const narHash = () => `sha256:${nix32(52)}`;
+
+function node(name: string, inputs: string[] = []) {
+  const drvPath = `/nix/store/${nix32(32)}-${name}.drv`;
+  const out = `/nix/store/${nix32(32)}-${name}`;
+  return {
+    drvPath, out,
+    derivation: {
+      drvPath, name, outputs: { out }, inputDrvs: Object.fromEntries(inputs.map((i) => [i, ['out']])), inputSrcs: [],
+      system: 'x86_64-linux', requiredSystemFeatures: [], timeoutSecs: null, maxSilentSecs: null, preferLocalBuild: false, fixedOutput: false,
+    },
+  };
+}
+type Node = ReturnType<typeof node>;
+
+interface Setup { kiln: TestKiln; token: string; projectId: string; cache: TestCache; worker: ProtoClient }
+
+async function setUp(t: Test, overrides: Parameters<typeof startTestKiln>[1]): Promise<Setup> {
+  const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, ...overrides });
+  const { token } = await signUp(kiln, 'ada');
+  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
+  await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: 'file:///nonexistent', wildcard: 'packages.x86_64-linux.*' } });
+  const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
+  const cache = await createTestCache(kiln.sql, 'main');
+  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
+  const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, testHello());
+  t.teardown(() => worker.close());
+  await worker.next('welcome');
+  return { kiln, token, projectId: project!.id, cache, worker };
+}
+
+/** Signs `n`'s output into the cache, as if uploaded earlier. */
+async function putInCache(kiln: TestKiln, cache: TestCache, n: Node): Promise<void> {
+  const hash = n.out.slice(11, 43);
+  const [path] = await kiln.sql<{ id: string }[]>`
+    insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
+    values (${hash}, ${n.out}, ${narHash()}, 100, ${narHash().slice(7)}, 90, '{}') returning id`;
+  await kiln.sql`insert into path_signatures (cache_id, hash_part, cached_path_id, signature) values (${cache.id}, ${hash}, ${path!.id}, 'x:y')`;
+}
+
+async function evaluate(s: Setup, nodes: Node[], top: Node): Promise<string> {
+  const evaluated = await s.kiln.api<string>('POST', `/tasks/${s.projectId}/default/evaluate`, { token: s.token, body: { commit: 'a'.repeat(40) } });
+  const evalJob = await s.worker.next('evalJob');
+  s.worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: nodes.map((n) => n.derivation), attributes: [{ path: ['packages', 'x86_64-linux', 'top'], drvPath: top.drvPath, outputs: { out: top.out } }], errors: [] });
+  s.worker.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: nodes.length, attributeCount: 1, errorCount: 0, durationMs: 1 });
+  return evaluated.message;
+}
+
+const inputsMissing = (s: Setup, jobId: string) => s.worker.send({
+  t: 'jobFailed', jobId, failure: jobFailure('inputs_unavailable', 'path is required, but there is no substituter that can build it'), durationMs: 1, logBytes: 0, logDroppedBytes: 0,
+});
+const succeed = (s: Setup, jobId: string, n: Node) => s.worker.send({
+  t: 'buildResult', jobId, drvPath: n.drvPath, alreadyValid: false, durationMs: 1, logBytes: 0, logDroppedBytes: 0,
+  outputs: [{ name: 'out', path: n.out, narHash: narHash(), narSize: 100, references: [], deriver: n.drvPath, ca: null }],
+});
+
+async function finalBuilds(s: Setup, evaluationId: string) {
+  for (;;) {
+    const got = await s.kiln.api<{ phase: string }>('GET', `/evals/${evaluationId}`, { token: s.token });
+    if (got.message.phase === 'completed') break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return (await s.kiln.api<{ drv_path: string; status: string; attempts: number; failure: { reason: string } | null }[]>(
+    'GET', `/evals/${evaluationId}/builds`, { token: s.token })).message;
+}
+
+t.test('a cache that claims an input the worker cannot fetch: free re-queues, then the input is built', async (t) => {
+  const s = await setUp(t, { 'build.substituteMissEscalationThreshold': 2, 'build.inputsUnavailableMaxLoops': 3 });
+  const dep = node('dep');
+  const top = node('top', [dep.drvPath]);
+  await putInCache(s.kiln, s.cache, dep);
+  const evaluationId = await evaluate(s, [dep, top], top);
+
+  // dep is substituted (its output is in the cache), so top goes first; twice the worker cannot fetch dep
+  for (const round of [1, 2]) {
+    const job = await s.worker.next('buildJob');
+    t.equal(job.drvPath, top.drvPath, `round ${round}: top is dispatched while dep counts as substituted`);
+    t.match(job.jobId, /:1$/, 'a free re-queue is not an attempt');
+    inputsMissing(s, job.jobId);
+  }
+  // past the threshold the cache's claim is not believed any more: dep is built, then top
+  const depJob = await s.worker.next('buildJob');
+  t.equal(depJob.drvPath, dep.drvPath, 'dep is built after two misses');
+  succeed(s, depJob.jobId, dep);
+  const topJob = await s.worker.next('buildJob');
+  t.equal(topJob.drvPath, top.drvPath);
+  succeed(s, topJob.jobId, top);
+
+  const builds = await finalBuilds(s, evaluationId);
+  const of = (n: Node) => builds.find((b) => b.drv_path === n.drvPath)!;
+  t.match(of(dep), { status: 'completed', attempts: 1 });
+  t.match(of(top), { status: 'completed', attempts: 1 });
+  const [counts] = await s.kiln.sql<{ misses: number; loops: number }[]>`
+    select (select substitute_misses from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${dep.drvPath}) as misses,
+           (select input_loops from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${top.drvPath}) as loops`;
+  t.same(counts, { misses: 2, loops: 2 });
+});
+
+t.test('missing inputs are retried build.inputsUnavailableMaxLoops times, then the build fails', async (t) => {
+  const s = await setUp(t, { 'build.inputsUnavailableMaxLoops': 2, 'build.maxAttempts': 1 });
+  const top = node('top');
+  const evaluationId = await evaluate(s, [top], top);
+  for (let i = 0; i < 3; i++) inputsMissing(s, (await s.worker.next('buildJob')).jobId);
+  const [build] = await finalBuilds(s, evaluationId);
+  t.match(build, { status: 'failed', attempts: 1, failure: { reason: 'inputs_unavailable' } }, 'two free loops, then failed even with build.maxAttempts 1');
+});
+
+t.test('with cache.maxStorageGb, new evaluations wait while every writable cache is nearly full', async (t) => {
+  const s = await setUp(t, { 'cache.maxStorageGb': 1 });
+  const reasons: string[] = [];
+  s.kiln.events.bus.subscribe((event) => {
+    if (event.event !== 'evaluation.waiting') return;
+    const { content } = JSON.parse(event.frame) as { content: { reason?: string } };
+    if (content.reason) reasons.push(content.reason);
+  });
+  await s.kiln.sql`update caches set max_storage_bytes = ${5 * 1024 * 1024} where id = ${s.cache.id}`;
+  const evaluated = await s.kiln.api<string>('POST', `/tasks/${s.projectId}/default/evaluate`, { token: s.token, body: { commit: 'b'.repeat(40) } });
+  for (;;) {
+    const got = await s.kiln.api<{ phase: string }>('GET', `/evals/${evaluated.message}`, { token: s.token });
+    if (got.message.phase === 'waiting') break;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.match(reasons, [/under 10 MiB of storage left/]);
+  await s.kiln.sql`update caches set max_storage_bytes = null where id = ${s.cache.id}`;
+  const job = await s.worker.next('evalJob');
+  t.equal(job.commit, 'b'.repeat(40), 'dispatched once the cache has room');
+});
