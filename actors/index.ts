@@ -30,3 +30,13 @@ export {
   type WebhookDeliverySnapshot,
 } from './webhookDelivery.js';
 export { DELIVERY_ATTEMPTS, RETRY_DELAYS_MS, checkDeliveryPolicy, defaultDeliveryPolicy, retryDelayMs, type DeliveryPolicy } from './deliveryBackoff.js';
+export { workerJobMachine, summarizeWorkerJob, type WorkerJobContext, type WorkerJobEvent, type WorkerJobInput, type WorkerJobMachine, type WorkerJobSnapshot } from './workerJob.js';
+export {
+  workerConnectionMachine,
+  summarizeWorkerConnection,
+  type WorkerConnectionContext,
+  type WorkerConnectionEvent,
+  type WorkerConnectionInput,
+  type WorkerConnectionMachine,
+  type WorkerConnectionSnapshot,
+} from './workerConnection.js';

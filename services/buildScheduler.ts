@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { ReservedSql, Sql } from 'postgres';
 import type { JobFailure, Message, Outgoing, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
+import { summarizeWorkerJob, workerJobMachine, type WorkerJobEvent, type WorkerJobMachine } from '../actors/index.js';
+import type { Supervisor, SupervisedActor } from '../supervisors/index.js';
 import type { BuildLogs } from './buildLogs.js';
 import { changeBuildStatus } from './buildStatus.js';
 import { changePhase } from './evaluationPhases.js';
@@ -52,13 +54,16 @@ export interface BuildSchedulerDeps {
   logs: BuildLogs;
   /** bytes left in caches, for the cache.maxStorageGb wait */
   storage: CacheStorageLimits;
+  /** owns one job actor per dispatched job (actors/workerJob.ts) */
+  supervisor: Supervisor;
   log: Logger;
   settings: SchedulerSettings;
 }
 
+type JobActor = SupervisedActor<WorkerJobMachine>;
 type Job =
-  | { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean }
-  | { kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string> };
+  | { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor }
+  | { kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string>; actor: JobActor };
 
 export class BuildScheduler implements WorkerListener {
   private readonly jobs = new Map<string, Job>();
@@ -133,7 +138,7 @@ export class BuildScheduler implements WorkerListener {
     void (async () => {
       await this.deps.nars.lost(worker);
       for (const job of mine) {
-        this.jobs.delete(job.jobId);
+        if (!this.end(job, { type: 'lost' })) continue;
         if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
         else {
           await this.deps.logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
@@ -157,12 +162,13 @@ export class BuildScheduler implements WorkerListener {
       case 'narChunk': return nars.chunk(worker, message);
       case 'narPushEnd': return nars.end(worker, message);
       case 'narAbort': return nars.abort(worker, message.transferId);
-      case 'jobAccepted': case 'heartbeat': case 'pushResult': case 'error': return;
+      case 'heartbeat': case 'pushResult': case 'error': return;
       default:
     }
     if (!('jobId' in message) || message.jobId === undefined) return;
     const job = this.jobs.get(message.jobId);
     if (!job || job.workerId !== worker.hello.workerId) return;
+    if (message.t === 'jobAccepted') return job.actor.send({ type: 'accepted' });
     if (message.t === 'jobRefused') return this.refused(worker, job);
     if (job.kind === 'eval') return this.evalMessage(job, message);
     return this.buildMessage(job, message);
@@ -174,8 +180,30 @@ export class BuildScheduler implements WorkerListener {
     return names;
   }
 
-  private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
+  /**
+   * Ends a job once: false when its actor says the job already ended (a result after a loss, a
+   * second result), and the caller then does nothing.
+   */
+  private end(job: Job, event: Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>): boolean {
+    if (!job.actor.getSnapshot().can(event)) return false;
+    job.actor.send(event);
     this.jobs.delete(job.jobId);
+    this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId)?.actor?.send({ type: 'jobEnded' });
+    return true;
+  }
+
+  private spawnJob(kind: Job['kind'], jobId: string, worker: ConnectedWorker, subject: string, attempt: number): JobActor {
+    worker.actor?.send({ type: 'jobStarted' });
+    return this.deps.supervisor.spawn({
+      id: jobId, kind: `${kind}-job`, logic: workerJobMachine, summarize: summarizeWorkerJob,
+      input: { kind, jobId, workerId: worker.hello.workerId, subject, attempt, dispatchedAt: Date.now() },
+      // the rows are the truth: a job whose actor crashed is re-queued with the worker's other jobs when it is lost
+      rehydrate: () => null,
+    });
+  }
+
+  private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
+    if (!this.end(job, { type: 'refused' })) return;
     this.refusedUntil.set(worker.hello.workerId, Date.now() + REFUSAL_PAUSE_MS);
     if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
     else await changeBuildStatus(this.deps.events, job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
@@ -184,6 +212,7 @@ export class BuildScheduler implements WorkerListener {
   private async evalMessage(job: Extract<Job, { kind: 'eval' }>, message: Message): Promise<void> {
     const { sql, events } = this.deps;
     if (message.t === 'evalBatch') {
+      job.actor.send({ type: 'progress', amount: message.derivations.length });
       job.chain = job.chain.then(() => recordEvalBatch(sql, job.evaluationId, message)).catch((error: unknown) => {
         job.failed = true;
         this.deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
@@ -191,7 +220,7 @@ export class BuildScheduler implements WorkerListener {
       return;
     }
     if (message.t === 'evalResult') {
-      this.jobs.delete(job.jobId);
+      if (!this.end(job, { type: 'succeeded' })) return;
       await job.chain;
       if (job.failed) {
         await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: 'the server could not record the derivation graph' });
@@ -203,7 +232,7 @@ export class BuildScheduler implements WorkerListener {
       return;
     }
     if (message.t === 'jobFailed') {
-      this.jobs.delete(job.jobId);
+      if (!this.end(job, { type: 'failed', reason: message.failure.reason })) return;
       await job.chain;
       const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
       if (message.failure.class === 'FailedTransient' && (row?.attempts ?? 0) < this.deps.settings.maxAttempts) {
@@ -217,9 +246,12 @@ export class BuildScheduler implements WorkerListener {
 
   private async buildMessage(job: Extract<Job, { kind: 'build' }>, message: Message): Promise<void> {
     const { events, logs, settings } = this.deps;
-    if (message.t === 'buildLog') return logs.append(job.derivationBuildId, job.attempt, message.data);
+    if (message.t === 'buildLog') {
+      job.actor.send({ type: 'progress', amount: message.data.length });
+      return logs.append(job.derivationBuildId, job.attempt, message.data);
+    }
     if (message.t !== 'buildResult' && message.t !== 'jobFailed') return;
-    this.jobs.delete(job.jobId);
+    if (!this.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
     if (message.t === 'buildResult') {
@@ -324,7 +356,8 @@ export class BuildScheduler implements WorkerListener {
       if (!worker) continue;
       const jobId = `eval:${evaluation.id}:${evaluation.attempts + 1}`;
       if (!(await changePhase(events, evaluation.id, { to: 'evaluating', from: ['queued'], workerId: worker.hello.workerId }))) continue;
-      this.jobs.set(jobId, { kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, chain: Promise.resolve(), failed: false });
+      const actor = this.spawnJob('eval', jobId, worker, evaluation.id, evaluation.attempts + 1);
+      this.jobs.set(jobId, { kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, chain: Promise.resolve(), failed: false, actor });
       worker.link.send({ t: 'evalJob', jobId, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
     }
@@ -393,7 +426,8 @@ export class BuildScheduler implements WorkerListener {
     const attempt = await changeBuildStatus(events, build.id, { to: 'started', from: ['queued'], workerId: worker.hello.workerId, countAttempt: true });
     if (attempt === null) return;
     const jobId = `build:${build.id}:${attempt}`;
-    this.jobs.set(jobId, { kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targets) });
+    const actor = this.spawnJob('build', jobId, worker, build.id, attempt);
+    this.jobs.set(jobId, { kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targets), actor });
     const job: Outgoing<'buildJob'> = {
       t: 'buildJob', jobId, drvPath: build.drv_path,
       substituters: readable(caches).map((c) => ({ url: `${settings.serveUrl.replace(/\/$/, '')}/cache/${c.name}`, publicKeys: [c.publicKey] })),

@@ -1,6 +1,8 @@
 import type { Sql } from 'postgres';
 import { ApiError, type Hello, type Message, type Outgoing, type RejectCode } from '../protocol/index.js';
 import type { Principal } from './principal.js';
+import { summarizeWorkerConnection, workerConnectionMachine, type WorkerConnectionMachine } from '../actors/index.js';
+import type { Supervisor, SupervisedActor } from '../supervisors/index.js';
 import { isSuperuser } from './principal.js';
 
 // The workers connected to this server process over /proto, and their connection history in
@@ -23,6 +25,8 @@ export interface ConnectedWorker {
   lastSeen: number;
   load: Extract<Message, { t: 'heartbeat' }>['load'] | null;
   readonly link: WorkerLink;
+  /** what operators see of the connection (actors/workerConnection.ts); absent without a supervisor */
+  readonly actor?: SupervisedActor<WorkerConnectionMachine>;
 }
 
 /** What the scheduler hears about workers; the default does nothing. */
@@ -69,7 +73,7 @@ export class WorkerConnections {
 
   constructor(
     private readonly sql: Sql,
-    private readonly opts: { publicStats: boolean; emit?: WorkerEventEmitter },
+    private readonly opts: { publicStats: boolean; emit?: WorkerEventEmitter; supervisor?: Supervisor },
   ) {}
 
   setListener(listener: WorkerListener): void {
@@ -96,8 +100,15 @@ export class WorkerConnections {
       insert into worker_connections (worker_id, software, address, hello, projects, open_mode)
       values (${hello.workerId}, ${hello.software}, ${address}, ${this.sql.json(JSON.parse(JSON.stringify(hello)))}, ${projects as string[]}::uuid[], ${open})
       returning id, connected_at`;
+    const actor = this.opts.supervisor?.spawn({
+      id: `connection-${row!.id}`, kind: 'worker-connection', logic: workerConnectionMachine, summarize: summarizeWorkerConnection,
+      input: { workerId: hello.workerId, connectionId: row!.id, address, connectedAt: row!.connected_at.getTime() },
+      // a connection cannot be revived: the worker reconnects on its own
+      rehydrate: () => null,
+    });
     const worker: ConnectedWorker = {
       connectionId: row!.id, hello, projects, open, address, connectedAt: row!.connected_at, lastSeen: Date.now(), load: null, link,
+      ...(actor ? { actor } : {}),
     };
     this.byId.set(hello.workerId, worker);
     this.opts.emit?.('worker.connected', eventContent(hello));
@@ -109,6 +120,7 @@ export class WorkerConnections {
     worker.lastSeen = Date.now();
     if (message.t === 'heartbeat') {
       worker.load = message.load;
+      worker.actor?.send({ type: 'heartbeat', load1: message.load.load1 });
       worker.link.send({ t: 'heartbeatAck', seq: message.seq });
       return;
     }
@@ -118,6 +130,7 @@ export class WorkerConnections {
   async disconnect(worker: ConnectedWorker, code: RejectCode, reason: string): Promise<void> {
     if (this.byId.get(worker.hello.workerId) !== worker) return;
     this.byId.delete(worker.hello.workerId);
+    worker.actor?.send({ type: 'closed', code });
     try {
       // The history row first, so whoever sees the jobs re-queued also sees why.
       await this.sql`

@@ -26,6 +26,12 @@ function node(name: string, inputs: string[] = []) {
 }
 type Node = ReturnType<typeof node>;
 
+interface ActorNode { id: string; kind: string; state?: unknown; summary?: Record<string, unknown>; children?: ActorNode[] }
+const find = (node: ActorNode, id: string): ActorNode | undefined =>
+  node.id === id ? node : node.children?.map((c) => find(c, id)).find((n) => n !== undefined);
+const findKind = (node: ActorNode, kind: string): ActorNode | undefined =>
+  node.kind === kind ? node : node.children?.map((c) => findKind(c, kind)).find((n) => n !== undefined);
+
 interface Setup { kiln: TestKiln; token: string; projectId: string; cache: TestCache; worker: ProtoClient }
 
 async function setUp(t: Test, overrides: Parameters<typeof startTestKiln>[1]): Promise<Setup> {
@@ -87,6 +93,20 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
   // dep is substituted (its output is in the cache), so top goes first; twice the worker cannot fetch dep
   for (const round of [1, 2]) {
     const job = await s.worker.next('buildJob');
+    if (round === 1) {
+      // a dispatched job and the worker's connection are actors that operators can see
+      s.worker.send({ t: 'jobAccepted', jobId: job.jobId });
+      s.worker.send({ t: 'buildLog', jobId: job.jobId, seq: 0, data: Buffer.from('fetching inputs\n'), droppedBytes: 0 });
+      let tree: ActorNode | undefined;
+      for (;;) {
+        tree = (await s.kiln.api<ActorNode>('GET', '/admin/actors', { token: s.token })).message;
+        if (find(tree, job.jobId)?.summary?.['progress'] === 16) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      t.match(find(tree, job.jobId), { kind: 'build-job', state: 'running', summary: { kind: 'build', attempt: 1 } });
+      t.match(find(tree, 'scheduler'), { kind: 'supervisor' });
+      t.match(findKind(tree, 'worker-connection'), { state: 'working', summary: { jobs: 1 } });
+    }
     t.equal(job.drvPath, top.drvPath, `round ${round}: top is dispatched while dep counts as substituted`);
     t.match(job.jobId, /:1$/, 'a free re-queue is not an attempt');
     inputsMissing(s, job.jobId);
