@@ -1,19 +1,16 @@
 // Crash safety with a real server process (`node bin/kiln.js serve`), killed with SIGKILL in the
 // middle of a chunk and in the middle of finalize: after a restart the upload resumes from what the
 // database says is staged, or is already complete, and no cached path points at a missing blob.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { encodeNarStrings, encodeU64, hashNar, narPadding } from '../../../protocol/index.js';
 import { testDatabase } from '../../support/db.js';
 import { freePort } from '../../support/kiln.js';
 import { createTestCache } from '../../support/caches.js';
-
-const bin = fileURLToPath(new URL('../../../bin/kiln.js', import.meta.url));
+import { killServerProcess as kill, registerAndLogin, startServerProcess as startServer } from '../../support/serverProcess.js';
 
 /** A NAR of one regular file holding `contents`, written by hand (no Nix needed). */
 function narOfFile(contents: Buffer): Buffer {
@@ -26,36 +23,6 @@ function narOfFile(contents: Buffer): Buffer {
   ]);
 }
 
-interface Server {
-  url: string;
-  child: ChildProcess;
-  exited: Promise<unknown>;
-}
-
-async function startServer(databaseUrl: string, baseDir: string, port: number): Promise<Server> {
-  const child = spawn(process.execPath, [bin, 'serve', '--port', String(port), '--base-dir', baseDir], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', SERVICE_DATABASE_URL: databaseUrl, SERVICE_LOG_LEVEL_DEFAULT: 'warn', SERVICE_USE_TLS: 'false' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise((r) => child.on('exit', r));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200; i++) {
-    if (await fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false)) return { url, child, exited };
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`kiln serve did not come up: ${output.slice(-3000)}`);
-}
-
-async function kill(server: Server): Promise<void> {
-  server.child.kill('SIGKILL');
-  await server.exited;
-}
-
 t.test('kill -9 during a chunk and during finalize', async (t) => {
   const { url: databaseUrl, sql } = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-crash-'));
@@ -64,14 +31,8 @@ t.test('kill -9 during a chunk and during finalize', async (t) => {
   let server = await startServer(databaseUrl, baseDir, port);
   t.teardown(() => server.child.kill('SIGKILL'));
 
-  const register = await fetch(`${server.url}/api/v1/auth/basic/register`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'ada', name: 'Ada', email: 'ada@example.test', password: 'pw-ada-secret-long' }),
-  });
-  t.equal(register.status, 200, 'registered');
-  const { message: ada } = (await register.json()) as { message: { id: string } };
-  const login = await fetch(`${server.url}/api/v1/auth/basic/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ loginname: 'ada', password: 'pw-ada-secret-long' }) });
-  const token = ((await login.json()) as { message: string }).message;
+  const ada = await registerAndLogin(server.url, 'ada');
+  const token = ada.token;
   await createTestCache(sql, 'main', { ownerId: ada.id });
 
   const nar = narOfFile(randomBytes(24 << 20));

@@ -1,0 +1,54 @@
+// A real `kiln serve` child process for crash tests: started on a test database, killed with
+// SIGKILL (no shutdown code runs), started again on the same database and base directory.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
+
+export interface ServerProcess {
+  url: string;
+  port: number;
+  child: ChildProcess;
+  exited: Promise<unknown>;
+}
+
+/** Starts `kiln serve` and waits for /api/v1/health; `flags` are more command-line options. */
+export async function startServerProcess(databaseUrl: string, baseDir: string, port: number, flags: string[] = []): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [bin, 'serve', '--port', String(port), '--base-dir', baseDir, ...flags], {
+    env: {
+      PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', SERVICE_DATABASE_URL: databaseUrl,
+      SERVICE_LOG_LEVEL_DEFAULT: 'warn', SERVICE_USE_TLS: 'false',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise((r) => child.on('exit', r));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 300; i++) {
+    if (await fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false)) return { url, port, child, exited };
+    if (child.exitCode !== null) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`kiln serve did not come up: ${output.slice(-3000)}`);
+}
+
+/** kill -9, and wait until the process is gone. */
+export async function killServerProcess(server: ServerProcess): Promise<void> {
+  server.child.kill('SIGKILL');
+  await server.exited;
+}
+
+/** Registers an account over REST and logs it in; the first account of a database is the superuser. */
+export async function registerAndLogin(url: string, username: string): Promise<{ id: string; token: string }> {
+  const password = `pw-${username}-secret-long`;
+  const post = (path: string, body: unknown) =>
+    fetch(`${url}/api/v1${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const registered = await post('/auth/basic/register', { username, name: username, email: `${username}@example.test`, password });
+  if (registered.status !== 200) throw new Error(`register ${username}: ${registered.status} ${await registered.text()}`);
+  const { message: account } = (await registered.json()) as { message: { id: string } };
+  const login = await post('/auth/basic/login', { loginname: username, password });
+  return { id: account.id, token: ((await login.json()) as { message: string }).message };
+}
