@@ -8,6 +8,7 @@ import type { SigningKey } from '../protocol/index.js';
 import type { SecretBox } from '../storage/index.js';
 import { accessOf } from './access.js';
 import { cachePublicKeyText, openCacheKey } from './cacheKeys.js';
+import { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken } from './cacheReadTokens.js';
 import { anonymous, type Principal } from './principal.js';
 import { cacheTarget, findCache } from './targets.js';
 
@@ -78,6 +79,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
   const decisions = new Map<string, Remembered<{ visible: boolean; canWrite: boolean }>>();
   // The whole answer per (cache, credentials, address): a narinfo request then costs one lookup.
   const answers = new Map<string, Remembered<CacheAccess>>();
+  const resolving = new Map<string, Promise<CacheAccess>>();
   const fresh = <T>(entry: Remembered<T> | undefined): entry is Remembered<T> => entry !== undefined && entry.until > now();
   const prune = <T>(map: Map<string, Remembered<T>>) => {
     if (map.size < 10_000) return;
@@ -146,27 +148,44 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
       return fresh(known) ? known.value : undefined;
     },
 
-    async resolve(name, authorization, peerAddress) {
+    resolve(name, authorization, peerAddress) {
       const key = answerKey(name, authorization, peerAddress);
       const known = answers.get(key);
-      if (fresh(known)) return known.value;
-      const cache = await cacheNamed(name);
-      let answer: CacheAccess;
-      if (cache === null || !cache.active) answer = { kind: 'hidden' };
-      else {
-        const principal = await principalOf(authorization, peerAddress);
-        const { visible, canWrite } = await decide(cache, principal);
-        if (visible) answer = { kind: 'granted', cache, principal, canWrite };
-        else answer = principal.kind === 'anonymous' ? { kind: 'challenge' } : { kind: 'hidden' };
-      }
-      prune(answers);
-      answers.set(key, { value: answer, until: now() + CACHE_SETTINGS_TTL_MS });
-      return answer;
+      if (fresh(known)) return Promise.resolve(known.value);
+      // When an answer expires under load, every request in flight would otherwise query again.
+      const running = resolving.get(key);
+      if (running !== undefined) return running;
+      const started: Promise<CacheAccess> = resolveAnew(key, name, authorization, peerAddress).finally(() => {
+        if (resolving.get(key) === started) resolving.delete(key);
+      });
+      resolving.set(key, started);
+      return started;
     },
     forgetCache(name) {
       caches.delete(name.toLowerCase());
       answers.clear();
+      resolving.clear();
       for (const key of decisions.keys()) decisions.delete(key);
     },
   };
+
+  async function resolveAnew(key: string, name: string, authorization: string | undefined, peerAddress: string): Promise<CacheAccess> {
+    const cache = await cacheNamed(name);
+    let answer: CacheAccess;
+    if (cache === null || !cache.active) answer = { kind: 'hidden' };
+    else if (looksLikeCacheReadToken(basicPassword(authorization) ?? '')) {
+      // a build job's read token (services/cacheReadTokens.ts): reads the caches it names, nothing else
+      answer = cacheReadTokenOpens(deps.secretBox, basicPassword(authorization)!, cache.id, now())
+        ? { kind: 'granted', cache, principal: anonymous, canWrite: false }
+        : { kind: 'hidden' };
+    } else {
+      const principal = await principalOf(authorization, peerAddress);
+      const { visible, canWrite } = await decide(cache, principal);
+      if (visible) answer = { kind: 'granted', cache, principal, canWrite };
+      else answer = principal.kind === 'anonymous' ? { kind: 'challenge' } : { kind: 'hidden' };
+    }
+    prune(answers);
+    answers.set(key, { value: answer, until: now() + CACHE_SETTINGS_TTL_MS });
+    return answer;
+  }
 }

@@ -54,6 +54,8 @@ export interface BuildSchedulerDeps {
   logs: BuildLogs;
   /** bytes left in caches, for the cache.maxStorageGb wait */
   storage: CacheStorageLimits;
+  /** a read token for private caches (services/cacheReadTokens.ts), valid `ttlSecs` */
+  readToken(cacheIds: readonly string[], ttlSecs: number): string;
   /** owns one job actor per dispatched job (actors/workerJob.ts) */
   supervisor: Supervisor;
   log: Logger;
@@ -428,11 +430,17 @@ export class BuildScheduler implements WorkerListener {
     const jobId = `build:${build.id}:${attempt}`;
     const actor = this.spawnJob('build', jobId, worker, build.id, attempt);
     this.jobs.set(jobId, { kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targets), actor });
+    const timeoutSecs = build.timeout_secs ?? settings.defaultTimeoutSecs;
+    // Private caches are read with one token (Nix's netrc has one password per host) that lasts the
+    // job: its time-out (a day without one) and an hour more.
+    const privateIds = readable(caches).filter((c) => !c.public).map((c) => c.id);
+    const password = privateIds.length > 0 ? this.deps.readToken(privateIds, (timeoutSecs || 86_400) + 3600) : null;
+    const tokenFor = (cache: ProjectCache) => (cache.public || password === null ? {} : { password });
     const job: Outgoing<'buildJob'> = {
       t: 'buildJob', jobId, drvPath: build.drv_path,
-      substituters: readable(caches).map((c) => ({ url: `${settings.serveUrl.replace(/\/$/, '')}/cache/${c.name}`, publicKeys: [c.publicKey] })),
+      substituters: readable(caches).map((c) => ({ url: `${settings.serveUrl.replace(/\/$/, '')}/cache/${c.name}`, publicKeys: [c.publicKey], ...tokenFor(c) })),
       targetCaches: targets,
-      timeoutSecs: build.timeout_secs ?? settings.defaultTimeoutSecs,
+      timeoutSecs,
       maxSilentSecs: build.max_silent_secs ?? settings.defaultMaxSilentSecs,
     };
     worker.link.send(job);

@@ -8,16 +8,17 @@ export interface ProjectCache {
   id: string;
   name: string;
   mode: number;
+  public: boolean;
   publicKey: string;
 }
 
 export async function projectCaches(sql: Sql, projectId: string): Promise<ProjectCache[]> {
-  const rows = await sql<{ id: string; name: string; mode: number; key_name: string; public_key: Buffer }[]>`
-    select c.id, c.name, min(s.mode)::int as mode, c.key_name, c.public_key
+  const rows = await sql<{ id: string; name: string; mode: number; public: boolean; key_name: string; public_key: Buffer }[]>`
+    select c.id, c.name, min(s.mode)::int as mode, c.public, c.key_name, c.public_key
     from subscriptions s join caches c on c.id = s.cache_id join projects p on p.id = ${projectId}
     where c.active and (s.project_id = p.id or s.organization_id = p.organization_id)
-    group by c.id, c.name, c.key_name, c.public_key order by c.name`;
-  return rows.map((r) => ({ id: r.id, name: r.name, mode: r.mode, publicKey: cachePublicKeyText(r) }));
+    group by c.id, c.name, c.public, c.key_name, c.public_key order by c.name`;
+  return rows.map((r) => ({ id: r.id, name: r.name, mode: r.mode, public: r.public, publicKey: cachePublicKeyText(r) }));
 }
 
 export const writable = (caches: readonly ProjectCache[]) => caches.filter((c) => c.mode === 0 || c.mode === 2);

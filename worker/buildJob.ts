@@ -7,6 +7,7 @@ import { BuildLogStream } from './buildLogStream.js';
 import { inParallel, reply, type JobContext } from './jobContext.js';
 import { LogLimiter } from './logLimiter.js';
 import { realiseDerivation } from './nixBuild.js';
+import { writeJobNetrc } from './substituterNetrc.js';
 import { closureOf, queryPathInfos, referencesFirst } from './pathInfo.js';
 
 /** A GC root name per job: job ids may hold characters a file name should not. */
@@ -30,6 +31,7 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
   };
   const rootsDir = settings.gcrootsDir;
   if (rootsDir) await mkdir(rootsDir, { recursive: true });
+  const netrc = await writeJobNetrc(job.substituters);
   try {
     const realised = await realiseDerivation({
       drvPath: job.drvPath,
@@ -37,6 +39,7 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
       maxSilentSecs: job.maxSilentSecs,
       cores: settings.maxCores,
       substituters: job.substituters,
+      netrcFile: netrc.path,
       gcRoot: rootsDir ? join(rootsDir, rootName(job.jobId)) : null,
       fetchStoredLog: settings.logFetchFromStore,
       env: settings.childEnv,
@@ -68,6 +71,7 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, alreadyValid: realised.alreadyValid }, 'build done');
   } finally {
     logs.close(); // a second close only flushes nothing: this one catches a throw above
+    await netrc.remove();
     if (rootsDir) await removeRoots(rootsDir, rootName(job.jobId));
   }
 }

@@ -18,6 +18,8 @@ export interface RealiseOptions {
   maxSilentSecs: number;
   cores: number | null;
   substituters: readonly Substituter[];
+  /** a netrc file with the private substituters' passwords (worker/substituterNetrc.ts); null: none */
+  netrcFile: string | null;
   /** where to register an indirect GC root for the outputs; null: none */
   gcRoot: string | null;
   /** forward the stored log when the outputs were already valid */
@@ -39,11 +41,12 @@ const Shown = z.record(
 );
 
 /** Extra substituters and their keys, on top of whatever Nix is configured with. */
-function substituterArgs(substituters: readonly Substituter[]): string[] {
+function substituterArgs(substituters: readonly Substituter[], netrcFile: string | null): string[] {
   if (substituters.length === 0) return [];
   return [
     '--option', 'extra-substituters', substituters.map((s) => s.url).join(' '),
     '--option', 'extra-trusted-public-keys', substituters.flatMap((s) => s.publicKeys).join(' '),
+    ...(netrcFile === null ? [] : ['--option', 'netrc-file', netrcFile]),
   ];
 }
 
@@ -54,7 +57,7 @@ async function ensureDerivation(options: RealiseOptions): Promise<JobFailure | u
   if (await allValid([options.drvPath], run)) return undefined;
   const reasons: string[] = [];
   for (const substituter of options.substituters) {
-    const copied = await nix(['copy', '--from', substituter.url, ...substituterArgs([substituter]), options.drvPath], run);
+    const copied = await nix(['copy', '--from', substituter.url, ...substituterArgs([substituter], options.netrcFile), options.drvPath], run);
     if (copied.exitCode === 0) return undefined;
     reasons.push(`${substituter.url}: ${nixErrorText(copied.stderr)}`);
   }
@@ -88,7 +91,7 @@ export async function realiseDerivation(options: RealiseOptions): Promise<Realis
 
   const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs];
   if (inputs.length > 0) {
-    const fetched = await nixStore(['--realise', '--max-jobs', '0', ...substituterArgs(options.substituters), ...inputs], { ...run, collectStdout: false });
+    const fetched = await nixStore(['--realise', '--max-jobs', '0', ...substituterArgs(options.substituters, options.netrcFile), ...inputs], { ...run, collectStdout: false });
     if (fetched.aborted) return cancelled();
     if (fetched.exitCode !== 0) {
       const text = nixErrorText(fetched.stderr);
@@ -98,7 +101,7 @@ export async function realiseDerivation(options: RealiseOptions): Promise<Realis
     }
   }
 
-  const args = ['--realise', options.drvPath, '--log-format', 'internal-json', '--max-jobs', '1', ...substituterArgs(options.substituters)];
+  const args = ['--realise', options.drvPath, '--log-format', 'internal-json', '--max-jobs', '1', ...substituterArgs(options.substituters, options.netrcFile)];
   if (options.cores !== null) args.push('--cores', String(options.cores));
   if (options.timeoutSecs > 0) args.push('--timeout', String(options.timeoutSecs));
   if (options.maxSilentSecs > 0) args.push('--max-silent-time', String(options.maxSilentSecs));

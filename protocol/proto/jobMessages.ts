@@ -34,6 +34,8 @@ export const Substituter = z.strictObject({
   url: z.string().min(1).max(2000),
   /** its signing keys, `name:base64` */
   publicKeys: z.array(z.string().max(200)).max(8),
+  /** a private cache's read token, the HTTP Basic password for this job's duration (a netrc entry for the URL's host) */
+  password: z.string().min(1).max(2000).optional(),
 });
 export type Substituter = z.infer<typeof Substituter>;
 

@@ -4,6 +4,8 @@
 import { randomBytes } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { jobFailure } from '../../protocol/index.js';
+import { openSecretBox } from '../../storage/index.js';
+import { cacheReadTokenOpens } from '../../services/index.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
 import { createTestCache, type TestCache } from '../support/caches.js';
@@ -109,6 +111,8 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
     }
     t.equal(job.drvPath, top.drvPath, `round ${round}: top is dispatched while dep counts as substituted`);
     t.match(job.jobId, /:1$/, 'a free re-queue is not an attempt');
+    const password = job.substituters[0]?.password ?? '';
+    t.ok(cacheReadTokenOpens(await openSecretBox(s.kiln.sql, { 'secrets.cryptFile': null }), password, s.cache.id), 'the private cache comes with a read token');
     inputsMissing(s, job.jobId);
   }
   // past the threshold the cache's claim is not believed any more: dep is built, then top
