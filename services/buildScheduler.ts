@@ -2,10 +2,13 @@ import type { Logger } from 'pino';
 import type { ReservedSql, Sql } from 'postgres';
 import type { JobFailure, Message, Outgoing, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
-import { summarizeWorkerJob, workerJobMachine, type WorkerJobEvent, type WorkerJobMachine } from '../actors/index.js';
-import type { Supervisor, SupervisedActor } from '../supervisors/index.js';
+import type { Supervisor } from '../supervisors/index.js';
+import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
-import { changeBuildStatus } from './buildStatus.js';
+import { changeBuildStatus, type StatusChange } from './buildStatus.js';
+import { buildProgressReporter, type BuildProgressReporter } from './buildProgress.js';
+import { systemClock } from './clock.js';
+import { EvaluationProgress } from './evaluationProgress.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
 import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
@@ -62,22 +65,33 @@ export interface BuildSchedulerDeps {
   settings: SchedulerSettings;
 }
 
-type JobActor = SupervisedActor<WorkerJobMachine>;
-type Job =
-  | { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor }
-  | { kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string>; actor: JobActor };
-
 export class BuildScheduler implements WorkerListener {
-  private readonly jobs = new Map<string, Job>();
+  private readonly jobs: JobTable;
   private readonly refusedUntil = new Map<string, number>();
   private readonly substitutionChecked = new Set<string>();
   private lock: ReservedSql | null = null;
+  private readonly evaluationProgress: EvaluationProgress;
+  private readonly buildProgress: BuildProgressReporter;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
 
-  constructor(private readonly deps: BuildSchedulerDeps) {}
+  constructor(private readonly deps: BuildSchedulerDeps) {
+    const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
+    this.evaluationProgress = new EvaluationProgress(deps.sql, deps.events, onError);
+    const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);
+    this.buildProgress = buildProgress;
+    this.jobs = new JobTable(deps.supervisor, buildProgress, (id) => deps.workers.connected().find((w) => w.hello.workerId === id));
+  }
+
+  /** Every build status change of the scheduler: the row and its events, then the evaluations' progress. */
+  private async setStatus(derivationBuildId: string, change: StatusChange): Promise<number | null> {
+    const applied = await changeBuildStatus(this.deps.events, derivationBuildId, change);
+    if (applied !== null) this.evaluationProgress.touched(derivationBuildId);
+    if (applied !== null && change.to !== 'started') this.buildProgress.forget(derivationBuildId);
+    return applied;
+  }
 
   start(): void {
     this.timer = setInterval(() => this.wake(), TICK_MS);
@@ -89,6 +103,7 @@ export class BuildScheduler implements WorkerListener {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.running;
+    await this.evaluationProgress.stop();
     if (this.lock) {
       await this.lock`select pg_advisory_unlock(${SCHEDULER_LOCK})`.catch(() => undefined);
       this.lock.release();
@@ -123,7 +138,7 @@ export class BuildScheduler implements WorkerListener {
 
   /** The evaluation was aborted: stop its evaluation job if one runs. */
   cancelEvaluation(evaluationId: string): void {
-    for (const job of this.jobs.values()) {
+    for (const job of this.jobs.all()) {
       if (job.kind !== 'eval' || job.evaluationId !== evaluationId) continue;
       const worker = this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId);
       worker?.link.send({ t: 'cancelJob', jobId: job.jobId, reason: 'the evaluation was aborted' });
@@ -135,16 +150,16 @@ export class BuildScheduler implements WorkerListener {
   }
 
   lost(worker: ConnectedWorker, code: RejectCode, reason: string): void {
-    const mine = [...this.jobs.values()].filter((j) => j.workerId === worker.hello.workerId);
+    const mine = this.jobs.ofWorker(worker.hello.workerId);
     this.deps.log.info({ worker: worker.hello.workerId, code, reason, jobs: mine.length }, 'worker lost; re-queueing its jobs');
     void (async () => {
       await this.deps.nars.lost(worker);
       for (const job of mine) {
-        if (!this.end(job, { type: 'lost' })) continue;
+        if (!this.jobs.end(job, { type: 'lost' })) continue;
         if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
         else {
           await this.deps.logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
-          await changeBuildStatus(this.deps.events, job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+          await this.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
         }
       }
       this.wake();
@@ -160,7 +175,11 @@ export class BuildScheduler implements WorkerListener {
   private async handle(worker: ConnectedWorker, message: Message): Promise<void> {
     const { nars } = this.deps;
     switch (message.t) {
-      case 'narPushStart': return nars.start(worker, message, this.writableFor(worker));
+      case 'narPushStart': {
+        const job = this.jobs.get(message.jobId);
+        if (job?.kind === 'build' && job.workerId === worker.hello.workerId) this.jobs.reportProgress(job, 'uploading', message.info.narSize, 1);
+        return nars.start(worker, message, this.jobs.writableFor(worker));
+      }
       case 'narChunk': return nars.chunk(worker, message);
       case 'narPushEnd': return nars.end(worker, message);
       case 'narAbort': return nars.abort(worker, message.transferId);
@@ -176,42 +195,14 @@ export class BuildScheduler implements WorkerListener {
     return this.buildMessage(job, message);
   }
 
-  private writableFor(worker: ConnectedWorker): Set<string> {
-    const names = new Set<string>();
-    for (const job of this.jobs.values()) if (job.kind === 'build' && job.workerId === worker.hello.workerId) for (const c of job.targetCaches) names.add(c);
-    return names;
-  }
-
-  /**
-   * Ends a job once: false when its actor says the job already ended (a result after a loss, a
-   * second result), and the caller then does nothing.
-   */
-  private end(job: Job, event: Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>): boolean {
-    if (!job.actor.getSnapshot().can(event)) return false;
-    job.actor.send(event);
-    this.jobs.delete(job.jobId);
-    this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId)?.actor?.send({ type: 'jobEnded' });
-    return true;
-  }
-
-  private spawnJob(kind: Job['kind'], jobId: string, worker: ConnectedWorker, subject: string, attempt: number): JobActor {
-    worker.actor?.send({ type: 'jobStarted' });
-    return this.deps.supervisor.spawn({
-      id: jobId, kind: `${kind}-job`, logic: workerJobMachine, summarize: summarizeWorkerJob,
-      input: { kind, jobId, workerId: worker.hello.workerId, subject, attempt, dispatchedAt: Date.now() },
-      // the rows are the truth: a job whose actor crashed is re-queued with the worker's other jobs when it is lost
-      rehydrate: () => null,
-    });
-  }
-
   private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
-    if (!this.end(job, { type: 'refused' })) return;
+    if (!this.jobs.end(job, { type: 'refused' })) return;
     this.refusedUntil.set(worker.hello.workerId, Date.now() + REFUSAL_PAUSE_MS);
     if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
-    else await changeBuildStatus(this.deps.events, job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+    else await this.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
   }
 
-  private async evalMessage(job: Extract<Job, { kind: 'eval' }>, message: Message): Promise<void> {
+  private async evalMessage(job: EvalJobEntry, message: Message): Promise<void> {
     const { sql, events } = this.deps;
     if (message.t === 'evalBatch') {
       job.actor.send({ type: 'progress', amount: message.derivations.length });
@@ -222,7 +213,7 @@ export class BuildScheduler implements WorkerListener {
       return;
     }
     if (message.t === 'evalResult') {
-      if (!this.end(job, { type: 'succeeded' })) return;
+      if (!this.jobs.end(job, { type: 'succeeded' })) return;
       await job.chain;
       if (job.failed) {
         await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: 'the server could not record the derivation graph' });
@@ -234,7 +225,7 @@ export class BuildScheduler implements WorkerListener {
       return;
     }
     if (message.t === 'jobFailed') {
-      if (!this.end(job, { type: 'failed', reason: message.failure.reason })) return;
+      if (!this.jobs.end(job, { type: 'failed', reason: message.failure.reason })) return;
       await job.chain;
       const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
       if (message.failure.class === 'FailedTransient' && (row?.attempts ?? 0) < this.deps.settings.maxAttempts) {
@@ -246,28 +237,29 @@ export class BuildScheduler implements WorkerListener {
     }
   }
 
-  private async buildMessage(job: Extract<Job, { kind: 'build' }>, message: Message): Promise<void> {
+  private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
     const { events, logs, settings } = this.deps;
     if (message.t === 'buildLog') {
       job.actor.send({ type: 'progress', amount: message.data.length });
+      this.jobs.reportProgress(job, 'building', message.data.length, 0);
       return logs.append(job.derivationBuildId, job.attempt, message.data);
     }
     if (message.t !== 'buildResult' && message.t !== 'jobFailed') return;
-    if (!this.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
+    if (!this.jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
     if (message.t === 'buildResult') {
-      await changeBuildStatus(events, job.derivationBuildId, { to: 'completed', from: ['started'], ...logSizes });
+      await this.setStatus(job.derivationBuildId, { to: 'completed', from: ['started'], ...logSizes });
     } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
       await this.inputsUnavailable(job, message.failure, logSizes);
     } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
       // spec: wait build.retryBackoffSecs, doubled for every earlier attempt
       const wait = settings.retryBackoffSecs * 2 ** (job.attempt - 1);
-      await changeBuildStatus(events, job.derivationBuildId, {
+      await this.setStatus(job.derivationBuildId, {
         to: 'queued', from: ['started'], failure: message.failure, notBefore: new Date(Date.now() + wait * 1000), ...logSizes,
       });
     } else {
-      await changeBuildStatus(events, job.derivationBuildId, { to: 'failed', from: ['started'], failure: message.failure, ...logSizes });
+      await this.setStatus(job.derivationBuildId, { to: 'failed', from: ['started'], failure: message.failure, ...logSizes });
       await this.failDependents(job.derivationBuildId);
     }
     await this.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
@@ -281,24 +273,24 @@ export class BuildScheduler implements WorkerListener {
    * them, without the attempt counting (build.inputsUnavailableMaxLoops bounds this loop).
    */
   private async inputsUnavailable(
-    job: Extract<Job, { kind: 'build' }>, failure: JobFailure, logSizes: { logBytes: number; logDroppedBytes: number },
+    job: BuildJobEntry, failure: JobFailure, logSizes: { logBytes: number; logDroppedBytes: number },
   ): Promise<void> {
     const { sql, events, settings } = this.deps;
     const suspects = await countSubstituteMisses(sql, job.derivationBuildId);
     for (const id of suspects) {
       this.substitutionChecked.delete(id);
-      await changeBuildStatus(events, id, { to: 'queued', from: ['substituted'] });
+      await this.setStatus(id, { to: 'queued', from: ['substituted'] });
     }
     // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
     const notBefore = suspects.length > 0 ? null : new Date(Date.now() + settings.retryBackoffSecs * 1000);
-    await changeBuildStatus(events, job.derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
+    await this.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
     await countInputsLoop(sql, job.derivationBuildId);
   }
 
   private async failDependents(derivationBuildId: string): Promise<void> {
     const dependents = await queuedDependents(this.deps.sql, derivationBuildId);
     for (const { id } of dependents) {
-      await changeBuildStatus(this.deps.events, id, {
+      await this.setStatus(id, {
         to: 'failed', from: ['queued'],
         failure: { class: 'FailedPermanent', reason: 'dependency_failed', message: `an input of this derivation failed (derivation_build ${derivationBuildId})` },
       });
@@ -332,12 +324,6 @@ export class BuildScheduler implements WorkerListener {
     return true;
   }
 
-  private running_(worker: ConnectedWorker, kind: Job['kind']): number {
-    let n = 0;
-    for (const job of this.jobs.values()) if (job.kind === kind && job.workerId === worker.hello.workerId) n++;
-    return n;
-  }
-
   private available(worker: ConnectedWorker): boolean {
     return (this.refusedUntil.get(worker.hello.workerId) ?? 0) <= Date.now();
   }
@@ -354,12 +340,11 @@ export class BuildScheduler implements WorkerListener {
         continue;
       }
       const worker = workers.connected().find((w) =>
-        w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && this.running_(w, 'eval') < w.hello.maxConcurrentEvals);
+        w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && this.jobs.running(w, 'eval') < w.hello.maxConcurrentEvals);
       if (!worker) continue;
       const jobId = `eval:${evaluation.id}:${evaluation.attempts + 1}`;
       if (!(await changePhase(events, evaluation.id, { to: 'evaluating', from: ['queued'], workerId: worker.hello.workerId }))) continue;
-      const actor = this.spawnJob('eval', jobId, worker, evaluation.id, evaluation.attempts + 1);
-      this.jobs.set(jobId, { kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, chain: Promise.resolve(), failed: false, actor });
+      this.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id }, worker);
       worker.link.send({ t: 'evalJob', jobId, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
     }
@@ -397,7 +382,7 @@ export class BuildScheduler implements WorkerListener {
       if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
       for (const project of unchecked ? build.projects : []) {
         if (await outputsCached(sql, outputs, readable(await cachesOf(project)))) {
-          substituted = (await changeBuildStatus(this.deps.events, build.id, { to: 'substituted', from: ['queued'] })) !== null;
+          substituted = (await this.setStatus(build.id, { to: 'substituted', from: ['queued'] })) !== null;
           break;
         }
       }
@@ -417,19 +402,18 @@ export class BuildScheduler implements WorkerListener {
       (build.system === 'builtin' || w.hello.architectures.includes(build.system))
       && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
       && build.projects.some((p) => serves(w, p))
-      && this.running_(w, 'build') < w.hello.maxConcurrentBuilds);
-    return rankWorkers(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, (w) => this.running_(w, 'build'))[0];
+      && this.jobs.running(w, 'build') < w.hello.maxConcurrentBuilds);
+    return rankWorkers(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, (w) => this.jobs.running(w, 'build'))[0];
   }
 
   private async dispatchBuild(worker: ConnectedWorker, build: ReadyBuild, caches: ProjectCache[]): Promise<void> {
     const { settings, events } = this.deps;
     const targets = writable(caches).map((c) => c.name);
     if (targets.length === 0) return;
-    const attempt = await changeBuildStatus(events, build.id, { to: 'started', from: ['queued'], workerId: worker.hello.workerId, countAttempt: true });
+    const attempt = await this.setStatus(build.id, { to: 'started', from: ['queued'], workerId: worker.hello.workerId, countAttempt: true });
     if (attempt === null) return;
     const jobId = `build:${build.id}:${attempt}`;
-    const actor = this.spawnJob('build', jobId, worker, build.id, attempt);
-    this.jobs.set(jobId, { kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targets), actor });
+    this.jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targets) }, worker);
     const timeoutSecs = build.timeout_secs ?? settings.defaultTimeoutSecs;
     // Private caches are read with one token (Nix's netrc has one password per host) that lasts the
     // job: its time-out (a day without one) and an hour more.

@@ -90,6 +90,12 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
   const dep = node('dep');
   const top = node('top', [dep.drvPath]);
   await putInCache(s.kiln, s.cache, dep);
+  const progress: { builds_total: number; builds_done: number }[] = [];
+  const buildProgress: { phase: string; bytes: number }[] = [];
+  s.kiln.events.bus.subscribe((event) => {
+    if (event.event === 'evaluation.progress') progress.push((JSON.parse(event.frame) as { content: { builds_total: number; builds_done: number } }).content);
+    if (event.event === 'build.progress') buildProgress.push((JSON.parse(event.frame) as { content: { phase: string; bytes: number } }).content);
+  });
   const evaluationId = await evaluate(s, [dep, top], top);
 
   // dep is substituted (its output is in the cache), so top goes first; twice the worker cannot fetch dep
@@ -131,6 +137,9 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
     select (select substitute_misses from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${dep.drvPath}) as misses,
            (select input_loops from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${top.drvPath}) as loops`;
   t.same(counts, { misses: 2, loops: 2 });
+  while (!progress.some((p) => p.builds_done === 2)) await new Promise((resolve) => setTimeout(resolve, 50));
+  t.match(progress.at(-1), { builds_total: 2, builds_done: 2 }, 'evaluation.progress counts the builds');
+  t.match(buildProgress[0], { phase: 'building', bytes: 16 }, 'build.progress follows the log');
 });
 
 t.test('missing inputs are retried build.inputsUnavailableMaxLoops times, then the build fails', async (t) => {
