@@ -1,6 +1,7 @@
 // Serving the binary cache: narinfo hits and misses at 64 connections, and NAR file throughput,
 // kiln against nginx (one worker, sendfile) serving the very same files, interleaved rounds.
-// Load comes from wrk in its own process.   npx tsx bench/binaryCache.bench.ts [seconds] [rounds]
+// Load comes from wrk in its own process.   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words]
+// (the third argument picks scenarios whose name contains one of the comma-separated words, e.g. "miss,16")
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -62,13 +63,16 @@ const script = join(work, 'paths.lua');
 await writeFile(script, WRK_PATHS_SCRIPT);
 const nginx = await startNginx(work, root, await freePortForBench());
 
+const only = process.argv[4]?.split(',') ?? null;
 const scenarios = [
   { name: 'narinfo hit', list: 'hits', connections: 64 },
   { name: 'narinfo miss (404)', list: 'misses', connections: 64 },
   { name: 'NAR 1-4 KiB (memory)', list: 'smallNars', connections: 64 },
   { name: 'NAR 16 MiB (streamed)', list: 'largeNars', connections: 8 },
-];
+].filter((s) => only === null || only.some((word) => s.name.includes(word)));
 type Sample = { rps: number[]; p50: number[]; p99: number[]; mbps: number[]; non2xx: number };
+/** kiln / nginx of each round, whose two runs were back to back: steadier than a ratio of medians on a busy machine */
+const roundRatios: Record<string, number[]> = {};
 const samples: Record<string, Sample> = {};
 const record = (key: string, r: Awaited<ReturnType<typeof wrk>>) => {
   const s = (samples[key] ??= { rps: [], p50: [], p99: [], mbps: [], non2xx: 0 });
@@ -80,6 +84,7 @@ for (let round = 0; round < rounds; round++) {
     for (const [server, url] of [['nginx', nginx.url], ['kiln', kiln.url]] as const) {
       record(`${s.name}|${server}`, await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script }));
     }
+    (roundRatios[s.name] ??= []).push(+(samples[`${s.name}|kiln`]!.rps.at(-1)! / samples[`${s.name}|nginx`]!.rps.at(-1)!).toFixed(3));
   }
   console.error(`round ${round + 1}/${rounds} done`);
 }
@@ -91,6 +96,7 @@ for (const s of scenarios) {
     nginx: { rps: Math.round(median(n.rps)), MBps: Math.round(median(n.mbps)), p50Ms: median(n.p50), p99Ms: median(n.p99), non2xx: n.non2xx },
     kiln: { rps: Math.round(median(k.rps)), MBps: Math.round(median(k.mbps)), p50Ms: median(k.p50), p99Ms: median(k.p99), non2xx: k.non2xx },
     ratio: +(median(k.rps) / median(n.rps)).toFixed(3),
+    roundRatios: roundRatios[s.name], medianRoundRatio: median(roundRatios[s.name]!),
   }));
 }
 await nginx.stop();

@@ -2,10 +2,11 @@ import { componentLogger, createLogger, type LoadedConfig, type Logger } from '.
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildScheduler, WorkerNars, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
+import { commitsService, directBuildsService, evaluationPruner, sourceUploadsService } from '../services/index.js';
 import { buildRoutes, createAuthenticator, eventSockets, protoRoute, startHttpServer, type HttpServer } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
@@ -83,11 +84,18 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     const rateLimiter = await openRateLimiter(config, log);
     stack.push(() => rateLimiter.close());
-    const identity = await openIdentityServices({ sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock });
+    const secretBox = await openSecretBox(db.web, config);
+    // Opened before the services that emit into it (accounts, projects, …).
+    const events = await openEventSystem(
+      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}` },
+      opts.events,
+    );
+    stack.push(() => events.close());
+    const identity = await openIdentityServices({ sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock, events: events.events });
     stack.push(() => identity.close());
     const authenticator = createAuthenticator(identity);
     const accessDeps = {
-      sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock, secretBox: await openSecretBox(db.web, config),
+      sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock, secretBox, events: events.events,
       // evaluations parked for want of a cache go back to the queue
       onSubscriptionApproved: () => scheduler?.requeueWaiting(),
     };
@@ -101,15 +109,13 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const narUploads = narUploadService({
       sql: db.web, nars, uploadBudget, secretBox: accessDeps.secretBox,
       restWaitSecs: config['upload.restWaitSecs'], maxUploadSize: config['nar.maxUploadSize'],
+      storageLimits: cacheStorageLimits(db.web, config['cache.maxStorageGb']),
+      events: events.events,
     });
     const caches = createCacheServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), secretBox: accessDeps.secretBox, nars, forgetCache: (name) => binaryCache.forgetCache(name),
+      events: events.events,
     });
-    const events = await openEventSystem(
-      { config, db, boss: queue, root, secretBox: accessDeps.secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}` },
-      opts.events,
-    );
-    stack.push(() => events.close());
     const sockets = eventSockets({
       bus: events.bus, streams: events.streams, authenticateToken: authenticator.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
@@ -120,24 +126,39 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const workers = new WorkerConnections(db.scheduler, {
       publicStats: config['publicStats'],
       emit: (name, content) => events.events.publish(name, { ...content }),
+      supervisor: root.supervise({ id: 'workers', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     });
+    // Live log readers (POST /builds/{id}/log) hear of new log bytes at once in this process, and of status changes from any.
+    const logFeed = new BuildLogFeed();
+    logFeed.listen(events.bus);
+    const buildLogs = new BuildLogs(db.scheduler, config['log.chunkBytes'], (id) => logFeed.notify(id));
     scheduler = new BuildScheduler({
       sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'),
       nars: new WorkerNars({
         sql: db.scheduler, nars, secretBox: accessDeps.secretBox, stagingDir: join(config['baseDir'], 'proto-staging'), maxUploadSize: config['nar.maxUploadSize'],
+        storageLimits: cacheStorageLimits(db.scheduler, config['cache.maxStorageGb']),
+        events: schedulerEvents,
       }),
-      logs: new BuildLogs(db.scheduler, config['log.chunkBytes']),
+      logs: buildLogs,
+      storage: cacheStorageLimits(db.scheduler, config['cache.maxStorageGb']),
+      readToken: (cacheIds, ttlSecs) => mintCacheReadToken(accessDeps.secretBox, cacheIds, ttlSecs),
+      supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
       settings: {
         maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],
         defaultTimeoutSecs: config['build.defaultTimeoutSecs'], defaultMaxSilentSecs: config['build.defaultMaxSilentSecs'], serveUrl: config['serveUrl'],
+        inputsUnavailableMaxLoops: config['build.inputsUnavailableMaxLoops'],
+        substituteMissEscalationThreshold: config['build.substituteMissEscalationThreshold'],
+        scoringPolicy: config['scheduler.scoringPolicy'], maxStorageGb: config['cache.maxStorageGb'],
       },
     });
     workers.setListener(scheduler);
     const running = scheduler;
     running.start();
     stack.push(() => running.stop());
-    const evaluations = evaluationsService({ sql: db.web, events: events.events, wake: () => running.wake(), cancel: (id) => running.cancelEvaluation(id) });
-    const builds = { evaluations, views: buildViewsService(db.web, evaluations) };
+    const prune = evaluationPruner(db.web, config['eval.maxKeep']);
+    const evaluations = evaluationsService({ sql: db.web, events: events.events, wake: () => running.wake(), cancel: (id) => running.cancelEvaluation(id), prune });
+    const views = buildViewsService(db.web, evaluations);
+    const builds = { evaluations, views, data: buildDataServices({ sql: db.web, nars, evaluations, views, feed: logFeed, logs: buildLogs }) };
     // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id}.
     if (!opts.events?.liveResolvers) {
       events.streams.resolveWith({
@@ -155,7 +176,12 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
     const startedAt = new Date();
-    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds });
+    const buildRequests = {
+      direct: directBuildsService({ sql: db.web, events: events.events, nars, secretBox: accessDeps.secretBox, views: builds.views, wake: () => running.wake(), prune }),
+      sources: sourceUploadsService({ sql: db.web, blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
+      commits: commitsService(db.web),
+    };
+    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds, buildRequests });
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: config['port'],
@@ -170,6 +196,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       },
     });
     stack.push(() => http.close());
+    stack.push(() => logFeed.close()); // before the HTTP server waits for its requests: live logs end
     stack.push(() => proto.close());
     stack.push(() => sockets.close());
     if (config['worker.enable']) {

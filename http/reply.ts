@@ -7,6 +7,7 @@ export type Reply =
   | { kind: 'json'; status: number; headers: Headers; body: unknown }
   | { kind: 'bytes'; status: number; headers: Headers; body: Uint8Array | string }
   | { kind: 'stream'; status: number; headers: Headers; length: number; body: AsyncIterable<Uint8Array> }
+  | { kind: 'chunked'; status: number; headers: Headers; body: AsyncIterable<Uint8Array> }
   | { kind: 'empty'; status: number; headers: Headers; length?: number };
 
 const REPLY = Symbol('kiln.reply');
@@ -29,6 +30,10 @@ export const bytesReply = (status: number, body: Uint8Array | string, headers: H
 /** A body of known length produced piece by piece; written with backpressure. */
 export const streamReply = (status: number, length: number, body: AsyncIterable<Uint8Array>, headers: Headers = {}): Reply =>
   tag({ kind: 'stream', status, headers, length, body });
+
+/** A body of unknown length (NDJSON, a live log): chunked transfer encoding, written with backpressure. */
+export const chunkedReply = (status: number, body: AsyncIterable<Uint8Array>, headers: Headers = {}): Reply =>
+  tag({ kind: 'chunked', status, headers, body });
 
 /** No body; `length` is reported as Content-Length (HEAD, 304, redirects). */
 export const emptyReply = (status: number, headers: Headers = {}, length?: number): Reply =>

@@ -21,6 +21,8 @@ export class Req<P = unknown> {
     readonly params: Readonly<Record<string, string>>,
     private readonly rawBody: Promise<Buffer> | null,
     private readonly bodyStream: BodyStream | null,
+    /** a HEAD request (routed as GET, answered without a body) */
+    readonly isHead = false,
   ) {}
 
   private knownAddress: string | undefined;

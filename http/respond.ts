@@ -84,7 +84,71 @@ export async function respond(res: HttpResponse, state: ResponseState, reply: Re
         return;
       }
       await writeStream(res, state, reply.status, reply.headers, reply.length, reply.body);
+      return;
+    case 'chunked':
+      if (head) {
+        res.cork(() => {
+          writeHead(res, reply.status, reply.headers);
+          res.end();
+        });
+        state.done = true;
+        return;
+      }
+      await writeChunked(res, state, reply.status, reply.headers, reply.body);
   }
+}
+
+/**
+ * Streams a body of unknown length with chunked encoding. uWS keeps what write() could not send,
+ * so on backpressure the next chunk waits for onWritable instead of piling up in memory.
+ */
+async function writeChunked(res: HttpResponse, state: ResponseState, status: number, headers: Headers, body: AsyncIterable<Uint8Array>): Promise<void> {
+  const iterator = body[Symbol.asyncIterator]();
+  let headWritten = false;
+  const head = () => {
+    if (!headWritten) writeHead(res, status, headers);
+    headWritten = true;
+  };
+  try {
+    for (;;) {
+      const next = await iterator.next();
+      if (state.aborted) return;
+      if (next.done) break;
+      if (next.value.byteLength === 0) continue;
+      const chunk = next.value;
+      const ok = corked(res, () => {
+        head();
+        return res.write(chunk);
+      });
+      if (!ok) await writable(res, state);
+      if (state.aborted) return;
+    }
+    corked(res, () => {
+      head();
+      res.end();
+    });
+    state.done = true;
+  } finally {
+    // Before the head, a failing source is still an ordinary error reply (the router writes it);
+    // mid-body, closing the connection is the only honest signal left.
+    if (headWritten && !state.done && !state.aborted) {
+      state.done = true;
+      res.cork(() => res.close());
+    }
+    await iterator.return?.();
+  }
+}
+
+/** Resolves when uWS has sent what write() buffered, or the client is gone. */
+function writable(res: HttpResponse, state: ResponseState): Promise<void> {
+  return new Promise((resolve) => {
+    const unsubscribe = state.onAbort(resolve);
+    res.onWritable(() => {
+      unsubscribe();
+      setImmediate(resolve); // uWS does not drain microtasks after its callbacks
+      return true;
+    });
+  });
 }
 
 /** Streams `total` bytes, waiting on onWritable whenever uWS reports backpressure. */

@@ -16,6 +16,8 @@ export interface RouteOptions {
   body: BodyMode;
   /** Bytes allowed in the body; http.maxRequestSize when unset. */
   maxBody?: number;
+  /** The option that sets maxBody, named in the 413 (e.g. http.maxSourceUploadSize). */
+  maxBodyName?: string;
 }
 
 export interface Route<P> {

@@ -2,7 +2,7 @@ import type { Config } from '../config/index.js';
 import type { SupervisedActor, Supervisor } from '../supervisors/index.js';
 import type { uploadBudgetMachine } from '../actors/index.js';
 import type { Database, NarStorage, RateLimiter } from '../storage/index.js';
-import type { AccessServices, BinaryCacheAccess, CacheServices, EventSystem, IdentityServices, NarUploadService, Principal, WorkerConnections, EvaluationsService, BuildViewsService } from '../services/index.js';
+import type { AccessServices, BinaryCacheAccess, CacheServices, EventSystem, IdentityServices, NarUploadService, Principal, WorkerConnections, EvaluationsService, BuildViewsService, BuildDataServices } from '../services/index.js';
 import { RouteTable, Router } from './router.js';
 import { healthRoutes } from './api/v1/health.js';
 import { serverConfigRoutes } from './api/v1/serverConfig.js';
@@ -32,6 +32,11 @@ import { eventRoutes } from './api/v1/events.js';
 import { connectedWorkersRoutes } from './api/v1/connectedWorkers.js';
 import { evaluationsRoutes } from './api/v1/evaluations.js';
 import { buildsRoutes } from './api/v1/builds.js';
+import { directBuildsRoutes } from './api/v1/directBuilds.js';
+import { sourceUploadRoutes } from './api/v1/sourceUploads.js';
+import { commitsRoutes } from './api/v1/commits.js';
+import type { CommitsService, DirectBuildsService, SourceUploadsService } from '../services/index.js';
+import { closuresRoutes } from './api/v1/closures.js';
 
 export interface RouteDeps {
   config: Config;
@@ -59,7 +64,9 @@ export interface RouteDeps {
   /** workers connected over /proto (GET /workers) */
   workers?: WorkerConnections;
   /** evaluations and the read side of builds */
-  builds?: { evaluations: EvaluationsService; views: BuildViewsService };
+  builds?: { evaluations: EvaluationsService; views: BuildViewsService; data?: BuildDataServices };
+  /** direct builds, source uploads and commits (docs/builds.md) */
+  buildRequests?: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
 }
 
 /** The whole route table: every resource's routes under /api/v1, the binary cache at the root. */
@@ -75,6 +82,7 @@ export function buildRoutes(deps: RouteDeps): RouteTable<Principal> {
     localIps: new CidrSet(deps.config['http.localIps']),
     extras: upstreamExtras(deps.caches.upstreams, deps.cacheExtras ?? noCacheExtras),
     upstreams: deps.caches.upstreams,
+    traffic: deps.caches.traffic,
   });
   const api = new Router<Principal>(table).scope('/api/v1');
   healthRoutes(api, {
@@ -105,7 +113,11 @@ export function buildRoutes(deps: RouteDeps): RouteTable<Principal> {
   if (deps.builds) evaluationsRoutes(api, deps.builds.evaluations, deps.builds.views);
   tasksRoutes(api, deps.access);
   serversRoutes(api, deps.access);
-  if (deps.builds) buildsRoutes(api, deps.builds.views);
+  if (deps.buildRequests) directBuildsRoutes(api, deps.buildRequests.direct);
+  if (deps.builds) buildsRoutes(api, deps.builds.views, deps.builds.data);
+  if (deps.buildRequests) sourceUploadRoutes(api, new Router<Principal>(table), deps.buildRequests.sources, deps.config['http.maxSourceUploadSize']);
+  if (deps.buildRequests) commitsRoutes(api, deps.buildRequests.commits);
+  if (deps.builds?.data) closuresRoutes(api, deps.builds.data);
   cachesRoutes(api, deps.caches);
   cacheNarsRoutes(api, deps.caches);
   cacheUpstreamsRoutes(api, deps.caches);

@@ -93,7 +93,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       buffered.catch(() => undefined); // observed by the handler or by the 413 below
     } else if (route.options.body === 'stream') {
       if (declared !== null && declared > limit) {
-        void fail(new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes`), true);
+        void fail(new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`), true);
         return;
       }
       body = new BodyStream(res, limit);
@@ -103,7 +103,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       const peer = state.aborted ? '' : normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
       return clientAddress(peer, headers['x-forwarded-for'], trusted);
     };
-    const request = new Req<P>(id, method, url, new URLSearchParams(queryText), headers, address, params, buffered, body);
+    const request = new Req<P>(id, method, url, new URLSearchParams(queryText), headers, address, params, buffered, body, head);
 
     const work = (async () => {
       try {

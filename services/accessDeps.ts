@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../config/index.js';
-import type { SecretBox } from '../storage/index.js';
+import type { Events, SecretBox } from '../storage/index.js';
 import type { Clock } from './clock.js';
 
 /** What the access services (organizations … worker registrations) are built from. */
@@ -10,6 +10,8 @@ export interface AccessDeps {
   log: Logger;
   clock: Clock;
   secretBox: SecretBox;
+  /** every change emits its event in its own transaction (docs/events.md) */
+  events: Events;
   /**
    * Called after a subscription of a project (or of its organization) became active, once per
    * project. The evaluation issue re-queues evaluations parked for want of a cache here.

@@ -15,7 +15,7 @@ export interface Registered extends UserView {
   verification_email: 'sent' | 'skipped' | 'failed';
 }
 
-export function accountsService({ sql, config }: IdentityDeps, sessions: Sessions, verification: EmailVerification) {
+export function accountsService({ sql, config, events }: IdentityDeps, sessions: Sessions, verification: EmailVerification) {
   const refuseWhenOidcOnly = () => {
     if (config['oidc.required']) throw new ApiError(403, 'oidc_required', 'this server signs in through OIDC only (oidc.required)');
   };
@@ -25,7 +25,8 @@ export function accountsService({ sql, config }: IdentityDeps, sessions: Session
     async register(body: RegisterBody): Promise<Registered> {
       refuseWhenOidcOnly();
       if (!config['registration.enable']) throw new ApiError(403, 'registration_disabled', 'registration is disabled on this server (registration.enable)');
-      const row = await insertUser(sql, {
+      const row = await insertUser(events, {
+        via: 'registration',
         username: body.username,
         name: body.name,
         email: body.email,
@@ -43,13 +44,19 @@ export function accountsService({ sql, config }: IdentityDeps, sessions: Session
       // Usernames cannot contain "@", so one lookup serves both kinds of loginname.
       const [user] = await sql<UserRow[]>`select * from users where username = ${body.loginname} or email = ${body.loginname} limit 1`;
       const ok = await verifyPassword(user?.password_hash ?? null, body.password);
-      if (!user || !ok) throw new ApiError(401, 'invalid_credentials', 'wrong username, e-mail address or password');
+      const refuse = async (error: ApiError): Promise<never> => {
+        await events.transaction(async (_tx, emit) => {
+          emit('login.failure', { loginname: body.loginname.slice(0, 254), reason: error.code, ...(origin.address ? { address: origin.address } : {}) });
+        });
+        throw error;
+      };
+      if (!user || !ok) return refuse(new ApiError(401, 'invalid_credentials', 'wrong username, e-mail address or password'));
       // Only after the password matched, so these answers reveal nothing to a guesser.
-      if (user.disabled) throw new ApiError(403, 'account_disabled', 'this account is disabled');
+      if (user.disabled) return refuse(new ApiError(403, 'account_disabled', 'this account is disabled'));
       if (verification.required && !user.email_verified) {
-        throw new ApiError(403, 'email_not_verified', 'verify your e-mail address first (POST /api/v1/auth/resend-verification sends a new link)');
+        return refuse(new ApiError(403, 'email_not_verified', 'verify your e-mail address first (POST /api/v1/auth/resend-verification sends a new link)'));
       }
-      return (await sessions.create(user.id, origin)).token;
+      return (await sessions.create(user, origin, 'password')).token;
     },
 
     async checkUsername(body: CheckUsernameBody): Promise<{ username: string; available: boolean }> {

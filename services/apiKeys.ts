@@ -77,7 +77,7 @@ const toView = (r: KeyListRow): ApiKeyView => ({
 
 export type ApiKeys = ReturnType<typeof apiKeysService>;
 
-export function apiKeysService({ sql, clock }: IdentityDeps, resolveProject: ResolvePinnedProject) {
+export function apiKeysService({ sql, clock, events }: IdentityDeps, resolveProject: ResolvePinnedProject) {
   const listRows = (userId: string, name: string | null) => sql<KeyListRow[]>`
     select k.id, k.name, k.secret_prefix, k.permissions, o.name || '/' || p.name as project, c.name::text as cache,
            k.allowed_ips::text[] as allowed_ips,
@@ -108,11 +108,19 @@ export function apiKeysService({ sql, clock }: IdentityDeps, resolveProject: Res
       const { secret, hash, prefix } = generateApiKeySecret();
       const permissions = [...new Set(body.permissions)];
       try {
-        await sql`
-          insert into api_keys (user_id, name, secret_hash, secret_prefix, permissions, project_id, cache_id, allowed_ips, expires_at, created_at)
-          values (${user.userId}, ${body.name}, ${hash}, ${prefix}, ${permissions}, ${project?.id ?? null}, ${cacheId},
-                  (select coalesce(array_agg(network(a::inet)), '{}') from unnest(${body.allowed_ips}::text[]) a),
-                  ${expiresAt}, ${clock.now()})`;
+        await events.transaction(async (tx, emit) => {
+          const [key] = await tx<{ id: string }[]>`
+            insert into api_keys (user_id, name, secret_hash, secret_prefix, permissions, project_id, cache_id, allowed_ips, expires_at, created_at)
+            values (${user.userId}, ${body.name}, ${hash}, ${prefix}, ${permissions}, ${project?.id ?? null}, ${cacheId},
+                    (select coalesce(array_agg(network(a::inet)), '{}') from unnest(${body.allowed_ips}::text[]) a),
+                    ${expiresAt}, ${clock.now()})
+            returning id`;
+          // Never the secret, its hash or its prefix.
+          emit('api_key.create', {
+            user: user.username, user_id: user.userId, key_id: key!.id, name: body.name, permissions,
+            ...(project ? { project: project.name } : {}), ...(body.cache !== undefined ? { cache: body.cache } : {}),
+          }, { userId: user.userId });
+        });
       } catch (e) {
         if ((e as { code?: string }).code === '23505') throw new ApiError(409, 'key_exists', `you already have an API key named "${body.name}"`);
         throw e;
@@ -123,10 +131,13 @@ export function apiKeysService({ sql, clock }: IdentityDeps, resolveProject: Res
 
     async delete(who: Principal, name: string): Promise<string> {
       const user = requireSession(who, 'deleting an API key');
-      const [row] = await sql<{ state_managed: boolean }[]>`select state_managed from api_keys where user_id = ${user.userId} and name = ${name}`;
+      const [row] = await sql<{ id: string; state_managed: boolean }[]>`select id, state_managed from api_keys where user_id = ${user.userId} and name = ${name}`;
       if (!row) throw new ApiError(404, 'key_not_found', `you have no API key named "${name}"`);
       if (row.state_managed) throw new ApiError(403, 'state_managed', `the API key "${name}" is declared in the state file; remove it there`);
-      await sql`delete from api_keys where user_id = ${user.userId} and name = ${name}`;
+      await events.transaction(async (tx, emit) => {
+        const deleted = await tx`delete from api_keys where id = ${row.id} returning id`;
+        if (deleted.length > 0) emit('api_key.delete', { user: user.username, user_id: user.userId, key_id: row.id, name }, { userId: user.userId });
+      });
       return `API key "${name}" deleted`;
     },
 

@@ -8,6 +8,10 @@ interface OpenLog {
   buffered: Buffer[];
   bytes: number;
   seq: number;
+  /** bytes of this attempt already in build_log_chunks */
+  storedBytes: number;
+  /** chunks cut from the buffer whose insert has not finished, oldest first */
+  inflight: Buffer[];
   writing: Promise<void>;
   failure?: unknown;
 }
@@ -15,17 +19,28 @@ interface OpenLog {
 export class BuildLogs {
   private readonly open = new Map<string, OpenLog>();
 
-  constructor(private readonly sql: Sql, private readonly chunkBytes: number) {}
+  /** `onChange` hears of every append and every stored chunk (live log readers, services/buildLogFeed.ts). */
+  constructor(private readonly sql: Sql, private readonly chunkBytes: number, private readonly onChange: (derivationBuildId: string) => void = () => {}) {}
+
+  /**
+   * What this process holds of an attempt's log that is not stored yet, and the byte offset it
+   * starts at; null when this process is not receiving that attempt.
+   */
+  tail(derivationBuildId: string, attempt: number): { offset: number; data: Buffer } | null {
+    const log = this.open.get(`${derivationBuildId}/${attempt}`);
+    return log ? { offset: log.storedBytes, data: Buffer.concat([...log.inflight, ...log.buffered]) } : null;
+  }
 
   append(derivationBuildId: string, attempt: number, data: Uint8Array): void {
     const key = `${derivationBuildId}/${attempt}`;
     let log = this.open.get(key);
     if (!log) {
-      log = { buffered: [], bytes: 0, seq: 0, writing: Promise.resolve() };
+      log = { buffered: [], bytes: 0, seq: 0, storedBytes: 0, inflight: [], writing: Promise.resolve() };
       this.open.set(key, log);
     }
     log.buffered.push(Buffer.from(data));
     log.bytes += data.length;
+    this.onChange(derivationBuildId);
     if (log.bytes < this.chunkBytes) return;
     let all = Buffer.concat(log.buffered);
     for (;;) {
@@ -54,8 +69,15 @@ export class BuildLogs {
 
   private write(derivationBuildId: string, attempt: number, log: OpenLog, data: Buffer): void {
     const seq = log.seq++;
+    log.inflight.push(data);
     log.writing = log.writing.then(async () => {
-      await this.sql`insert into build_log_chunks (derivation_build_id, attempt, seq, data) values (${derivationBuildId}, ${attempt}, ${seq}, ${data})`;
+      try {
+        await this.sql`insert into build_log_chunks (derivation_build_id, attempt, seq, data) values (${derivationBuildId}, ${attempt}, ${seq}, ${data})`;
+        log.storedBytes += data.length;
+      } finally {
+        log.inflight.shift();
+      }
+      this.onChange(derivationBuildId);
     }).catch((error: unknown) => {
       // A lost log chunk must not fail the build; the error is kept for finish() to report.
       log.failure ??= error;

@@ -1,5 +1,6 @@
 import type { Events } from '../storage/index.js';
 import type { BuildStatus, FailureClass } from '../protocol/index.js';
+import type { Queryable } from './queryable.js';
 
 // Every status change of a shared derivation_build goes through here: the row, and build.<status>
 // for each evaluation's build that points at it, in one transaction (durable for entry points
@@ -19,7 +20,8 @@ export interface StatusChange {
   logDroppedBytes?: number;
 }
 
-interface BuildRow {
+/** A per-evaluation build that points at a derivation_build: what its events name and their scope. */
+export interface BuildRow {
   build_id: string;
   evaluation_id: string;
   entry_point: boolean;
@@ -30,6 +32,17 @@ interface BuildRow {
   task: string;
   task_id: string;
   drv_path: string;
+}
+
+/** The builds of running evaluations that share this derivation_build. */
+export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string): Promise<BuildRow[]> {
+  return sql<BuildRow[]>`
+    select b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
+           p.organization_id, t.name as task, t.id as task_id, d.drv_path
+    from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+    join organizations o on o.id = p.organization_id join derivation_builds db on db.id = b.derivation_build_id
+    join derivations d on d.id = db.derivation_id
+    where b.derivation_build_id = ${derivationBuildId} and e.phase not in ('completed', 'failed', 'aborted')`;
 }
 
 /** Applies the change when the build is in one of `from`; the new attempt number, or null when it did not apply. */
@@ -49,20 +62,20 @@ export async function changeBuildStatus(events: Events, derivationBuildId: strin
       from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
       where b.id = ${derivationBuildId} and b.status = any(${change.from as string[]}) returning b.attempts, old.previous`;
     if (!updated) return null;
-    const builds = await tx<BuildRow[]>`
-      select b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
-             p.organization_id, t.name as task, t.id as task_id, d.drv_path
-      from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
-      join organizations o on o.id = p.organization_id join derivation_builds db on db.id = b.derivation_build_id
-      join derivations d on d.id = db.derivation_id
-      where b.derivation_build_id = ${derivationBuildId} and e.phase not in ('completed', 'failed', 'aborted')`;
+    const builds = await buildsOfDerivationBuild(tx, derivationBuildId);
     for (const build of builds) {
-      emit(`build.${change.to}`, {
+      const identity = {
         build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: change.to,
-        task: build.task, project: build.project, entry_point: build.entry_point, drv_path: build.drv_path, attempt: updated.attempts,
-        ...(build.attr ? { attr: build.attr } : {}), ...(change.failure ? { failure: change.failure.class } : {}),
-        ...(change.workerId ? { worker: change.workerId } : {}),
-      }, { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id });
+        task: build.task, project: build.project,
+      };
+      const extra = { ...(change.failure ? { failure: change.failure.class } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
+      const scope = { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id };
+      emit(`build.${change.to}`, {
+        ...identity, entry_point: build.entry_point, drv_path: build.drv_path, attempt: updated.attempts,
+        ...(build.attr ? { attr: build.attr } : {}), ...extra,
+      }, scope);
+      // Every transition, entry point or not, for the live paths (never durable).
+      emit('build.status_changed', { ...identity, previous: updated.previous, entry_point: build.entry_point, ...extra }, scope);
     }
     return updated.attempts;
   });

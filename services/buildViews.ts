@@ -67,7 +67,9 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
   async function build(who: Principal, id: string): Promise<BuildView> {
     const [row] = await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.id = ${id}`;
     if (!row) throw new ApiError(404, 'not_found', `no build ${id}`);
-    await evaluations.visible(who, row.evaluation_id, 'viewProject').catch(() => {
+    // A key without viewProject still learns 403 from visible(), as on GET /evals/{id}.
+    await evaluations.visible(who, row.evaluation_id, 'viewProject').catch((e: unknown) => {
+      if (e instanceof ApiError && e.status !== 404) throw e;
       throw new ApiError(404, 'not_found', `no build ${id}`);
     });
     return toView(row);

@@ -7,6 +7,7 @@ import { notFound } from './access.js';
 import type { CacheDeps } from './cacheDeps.js';
 import { cachesService, demandOwner } from './caches.js';
 import { cacheStorageLimits } from './cacheStorage.js';
+import { markOutputsNotCached } from './evictedOutputs.js';
 import type { Principal } from './principal.js';
 
 export interface NarView {
@@ -124,17 +125,21 @@ export function cacheNarsService(deps: CacheDeps) {
 
     /**
      * Removes the path from this cache only (its signature row). From the last cache holding it, the
-     * cached path record goes too, in the same transaction; derivation outputs will be marked not
-     * cached here once the build tables exist (the build issue). The blob goes after the answer.
+     * cached path record goes too, and the derivation builds that produced it are marked not cached,
+     * in the same transaction (evictedOutputs.ts). The blob goes after the answer.
      */
     async remove(who: Principal, cache: string, hash: string): Promise<NarDeletion> {
       const { row, access } = await caches.demandRecord(who, cache, 'viewCache');
       demandOwner(who, row, access, 'deleting a cached NAR');
-      const result = await sql.begin(async (tx) => {
+      const result = await deps.events.transaction(async (tx, emit) => {
         const found = await findCachePath(tx, row.id, hash);
         if (!found) return null;
         const removal = await nars.removePathFromCache(tx, row.id, hash);
-        return removal.removed ? { removal, storePath: found.storePath } : null;
+        if (!removal.removed) return null;
+        if (removal.lastCopy) await markOutputsNotCached(tx, found.storePath, found.deriver);
+        emit('cache.nar.delete', { cache: row.name, hash, store_path: found.storePath, last_copy: removal.lastCopy }, { cacheId: row.id });
+        emit('cache.changed', { cache: row.name, reason: 'nar.delete' }, { cacheId: row.id });
+        return { removal, storePath: found.storePath };
       });
       if (result === null) throw notFound(`path ${hash} in cache "${row.name}"`);
       // This process stops serving it at once; other processes within the hot cache's lifetime.

@@ -5,6 +5,7 @@ import type { CacheDeps } from './cacheDeps.js';
 import { cachesService } from './caches.js';
 import type { Principal } from './principal.js';
 import { isUuid } from './targets.js';
+import { openUpstreamCredentials, sealUpstreamCredentials, upstreamAuthOf, type UpstreamAuth } from './upstreamCredentials.js';
 import { deleteUpstreamRow, listUpstreamRows, upsertUpstreamRow, type UpstreamRow } from './upstreamRows.js';
 
 export interface UpstreamView {
@@ -12,11 +13,13 @@ export interface UpstreamView {
   url: string;
   public_key: string;
   priority: number;
+  /** how kiln authenticates to it (basic or bearer), null for none; the credentials themselves are never shown */
+  auth: UpstreamAuth;
   created_at: Date;
 }
 
-const toView = (row: UpstreamRow): UpstreamView => ({
-  id: row.id, url: row.url, public_key: row.public_key, priority: row.priority, created_at: row.created_at,
+const toView = (row: UpstreamRow, auth: UpstreamAuth): UpstreamView => ({
+  id: row.id, url: row.url, public_key: row.public_key, priority: row.priority, auth, created_at: row.created_at,
 });
 
 /** The URL as stored: no trailing slash, so `<url>/<hash>.narinfo` is always one slash. */
@@ -30,10 +33,13 @@ export interface CacheUpstreamsDeps extends CacheDeps {
 export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
   const { sql } = deps;
   const caches = cachesService(deps);
+  const viewsOf = async (cacheId: string): Promise<UpstreamView[]> =>
+    (await listUpstreamRows(sql, cacheId)).map((row) =>
+      toView(row, row.credentials === null ? null : upstreamAuthOf(openUpstreamCredentials(deps.secretBox, row.credentials))));
   return {
     async list(who: Principal, cache: string): Promise<UpstreamView[]> {
       const { row } = await caches.demandRecord(who, cache, 'viewCache');
-      return (await listUpstreamRows(sql, row.id)).map(toView);
+      return viewsOf(row.id);
     },
 
     /** Adds the upstream, or updates the one with the same URL; the cache's upstreams afterwards. */
@@ -45,9 +51,12 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
       if (url === normalizeUpstreamUrl(`${deps.config['serveUrl']}/cache/${row.name}`)) {
         throw new ApiError(400, 'invalid_body', `url: ${url} is cache "${row.name}" itself`);
       }
-      await upsertUpstreamRow(sql, row.id, { url, public_key: key.value.toString(), priority: body.priority });
+      await upsertUpstreamRow(sql, row.id, {
+        url, public_key: key.value.toString(), priority: body.priority,
+        ...(body.credentials === undefined ? {} : { credentials: body.credentials === null ? null : sealUpstreamCredentials(deps.secretBox, body.credentials) }),
+      });
       deps.forgetUpstreams(row.id);
-      return (await listUpstreamRows(sql, row.id)).map(toView);
+      return viewsOf(row.id);
     },
 
     async remove(who: Principal, cache: string, id: string): Promise<UpstreamView[]> {
@@ -56,7 +65,7 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
         throw new ApiError(404, 'upstream_not_found', `cache "${row.name}" has no upstream ${id}`);
       }
       deps.forgetUpstreams(row.id);
-      return (await listUpstreamRows(sql, row.id)).map(toView);
+      return viewsOf(row.id);
     },
   };
 }

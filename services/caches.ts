@@ -50,7 +50,10 @@ export function demandOwner(who: Principal, row: CacheRecord, access: Access, wh
   }
 }
 
-export function cachesService({ sql, config, secretBox, forgetCache }: CacheDeps) {
+/** The names of the settings a PATCH body changes, for cache.update's `changes`. */
+const changedSettings = (body: UpdateCacheBody): string[] => Object.entries(body).filter(([, value]) => value !== undefined).map(([name]) => name);
+
+export function cachesService({ sql, config, secretBox, forgetCache, events }: CacheDeps) {
   const serveUrl = config['serveUrl'].replace(/\/+$/, '');
   const toView = (row: CacheRecord, access: Access): CacheView => ({
     id: row.id,
@@ -106,11 +109,16 @@ export function cachesService({ sql, config, secretBox, forgetCache }: CacheDeps
       }
       const key = generateCacheKey(secretBox, keyHost({ domain: config['domain'], serveUrl: config['serveUrl'] }), body.name);
       try {
-        const [row] = await sql<{ id: string }[]>`
-          insert into caches (name, description, public, priority, owner_id, key_name, public_key, secret_key)
-          values (${body.name}, ${body.description ?? ''}, ${body.public}, ${body.priority}, ${userId},
-                  ${key.key_name}, ${key.public_key}, ${key.secret_key})
-          returning id`;
+        const row = await events.transaction(async (tx, emit) => {
+          const [inserted] = await tx<{ id: string }[]>`
+            insert into caches (name, description, public, priority, owner_id, key_name, public_key, secret_key)
+            values (${body.name}, ${body.description ?? ''}, ${body.public}, ${body.priority}, ${userId},
+                    ${key.key_name}, ${key.public_key}, ${key.secret_key})
+            returning id`;
+          emit('cache.create', { cache: body.name, cache_id: inserted!.id, public: body.public }, { cacheId: inserted!.id });
+          emit('cache.changed', { cache: body.name, reason: 'create' }, { cacheId: inserted!.id });
+          return inserted;
+        });
         forgetCache(body.name); // a miss for this name may be remembered from before it existed
         return viewById(who, row!.id);
       } catch (e) {
@@ -133,15 +141,20 @@ export function cachesService({ sql, config, secretBox, forgetCache }: CacheDeps
         ownerId = await findUserId(sql, body.owner);
       }
       const maxStorage = body.max_storage_bytes === undefined ? row.max_storage_bytes : body.max_storage_bytes;
-      await sql`
-        update caches set
-          description = coalesce(${body.description ?? null}, description),
-          public = coalesce(${body.public ?? null}, public),
-          priority = coalesce(${body.priority ?? null}, priority),
-          local_priority = coalesce(${body.local_priority ?? null}, local_priority),
-          max_storage_bytes = ${maxStorage},
-          owner_id = ${ownerId}
-        where id = ${row.id}`;
+      await events.transaction(async (tx, emit) => {
+        await tx`
+          update caches set
+            description = coalesce(${body.description ?? null}, description),
+            public = coalesce(${body.public ?? null}, public),
+            priority = coalesce(${body.priority ?? null}, priority),
+            local_priority = coalesce(${body.local_priority ?? null}, local_priority),
+            max_storage_bytes = ${maxStorage},
+            owner_id = ${ownerId}
+          where id = ${row.id}`;
+        const changes = changedSettings(body);
+        emit('cache.update', { cache: row.name, cache_id: row.id, public: body.public ?? row.public, changes }, { cacheId: row.id });
+        emit('cache.changed', { cache: row.name, reason: 'update' }, { cacheId: row.id });
+      });
       forgetCache(row.name);
       return viewById(who, row.id);
     },
@@ -151,7 +164,12 @@ export function cachesService({ sql, config, secretBox, forgetCache }: CacheDeps
       const { row, access } = await demandRecord(who, name, 'manageCache');
       demandNotStateManaged(row, `cache "${row.name}"`);
       demandOwner(who, row, access, 'deleting the cache');
-      await sql`delete from caches where id = ${row.id}`;
+      await events.transaction(async (tx, emit) => {
+        // Reaches instance webhooks; the cache's own webhooks are deleted with it.
+        emit('cache.delete', { cache: row.name, cache_id: row.id, public: row.public }, { cacheId: row.id });
+        emit('cache.changed', { cache: row.name, reason: 'delete' }, { cacheId: row.id });
+        await tx`delete from caches where id = ${row.id}`;
+      });
       forgetCache(row.name);
       return `cache "${row.name}" deleted`;
     },
@@ -159,7 +177,11 @@ export function cachesService({ sql, config, secretBox, forgetCache }: CacheDeps
     /** An inactive cache serves nothing (404 at /cache/{cache}) and takes no uploads. */
     async setActive(who: Principal, name: string, active: boolean): Promise<CacheView> {
       const { row } = await demandRecord(who, name, 'manageCache');
-      await sql`update caches set active = ${active} where id = ${row.id}`;
+      await events.transaction(async (tx, emit) => {
+        await tx`update caches set active = ${active} where id = ${row.id}`;
+        emit('cache.update', { cache: row.name, cache_id: row.id, public: row.public, changes: ['active'], active }, { cacheId: row.id });
+        emit('cache.changed', { cache: row.name, reason: active ? 'enabled' : 'disabled' }, { cacheId: row.id });
+      });
       forgetCache(row.name);
       return viewById(who, row.id);
     },

@@ -32,6 +32,8 @@ export interface EvaluationsDeps {
   /** the scheduler: a new evaluation is waiting, or an aborted one must stop */
   wake(): void;
   cancel(evaluationId: string): void;
+  /** eval.maxKeep: prune the task's old evaluations after a new one (services/evaluationRetention.ts) */
+  prune?(taskId: string): Promise<void>;
 }
 
 async function taskOf(sql: Sql, project: ProjectRow, name: string): Promise<{ id: string; wildcard: string | null; branch: string | null }> {
@@ -60,8 +62,9 @@ export function evaluationsService(deps: EvaluationsDeps) {
         evaluation_id: row!.id, project: `${project.organization}/${project.name}`, task: taskName, phase: 'queued', commit, attr: wildcard,
       }, { projectId: project.id, organizationId: project.organization_id, taskId: task.id, evaluationId: row!.id });
       return row!.id;
-    }).then((id) => {
+    }).then(async (id) => {
       deps.wake();
+      await deps.prune?.(task.id);
       return id;
     });
   }

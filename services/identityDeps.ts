@@ -1,5 +1,5 @@
 import type { Config, Logger } from '../config/index.js';
-import type { Sql } from '../storage/index.js';
+import type { Events, Sql } from '../storage/index.js';
 import type { Clock } from './clock.js';
 
 /** What the identity services (accounts, sessions, keys, e-mail, OIDC, SCIM) are built from. */
@@ -9,4 +9,6 @@ export interface IdentityDeps {
   config: Config;
   log: Logger;
   clock: Clock;
+  /** account activity (login.success, api_key.create, session.revoke, user.*) is emitted here */
+  events: Events;
 }

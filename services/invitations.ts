@@ -4,7 +4,9 @@ import { ApiError, INVITATION_LIFETIME_MS, type InviteBody, type Permission } fr
 import { accessOf, demandSession, forbidden, notFound, userIdOf, type AccessTarget } from './access.js';
 import type { AccessDeps } from './accessDeps.js';
 import { findUserId, insertMember, roleOf } from './memberships.js';
+import { emitInvitationEvent, emitMemberEvent, type MemberPlace } from './memberEvents.js';
 import type { Principal } from './principal.js';
+import type { Queryable } from './queryable.js';
 import { demandNotStateManaged } from './stateManaged.js';
 import { cacheTarget, demandCache, demandProjectRef, findCacheById, findProjectById, isUuid, projectTarget } from './targets.js';
 
@@ -43,12 +45,14 @@ interface Destination {
   column: 'project_id' | 'cache_id';
   target: AccessTarget;
   stateManaged: boolean;
+  /** how its events name it */
+  place: Exclude<MemberPlace, { scope: 'organization' }>;
 }
 
 const memberPermission = { project: 'manageMembers', cache: 'manageCacheMembers' } as const satisfies Record<string, Permission>;
 const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
 
-export function invitationsService({ sql, clock }: AccessDeps) {
+export function invitationsService({ sql, clock, events }: AccessDeps) {
   const views = (where: Fragment) => sql<InvitationView[]>`
     select i.id, case when p.id is null then null else o.name || '/' || p.name end as project, c.name as cache,
            u.username as user, i.role, inv.username as inviter, i.created_at, i.expires_at
@@ -67,18 +71,22 @@ export function invitationsService({ sql, clock }: AccessDeps) {
       throw new ApiError(409, 'already_member', `${body.user} is already a member of ${to.target.label}`);
     }
     if (who.kind === 'user' && who.superuser) {
-      await insertMember(sql, to.scope, to.target.id, userId, body.role, to.target.label);
+      await events.transaction(async (tx, emit) => {
+        await insertMember(tx, to.scope, to.target.id, userId, body.role, to.target.label);
+        emitMemberEvent(emit, to.place, 'create', body.user, body.role);
+      });
       return `${body.user} added to ${to.target.label} as ${body.role}`;
     }
     const now = clock.now();
     try {
-      await sql.begin(async (tx) => {
+      await events.transaction(async (tx, emit) => {
         // An expired invitation no longer counts as open; it makes room for the new one.
         await tx`delete from invitations where user_id = ${userId} and ${tx(to.column)} = ${to.target.id} and expires_at <= ${now}`;
         await tx`
           insert into invitations (${tx(to.column)}, user_id, role, inviter_id, token_hash, created_at, expires_at)
           values (${to.target.id}, ${userId}, ${body.role}, ${userIdOf(who)},
                   ${createHash('sha256').update(randomBytes(32)).digest('hex')}, ${now}, ${new Date(now.getTime() + INVITATION_LIFETIME_MS)})`;
+        emitInvitationEvent(emit, to.place, body.user, body.role, who.kind === 'user' ? who.username : null);
       });
     } catch (e) {
       if (isUniqueViolation(e)) throw new ApiError(409, 'invitation_exists', `${body.user} already has an open invitation to ${to.target.label}`);
@@ -89,11 +97,22 @@ export function invitationsService({ sql, clock }: AccessDeps) {
 
   async function projectDestination(who: Principal, project: string, permission: Permission): Promise<Destination> {
     const { row, target } = await demandProjectRef(sql, who, project, permission);
-    return { scope: 'project', column: 'project_id', target, stateManaged: row.state_managed };
+    const place = { scope: 'project', id: row.id, organizationId: row.organization_id, label: `${row.organization}/${row.name}` } as const;
+    return { scope: 'project', column: 'project_id', target, stateManaged: row.state_managed, place };
   }
   async function cacheDestination(who: Principal, cache: string, permission: Permission): Promise<Destination> {
     const { row, target } = await demandCache(sql, who, cache, permission);
-    return { scope: 'cache', column: 'cache_id', target, stateManaged: row.state_managed };
+    return { scope: 'cache', column: 'cache_id', target, stateManaged: row.state_managed, place: { scope: 'cache', id: row.id, name: row.name } };
+  }
+
+  async function memberPlace(tx: Queryable, scope: 'project' | 'cache', id: string): Promise<MemberPlace> {
+    if (scope === 'cache') {
+      const [cache] = await tx<{ name: string }[]>`select name from caches where id = ${id}`;
+      return { scope, id, name: cache!.name };
+    }
+    const [project] = await tx<{ organization_id: string; label: string }[]>`
+      select p.organization_id, o.name || '/' || p.name as label from projects p join organizations o on o.id = p.organization_id where p.id = ${id}`;
+    return { scope, id, organizationId: project!.organization_id, label: project!.label };
   }
 
   async function invitation(id: string): Promise<InvitationRow> {
@@ -143,12 +162,13 @@ export function invitationsService({ sql, clock }: AccessDeps) {
       }
       const scope = row.project_id ? 'project' : 'cache';
       const targetId = (row.project_id ?? row.cache_id)!;
-      await sql.begin(async (tx) => {
+      await events.transaction(async (tx, emit) => {
         await tx`delete from invitations where id = ${row.id}`;
-        await tx`
+        const joined = await tx`
           insert into ${tx(scope === 'project' ? 'project_members' : 'cache_members')} (${tx(scope === 'project' ? 'project_id' : 'cache_id')}, user_id, role)
           values (${targetId}, ${userId}, ${row.role})
-          on conflict do nothing`;
+          on conflict do nothing returning user_id`;
+        if (joined.length > 0 && who.kind === 'user') emitMemberEvent(emit, await memberPlace(tx, scope, targetId), 'create', who.username, row.role);
       });
       return `Invitation accepted: you are ${row.role} on the ${scope}`;
     },

@@ -5,9 +5,11 @@ import { rm } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import { acquireUpload, type UploadBudgetRef, type UploadPermit } from '../actors/index.js';
 import { ApiError, narinfoOfUpload, parseNarinfo, type Narinfo, type NarUploadInfo, type NarUploadResult } from '../protocol/index.js';
-import { isUploadProblem, type IngestOutcome, type NarStorage, type SecretBox } from '../storage/index.js';
+import { isUploadProblem, type Events, type IngestOutcome, type NarStorage, type SecretBox } from '../storage/index.js';
 import { openCacheKey } from './cacheKeys.js';
 import type { BinaryCache } from './binaryCacheAccess.js';
+import type { CacheStorageLimits } from './cacheStorage.js';
+import { announceAddedNar } from './narUploadEvents.js';
 import type { Principal } from './principal.js';
 import { demandCache } from './targets.js';
 import { uploadFailure } from './uploadFailure.js';
@@ -22,10 +24,14 @@ export interface NarUploadDeps {
   restWaitSecs: number;
   /** nar.maxUploadSize */
   maxUploadSize: number;
+  /** the cache's max_storage_bytes and cache.maxStorageGb: an upload that would not fit is refused (413 cache_full) */
+  storageLimits: CacheStorageLimits;
+  /** cache.nar.upload, cache.nar.signed, cache.changed for each path an upload adds */
+  events: Events;
 }
 
-/** The cache an upload goes into: its id and the key it signs with. */
-export type UploadTarget = Pick<BinaryCache, 'id' | 'name' | 'signingKey'>;
+/** The cache an upload goes into: its id and the key it signs with; the uploader when a REST caller is a user. */
+export type UploadTarget = Pick<BinaryCache, 'id' | 'name' | 'signingKey'> & { uploader?: string };
 
 export interface NarUploadService {
   /** The cache, when the caller holds writeStore on it: 404 when it cannot see it, 403 without the permission. */
@@ -91,6 +97,22 @@ async function translated<T>(work: () => Promise<T>): Promise<T> {
 export function narUploadService(deps: NarUploadDeps): NarUploadService {
   const { nars } = deps;
   const uploads = nars.uploads;
+  // Checked before the NAR is read, against its NarSize: what a path will take once stored (zstd)
+  // is known only after compression, and NarSize bounds it, so a limit is never passed. A path the
+  // cache already holds (a retry) needs no room.
+  const announced = async (target: UploadTarget, result: NarUploadResult): Promise<NarUploadResult> => {
+    if (result.status === 'added') {
+      await announceAddedNar(deps.events, {
+        cache: { id: target.id, name: target.name, keyName: target.signingKey.name },
+        storePath: result.store_path, narHash: result.nar_hash, narSize: result.nar_size, fileHash: result.file_hash, fileSize: result.file_size,
+        ...(target.uploader === undefined ? {} : { user: target.uploader }),
+      });
+    }
+    return result;
+  };
+  const demandRoomFor = async (target: UploadTarget, info: Narinfo): Promise<void> => {
+    if ((await uploads.held(target.id, info)) === null) await deps.storageLimits.demandRoom(target, info.narSize);
+  };
   // Permits are held until the NAR is in storage (upload.concurrency), then given back.
   const admitted = async <T>(bytes: number, restWait: boolean, work: () => Promise<T>): Promise<T> => {
     const permit = await service.admit(bytes, restWait);
@@ -108,7 +130,10 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
         select active, key_name, secret_key from caches where id = ${found.row.id}`;
       if (!row) throw new ApiError(404, 'not_found', `no cache "${name}"`);
       if (!row.active) throw new ApiError(409, 'cache_inactive', `cache "${found.row.name}" is disabled and takes no uploads; enable it with POST /caches/${found.row.name}/active`);
-      return { id: found.row.id, name: found.row.name, signingKey: openCacheKey(deps.secretBox, row) };
+      return {
+        id: found.row.id, name: found.row.name, signingKey: openCacheKey(deps.secretBox, row),
+        ...(who.kind === 'user' ? { uploader: who.username } : {}),
+      };
     },
 
     async admit(bytes, restWait) {
@@ -132,6 +157,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       if (declaredBytes !== null && offset + declaredBytes > deps.maxUploadSize) {
         throw new ApiError(413, 'nar_too_large', `offset ${offset} plus a chunk of ${declaredBytes} bytes exceeds the limit of ${deps.maxUploadSize} bytes (nar.maxUploadSize)`);
       }
+      await deps.storageLimits.demandRoom(target, offset + Math.max(1, declaredBytes ?? 0));
       return admitted(declaredBytes ?? CLI_CHUNK_BYTES, true, () =>
         translated(async () => ({ bytes_staged: await uploads.appendChunk(target.id, hash, offset, body) })));
     },
@@ -140,8 +166,9 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       const info = service.parseUploadInfo(body);
       checkStorePathHash(info, hash);
       if (info.narSize > deps.maxUploadSize) throw narTooLarge(info.narSize, deps.maxUploadSize);
-      return admitted(info.narSize, true, () =>
-        translated(async () => resultOf(await uploads.finalize({ cacheId: target.id, uploadKey: hash, signingKey: target.signingKey, info, submitted: body }))));
+      await demandRoomFor(target, info);
+      return announced(target, await admitted(info.narSize, true, () =>
+        translated(async () => resultOf(await uploads.finalize({ cacheId: target.id, uploadKey: hash, signingKey: target.signingKey, info, submitted: body })))));
     },
 
     abandon: (target, hash) => translated(async () => ({ abandoned: await uploads.abandon(target.id, hash) })),
@@ -155,13 +182,17 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
     stageTemporary: (body) => translated(() => uploads.stageTemporary(body)),
     discardTemporary: (file) => rm(file, { force: true }),
 
-    ingestFile: (target, info, file) =>
-      translated(async () => resultOf(await uploads.ingestFile({ cacheId: target.id, signingKey: target.signingKey, info, file, compression: 'none' }))),
+    async ingestFile(target, info, file) {
+      await demandRoomFor(target, info);
+      return announced(target, await translated(async () => resultOf(await uploads.ingestFile({ cacheId: target.id, signingKey: target.signingKey, info, file, compression: 'none' }))));
+    },
 
     async nixPutNar(target, fileName, body) {
       const match = NIX_NAR_FILE.exec(fileName);
       if (!match) throw new ApiError(400, 'invalid_parameter', `nar/${fileName}: expected nar/<hash>.nar with an optional .xz, .bz2, .zst, .br or .gz`);
       const compression = match[2] === undefined ? 'none' : EXTENSION_COMPRESSION[match[2]]!;
+      // The NarSize comes with the narinfo PUT; a cache already full is refused before the bytes are staged.
+      await deps.storageLimits.demandRoom(target, 1);
       await translated(() => uploads.stageWhole(target.id, `nar/${fileName}`, compression, body));
     },
 
@@ -172,7 +203,8 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       const info: Narinfo = { ...parsed.value, sigs: [] };
       checkStorePathHash(info, hash);
       if (info.narSize > deps.maxUploadSize) throw narTooLarge(info.narSize, deps.maxUploadSize);
-      return admitted(info.narSize, false, () => translated(() => nixIngest(deps, target, info)));
+      await demandRoomFor(target, info);
+      return announced(target, await admitted(info.narSize, false, () => translated(() => nixIngest(deps, target, info))));
     },
   };
   return service;

@@ -14,7 +14,7 @@ export const OIDC_CALLBACK_PATH = '/api/v1/auth/oidc/callback';
 
 export type Oidc = ReturnType<typeof oidcService>;
 
-export function oidcService({ sql, config, log, clock }: IdentityDeps, sessions: Sessions) {
+export function oidcService({ sql, config, log, clock, events }: IdentityDeps, sessions: Sessions) {
   const serveUrl = config['serveUrl'].replace(/\/$/, '');
   const redirectUri = serveUrl + OIDC_CALLBACK_PATH;
   let discovered: Promise<client.Configuration> | null = null;
@@ -114,9 +114,9 @@ export function oidcService({ sql, config, log, clock }: IdentityDeps, sessions:
         log.warn({ err: e }, 'OIDC code exchange failed');
         throw failed((e as Error).message);
       }
-      const user = await findOrCreateOidcUser(sql, identity);
+      const user = await findOrCreateOidcUser(sql, events, identity);
       if (user.disabled) throw new ApiError(403, 'account_disabled', 'this account is disabled');
-      return (await sessions.create(user.id, origin)).token;
+      return (await sessions.create(user, origin, 'oidc')).token;
     },
   };
 }

@@ -1,5 +1,5 @@
 import { ApiError } from '../protocol/index.js';
-import type { Sql } from '../storage/index.js';
+import type { Events, Sql } from '../storage/index.js';
 import { insertUser } from './userCreation.js';
 import type { UserRow } from './userView.js';
 
@@ -23,16 +23,20 @@ export function usernameCandidate(identity: OidcIdentity): string {
   return cleaned === '' ? 'user' : cleaned;
 }
 
-export async function findOrCreateOidcUser(sql: Sql, identity: OidcIdentity): Promise<UserRow> {
+export async function findOrCreateOidcUser(sql: Sql, events: Events, identity: OidcIdentity): Promise<UserRow> {
   const [linked] = await sql<UserRow[]>`select * from users where oidc_subject = ${identity.subject}`;
   if (linked) return linked;
   if (identity.email !== null) {
     const [byEmail] = await sql<UserRow[]>`select * from users where email = ${identity.email}`;
     if (byEmail && identity.emailVerified) {
       if (byEmail.oidc_subject !== null) throw new ApiError(409, 'oidc_subject_taken', `the account with ${identity.email} is linked to another OIDC identity`);
-      const [row] = await sql<UserRow[]>`
-        update users set oidc_subject = ${identity.subject}, email_verified = true, updated_at = now()
-        where id = ${byEmail.id} and oidc_subject is null returning *`;
+      const row = await events.transaction(async (tx, emit) => {
+        const [linked] = await tx<UserRow[]>`
+          update users set oidc_subject = ${identity.subject}, email_verified = true, updated_at = now()
+          where id = ${byEmail.id} and oidc_subject is null returning *`;
+        if (linked) emit('user.update', { user: linked.username, user_id: linked.id, via: 'oidc', changes: ['oidc_subject'] }, { userId: linked.id });
+        return linked;
+      });
       if (row) return row;
     }
     // An unverified claim to a taken address: a new account, without that address.
@@ -42,7 +46,8 @@ export async function findOrCreateOidcUser(sql: Sql, identity: OidcIdentity): Pr
   for (let attempt = 1; ; attempt++) {
     const username = attempt === 1 ? base : `${base}-${attempt}`;
     try {
-      return await insertUser(sql, {
+      return await insertUser(events, {
+        via: 'oidc',
         username,
         name: identity.name?.slice(0, 200) ?? '',
         email: identity.email,

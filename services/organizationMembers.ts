@@ -1,13 +1,16 @@
 import type { MemberBody, RemoveMemberBody } from '../protocol/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import { changeMemberRole, deleteMember, findUserId, insertMember, listMembers, type MemberView } from './memberships.js';
+import { emitMemberEvent, type MemberPlace } from './memberEvents.js';
 import type { Principal } from './principal.js';
 import { demandNotStateManaged } from './stateManaged.js';
 import { demandOrganization } from './targets.js';
 
 // /orgs/{org}/users. Organizations have no invitations (the spec invites to projects and caches):
 // an Admin adds members directly. A member may always leave; the last Admin may not.
-export function organizationMembersService({ sql }: AccessDeps) {
+export function organizationMembersService({ sql, events }: AccessDeps) {
+  const place = (row: { id: string; name: string }): MemberPlace => ({ scope: 'organization', id: row.id, name: row.name });
+
   return {
     async list(who: Principal, org: string): Promise<MemberView[]> {
       const { row } = await demandOrganization(sql, who, org, 'viewOrg');
@@ -18,7 +21,10 @@ export function organizationMembersService({ sql }: AccessDeps) {
       const { row, target } = await demandOrganization(sql, who, org, 'manageOrgMembers');
       demandNotStateManaged(row, target.label);
       const userId = await findUserId(sql, body.user);
-      await insertMember(sql, 'organization', row.id, userId, body.role, target.label);
+      await events.transaction(async (tx, emit) => {
+        await insertMember(tx, 'organization', row.id, userId, body.role, target.label);
+        emitMemberEvent(emit, place(row), 'create', body.user, body.role);
+      });
       return listMembers(sql, 'organization', row.id);
     },
 
@@ -26,7 +32,10 @@ export function organizationMembersService({ sql }: AccessDeps) {
       const { row, target } = await demandOrganization(sql, who, org, 'manageOrgMembers');
       demandNotStateManaged(row, target.label);
       const userId = await findUserId(sql, body.user);
-      await sql.begin((tx) => changeMemberRole(tx, 'organization', row.id, userId, body.role, target.label));
+      await events.transaction(async (tx, emit) => {
+        await changeMemberRole(tx, 'organization', row.id, userId, body.role, target.label);
+        emitMemberEvent(emit, place(row), 'update', body.user, body.role);
+      });
       return listMembers(sql, 'organization', row.id);
     },
 
@@ -35,7 +44,10 @@ export function organizationMembersService({ sql }: AccessDeps) {
       const { row, target } = await demandOrganization(sql, who, org, leaving ? 'viewOrg' : 'manageOrgMembers');
       demandNotStateManaged(row, target.label);
       const userId = await findUserId(sql, body.user);
-      await sql.begin((tx) => deleteMember(tx, 'organization', row.id, userId, target.label));
+      await events.transaction(async (tx, emit) => {
+        await deleteMember(tx, 'organization', row.id, userId, target.label);
+        emitMemberEvent(emit, place(row), 'delete', body.user);
+      });
       return leaving ? [] : listMembers(sql, 'organization', row.id);
     },
   };

@@ -2,6 +2,7 @@ import { ApiError } from '../protocol/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import type { Principal } from './principal.js';
 import { generateSshKeyPair } from './sshKeys.js';
+import { organizationEvent } from './organizations.js';
 import { demandOrganization } from './targets.js';
 
 export interface SshKeyView {
@@ -11,7 +12,7 @@ export interface SshKeyView {
 
 // /orgs/{org}/ssh: the key kiln uses to reach the organization's build servers. Regenerating
 // replaces it at once; servers must then be given the new public key.
-export function organizationSshKeyService({ sql, secretBox }: AccessDeps) {
+export function organizationSshKeyService({ sql, secretBox, events }: AccessDeps) {
   return {
     async get(who: Principal, org: string): Promise<SshKeyView> {
       const { row } = await demandOrganization(sql, who, org, 'viewOrg');
@@ -21,9 +22,13 @@ export function organizationSshKeyService({ sql, secretBox }: AccessDeps) {
     async regenerate(who: Principal, org: string): Promise<SshKeyView> {
       const { row } = await demandOrganization(sql, who, org, 'manageServers');
       const keys = generateSshKeyPair(`kiln@${row.name}`);
-      await sql`
-        update organizations set ssh_public_key = ${keys.publicKey}, ssh_private_key = ${secretBox.seal(Buffer.from(keys.privateKey))}
-        where id = ${row.id}`;
+      await events.transaction(async (tx, emit) => {
+        await tx`
+          update organizations set ssh_public_key = ${keys.publicKey}, ssh_private_key = ${secretBox.seal(Buffer.from(keys.privateKey))}
+          where id = ${row.id}`;
+        const { content, scope } = organizationEvent(row);
+        emit('organization.ssh_key.rotate', content, scope);
+      });
       return { public_key: keys.publicKey };
     },
 

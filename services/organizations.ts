@@ -28,7 +28,13 @@ export const toOrganizationView = (row: OrganizationRow, access: Access): Organi
 
 const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
 
-export function organizationsService({ sql, config, secretBox }: AccessDeps) {
+/** organization.* content and scope: no project, so only instance webhooks receive them. */
+export const organizationEvent = (row: { id: string; name: string }, changes?: string[]) => ({
+  content: { organization: row.name, organization_id: row.id, ...(changes ? { changes } : {}) },
+  scope: { organizationId: row.id },
+});
+
+export function organizationsService({ sql, config, secretBox, events }: AccessDeps) {
   async function getById(who: Principal, id: string): Promise<OrganizationView> {
     const [row] = await sql<OrganizationRow[]>`
       select o.id, o.name, o.display_name, o.description, o.ssh_public_key, o.state_managed, o.created_at, m.role
@@ -61,13 +67,16 @@ export function organizationsService({ sql, config, secretBox }: AccessDeps) {
       }
       const keys = generateSshKeyPair(`kiln@${body.name}`);
       try {
-        const row = await sql.begin(async (tx) => {
+        const row = await events.transaction(async (tx, emit) => {
           const [org] = await tx<{ id: string }[]>`
             insert into organizations (name, display_name, description, ssh_public_key, ssh_private_key, created_by)
             values (${body.name}, ${body.display_name ?? ''}, ${body.description ?? ''}, ${keys.publicKey},
                     ${secretBox.seal(Buffer.from(keys.privateKey))}, ${userId})
             returning id`;
           await tx`insert into organization_members (organization_id, user_id, role) values (${org!.id}, ${userId}, 'Admin')`;
+          const { content, scope } = organizationEvent({ id: org!.id, name: body.name });
+          emit('organization.create', content, scope);
+          if (who.kind === 'user') emit('organization.member.create', { organization: body.name, user: who.username, role: 'Admin' }, scope);
           return org!;
         });
         return getById(who, row.id);
@@ -87,11 +96,16 @@ export function organizationsService({ sql, config, secretBox }: AccessDeps) {
     async update(who: Principal, name: string, body: UpdateOrganizationBody): Promise<OrganizationView> {
       const { row } = await demandOrganization(sql, who, name, 'manageOrg');
       demandNotStateManaged(row, `organization "${row.name}"`);
-      await sql`
-        update organizations set
-          display_name = coalesce(${body.display_name ?? null}, display_name),
-          description = coalesce(${body.description ?? null}, description)
-        where id = ${row.id}`;
+      const changes = Object.keys(body).filter((k) => body[k as keyof UpdateOrganizationBody] !== undefined);
+      await events.transaction(async (tx, emit) => {
+        await tx`
+          update organizations set
+            display_name = coalesce(${body.display_name ?? null}, display_name),
+            description = coalesce(${body.description ?? null}, description)
+          where id = ${row.id}`;
+        const { content, scope } = organizationEvent(row, changes);
+        emit('organization.update', content, scope);
+      });
       return getById(who, row.id);
     },
 
@@ -99,7 +113,11 @@ export function organizationsService({ sql, config, secretBox }: AccessDeps) {
     async remove(who: Principal, name: string): Promise<string> {
       const { row } = await demandOrganization(sql, who, name, 'manageOrg');
       demandNotStateManaged(row, `organization "${row.name}"`);
-      await sql`delete from organizations where id = ${row.id}`;
+      await events.transaction(async (tx, emit) => {
+        await tx`delete from organizations where id = ${row.id}`;
+        const { content, scope } = organizationEvent(row);
+        emit('organization.delete', content, scope);
+      });
       return `organization "${row.name}" deleted`;
     },
   };

@@ -31,7 +31,13 @@ export const toProjectView = (row: ProjectRow, access: Access): ProjectView => (
 
 const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
 
-export function projectsService({ sql, config }: AccessDeps) {
+/** The content of a project.* event and its scope: the project's webhooks and the organization's. */
+export const projectEvent = (row: Pick<ProjectRow, 'id' | 'organization_id' | 'organization' | 'name'>) => ({
+  content: { project: `${row.organization}/${row.name}`, project_id: row.id },
+  scope: { organizationId: row.organization_id, projectId: row.id },
+});
+
+export function projectsService({ sql, config, events }: AccessDeps) {
   async function byId(who: Principal, id: string): Promise<ProjectView> {
     const row = await findProjectById(sql, who, id);
     if (!row) throw notFound(`project ${id}`);
@@ -57,13 +63,16 @@ export function projectsService({ sql, config }: AccessDeps) {
       const { row: organization } = await demandOrganization(sql, who, org, 'createProject');
       demandCreationAllowed(who, config['permissions.createProject'], 'projects', 'permissions.createProject');
       try {
-        const id = await sql.begin(async (tx) => {
+        const id = await events.transaction(async (tx, emit) => {
           const [project] = await tx<{ id: string }[]>`
             insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, created_by)
             values (${organization.id}, ${body.name}, ${body.display_name ?? ''}, ${body.description ?? ''}, ${body.repository},
                     ${body.wildcard ?? 'packages.*.*'}, ${body.default_branch ?? null}, ${userId})
             returning id`;
-          await tx`insert into tasks (project_id, name) values (${project!.id}, ${DEFAULT_TASK})`;
+          const [task] = await tx<{ id: string }[]>`insert into tasks (project_id, name) values (${project!.id}, ${DEFAULT_TASK}) returning id`;
+          const { content, scope } = projectEvent({ id: project!.id, organization_id: organization.id, organization: organization.name, name: body.name });
+          emit('project.create', { ...content, repository: body.repository, active: true }, scope);
+          emit('task.create', { project: content.project, task: DEFAULT_TASK, task_id: task!.id }, { ...scope, taskId: task!.id });
           return project!.id;
         });
         return byId(who, id);
@@ -82,28 +91,42 @@ export function projectsService({ sql, config }: AccessDeps) {
       const { row, target } = await demandProject(sql, who, org, name, 'manageProject');
       demandNotStateManaged(row, target.label);
       const branchGiven = body.default_branch !== undefined;
-      await sql`
-        update projects set
-          repository = coalesce(${body.repository ?? null}, repository),
-          display_name = coalesce(${body.display_name ?? null}, display_name),
-          description = coalesce(${body.description ?? null}, description),
-          wildcard = coalesce(${body.wildcard ?? null}, wildcard),
-          default_branch = case when ${branchGiven} then ${body.default_branch ?? null} else default_branch end
-        where id = ${row.id}`;
+      const changes = Object.keys(body).filter((k) => body[k as keyof UpdateProjectBody] !== undefined);
+      await events.transaction(async (tx, emit) => {
+        await tx`
+          update projects set
+            repository = coalesce(${body.repository ?? null}, repository),
+            display_name = coalesce(${body.display_name ?? null}, display_name),
+            description = coalesce(${body.description ?? null}, description),
+            wildcard = coalesce(${body.wildcard ?? null}, wildcard),
+            default_branch = case when ${branchGiven} then ${body.default_branch ?? null} else default_branch end
+          where id = ${row.id}`;
+        const { content, scope } = projectEvent(row);
+        emit('project.update', { ...content, repository: body.repository ?? row.repository, changes }, scope);
+      });
       return byId(who, row.id);
     },
 
     async remove(who: Principal, org: string, name: string): Promise<string> {
       const { row, target } = await demandProject(sql, who, org, name, 'manageProject');
       demandNotStateManaged(row, target.label);
-      await sql`delete from projects where id = ${row.id}`;
+      // The project's webhooks go with it (cascade): instance webhooks receive project.delete.
+      await events.transaction(async (tx, emit) => {
+        await tx`delete from projects where id = ${row.id}`;
+        const { content, scope } = projectEvent(row);
+        emit('project.delete', content, scope);
+      });
       return `project "${row.organization}/${row.name}" deleted`;
     },
 
     /** An inactive project is not evaluated (triggers are ignored); everything else stays. */
     async setActive(who: Principal, org: string, name: string, active: boolean): Promise<ProjectView> {
       const { row } = await demandProject(sql, who, org, name, 'manageProject');
-      await sql`update projects set active = ${active} where id = ${row.id}`;
+      await events.transaction(async (tx, emit) => {
+        await tx`update projects set active = ${active} where id = ${row.id}`;
+        const { content, scope } = projectEvent(row);
+        emit('project.update', { ...content, active, changes: ['active'] }, scope);
+      });
       return byId(who, row.id);
     },
 

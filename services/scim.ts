@@ -26,7 +26,7 @@ const digest = (s: string) => createHash('sha256').update(s).digest();
 
 export type Scim = ReturnType<typeof scimService>;
 
-export function scimService({ sql, config }: IdentityDeps, sessions: Sessions) {
+export function scimService({ sql, config, events }: IdentityDeps, sessions: Sessions) {
   const baseUrl = `${config['serveUrl'].replace(/\/$/, '')}/scim/v2`;
   const view = (row: UserRow) => toScimUser(row, baseUrl);
 
@@ -37,16 +37,19 @@ export function scimService({ sql, config }: IdentityDeps, sessions: Sessions) {
   };
 
   const write = async (id: string, f: ScimUserFields): Promise<UserRow> => {
-    const [row] = await sql<UserRow[]>`
-      update users set username = ${f.username}, name = ${f.name}, email = ${f.email},
-        email_verified = ${f.email !== null},
-        disabled = ${!f.active}, scim_external_id = ${f.externalId}, updated_at = now()
-      where id = ${id} returning *`
-      .catch((e: unknown) => {
-        throw userConflict(e, f.username, f.email) ?? e;
-      });
+    const row = await events.transaction(async (tx, emit) => {
+      const [updated] = await tx<UserRow[]>`
+        update users set username = ${f.username}, name = ${f.name}, email = ${f.email},
+          email_verified = ${f.email !== null},
+          disabled = ${!f.active}, scim_external_id = ${f.externalId}, updated_at = now()
+        where id = ${id} returning *`;
+      if (updated) emit('user.update', { user: updated.username, user_id: updated.id, via: 'scim', disabled: updated.disabled }, { userId: updated.id });
+      return updated;
+    }).catch((e: unknown) => {
+      throw userConflict(e, f.username, f.email) ?? e;
+    });
     if (!row) throw new ApiError(404, 'not_found', `no user ${id}`);
-    if (!f.active) await sessions.revokeAll(id);
+    if (!f.active) await sessions.revokeAll(id, 'account_disabled');
     return row;
   };
 
@@ -79,7 +82,8 @@ export function scimService({ sql, config }: IdentityDeps, sessions: Sessions) {
 
     async create(body: ScimUserBody): Promise<ScimUser> {
       const f = fieldsOf(body);
-      const row = await insertUser(sql, {
+      const row = await insertUser(events, {
+        via: 'scim',
         username: f.username, name: f.name, email: f.email, emailVerified: f.email !== null,
         passwordHash: null, scimExternalId: f.externalId, firstBecomesSuperuser: false,
       });
@@ -107,7 +111,12 @@ export function scimService({ sql, config }: IdentityDeps, sessions: Sessions) {
 
     async delete(id: string): Promise<void> {
       const row = await find(id);
-      if (config['scim.hardDelete']) await sql`delete from users where id = ${row.id}`;
+      if (config['scim.hardDelete']) {
+        await events.transaction(async (tx, emit) => {
+          await tx`delete from users where id = ${row.id}`;
+          emit('user.delete', { user: row.username, user_id: row.id, via: 'scim' }, { userId: row.id });
+        });
+      }
       else await write(row.id, { username: row.username, name: row.name, email: row.email, active: false, externalId: row.scim_external_id });
     },
   };

@@ -1,3 +1,4 @@
+import type { TransactionSql } from 'postgres';
 import { ApiError } from '../protocol/index.js';
 import type { Principal, SessionUser } from './principal.js';
 import { requireSession } from './principalGuards.js';
@@ -28,21 +29,40 @@ interface SessionRow {
   disabled: boolean;
 }
 
-export async function openSessions({ sql, config, clock }: Pick<IdentityDeps, 'sql' | 'config' | 'clock'>) {
+/** Why a session ended early: session.revoke's `reason`. */
+export type RevokeReason = 'logout' | 'password_change' | 'account_disabled';
+
+export async function openSessions({ sql, config, clock, events }: Pick<IdentityDeps, 'sql' | 'config' | 'clock' | 'events'>) {
   const codec = sessionTokenCodec(await loadJwtSecret(sql, config));
-  const revoke = async (sessionId: string): Promise<void> => {
-    await sql`update sessions set revoked_at = ${clock.now()} where id = ${sessionId} and revoked_at is null`;
-  };
+  /** Revokes the sessions `where` selects, with a session.revoke each, in one transaction. */
+  const revokeWhere = (reason: RevokeReason, select: (tx: TransactionSql) => Promise<{ id: string }[]>) =>
+    events.transaction(async (tx, emit) => {
+      const ids = (await select(tx)).map((r) => r.id);
+      if (ids.length === 0) return;
+      const revoked = await tx<{ id: string; user_id: string; username: string }[]>`
+        update sessions s set revoked_at = ${clock.now()} from users u
+        where s.id = any(${ids}::uuid[]) and s.revoked_at is null and u.id = s.user_id
+        returning s.id, s.user_id, u.username`;
+      for (const r of revoked) emit('session.revoke', { user: r.username, user_id: r.user_id, session_id: r.id, reason }, { userId: r.user_id });
+    });
+  const revoke = (sessionId: string, reason: RevokeReason = 'logout'): Promise<void> =>
+    revokeWhere(reason, async () => [{ id: sessionId }]);
   return {
-    /** A session row and its token, for a user who just proved who they are. */
-    async create(userId: string, origin: SessionOrigin = {}): Promise<NewSession> {
+    /** A session row and its token, for a user who just proved who they are; login.success in the same transaction. */
+    async create(user: { id: string; username: string }, origin: SessionOrigin = {}, method: 'password' | 'oidc' = 'password'): Promise<NewSession> {
+      const userId = user.id;
       const now = clock.now();
       const expiresAt = new Date(now.getTime() + SESSION_LIFETIME_MS);
-      const [row] = await sql<{ id: string }[]>`
-        insert into sessions (user_id, created_at, expires_at, user_agent, address)
-        values (${userId}, ${now}, ${expiresAt}, ${origin.userAgent?.slice(0, 500) ?? null}, ${origin.address ?? null})
-        returning id`;
-      const sessionId = row!.id;
+      const sessionId = await events.transaction(async (tx, emit) => {
+        const [row] = await tx<{ id: string }[]>`
+          insert into sessions (user_id, created_at, expires_at, user_agent, address)
+          values (${userId}, ${now}, ${expiresAt}, ${origin.userAgent?.slice(0, 500) ?? null}, ${origin.address ?? null})
+          returning id`;
+        emit('login.success', {
+          user: user.username, user_id: userId, method, session_id: row!.id, ...(origin.address ? { address: origin.address } : {}),
+        }, { userId });
+        return row!.id;
+      });
       return { token: await codec.sign({ userId, sessionId }, now, expiresAt), sessionId, expiresAt };
     },
 
@@ -76,8 +96,9 @@ export async function openSessions({ sql, config, clock }: Pick<IdentityDeps, 's
     },
 
     /** Logs out every session of a user but `keep` (after a password change, or when SCIM disables the account). */
-    async revokeAll(userId: string, keep: string | null = null): Promise<void> {
-      await sql`update sessions set revoked_at = ${clock.now()} where user_id = ${userId} and revoked_at is null and id is distinct from ${keep}`;
+    async revokeAll(userId: string, reason: RevokeReason, keep: string | null = null): Promise<void> {
+      await revokeWhere(reason, (tx) => tx<{ id: string }[]>`
+        select id from sessions where user_id = ${userId} and revoked_at is null and id is distinct from ${keep} for update`);
     },
   };
 }

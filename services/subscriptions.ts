@@ -1,6 +1,7 @@
 import { ApiError, type SubscriptionMode } from '../protocol/index.js';
 import { accessOf, notFound, userIdOf } from './access.js';
 import type { AccessDeps } from './accessDeps.js';
+import type { Emit } from '../storage/index.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandNotStateManaged } from './stateManaged.js';
@@ -28,7 +29,38 @@ interface Subscriber {
   label: string;
 }
 
-export function subscriptionsService({ sql, onSubscriptionApproved, log }: AccessDeps) {
+/** How the subscription events name a subscriber: `org/project` or the organization's name, with the scope. */
+async function subscriberEvent(tx: Queryable, subscriber: Subscriber) {
+  if (subscriber.column === 'project_id') {
+    const [p] = await tx<{ organization_id: string; label: string }[]>`
+      select p.organization_id, o.name || '/' || p.name as label from projects p join organizations o on o.id = p.organization_id where p.id = ${subscriber.id}`;
+    return { kind: 'project' as const, name: p!.label, scope: { organizationId: p!.organization_id, projectId: subscriber.id } };
+  }
+  const [o] = await tx<{ name: string }[]>`select name from organizations where id = ${subscriber.id}`;
+  return { kind: 'organization' as const, name: o!.name, scope: { organizationId: subscriber.id } };
+}
+
+type SubscriptionChange = 'create' | 'delete' | 'request';
+
+/**
+ * project.subscription.<change> to the project (organization.subscription.<change> for an
+ * organization), and for a request, approval or denial the cache.subscription.* event to the cache.
+ */
+async function emitSubscription(
+  tx: Queryable, emit: Emit, subscriber: Subscriber, cache: { id: string; name: string }, change: SubscriptionChange | null,
+  cacheChange: 'request' | 'approve' | 'deny' | null, extra: { mode?: number; request?: boolean } = {},
+): Promise<void> {
+  const who = await subscriberEvent(tx, subscriber);
+  if (change) {
+    if (who.kind === 'project') emit(`project.subscription.${change}`, { project: who.name, cache: cache.name, ...extra }, who.scope);
+    else emit(`organization.subscription.${change}`, { organization: who.name, cache: cache.name, ...extra }, who.scope);
+  }
+  if (cacheChange) {
+    emit(`cache.subscription.${cacheChange}`, { cache: cache.name, [who.kind]: who.name, ...(extra.mode === undefined ? {} : { mode: extra.mode }) }, { cacheId: cache.id });
+  }
+}
+
+export function subscriptionsService({ sql, onSubscriptionApproved, log, events }: AccessDeps) {
   /** Tells the evaluation side that these projects may now have the cache they waited for. */
   async function announce(tx: Queryable, subscriber: Subscriber): Promise<void> {
     const projects = subscriber.column === 'project_id'
@@ -43,8 +75,9 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log }: Acces
     }
   }
 
-  async function activate(subscriber: Subscriber, cacheId: string, mode: SubscriptionMode): Promise<void> {
-    await sql.begin(async (tx) => {
+  async function activate(subscriber: Subscriber, cache: { id: string; name: string }, mode: SubscriptionMode, approved: boolean): Promise<void> {
+    const cacheId = cache.id;
+    await events.transaction(async (tx, emit) => {
       const [existing] = await tx<{ state_managed: boolean }[]>`
         select state_managed from subscriptions where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cacheId} for update`;
       if (existing) {
@@ -54,6 +87,7 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log }: Acces
         await tx`insert into subscriptions (${tx(subscriber.column)}, cache_id, mode) values (${subscriber.id}, ${cacheId}, ${mode})`;
       }
       await tx`delete from subscription_requests where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cacheId}`;
+      await emitSubscription(tx, emit, subscriber, cache, 'create', approved ? 'approve' : null, { mode });
     });
   }
 
@@ -63,25 +97,28 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log }: Acces
     // A private cache the caller cannot see is not revealed, not even by a refused request.
     if (!cache || !access?.visible) throw notFound(`cache "${cacheName}"`);
     if (access.permissions.has('manageCacheSubscriptions')) {
-      await activate(subscriber, cache.id, mode);
+      await activate(subscriber, cache, mode, false);
       await announce(sql, subscriber);
       return SUBSCRIBED;
     }
     const [active] = await sql<{ mode: number }[]>`
       select mode from subscriptions where ${sql(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id}`;
     if (active?.mode === mode) return SUBSCRIBED;
-    await sql`
-      insert into subscription_requests (${sql(subscriber.column)}, cache_id, mode, requester_id)
-      values (${subscriber.id}, ${cache.id}, ${mode}, ${userIdOf(who)})
-      on conflict (${sql(subscriber.column)}, cache_id) where ${sql(subscriber.column)} is not null
-      do update set mode = excluded.mode, requester_id = excluded.requester_id`;
+    await events.transaction(async (tx, emit) => {
+      await tx`
+        insert into subscription_requests (${tx(subscriber.column)}, cache_id, mode, requester_id)
+        values (${subscriber.id}, ${cache.id}, ${mode}, ${userIdOf(who)})
+        on conflict (${tx(subscriber.column)}, cache_id) where ${tx(subscriber.column)} is not null
+        do update set mode = excluded.mode, requester_id = excluded.requester_id`;
+      await emitSubscription(tx, emit, subscriber, cache, 'request', 'request', { mode });
+    });
     return SUBSCRIPTION_REQUESTED;
   }
 
   /** Ends a subscription and cancels a pending request; 404 not_subscribed when there was neither. */
   async function unsubscribe(subscriber: Subscriber, cacheName: string): Promise<string> {
-    return sql.begin(async (tx) => {
-      const [cache] = await tx<{ id: string }[]>`select id from caches where name = ${cacheName}`;
+    return events.transaction(async (tx, emit) => {
+      const [cache] = await tx<{ id: string; name: string }[]>`select id, name from caches where name = ${cacheName}`;
       const [existing] = cache
         ? await tx<{ state_managed: boolean }[]>`
             select state_managed from subscriptions where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id} for update`
@@ -92,6 +129,8 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log }: Acces
       if (ended.length === 0 && cancelled.length === 0) {
         throw new ApiError(404, 'not_subscribed', `${subscriber.label} neither subscribes to nor asked for cache "${cacheName}"`);
       }
+      // A cancelled request is reported as a delete with request: true.
+      await emitSubscription(tx, emit, subscriber, cache!, 'delete', null, ended.length > 0 ? {} : { request: true });
       return ended.length > 0 ? 'Unsubscribed' : 'Subscription request cancelled';
     });
   }
@@ -153,15 +192,18 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log }: Acces
     /** Turns the request into an active subscription with the requested mode. */
     async approve(who: Principal, cache: string, id: string): Promise<string> {
       const { cache: row, request, subscriber } = await pendingRequest(who, cache, id);
-      await activate(subscriber, row.id, request.mode);
+      await activate(subscriber, row, request.mode, true);
       await announce(sql, subscriber);
       return SUBSCRIBED;
     },
 
     /** Deletes the request; the subscriber may ask again. */
     async deny(who: Principal, cache: string, id: string): Promise<string> {
-      const { request } = await pendingRequest(who, cache, id);
-      await sql`delete from subscription_requests where id = ${request.id}`;
+      const { cache: row, request, subscriber } = await pendingRequest(who, cache, id);
+      await events.transaction(async (tx, emit) => {
+        const deleted = await tx`delete from subscription_requests where id = ${request.id} returning id`;
+        if (deleted.length > 0) await emitSubscription(tx, emit, subscriber, row, null, 'deny', { mode: request.mode });
+      });
       return 'Subscription request denied';
     },
   };

@@ -9,10 +9,12 @@ import { rm, stat } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import type { Logger } from '../config/index.js';
 import { isStorePathHashPart, VerifyingKey, type SigningKey } from '../protocol/index.js';
+import type { SecretBox } from '../storage/index.js';
 import { Semaphore } from './semaphore.js';
 import {
   fetchSmallBytes, fetchSmallText, headUpstreamFile, lazyUpstreamBody, spoolUpstreamFile, type ByteRange, type FetchFunction,
 } from './upstreamFetch.js';
+import { authorizationOf, openUpstreamCredentials } from './upstreamCredentials.js';
 import { adoptUpstreamNarinfo, isProxiablePath, proxiedUrl, type UpstreamSource } from './upstreamNarinfo.js';
 import { listUpstreamRows } from './upstreamRows.js';
 
@@ -31,6 +33,8 @@ export interface UpstreamDeps {
   concurrency: number;
   /** nar.maxUploadSize: the most a spooled NAR file may have */
   maxNarBytes: number;
+  /** opens the credentials of private upstreams */
+  secretBox: SecretBox;
   /** a fresh temporary file name under <baseDir>/staging (StagingArea.tempFile) */
   tempFile(suffix: string): string;
   /** deadline for an upstream's response head (default 10 s) */
@@ -63,6 +67,11 @@ export interface Upstreams {
   /** The narinfo text to serve for a path the cache does not hold, or null when no upstream has it (validly signed). */
   lookupUpstreamNarinfo(cache: UpstreamCache, hashPart: string): Promise<Buffer | null>;
   /**
+   * True when this process knows, without waiting, that the cache has no upstreams: a local miss
+   * then answers 404 at once. False means "has some, or not known right now" (ask lookupUpstreamNarinfo).
+   */
+  knownToHaveNone(cacheId: string): boolean;
+  /**
    * The NAR file a narinfo served from an upstream names (`upstream/<id>/<hash>/<path>`), or null.
    * Only a URL that the verified narinfo of `hashPart` names is fetched.
    */
@@ -80,7 +89,20 @@ interface Remembered<T> {
 
 interface KnownUpstream extends UpstreamSource {
   priority: number;
+  /** fetch() as this upstream needs it: with its Authorization header when it has credentials */
+  fetch: FetchFunction;
 }
+
+/**
+ * fetch() that sends `authorization` with every request. On a redirect to another origin (an
+ * upstream kiln on S3 answers NAR requests with a presigned URL) fetch drops the header itself.
+ */
+const authorizedFetch = (fetchFn: FetchFunction, authorization: string): FetchFunction =>
+  (input, init) => {
+    const headers = new Headers(init?.headers);
+    headers.set('Authorization', authorization);
+    return fetchFn(input, { ...init, headers });
+  };
 
 export function upstreamService(deps: UpstreamDeps): Upstreams {
   const fetchFn = deps.fetch ?? fetch;
@@ -103,9 +125,21 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
     map.set(key, { value, until: now() + ttl });
   };
 
-  async function upstreamsOf(cacheId: string): Promise<KnownUpstream[]> {
+  const loadingLists = new Map<string, Promise<KnownUpstream[]>>();
+  function upstreamsOf(cacheId: string): Promise<KnownUpstream[]> {
     const known = lists.get(cacheId);
-    if (fresh(known)) return known.value;
+    if (fresh(known)) return Promise.resolve(known.value);
+    // One query per cache when the list expires, however many requests wait for it.
+    const loading = loadingLists.get(cacheId);
+    if (loading !== undefined) return loading;
+    const started: Promise<KnownUpstream[]> = loadList(cacheId).finally(() => {
+      if (loadingLists.get(cacheId) === started) loadingLists.delete(cacheId);
+    });
+    loadingLists.set(cacheId, started);
+    return started;
+  }
+
+  async function loadList(cacheId: string): Promise<KnownUpstream[]> {
     const rows = await listUpstreamRows(deps.sql, cacheId);
     const list = rows.flatMap((row) => {
       const key = VerifyingKey.parse(row.public_key);
@@ -113,7 +147,16 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
         deps.log.warn({ upstream: row.url }, `upstream ${row.url} has an unreadable public key (${key.reason}); it is skipped`);
         return [];
       }
-      return [{ id: row.id, url: row.url, key: key.value, priority: row.priority }];
+      let upstreamFetch = fetchFn;
+      if (row.credentials !== null) {
+        try {
+          upstreamFetch = authorizedFetch(fetchFn, authorizationOf(openUpstreamCredentials(deps.secretBox, row.credentials)));
+        } catch (err) {
+          deps.log.warn({ err, upstream: row.url }, `the credentials of upstream ${row.url} cannot be opened (sealed with another crypt key?); it is skipped`);
+          return [];
+        }
+      }
+      return [{ id: row.id, url: row.url, key: key.value, priority: row.priority, fetch: upstreamFetch }];
     });
     remember(lists, cacheId, list, UPSTREAM_LIST_TTL_MS);
     return list;
@@ -123,7 +166,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
     for (const upstream of await upstreamsOf(cache.id)) {
       let body: string | null;
       try {
-        body = await queries.run(() => fetchSmallText(fetchFn, `${upstream.url}/${hashPart}.narinfo`, NARINFO_MAX_BYTES, timeoutMs));
+        body = await queries.run(() => fetchSmallText(upstream.fetch, `${upstream.url}/${hashPart}.narinfo`, NARINFO_MAX_BYTES, timeoutMs));
       } catch (err) {
         deps.log.warn({ err, upstream: upstream.url, cache: cache.name }, `upstream ${upstream.url} did not answer for ${hashPart}.narinfo; asking the next one`);
         continue;
@@ -155,6 +198,16 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
   return {
     lookupUpstreamNarinfo,
 
+    knownToHaveNone(cacheId) {
+      const known = lists.get(cacheId);
+      if (known === undefined || known.value.length > 0) return false;
+      // An expired "none" is believed once more while the list is read again (forget() drops it at once).
+      if (!fresh(known)) {
+        upstreamsOf(cacheId).catch((err: unknown) => deps.log.warn({ err, cacheId }, 'the upstream list could not be read again; the old one stays in use'));
+      }
+      return true;
+    },
+
     async openUpstreamNar(cache, upstreamId, hashPart, path) {
       if (!isProxiablePath(path) || !isStorePathHashPart(hashPart)) return null;
       const upstream = (await upstreamsOf(cache.id)).find((u) => u.id === upstreamId);
@@ -163,13 +216,13 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
       if (narinfo === null || !narinfo.toString().includes(`\nURL: ${proxiedUrl(upstreamId, hashPart, path)}\n`)) return null;
       const url = `${upstream.url}/${path}`;
       try {
-        const head = await headUpstreamFile(fetchFn, url, timeoutMs);
+        const head = await headUpstreamFile(upstream.fetch, url, timeoutMs);
         if (head === null) return null;
         if (head.size !== null) {
           const size = head.size;
-          return { size, body: (range) => lazyUpstreamBody(fetchFn, url, range, timeoutMs) };
+          return { size, body: (range) => lazyUpstreamBody(upstream.fetch, url, range, timeoutMs) };
         }
-        return await spooled(url);
+        return await spooled(upstream.fetch, url);
       } catch (err) {
         // A 404, not a 5xx: Nix then moves on to its next substituter or builds the path itself.
         deps.log.warn({ err, upstream: upstream.url, cache: cache.name }, `upstream ${upstream.url} failed to deliver ${path}`);
@@ -181,7 +234,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
       if (!isProxiablePath(path)) return null;
       for (const upstream of await upstreamsOf(cacheId)) {
         try {
-          const got = await queries.run(() => fetchSmallBytes(fetchFn, `${upstream.url}/${path}`, LOG_MAX_BYTES, timeoutMs));
+          const got = await queries.run(() => fetchSmallBytes(upstream.fetch, `${upstream.url}/${path}`, LOG_MAX_BYTES, timeoutMs));
           if (got !== null) return { body: got.body, contentType: got.headers.get('content-type'), contentEncoding: got.headers.get('content-encoding') };
         } catch (err) {
           deps.log.warn({ err, upstream: upstream.url }, `upstream ${upstream.url} did not answer for ${path}; asking the next one`);
@@ -192,6 +245,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
 
     forget(cacheId) {
       lists.delete(cacheId);
+      loadingLists.delete(cacheId);
       for (const key of answers.keys()) if (key.startsWith(`${cacheId}/`)) answers.delete(key);
     },
   };
@@ -200,9 +254,9 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
    * An upstream that does not say how long the file is: it is downloaded first, then served from
    * disk, and removed once read (a HEAD never reads it: the staging sweeper removes it later).
    */
-  async function spooled(url: string): Promise<UpstreamFile | null> {
+  async function spooled(upstreamFetch: FetchFunction, url: string): Promise<UpstreamFile | null> {
     const file = deps.tempFile('.upstream');
-    const size = await spoolUpstreamFile(fetchFn, url, file, deps.maxNarBytes, timeoutMs);
+    const size = await spoolUpstreamFile(upstreamFetch, url, file, deps.maxNarBytes, timeoutMs);
     if (size === null) return null;
     return {
       size,

@@ -1,5 +1,5 @@
 import { ApiError } from '../protocol/index.js';
-import type { Sql } from '../storage/index.js';
+import type { Events } from '../storage/index.js';
 import type { UserRow } from './userView.js';
 
 // Inserting a user, shared by registration, OIDC's first sign-in and SCIM.
@@ -14,6 +14,8 @@ export interface NewUser {
   scimExternalId?: string | null;
   /** the first account of an installation becomes superuser (registration and OIDC; not SCIM) */
   firstBecomesSuperuser: boolean;
+  /** how it came: user.create names it */
+  via: 'registration' | 'oidc' | 'scim';
 }
 
 interface PgError {
@@ -30,9 +32,10 @@ export function userConflict(e: unknown, username: string, email: string | null)
   return new ApiError(409, 'username_taken', `the username "${username}" is taken`);
 }
 
-export async function insertUser(sql: Sql, user: NewUser): Promise<UserRow> {
+/** Inserts the account and emits user.create in the same transaction. */
+export async function insertUser(events: Events, user: NewUser): Promise<UserRow> {
   try {
-    return await sql.begin(async (tx) => {
+    return await events.transaction(async (tx, emit) => {
       let superuser = false;
       if (user.firstBecomesSuperuser) {
         // Two first registrations at once must not both become superuser: the check runs under a lock.
@@ -45,6 +48,7 @@ export async function insertUser(sql: Sql, user: NewUser): Promise<UserRow> {
         values (${user.username}, ${user.name}, ${user.email}, ${user.emailVerified}, ${user.passwordHash},
                 ${user.oidcSubject ?? null}, ${user.scimExternalId ?? null}, ${superuser})
         returning *`;
+      emit('user.create', { user: row!.username, user_id: row!.id, via: user.via, ...(superuser ? { superuser } : {}) }, { userId: row!.id });
       return row!;
     });
   } catch (e) {

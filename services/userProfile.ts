@@ -30,7 +30,7 @@ const toSettings = (row: UserRow): UserSettings => ({
 
 export type UserProfile = ReturnType<typeof userProfileService>;
 
-export function userProfileService({ sql }: IdentityDeps, sessions: Sessions, verification: EmailVerification) {
+export function userProfileService({ sql, events }: IdentityDeps, sessions: Sessions, verification: EmailVerification) {
   const load = async (userId: string): Promise<UserRow> => {
     const [row] = await sql<UserRow[]>`select * from users where id = ${userId}`;
     // The authenticator found the account a moment ago; it was deleted in between.
@@ -48,7 +48,10 @@ export function userProfileService({ sql }: IdentityDeps, sessions: Sessions, ve
       const user = requireSession(who, 'deleting the account');
       const row = await load(user.userId);
       if (row.state_managed) throw new ApiError(403, 'state_managed', `the account "${row.username}" is declared in the state file; remove it there`);
-      await sql`delete from users where id = ${user.userId}`;
+      await events.transaction(async (tx, emit) => {
+        await tx`delete from users where id = ${user.userId}`;
+        emit('user.delete', { user: row.username, user_id: row.id }, { userId: row.id });
+      });
       return `account "${row.username}" deleted`;
     },
 
@@ -61,8 +64,8 @@ export function userProfileService({ sql }: IdentityDeps, sessions: Sessions, ve
       const user = requireSession(who, 'changing the account settings');
       const passwordHash = patch.new_password === undefined ? undefined : await hashPassword(patch.new_password);
       let emailChanged = false;
-      const row = await sql
-        .begin(async (tx) => {
+      const row = await events
+        .transaction(async (tx, emit) => {
           const [current] = await tx<UserRow[]>`select * from users where id = ${user.userId} for update`;
           if (!current) throw new ApiError(401, 'invalid_token', 'the account behind this token no longer exists');
           if (passwordHash !== undefined && !(await verifyPassword(current.password_hash, patch.current_password ?? ''))) {
@@ -87,12 +90,16 @@ export function userProfileService({ sql }: IdentityDeps, sessions: Sessions, ve
               updated_at = now()
             where id = ${user.userId}
             returning *`;
+          // Field names only, never their values (a password above all).
+          const changes = Object.keys(patch).filter((k) => k !== 'current_password' && patch[k as keyof SettingsPatch] !== undefined)
+            .map((k) => (k === 'new_password' ? 'password' : k));
+          emit('user.update', { user: updated!.username, user_id: updated!.id, changes }, { userId: updated!.id });
           return updated!;
         })
         .catch((e: unknown) => {
           throw userConflict(e, user.username, patch.email ?? null) ?? e;
         });
-      if (passwordHash !== undefined) await sessions.revokeAll(user.userId, user.sessionId);
+      if (passwordHash !== undefined) await sessions.revokeAll(user.userId, 'password_change', user.sessionId);
       if (emailChanged && row.email) await verification.send({ id: row.id, username: row.username, email: row.email });
       return toSettings(row);
     },

@@ -140,6 +140,26 @@ export function webhooksService({ sql, events, engine, secretBox, authorize }: W
       return toDeliveryDetail(delivery);
     },
 
+    /**
+     * Sends a finished delivery's event again, at once, as a new delivery (its own id and six
+     * attempts, the same body); answers the new delivery. 409 while the original is still under way.
+     */
+    async redeliver(who: Principal, ref: WebhookScopeRef, id: string, deliveryId: string): Promise<DeliveryDetail> {
+      const { row } = await webhook(who, ref, id);
+      const original = UUID.test(deliveryId) ? await findDelivery(sql, { webhookId: id }, deliveryId) : null;
+      if (!original) throw deliveryNotFound(deliveryId);
+      if (original.status !== 'delivered' && original.status !== 'dead') {
+        throw new ApiError(409, 'delivery_in_progress', `delivery ${deliveryId} is ${original.status}; it can be redelivered once it is delivered or dead`);
+      }
+      if (!row.active) throw new ApiError(409, 'webhook_disabled', `webhook ${id} is disabled; enable it before redelivering`);
+      const written = await events.transaction((tx) => events.redeliver(tx, { webhookId: id }, original.event_id));
+      if (!written) throw deliveryNotFound(deliveryId);
+      await engine.deliverNow(written.id);
+      const delivery = await findDelivery(sql, { webhookId: id }, written.id);
+      if (!delivery) throw deliveryNotFound(written.id);
+      return toDeliveryDetail(delivery);
+    },
+
     async deliveries(who: Principal, ref: WebhookScopeRef, id: string, query: DeliveryListQuery): Promise<DeliveryPage> {
       await webhook(who, ref, id);
       const { total, rows } = await listDeliveries(sql, { webhookId: id }, pageOf(query));

@@ -2,8 +2,10 @@ import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import type { MessageOf, Narinfo } from '../protocol/index.js';
-import type { NarStorage, SecretBox } from '../storage/index.js';
+import type { Events, NarStorage, SecretBox } from '../storage/index.js';
 import { openCacheKey } from './cacheKeys.js';
+import type { CacheStorageLimits } from './cacheStorage.js';
+import { announceAddedNar } from './narUploadEvents.js';
 import type { ConnectedWorker } from './workerConnections.js';
 
 // NARs a worker pushes over /proto into a job's target caches (docs/proto.md, "NAR push"):
@@ -38,6 +40,10 @@ export interface WorkerNarsDeps {
   stagingDir: string;
   /** nar.maxUploadSize */
   maxUploadSize: number;
+  /** a push into a cache it would not fit is refused before its first chunk (like REST uploads: 413 cache_full) */
+  storageLimits: CacheStorageLimits;
+  /** cache.nar.upload and its live companions for each path a push adds */
+  events: Events;
 }
 
 const baseName = (path: string) => path.slice(path.lastIndexOf('/') + 1);
@@ -71,6 +77,11 @@ export class WorkerNars {
     const targets: Target[] = [];
     for (const row of rows) {
       if (await this.deps.nars.uploads.held(row.id, info)) continue;
+      try {
+        await this.deps.storageLimits.demandRoom(row, info.narSize);
+      } catch (error) {
+        return abort('too_large', error instanceof Error ? error.message : String(error));
+      }
       targets.push({ id: row.id, name: row.name, signingKey: openCacheKey(this.deps.secretBox, row) });
     }
     if (targets.length === 0) return send({ t: 'narPushAck', transferId: message.transferId, status: 'present' });
@@ -116,7 +127,13 @@ export class WorkerNars {
       const info = narinfoOf(transfer.start.info);
       for (const target of transfer.targets) {
         try {
-          await this.deps.nars.uploads.ingestFile({ cacheId: target.id, signingKey: target.signingKey, info, file: transfer.file, compression: 'none' });
+          const outcome = await this.deps.nars.uploads.ingestFile({ cacheId: target.id, signingKey: target.signingKey, info, file: transfer.file, compression: 'none' });
+          if (outcome.status === 'added') {
+            await announceAddedNar(this.deps.events, {
+              cache: { id: target.id, name: target.name, keyName: target.signingKey.name },
+              storePath: outcome.storePath, narHash: outcome.narHash, narSize: outcome.narSize, fileHash: outcome.fileHash, fileSize: outcome.fileSize,
+            });
+          }
         } catch (error) {
           const reason = error instanceof Error ? error.message : String(error);
           return worker.link.send({ t: 'narAbort', transferId: message.transferId, code: 'verify_failed', reason: `${target.name}: ${reason}`.slice(0, 1000) });

@@ -25,7 +25,7 @@ export interface NewWorkerRegistration extends WorkerRegistrationView {
 
 export const PEER_TOKEN_BYTES = 48;
 
-export function workerRegistrationsService({ sql }: AccessDeps) {
+export function workerRegistrationsService({ sql, events }: AccessDeps) {
   const views = (projectId: string) => sql<WorkerRegistrationView[]>`
     select r.id, r.name, r.worker_id, u.username as created_by, r.created_at
     from worker_registrations r left join users u on u.id = r.created_by
@@ -36,10 +36,16 @@ export function workerRegistrationsService({ sql }: AccessDeps) {
       const { row } = await demandProjectRef(sql, who, project, 'manageWorkers');
       const token = randomBytes(PEER_TOKEN_BYTES).toString('base64url');
       const hash = await argon2.hash(token, { type: argon2.argon2id });
-      const [created] = await sql<{ id: string }[]>`
-        insert into worker_registrations (project_id, worker_id, token_hash, name, created_by)
-        values (${row.id}, ${body.worker_id ?? null}, ${hash}, ${body.name ?? ''}, ${userIdOf(who)})
-        returning id`;
+      const created = await events.transaction(async (tx, emit) => {
+        const [inserted] = await tx<{ id: string }[]>`
+          insert into worker_registrations (project_id, worker_id, token_hash, name, created_by)
+          values (${row.id}, ${body.worker_id ?? null}, ${hash}, ${body.name ?? ''}, ${userIdOf(who)})
+          returning id`;
+        emit('project.worker.register', {
+          project: `${row.organization}/${row.name}`, registration_id: inserted!.id, worker: body.worker_id ?? null, name: body.name ?? '',
+        }, { organizationId: row.organization_id, projectId: row.id });
+        return inserted;
+      });
       const view = (await views(row.id)).find((r) => r.id === created!.id)!;
       return { ...view, token };
     },

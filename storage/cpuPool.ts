@@ -34,6 +34,9 @@ export interface CpuPool {
 // was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
 const workerExecArgv = (): string[] => [...process.execArgv, '--import', import.meta.resolve('tsx')];
 
+/** How long a thread beyond the first stays after its last task. */
+const IDLE_THREAD_MS = 5 * 60_000;
+
 export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
   const maxThreads = options.maxThreads ?? availableParallelism();
   if (!Number.isSafeInteger(maxThreads) || maxThreads < 1) {
@@ -43,6 +46,10 @@ export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
     filename: new URL('./cpuWorker.ts', import.meta.url).href,
     maxThreads,
     minThreads: Math.min(1, maxThreads),
+    // piscina's default of 0 ends every thread above minThreads the moment it is idle, and a new
+    // one loads tsx and the task modules again (about a second on a busy machine): an ingest
+    // that ran two tasks at once paid that every time.
+    idleTimeout: IDLE_THREAD_MS,
     execArgv: workerExecArgv(),
   });
   // close() reports a timeout (running tasks that outlive closeTimeout) as an 'error' event and

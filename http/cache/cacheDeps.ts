@@ -1,5 +1,5 @@
 import type { Config } from '../../config/index.js';
-import type { BinaryCacheAccess, NarUploadService, Upstreams } from '../../services/index.js';
+import type { BinaryCacheAccess, CacheTraffic, NarUploadService, Upstreams } from '../../services/index.js';
 import type { NarStorage, RateLimiter } from '../../storage/index.js';
 import type { CidrSet } from '../clientAddress.js';
 import type { CacheExtras } from './extras.js';
@@ -15,5 +15,7 @@ export interface CacheRouteDeps {
   localIps: CidrSet;
   extras: CacheExtras;
   /** the cache's upstream caches: narinfo misses are asked there (services/upstreams.ts) */
-  upstreams?: Pick<Upstreams, 'lookupUpstreamNarinfo' | 'openUpstreamNar'>;
+  upstreams?: Pick<Upstreams, 'lookupUpstreamNarinfo' | 'knownToHaveNone' | 'openUpstreamNar'>;
+  /** cache.narinfo.served and cache.nar.fetched: an append per request, published in batches */
+  traffic?: Pick<CacheTraffic, 'served' | 'fetched'>;
 }

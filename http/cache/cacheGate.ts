@@ -32,7 +32,18 @@ async function resolve(access: BinaryCacheAccess, req: Req<Principal>, name: str
 export async function readableCache(access: BinaryCacheAccess, req: Req<Principal>): Promise<BinaryCache | Reply> {
   const name = req.param<string>('cache');
   const decision = await resolve(access, req, name);
-  if (isReply(decision)) return decision;
+  return isReply(decision) ? decision : readDecision(name, decision);
+}
+
+/** readableCache's answer from memory without waiting, or undefined when only readableCache can tell. */
+export function readableCacheInMemory(access: BinaryCacheAccess, req: Req<Principal>): BinaryCache | Reply | undefined {
+  const name = req.param<string>('cache');
+  const authorization = req.header('authorization');
+  const known = access.peek(name, authorization, authorization ? req.peerAddress : '');
+  return known === undefined ? undefined : readDecision(name, known);
+}
+
+function readDecision(name: string, decision: CacheAccess): BinaryCache | Reply {
   switch (decision.kind) {
     case 'granted':
       return decision.cache;

@@ -66,7 +66,10 @@ export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
     const file = req.param<string>('file');
     const stored = STORED_FILE.exec(file);
     const known = stored ? await deps.nars.reads.narFile(cache.id, stored[1]!) : null;
-    if (stored && known) return serveStored(deps, req, cache, stored[1]!, known.fileSize);
+    if (stored && known) {
+      if (!req.isHead) deps.traffic?.fetched(cache, stored[1]!, known.fileSize);
+      return serveStored(deps, req, cache, stored[1]!, known.fileSize);
+    }
     // `nix copy` asks (HEAD) whether a file it is about to upload is there yet.
     const staged = await stagedNixFile(deps, req, cache, file);
     return staged ?? errorReply(404, 'not_found', `cache "${cache.name}" has no file nar/${file}`);

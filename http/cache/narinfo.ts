@@ -1,25 +1,50 @@
 // GET {hash}.narinfo: the signed narinfo, from the hot cache when this process has seen it.
 import { isStorePathHashPart } from '../../protocol/index.js';
-import type { Principal } from '../../services/index.js';
-import { bytesReply, errorReply } from '../reply.js';
+import type { BinaryCache, Principal } from '../../services/index.js';
+import { bytesReply, errorReply, type Reply } from '../reply.js';
+import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache } from './cacheGate.js';
+import { isCache, readableCache, readableCacheInMemory } from './cacheGate.js';
 
 const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT' };
 /** from an upstream cache (services/upstreams.ts) */
 const UPSTREAM_NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'MISS' };
 
 export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
-  r.get('/:hash.narinfo', async (req) => {
+  const notFound = (cache: BinaryCache, hash: string) => {
+    if (isStorePathHashPart(hash)) deps.traffic?.served(cache, hash, false);
+    return errorReply(404, 'not_found', `cache "${cache.name}" has no path ${hash}`);
+  };
+  const found = (cache: BinaryCache, hash: string, text: Uint8Array, headers: Record<string, string>) => {
+    deps.traffic?.served(cache, hash, true);
+    return bytesReply(200, text, headers);
+  };
+
+  // Hits and misses this process already knows are answered without a single await: on a busy
+  // cache they are nearly every request, and each await is a turn of the microtask queue.
+  const inMemory = (req: Req<Principal>): Reply | undefined => {
+    const cache = readableCacheInMemory(deps.access, req);
+    if (cache === undefined || !isCache(cache)) return cache;
+    const hash = req.param<string>('hash');
+    if (!isStorePathHashPart(hash)) return notFound(cache, hash);
+    const text = deps.nars.reads.narinfoInMemory(cache.id, hash);
+    if (text) return found(cache, hash, text, NARINFO_HEADERS);
+    if (text === null && (!deps.upstreams || deps.upstreams.knownToHaveNone(cache.id))) return notFound(cache, hash);
+    return undefined;
+  };
+
+  r.get('/:hash.narinfo', (req) => inMemory(req) ?? lookup(req));
+
+  async function lookup(req: Req<Principal>): Promise<Reply> {
     const cache = await readableCache(deps.access, req);
     if (!isCache(cache)) return cache;
     const hash = req.param<string>('hash');
     const valid = isStorePathHashPart(hash);
     const text = valid ? await deps.nars.reads.narinfo(cache.id, hash) : null;
-    if (text !== null) return bytesReply(200, text, NARINFO_HEADERS);
+    if (text !== null) return found(cache, hash, text, NARINFO_HEADERS);
     const upstream = valid && deps.upstreams ? await deps.upstreams.lookupUpstreamNarinfo(cache, hash) : null;
-    if (upstream !== null) return bytesReply(200, upstream, UPSTREAM_NARINFO_HEADERS);
-    return errorReply(404, 'not_found', `cache "${cache.name}" has no path ${hash}`);
-  });
+    if (upstream !== null) return found(cache, hash, upstream, UPSTREAM_NARINFO_HEADERS);
+    return notFound(cache, hash);
+  }
 }

@@ -6,6 +6,7 @@ import { checkLiveRequest, type EventStreams, type LiveFeed, type LiveRequest, t
 import type { EventBus } from '../../storage/index.js';
 import { CidrSet, clientAddress, normalizeAddress } from '../clientAddress.js';
 import { FirehoseHub, type FirehoseSocketData } from './firehose.js';
+import { LiveLag, type LiveLagSocketData } from './liveLag.js';
 import { eventTopics, feedTopics } from './liveTopics.js';
 import { LIVE_PATHS, decodeParam, socketToken, type LivePath } from './socketRequest.js';
 
@@ -25,11 +26,11 @@ export interface EventSocketsOptions {
   authenticateToken(token: string, peerAddress: string): Promise<Principal>;
   trustedProxies: readonly string[];
   log: Logger;
-  /** unsent bytes past which a firehose subscriber lags (default 1 MiB) */
+  /** unsent bytes past which a firehose or live subscriber lags (default 1 MiB) */
   lagBytes?: number;
 }
 
-interface SocketData extends FirehoseSocketData {
+interface SocketData extends FirehoseSocketData, LiveLagSocketData {
   request: LiveRequest;
   token: string;
   address: string;
@@ -58,6 +59,7 @@ function closeReason(e: ApiError): string {
 export function eventSockets(opts: EventSocketsOptions): EventSockets {
   const lagBytes = opts.lagBytes ?? 1024 * 1024;
   const hub = new FirehoseHub(lagBytes);
+  const liveLag = new LiveLag(lagBytes);
   const trusted = new CidrSet(opts.trustedProxies);
   let unsubscribe: (() => void) | null = null;
 
@@ -103,7 +105,7 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
     if (data.closed) return;
     data.feed = feed;
     if (feed.kind === 'firehose') hub.join(ws, feed.globs);
-    for (const topic of feedTopics(feed)) ws.subscribe(topic);
+    else liveLag.join(ws, feedTopics(feed));
     ws.send(renderEnvelope('stream.open', Date.now(), { feed: feed.kind, ...(feed.kind === 'firehose' ? { events: feed.globs } : {}) }));
   }
 
@@ -111,9 +113,9 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
     register(app) {
       for (const path of LIVE_PATHS) {
         const paramNames = path.pattern.split('/').filter((s) => s.startsWith(':')).map((s) => s.slice(1));
+        const firehose = path.pattern === '/api/v1/metrics/events';
         app.ws<SocketData>(path.pattern, {
-          // The firehose decides lag itself (firehose.ts); uWS drops only far beyond that, and
-          // for the live paths, whose subscribers are dropped from silently (best effort).
+          // kiln decides lag itself (firehose.ts, liveLag.ts); uWS drops only far beyond that.
           maxBackpressure: lagBytes + 16 * 1024 * 1024,
           closeOnBackpressureLimit: false,
           maxPayloadLength: 4096,
@@ -126,16 +128,19 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
           },
           // Clients have nothing to say; their messages are ignored.
           message: () => undefined,
-          drain: (ws: WebSocket<SocketData>) => hub.drain(ws),
+          drain: (ws: WebSocket<SocketData>) => (firehose ? hub.drain(ws) : liveLag.drain(ws)),
           close: (ws: WebSocket<SocketData>) => {
             const data = ws.getUserData();
             data.closed = true;
             if (data.feed?.kind === 'firehose') hub.leave(ws);
+            else liveLag.leave(ws);
           },
         });
       }
       unsubscribe = opts.bus.subscribe((event) => {
-        for (const topic of eventTopics(event)) app.publish(topic, event.frame);
+        const topics = eventTopics(event);
+        for (const topic of topics) app.publish(topic, event.frame);
+        liveLag.observe(topics);
         hub.publish(event);
       });
     },

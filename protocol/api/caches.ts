@@ -49,6 +49,16 @@ export const NarListQuery = z.strictObject({
 });
 export type NarListQuery = z.infer<typeof NarListQuery>;
 
+/**
+ * How kiln authenticates to a private upstream: HTTP Basic (what a netrc line gives Nix) or a
+ * bearer token. Stored sealed and never shown again.
+ */
+export const UpstreamCredentials = z.union([
+  z.strictObject({ user: z.string().min(1).max(500).refine((u) => !u.includes(':'), { message: 'must not contain ":"' }), password: z.string().max(2000) }),
+  z.strictObject({ token: z.string().min(1).max(4000).refine((v) => /^[\x21-\x7e]+$/.test(v), { message: 'must be printable ASCII without spaces' }) }),
+]);
+export type UpstreamCredentials = z.infer<typeof UpstreamCredentials>;
+
 /** An upstream binary cache: where it is and the key its narinfos must be signed with. */
 export const UpstreamBody = z.strictObject({
   url: z
@@ -56,11 +66,13 @@ export const UpstreamBody = z.strictObject({
     .max(2000)
     .url()
     .refine((u) => /^https?:\/\//i.test(u), { message: 'must be an http:// or https:// URL' })
-    .refine((u) => !/^https?:\/\/[^/]*@/i.test(u), { message: 'must not carry credentials (upstreams are public caches)' })
+    .refine((u) => !/^https?:\/\/[^/]*@/i.test(u), { message: 'must not carry credentials (give them as credentials: {user, password} or {token})' })
     .refine((u) => !/[?#]/.test(u), { message: 'must not have a query or a fragment' }),
   /** `<key name>:<base64 of 32 bytes>`, as Nix's trusted-public-keys lists it */
   public_key: z.string().min(3).max(300),
   /** lower is asked first */
   priority: z.number().int().min(0).max(10_000).default(50),
+  /** for a private upstream; omitted: an existing upstream keeps its credentials; null removes them */
+  credentials: UpstreamCredentials.nullable().optional(),
 });
 export type UpstreamBody = z.infer<typeof UpstreamBody>;

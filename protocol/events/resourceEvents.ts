@@ -11,6 +11,7 @@ const SubscriptionMode = z.number().int().min(0).max(2);
 
 const Organization = z.looseObject({ organization: z.string().max(63), organization_id: Uuid, changes: Changes.optional() });
 const OrganizationMember = z.looseObject({ organization: z.string().max(63), user: Username, role: Role.optional() });
+const OrganizationSubscription = z.looseObject({ organization: z.string().max(63), cache: CacheLabel, mode: SubscriptionMode.optional() });
 
 const Project = z.looseObject({
   project: ProjectLabel,
@@ -57,6 +58,9 @@ export const resourceEventDefinitions = {
   'organization.member.create': durableEvent('organization', 'a member joined an organization', OrganizationMember),
   'organization.member.update': durableEvent('organization', 'an organization member\'s role changed', OrganizationMember),
   'organization.member.delete': durableEvent('organization', 'a member left an organization', OrganizationMember),
+  'organization.subscription.create': durableEvent('organization', 'an organization subscribed to a cache (for all its projects)', OrganizationSubscription),
+  'organization.subscription.delete': durableEvent('organization', 'an organization unsubscribed from a cache, or cancelled its request (request: true)', OrganizationSubscription),
+  'organization.subscription.request': durableEvent('organization', 'an organization asked to subscribe to a cache', OrganizationSubscription),
 
   'project.create': durableEvent('project', 'a project was created', Project),
   'project.update': durableEvent('project', 'a project\'s settings or active flag changed', Project),
@@ -66,7 +70,7 @@ export const resourceEventDefinitions = {
   'project.member.delete': durableEvent('project', 'a member left a project', ProjectMember),
   'project.invitation.create': durableEvent('project', 'a user was invited to a project', ProjectMember),
   'project.subscription.create': durableEvent('project', 'a project subscribed to a cache', ProjectSubscription),
-  'project.subscription.delete': durableEvent('project', 'a project unsubscribed from a cache', ProjectSubscription),
+  'project.subscription.delete': durableEvent('project', 'a project unsubscribed from a cache, or cancelled its request (request: true)', ProjectSubscription),
   'project.subscription.request': durableEvent('project', 'a project asked to subscribe to a cache', ProjectSubscription),
   'project.worker.register': durableEvent('project', 'a worker peer token was registered for a project', z.looseObject({ project: ProjectLabel, worker: Uuid.nullable().optional(), name: z.string().max(100).optional() })),
 

@@ -56,3 +56,6 @@ export {
   type DecompressOptions,
 } from './narDecompress.js';
 export { ZstdFrameTracker } from './zstdFrames.js';
+export { parseNixExport, narFileContents, type ExportedPath } from './nixExport.js';
+export { parseDerivation, type Derivation, type DerivationOutput } from './derivationAterm.js';
+export { textStorePath, sourceStorePath } from './contentAddress.js';

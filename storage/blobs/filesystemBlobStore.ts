@@ -58,8 +58,15 @@ export class FilesystemBlobStore implements BlobStore {
       throw error;
     }
     // The open handle keeps the bytes readable even if the blob is deleted or replaced meanwhile.
-    const stream = handle.createReadStream(read === null ? {} : { start: read.start, end: read.end });
-    return { size, range: read, body: stream, cancel: () => stream.destroy() };
+    const body = readChunks(key, handle, read === null ? 0 : read.start, read === null ? size : read.end + 1);
+    let started = false;
+    return {
+      size,
+      range: read,
+      body: { [Symbol.asyncIterator]: () => ((started = true), body) },
+      // Never started: the generator's finally will not run, so the handle is closed here.
+      cancel: () => void (started ? body.return(undefined) : handle.close()).catch(() => undefined),
+    };
   }
 
   async stat(key: string): Promise<{ size: number } | null> {
@@ -135,6 +142,45 @@ async function* walkDirectory(dir: string, relative: string, prefix: string): As
     } else if (entry.isDirectory() && !entry.name.startsWith('.') && `${child}/`.startsWith(prefix.slice(0, child.length + 1))) {
       yield* walkDirectory(path, child, prefix);
     }
+  }
+}
+
+/** Bytes per read: large reads mean few turns of the event loop per served megabyte. */
+const READ_CHUNK = 1 << 20;
+
+/**
+ * The bytes [start, end) of an open file, in fresh buffers of up to READ_CHUNK, the next read
+ * already under way while the consumer handles the last one (a socket write, a hash update).
+ * Closes the handle when done, failed or returned early.
+ */
+async function* readChunks(key: string, handle: FileHandle, start: number, end: number): AsyncGenerator<Buffer, void, undefined> {
+  const readAt = async (at: number): Promise<Buffer> => {
+    const length = Math.min(READ_CHUNK, end - at);
+    const buffer = Buffer.allocUnsafeSlow(length);
+    let filled = 0;
+    while (filled < length) {
+      const { bytesRead } = await handle.read(buffer, filled, length - filled, at + filled);
+      if (bytesRead === 0) throw new Error(`blob ${key} ended at byte ${at + filled}, before the ${end} its size promised (truncated while read?)`);
+      filled += bytesRead;
+    }
+    return buffer;
+  };
+  const ahead = (at: number): Promise<Buffer> => {
+    const read = readAt(at);
+    read.catch(() => undefined); // a read-ahead may fail while nobody awaits it yet: handled when awaited
+    return read;
+  };
+  let next: Promise<Buffer> | null = start < end ? ahead(start) : null;
+  try {
+    for (let at = start; next !== null; ) {
+      const chunk = await next;
+      at += chunk.length;
+      next = at < end ? ahead(at) : null;
+      yield chunk;
+    }
+  } finally {
+    await next?.catch(() => undefined);
+    await handle.close();
   }
 }
 

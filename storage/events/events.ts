@@ -3,7 +3,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Sql, TransactionSql } from 'postgres';
 import { checkEventContent, isDurable, renderEnvelope, type EventContent, type EventName, type EventScope } from '../../protocol/index.js';
 import type { EventBus } from '../bus/index.js';
-import { writeOutbox, type DeliveryTarget, type PreparedEvent, type WrittenDelivery } from './outbox.js';
+import { writeOutbox, writeRedelivery, type DeliveryTarget, type PreparedEvent, type WrittenDelivery } from './outbox.js';
 
 // How kiln emits events. A durable event is written to the outbox in the transaction of the change
 // it reports, with a pending delivery per matching webhook and task action; every event, durable
@@ -41,6 +41,12 @@ export interface Events {
   emitTo<N extends EventName>(
     tx: TransactionSql, target: DeliveryTarget, name: N, content: EventContent<N>, scope?: EventScope, fallbackMs?: number,
   ): Promise<{ event: PreparedEvent; delivery: WrittenDelivery }>;
+  /**
+   * A new delivery of an event already written (POST …/deliveries/{id}/redeliver) to one webhook or
+   * task action, for the caller to attempt at once; its job is a fallback after `fallbackMs`. Null
+   * when the event no longer exists.
+   */
+  redeliver(tx: TransactionSql, target: DeliveryTarget, eventId: string, fallbackMs?: number): Promise<WrittenDelivery | null>;
   /** Called after a commit that queued deliveries, so this process's worker fetches at once. */
   onDeliveriesQueued(listener: () => void): void;
   /** The same events, with transaction() on another pool (the scheduler's, the cache's). */
@@ -125,6 +131,10 @@ function eventsOn(sql: Sql, opts: EventsOptions, queuedListeners: (() => void)[]
       const event = prepare(name, content, scope);
       const [delivery] = await writeOutbox(tx, [event], { boss: opts.boss, only: target, firstAttemptAfter: new Date(now() + fallbackMs) });
       return { event, delivery: delivery! };
+    },
+
+    redeliver(tx, target, eventId, fallbackMs = 30_000) {
+      return writeRedelivery(tx, eventId, target, { boss: opts.boss, firstAttemptAfter: new Date(now() + fallbackMs) });
     },
 
     onDeliveriesQueued(listener) {

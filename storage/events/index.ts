@@ -1,5 +1,5 @@
 export { createEvents, type Emit, type Events, type EventsOptions } from './events.js';
-export { writeOutbox, type DeliveryTarget, type PreparedEvent, type WriteOutboxOptions, type WrittenDelivery } from './outbox.js';
+export { writeOutbox, writeRedelivery, type DeliveryTarget, type PreparedEvent, type WriteOutboxOptions, type WrittenDelivery } from './outbox.js';
 export { DELIVERY_QUEUE, JOB_ATTEMPTS, bossDatabase, enqueueDeliveries, ensureDeliveryQueue, type DeliveryJob, type DueAttempt, type DueDelivery } from './deliveryJobs.js';
 export {
   INTERRUPTED,

@@ -108,6 +108,25 @@ export async function writeOutbox(tx: TransactionSql, events: readonly PreparedE
   return deliveries.map((d) => ({ id: d.id, eventId: d.event_id }));
 }
 
+/**
+ * A new delivery of an event already in the outbox, to one webhook or task action (redeliver): a
+ * fresh series of attempts under a new delivery id, the same body. Null when the event is gone.
+ */
+export async function writeRedelivery(
+  tx: TransactionSql, eventId: string, target: DeliveryTarget, opts: { boss: PgBoss; firstAttemptAfter?: Date },
+): Promise<WrittenDelivery | null> {
+  const [event] = await tx<{ id: string }[]>`select id from event_outbox where id = ${eventId}`;
+  if (!event) return null;
+  const id = randomUUID();
+  await tx`insert into event_deliveries ${tx({
+    id, event_id: eventId,
+    webhook_id: 'webhookId' in target ? target.webhookId : null,
+    task_action_id: 'taskActionId' in target ? target.taskActionId : null,
+  })}`;
+  await enqueueDeliveries(opts.boss, tx, [{ delivery: id, attempt: 1, ...(opts.firstAttemptAfter ? { startAfter: opts.firstAttemptAfter } : {}) }]);
+  return { id, eventId };
+}
+
 /** Instance webhooks receive every durable event; project and cache webhooks their scope's, never account activity. */
 function receives(w: WebhookTarget, e: PreparedEvent): boolean {
   if (w.project_id === null && w.cache_id === null) return true;

@@ -44,6 +44,17 @@ export class HotCache<V> {
     return entry.value;
   }
 
+  /**
+   * Like get, but an expired entry is still handed out, marked stale, and kept: for answers that
+   * may be served once more while a fresh one is being fetched.
+   */
+  getStale(key: string): { value: V; stale: boolean } | undefined {
+    const entry = this.entries.get(key);
+    if (entry === undefined) return undefined;
+    entry.used = true;
+    return { value: entry.value, stale: entry.expires <= this.now() };
+  }
+
   /** Stores `value` as `bytes` big; values larger than an eighth of the capacity are not kept. */
   set(key: string, value: V, bytes: number, ttlMs = Infinity): void {
     const size = bytes + key.length + ENTRY_OVERHEAD;

@@ -14,8 +14,11 @@ import type { StagingArea } from './narLocations.js';
 import { findHeldPath } from './sql/index.js';
 import { UploadProblem } from './uploadProblem.js';
 
-/** zstd level of stored NARs: 3 is zstd's default and what Nix writes (bench/README.md has the cost). */
-export const STORED_ZSTD_LEVEL = 3;
+/**
+ * zstd level of stored NARs. 1, not zstd's and Nix's default of 3: level 3 costs about 30 % more
+ * CPU per ingested byte for files a few percent smaller (docs/binary-cache.md, bench/README.md).
+ */
+export const STORED_ZSTD_LEVEL = 1;
 
 export interface IngestDeps {
   sql: Sql;

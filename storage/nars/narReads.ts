@@ -20,6 +20,8 @@ export type HotValue = Buffer | { fileSize: number } | null;
 export interface NarReads {
   /** The signed narinfo text of a path the cache holds, or null. */
   narinfo(cacheId: string, hashPart: string): Promise<Buffer | null>;
+  /** The same answer from memory without waiting, or undefined when only narinfo() can tell. */
+  narinfoInMemory(cacheId: string, hashPart: string): Buffer | null | undefined;
   /** The stored file's size when a path of this cache points at it, or null. */
   narFile(cacheId: string, fileHash: string): Promise<{ fileSize: number } | null>;
   /** A whole small NAR file from memory or storage; null when the blob is missing. */
@@ -74,18 +76,35 @@ export function narReads(deps: NarReadsDeps): NarReads {
     return started;
   };
 
+  const loadNarinfo = (cacheId: string, hashPart: string): Promise<Buffer | null> => {
+    const key = narinfoKey(cacheId, hashPart);
+    return once(key, async () => {
+      const row = await findNarinfoRow(sql, cacheId, hashPart);
+      const value = row === null ? null : Buffer.from(renderStoredNarinfo(row));
+      hot.set(key, value, value?.length ?? 0, value === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
+      return value;
+    });
+  };
+
+  // An expired answer is served once more while the query for a fresh one runs (at most one per
+  // key): under load, requests do not queue behind the database every time an entry expires.
+  // What another process changed still shows after one TTL and one query; this process's own
+  // uploads and deletes drop the entry (forget), so they show at once.
+  const narinfoInMemory = (cacheId: string, hashPart: string): Buffer | null | undefined => {
+    const known = hot.getStale(narinfoKey(cacheId, hashPart)) as { value: Buffer | null; stale: boolean } | undefined;
+    if (known === undefined) return undefined;
+    if (known.stale) loadNarinfo(cacheId, hashPart).catch(() => undefined); // the next request tries again
+    if (known.value) fetches.record(cacheId, hashPart);
+    return known.value;
+  };
+
   return {
+    narinfoInMemory,
+
     async narinfo(cacheId, hashPart) {
-      const key = narinfoKey(cacheId, hashPart);
-      let text = hot.get(key) as Buffer | null | undefined;
-      if (text === undefined) {
-        text = await once(key, async () => {
-          const row = await findNarinfoRow(sql, cacheId, hashPart);
-          const value = row === null ? null : Buffer.from(renderStoredNarinfo(row));
-          hot.set(key, value, value?.length ?? 0, value === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
-          return value;
-        });
-      }
+      const known = narinfoInMemory(cacheId, hashPart);
+      if (known !== undefined) return known;
+      const text = await loadNarinfo(cacheId, hashPart);
       if (text !== null) fetches.record(cacheId, hashPart);
       return text;
     },

@@ -9,20 +9,48 @@ import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { UploadProblem } from './uploadProblem.js';
 
+/** Received pieces are gathered up to this many bytes per write: one thread-pool trip per MiB, not per network read. */
+const WRITE_BATCH = 1 << 20;
+/** IOV_MAX on Linux: a writev of more pieces is split anyway. */
+const MAX_PIECES = 1024;
+
 async function writeAll(handle: FileHandle, body: AsyncIterable<Uint8Array>, start: number, limit: number, what: string): Promise<number> {
   let position = start;
+  let pending: Uint8Array[] = [];
+  let pendingBytes = 0;
+  const flush = async () => {
+    let buffers = pending;
+    let at = position;
+    pending = [];
+    while (buffers.length > 0) {
+      const { bytesWritten } = await handle.writev(buffers, at);
+      if (bytesWritten === 0) throw new Error(`writing ${what} made no progress at byte ${at}`);
+      at += bytesWritten;
+      buffers = remainderAfter(buffers, bytesWritten);
+    }
+    position += pendingBytes;
+    pendingBytes = 0;
+  };
   for await (const chunk of body) {
-    if (position + chunk.byteLength > limit) {
+    if (position + pendingBytes + chunk.byteLength > limit) {
       throw new UploadProblem('upload_too_large', `${what} exceeds the limit of ${limit} bytes (nar.maxUploadSize)`);
     }
-    let written = 0;
-    while (written < chunk.byteLength) {
-      const { bytesWritten } = await handle.write(chunk, written, chunk.byteLength - written, position + written);
-      written += bytesWritten;
-    }
-    position += chunk.byteLength;
+    pending.push(chunk);
+    pendingBytes += chunk.byteLength;
+    if (pendingBytes >= WRITE_BATCH || pending.length >= MAX_PIECES) await flush();
   }
+  await flush();
   return position;
+}
+
+/** What of `buffers` is left once `written` bytes of them went out (a short writev). */
+function remainderAfter(buffers: Uint8Array[], written: number): Uint8Array[] {
+  let skip = written;
+  let index = 0;
+  while (index < buffers.length && skip >= buffers[index]!.byteLength) skip -= buffers[index++]!.byteLength;
+  const rest = buffers.slice(index);
+  if (rest.length > 0 && skip > 0) rest[0] = rest[0]!.subarray(skip);
+  return rest;
 }
 
 /**

@@ -4,12 +4,15 @@ import { loadConfig } from '../../config/index.js';
 import { createAuthenticator } from '../../http/index.js';
 import { openIdentityServices, systemClock, type KeyUser, type Principal, type SessionUser } from '../../services/index.js';
 import { testDatabase } from '../support/db.js';
+import { testEvents } from '../support/testEvents.js';
 import { insertCache, insertProject } from '../support/modelRows.js';
 
 async function setup(t: Test) {
-  const { sql } = await testDatabase(t);
+  const db = await testDatabase(t);
+  const { sql } = db;
+  const { events } = await testEvents(t, db);
   const config = loadConfig({ scope: 'server', env: {}, overrides: { useTls: false, baseDir: '/nonexistent' } }).values;
-  const identity = await openIdentityServices({ sql, config, log: pino({ level: 'silent' }), clock: systemClock });
+  const identity = await openIdentityServices({ sql, config, log: pino({ level: 'silent' }), clock: systemClock, events });
   t.teardown(() => identity.close());
   return { sql, identity, auth: createAuthenticator(identity) };
 }

@@ -8,6 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { permissionNames, type Permission } from '../../protocol/index.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
+import { createTestCache } from '../support/caches.js';
+import { exportStream, multipartBody, syntheticDrv } from '../support/directClosure.js';
+import { gzipSync } from 'node:zlib';
 
 type Role = 'View' | 'Write' | 'Admin';
 type Persona = 'nonMember' | 'View' | 'Write' | 'Admin' | 'superuser';
@@ -42,6 +45,8 @@ interface Endpoint {
   pinnedElsewhere?: number;
   /** puts the target back into the state the call expects (the previous cell may have changed it) */
   before?: (c: Ctx) => Promise<unknown>;
+  /** a body that is not JSON (multipart, a tarball), sent as is */
+  raw?: () => { body: Buffer; contentType: string };
 }
 
 const rank: Record<Role, number> = { View: 1, Write: 2, Admin: 3 };
@@ -102,9 +107,23 @@ const ensureWebhook = (id: string, column: 'project_id' | 'cache_id' | null, key
   insert into webhooks (id, project_id, cache_id, url, secret)
   values (${id}, ${column === 'project_id' ? c.ids[key!]! : null}, ${column === 'cache_id' ? c.ids[key!]! : null}, 'http://127.0.0.1:9/hook', '\\x00')
   on conflict do nothing`;
+// A finished (dead) delivery of the webhook, for the history and redeliver rows: its id is the
+// webhook's with the last digit pair replaced.
+const deliveryOf = (webhookId: string) => `${webhookId.slice(0, -2)}d1`;
+const ensureDelivery = (id: string, column: 'project_id' | 'cache_id' | null, key: string | null) => async (c: Ctx) => {
+  await ensureWebhook(id, column, key)(c);
+  const event = `${id.slice(0, -2)}e1`;
+  await c.kiln.sql`insert into event_outbox (id, event, body) values (${event}, 'webhook.ping', '{}') on conflict do nothing`;
+  await c.kiln.sql`
+    insert into event_deliveries (id, event_id, webhook_id, status, attempts, finished_at)
+    values (${deliveryOf(id)}, ${event}, ${id}, 'dead', 6, now()) on conflict do nothing`;
+};
 const webhookRows = (base: string, id: string, access: Pick<Endpoint, 'scope' | 'role' | 'permission'>, column: 'project_id' | 'cache_id' | null, key: string | null): Endpoint[] => {
   const before = ensureWebhook(id, column, key);
+  const withDelivery = ensureDelivery(id, column, key);
   return [
+    { method: 'GET', path: `${base}/${id}/deliveries/${deliveryOf(id)}`, ...access, before: withDelivery },
+    { method: 'POST', path: `${base}/${id}/deliveries/${deliveryOf(id)}/redeliver`, ...access, before: withDelivery },
     { method: 'GET', path: base, ...access },
     { method: 'PUT', path: base, body: { url: 'http://127.0.0.1:9/put' }, ...access },
     { method: 'POST', path: base, body: { url: 'http://127.0.0.1:9/post' }, ...access },
@@ -122,6 +141,31 @@ const ensureTaskAction = (c: Ctx) => c.kiln.sql`
   select ${TASK_ACTION}, id, 'matrix', 'send_web_request', 'http://127.0.0.1:9/action', '\\x00' from tasks
   where project_id = ${c.ids['web']!} and name = 'default'
   on conflict do nothing`;
+
+const MATRIX_EVALUATION = '0e0e0e0e-0000-4000-8000-0000000000c1';
+const MATRIX_BUILD = '0e0e0e0e-0000-4000-8000-0000000000c2';
+/** An evaluation of acme/web with one completed build and a stored log line (the build data rows). */
+async function seedBuild(kiln: TestKiln, projectId: string): Promise<void> {
+  await kiln.sql`insert into evaluations (id, task_id, repository, wildcard, phase)
+    select ${MATRIX_EVALUATION}, id, 'file:///nonexistent', '*', 'completed' from tasks where project_id = ${projectId} and name = 'default'`;
+  const [drv] = await kiln.sql<{ id: string }[]>`insert into derivations (drv_path, name, system, outputs)
+    values ('/nix/store/0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a-matrix.drv', 'matrix', 'x86_64-linux', ${kiln.sql.json({ out: '/nix/store/0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0b-matrix' })}) returning id`;
+  const [db] = await kiln.sql<{ id: string }[]>`insert into derivation_builds (derivation_id, status, attempts) values (${drv!.id}, 'completed', 1) returning id`;
+  await kiln.sql`insert into builds (id, evaluation_id, derivation_build_id, entry_point, attr) values (${MATRIX_BUILD}, ${MATRIX_EVALUATION}, ${db!.id}, true, 'packages.matrix')`;
+  await kiln.sql`insert into build_log_chunks (derivation_build_id, attempt, seq, data) values (${db!.id}, 1, 0, ${Buffer.from('built\n')})`;
+}
+
+// Direct builds need a cache with a real signing key that project web writes into.
+const DIRECT_CLOSURE = exportStream([syntheticDrv('matrix-direct')]);
+let directCache: Promise<unknown> | null = null;
+const ensureDirectCache = (c: Ctx) => (directCache ??= createTestCache(c.kiln.sql, 'direct-target', { public: true })
+  .then((cache) => c.kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${c.ids['web']!}, ${cache.id}, 0)`));
+const SOURCE_TARBALL = gzipSync(Buffer.concat([Buffer.alloc(257), Buffer.from('ustar\x0000'), Buffer.alloc(1024 - 265)]));
+const MATRIX_COMMIT = 'c'.repeat(40);
+const ensureCommit = (c: Ctx) => c.kiln.sql`
+  insert into evaluations (task_id, repository, commit, wildcard)
+  select id, 'file:///nonexistent', ${MATRIX_COMMIT}, 'packages.*' from tasks where project_id = ${c.ids['web']!} and name = 'default'
+    and not exists (select 1 from evaluations where commit = ${MATRIX_COMMIT})`;
 
 const endpoints: Endpoint[] = [
   // organizations
@@ -289,6 +333,21 @@ const endpoints: Endpoint[] = [
   { method: 'POST', path: `/tasks/web/default/actions/${TASK_ACTION}/rotate-secret`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
   { method: 'GET', path: `/tasks/web/default/actions/${TASK_ACTION}/deliveries`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
   { method: 'DELETE', path: `/tasks/web/default/actions/${TASK_ACTION}`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
+
+  // build data (issue 7): an evaluation of web with one completed build, seeded below; authorised like GET /evals/{id}
+  { method: 'POST', path: `/evals/${MATRIX_EVALUATION}/builds`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/closure`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/runtime-closure`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'POST', path: `/builds/${MATRIX_BUILD}/log`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/builds/${MATRIX_BUILD}/graph`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/builds/${MATRIX_BUILD}/downloads`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/builds/${MATRIX_BUILD}/closure`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/builds/${MATRIX_BUILD}/runtime-closure`, scope: 'project', role: 'View', permission: 'viewProject' },
+  // direct builds, source uploads and commits (issue 7, docs/builds.md "Direct builds")
+  { method: 'POST', path: '/builds', scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: ensureDirectCache, raw: () => multipartBody([['project', 'acme/web'], ['closure', DIRECT_CLOSURE]]) },
+  { method: 'GET', path: '/builds/direct/recent', scope: 'user', permission: null },
+  { method: 'POST', path: '/build-requests/source?project=acme/web', scope: 'project', role: 'Write', permission: 'triggerEvaluation', raw: () => ({ body: SOURCE_TARBALL, contentType: 'application/gzip' }) },
+  { method: 'GET', path: `/commits/${MATRIX_COMMIT}`, scope: 'project', role: 'View', permission: 'viewProject', before: ensureCommit },
 ];
 
 interface Keys {
@@ -343,6 +402,8 @@ t.test('authorization matrix', async (t) => {
     await kiln.sql`insert into cache_members (cache_id, user_id, role) select ${ids['main']!}, id, ${role} from users where username = ${username}`;
   }
 
+  await seedBuild(kiln, ids['web']!);
+
   const keys = new Map<Persona, Keys>();
   for (const persona of personas) {
     const user = users[persona];
@@ -392,7 +453,12 @@ t.test('authorization matrix', async (t) => {
           const path = typeof e.path === 'string' ? e.path : e.path(ctx);
           const body = typeof e.body === 'function' ? e.body(ctx) : e.body;
           const token = await tokenFor(persona, credential, e);
-          const res = await kiln.api(e.method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
+          const raw = e.raw?.();
+          const res = raw
+            ? await fetch(`${kiln.url}/api/v1${path}`, {
+              method: e.method, body: raw.body, headers: { 'content-type': raw.contentType, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+            }).then(async (r) => ({ status: r.status, message: ((await r.json()) as { message: unknown }).message }))
+            : await kiln.api(e.method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
           const want = expectedStatus(e, persona, credential);
           t.equal(res.status, want, `${persona} × ${credential}: ${want}${res.status === want ? '' : ` (got ${res.status}: ${JSON.stringify(res.message).slice(0, 160)})`}`);
         }

@@ -29,7 +29,7 @@ const flake = (nonce: string) => `{
   in {
     packages.\${system} = rec {
       base = mk "kiln-flow-base" "echo building base; mkdir $out; echo base > $out/data";
-      app = mk "kiln-flow-app" "echo building app; mkdir $out; cat \${base}/data > $out/copied; echo \${base} > $out/base-path";
+      app = mk "kiln-flow-app" "echo building app; mkdir -p $out/nix-support; cat \${base}/data > $out/copied; echo \${base} > $out/base-path; echo file binary-dist $out/copied > $out/nix-support/hydra-build-products";
       broken = mk "kiln-flow-broken" "echo about to fail; exit 3";
     };
   };
@@ -106,6 +106,22 @@ t.test('evaluate → build on a real worker → substitute from the cache', { ti
   t.match(await brokenLog.text(), /about to fail/);
   const deps = (await kiln.api<Build[]>('GET', `/builds/${byName('app').build_id}/dependencies`, { token })).message;
   t.same(deps.map((d) => d.build_id), [byName('base').build_id]);
+
+  // Build data (docs/builds.md): graph, closures with the real references, products, all logs as NDJSON.
+  const app = byName('app').build_id;
+  const graph = (await kiln.api<{ nodes: { build_id: string }[]; edges: unknown[] }>('GET', `/builds/${app}/graph`, { token })).message;
+  t.same([graph.nodes.length, graph.edges], [2, [{ source: byName('base').build_id, target: app }]]);
+  const buildTime = (await kiln.api<{ node_count: number; truncated: boolean }>('GET', `/builds/${app}/closure`, { token })).message;
+  t.same([buildTime.node_count, buildTime.truncated], [2, false]);
+  const runtime = (await kiln.api<{ nodes: { path: string; nar_size: number }[]; edges: unknown[]; total_size_bytes: number }>('GET', `/builds/${app}/runtime-closure`, { token })).message;
+  t.same(runtime.nodes.map((n) => n.path).sort(), [byName('app').outputs['out'], byName('base').outputs['out']].sort(), 'app refers to base');
+  t.equal(runtime.total_size_bytes, runtime.nodes.reduce((sum, n) => sum + n.nar_size, 0));
+  const products = (await kiln.api<{ filename: string }[]>('GET', `/builds/${app}/downloads`, { token })).message;
+  t.same(products.map((p) => p.filename), ['copied']);
+  const copied = await fetch(`${kiln.url}/api/v1/builds/${app}/download/copied`, { headers: { authorization: `Bearer ${token}` } });
+  t.equal(await copied.text(), 'base\n');
+  const allLogs = await fetch(`${kiln.url}/api/v1/evals/${evaluationId}/builds`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  t.match(await allLogs.text(), /"log":"[^"]*building app/);
 
   const found = await kiln.api<{ outputs: { out: string } }>('GET', `/tasks/${project!.id}/default/evaluations?commit=${repo.commit}&attr=packages.x86_64-linux.app`, { token });
   t.equal(found.message.outputs.out, appOut);

@@ -7,6 +7,8 @@ import { createAccessServices, type AccessDeps, type AccessServices, type KeyUse
 import { secretBoxWithKey } from '../../storage/index.js';
 import type { Permission } from '../../protocol/index.js';
 import { testDatabase } from './db.js';
+import { testEvents } from './testEvents.js';
+import type { BusEvent } from '../../storage/index.js';
 import type { Sql } from 'postgres';
 
 export interface MovableClock {
@@ -21,23 +23,27 @@ export interface AccessFixture {
   clock: MovableClock;
   /** project ids passed to onSubscriptionApproved, in order */
   approved: string[];
+  /** events published after their transaction committed, in order */
+  published: BusEvent[];
   user(username: string, opts?: { superuser?: boolean }): Promise<SessionUser>;
   key(owner: SessionUser, permissions: Permission[], pins?: { projectId?: string; cacheId?: string }): KeyUser;
   cache(name: string, opts?: { owner?: SessionUser; public?: boolean }): Promise<string>;
 }
 
 export async function accessFixture(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}): Promise<AccessFixture> {
-  const { sql } = await testDatabase(t);
+  const db = await testDatabase(t);
+  const { sql } = db;
+  const { events, published } = await testEvents(t, db);
   let now = Date.parse('2030-01-01T00:00:00Z');
   const clock: MovableClock = { now: () => new Date(now), advance: (ms) => void (now += ms) };
   const approved: string[] = [];
   const config = loadConfig({ scope: 'server', env: {}, overrides: { useTls: false, ...overrides } }).values;
   const deps: AccessDeps = {
-    sql, config, log: pino({ level: 'silent' }), clock, secretBox: secretBoxWithKey(Buffer.alloc(32, 7)),
+    sql, config, log: pino({ level: 'silent' }), clock, secretBox: secretBoxWithKey(Buffer.alloc(32, 7)), events,
     onSubscriptionApproved: (projectId) => void approved.push(projectId),
   };
   return {
-    sql, deps, services: createAccessServices(deps), clock, approved,
+    sql, deps, services: createAccessServices(deps), clock, approved, published,
     async user(username, opts = {}) {
       const [row] = await sql<{ id: string }[]>`insert into users (username, superuser) values (${username}, ${opts.superuser ?? false}) returning id`;
       return { kind: 'user', via: 'session', sessionId: `session-${username}`, userId: row!.id, username, superuser: opts.superuser ?? false };

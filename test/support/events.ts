@@ -9,7 +9,7 @@ import type { Test } from 'tap';
 import WebSocket from 'ws';
 import { loadConfig, type OptionPath } from '../../config/index.js';
 import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
-import { freePort, type ApiResult, type TestKiln } from './kiln.js';
+import { apiClient, freePort, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
 
 type Teardown = Pick<Test, 'teardown'>;
@@ -127,23 +127,7 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
     await kiln.stop();
     await rm(baseDir, { recursive: true, force: true });
   });
-  const api: TestKiln['api'] = async (method, path, o = {}) => {
-    const headers: Record<string, string> = { ...o.headers };
-    if (o.token) headers['authorization'] = `Bearer ${o.token}`;
-    const init: RequestInit = { method, headers };
-    if (o.body !== undefined) init.body = typeof o.body === 'string' ? o.body : JSON.stringify(o.body);
-    const res = await fetch(`${kiln.url}/api/v1${path}`, init);
-    const text = await res.text();
-    let json: { error?: boolean; message?: unknown; code?: string } = {};
-    try {
-      json = JSON.parse(text) as typeof json;
-    } catch {
-      json = { error: true, message: text };
-    }
-    const result: ApiResult<never> = { status: res.status, headers: res.headers, message: json.message as never, error: json.error === true, ...(json.code ? { code: json.code } : {}) };
-    return result;
-  };
-  return Object.assign(Object.create(null) as object, kiln, { sql, baseDir, api }) as TestKiln;
+  return Object.assign(Object.create(null) as object, kiln, { sql, baseDir, api: apiClient(kiln.url) }) as TestKiln;
 }
 
 /** Polls `probe` until it returns a value other than undefined; fails with `what` after `limitMs`. */

@@ -65,12 +65,17 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
     await kiln.stop();
     await rm(baseDir, { recursive: true, force: true });
   });
-  const api: TestKiln['api'] = async (method, path, opts = {}) => {
+  return Object.assign(Object.create(null) as object, kiln, { sql, baseDir, api: apiClient(kiln.url) }) as TestKiln;
+}
+
+/** JSON calls to the HTTP API of the server at `url` (TestKiln['api']). */
+export function apiClient(url: string): TestKiln['api'] {
+  return async (method, path, opts = {}) => {
     const headers: Record<string, string> = { ...opts.headers };
     if (opts.token) headers['authorization'] = `Bearer ${opts.token}`;
     const init: RequestInit = { method, headers };
     if (opts.body !== undefined) init.body = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
-    const res = await fetch(`${kiln.url}/api/v1${path}`, init);
+    const res = await fetch(`${url}/api/v1${path}`, init);
     const text = await res.text();
     let json: { error?: boolean; message?: unknown; code?: string } = {};
     try {
@@ -80,5 +85,4 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
     }
     return { status: res.status, headers: res.headers, message: json.message as never, error: json.error === true, ...(json.code ? { code: json.code } : {}) };
   };
-  return Object.assign(Object.create(null) as object, kiln, { sql, baseDir, api }) as TestKiln;
 }

@@ -10,6 +10,7 @@ import type { Router } from '../../router.js';
 //   POST /{id}/rotate-secret        a new secret, shown once
 //   POST /{id}/test                 webhook.ping at once; answers the recorded delivery
 //   GET /{id}/deliveries[?page=&per_page=&status=], GET /{id}/deliveries/{delivery}
+//   POST /{id}/deliveries/{delivery}/redeliver   the event again, as a new delivery, at once
 
 type ScopeOf = (req: Req<Principal>) => WebhookScopeRef;
 
@@ -42,5 +43,6 @@ export function webhooksRoutes(r: Router<Principal>, webhooks: WebhooksService):
     r.post(`${prefix}/:id/test`, (req) => webhooks.test(req.principal, scope(req), id(req)));
     r.get(`${prefix}/:id/deliveries`, (req) => webhooks.deliveries(req.principal, scope(req), id(req), deliveryQuery(req)));
     r.get(`${prefix}/:id/deliveries/:delivery`, (req) => webhooks.delivery(req.principal, scope(req), id(req), req.param<string>('delivery')));
+    r.post(`${prefix}/:id/deliveries/:delivery/redeliver`, (req) => webhooks.redeliver(req.principal, scope(req), id(req), req.param<string>('delivery')));
   }
 }

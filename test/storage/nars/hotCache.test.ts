@@ -37,3 +37,16 @@ t.test('values bigger than an eighth of the capacity are not kept; delete and de
   t.equal(cache.size, 0);
   t.equal(cache.bytes, 0);
 });
+
+t.test('getStale hands out an expired entry, marked stale, and keeps it until replaced', async (t) => {
+  let now = 1000;
+  const cache = new HotCache<string | null>(1 << 20, () => now);
+  t.equal(cache.getStale('absent'), undefined);
+  cache.set('miss', null, 0, 5000);
+  t.same(cache.getStale('miss'), { value: null, stale: false });
+  now += 5000;
+  t.same(cache.getStale('miss'), { value: null, stale: true }, 'expired, still there');
+  t.same(cache.getStale('miss'), { value: null, stale: true }, 'not dropped by looking');
+  cache.set('miss', 'found', 5, 5000);
+  t.same(cache.getStale('miss'), { value: 'found', stale: false }, 'replaced by the fresh answer');
+});

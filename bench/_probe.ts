@@ -1,0 +1,12 @@
+import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
+import { syntheticGraph } from './syntheticGraph.js';
+const size = Number(process.argv[2] ?? 50000);
+const server = await startBenchServer();
+const evaluator = await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
+const graph = syntheticGraph(size, { seed: 'probe' });
+const r = await recordGraph(server, evaluator, graph);
+console.log('recorded ms', (r.buildingAt - r.firstBatchAt).toFixed(0), 'db', server.kiln.ready.databaseUrl);
+evaluator.close();
+await new Promise((resolve) => process.once('SIGUSR2', resolve));
+await server.stop();
+process.exit(0);

@@ -1,0 +1,69 @@
+// Servers under test in processes of their own (bench/kilnProcess.ts, bench/bareProtoServer.ts),
+// and what they cost as the kernel counts it: resident memory and CPU time of every thread.
+import { fork, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+export interface ChildServer<T> {
+  pid: number;
+  ready: T;
+  /** a full garbage collection in the child; resolves with the child's V8 heap in use after it */
+  gc(): Promise<number>;
+  /** sends `message` and resolves with the child's next message */
+  request(message: string): Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+export async function forkServer<T>(script: string, args: string[]): Promise<ChildServer<T>> {
+  const path = fileURLToPath(new URL(script, import.meta.url));
+  const child: ChildProcess = fork(path, args, { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const ready = await new Promise<T>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as T));
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
+  });
+  const request = (message: string) => new Promise<unknown>((resolve) => {
+    child.once('message', resolve);
+    child.send(message);
+  });
+  return {
+    pid: child.pid!,
+    ready,
+    gc: async () => (await request('gc')) as number,
+    request,
+    stop: () => new Promise<void>((resolve) => {
+      if (child.exitCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.send('stop');
+    }),
+  };
+}
+
+export interface ProcessUsage {
+  rssBytes: number;
+  /** user + system CPU time, all threads */
+  cpuMs: number;
+}
+
+const CLOCK_TICKS_PER_SEC = 100;
+
+export function processUsage(pid: number): ProcessUsage {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rssKiB = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
+  // Fields after the command name (which may hold spaces, hence the last parenthesis).
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return { rssBytes: rssKiB * 1024, cpuMs: (ticks * 1000) / CLOCK_TICKS_PER_SEC };
+}
+
+/** Load average of the machine, for the README. */
+export const loadAverage = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+
+/** A full collection, in the child (--expose-gc on the command line would reach worker threads, which refuse it). */
+export function fullGc(): number {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+  return process.memoryUsage().heapUsed;
+}

@@ -1,0 +1,76 @@
+// Time to record an evaluation of N derivations: a simulated worker streams the synthetic graph
+// (bench/syntheticGraph.ts) as evalBatch messages of about 512 KiB, as worker/evalJob.ts does,
+// and the time runs from the first batch sent until the server shows the evaluation as building
+// (every batch recorded, the phase changed). Baseline in the same run and database: the same rows
+// (derivations, edges, derivation builds, builds) written by COPY into copies of those tables,
+// with ids made by the client, which is PostgreSQL's floor for writing them.
+//
+//   npm run bench -- eval-record [derivations=50000] [rounds=1]
+import { randomUUID } from 'node:crypto';
+import type { Sql, TransactionSql } from 'postgres';
+import { loadAverage } from './childServer.js';
+import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
+import { syntheticGraph, type SyntheticGraph } from './syntheticGraph.js';
+
+const size = Number(process.argv[2] ?? process.env['BENCH_DERIVATIONS'] ?? 50_000);
+const rounds = Number(process.argv[3] ?? process.env['BENCH_ROUNDS'] ?? 1);
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
+
+async function copyRows(sql: TransactionSql, table: string, columns: string, rows: string[]): Promise<void> {
+  const stream = await sql.unsafe(`copy ${table} (${columns}) from stdin`).writable();
+  await new Promise<void>((resolve, reject) => {
+    stream.on('error', reject);
+    stream.on('finish', () => resolve());
+    for (let i = 0; i < rows.length; i += 1000) stream.write(`${rows.slice(i, i + 1000).join('\n')}\n`);
+    stream.end();
+  });
+}
+
+/** The floor: the same rows by COPY, ids made here, no lookups, no conflict handling. */
+async function copyBaseline(sql: Sql, graph: SyntheticGraph): Promise<number> {
+  const evaluationId = randomUUID();
+  const ids = new Map(graph.nodes.map((n) => [n.drvPath, randomUUID()]));
+  const started = performance.now();
+  const array = (xs: string[]) => `{${xs.join(',')}}`;
+  await sql.begin(async (tx) => {
+    await copyRows(tx, 'bench_derivations', 'id, drv_path, name, system, required_features, outputs, input_srcs, prefer_local_build, fixed_output',
+      graph.nodes.map((n) => [ids.get(n.drvPath), n.drvPath, n.name, n.system, array(n.requiredSystemFeatures), JSON.stringify(n.outputs), array(n.inputSrcs), 'f', 'f'].join('\t')));
+    await copyRows(tx, 'bench_edges', 'derivation_id, depends_on, outputs',
+      graph.nodes.flatMap((n) => Object.keys(n.inputDrvs).map((input) => [ids.get(n.drvPath), ids.get(input), '{}'].join('\t'))));
+    const buildIds = graph.nodes.map(() => randomUUID());
+    await copyRows(tx, 'bench_derivation_builds', 'id, derivation_id', graph.nodes.map((n, i) => `${buildIds[i]}\t${ids.get(n.drvPath)}`));
+    await copyRows(tx, 'bench_builds', 'evaluation_id, derivation_build_id', buildIds.map((id) => `${evaluationId}\t${id}`));
+  });
+  return performance.now() - started;
+}
+
+console.log(`eval-record: ${size} derivations, ${rounds} round(s), load average ${loadAverage()}`);
+const server = await startBenchServer();
+for (const table of ['derivations', 'derivation_edges', 'derivation_builds', 'builds']) {
+  const copy = table === 'derivation_edges' ? 'bench_edges' : `bench_${table}`;
+  await server.sql.unsafe(`create table ${copy} (like ${table} including all)`);
+}
+const evaluator = await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
+const floor: number[] = [];
+const kiln: number[] = [];
+let edges = 0;
+let batches = 0;
+for (let round = 0; round < rounds; round++) {
+  const graph = syntheticGraph(size, { seed: `round-${round}-${Date.now()}` });
+  edges = graph.edges;
+  floor.push(await copyBaseline(server.sql, graph));
+  const recorded = await recordGraph(server, evaluator, graph);
+  batches = recorded.batches;
+  kiln.push(recorded.buildingAt - recorded.firstBatchAt);
+  console.log(`round ${round + 1}: COPY ${floor.at(-1)!.toFixed(0)} ms, kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${(recorded.sentAt - recorded.firstBatchAt).toFixed(0)} ms)`);
+}
+const [{ count }] = await server.sql<[{ count: string }]>`select count(*) from derivation_builds`;
+console.log(`graph: ${size} derivations, ${edges} edges, ${batches} evalBatch messages; derivation_builds rows: ${count}`);
+console.log(`load average after: ${loadAverage()}`);
+console.log('| run | median ms | derivations/s | vs COPY |');
+console.log('|---|---:|---:|---:|');
+console.log(`| COPY of the same rows (floor) | ${median(floor).toFixed(0)} | ${(size / (median(floor) / 1000)).toFixed(0)} | 1.00 |`);
+console.log(`| kiln: first evalBatch → building | ${median(kiln).toFixed(0)} | ${(size / (median(kiln) / 1000)).toFixed(0)} | ${(median(kiln) / median(floor)).toFixed(2)} |`);
+evaluator.close();
+await server.stop();
+process.exit(0);

@@ -1,0 +1,99 @@
+// N simulated workers (protocol-level, no Nix) on one server process: the time to connect them
+// all (each handshake verifies a peer token with argon2id), then RSS and CPU of the server while
+// they only beat. Baseline in the same run: a bare uWS server answering the same frames
+// (bench/bareProtoServer.ts). Both servers run in processes of their own; the workers run here.
+//
+//   npm run bench -- proto-workers [workers=1000] [idleSecs=45]
+import { forkServer, type ChildServer, loadAverage, processUsage, type ProcessUsage } from './childServer.js';
+import type { KilnProcessOptions, KilnProcessReady } from './kilnProcess.js';
+import { connectSimWorker, type SimWorker } from './simWorker.js';
+
+const workerCount = Number(process.argv[2] ?? process.env['BENCH_WORKERS'] ?? 1000);
+const idleSecs = Number(process.argv[3] ?? process.env['BENCH_IDLE_SECS'] ?? 45);
+// argon2id runs on libuv's four pool threads; more handshakes in flight only queue there, and the
+// server ends a handshake that takes longer than 30 s.
+const CONNECT_CONCURRENCY = 8;
+const HEARTBEAT_SECS = 10;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const MiB = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * p))] ?? NaN;
+
+interface Round {
+  name: string;
+  connectMs: number;
+  handshakeP50: number;
+  handshakeP99: number;
+  connectCpuMs: number;
+  idleCpuPercent: number;
+  rssBeforeBytes: number;
+  rssAfterBytes: number;
+  /** V8 heap in use after a full GC, with the workers minus before them, per worker */
+  heapPerWorkerBytes: number;
+  acks: number;
+}
+
+async function run(name: string, server: ChildServer<unknown>, url: string, tokens: { project: string; token: string }[] | undefined): Promise<Round> {
+  const { pid } = server;
+  await sleep(3000);
+  const heapBefore = await server.gc();
+  const before: ProcessUsage = processUsage(pid);
+  const workers: SimWorker[] = [];
+  const handshakes: number[] = [];
+  let acks = 0;
+  const started = performance.now();
+  let next = 0;
+  await Promise.all(Array.from({ length: CONNECT_CONCURRENCY }, async () => {
+    while (next < workerCount) {
+      next++;
+      const t0 = performance.now();
+      const worker = await connectSimWorker(url, tokens ? { tokens } : {});
+      handshakes.push(performance.now() - t0);
+      worker.onMessage((m) => {
+        if (m.t === 'heartbeatAck') acks++;
+      });
+      workers.push(worker);
+    }
+  }));
+  const connectMs = performance.now() - started;
+  const connected = processUsage(pid);
+  // Let the first round of beats (random phase within one interval) start everywhere.
+  await sleep(HEARTBEAT_SECS * 1000);
+  const idleStart = processUsage(pid);
+  const acksAtStart = acks;
+  await sleep(idleSecs * 1000);
+  const idleEnd = processUsage(pid);
+  const heapAfter = await server.gc();
+  const after = processUsage(pid);
+  const round: Round = {
+    name, connectMs, handshakeP50: percentile(handshakes, 0.5), handshakeP99: percentile(handshakes, 0.99),
+    connectCpuMs: connected.cpuMs - before.cpuMs, idleCpuPercent: ((idleEnd.cpuMs - idleStart.cpuMs) / (idleSecs * 1000)) * 100,
+    rssBeforeBytes: before.rssBytes, rssAfterBytes: after.rssBytes, heapPerWorkerBytes: (heapAfter - heapBefore) / workerCount, acks: acks - acksAtStart,
+  };
+  for (const worker of workers) worker.close();
+  return round;
+}
+
+console.log(`proto-workers: ${workerCount} workers, ${idleSecs} s idle window, load average ${loadAverage()}`);
+const rounds: Round[] = [];
+
+const bare = await forkServer<{ url: string }>('./bareProtoServer.ts', [String(HEARTBEAT_SECS)]);
+rounds.push(await run('bare uWS + msgpackr', bare, bare.ready.url, undefined));
+await bare.stop();
+
+const kilnOptions: KilnProcessOptions = { overrides: { 'proto.maxConnections': workerCount + 100 }, registerToken: true };
+const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(kilnOptions)]);
+const protoUrl = `${kiln.ready.url.replace(/^http/, 'ws')}/proto`;
+rounds.push(await run('kiln /proto, peer tokens', kiln, protoUrl, [{ project: kiln.ready.projectId, token: kiln.ready.peerToken! }]));
+await kiln.stop();
+
+console.log(`load average after: ${loadAverage()}`);
+console.log('| server | connect all (s) | handshake p50 / p99 (ms) | CPU to connect (s) | idle CPU (% of a core) | RSS before → with workers (MiB) | V8 heap per worker (KiB) | acks in window |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+for (const r of rounds) {
+  const perWorkerKiB = r.heapPerWorkerBytes / 1024;
+  console.log(`| ${r.name} | ${(r.connectMs / 1000).toFixed(1)} | ${r.handshakeP50.toFixed(0)} / ${r.handshakeP99.toFixed(0)} | ${(r.connectCpuMs / 1000).toFixed(1)} | ${r.idleCpuPercent.toFixed(2)} | ${MiB(r.rssBeforeBytes)} → ${MiB(r.rssAfterBytes)} | ${perWorkerKiB.toFixed(1)} | ${r.acks} |`);
+}
+const [b, k] = rounds as [Round, Round];
+console.log(`kiln / bare: idle CPU ${(k.idleCpuPercent / Math.max(b.idleCpuPercent, 0.01)).toFixed(1)}×, RSS with the workers ${(k.rssAfterBytes / b.rssAfterBytes).toFixed(1)}×`);
+process.exit(0);

@@ -1,0 +1,36 @@
+// Store paths whose name follows from their contents (libstore/store-api.cc makeStorePath):
+// "text" paths (.drv files, builtins.toFile) hash the file's bytes, "source" paths (./dir,
+// builtins.path) hash the NAR. A server that recomputes the path from the bytes knows the bytes
+// are what the path promises, so it can sign them without trusting who uploaded them.
+import { createHash } from 'node:crypto';
+import { encodeNix32 } from './nix32.js';
+import { DEFAULT_STORE_DIR } from './storePath.js';
+
+const sha256 = (data: string | Uint8Array): Buffer => createHash('sha256').update(data).digest();
+
+/** Nix's compressHash: XOR-fold a digest down to 20 bytes. */
+function compress(digest: Uint8Array, size = 20): Uint8Array {
+  const out = new Uint8Array(size);
+  for (let i = 0; i < digest.length; i++) out[i % size]! ^= digest[i]!;
+  return out;
+}
+
+function makeStorePath(type: string, innerHex: string, name: string, storeDir: string): string {
+  const fingerprint = `${type}:sha256:${innerHex}:${storeDir}:${name}`;
+  return `${storeDir}/${encodeNix32(compress(sha256(fingerprint)))}-${name}`;
+}
+
+/** `type:ref1:ref2…[:self]`, references sorted as Nix's ordered set prints them. */
+function makeType(type: string, references: readonly string[], self: boolean): string {
+  return [type, ...[...references].sort(), ...(self ? ['self'] : [])].join(':');
+}
+
+/** The path of a text file (`builtins.toFile`, a .drv) with these contents and references. */
+export function textStorePath(name: string, contents: Uint8Array, references: readonly string[], storeDir = DEFAULT_STORE_DIR): string {
+  return makeStorePath(makeType('text', references, false), sha256(contents).toString('hex'), name, storeDir);
+}
+
+/** The path of a source added recursively with SHA-256 (`./dir`, `builtins.path`), from its NAR; `self`: it refers to itself. */
+export function sourceStorePath(name: string, nar: Uint8Array, references: readonly string[], self: boolean, storeDir = DEFAULT_STORE_DIR): string {
+  return makeStorePath(makeType('source', references, self), sha256(nar).toString('hex'), name, storeDir);
+}
