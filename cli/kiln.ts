@@ -2,7 +2,7 @@ import { componentLogger, createLogger, type LoadedConfig, type Logger } from '.
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -123,7 +123,10 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
     const schedulerEvents = events.events.withPool(db.scheduler);
+    const instance = await registerServerInstance(db.scheduler);
+    stack.push(() => instance.close());
     const workers = new WorkerConnections(db.scheduler, {
+      instanceId: instance.id,
       publicStats: config['publicStats'],
       emit: (name, content) => events.events.publish(name, { ...content }),
       supervisor: root.supervise({ id: 'workers', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),

@@ -15,19 +15,22 @@ import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeReque
 import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
 import { LOW_STORAGE_BYTES, type CacheStorageLimits } from './cacheStorage.js';
 import { outputsCached, projectCaches, readable, writable, type ProjectCache } from './projectCaches.js';
-import { finishedEvaluations, queuedDependents, queuedEvaluations, readyBuilds, resetUnfinishedJobs, type ReadyBuild } from './schedulerQueries.js';
+import { finishedEvaluations, queuedDependents, queuedEvaluations, readyBuilds, requeueOrphanedJobs, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from './workerConnections.js';
 import type { WorkerNars } from './workerNars.js';
 
 // The scheduler (docs/builds.md): hands queued evaluations to eval-capable workers and ready
 // builds (every input built or substituted) to build workers whose architectures and system
 // features fit, records what comes back, retries FailedTransient only, and re-queues the jobs of
-// a worker that is lost. One process per database dispatches: it holds a PostgreSQL advisory lock
-// on a connection of its own; the others retry the lock.
+// a worker that is lost. Every server process dispatches to the workers connected to it; the
+// guarded status changes (queued → started) let exactly one process win a job. One process per
+// database, the holder of a PostgreSQL advisory lock, also re-queues the jobs of processes that
+// died (services/serverInstance.ts); the others retry the lock.
 
 const SCHEDULER_LOCK = 7_414_101;
 const TICK_MS = 1000;
 const REFUSAL_PAUSE_MS = 2000;
+const ORPHAN_SWEEP_MS = 5000;
 
 /**
  * Open mode is granted only to the local worker (services/workerAuth.ts), which serves every active
@@ -76,6 +79,7 @@ export class BuildScheduler implements WorkerListener {
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
+  private sweptAt = 0;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
@@ -304,8 +308,18 @@ export class BuildScheduler implements WorkerListener {
     }
   }
 
+  /**
+   * Every process dispatches to its own workers (the guarded status changes let one process win
+   * each job); the lock holder also returns the jobs of dead processes to the queue.
+   */
   private async pass(): Promise<void> {
-    if (!(await this.lead())) return;
+    const leader = await this.lead();
+    if (leader && Date.now() - this.sweptAt >= ORPHAN_SWEEP_MS) {
+      this.sweptAt = Date.now();
+      const requeued = await requeueOrphanedJobs(this.deps.sql);
+      if (requeued > 0) this.deps.log.info({ jobs: requeued }, 're-queued the jobs of server processes that are gone');
+    }
+    if (!leader && this.deps.workers.connected().length === 0) return;
     await this.dispatchEvaluations();
     await this.dispatchBuilds();
   }
@@ -319,8 +333,7 @@ export class BuildScheduler implements WorkerListener {
       return false;
     }
     this.lock = reserved;
-    // This process now dispatches: whatever was running under a previous one starts again.
-    await resetUnfinishedJobs(this.deps.sql);
+    this.sweptAt = 0;
     return true;
   }
 

@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres';
+import { INSTANCE_LOCK_SPACE } from './serverInstance.js';
 
 // The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
 
@@ -65,8 +66,23 @@ export const finishedEvaluations = (sql: Sql, opts: { derivationBuilds?: string[
       select 1 from builds b join derivation_builds db on db.id = b.derivation_build_id
       where b.evaluation_id = e.id and db.status in ('queued', 'started'))`;
 
-/** After a restart nothing runs: started builds and evaluating evaluations go back to the queue. */
-export async function resetUnfinishedJobs(sql: Sql): Promise<void> {
-  await sql`update derivation_builds set status = 'queued', updated_at = now() where status = 'started'`;
-  await sql`update evaluations set phase = 'queued', updated_at = now() where phase in ('evaluating', 'fetching')`;
+/**
+ * Jobs whose worker has no open connection on a live server process (services/serverInstance.ts)
+ * go back to the queue: the process that dispatched them died. Returns how many.
+ */
+export async function requeueOrphanedJobs(sql: Sql): Promise<number> {
+  const live = sql`
+    select wc.worker_id from worker_connections wc
+    join server_instances si on si.id = wc.server_instance_id
+    join pg_locks l on l.locktype = 'advisory' and l.granted and l.classid = ${INSTANCE_LOCK_SPACE}
+      and l.objid::bigint = si.lock_key and l.objsubid = 2
+      and l.database = (select oid from pg_database where datname = current_database())
+    where wc.disconnected_at is null`;
+  const builds = await sql`
+    update derivation_builds set status = 'queued', worker_id = null, updated_at = now()
+    where status = 'started' and (worker_id is null or worker_id not in (${live}))`;
+  const evaluations = await sql`
+    update evaluations set phase = 'queued', worker_id = null, updated_at = now()
+    where phase in ('evaluating', 'fetching') and (worker_id is null or worker_id not in (${live}))`;
+  return builds.count + evaluations.count;
 }

@@ -73,7 +73,11 @@ export class WorkerConnections {
 
   constructor(
     private readonly sql: Sql,
-    private readonly opts: { publicStats: boolean; emit?: WorkerEventEmitter; supervisor?: Supervisor },
+    private readonly opts: {
+      publicStats: boolean; emit?: WorkerEventEmitter; supervisor?: Supervisor;
+      /** this server process (services/serverInstance.ts), so other processes can tell live connections */
+      instanceId?: string;
+    },
   ) {}
 
   setListener(listener: WorkerListener): void {
@@ -97,8 +101,9 @@ export class WorkerConnections {
 
   async connect(hello: Hello, projects: readonly string[], open: boolean, address: string, link: WorkerLink): Promise<ConnectedWorker> {
     const [row] = await this.sql<{ id: string; connected_at: Date }[]>`
-      insert into worker_connections (worker_id, software, address, hello, projects, open_mode)
-      values (${hello.workerId}, ${hello.software}, ${address}, ${this.sql.json(JSON.parse(JSON.stringify(hello)))}, ${projects as string[]}::uuid[], ${open})
+      insert into worker_connections (worker_id, software, address, hello, projects, open_mode, server_instance_id)
+      values (${hello.workerId}, ${hello.software}, ${address}, ${this.sql.json(JSON.parse(JSON.stringify(hello)))}, ${projects as string[]}::uuid[], ${open},
+              ${this.opts.instanceId ?? null})
       returning id, connected_at`;
     const actor = this.opts.supervisor?.spawn({
       id: `connection-${row!.id}`, kind: 'worker-connection', logic: workerConnectionMachine, summarize: summarizeWorkerConnection,

@@ -50,7 +50,7 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       'database.cache.minConnections': 0,
       'database.web.minConnections': 0,
       // Test files run in parallel against one PostgreSQL (max_connections 100 by default): small pools.
-      'database.maxConnections': 4,
+      'database.maxConnections': 5,
       'database.cache.maxConnections': 4,
       'database.web.maxConnections': 4,
       baseDir,
