@@ -30,7 +30,10 @@ const bench = await startBenchKiln({
   ...opts.overrides,
 });
 // A parent that died (a failed bench) must not leave this server and its database behind.
-process.once('disconnect', () => void bench.stop().finally(() => process.exit(1)));
+process.once('disconnect', () => {
+  setTimeout(() => process.exit(1), 5000).unref();
+  void bench.stop().finally(() => process.exit(1));
+});
 const api = async (method: string, path: string, body?: unknown): Promise<unknown> => {
   const res = await fetch(`${bench.kiln.url}/api/v1${path}`, {
     method, headers: { 'content-type': 'application/json', authorization: `Bearer ${bench.token}` }, body: body === undefined ? null : JSON.stringify(body),

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
 import { commitsService, directBuildsService, evaluationPruner, sourceUploadsService } from '../services/index.js';
-import { buildRoutes, createAuthenticator, eventSockets, protoRoute, startHttpServer, type HttpServer } from '../http/index.js';
+import { buildRoutes, createAuthenticator, eventSockets, protoRoute, startHttpServer, startOutboundWorkers, type HttpServer } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -202,6 +202,10 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => logFeed.close()); // before the HTTP server waits for its requests: live logs end
     stack.push(() => proto.close());
     stack.push(() => sockets.close());
+    const outbound = startOutboundWorkers({
+      proto, targets: () => access.workerRegistrations.outboundTargets(), isLeader: () => running.isLeader, log: componentLogger(log, 'proto'),
+    });
+    stack.push(() => outbound.stop());
     if (config['worker.enable']) {
       // worker.baseDir's default is a system path; the local worker of a dev server lives under baseDir.
       const workerDir = loaded.sourceOf('worker.baseDir').kind === 'default' ? join(config['baseDir'], 'worker') : config['worker.baseDir'];

@@ -8,3 +8,4 @@ export { createAuthenticator, type Authenticator } from './authenticate.js';
 export { authRateLimits, rateLimited, type RatePolicy } from './rateLimit.js';
 export { eventSockets, type EventSockets, type EventSocketsOptions } from './live/eventSockets.js';
 export { protoRoute, type ProtoRoute, type ProtoRouteOptions } from './proto/protoRoute.js';
+export { startOutboundWorkers, type OutboundWorkers, type OutboundWorkersOptions } from './proto/outboundWorkers.js';

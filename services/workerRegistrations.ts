@@ -14,6 +14,8 @@ export interface WorkerRegistrationView {
   id: string;
   name: string;
   worker_id: string | null;
+  /** a discoverable worker's /proto URL the server connects to; null: the worker connects */
+  endpoint: string | null;
   created_by: string | null;
   created_at: Date;
 }
@@ -25,9 +27,18 @@ export interface NewWorkerRegistration extends WorkerRegistrationView {
 
 export const PEER_TOKEN_BYTES = 48;
 
-export function workerRegistrationsService({ sql, events }: AccessDeps) {
+/** A discoverable worker the server dials (http/proto/outboundWorkers.ts). */
+export interface OutboundWorkerTarget {
+  registrationId: string;
+  projectId: string;
+  endpoint: string;
+  /** presented as Bearer; null: the worker accepts every server */
+  serverToken: string | null;
+}
+
+export function workerRegistrationsService({ sql, events, secretBox }: AccessDeps) {
   const views = (projectId: string) => sql<WorkerRegistrationView[]>`
-    select r.id, r.name, r.worker_id, u.username as created_by, r.created_at
+    select r.id, r.name, r.worker_id, r.endpoint, u.username as created_by, r.created_at
     from worker_registrations r left join users u on u.id = r.created_by
     where r.project_id = ${projectId} order by r.created_at`;
 
@@ -38,8 +49,9 @@ export function workerRegistrationsService({ sql, events }: AccessDeps) {
       const hash = await argon2.hash(token, { type: argon2.argon2id });
       const created = await events.transaction(async (tx, emit) => {
         const [inserted] = await tx<{ id: string }[]>`
-          insert into worker_registrations (project_id, worker_id, token_hash, name, created_by)
-          values (${row.id}, ${body.worker_id ?? null}, ${hash}, ${body.name ?? ''}, ${userIdOf(who)})
+          insert into worker_registrations (project_id, worker_id, token_hash, name, created_by, endpoint, server_token)
+          values (${row.id}, ${body.worker_id ?? null}, ${hash}, ${body.name ?? ''}, ${userIdOf(who)}, ${body.endpoint ?? null},
+                  ${body.server_token === undefined ? null : secretBox.seal(Buffer.from(body.server_token))})
           returning id`;
         emit('project.worker.register', {
           project: `${row.organization}/${row.name}`, registration_id: inserted!.id, worker: body.worker_id ?? null, name: body.name ?? '',
@@ -48,6 +60,16 @@ export function workerRegistrationsService({ sql, events }: AccessDeps) {
       });
       const view = (await views(row.id)).find((r) => r.id === created!.id)!;
       return { ...view, token };
+    },
+
+    /** Every registration with an endpoint, its server token opened. */
+    async outboundTargets(): Promise<OutboundWorkerTarget[]> {
+      const rows = await sql<{ id: string; project_id: string; endpoint: string; server_token: Buffer | null }[]>`
+        select id, project_id, endpoint, server_token from worker_registrations where endpoint is not null order by created_at`;
+      return rows.map((r) => ({
+        registrationId: r.id, projectId: r.project_id, endpoint: r.endpoint,
+        serverToken: r.server_token === null ? null : secretBox.open(r.server_token).toString('utf8'),
+      }));
     },
 
     async list(who: Principal, project: string): Promise<WorkerRegistrationView[]> {

@@ -50,9 +50,21 @@ export interface ProtoConnection {
 const SOCKET_MAX_PAYLOAD = 64 * 1024 * 1024;
 
 export function connect(options: ConnectOptions): Promise<ProtoConnection> {
+  const socket = new WebSocket(options.url, { maxPayload: SOCKET_MAX_PAYLOAD, perMessageDeflate: false, handshakeTimeout: 10_000 });
+  return handshakeOver(socket, options, false);
+}
+
+/**
+ * The same protocol over a socket a server opened to this worker (worker.discoverable,
+ * worker/serverListener.ts): the worker still says hello first and is still challenged.
+ */
+export function acceptServer(socket: WebSocket, options: ConnectOptions): Promise<ProtoConnection> {
+  return handshakeOver(socket, options, true);
+}
+
+function handshakeOver(socket: WebSocket, options: ConnectOptions, open: boolean): Promise<ProtoConnection> {
   const { log } = options;
   return new Promise((resolve, reject) => {
-    const socket = new WebSocket(options.url, { maxPayload: SOCKET_MAX_PAYLOAD, perMessageDeflate: false, handshakeTimeout: 10_000 });
     let handshake: WorkerHandshakeState;
     let established: Welcome | undefined;
     let maxBytes = HANDSHAKE_MAX_MESSAGE_BYTES;
@@ -132,11 +144,13 @@ export function connect(options: ConnectOptions): Promise<ProtoConnection> {
       close: (code, reason) => rejectAndClose(code, reason),
     });
 
-    socket.on('open', () => {
+    const opened = () => {
       log.info({ url: options.url }, 'connected; handshaking');
       handshakeTimer = setTimeout(() => apply(workerHandshakeTimeout(handshake, handshakeSeconds)), handshakeSeconds * 1000);
       apply(startWorkerHandshake(options.hello, options.peers));
-    });
+    };
+    if (open) opened();
+    else socket.on('open', opened);
 
     socket.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
       lastHeard = Date.now();

@@ -4,6 +4,11 @@ import type { Config } from '../config/index.js';
 
 export interface WorkerSettings {
   serverUrl: string | null;
+  /** listen for servers on listenAddr:port (worker/serverListener.ts) */
+  discoverable: boolean;
+  listenAddr: string;
+  port: number;
+  acceptedServerTokensFile: string | null;
   baseDir: string;
   /** null: generated on first start and kept in <baseDir>/worker-id */
   id: string | null;
@@ -41,6 +46,10 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
   const baseDir = config['worker.baseDir'];
   return {
     serverUrl: config['worker.serverUrl'],
+    discoverable: config['worker.discoverable'],
+    listenAddr: config['worker.listenAddr'],
+    port: config['worker.port'],
+    acceptedServerTokensFile: config['worker.acceptedServerTokensFile'],
     baseDir,
     id: config['worker.id'],
     peersFile: config['worker.peersFile'],

@@ -3,13 +3,17 @@
 import { componentLogger, type Config, type Logger } from '../config/index.js';
 import type { PeerTokens, WorkerHello } from '../protocol/index.js';
 import { backoffDelayMs } from './backoff.js';
-import { connect, HandshakeRejected, type ProtoConnection } from './connection.js';
+import { acceptServer, connect, HandshakeRejected, type ProtoConnection } from './connection.js';
+import { listenForServers, type ServerListener } from './serverListener.js';
+import { readAcceptedServerTokens } from './serverTokens.js';
 import { detectSystemFeatures, hostCores, hostMemoryBytes, loadMetrics, loadWorkerId, readPeers, storeFreeBytes } from './identity.js';
 import { JobRunner } from './jobRunner.js';
 import { workerSettings, type WorkerSettings } from './settings.js';
 
 export interface RunningWorker {
   readonly id: string;
+  /** the port servers connect to (worker.discoverable), else null */
+  readonly listenPort: number | null;
   /** cancels running jobs, closes the connection and stops reconnecting */
   stop(): Promise<void>;
 }
@@ -54,13 +58,14 @@ async function buildHello(settings: WorkerSettings, id: string, software: string
 export async function startWorker(config: Config, options: StartWorkerOptions): Promise<RunningWorker> {
   const settings = workerSettings(config, options.env);
   const serverUrl = settings.serverUrl;
-  if (serverUrl === null) {
-    throw new Error('worker.serverUrl is not set (--server-url ws://host:port/proto); waiting for the server to connect (worker.discoverable) is not implemented yet');
+  if (serverUrl === null && !settings.discoverable) {
+    throw new Error('worker.serverUrl is not set (--server-url ws://host:port/proto) and the worker is not discoverable (--discoverable): it would never meet a server');
   }
   const id = await loadWorkerId(settings.baseDir, settings.id);
   const peers = await readPeers(settings.peersFile);
-  const insecure = insecureTransportProblem(serverUrl, peers);
+  const insecure = serverUrl === null ? undefined : insecureTransportProblem(serverUrl, peers);
   if (insecure) throw new Error(insecure);
+  const accepted = settings.discoverable && settings.acceptedServerTokensFile !== null ? await readAcceptedServerTokens(settings.acceptedServerTokensFile) : null;
   const hello = await buildHello(settings, id, options.software);
   const log = options.log.child({ workerId: id });
   const protoLog = componentLogger(log, 'proto');
@@ -81,14 +86,33 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
     };
   });
 
+  const load = () => loadMetrics(runner.count('build'), runner.count('eval'), storeFree);
+  // A server that connects here (worker.discoverable) gets the same handshake; jobs run on whichever connection is open.
+  let listener: ServerListener | null = null;
+  if (settings.discoverable) {
+    if (accepted === null) protoLog.warn('worker.acceptedServerTokensFile is not set: every server that reaches this port may connect');
+    listener = await listenForServers({
+      listenAddr: settings.listenAddr, port: settings.port, accepted, log: protoLog,
+      busy: () => current !== undefined,
+      onServer: (socket, address) => {
+        void acceptServer(socket, { url: `ws://${address}`, hello, peers, log: protoLog, load }).then(async (connection) => {
+          current = connection;
+          protoLog.info({ address, projects: connection.welcome.projects.length }, 'a server connected and accepted this worker');
+          runner.attach(connection);
+          const closed = await connection.closed;
+          if (current === connection) current = undefined;
+          if (!stopping) protoLog.warn({ code: closed.code, reason: closed.reason }, 'the server\'s connection was lost');
+        }, (e: unknown) => protoLog.warn({ address, err: e instanceof Error ? e.message : String(e) }, 'a server\'s handshake failed'));
+      },
+    });
+    protoLog.info({ listenAddr: settings.listenAddr, port: listener.port }, 'waiting for servers to connect (worker.discoverable)');
+  }
+
   const loop = (async () => {
     let attempt = 0;
-    while (!stopping) {
+    while (!stopping && serverUrl !== null) {
       try {
-        const connection = await connect({
-          url: serverUrl, hello, peers, log: protoLog,
-          load: () => loadMetrics(runner.count('build'), runner.count('eval'), storeFree),
-        });
+        const connection = await connect({ url: serverUrl, hello, peers, log: protoLog, load });
         if (stopping) {
           connection.close('shutting_down', 'the worker is stopping');
           break;
@@ -111,15 +135,17 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
     }
   })();
 
-  log.info({ serverUrl: serverUrl.replace(/\/\/[^@/]*@/, '//[secret]@'), open: peers === null }, 'kiln worker started');
+  log.info({ serverUrl: serverUrl?.replace(/\/\/[^@/]*@/, '//[secret]@') ?? null, open: peers === null }, 'kiln worker started');
   return {
     id,
+    listenPort: listener?.port ?? null,
     async stop() {
       stopping = true;
       wake?.();
       clearInterval(storeTimer);
       await runner.stop();
       current?.close('shutting_down', 'the worker is stopping');
+      await listener?.close();
       await loop;
     },
   };

@@ -1,4 +1,5 @@
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import { WebSocket as ClientSocket } from 'ws';
 import type { Logger } from 'pino';
 import { closeFrameFor, DEFAULT_MAX_MESSAGE_BYTES, HEARTBEAT_INTERVAL_SECS, type ProtoLimits } from '../../protocol/index.js';
 import type { WorkerAuth, WorkerConnections } from '../../services/index.js';
@@ -26,6 +27,11 @@ export interface ProtoRoute {
   register(app: TemplatedApp): void;
   /** closes every connection with shutting_down and stops the heartbeat sweep */
   close(): void;
+  /**
+   * Opens /proto to a discoverable worker at `url` with `headers` (its token); the connection then
+   * runs exactly as an incoming one. Resolves with the close once the socket is gone.
+   */
+  dial(url: string, headers: Record<string, string>): Promise<{ code: number; reason: string }>;
   readonly connections: number;
 }
 
@@ -127,6 +133,52 @@ export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
     },
     get connections() {
       return open.size;
+    },
+    dial(url, headers) {
+      return new Promise((resolve) => {
+        const socket = new ClientSocket(url, { headers, perMessageDeflate: false, maxPayload: limits.maxMessageBytes * 2, handshakeTimeout: 10_000 });
+        let connection: ProtoConnection | null = null;
+        let ended = false;
+        socket.on('open', () => {
+          const address = normalizeAddress(new URL(url).hostname.replace(/^\[|\]$/g, ''));
+          connection = new ProtoConnection(
+            {
+              send: (bytes) => {
+                if (!ended) socket.send(bytes, { binary: true });
+              },
+              end: (code, reason) => {
+                if (ended) return;
+                ended = true;
+                socket.close(code, reason);
+              },
+            },
+            // a worker this server dialled is never the local worker: no open mode
+            address, false,
+            { auth: opts.auth, workers: opts.workers, limits, software: opts.software, log: opts.log, ...(opts.handshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.handshakeTimeoutSecs } : {}) },
+          );
+          open.add(connection);
+        });
+        socket.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+          const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+          connection?.received(bytes, isBinary);
+        });
+        socket.on('unexpected-response', (_req, res) => {
+          ended = true;
+          resolve({ code: res.statusCode ?? 0, reason: `the worker refused the connection: HTTP ${res.statusCode ?? '?'} ${res.statusMessage ?? ''}`.trim() });
+          res.resume();
+          socket.terminate();
+        });
+        socket.on('error', (error) => opts.log.debug({ err: error, url }, 'dialling a worker failed'));
+        socket.on('close', (code, reasonBuffer) => {
+          ended = true;
+          const reason = reasonBuffer.toString('utf8');
+          if (connection) {
+            open.delete(connection);
+            connection.socketClosed(code, reason);
+          }
+          resolve({ code, reason });
+        });
+      });
     },
   };
 }

@@ -5,5 +5,9 @@ export const RegisterWorkerBody = z.strictObject({
   name: z.string().max(100).optional(),
   /** the worker UUID the token is for; absent: any worker presenting it */
   worker_id: z.uuid().optional(),
-});
+  /** a discoverable worker's /proto URL (ws:// or wss://): the server connects to it */
+  endpoint: z.string().max(2000).regex(/^wss?:\/\/[^/?#@\s]+(\/[^?#\s]*)?$/, 'a ws:// or wss:// URL without credentials').optional(),
+  /** the token the server presents to that worker (its worker.acceptedServerTokensFile holds the hash); needs endpoint */
+  server_token: z.string().min(16).max(1000).optional(),
+}).refine((b) => b.server_token === undefined || b.endpoint !== undefined, { message: 'server_token is only used with endpoint', path: ['server_token'] });
 export type RegisterWorkerBody = z.infer<typeof RegisterWorkerBody>;

@@ -26,7 +26,8 @@ export interface WorkerProcess {
 }
 
 export interface SpawnWorkerOptions {
-  serverUrl: string;
+  /** absent: a discoverable worker waits for the server (pass --discoverable in args) */
+  serverUrl?: string;
   baseDir: string;
   peersFile?: string;
   args?: string[];
@@ -36,7 +37,7 @@ export interface SpawnWorkerOptions {
 export function spawnWorker(options: SpawnWorkerOptions): WorkerProcess {
   const args = [
     join(root, 'bin/kiln.js'), 'worker',
-    '--server-url', options.serverUrl,
+    ...(options.serverUrl ? ['--server-url', options.serverUrl] : []),
     '--base-dir', options.baseDir,
     '--gcroots-dir', join(options.baseDir, 'gcroots'),
     ...(options.peersFile ? ['--peers-file', options.peersFile] : []),
