@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import type { ReservedSql, Sql } from 'postgres';
-import type { JobFailure, Message, Outgoing, RejectCode } from '../protocol/index.js';
+import type { JobFailure, Message, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { Supervisor } from '../supervisors/index.js';
 import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
-import { changeBuildStatus, type StatusChange } from './buildStatus.js';
+import { changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
+import { buildJobMessage, targetCaches } from './buildJobMessage.js';
 import { buildProgressReporter, type BuildProgressReporter } from './buildProgress.js';
 import { systemClock } from './clock.js';
 import { EvaluationProgress } from './evaluationProgress.js';
@@ -80,6 +81,9 @@ export class BuildScheduler implements WorkerListener {
   private again = false;
   private stopped = false;
   private sweptAt = 0;
+  /** build results waiting for the next batch (completeSoon) */
+  private completions: { id: string; change: StatusChange }[] = [];
+  private completing: Promise<void> | null = null;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
@@ -107,6 +111,7 @@ export class BuildScheduler implements WorkerListener {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.running;
+    await this.completing;
     await this.evaluationProgress.stop();
     if (this.lock) {
       await this.lock`select pg_advisory_unlock(${SCHEDULER_LOCK})`.catch(() => undefined);
@@ -253,7 +258,8 @@ export class BuildScheduler implements WorkerListener {
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
     if (message.t === 'buildResult') {
-      await this.setStatus(job.derivationBuildId, { to: 'completed', from: ['started'], ...logSizes });
+      // the common case, batched: results that arrive together complete in one transaction
+      return this.completeSoon(job.derivationBuildId, logSizes);
     } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
       await this.inputsUnavailable(job, message.failure, logSizes);
     } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
@@ -268,6 +274,21 @@ export class BuildScheduler implements WorkerListener {
     }
     await this.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.wake();
+  }
+
+  private completeSoon(derivationBuildId: string, logSizes: { logBytes: number; logDroppedBytes: number }): Promise<void> {
+    this.completions.push({ id: derivationBuildId, change: { to: 'completed', from: ['started'], ...logSizes } });
+    this.completing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      const batch = this.completions.splice(0);
+      this.completing = null;
+      const applied = await changeBuildStatuses(this.deps.events, batch);
+      const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
+      this.evaluationProgress.touched(...done);
+      for (const id of done) this.buildProgress.forget(id);
+      await this.finishEvaluations({ derivationBuilds: done });
+      this.wake();
+    });
+    return this.completing;
   }
 
   /**
@@ -385,6 +406,9 @@ export class BuildScheduler implements WorkerListener {
       if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
       return found;
     };
+    const assignments: { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] }[] = [];
+    // builds this pass gives each worker, on top of what it runs
+    const planned = new Map<ConnectedWorker, number>();
     for (const build of await readyBuilds(sql, 500)) {
       const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
       let substituted = false;
@@ -404,43 +428,40 @@ export class BuildScheduler implements WorkerListener {
         this.again = true;
         continue;
       }
-      const worker = this.pickWorker(candidates, build);
+      const worker = this.pickWorker(candidates, build, planned);
       if (!worker) continue;
-      await this.dispatchBuild(worker, build, await cachesOf(build.projects.find((p) => serves(worker, p))!));
+      const caches = await cachesOf(build.projects.find((p) => serves(worker, p))!);
+      if (targetCaches(caches).length === 0) continue;
+      planned.set(worker, (planned.get(worker) ?? 0) + 1);
+      assignments.push({ worker, build, caches });
     }
+    await this.startBuilds(assignments);
   }
 
-  private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild): ConnectedWorker | undefined {
+  private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, planned: ReadonlyMap<ConnectedWorker, number>): ConnectedWorker | undefined {
+    const busy = (w: ConnectedWorker) => this.jobs.running(w, 'build') + (planned.get(w) ?? 0);
     const fits = candidates.filter((w) =>
       (build.system === 'builtin' || w.hello.architectures.includes(build.system))
       && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
       && build.projects.some((p) => serves(w, p))
-      && this.jobs.running(w, 'build') < w.hello.maxConcurrentBuilds);
-    return rankWorkers(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, (w) => this.jobs.running(w, 'build'))[0];
+      && busy(w) < w.hello.maxConcurrentBuilds);
+    return rankWorkers(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, busy)[0];
   }
 
-  private async dispatchBuild(worker: ConnectedWorker, build: ReadyBuild, caches: ProjectCache[]): Promise<void> {
-    const { settings, events } = this.deps;
-    const targets = writable(caches).map((c) => c.name);
-    if (targets.length === 0) return;
-    const attempt = await this.setStatus(build.id, { to: 'started', from: ['queued'], workerId: worker.hello.workerId, countAttempt: true });
-    if (attempt === null) return;
-    const jobId = `build:${build.id}:${attempt}`;
-    this.jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targets) }, worker);
-    const timeoutSecs = build.timeout_secs ?? settings.defaultTimeoutSecs;
-    // Private caches are read with one token (Nix's netrc has one password per host) that lasts the
-    // job: its time-out (a day without one) and an hour more.
-    const privateIds = readable(caches).filter((c) => !c.public).map((c) => c.id);
-    const password = privateIds.length > 0 ? this.deps.readToken(privateIds, (timeoutSecs || 86_400) + 3600) : null;
-    const tokenFor = (cache: ProjectCache) => (cache.public || password === null ? {} : { password });
-    const job: Outgoing<'buildJob'> = {
-      t: 'buildJob', jobId, drvPath: build.drv_path,
-      substituters: readable(caches).map((c) => ({ url: `${settings.serveUrl.replace(/\/$/, '')}/cache/${c.name}`, publicKeys: [c.publicKey], ...tokenFor(c) })),
-      targetCaches: targets,
-      timeoutSecs,
-      maxSilentSecs: build.max_silent_secs ?? settings.defaultMaxSilentSecs,
-    };
-    worker.link.send(job);
-    events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
+  /** Starts a pass's builds in one transaction (one commit, not one per build), then sends the jobs. */
+  private async startBuilds(assignments: readonly { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] }[]): Promise<void> {
+    const { events, settings } = this.deps;
+    const attempts = await changeBuildStatuses(events, assignments.map(({ worker, build }) => ({
+      id: build.id, change: { to: 'started' as const, from: ['queued' as const], workerId: worker.hello.workerId, countAttempt: true },
+    })));
+    assignments.forEach(({ worker, build, caches }, i) => {
+      const attempt = attempts[i];
+      if (attempt === null || attempt === undefined) return;
+      this.evaluationProgress.touched(build.id);
+      const jobId = `build:${build.id}:${attempt}`;
+      this.jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)) }, worker);
+      worker.link.send(buildJobMessage(jobId, build, caches, { ...settings, readToken: this.deps.readToken }));
+      events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
+    });
   }
 }

@@ -47,36 +47,53 @@ export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: strin
 
 /** Applies the change when the build is in one of `from`; the new attempt number, or null when it did not apply. */
 export async function changeBuildStatus(events: Events, derivationBuildId: string, change: StatusChange): Promise<number | null> {
+  return events.transaction((tx, emit) => applyStatusChange(tx, emit, derivationBuildId, change));
+}
+
+/**
+ * Several changes in one transaction (the scheduler's batches: one commit instead of one per
+ * build); for each, the new attempt number or null when it did not apply.
+ */
+export async function changeBuildStatuses(events: Events, changes: readonly { id: string; change: StatusChange }[]): Promise<(number | null)[]> {
+  if (changes.length === 0) return [];
   return events.transaction(async (tx, emit) => {
-    const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted';
-    const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
-      update derivation_builds b set status = ${change.to}, updated_at = now(),
-        attempts = attempts + ${change.countAttempt ? 1 : 0},
-        worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
-        failure_class = ${change.failure?.class ?? null}, failure_reason = ${change.failure?.reason ?? null},
-        failure_message = ${change.failure?.message.slice(0, 20000) ?? null},
-        not_before = ${change.notBefore ?? null},
-        started_at = case when ${change.to === 'started'} then now() else started_at end,
-        finished_at = case when ${final} then now() when ${change.to === 'queued'} then null else finished_at end,
-        log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes)
-      from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
-      where b.id = ${derivationBuildId} and b.status = any(${change.from as string[]}) returning b.attempts, old.previous`;
-    if (!updated) return null;
-    const builds = await buildsOfDerivationBuild(tx, derivationBuildId);
-    for (const build of builds) {
-      const identity = {
-        build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: change.to,
-        task: build.task, project: build.project,
-      };
-      const extra = { ...(change.failure ? { failure: change.failure.class } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
-      const scope = { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id };
-      emit(`build.${change.to}`, {
-        ...identity, entry_point: build.entry_point, drv_path: build.drv_path, attempt: updated.attempts,
-        ...(build.attr ? { attr: build.attr } : {}), ...extra,
-      }, scope);
-      // Every transition, entry point or not, for the live paths (never durable).
-      emit('build.status_changed', { ...identity, previous: updated.previous, entry_point: build.entry_point, ...extra }, scope);
-    }
-    return updated.attempts;
+    const results: (number | null)[] = [];
+    for (const { id, change } of changes) results.push(await applyStatusChange(tx, emit, id, change));
+    return results;
   });
+}
+
+type Transaction = Parameters<Parameters<Events['transaction']>[0]>;
+
+async function applyStatusChange(tx: Transaction[0], emit: Transaction[1], derivationBuildId: string, change: StatusChange): Promise<number | null> {
+  const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted';
+  const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
+    update derivation_builds b set status = ${change.to}, updated_at = now(),
+      attempts = attempts + ${change.countAttempt ? 1 : 0},
+      worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
+      failure_class = ${change.failure?.class ?? null}, failure_reason = ${change.failure?.reason ?? null},
+      failure_message = ${change.failure?.message.slice(0, 20000) ?? null},
+      not_before = ${change.notBefore ?? null},
+      started_at = case when ${change.to === 'started'} then now() else started_at end,
+      finished_at = case when ${final} then now() when ${change.to === 'queued'} then null else finished_at end,
+      log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes)
+    from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
+    where b.id = ${derivationBuildId} and b.status = any(${change.from as string[]}) returning b.attempts, old.previous`;
+  if (!updated) return null;
+  const builds = await buildsOfDerivationBuild(tx, derivationBuildId);
+  for (const build of builds) {
+    const identity = {
+      build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: change.to,
+      task: build.task, project: build.project,
+    };
+    const extra = { ...(change.failure ? { failure: change.failure.class } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
+    const scope = { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id };
+    emit(`build.${change.to}`, {
+      ...identity, entry_point: build.entry_point, drv_path: build.drv_path, attempt: updated.attempts,
+      ...(build.attr ? { attr: build.attr } : {}), ...extra,
+    }, scope);
+    // Every transition, entry point or not, for the live paths (never durable).
+    emit('build.status_changed', { ...identity, previous: updated.previous, entry_point: build.entry_point, ...extra }, scope);
+  }
+  return updated.attempts;
 }

@@ -26,13 +26,17 @@ export class EvaluationProgress {
   private changed = new Set<string>();
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
+  /** grows with the cost of the count, so a huge evaluation does not keep the database busy counting */
+  private delayMs: number;
 
   constructor(
     private readonly sql: Sql,
     private readonly events: Pick<Events, 'publish'>,
     private readonly onError: (error: unknown) => void,
     private readonly intervalMs = 1000,
-  ) {}
+  ) {
+    this.delayMs = intervalMs;
+  }
 
   /** These derivation_builds changed status. */
   touched(...derivationBuildIds: string[]): void {
@@ -41,7 +45,7 @@ export class EvaluationProgress {
       this.timer = setTimeout(() => {
         this.timer = null;
         this.flushing = this.flush().catch(this.onError).finally(() => (this.flushing = null));
-      }, this.intervalMs);
+      }, this.delayMs);
       this.timer.unref();
     }
   }
@@ -57,6 +61,7 @@ export class EvaluationProgress {
     const ids = [...this.changed];
     this.changed = new Set();
     if (ids.length === 0) return;
+    const started = Date.now();
     const rows = await this.sql<Counts[]>`
       with touched as (select distinct evaluation_id from builds where derivation_build_id = any(${ids}::uuid[]))
       select e.id as evaluation_id, p.id as project_id, p.organization_id, t.id as task_id, o.name || '/' || p.name as project,
@@ -75,5 +80,7 @@ export class EvaluationProgress {
         builds_total: r.total, builds_done: r.done, builds_failed: r.failed, builds_substituted: r.substituted,
       }, { projectId: r.project_id, organizationId: r.organization_id, taskId: r.task_id, evaluationId: r.evaluation_id });
     }
+    // at most a tenth of the time spent counting
+    this.delayMs = Math.min(30_000, Math.max(this.intervalMs, (Date.now() - started) * 10));
   }
 }
