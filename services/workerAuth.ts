@@ -1,10 +1,17 @@
+import { createHash } from 'node:crypto';
 import argon2 from 'argon2';
 import type { Sql } from 'postgres';
 import { MAX_CHALLENGE_PROJECTS, type Hello, type ProjectToken } from '../protocol/index.js';
 
 // The two lookups of the /proto handshake (docs/proto.md, "Handshake"): which projects registered
 // this worker (rows made for its id, and rows made without one, which any worker may present),
-// and which presented tokens verify against those rows' argon2id hashes.
+// and which presented tokens verify against those rows' argon2id hashes. A pair (stored hash,
+// presented token) that verified once is remembered by the token's SHA-256, so a fleet
+// reconnecting after a server restart costs one argon2 run per worker and process, not one per
+// handshake; the rows are still read every time, so a deleted registration stops matching at once.
+
+/** Remembered verified pairs per process; past this the memory starts over. */
+const MAX_REMEMBERED = 50_000;
 
 export interface WorkerAuth {
   /** project UUIDs to challenge the worker with */
@@ -16,6 +23,15 @@ export interface WorkerAuth {
 }
 
 export function workerAuth(sql: Sql, opts: { localWorker: boolean }): WorkerAuth {
+  const verifiedPairs = new Set<string>();
+  const verifies = async (hash: string, token: string): Promise<boolean> => {
+    const pair = `${hash}\n${createHash('sha256').update(token).digest('base64')}`;
+    if (verifiedPairs.has(pair)) return true;
+    if (!(await argon2.verify(hash, token).catch(() => false))) return false;
+    if (verifiedPairs.size >= MAX_REMEMBERED) verifiedPairs.clear();
+    verifiedPairs.add(pair);
+    return true;
+  };
   return {
     async projectsFor(hello) {
       const rows = await sql<{ project_id: string }[]>`
@@ -44,7 +60,7 @@ export function workerAuth(sql: Sql, opts: { localWorker: boolean }): WorkerAuth
         const project = token.project.toLowerCase();
         if (verified.has(project)) continue;
         for (const row of rows.filter((r) => r.project_id === project)) {
-          if (await argon2.verify(row.token_hash, token.token).catch(() => false)) {
+          if (await verifies(row.token_hash, token.token)) {
             verified.add(project);
             break;
           }
