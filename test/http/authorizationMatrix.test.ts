@@ -158,8 +158,12 @@ async function seedBuild(kiln: TestKiln, projectId: string): Promise<void> {
 // Direct builds need a cache with a real signing key that project web writes into.
 const DIRECT_CLOSURE = exportStream([syntheticDrv('matrix-direct')]);
 let directCache: Promise<unknown> | null = null;
-const ensureDirectCache = (c: Ctx) => (directCache ??= createTestCache(c.kiln.sql, 'direct-target', { public: true })
-  .then((cache) => c.kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${c.ids['web']!}, ${cache.id}, 0)`));
+// An earlier row (DELETE /projects/acme/web/active) leaves the project disabled: enable it again.
+const ensureDirectCache = async (c: Ctx) => {
+  await (directCache ??= createTestCache(c.kiln.sql, 'direct-target', { public: true })
+    .then((cache) => c.kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${c.ids['web']!}, ${cache.id}, 0)`));
+  await c.kiln.sql`update projects set active = true where id = ${c.ids['web']!}`;
+};
 const SOURCE_TARBALL = gzipSync(Buffer.concat([Buffer.alloc(257), Buffer.from('ustar\x0000'), Buffer.alloc(1024 - 265)]));
 const MATRIX_COMMIT = 'c'.repeat(40);
 const ensureCommit = (c: Ctx) => c.kiln.sql`
