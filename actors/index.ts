@@ -40,3 +40,4 @@ export {
   type WorkerConnectionMachine,
   type WorkerConnectionSnapshot,
 } from './workerConnection.js';
+export { buildLifecycle, evaluationLifecycle, checkBuildMove, checkEvaluationMove } from './lifecycles.js';

@@ -1,6 +1,7 @@
 import type { Events } from '../storage/index.js';
 import type { BuildStatus, FailureClass } from '../protocol/index.js';
 import type { Queryable } from './queryable.js';
+import { checkBuildMove } from '../actors/index.js';
 
 // Every status change of a shared derivation_build goes through here: the row, and build.<status>
 // for each evaluation's build that points at it, in one transaction (durable for entry points
@@ -66,6 +67,7 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
 type Transaction = Parameters<Parameters<Events['transaction']>[0]>;
 
 async function applyStatusChange(tx: Transaction[0], emit: Transaction[1], derivationBuildId: string, change: StatusChange): Promise<number | null> {
+  checkBuildMove(change.from, change.to);
   const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted';
   const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
     update derivation_builds b set status = ${change.to}, updated_at = now(),

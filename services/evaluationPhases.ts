@@ -1,6 +1,7 @@
 import type { Sql, TransactionSql } from 'postgres';
 import type { EvaluationPhase } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
+import { checkEvaluationMove } from '../actors/index.js';
 
 // Every change of an evaluation's phase goes through here: the row and its evaluation.<phase>
 // event in one transaction (DESIGN.md, "Actors and supervision"). `from` guards the change, so a
@@ -36,6 +37,7 @@ export interface PhaseChange {
 
 /** Moves an evaluation to `to` when it is in one of `from`; false when it was not. */
 export async function changePhase(events: Events, id: string, change: PhaseChange): Promise<boolean> {
+  checkEvaluationMove(change.from, change.to);
   return events.transaction(async (tx, emit) => {
     const final = FINAL_PHASES.includes(change.to);
     const updated = await tx<{ id: string }[]>`
