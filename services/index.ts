@@ -21,7 +21,7 @@ export type { UpstreamView } from './cacheUpstreams.js';
 export { LOW_STORAGE_BYTES, cacheStorageLimits, type CacheStorageLimits } from './cacheStorage.js';
 export { mintCacheReadToken, cacheReadTokenOpens } from './cacheReadTokens.js';
 export type { OutboundWorkerTarget, WorkerRegistrationView } from './workerRegistrations.js';
-export { registerServerInstance, INSTANCE_LOCK_SPACE, type ServerInstance } from './serverInstance.js';
+export { registerServerInstance, type ServerInstance } from './serverInstance.js';
 export { type CacheTraffic } from './cacheTraffic.js';
 export { upstreamService, type UpstreamBytes, type UpstreamCache, type UpstreamDeps, type UpstreamFile, type Upstreams } from './upstreams.js';
 export { openEventSystem, type EventSystem, type EventSystemDeps, type EventSystemOptions } from './eventSystem.js';

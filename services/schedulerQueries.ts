@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import { INSTANCE_LOCK_SPACE } from './serverInstance.js';
+import { LEASE_NAMESPACE } from '../storage/index.js';
 
 // The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
 
@@ -74,7 +74,7 @@ export async function requeueOrphanedJobs(sql: Sql): Promise<number> {
   const live = sql`
     select wc.worker_id from worker_connections wc
     join server_instances si on si.id = wc.server_instance_id
-    join pg_locks l on l.locktype = 'advisory' and l.granted and l.classid = ${INSTANCE_LOCK_SPACE}
+    join pg_locks l on l.locktype = 'advisory' and l.granted and l.classid = ${LEASE_NAMESPACE}
       and l.objid::bigint = si.lock_key and l.objsubid = 2
       and l.database = (select oid from pg_database where datname = current_database())
     where wc.disconnected_at is null`;

@@ -1,29 +1,13 @@
 // The scheduler against the real server, with a protocol-level worker (no Nix): dependency order,
 // a FailedTransient retry, a final FailedTimeout, a derivation substituted because its output is
 // already in a subscribed cache, logs stored in chunks, and the evaluation completing.
-import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { jobFailure, type Outgoing } from '../../protocol/index.js';
 import { startTestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
 import { createTestCache } from '../support/caches.js';
 import { handshake, testHello } from '../support/protoClient.js';
-
-const NIX32 = '0123456789abcdfghijklmnpqrsvwxyz';
-const hashPart = () => Array.from(randomBytes(32), (b) => NIX32[b % 32]).join('');
-const narHash = () => `sha256:${Array.from(randomBytes(52), (b) => NIX32[b % 32]).join('')}`;
-
-function node(name: string, inputs: string[] = []) {
-  const drvPath = `/nix/store/${hashPart()}-${name}.drv`;
-  const out = `/nix/store/${hashPart()}-${name}`;
-  return {
-    drvPath, out,
-    derivation: {
-      drvPath, name, outputs: { out }, inputDrvs: Object.fromEntries(inputs.map((i) => [i, ['out']])), inputSrcs: [],
-      system: 'x86_64-linux', requiredSystemFeatures: [], timeoutSecs: null, maxSilentSecs: null, preferLocalBuild: false, fixedOutput: false,
-    },
-  };
-}
+import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
 
 t.test('dispatch order, retries, substitution and logs', async (t) => {
   const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, 'build.maxAttempts': 3, 'log.chunkBytes': 16 });
@@ -36,9 +20,9 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   const cache = await createTestCache(kiln.sql, 'main');
   await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
 
-  const dep = node('dep');
-  const top = node('top', [dep.drvPath]);
-  const cached = node('cached');
+  const dep = derivationNode('dep');
+  const top = derivationNode('top', [dep.drvPath]);
+  const cached = derivationNode('cached');
   // the cached derivation's output is already signed into the subscribed cache
   const cachedHash = cached.out.slice(11, 43);
   const [path] = await kiln.sql<{ id: string }[]>`
@@ -56,12 +40,12 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   const evalJob = await worker.next('evalJob');
   t.equal(evalJob.commit, 'a'.repeat(40));
   t.equal(evalJob.attributes, 'packages.x86_64-linux.*');
-  const attribute = (name: string, n: ReturnType<typeof node>) => ({ path: ['packages', 'x86_64-linux', name], drvPath: n.drvPath, outputs: { out: n.out } });
+  const attribute = (name: string, n: DerivationNodeFixture) => ({ path: ['packages', 'x86_64-linux', name], drvPath: n.drvPath, outputs: { out: n.out } });
   worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [dep.derivation, top.derivation, cached.derivation], attributes: [], errors: [] });
   worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [], attributes: [attribute('top', top), attribute('cached', cached)], errors: [] });
   worker.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: 3, attributeCount: 2, errorCount: 0, durationMs: 5 });
 
-  const output = (n: ReturnType<typeof node>) => ({ name: 'out', path: n.out, narHash: narHash(), narSize: 100, references: [], deriver: n.drvPath, ca: null });
+  const output = (n: DerivationNodeFixture) => ({ name: 'out', path: n.out, narHash: narHash(), narSize: 100, references: [], deriver: n.drvPath, ca: null });
   const finish = (jobId: string, drv: string, body: Omit<Outgoing<'buildResult'>, 't' | 'jobId' | 'drvPath'> | null, reason?: 'network' | 'timeout') => {
     if (body) worker.send({ t: 'buildResult', jobId, drvPath: drv, ...body });
     else worker.send({ t: 'jobFailed', jobId, failure: jobFailure(reason!, `${reason} happened`), durationMs: 1, logBytes: 0, logDroppedBytes: 0 });
@@ -93,7 +77,7 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   }
   const builds = (await kiln.api<{ build_id: string; drv_path: string; status: string; attempts: number; failure: { class: string } | null }[]>(
     'GET', `/evals/${evaluationId}/builds`, { token })).message;
-  const of = (n: ReturnType<typeof node>) => builds.find((b) => b.drv_path === n.drvPath)!;
+  const of = (n: DerivationNodeFixture) => builds.find((b) => b.drv_path === n.drvPath)!;
   t.match(of(dep), { status: 'completed', attempts: 2 });
   t.match(of(top), { status: 'failed', attempts: 1, failure: { class: 'FailedTimeout' } });
   t.match(of(cached), { status: 'substituted', attempts: 0 });

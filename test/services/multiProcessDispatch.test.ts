@@ -1,7 +1,7 @@
 // Two server processes on one database (docs/builds.md, "Several server processes"): a worker
 // connected to the process that does not hold the scheduler lock gets its jobs too, each job goes
 // to one worker only, and jobs left by a process that is gone are re-queued by the lock holder.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { loadConfig } from '../../config/index.js';
 import { startKiln } from '../../cli/kiln.js';
@@ -9,21 +9,7 @@ import { freePort, startTestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
 import { createTestCache } from '../support/caches.js';
 import { handshake, testHello } from '../support/protoClient.js';
-
-const NIX32 = '0123456789abcdfghijklmnpqrsvwxyz';
-const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32[b % 32]).join('');
-
-function node(name: string) {
-  const drvPath = `/nix/store/${nix32(32)}-${name}.drv`;
-  const out = `/nix/store/${nix32(32)}-${name}`;
-  return {
-    drvPath, out,
-    derivation: {
-      drvPath, name, outputs: { out }, inputDrvs: {}, inputSrcs: [], system: 'x86_64-linux', requiredSystemFeatures: [],
-      timeoutSecs: null, maxSilentSecs: null, preferLocalBuild: false, fixedOutput: false,
-    },
-  };
-}
+import { derivationNode, nix32, type DerivationNodeFixture } from '../support/derivationNodes.js';
 
 t.test('a worker on the second process gets jobs; a dead process\'s jobs are re-queued', async (t) => {
   const first = await startTestKiln(t, { localWorker: true });
@@ -51,8 +37,8 @@ t.test('a worker on the second process gets jobs; a dead process\'s jobs are re-
   const worker = await handshake(`ws://127.0.0.1:${second.port}/proto`, testHello({ maxConcurrentBuilds: 4 }));
   t.teardown(() => worker.close());
   await worker.next('welcome');
-  const one = node('one');
-  const two = node('two');
+  const one = derivationNode('one');
+  const two = derivationNode('two');
   const evaluationId = (await first.api<string>('POST', `/tasks/${project!.id}/default/evaluate`, { token, body: { commit: 'd'.repeat(40) } })).message;
   const evalJob = await worker.next('evalJob');
   t.match(evalJob.jobId, new RegExp(`^eval:${evaluationId}:1$`), 'the evaluation reaches the worker through the second process');
@@ -62,7 +48,7 @@ t.test('a worker on the second process gets jobs; a dead process\'s jobs are re-
 
   const jobs = [await worker.next('buildJob'), await worker.next('buildJob')];
   t.same(jobs.map((j) => j.drvPath).sort(), [one.drvPath, two.drvPath].sort(), 'each build dispatched once');
-  const succeed = (jobId: string, n: ReturnType<typeof node>) => worker.send({
+  const succeed = (jobId: string, n: DerivationNodeFixture) => worker.send({
     t: 'buildResult', jobId, drvPath: n.drvPath, alreadyValid: false, durationMs: 1, logBytes: 0, logDroppedBytes: 0,
     outputs: [{ name: 'out', path: n.out, narHash: `sha256:${nix32(52)}`, narSize: 1, references: [], deriver: n.drvPath, ca: null }],
   });

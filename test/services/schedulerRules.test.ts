@@ -1,7 +1,6 @@
 // The scheduler's bounded loops and waits against the real server, with a protocol-level worker
 // (no Nix): build.inputsUnavailableMaxLoops, build.substituteMissEscalationThreshold and the
 // cache.maxStorageGb wait of new evaluations (spec, "Build failure outcomes" and "Other transitions").
-import { randomBytes } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { jobFailure } from '../../protocol/index.js';
 import { openSecretBox } from '../../storage/index.js';
@@ -10,23 +9,9 @@ import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
 import { createTestCache, type TestCache } from '../support/caches.js';
 import { handshake, testHello, type ProtoClient } from '../support/protoClient.js';
+import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
 
-const NIX32 = '0123456789abcdfghijklmnpqrsvwxyz';
-const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32[b % 32]).join('');
-const narHash = () => `sha256:${nix32(52)}`;
-
-function node(name: string, inputs: string[] = []) {
-  const drvPath = `/nix/store/${nix32(32)}-${name}.drv`;
-  const out = `/nix/store/${nix32(32)}-${name}`;
-  return {
-    drvPath, out,
-    derivation: {
-      drvPath, name, outputs: { out }, inputDrvs: Object.fromEntries(inputs.map((i) => [i, ['out']])), inputSrcs: [],
-      system: 'x86_64-linux', requiredSystemFeatures: [], timeoutSecs: null, maxSilentSecs: null, preferLocalBuild: false, fixedOutput: false,
-    },
-  };
-}
-type Node = ReturnType<typeof node>;
+type Node = DerivationNodeFixture;
 
 interface ActorNode { id: string; kind: string; state?: unknown; summary?: Record<string, unknown>; children?: ActorNode[] }
 const find = (node: ActorNode, id: string): ActorNode | undefined =>
@@ -87,8 +72,8 @@ async function finalBuilds(s: Setup, evaluationId: string) {
 
 t.test('a cache that claims an input the worker cannot fetch: free re-queues, then the input is built', async (t) => {
   const s = await setUp(t, { 'build.substituteMissEscalationThreshold': 2, 'build.inputsUnavailableMaxLoops': 3 });
-  const dep = node('dep');
-  const top = node('top', [dep.drvPath]);
+  const dep = derivationNode('dep');
+  const top = derivationNode('top', [dep.drvPath]);
   await putInCache(s.kiln, s.cache, dep);
   const progress: { builds_total: number; builds_done: number }[] = [];
   const buildProgress: { phase: string; bytes: number }[] = [];
@@ -144,7 +129,7 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
 
 t.test('missing inputs are retried build.inputsUnavailableMaxLoops times, then the build fails', async (t) => {
   const s = await setUp(t, { 'build.inputsUnavailableMaxLoops': 2, 'build.maxAttempts': 1 });
-  const top = node('top');
+  const top = derivationNode('top');
   const evaluationId = await evaluate(s, [top], top);
   for (let i = 0; i < 3; i++) inputsMissing(s, (await s.worker.next('buildJob')).jobId);
   const [build] = await finalBuilds(s, evaluationId);

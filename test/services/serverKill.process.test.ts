@@ -2,7 +2,6 @@
 // again in the middle of its builds, with protocol-level workers (no Nix): each time the next
 // server on the same database re-queues what was running, the evaluation resumes, every
 // derivation is recorded once, and a build that completed before a kill is never dispatched again.
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,22 +12,7 @@ import { freePort } from '../support/kiln.js';
 import { createTestCache } from '../support/caches.js';
 import { handshake, testHello, type ProtoClient } from '../support/protoClient.js';
 import { killServerProcess, registerAndLogin, startServerProcess, type ServerProcess } from '../support/serverProcess.js';
-
-const NIX32 = '0123456789abcdfghijklmnpqrsvwxyz';
-const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32[b % 32]).join('');
-const narHash = () => `sha256:${nix32(52)}`;
-
-function node(name: string, inputs: string[] = []) {
-  const drvPath = `/nix/store/${nix32(32)}-${name}.drv`;
-  const out = `/nix/store/${nix32(32)}-${name}`;
-  return {
-    drvPath, out,
-    derivation: {
-      drvPath, name, outputs: { out }, inputDrvs: Object.fromEntries(inputs.map((i) => [i, ['out']])), inputSrcs: [],
-      system: 'x86_64-linux', requiredSystemFeatures: [], timeoutSecs: null, maxSilentSecs: null, preferLocalBuild: false, fixedOutput: false,
-    },
-  };
-}
+import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
 
 t.test('a server killed mid-evaluation and mid-build resumes on restart, recording and building nothing twice', async (t) => {
   const { url: databaseUrl, sql } = await testDatabase(t);
@@ -65,9 +49,9 @@ t.test('a server killed mid-evaluation and mid-build resumes on restart, recordi
   const cache = await createTestCache(sql, 'main');
   await sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
 
-  const a = node('a');
-  const b = node('b', [a.drvPath]);
-  const c = node('c', [b.drvPath]);
+  const a = derivationNode('a');
+  const b = derivationNode('b', [a.drvPath]);
+  const c = derivationNode('c', [b.drvPath]);
   const attribute = { path: ['packages', 'x86_64-linux', 'c'], drvPath: c.drvPath, outputs: { out: c.out } };
 
   // 1. the first batch is recorded, then the server dies before the evaluation's result
@@ -87,7 +71,7 @@ t.test('a server killed mid-evaluation and mid-build resumes on restart, recordi
   worker.send({ t: 'evalResult', jobId: secondEval.jobId, commit: 'c'.repeat(40), derivationCount: 3, attributeCount: 1, errorCount: 0, durationMs: 1 });
 
   const dispatched: string[] = [];
-  const succeed = (job: MessageOf<'buildJob'>, n: ReturnType<typeof node>) => {
+  const succeed = (job: MessageOf<'buildJob'>, n: DerivationNodeFixture) => {
     dispatched.push(job.drvPath);
     worker.send({
       t: 'buildResult', jobId: job.jobId, drvPath: n.drvPath, alreadyValid: false, durationMs: 1, logBytes: 0, logDroppedBytes: 0,

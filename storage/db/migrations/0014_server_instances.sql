@@ -1,8 +1,8 @@
 -- Server processes sharing the database (docs/builds.md, "Several server processes"). Every process
 -- dispatches to the workers connected to it; a job is orphaned when its worker has no open
--- connection on a live process. A process is live while it holds the advisory lock
--- (7414102, lock_key) on a connection of its own: PostgreSQL drops the lock the moment the process
--- dies, SIGKILL included, so no heartbeat timeout is involved.
+-- connection on a live process. A process is live while it holds its instance lease, the advisory
+-- lock (0x6b696c6e, lock_key) on a connection of its own: PostgreSQL drops the lock the moment the
+-- process dies, SIGKILL included, so no heartbeat timeout is involved.
 create table server_instances (
   id uuid primary key default gen_random_uuid(),
   lock_key integer not null unique check (lock_key >= 0),
