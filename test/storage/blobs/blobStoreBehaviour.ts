@@ -10,6 +10,12 @@ export interface BehaviourTarget {
   store: BlobStore;
   /** an empty directory for staging files, on the same filesystem a real deployment would use */
   stagingDir: string;
+  /**
+   * false for s3rver: it writes an object's file in place, so concurrent PUTs of one key can
+   * interleave, which real S3 (an atomic last-writer-wins PUT) never does. kiln stores a blob under
+   * its content hash, so writers of one key always write the same bytes.
+   */
+  atomicOverwrite?: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -24,7 +30,7 @@ async function exists(path: string): Promise<boolean> {
   return access(path).then(() => true, () => false);
 }
 
-export function blobStoreBehaviour(t: Test, { store, stagingDir }: BehaviourTarget): void {
+export function blobStoreBehaviour(t: Test, { store, stagingDir, atomicOverwrite = true }: BehaviourTarget): void {
   t.test('put, then get, stat and list see the whole blob', async (t) => {
     await store.put('basic/one.nar.zst', chunks('hello ', 'world'));
     const read = await store.get('basic/one.nar.zst');
@@ -157,7 +163,7 @@ export function blobStoreBehaviour(t: Test, { store, stagingDir }: BehaviourTarg
     t.equal((await digest((await store.get('large/staged'))!.body)).sha256, (await digest(patternSource(size, { seed: 8 }))).sha256);
   });
 
-  t.test('concurrent puts of one key leave one whole blob', async (t) => {
+  t.test('concurrent puts of one key leave one whole blob', { skip: atomicOverwrite ? false : 'the test server does not overwrite atomically' }, async (t) => {
     await Promise.all([
       store.put('race/blob', patternSource(300_000, { seed: 1 })),
       store.put('race/blob', patternSource(300_000, { seed: 2 })),
