@@ -17,7 +17,7 @@ export type BuildJobEntry = {
 export type Job = EvalJobEntry | BuildJobEntry;
 export type JobEnd = Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>;
 
-type NewJob = Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> | Omit<BuildJobEntry, 'actor' | 'progress'>;
+type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: number }) | Omit<BuildJobEntry, 'actor' | 'progress'>;
 
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
@@ -40,10 +40,9 @@ export class JobTable {
   add(job: NewJob, worker: ConnectedWorker): Job {
     worker.actor?.send({ type: 'jobStarted' });
     const subject = job.kind === 'eval' ? job.evaluationId : job.derivationBuildId;
-    const attempt = job.kind === 'build' ? job.attempt : Number(job.jobId.slice(job.jobId.lastIndexOf(':') + 1));
     const actor = this.supervisor.spawn({
       id: job.jobId, kind: `${job.kind}-job`, logic: workerJobMachine, summarize: summarizeWorkerJob,
-      input: { kind: job.kind, jobId: job.jobId, workerId: worker.hello.workerId, subject, attempt, dispatchedAt: Date.now() },
+      input: { kind: job.kind, jobId: job.jobId, workerId: worker.hello.workerId, subject, attempt: job.attempt, dispatchedAt: Date.now() },
       // the rows are the truth: a job whose actor crashed is re-queued with the worker's other jobs when it is lost
       rehydrate: () => null,
     });
