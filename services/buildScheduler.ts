@@ -14,8 +14,9 @@ import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
 import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
 import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
-import { LOW_STORAGE_BYTES, type CacheStorageLimits } from './cacheStorage.js';
-import { outputsCached, projectCaches, readable, writable, type ProjectCache } from './projectCaches.js';
+import type { CacheStorageLimits } from './cacheStorage.js';
+import { evaluationWaitReason } from './evaluationWait.js';
+import { outputsCached, projectCaches, readable, type ProjectCache } from './projectCaches.js';
 import { finishedEvaluations, queuedDependents, queuedEvaluations, readyBuilds, requeueOrphanedJobs, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from './workerConnections.js';
 import type { WorkerNars } from './workerNars.js';
@@ -365,10 +366,10 @@ export class BuildScheduler implements WorkerListener {
   private async dispatchEvaluations(): Promise<void> {
     const { sql, events, workers } = this.deps;
     for (const waiting of await queuedEvaluations(sql, 'waiting')) {
-      if ((await this.waitReason(waiting.project_id)) === null) await changePhase(events, waiting.id, { to: 'queued', from: ['waiting'] });
+      if ((await evaluationWaitReason(this.deps.sql, this.deps.storage, this.deps.settings.maxStorageGb, waiting.project_id)) === null) await changePhase(events, waiting.id, { to: 'queued', from: ['waiting'] });
     }
     for (const evaluation of await queuedEvaluations(sql, 'queued')) {
-      const reason = await this.waitReason(evaluation.project_id);
+      const reason = await evaluationWaitReason(this.deps.sql, this.deps.storage, this.deps.settings.maxStorageGb, evaluation.project_id);
       if (reason !== null) {
         await changePhase(events, evaluation.id, { to: 'waiting', from: ['queued'], reason });
         continue;
@@ -382,18 +383,6 @@ export class BuildScheduler implements WorkerListener {
       worker.link.send({ t: 'evalJob', jobId, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
     }
-  }
-
-  /** Why a new evaluation of the project must wait (spec, "Other transitions"), or null. */
-  private async waitReason(projectId: string): Promise<string | null> {
-    const targets = writable(await projectCaches(this.deps.sql, projectId));
-    if (targets.length === 0) return 'the project has no writable cache subscription';
-    if (this.deps.settings.maxStorageGb === 0) return null;
-    for (const cache of targets) {
-      const left = await this.deps.storage.bytesLeft(cache.id);
-      if (left === null || left >= LOW_STORAGE_BYTES) return null;
-    }
-    return 'every writable cache of the project has under 10 MiB of storage left (cache.maxStorageGb)';
   }
 
   private async dispatchBuilds(): Promise<void> {
