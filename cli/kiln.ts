@@ -6,7 +6,7 @@ import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadServi
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
-import { commitsService, directBuildsService, evaluationPruner, sourceUploadsService } from '../services/index.js';
+import { anonymous, commitsService, directBuildsService, evaluationPruner, sourceUploadsService } from '../services/index.js';
 import { buildRoutes, createAuthenticator, eventSockets, protoRoute, startHttpServer, startOutboundWorkers, type HttpServer } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
@@ -192,6 +192,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       trustedProxies: config['http.trustedProxies'],
       log: componentLogger(log, 'web'),
       routes,
+      anonymous,
       authenticate: authenticator.authenticate,
       websockets: (app) => {
         sockets.register(app);

@@ -3,38 +3,40 @@
 
 export type Headers = Record<string, string>;
 
-export type Reply =
+// The tag is part of each literal (not added afterwards): replies are made on every request, and
+// adding a symbol property to a finished object is a slow shape change in V8.
+const REPLY = Symbol('kiln.reply');
+
+export type Reply = { readonly [REPLY]: true } & (
   | { kind: 'json'; status: number; headers: Headers; body: unknown }
   | { kind: 'bytes'; status: number; headers: Headers; body: Uint8Array | string }
   | { kind: 'stream'; status: number; headers: Headers; length: number; body: AsyncIterable<Uint8Array> }
   | { kind: 'chunked'; status: number; headers: Headers; body: AsyncIterable<Uint8Array> }
-  | { kind: 'empty'; status: number; headers: Headers; length?: number };
-
-const REPLY = Symbol('kiln.reply');
-const tag = (r: Reply): Reply => Object.assign(r, { [REPLY]: true as const });
+  | { kind: 'empty'; status: number; headers: Headers; length?: number }
+);
 
 export const isReply = (v: unknown): v is Reply => typeof v === 'object' && v !== null && REPLY in v;
 
 /** The envelope of a success, with a status other than 200 or extra headers. */
 export const jsonReply = (status: number, message: unknown, headers: Headers = {}): Reply =>
-  tag({ kind: 'json', status, headers, body: { error: false, message } });
+  ({ [REPLY]: true, kind: 'json', status, headers, body: { error: false, message } });
 
 /** The envelope of a failure: `{error: true, message, code}`. */
 export const errorReply = (status: number, code: string, message: string, headers: Headers = {}): Reply =>
-  tag({ kind: 'json', status, headers, body: { error: true, message, code } });
+  ({ [REPLY]: true, kind: 'json', status, headers, body: { error: true, message, code } });
 
 /** Bytes with their own content type (narinfo text, a NAR slice, a listing). */
 export const bytesReply = (status: number, body: Uint8Array | string, headers: Headers = {}): Reply =>
-  tag({ kind: 'bytes', status, headers, body });
+  ({ [REPLY]: true, kind: 'bytes', status, headers, body });
 
 /** A body of known length produced piece by piece; written with backpressure. */
 export const streamReply = (status: number, length: number, body: AsyncIterable<Uint8Array>, headers: Headers = {}): Reply =>
-  tag({ kind: 'stream', status, headers, length, body });
+  ({ [REPLY]: true, kind: 'stream', status, headers, length, body });
 
 /** A body of unknown length (NDJSON, a live log): chunked transfer encoding, written with backpressure. */
 export const chunkedReply = (status: number, body: AsyncIterable<Uint8Array>, headers: Headers = {}): Reply =>
-  tag({ kind: 'chunked', status, headers, body });
+  ({ [REPLY]: true, kind: 'chunked', status, headers, body });
 
 /** No body; `length` is reported as Content-Length (HEAD, 304, redirects). */
 export const emptyReply = (status: number, headers: Headers = {}, length?: number): Reply =>
-  tag({ kind: 'empty', status, headers, ...(length === undefined ? {} : { length }) });
+  ({ [REPLY]: true, kind: 'empty', status, headers, ...(length === undefined ? {} : { length }) });

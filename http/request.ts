@@ -14,7 +14,7 @@ export class Req<P = unknown> {
     readonly id: string,
     readonly method: string,
     readonly path: string,
-    readonly query: URLSearchParams,
+    private readonly queryText: string,
     readonly headers: Readonly<Record<string, string>>,
     /** The client's address (the peer, or the X-Forwarded-For hop it vouches for), worked out on first use. */
     private readonly address: () => string,
@@ -26,6 +26,13 @@ export class Req<P = unknown> {
   ) {}
 
   private knownAddress: string | undefined;
+  private knownQuery: URLSearchParams | undefined;
+
+  /** The query string, parsed on first use (most requests never look). */
+  get query(): URLSearchParams {
+    this.knownQuery ??= new URLSearchParams(this.queryText);
+    return this.knownQuery;
+  }
 
   /**
    * The client's address: the peer, or the right-most untrusted X-Forwarded-For hop when the peer is

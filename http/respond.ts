@@ -15,6 +15,7 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 export const statusLine = (status: number): string => `${status} ${STATUS_TEXT[status] ?? 'Status'}`;
+const STATUS_LINES = new Map(Object.keys(STATUS_TEXT).map((s) => [Number(s), statusLine(Number(s))]));
 
 /** Tracks whether a response may still be written; the router calls abort() from onAborted. */
 export class ResponseState {
@@ -46,34 +47,45 @@ const corked = <T>(res: HttpResponse, fn: () => T): T => {
 };
 
 function writeHead(res: HttpResponse, status: number, headers: Headers): void {
-  res.writeStatus(statusLine(status));
-  for (const [k, v] of Object.entries(headers)) res.writeHeader(k, v);
+  res.writeStatus(STATUS_LINES.get(status) ?? statusLine(status));
+  for (const k in headers) res.writeHeader(k, headers[k]!);
+}
+
+const JSON_TYPE = 'application/json';
+
+function writeComplete(res: HttpResponse, reply: Reply, head: boolean, closeConnection: boolean): void {
+  if (reply.kind === 'empty') {
+    writeHead(res, reply.status, reply.headers);
+    res.endWithoutBody(reply.length ?? 0, closeConnection);
+    return;
+  }
+  if (reply.kind !== 'json' && reply.kind !== 'bytes') return;
+  const body = reply.kind === 'json' ? Buffer.from(JSON.stringify(reply.body)) : typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
+  writeHead(res, reply.status, reply.headers);
+  if (reply.kind === 'json' && reply.headers['Content-Type'] === undefined) res.writeHeader('Content-Type', JSON_TYPE);
+  if (head) res.endWithoutBody(body.byteLength, closeConnection);
+  else res.end(body, closeConnection);
+}
+
+/**
+ * Writes a reply that is complete in memory (json, bytes, empty) and says true, or says false for a
+ * streamed one. Inside a uWS request callback it needs no cork: uWS corks the callback itself.
+ * (No closures named per call here: tsx's keepNames makes each one a defineProperty.)
+ */
+export function respondComplete(res: HttpResponse, state: ResponseState, reply: Reply, head: boolean, closeConnection = false, inCallback = false): boolean {
+  if (reply.kind === 'stream' || reply.kind === 'chunked') return false;
+  if (state.aborted || state.done) return true;
+  if (inCallback) writeComplete(res, reply, head, closeConnection);
+  else res.cork(() => writeComplete(res, reply, head, closeConnection));
+  state.done = true;
+  return true;
 }
 
 /** Writes a complete reply. `head` answers a HEAD request: headers and length, no body. */
 export async function respond(res: HttpResponse, state: ResponseState, reply: Reply, head: boolean, closeConnection = false): Promise<void> {
+  if (respondComplete(res, state, reply, head, closeConnection)) return;
   if (state.aborted || state.done) return;
   switch (reply.kind) {
-    case 'json':
-    case 'bytes': {
-      const body =
-        reply.kind === 'json' ? Buffer.from(JSON.stringify(reply.body)) : typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
-      const headers = reply.kind === 'json' ? { 'Content-Type': 'application/json', ...reply.headers } : reply.headers;
-      res.cork(() => {
-        writeHead(res, reply.status, headers);
-        if (head) res.endWithoutBody(body.byteLength, closeConnection);
-        else res.end(body, closeConnection);
-      });
-      state.done = true;
-      return;
-    }
-    case 'empty':
-      res.cork(() => {
-        writeHead(res, reply.status, reply.headers);
-        res.endWithoutBody(reply.length ?? 0, closeConnection);
-      });
-      state.done = true;
-      return;
     case 'stream':
       if (head) {
         res.cork(() => {

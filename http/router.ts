@@ -46,6 +46,7 @@ function compile(pattern: string): Segment[] {
 }
 
 function matchSegments(segments: Segment[], parts: string[]): Record<string, string> | null {
+  if (segments.length !== parts.length && segments[segments.length - 1]?.kind !== 'rest') return null;
   const params: Record<string, string> = {};
   for (let i = 0; i < segments.length; i++) {
     const seg = segments[i]!;
@@ -76,14 +77,14 @@ export class RouteTable<P> {
 
   /** `parts` are the decoded path segments after the leading slash. */
   match(method: Method, parts: string[]): Match<P> {
-    const allowed = new Set<Method>();
+    let allowed: Set<Method> | undefined;
     for (const route of this.routes) {
       const params = matchSegments(route.segments, parts);
       if (!params) continue;
       if (route.method === method) return { route, params };
-      allowed.add(route.method);
+      (allowed ??= new Set()).add(route.method);
     }
-    return allowed.size > 0 ? { allowed: [...allowed] } : null;
+    return allowed ? { allowed: [...allowed] } : null;
   }
 
   list(): readonly Route<P>[] {

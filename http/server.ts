@@ -6,7 +6,7 @@ import { BodyStream, bufferBody } from './body.js';
 import { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
 import { errorReply, isReply, jsonReply } from './reply.js';
 import { Req } from './request.js';
-import { ResponseState, respond } from './respond.js';
+import { ResponseState, respond, respondComplete } from './respond.js';
 import type { AuthMode, Method, RouteTable } from './router.js';
 
 export interface HttpServerOptions<P> {
@@ -16,6 +16,8 @@ export interface HttpServerOptions<P> {
   trustedProxies: readonly string[];
   log: Logger;
   routes: RouteTable<P>;
+  /** The principal of routes with auth 'none', set without waiting. */
+  anonymous: P;
   /** Resolves the principal for a request, or throws ApiError(401/403). */
   authenticate(req: Req<P>, mode: AuthMode): Promise<P>;
   /** Registers WebSocket routes (uWS matches them before the catch-all). */
@@ -30,6 +32,40 @@ export interface HttpServer {
 }
 
 const METHODS = new Set<string>(['get', 'put', 'post', 'patch', 'delete']);
+
+// What runs on every request is written without closures made per call where it can be: tsx
+// compiles with keepNames, which turns each named closure into a defineProperty.
+
+let collecting: Record<string, string> = {};
+const collectHeader = (k: string, v: string): void => {
+  collecting[k] = collecting[k] === undefined ? v : `${collecting[k]}, ${v}`;
+};
+
+/** The request's headers, repeats joined with ", " (as node:http does). */
+function readHeaders(req: HttpRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  collecting = headers;
+  req.forEach(collectHeader);
+  return headers;
+}
+
+/** The decoded path segments after the leading slash; throws on bad percent-encoding. */
+const pathParts = (url: string): string[] => {
+  const parts = url.split('/');
+  parts.shift();
+  return url.includes('%') ? parts.map(decodeURIComponent) : parts;
+};
+
+/** The client's address, read from uWS only when a handler asks (the response outlives its awaits). */
+function peerAddress(res: HttpResponse, state: ResponseState, headers: Record<string, string>, trusted: CidrSet): string {
+  const peer = state.aborted ? '' : normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+  return clientAddress(peer, headers['x-forwarded-for'], trusted);
+}
+
+/** Answers with the error's envelope (complete in memory, so written at once). */
+function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, close = false): void {
+  respondComplete(res, state, errorReply(e.status, e.code, e.message), head, close);
+}
 
 export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServer> {
   const app = uWS.App();
@@ -46,37 +82,27 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     const rawMethod = req.getMethod();
     const url = req.getUrl();
     const queryText = req.getQuery();
-    const headers: Record<string, string> = {};
-    req.forEach((k, v) => {
-      headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
-    });
+    const headers = readHeaders(req);
     const state = new ResponseState();
     let body: BodyStream | null = null;
-    res.onAborted(() => {
-      state.abort();
-      body?.abort();
-    });
     const id = `${idPrefix}-${(++sequence).toString(36)}`;
     const head = rawMethod === 'head';
     const method = (head ? 'get' : rawMethod) as Method;
 
-    const fail = (e: ApiError, close = false) =>
-      respond(res, state, errorReply(e.status, e.code, e.message), head, close);
-
     let parts: string[];
     try {
-      parts = url.split('/').slice(1).map(decodeURIComponent);
+      parts = pathParts(url);
     } catch {
-      void fail(new ApiError(400, 'invalid_path', `path is not valid percent-encoding: ${url.slice(0, 200)}`));
+      failNow(res, state, new ApiError(400, 'invalid_path', `path is not valid percent-encoding: ${url.slice(0, 200)}`), head);
       return;
     }
     if (!METHODS.has(method)) {
-      void fail(new ApiError(405, 'method_not_allowed', `method ${rawMethod.toUpperCase()} is not supported`));
+      failNow(res, state, new ApiError(405, 'method_not_allowed', `method ${rawMethod.toUpperCase()} is not supported`), head);
       return;
     }
     const match = opts.routes.match(method, parts);
     if (!match) {
-      void fail(new ApiError(404, 'not_found', `no route for ${rawMethod.toUpperCase()} ${url}`));
+      failNow(res, state, new ApiError(404, 'not_found', `no route for ${rawMethod.toUpperCase()} ${url}`), head);
       return;
     }
     if ('allowed' in match) {
@@ -85,6 +111,30 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       return;
     }
     const { route, params } = match;
+
+    // A route without credentials or a body runs at once: a handler that answers from memory
+    // (a cached narinfo, a known miss) is written before this callback returns, with no promise
+    // and no onAborted. It is most of a busy binary cache's traffic.
+    let early: unknown;
+    const quick = route.options.auth === 'none' && route.options.body === 'none';
+    if (quick) {
+      const request = new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head);
+      request.principal = opts.anonymous;
+      try {
+        early = route.handler(request);
+      } catch (e) {
+        early = Promise.reject(e);
+      }
+      if (!(early instanceof Promise) && (!isReply(early) || respondComplete(res, state, early, head, false, true))) {
+        if (!isReply(early)) respondComplete(res, state, jsonReply(200, early ?? null), head, false, true);
+        return;
+      }
+    }
+
+    res.onAborted(() => {
+      state.abort();
+      body?.abort();
+    });
     const limit = route.options.maxBody ?? opts.maxRequestSize;
     const declared = headers['content-length'] === undefined ? null : Number(headers['content-length']);
     let buffered: Promise<Buffer> | null = null;
@@ -93,33 +143,32 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       buffered.catch(() => undefined); // observed by the handler or by the 413 below
     } else if (route.options.body === 'stream') {
       if (declared !== null && declared > limit) {
-        void fail(new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`), true);
+        failNow(res, state, new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`), head, true);
         return;
       }
       body = new BodyStream(res, limit);
     }
-    // Read from uWS only when a handler asks (the response object outlives the handler's awaits).
-    const address = (): string => {
-      const peer = state.aborted ? '' : normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
-      return clientAddress(peer, headers['x-forwarded-for'], trusted);
-    };
-    const request = new Req<P>(id, method, url, new URLSearchParams(queryText), headers, address, params, buffered, body, head);
+    const request = new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
 
     const work = (async () => {
       try {
-        if (buffered) await buffered; // 413 before authentication or any work
-        request.principal = await opts.authenticate(request, route.options.auth);
-        const result = await route.handler(request);
+        let result: unknown;
+        if (quick) result = await early;
+        else {
+          if (buffered) await buffered; // 413 before authentication or any work
+          request.principal = await opts.authenticate(request, route.options.auth);
+          result = await route.handler(request);
+        }
         await respond(res, state, isReply(result) ? result : jsonReply(200, result ?? null), head);
       } catch (e) {
         if (isApiError(e)) {
           // A body we stopped reading cannot be left on a keep-alive connection.
           const close = e.status === 413 || (body !== null && !state.aborted && e.status >= 400);
-          await fail(e, close);
+          failNow(res, state, e, head, close);
           return;
         }
         log.error({ err: e, request: id, method: rawMethod, url }, 'request failed');
-        await fail(new ApiError(500, 'internal', `internal error (request ${id})`), body !== null);
+        failNow(res, state, new ApiError(500, 'internal', `internal error (request ${id})`), head, body !== null);
       }
     })().finally(() => inFlight.delete(work));
     inFlight.add(work);

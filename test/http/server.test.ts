@@ -15,6 +15,11 @@ async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 
   api.get('/boom', () => {
     throw new Error('database exploded at /var/secret/path');
   }, { auth: 'none' });
+  api.get('/later/:n', async (req) => {
+    await new Promise((r) => setTimeout(r, 20));
+    if (req.param('n') === 'fail') throw new ApiError(422, 'late_refusal', 'refused after a wait');
+    return { n: req.param('n'), who: req.principal };
+  }, { auth: 'none' });
   api.get('/teapot', () => {
     throw new ApiError(409, 'cache_exists', 'cache "main" exists');
   }, { auth: 'none' });
@@ -29,7 +34,7 @@ async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 
   })(), { 'Content-Type': 'application/octet-stream' }), { auth: 'none' });
   new Router<string>(table).get('/cache/:cache/:hash.narinfo', (req) => bytesReply(200, `${req.param('cache')}:${req.param('hash')}`, { 'Content-Type': 'text/x-nix-narinfo' }), { auth: 'none' });
   const server = await startHttpServer<string>({
-    listenAddr: '127.0.0.1', port: 0, maxRequestSize, trustedProxies: ['127.0.0.1/8'], log, routes: table,
+    listenAddr: '127.0.0.1', port: 0, maxRequestSize, trustedProxies: ['127.0.0.1/8'], log, routes: table, anonymous: 'anonymous',
     async authenticate(req, mode) {
       const header = req.header('authorization');
       if (mode === 'required' && header !== 'Bearer good') throw new ApiError(401, 'unauthorized', 'a bearer token is required');
@@ -72,6 +77,15 @@ t.test('routing, envelope and errors', async (t) => {
   t.notMatch(JSON.stringify(boom.body), /exploded|secret|at /, 'no internals leak');
   const conflict = await get('/api/v1/teapot');
   t.same([conflict.status, conflict.body.code], [409, 'cache_exists']);
+  // A credential-free route answers at once when its handler does, and still waits when it awaits.
+  t.same((await get('/api/v1/later/7', { headers: { authorization: 'Bearer good' } })).body.message, { n: '7', who: 'anonymous' });
+  const late = await get('/api/v1/later/fail');
+  t.same([late.status, late.body.code], [422, 'late_refusal']);
+  const gone = new AbortController();
+  const abandoned = fetch(base + '/api/v1/later/x', { signal: gone.signal }).catch((e: Error) => e.name);
+  setTimeout(() => gone.abort(), 5);
+  t.equal(await abandoned, 'AbortError', 'a client that leaves while the handler waits costs nothing');
+  t.equal((await get('/api/v1/hello/after')).status, 200, 'and the server goes on');
   const badEscape = await fetch(base + '/api/v1/hello/%E0%A4%A');
   t.equal(badEscape.status, 400);
 });
