@@ -116,9 +116,12 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     // (a cached narinfo, a known miss) is written before this callback returns, with no promise
     // and no onAborted. It is most of a busy binary cache's traffic.
     let early: unknown;
+    let request: Req<P> | undefined;
     const quick = route.options.auth === 'none' && route.options.body === 'none';
     if (quick) {
-      const request = new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head);
+      // uWS does not count a HEAD answer (endWithoutBody) as a response: it needs the abort handler.
+      if (head) res.onAborted(() => state.abort());
+      request = new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head);
       request.principal = opts.anonymous;
       try {
         early = route.handler(request);
@@ -148,7 +151,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       }
       body = new BodyStream(res, limit);
     }
-    const request = new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
+    request ??= new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
 
     const work = (async () => {
       try {

@@ -8,7 +8,7 @@ import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import { parseRange } from './byteRange.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache } from './cacheGate.js';
+import { isCache, readableCache, readableCacheInMemory } from './cacheGate.js';
 import { stagedNixFile } from './stagedNixFile.js';
 
 const STORED_FILE = /^([0-9a-df-np-sv-z]{52})\.nar\.zst$/;
@@ -30,15 +30,44 @@ function lazyBody(open: () => Promise<BlobRead | null>, what: string): AsyncIter
   };
 }
 
+// Content-addressed: the bytes under a name never change.
+const PUBLIC_NAR = { 'Content-Type': 'application/x-nix-nar', 'Accept-Ranges': 'bytes', 'Cache-Control': 'public, max-age=31536000, immutable' };
+const PRIVATE_NAR = { ...PUBLIC_NAR, 'Cache-Control': 'private, max-age=31536000, immutable' };
+
+const unsatisfiable = (req: Req<Principal>, fileSize: number): Reply =>
+  errorReply(416, 'range_not_satisfiable', `the file has ${fileSize} bytes; the range ${req.header('range')} lies outside it`, { 'Content-Range': `bytes */${fileSize}` });
+
+/** A whole small file, or the range asked for, as the reply. */
+function smallFileReply(req: Req<Principal>, cache: BinaryCache, bytes: Buffer): Reply {
+  const headers = cache.public ? PUBLIC_NAR : PRIVATE_NAR;
+  if (req.header('range') === undefined) return bytesReply(200, bytes, headers);
+  const range = parseRange(req.header('range'), bytes.length);
+  if (range.kind === 'unsatisfiable') return unsatisfiable(req, bytes.length);
+  if (range.kind === 'whole') return bytesReply(200, bytes, headers);
+  return bytesReply(206, bytes.subarray(range.start, range.end + 1), { ...headers, 'Content-Range': `bytes ${range.start}-${range.end}/${bytes.length}` });
+}
+
+/**
+ * A small stored file this process holds in memory, answered without one await (most NAR requests
+ * of a busy cache); undefined when only the full lookup can tell.
+ */
+function fromMemory(deps: CacheRouteDeps, req: Req<Principal>): Reply | undefined {
+  const cache = readableCacheInMemory(deps.access, req);
+  if (cache === undefined || !isCache(cache)) return cache;
+  const stored = STORED_FILE.exec(req.param<string>('file'));
+  if (stored === null) return undefined;
+  const known = deps.nars.reads.narFileInMemory(cache.id, stored[1]!);
+  if (!known || known.fileSize > deps.config['nar.smallBytes']) return undefined;
+  const bytes = deps.nars.reads.smallNarInMemory(stored[1]!);
+  if (bytes === undefined) return undefined;
+  if (!req.isHead) deps.traffic?.fetched(cache, stored[1]!, known.fileSize);
+  return smallFileReply(req, cache, bytes);
+}
+
 async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: BinaryCache, fileHash: string, fileSize: number): Promise<Reply> {
-  const headers = {
-    'Content-Type': 'application/x-nix-nar',
-    'Accept-Ranges': 'bytes',
-    // Content-addressed: the bytes under this name never change.
-    'Cache-Control': `${cache.public ? 'public' : 'private'}, max-age=31536000, immutable`,
-  };
+  const headers = cache.public ? PUBLIC_NAR : PRIVATE_NAR;
   const range = parseRange(req.header('range'), fileSize);
-  if (range.kind === 'unsatisfiable') return errorReply(416, 'range_not_satisfiable', `the file has ${fileSize} bytes; the range ${req.header('range')} lies outside it`, { 'Content-Range': `bytes */${fileSize}` });
+  if (range.kind === 'unsatisfiable') return unsatisfiable(req, fileSize);
   const { reads } = deps.nars;
   if (fileSize > deps.config['nar.smallBytes'] && deps.config['s3.enable']) {
     const url = await reads.presignedNar(fileHash, PRESIGN_SECS);
@@ -49,7 +78,7 @@ async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: Bin
   if (fileSize <= deps.config['nar.smallBytes']) {
     const bytes = await reads.smallNar(fileHash);
     if (bytes === null) return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
-    return bytesReply(status, range.kind === 'part' ? bytes.subarray(range.start, range.end + 1) : bytes, { ...headers, ...part });
+    return smallFileReply(req, cache, bytes);
   }
   if ((await deps.nars.blobs.stat(narBlobKey(fileHash))) === null) {
     return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
@@ -60,7 +89,9 @@ async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: Bin
 }
 
 export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
-  r.get('/nar/:file', async (req) => {
+  r.get('/nar/:file', (req) => fromMemory(deps, req) ?? lookup(req));
+
+  async function lookup(req: Req<Principal>): Promise<Reply> {
     const cache = await readableCache(deps.access, req);
     if (!isCache(cache)) return cache;
     const file = req.param<string>('file');
@@ -73,5 +104,5 @@ export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
     // `nix copy` asks (HEAD) whether a file it is about to upload is there yet.
     const staged = await stagedNixFile(deps, req, cache, file);
     return staged ?? errorReply(404, 'not_found', `cache "${cache.name}" has no file nar/${file}`);
-  });
+  }
 }

@@ -45,14 +45,19 @@ export class HotCache<V> {
   }
 
   /**
-   * Like get, but an expired entry is still handed out, marked stale, and kept: for answers that
-   * may be served once more while a fresh one is being fetched.
+   * Like get, but an expired entry is still handed out and kept (stale when `expires <= time()`):
+   * for answers that may be served once more while a fresh one is being fetched. The entry itself,
+   * not a copy: this is on the path of every narinfo request.
    */
-  getStale(key: string): { value: V; stale: boolean } | undefined {
+  peekEntry(key: string): Readonly<{ value: V; expires: number }> | undefined {
     const entry = this.entries.get(key);
-    if (entry === undefined) return undefined;
-    entry.used = true;
-    return { value: entry.value, stale: entry.expires <= this.now() };
+    if (entry !== undefined) entry.used = true;
+    return entry;
+  }
+
+  /** The clock entries expire by. */
+  time(): number {
+    return this.now();
   }
 
   /** Stores `value` as `bytes` big; values larger than an eighth of the capacity are not kept. */

@@ -22,6 +22,10 @@ export interface NarReads {
   narinfo(cacheId: string, hashPart: string): Promise<Buffer | null>;
   /** The same answer from memory without waiting, or undefined when only narinfo() can tell. */
   narinfoInMemory(cacheId: string, hashPart: string): Buffer | null | undefined;
+  /** narFile's answer when this process knows it, else undefined. */
+  narFileInMemory(cacheId: string, fileHash: string): { fileSize: number } | null | undefined;
+  /** smallNar's bytes when they are in memory, else undefined. */
+  smallNarInMemory(fileHash: string): Buffer | undefined;
   /** The stored file's size when a path of this cache points at it, or null. */
   narFile(cacheId: string, fileHash: string): Promise<{ fileSize: number } | null>;
   /** A whole small NAR file from memory or storage; null when the blob is missing. */
@@ -91,11 +95,12 @@ export function narReads(deps: NarReadsDeps): NarReads {
   // What another process changed still shows after one TTL and one query; this process's own
   // uploads and deletes drop the entry (forget), so they show at once.
   const narinfoInMemory = (cacheId: string, hashPart: string): Buffer | null | undefined => {
-    const known = hot.getStale(narinfoKey(cacheId, hashPart)) as { value: Buffer | null; stale: boolean } | undefined;
+    const known = hot.peekEntry(narinfoKey(cacheId, hashPart));
     if (known === undefined) return undefined;
-    if (known.stale) loadNarinfo(cacheId, hashPart).catch(() => undefined); // the next request tries again
-    if (known.value) fetches.record(cacheId, hashPart);
-    return known.value;
+    if (known.expires <= hot.time()) loadNarinfo(cacheId, hashPart).catch(() => undefined); // the next request tries again
+    const value = known.value as Buffer | null;
+    if (value) fetches.record(cacheId, hashPart);
+    return value;
   };
 
   return {
@@ -108,6 +113,9 @@ export function narReads(deps: NarReadsDeps): NarReads {
       if (text !== null) fetches.record(cacheId, hashPart);
       return text;
     },
+
+    narFileInMemory: (cacheId, fileHash) => hot.get(fileKey(cacheId, fileHash)) as { fileSize: number } | null | undefined,
+    smallNarInMemory: (fileHash) => hot.get(bytesKey(fileHash)) as Buffer | undefined,
 
     async narFile(cacheId, fileHash) {
       const key = fileKey(cacheId, fileHash);
