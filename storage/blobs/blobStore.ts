@@ -23,6 +23,16 @@ export interface BlobRead {
   cancel(): void;
 }
 
+export interface BlobReadOptions {
+  /**
+   * The caller is done with each chunk when it asks for the next one (it writes it out and keeps no
+   * reference), so the store may read the next bytes into the same memory. Streaming large files
+   * otherwise allocates a fresh buffer per chunk, and V8 answers that much external memory with
+   * major garbage collections (measured: about 45 % of the process's CPU at 1 GB/s).
+   */
+  reuseChunks?: boolean;
+}
+
 export interface BlobEntry {
   key: string;
   size: number;
@@ -38,7 +48,7 @@ export interface BlobStore {
    */
   put(key: string, source: BlobSource, size?: number): Promise<void>;
   /** null when absent, decided before any byte; BlobRangeError when `range` starts past the end. */
-  get(key: string, range?: BlobRange): Promise<BlobRead | null>;
+  get(key: string, range?: BlobRange, options?: BlobReadOptions): Promise<BlobRead | null>;
   stat(key: string): Promise<{ size: number } | null>;
   /** Deleting an absent key succeeds. */
   delete(key: string): Promise<void>;

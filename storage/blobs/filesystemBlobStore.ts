@@ -5,7 +5,7 @@ import { lstat, open, opendir, unlink, type FileHandle } from 'node:fs/promises'
 import { dirname, join, resolve } from 'node:path';
 import { assertBlobKey, assertBlobPrefix, blobKeyProblem } from './blobKey.js';
 import { assertRangeShape, clampRange, type BlobRange } from './blobRange.js';
-import type { BlobEntry, BlobRead, BlobSource, BlobStore } from './blobStore.js';
+import type { BlobEntry, BlobRead, BlobReadOptions, BlobSource, BlobStore } from './blobStore.js';
 import { ensureDirectory, errorCode, isTemporaryName, moveDurably, writeDurably } from './durableFile.js';
 import { BlobSizeError, assertSize, withExpectedSize } from './expectedSize.js';
 
@@ -44,7 +44,7 @@ export class FilesystemBlobStore implements BlobStore {
     await moveDurably(source, target);
   }
 
-  async get(key: string, range?: BlobRange): Promise<BlobRead | null> {
+  async get(key: string, range?: BlobRange, options: BlobReadOptions = {}): Promise<BlobRead | null> {
     const path = this.pathOf(key);
     if (range !== undefined) assertRangeShape(range);
     const opened = await openRegularFile(path);
@@ -58,7 +58,7 @@ export class FilesystemBlobStore implements BlobStore {
       throw error;
     }
     // The open handle keeps the bytes readable even if the blob is deleted or replaced meanwhile.
-    const body = readChunks(key, handle, read === null ? 0 : read.start, read === null ? size : read.end + 1);
+    const body = readChunks(key, handle, read === null ? 0 : read.start, read === null ? size : read.end + 1, options.reuseChunks === true);
     let started = false;
     return {
       size,
@@ -153,34 +153,53 @@ const READ_CHUNK = 1 << 20;
  * already under way while the consumer handles the last one (a socket write, a hash update).
  * Closes the handle when done, failed or returned early.
  */
-async function* readChunks(key: string, handle: FileHandle, start: number, end: number): AsyncGenerator<Buffer, void, undefined> {
-  const readAt = async (at: number): Promise<Buffer> => {
+/** Read buffers of streams that reuse their chunks, kept between streams (at most SPARE_LIMIT). */
+const spareBuffers: Buffer[] = [];
+const SPARE_LIMIT = 32;
+
+const takeBuffer = (): Buffer => spareBuffers.pop() ?? Buffer.allocUnsafeSlow(READ_CHUNK);
+const giveBack = (buffer: Buffer): void => {
+  if (spareBuffers.length < SPARE_LIMIT) spareBuffers.push(buffer);
+};
+
+/**
+ * The bytes [start, end) in READ_CHUNK pieces, the next read already under way while the caller
+ * writes the last piece out. With `reuse`, two buffers take turns (the caller is done with a piece
+ * when it asks for the next) and go back to a shared spare list at the end.
+ */
+async function* readChunks(key: string, handle: FileHandle, start: number, end: number, reuse: boolean): AsyncGenerator<Buffer, void, undefined> {
+  const owned: Buffer[] = [];
+  const readAt = async (at: number, buffer: Buffer): Promise<Buffer> => {
     const length = Math.min(READ_CHUNK, end - at);
-    const buffer = Buffer.allocUnsafeSlow(length);
     let filled = 0;
     while (filled < length) {
       const { bytesRead } = await handle.read(buffer, filled, length - filled, at + filled);
       if (bytesRead === 0) throw new Error(`blob ${key} ended at byte ${at + filled}, before the ${end} its size promised (truncated while read?)`);
       filled += bytesRead;
     }
-    return buffer;
+    return length === buffer.length ? buffer : buffer.subarray(0, length);
   };
-  const ahead = (at: number): Promise<Buffer> => {
-    const read = readAt(at);
+  const ahead = (at: number, turn: number): Promise<Buffer> => {
+    let buffer: Buffer;
+    if (!reuse) buffer = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, end - at));
+    else buffer = owned[turn % 2] ?? (owned[turn % 2] = takeBuffer());
+    const read = readAt(at, buffer);
     read.catch(() => undefined); // a read-ahead may fail while nobody awaits it yet: handled when awaited
     return read;
   };
-  let next: Promise<Buffer> | null = start < end ? ahead(start) : null;
+  let turn = 0;
+  let next: Promise<Buffer> | null = start < end ? ahead(start, turn) : null;
   try {
     for (let at = start; next !== null; ) {
       const chunk = await next;
       at += chunk.length;
-      next = at < end ? ahead(at) : null;
+      next = at < end ? ahead(at, ++turn) : null;
       yield chunk;
     }
   } finally {
     await next?.catch(() => undefined);
     await handle.close();
+    owned.forEach(giveBack);
   }
 }
 

@@ -1,4 +1,4 @@
-export type { BlobStore, BlobBackend, BlobSource, BlobRead, BlobEntry } from './blobStore.js';
+export type { BlobStore, BlobBackend, BlobSource, BlobRead, BlobReadOptions, BlobEntry } from './blobStore.js';
 export { BlobKeyError, assertBlobKey, blobKeyProblem, MAX_BLOB_KEY_LENGTH } from './blobKey.js';
 export { BlobRangeError } from './blobRange.js';
 export type { BlobRange } from './blobRange.js';

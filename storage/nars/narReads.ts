@@ -30,7 +30,7 @@ export interface NarReads {
   narFile(cacheId: string, fileHash: string): Promise<{ fileSize: number } | null>;
   /** A whole small NAR file from memory or storage; null when the blob is missing. */
   smallNar(fileHash: string): Promise<Buffer | null>;
-  /** A NAR file (or a range of it) from storage. */
+  /** A NAR file (or a range of it) from storage, for a caller done with each chunk when it asks for the next. */
   openNar(fileHash: string, range?: BlobRange): Promise<BlobRead | null>;
   /** A URL the client may fetch the file from directly, or null when the store has none. */
   presignedNar(fileHash: string, expiresSecs: number): Promise<string | null>;
@@ -143,7 +143,7 @@ export function narReads(deps: NarReadsDeps): NarReads {
       });
     },
 
-    openNar: (fileHash, range) => blobs.get(narBlobKey(fileHash), range),
+    openNar: (fileHash, range) => blobs.get(narBlobKey(fileHash), range, { reuseChunks: true }),
     presignedNar: (fileHash, expiresSecs) => blobs.presignedUrl(narBlobKey(fileHash), expiresSecs),
     listing: (cacheId, hashPart) => findListingRow(sql, cacheId, hashPart),
 

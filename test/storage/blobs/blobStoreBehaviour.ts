@@ -163,6 +163,26 @@ export function blobStoreBehaviour(t: Test, { store, stagingDir, atomicOverwrite
     t.equal((await digest((await store.get('large/staged'))!.body)).sha256, (await digest(patternSource(size, { seed: 8 }))).sha256);
   });
 
+  t.test('reuseChunks: a reader done with each chunk before the next reads the right bytes, two at once too', async (t) => {
+    const size = 5 * MiB + 123;
+    await store.put('large/reused-a', patternSource(size, { seed: 11 }), size);
+    await store.put('large/reused-b', patternSource(size, { seed: 12 }), size);
+    const [a, b] = await Promise.all([digest(patternSource(size, { seed: 11 })), digest(patternSource(size, { seed: 12 }))]);
+    for (let pass = 0; pass < 2; pass++) {
+      // Interleaved reads: the two streams must never share a buffer, also once buffers were handed back.
+      const [gotA, gotB] = await Promise.all([
+        store.get('large/reused-a', undefined, { reuseChunks: true }).then((r) => digest(r!.body)),
+        store.get('large/reused-b', undefined, { reuseChunks: true }).then((r) => digest(r!.body)),
+      ]);
+      t.equal(gotA.sha256, a.sha256, `pass ${pass}: first stream`);
+      t.equal(gotB.sha256, b.sha256, `pass ${pass}: second stream`);
+    }
+    const slice = await store.get('large/reused-a', { start: MiB - 7, end: 3 * MiB + 9 }, { reuseChunks: true });
+    const copies: Buffer[] = [];
+    for await (const chunk of slice!.body) copies.push(Buffer.from(chunk));
+    t.same(Buffer.concat(copies), pattern(MiB - 7, 2 * MiB + 17, 11), 'a range');
+  });
+
   t.test('concurrent puts of one key leave one whole blob', { skip: atomicOverwrite ? false : 'the test server does not overwrite atomically' }, async (t) => {
     await Promise.all([
       store.put('race/blob', patternSource(300_000, { seed: 1 })),
