@@ -60,10 +60,11 @@ function writeComplete(res: HttpResponse, reply: Reply, head: boolean, closeConn
     return;
   }
   if (reply.kind !== 'json' && reply.kind !== 'bytes') return;
-  const body = reply.kind === 'json' ? Buffer.from(JSON.stringify(reply.body)) : typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
+  // uWS takes a string as UTF-8 itself: no Buffer made per reply.
+  const body = reply.kind === 'json' ? JSON.stringify(reply.body) : reply.body;
   writeHead(res, reply.status, reply.headers);
   if (reply.kind === 'json' && reply.headers['Content-Type'] === undefined) res.writeHeader('Content-Type', JSON_TYPE);
-  if (head) res.endWithoutBody(body.byteLength, closeConnection);
+  if (head) res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, closeConnection);
   else res.end(body, closeConnection);
 }
 

@@ -7,14 +7,25 @@ import type { Router } from '../router.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
 import { isCache, readableCache, readableCacheInMemory } from './cacheGate.js';
 
+const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT' };
 /** from an upstream cache (services/upstreams.ts) */
 const UPSTREAM_NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'MISS' };
 
 export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
-  const notFound = (cache: BinaryCache, hash: string) => {
-    if (isStorePathHashPart(hash)) deps.traffic?.served(cache, hash, false);
-    return errorReply(404, 'not_found', `cache "${cache.name}" has no path ${hash}`);
+  const missPrefixes = new Map<string, string>();
+  const notFound = (cache: BinaryCache, hash: string): Reply => {
+    if (!isStorePathHashPart(hash)) return errorReply(404, 'not_found', `cache "${cache.name}" has no path ${hash}`);
+    deps.traffic?.served(cache, hash, false);
+    // The envelope errorReply would make, as text (a valid hash needs no escaping): on a busy cache
+    // a miss is as common as a hit.
+    let prefix = missPrefixes.get(cache.name);
+    if (prefix === undefined) {
+      prefix = `{"error":true,"message":${JSON.stringify(`cache "${cache.name}" has no path `).slice(0, -1)}`;
+      if (missPrefixes.size > 10_000) missPrefixes.clear();
+      missPrefixes.set(cache.name, prefix);
+    }
+    return bytesReply(404, `${prefix}${hash}","code":"not_found"}`, JSON_HEADERS);
   };
   const found = (cache: BinaryCache, hash: string, text: Uint8Array, headers: Record<string, string>) => {
     deps.traffic?.served(cache, hash, true);

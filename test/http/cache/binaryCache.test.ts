@@ -64,7 +64,12 @@ t.test('serving', async (t) => {
     t.equal(head.status, 200);
     t.equal(head.headers.get('content-length'), String(Buffer.byteLength(text)));
     t.equal(await head.text(), '');
-    t.equal((await get('/cache/pub/00000000000000000000000000000000.narinfo')).status, 404);
+    const miss = await get('/cache/pub/00000000000000000000000000000000.narinfo');
+    t.equal(miss.status, 404);
+    t.equal(miss.headers.get('content-type'), 'application/json');
+    t.same(await miss.json(), { error: true, message: 'cache "pub" has no path 00000000000000000000000000000000', code: 'not_found' });
+    const again = await get('/cache/pub/00000000000000000000000000000000.narinfo', { method: 'HEAD' });
+    t.same([again.status, again.headers.get('content-length')], [404, String(Buffer.byteLength(JSON.stringify({ error: true, message: 'cache "pub" has no path 00000000000000000000000000000000', code: 'not_found' })))]);
     t.equal((await get('/cache/pub/not-a-hash.narinfo')).status, 404);
     t.equal((await get('/cache/pub/whatever/else')).status, 404, 'unknown paths are 404');
   });
