@@ -2,6 +2,8 @@ import type { z } from 'zod';
 import { ApiError } from '../protocol/index.js';
 import type { BodyStream } from './body.js';
 
+const ID_PREFIX = process.pid.toString(36);
+
 /**
  * Everything a handler may know about a request, copied out of uWS before the first await
  * (uWS's HttpRequest is stack-allocated and dies when the callback returns).
@@ -11,7 +13,8 @@ export class Req<P = unknown> {
   principal!: P;
 
   constructor(
-    readonly id: string,
+    /** this process's count of requests so far (the id, in short) */
+    private readonly sequence: number,
     readonly method: string,
     readonly path: string,
     private readonly queryText: string,
@@ -24,6 +27,11 @@ export class Req<P = unknown> {
     /** a HEAD request (routed as GET, answered without a body) */
     readonly isHead = false,
   ) {}
+
+  /** The request's id in logs and 500 answers: the process and its request count, made on first use. */
+  get id(): string {
+    return `${ID_PREFIX}-${this.sequence.toString(36)}`;
+  }
 
   private knownAddress: string | undefined;
   private knownQuery: URLSearchParams | undefined;

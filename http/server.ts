@@ -73,7 +73,6 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
   const inFlight = new Set<Promise<void>>();
   const log = opts.log;
   let sequence = 0;
-  const idPrefix = process.pid.toString(36);
 
   opts.websockets?.(app);
 
@@ -85,7 +84,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     const headers = readHeaders(req);
     const state = new ResponseState();
     let body: BodyStream | null = null;
-    const id = `${idPrefix}-${(++sequence).toString(36)}`;
+    const sequenceNumber = ++sequence;
     const head = rawMethod === 'head';
     const method = (head ? 'get' : rawMethod) as Method;
 
@@ -121,7 +120,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     if (quick) {
       // uWS does not count a HEAD answer (endWithoutBody) as a response: it needs the abort handler.
       if (head) res.onAborted(() => state.abort());
-      request = new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head);
+      request = new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head);
       request.principal = opts.anonymous;
       try {
         early = route.handler(request);
@@ -151,7 +150,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       }
       body = new BodyStream(res, limit);
     }
-    request ??= new Req<P>(id, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
+    request ??= new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
 
     const work = (async () => {
       try {
@@ -170,8 +169,8 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
           failNow(res, state, e, head, close);
           return;
         }
-        log.error({ err: e, request: id, method: rawMethod, url }, 'request failed');
-        failNow(res, state, new ApiError(500, 'internal', `internal error (request ${id})`), head, body !== null);
+        log.error({ err: e, request: request.id, method: rawMethod, url }, 'request failed');
+        failNow(res, state, new ApiError(500, 'internal', `internal error (request ${request.id})`), head, body !== null);
       }
     })().finally(() => inFlight.delete(work));
     inFlight.add(work);
