@@ -5,9 +5,9 @@ import type { Events } from '../storage/index.js';
 import type { Supervisor } from '../supervisors/index.js';
 import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
-import { changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
+import { BuildOutcomes, type LogSizes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches } from './buildJobMessage.js';
-import { buildProgressReporter, type BuildProgressReporter } from './buildProgress.js';
+import { buildProgressReporter } from './buildProgress.js';
 import { systemClock } from './clock.js';
 import { EvaluationProgress } from './evaluationProgress.js';
 import { changePhase } from './evaluationPhases.js';
@@ -17,7 +17,7 @@ import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
 import { evaluationWaitReason } from './evaluationWait.js';
 import { outputsCached, projectCaches, readable, type ProjectCache } from './projectCaches.js';
-import { finishedEvaluations, queuedDependents, queuedEvaluations, readyBuilds, requeueOrphanedJobs, type ReadyBuild } from './schedulerQueries.js';
+import { queuedEvaluations, readyBuilds, requeueOrphanedJobs, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from './workerConnections.js';
 import type { WorkerNars } from './workerNars.js';
 
@@ -76,31 +76,21 @@ export class BuildScheduler implements WorkerListener {
   private readonly substitutionChecked = new Set<string>();
   private lock: ReservedSql | null = null;
   private readonly evaluationProgress: EvaluationProgress;
-  private readonly buildProgress: BuildProgressReporter;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
   private sweptAt = 0;
-  /** build results waiting for the next batch (completeSoon) */
-  private completions: { id: string; change: StatusChange }[] = [];
-  private completing: Promise<void> | null = null;
+  private readonly outcomes: BuildOutcomes;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
     this.evaluationProgress = new EvaluationProgress(deps.sql, deps.events, onError);
     const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);
-    this.buildProgress = buildProgress;
     this.jobs = new JobTable(deps.supervisor, buildProgress, (id) => deps.workers.connected().find((w) => w.hello.workerId === id));
+    this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake());
   }
 
-  /** Every build status change of the scheduler: the row and its events, then the evaluations' progress. */
-  private async setStatus(derivationBuildId: string, change: StatusChange): Promise<number | null> {
-    const applied = await changeBuildStatus(this.deps.events, derivationBuildId, change);
-    if (applied !== null) this.evaluationProgress.touched(derivationBuildId);
-    if (applied !== null && change.to !== 'started') this.buildProgress.forget(derivationBuildId);
-    return applied;
-  }
 
   start(): void {
     this.timer = setInterval(() => this.wake(), TICK_MS);
@@ -112,7 +102,7 @@ export class BuildScheduler implements WorkerListener {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     await this.running;
-    await this.completing;
+    await this.outcomes.settle();
     await this.evaluationProgress.stop();
     if (this.lock) {
       await this.lock`select pg_advisory_unlock(${SCHEDULER_LOCK})`.catch(() => undefined);
@@ -169,7 +159,7 @@ export class BuildScheduler implements WorkerListener {
         if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
         else {
           await this.deps.logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
-          await this.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+          await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
         }
       }
       this.wake();
@@ -209,7 +199,7 @@ export class BuildScheduler implements WorkerListener {
     if (!this.jobs.end(job, { type: 'refused' })) return;
     this.refusedUntil.set(worker.hello.workerId, Date.now() + REFUSAL_PAUSE_MS);
     if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
-    else await this.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+    else await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
   }
 
   private async evalMessage(job: EvalJobEntry, message: Message): Promise<void> {
@@ -230,7 +220,7 @@ export class BuildScheduler implements WorkerListener {
         return;
       }
       await changePhase(events, job.evaluationId, { to: 'building', from: ['evaluating'] });
-      await this.finishEvaluations({ evaluation: job.evaluationId });
+      await this.outcomes.finishEvaluations({ evaluation: job.evaluationId });
       this.wake();
       return;
     }
@@ -260,36 +250,21 @@ export class BuildScheduler implements WorkerListener {
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
     if (message.t === 'buildResult') {
       // the common case, batched: results that arrive together complete in one transaction
-      return this.completeSoon(job.derivationBuildId, logSizes);
+      return this.outcomes.completeSoon(job.derivationBuildId, logSizes);
     } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
       await this.inputsUnavailable(job, message.failure, logSizes);
     } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
       // spec: wait build.retryBackoffSecs, doubled for every earlier attempt
       const wait = settings.retryBackoffSecs * 2 ** (job.attempt - 1);
-      await this.setStatus(job.derivationBuildId, {
+      await this.outcomes.setStatus(job.derivationBuildId, {
         to: 'queued', from: ['started'], failure: message.failure, notBefore: new Date(Date.now() + wait * 1000), ...logSizes,
       });
     } else {
-      await this.setStatus(job.derivationBuildId, { to: 'failed', from: ['started'], failure: message.failure, ...logSizes });
-      await this.failDependents(job.derivationBuildId);
+      await this.outcomes.setStatus(job.derivationBuildId, { to: 'failed', from: ['started'], failure: message.failure, ...logSizes });
+      await this.outcomes.failDependents(job.derivationBuildId);
     }
-    await this.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
+    await this.outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.wake();
-  }
-
-  private completeSoon(derivationBuildId: string, logSizes: { logBytes: number; logDroppedBytes: number }): Promise<void> {
-    this.completions.push({ id: derivationBuildId, change: { to: 'completed', from: ['started'], ...logSizes } });
-    this.completing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      const batch = this.completions.splice(0);
-      this.completing = null;
-      const applied = await changeBuildStatuses(this.deps.events, batch);
-      const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
-      this.evaluationProgress.touched(...done);
-      for (const id of done) this.buildProgress.forget(id);
-      await this.finishEvaluations({ derivationBuilds: done });
-      this.wake();
-    });
-    return this.completing;
   }
 
   /**
@@ -299,35 +274,18 @@ export class BuildScheduler implements WorkerListener {
    * them, without the attempt counting (build.inputsUnavailableMaxLoops bounds this loop).
    */
   private async inputsUnavailable(
-    job: BuildJobEntry, failure: JobFailure, logSizes: { logBytes: number; logDroppedBytes: number },
+    job: BuildJobEntry, failure: JobFailure, logSizes: LogSizes,
   ): Promise<void> {
     const { sql, events, settings } = this.deps;
     const suspects = await countSubstituteMisses(sql, job.derivationBuildId);
     for (const id of suspects) {
       this.substitutionChecked.delete(id);
-      await this.setStatus(id, { to: 'queued', from: ['substituted'] });
+      await this.outcomes.setStatus(id, { to: 'queued', from: ['substituted'] });
     }
     // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
     const notBefore = suspects.length > 0 ? null : new Date(Date.now() + settings.retryBackoffSecs * 1000);
-    await this.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
+    await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
     await countInputsLoop(sql, job.derivationBuildId);
-  }
-
-  private async failDependents(derivationBuildId: string): Promise<void> {
-    const dependents = await queuedDependents(this.deps.sql, derivationBuildId);
-    for (const { id } of dependents) {
-      await this.setStatus(id, {
-        to: 'failed', from: ['queued'],
-        failure: { class: 'FailedPermanent', reason: 'dependency_failed', message: `an input of this derivation failed (derivation_build ${derivationBuildId})` },
-      });
-    }
-    await this.finishEvaluations({ derivationBuilds: [derivationBuildId, ...dependents.map((d) => d.id)] });
-  }
-
-  private async finishEvaluations(opts: { derivationBuilds?: string[]; evaluation?: string }): Promise<void> {
-    for (const { id } of await finishedEvaluations(this.deps.sql, opts)) {
-      await changePhase(this.deps.events, id, { to: 'completed', from: ['building'] });
-    }
   }
 
   /**
@@ -408,12 +366,12 @@ export class BuildScheduler implements WorkerListener {
       if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
       for (const project of unchecked ? build.projects : []) {
         if (await outputsCached(sql, outputs, readable(await cachesOf(project)))) {
-          substituted = (await this.setStatus(build.id, { to: 'substituted', from: ['queued'] })) !== null;
+          substituted = (await this.outcomes.setStatus(build.id, { to: 'substituted', from: ['queued'] })) !== null;
           break;
         }
       }
       if (substituted) {
-        await this.finishEvaluations({ derivationBuilds: [build.id] });
+        await this.outcomes.finishEvaluations({ derivationBuilds: [build.id] });
         this.again = true;
         continue;
       }
@@ -440,13 +398,10 @@ export class BuildScheduler implements WorkerListener {
   /** Starts a pass's builds in one transaction (one commit, not one per build), then sends the jobs. */
   private async startBuilds(assignments: readonly { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] }[]): Promise<void> {
     const { events, settings } = this.deps;
-    const attempts = await changeBuildStatuses(events, assignments.map(({ worker, build }) => ({
-      id: build.id, change: { to: 'started' as const, from: ['queued' as const], workerId: worker.hello.workerId, countAttempt: true },
-    })));
+    const attempts = await this.outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId })));
     assignments.forEach(({ worker, build, caches }, i) => {
       const attempt = attempts[i];
       if (attempt === null || attempt === undefined) return;
-      this.evaluationProgress.touched(build.id);
       const jobId = `build:${build.id}:${attempt}`;
       this.jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)) }, worker);
       worker.link.send(buildJobMessage(jobId, build, caches, { ...settings, readToken: this.deps.readToken }));
