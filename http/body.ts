@@ -34,6 +34,11 @@ export function bufferBody(res: HttpResponse, limit: number, declaredLength: num
 const tooLarge = (limit: number) =>
   new ApiError(413, 'body_too_large', `request body exceeds the limit of ${limit} bytes (http.maxRequestSize)`);
 
+const SLAB_BYTES = 1 << 20;
+/** 64 MiB at most kept for reuse between requests. */
+const SPARE_SLABS = 64;
+const spareSlabs: Buffer[] = [];
+
 /**
  * A body as an async iterable with backpressure: uWS is paused while more than `highWater`
  * bytes wait for the consumer. `limit` bounds the total (413 beyond it).
@@ -47,9 +52,21 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
   private paused = false;
   private received = 0;
 
+  /** The slab being filled (reusesPieces), and the one the consumer holds. */
+  private slab: Buffer | null = null;
+  private filled = 0;
+  private lent: Buffer | null = null;
+
   constructor(
     private readonly res: HttpResponse,
     private readonly limit: number,
+    /**
+     * Pieces are 1 MiB slabs taken in turn from a shared spare list, each valid only until the
+     * consumer asks for the next piece (it writes it out and keeps no reference). A large upload
+     * otherwise copies every network read into a fresh buffer, and V8 answers that much external
+     * memory with major garbage collections.
+     */
+    readonly reusesPieces = false,
     private readonly highWater = 4 << 20,
   ) {
     res.onData((chunk, isLast) => {
@@ -59,7 +76,8 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
         this.fail(new ApiError(413, 'body_too_large', `request body exceeds the limit of ${this.limit} bytes`));
         return;
       }
-      if (chunk.byteLength > 0) {
+      if (this.reusesPieces) this.fill(new Uint8Array(chunk), isLast);
+      else if (chunk.byteLength > 0) {
         this.queue.push(Buffer.from(chunk.slice(0)));
         this.queued += chunk.byteLength;
       }
@@ -75,6 +93,27 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
   /** Called by the router when the client goes away. */
   abort(): void {
     this.fail(new Error('client aborted the request'));
+  }
+
+  /** Copies a network read into slabs; a full slab (or the last bytes) joins the queue. */
+  private fill(bytes: Uint8Array, isLast: boolean): void {
+    for (let at = 0; at < bytes.byteLength; ) {
+      this.slab ??= spareSlabs.pop() ?? Buffer.allocUnsafeSlow(SLAB_BYTES);
+      const n = Math.min(bytes.byteLength - at, SLAB_BYTES - this.filled);
+      this.slab.set(bytes.subarray(at, at + n), this.filled);
+      this.filled += n;
+      at += n;
+      if (this.filled === SLAB_BYTES) this.enqueueSlab();
+    }
+    if (isLast && this.filled > 0) this.enqueueSlab();
+  }
+
+  private enqueueSlab(): void {
+    const slab = this.slab!;
+    this.queue.push(this.filled === SLAB_BYTES ? slab : slab.subarray(0, this.filled));
+    this.queued += this.filled;
+    this.slab = null;
+    this.filled = 0;
   }
 
   get bytesReceived(): number {
@@ -101,6 +140,12 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
         if (this.paused && this.queued < this.highWater / 2) {
           this.paused = false;
           this.res.resume();
+        }
+        if (this.reusesPieces) {
+          // The consumer asked for this piece, so it is done with the last one. Only whole slabs
+          // go back (the last, partial piece of a body is left to the garbage collector).
+          if (this.lent !== null && spareSlabs.length < SPARE_SLABS) spareSlabs.push(this.lent);
+          this.lent = next.byteLength === SLAB_BYTES ? next : null;
         }
         yield next;
         continue;

@@ -18,6 +18,8 @@ export interface RouteOptions {
   maxBody?: number;
   /** The option that sets maxBody, named in the 413 (e.g. http.maxSourceUploadSize). */
   maxBodyName?: string;
+  /** body 'stream': pieces are reused memory, each valid until the next is asked for (BodyStream.reusesPieces) */
+  reuseBodyPieces?: boolean;
 }
 
 export interface Route<P> {

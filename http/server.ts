@@ -148,7 +148,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
         failNow(res, state, new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`), head, true);
         return;
       }
-      body = new BodyStream(res, limit);
+      body = new BodyStream(res, limit, route.options.reuseBodyPieces === true);
     }
     request ??= new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
 

@@ -4,7 +4,8 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { ingestStagedNar } from './nars/ingestTask.js';
-import { compressNarFrame, joinNarFrames, verifyStagedNar } from './nars/frameTasks.js';
+import { compressNarFrame, joinNarFrames, scanStagedReferences, verifyStagedNar } from './nars/frameTasks.js';
+import { checkStagedBytes, dropStagedCheck, stagedCheckResult } from './nars/checkTasks.js';
 
 export interface Sha256FileResult {
   /** Lowercase hex digest, as sha256sum prints it. */
@@ -29,6 +30,10 @@ export const cpuTasks = {
   compressNarFrame,
   joinNarFrames,
   verifyStagedNar,
+  scanStagedReferences,
+  checkStagedBytes,
+  stagedCheckResult,
+  dropStagedCheck,
 } satisfies Record<string, (input: never) => Promise<unknown>>;
 
 export type CpuTasks = typeof cpuTasks;

@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { hashNar, isNarError, NarListingBuilder, renderNarListing, sha256Nix32 } from '../../protocol/index.js';
-import { compressFrame } from './narFrames.js';
+import { compressFrame, FRAME_BYTES } from './narFrames.js';
 import { ReferenceScanner } from './referenceScanner.js';
 
 const READ = { highWaterMark: 1 << 20 };
@@ -21,9 +21,18 @@ export interface CompressFrameInput {
   zstdLevel: number;
 }
 
+/**
+ * The buffer a pool thread reads frames into, reused: a pool thread runs one task at a time (piscina's
+ * default), and a fresh 16 MiB buffer per frame was garbage to collect.
+ */
+let frameBuffer: Buffer | null = null;
+
 export async function compressNarFrame(input: CompressFrameInput): Promise<{ size: number }> {
   await mkdir(dirname(input.output), { recursive: true });
-  const frame = Buffer.allocUnsafe(input.end - input.start);
+  const length = input.end - input.start;
+  const reusable = frameBuffer !== null && frameBuffer.length >= length ? frameBuffer : Buffer.allocUnsafe(Math.max(length, FRAME_BYTES));
+  frameBuffer = null; // taken: should two tasks ever overlap here, the other one allocates its own
+  const frame = reusable.subarray(0, length);
   const source = await open(input.source, 'r');
   let filled = 0;
   try {
@@ -36,6 +45,7 @@ export async function compressNarFrame(input: CompressFrameInput): Promise<{ siz
     await source.close();
   }
   const compressed = compressFrame(frame.subarray(0, filled), input.zstdLevel);
+  frameBuffer = reusable;
   const partial = `${input.output}.partial-${process.pid}-${Math.random().toString(36).slice(2)}`;
   try {
     await writeFile(partial, compressed, { flag: 'wx' });
@@ -73,6 +83,28 @@ export async function joinNarFrames(input: JoinFramesInput): Promise<{ fileHash:
     throw e;
   }
   return { fileHash: sha256Nix32(hash.digest()).slice('sha256:'.length), fileSize };
+}
+
+export interface ScanReferencesInput {
+  /** an uncompressed staged NAR */
+  source: string;
+  narSize: number;
+  references: string[];
+}
+
+/** Which declared references do not occur in the first `narSize` bytes (when the rest of the check pass ran as chunks arrived). */
+export async function scanStagedReferences(input: ScanReferencesInput): Promise<{ missingReferences: string[] }> {
+  const scanner = new ReferenceScanner(input.references);
+  const file = createReadStream(input.source, { ...READ, end: input.narSize - 1 });
+  try {
+    for await (const chunk of file) {
+      scanner.push(chunk as Buffer);
+      if (scanner.missing.length === 0) break;
+    }
+  } finally {
+    file.destroy();
+  }
+  return { missingReferences: scanner.missing };
 }
 
 export interface VerifyInput {

@@ -11,6 +11,7 @@ import { commitIngest } from './commitIngest.js';
 import { runIngestPass } from './ingestPass.js';
 import type { NarFrameSets } from './narFrameSets.js';
 import type { StagingArea } from './narLocations.js';
+import type { CheckedNar } from './stagedCheck.js';
 import { findHeldPath } from './sql/index.js';
 import { UploadProblem } from './uploadProblem.js';
 
@@ -38,6 +39,8 @@ export interface IngestRequest {
   compression: string;
   /** the frames directory of a staged upload (compressed while its chunks arrived) */
   framesDir?: string;
+  /** the check pass of a chunked upload, run as its chunks arrived (stagedChecks.ts) */
+  checked?: CheckedNar;
 }
 
 export interface IngestOutcome {
@@ -72,6 +75,7 @@ export async function ingestIntoCache(deps: IngestDeps, request: IngestRequest):
     references: info.references.map((ref) => ref.slice(0, 32)),
     zstdLevel: STORED_ZSTD_LEVEL,
     ...(request.framesDir === undefined ? {} : { framesDir: request.framesDir }),
+    ...(request.checked === undefined ? {} : { checked: request.checked }),
   });
   if (!result.ok) {
     const kind = result.field === 'NarSize' ? 'nar_mismatch' : /^unsupported compression/.test(result.reason) ? 'unsupported_compression' : 'invalid_nar';

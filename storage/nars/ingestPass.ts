@@ -6,6 +6,8 @@
 import type { CpuPool } from '../cpuPool.js';
 import type { StagingArea } from './narLocations.js';
 import type { NarFrameSets } from './narFrameSets.js';
+import type { VerifyOutput } from './frameTasks.js';
+import type { CheckedNar } from './stagedCheck.js';
 
 export interface PassRequest {
   source: string;
@@ -16,6 +18,8 @@ export interface PassRequest {
   zstdLevel: number;
   /** where the frames of this staged upload live; a temporary directory when absent */
   framesDir?: string;
+  /** the check pass, already run as the chunks arrived (stagedChecks.ts); the references are scanned here */
+  checked?: CheckedNar;
 }
 
 export type PassResult =
@@ -31,15 +35,23 @@ export async function runIngestPass(cpu: CpuPool, frames: NarFrameSets, staging:
   }
   const dir = request.framesDir ?? staging.tempFile('.frames');
   try {
-    const [checked, frameFiles] = await Promise.all([
-      cpu.run('verifyStagedNar', { source: request.source, narSize: request.narSize, references: request.references }),
-      frames.complete(dir, request.source, request.narSize),
-    ]);
+    const [checked, frameFiles] = await Promise.all([checkPass(cpu, request), frames.complete(dir, request.source, request.narSize)]);
     if (!checked.ok) return checked;
-    const file = await cpu.run('joinNarFrames', { frames: frameFiles, output: zstdFile });
+    // Joined while the chunks arrived when it could be; otherwise in one pass.
+    const file = (await frames.joined(dir, frameFiles, zstdFile)) ?? (await cpu.run('joinNarFrames', { frames: frameFiles, output: zstdFile }));
     return { ...checked, ...file, zstdFile };
   } finally {
     // A staged upload keeps its frames for another finalize until it is ingested or abandoned.
     if (request.framesDir === undefined) await frames.discard(dir);
   }
+}
+
+/** The check pass: what ran while the chunks arrived plus a scan for the declared references, or the full pass over the staged file. */
+async function checkPass(cpu: CpuPool, request: PassRequest): Promise<VerifyOutput> {
+  const { checked } = request;
+  if (checked === undefined) return cpu.run('verifyStagedNar', { source: request.source, narSize: request.narSize, references: request.references });
+  const { missingReferences } = request.references.length === 0
+    ? { missingReferences: [] }
+    : await cpu.run('scanStagedReferences', { source: request.source, narSize: request.narSize, references: request.references });
+  return { ok: true as const, ...checked, missingReferences };
 }

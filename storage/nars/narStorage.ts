@@ -12,6 +12,7 @@ import { stagingArea, type StagingArea } from './narLocations.js';
 import { narReads, type HotValue, type NarReads } from './narReads.js';
 import { narUploads, type NarUploads } from './narUploads.js';
 import { NarFrameSets } from './narFrameSets.js';
+import { StagedChecks } from './stagedChecks.js';
 import { STORED_ZSTD_LEVEL } from './ingest.js';
 import { deleteBlobIfUnreferenced, removePathFromCache, type PathRemoval } from './pathDeletion.js';
 import { localNarFile } from './storedNarFile.js';
@@ -61,7 +62,8 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
   const fetches = fetchRecorder(sql, log);
   const reads = narReads({ sql, blobs, hot, fetches, smallBytes: config['nar.smallBytes'] });
   const frames = new NarFrameSets(cpu, STORED_ZSTD_LEVEL);
-  const uploads = narUploads({ sql, blobs, cpu, staging, frames, reads, maxUploadSize: config['nar.maxUploadSize'] });
+  const checks = StagedChecks.open();
+  const uploads = narUploads({ sql, blobs, cpu, staging, frames, checks, reads, maxUploadSize: config['nar.maxUploadSize'] });
   const sweepDeps = { sql, blobs, staging, log, partialTtlSecs: config['nar.partialTtlSecs'], graceHours: config['gc.narUploadGraceHours'] };
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = (now?: Date): Promise<SweepReport> => {
@@ -100,6 +102,7 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
       clearInterval(timer);
       await sweeping;
       await fetches.close();
+      await checks.close();
     },
   };
 }

@@ -7,6 +7,8 @@ import type { Narinfo, SigningKey } from '../../protocol/index.js';
 import { ingestIntoCache, type IngestDeps, type IngestOutcome } from './ingest.js';
 import { KeyedLocks } from './keyedLocks.js';
 import type { NarReads } from './narReads.js';
+import type { CheckedNar } from './stagedCheck.js';
+import type { StagedChecks } from './stagedChecks.js';
 import { appendStagedBytes, writeStagedFile } from './stagingFile.js';
 import {
   advanceStagedUpload,
@@ -22,6 +24,8 @@ import { UploadProblem } from './uploadProblem.js';
 
 export interface NarUploadsDeps extends IngestDeps {
   reads: NarReads;
+  /** the check pass of chunked uploads, run as their chunks arrive */
+  checks: StagedChecks;
   /** nar.maxUploadSize */
   maxUploadSize: number;
 }
@@ -72,7 +76,7 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
     }
   };
 
-  const ingested = async (request: Parameters<NarUploads['ingestFile']>[0] & { framesDir?: string }): Promise<IngestOutcome> => {
+  const ingested = async (request: Parameters<NarUploads['ingestFile']>[0] & { framesDir?: string; checked?: CheckedNar }): Promise<IngestOutcome> => {
     const outcome = await ingestIntoCache(deps, {
       cacheId: request.cacheId,
       signingKey: request.signingKey,
@@ -80,6 +84,7 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
       source: request.file,
       compression: request.compression,
       ...(request.framesDir === undefined ? {} : { framesDir: request.framesDir }),
+      ...(request.checked === undefined ? {} : { checked: request.checked }),
     });
     deps.reads.forget(request.cacheId, hashPartOf(request.info), outcome.fileHash);
     return outcome;
@@ -102,13 +107,16 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
           throw new UploadProblem('offset_mismatch', `offset ${offset} is not where the upload stands: ${staged} bytes are staged; send the chunk at offset=${staged}`, staged);
         }
         const file = fileOf(cacheId, uploadKey);
+        const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
         const end = await appendStagedBytes(file, offset, body, deps.maxUploadSize);
         if (!(await advanceStagedUpload(deps.sql, cacheId, uploadKey, offset, end))) {
+          deps.checks.drop(framesDir);
           const now = (await findStagedUpload(deps.sql, cacheId, uploadKey))?.bytesStaged ?? 0;
           throw new UploadProblem('offset_mismatch', `the upload moved while this chunk was written: ${now} bytes are staged; send the chunk at offset=${now}`, now);
         }
-        // Compression of the frames now complete starts while the client sends the next chunk.
-        deps.frames.advance(deps.staging.framesDir(cacheId, uploadKey, row.createdAt), file, end);
+        // The check pass and the compression of the frames now complete run while the client sends the next chunk.
+        deps.checks.advance(framesDir, file, offset, end);
+        deps.frames.advance(framesDir, file, end);
         return end;
       }),
 
@@ -120,6 +128,8 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
         const file = fileOf(cacheId, uploadKey);
         await mkdir(dirname(file), { recursive: true });
         await rename(temporary, file);
+        const replaced = await findStagedUpload(deps.sql, cacheId, uploadKey);
+        if (replaced) deps.checks.drop(deps.staging.framesDir(cacheId, uploadKey, replaced.createdAt));
         await replaceStagedUpload(deps.sql, cacheId, uploadKey, compression, length);
         return length;
       }),
@@ -150,7 +160,9 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
         if (onDisk.size > row.bytesStaged) await truncate(file, row.bytesStaged);
         const compression = row.compression === 'none' ? 'none' : info.compression;
         const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
-        const outcome = await ingested({ cacheId, signingKey: request.signingKey, info, file, compression, framesDir });
+        const checked = compression === 'none' ? ((await deps.checks.result(framesDir, info.narSize)) ?? undefined) : undefined;
+        const outcome = await ingested({ cacheId, signingKey: request.signingKey, info, file, compression, framesDir, ...(checked === undefined ? {} : { checked }) });
+        deps.checks.drop(framesDir);
         await deleteStagedUpload(deps.sql, cacheId, uploadKey);
         await rm(file, { force: true });
         await deps.frames.discard(framesDir);
@@ -169,7 +181,11 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
         const row = await findStagedUpload(deps.sql, cacheId, uploadKey);
         const existed = await deleteStagedUpload(deps.sql, cacheId, uploadKey);
         await rm(fileOf(cacheId, uploadKey), { force: true });
-        if (row) await deps.frames.discard(deps.staging.framesDir(cacheId, uploadKey, row.createdAt));
+        if (row) {
+          const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
+          deps.checks.drop(framesDir);
+          await deps.frames.discard(framesDir);
+        }
         return existed;
       }),
   };

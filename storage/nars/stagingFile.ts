@@ -14,7 +14,14 @@ const WRITE_BATCH = 1 << 20;
 /** IOV_MAX on Linux: a writev of more pieces is split anyway. */
 const MAX_PIECES = 1024;
 
-async function writeAll(handle: FileHandle, body: AsyncIterable<Uint8Array>, start: number, limit: number, what: string): Promise<number> {
+/**
+ * A body whose pieces are memory it reuses says so (http/body.ts BodyStream): each piece is then
+ * written before the next is asked for.
+ */
+export type StagedBody = AsyncIterable<Uint8Array> & { readonly reusesPieces?: boolean };
+
+async function writeAll(handle: FileHandle, body: StagedBody, start: number, limit: number, what: string): Promise<number> {
+  const transient = body.reusesPieces === true;
   let position = start;
   let pending: Uint8Array[] = [];
   let pendingBytes = 0;
@@ -37,7 +44,7 @@ async function writeAll(handle: FileHandle, body: AsyncIterable<Uint8Array>, sta
     }
     pending.push(chunk);
     pendingBytes += chunk.byteLength;
-    if (pendingBytes >= WRITE_BATCH || pending.length >= MAX_PIECES) await flush();
+    if (pendingBytes >= WRITE_BATCH || pending.length >= MAX_PIECES || transient) await flush();
   }
   await flush();
   return position;
@@ -57,7 +64,7 @@ function remainderAfter(buffers: Uint8Array[], written: number): Uint8Array[] {
  * Appends `body` at `offset` (the row's count); the new length. On any failure the file
  * is cut back to `offset`, so nothing of a failed chunk counts or lingers.
  */
-export async function appendStagedBytes(path: string, offset: number, body: AsyncIterable<Uint8Array>, limit: number): Promise<number> {
+export async function appendStagedBytes(path: string, offset: number, body: StagedBody, limit: number): Promise<number> {
   await mkdir(dirname(path), { recursive: true });
   const handle = await open(path, constants.O_RDWR | constants.O_CREAT, 0o600);
   try {
@@ -74,7 +81,7 @@ export async function appendStagedBytes(path: string, offset: number, body: Asyn
 }
 
 /** Writes a whole new file from `body`; its length. A failed write leaves no file. */
-export async function writeStagedFile(path: string, body: AsyncIterable<Uint8Array>, limit: number): Promise<number> {
+export async function writeStagedFile(path: string, body: StagedBody, limit: number): Promise<number> {
   await mkdir(dirname(path), { recursive: true });
   const handle = await open(path, 'w', 0o600);
   let complete = false;

@@ -1,4 +1,5 @@
 import t from 'tap';
+import { createHash, randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../../protocol/index.js';
@@ -28,6 +29,16 @@ async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 
     for await (const chunk of req.stream()) n += chunk.byteLength;
     return n;
   }, { auth: 'none', body: 'stream', maxBody: 10 << 20 });
+  api.put('/digest', async (req) => {
+    // Each piece is used up before the next is asked for, as a reusing body requires.
+    const hash = createHash('sha256');
+    let pieces = 0;
+    for await (const piece of req.stream()) {
+      hash.update(piece);
+      pieces++;
+    }
+    return { sha256: hash.digest('hex'), pieces, reused: req.stream().reusesPieces };
+  }, { auth: 'none', body: 'stream', maxBody: 64 << 20, reuseBodyPieces: true });
   const big = Buffer.alloc(8 << 20, 7);
   api.get('/big', () => streamReply(200, big.length, (async function* () {
     for (let i = 0; i < big.length; i += 65536) yield big.subarray(i, i + 65536);
@@ -104,6 +115,15 @@ t.test('suffix params, HEAD and streams', async (t) => {
   t.ok(bytes.every((b) => b === 7));
   const up = await fetch(`${base}/api/v1/upload`, { method: 'POST', body: Buffer.alloc(3 << 20, 1) });
   t.same(await up.json(), { error: false, message: 3 << 20 });
+  // Two large bodies at once through reused slabs, then again (slabs handed back are taken up again).
+  for (let round = 0; round < 2; round++) {
+    const bodies = [randomBytes((5 << 20) + 12345), randomBytes((3 << 20) + 1)];
+    const answers = await Promise.all(bodies.map(async (b) => (await (await fetch(`${base}/api/v1/digest`, { method: 'PUT', body: b })).json()) as { message: { sha256: string; pieces: number; reused: boolean } }));
+    answers.forEach((answer, i) => {
+      t.equal(answer.message.sha256, createHash('sha256').update(bodies[i]!).digest('hex'), `round ${round}: body ${i} arrives intact through reused slabs`);
+      t.ok(answer.message.reused && answer.message.pieces <= Math.ceil(bodies[i]!.length / (1 << 20)), `in ${answer.message.pieces} whole slabs and a rest`);
+    });
+  }
   const over = await fetch(`${base}/api/v1/upload`, { method: 'POST', body: Buffer.alloc(11 << 20, 1) }).catch((e: Error) => e);
   if (over instanceof Error) t.pass('connection closed on an oversized stream');
   else t.equal(over.status, 413);

@@ -99,7 +99,7 @@ export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const hash = req.param('hash', StorePathHash);
     return uploads.appendChunk(target, hash, offsetOf(req.query.get('offset')), declaredLength(req.header('content-length')), req.stream());
-  }), { body: 'stream', maxBody: maxUpload });
+  }), { body: 'stream', maxBody: maxUpload, reuseBodyPieces: true }); // the staging writer writes each piece before the next
 
   api.post('/caches/:cache/nars/:hash/finalize', wrap(async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
