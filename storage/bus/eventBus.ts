@@ -47,6 +47,12 @@ export function toWire(origin: string, event: BusEvent): string {
 }
 
 /** A wire message from another process, or null for this process's own or a malformed one. */
+/**
+ * How every wire text a process sends begins (toWire puts the origin first): a relay that
+ * receives its own process's events back skips them by this prefix, without parsing them.
+ */
+export const wirePrefix = (origin: string): string => `${JSON.stringify({ o: origin }).slice(0, -1)},`;
+
 export function fromWire(origin: string, value: unknown): BusEvent | null {
   if (typeof value !== 'object' || value === null) return null;
   const w = value as Partial<WireEvent>;

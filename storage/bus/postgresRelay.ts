@@ -1,6 +1,6 @@
 import type { Sql } from 'postgres';
 import type { Logger } from 'pino';
-import { fromWire, toWire, type BusEvent, type BusListener, type Relay } from './eventBus.js';
+import { fromWire, toWire, wirePrefix, type BusEvent, type BusListener, type Relay } from './eventBus.js';
 
 // Events between server processes through PostgreSQL LISTEN/NOTIFY, when no Redis is configured.
 // Events published in one turn of the event loop share NOTIFY calls (a JSON array per payload);
@@ -34,7 +34,10 @@ export async function postgresRelay(origin: string, onRemote: BusListener, opts:
     const [row] = await sql<{ payload: string }[]>`select payload from event_relay where id = ${id}`;
     if (row) receive(JSON.parse(row.payload));
   };
+  // A batch is one process's (flush below): its own come back from PostgreSQL and are skipped unread.
+  const ownBatch = `[${wirePrefix(origin)}`;
   const listener = await sql.listen(channel, (payload) => {
+    if (payload.startsWith(ownBatch)) return;
     let value: unknown;
     try {
       value = JSON.parse(payload);

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { fromWire, toWire, type BusListener, type Relay } from './eventBus.js';
+import { fromWire, toWire, wirePrefix, type BusListener, type Relay } from './eventBus.js';
 
 // Events between server processes through Redis pub/sub (redis.url). Publishing is pipelined by
 // ioredis; while Redis is away, events are dropped (the bus is best effort) and one warning is
@@ -31,8 +31,9 @@ export async function redisRelay(origin: string, onRemote: BusListener, opts: Re
     sub.disconnect();
     throw new Error(`cannot connect to Redis at ${describe(opts.url)} (redis.url) for the event bus: ${(cause as Error).message}`, { cause });
   }
+  const own = wirePrefix(origin);
   sub.on('message', (channel: string, message: string) => {
-    if (channel !== opts.channel) return;
+    if (channel !== opts.channel || message.startsWith(own)) return;
     let value: unknown;
     try {
       value = JSON.parse(message);

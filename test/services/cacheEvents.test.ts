@@ -40,6 +40,8 @@ t.test('cache events', async (t) => {
   const file = await fetch(`${kiln.url}/cache/main/${url}`);
   t.equal(file.status, 200);
   const fileSize = (await file.arrayBuffer()).byteLength;
+  // Traffic events go out in batches (100 ms): seen before the cache is deleted, which ends its feed.
+  await eventually('the traffic events on the firehose', async () => (firehose.frames.some((f) => f.event === 'cache.nar.fetched') ? true : undefined));
 
   t.equal((await kiln.api('DELETE', `/caches/main/nars/${nar.hash}`, { token: ada.token })).status, 200);
   t.equal((await kiln.api('DELETE', '/caches/main', { token: ada.token })).status, 200);
