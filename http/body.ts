@@ -1,5 +1,6 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { ApiError } from '../protocol/index.js';
+import { mebibyteBuffers } from '../storage/index.js';
 
 // uWS hands body chunks to onData, which must be attached before the handler's first await,
 // and neuters each ArrayBuffer after the callback: every chunk is copied. uWS does not drain
@@ -34,10 +35,7 @@ export function bufferBody(res: HttpResponse, limit: number, declaredLength: num
 const tooLarge = (limit: number) =>
   new ApiError(413, 'body_too_large', `request body exceeds the limit of ${limit} bytes (http.maxRequestSize)`);
 
-const SLAB_BYTES = 1 << 20;
-/** 64 MiB at most kept for reuse between requests. */
-const SPARE_SLABS = 64;
-const spareSlabs: Buffer[] = [];
+const SLAB_BYTES = mebibyteBuffers.bufferBytes;
 
 /**
  * A body as an async iterable with backpressure: uWS is paused while more than `highWater`
@@ -61,7 +59,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
     private readonly res: HttpResponse,
     private readonly limit: number,
     /**
-     * Pieces are 1 MiB slabs taken in turn from a shared spare list, each valid only until the
+     * Pieces are 1 MiB slabs taken in turn from the shared pool (storage/bufferPool.ts), each valid only until the
      * consumer asks for the next piece (it writes it out and keeps no reference). A large upload
      * otherwise copies every network read into a fresh buffer, and V8 answers that much external
      * memory with major garbage collections.
@@ -98,7 +96,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
   /** Copies a network read into slabs; a full slab (or the last bytes) joins the queue. */
   private fill(bytes: Uint8Array, isLast: boolean): void {
     for (let at = 0; at < bytes.byteLength; ) {
-      this.slab ??= spareSlabs.pop() ?? Buffer.allocUnsafeSlow(SLAB_BYTES);
+      this.slab ??= mebibyteBuffers.take();
       const n = Math.min(bytes.byteLength - at, SLAB_BYTES - this.filled);
       this.slab.set(bytes.subarray(at, at + n), this.filled);
       this.filled += n;
@@ -144,7 +142,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
         if (this.reusesPieces) {
           // The consumer asked for this piece, so it is done with the last one. Only whole slabs
           // go back (the last, partial piece of a body is left to the garbage collector).
-          if (this.lent !== null && spareSlabs.length < SPARE_SLABS) spareSlabs.push(this.lent);
+          if (this.lent !== null) mebibyteBuffers.give(this.lent);
           this.lent = next.byteLength === SLAB_BYTES ? next : null;
         }
         yield next;

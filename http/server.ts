@@ -127,10 +127,8 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       } catch (e) {
         early = Promise.reject(e);
       }
-      if (!(early instanceof Promise) && (!isReply(early) || respondComplete(res, state, early, head, false, true))) {
-        if (!isReply(early)) respondComplete(res, state, jsonReply(200, early ?? null), head, false, true);
-        return;
-      }
+      // Anything but a promise or a streamed reply is written now.
+      if (!(early instanceof Promise) && respondComplete(res, state, isReply(early) ? early : jsonReply(200, early ?? null), head, false, true)) return;
     }
 
     res.onAborted(() => {

@@ -1,13 +1,16 @@
 // What a build's status change sets off, for the scheduler: the guarded row update and its events
 // (buildStatus.ts), the evaluations' progress, the end of a build's progress reports, failing the
-// builds that wait on a failed one, and completing evaluations whose builds are all done. Results
+// builds that wait on a failed one, re-queueing a build whose inputs could not be fetched, and
+// completing evaluations whose builds are all done. Results
 // that arrive together complete in one transaction.
 import type { Sql } from 'postgres';
+import type { JobFailure } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import { changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
+import { countInputsLoop, countSubstituteMisses } from './freeRequeues.js';
 import { finishedEvaluations, queuedDependents } from './schedulerQueries.js';
 
 export interface LogSizes {
@@ -62,6 +65,23 @@ export class BuildOutcomes {
       this.wake();
     });
     return this.completing;
+  }
+
+  /**
+   * The worker could not get the build's inputs. Inputs a cache claimed (substituted) are the
+   * suspects: they go back to the queue, counted as substitute misses, and past
+   * build.substituteMissEscalationThreshold they are built instead. The build itself waits for
+   * them, without the attempt counting (build.inputsUnavailableMaxLoops bounds this loop).
+   * The suspects sent back to the queue.
+   */
+  async inputsUnavailable(derivationBuildId: string, failure: JobFailure, logSizes: LogSizes, retryBackoffSecs: number): Promise<string[]> {
+    const suspects = await countSubstituteMisses(this.sql, derivationBuildId);
+    for (const id of suspects) await this.setStatus(id, { to: 'queued', from: ['substituted'] });
+    // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
+    const notBefore = suspects.length > 0 ? null : new Date(Date.now() + retryBackoffSecs * 1000);
+    await this.setStatus(derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
+    await countInputsLoop(this.sql, derivationBuildId);
+    return suspects;
   }
 
   /** Fails the queued builds that need a failed one, then completes what that finishes. */

@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
 import type { ReservedSql, Sql } from 'postgres';
-import type { JobFailure, Message, RejectCode } from '../protocol/index.js';
+import type { Message, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { Supervisor } from '../supervisors/index.js';
 import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
-import { BuildOutcomes, type LogSizes } from './buildOutcomes.js';
+import { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches } from './buildJobMessage.js';
 import { buildProgressReporter } from './buildProgress.js';
 import { systemClock } from './clock.js';
 import { EvaluationProgress } from './evaluationProgress.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
-import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
+import { inputsLoops } from './freeRequeues.js';
 import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
 import { evaluationWaitReason } from './evaluationWait.js';
@@ -238,7 +238,7 @@ export class BuildScheduler implements WorkerListener {
   }
 
   private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
-    const { events, logs, settings } = this.deps;
+    const { logs, settings } = this.deps;
     if (message.t === 'buildLog') {
       job.actor.send({ type: 'progress', amount: message.data.length });
       this.jobs.reportProgress(job, 'building', message.data.length, 0);
@@ -252,7 +252,8 @@ export class BuildScheduler implements WorkerListener {
       // the common case, batched: results that arrive together complete in one transaction
       return this.outcomes.completeSoon(job.derivationBuildId, logSizes);
     } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
-      await this.inputsUnavailable(job, message.failure, logSizes);
+      const requeued = await this.outcomes.inputsUnavailable(job.derivationBuildId, message.failure, logSizes, settings.retryBackoffSecs);
+      for (const id of requeued) this.substitutionChecked.delete(id);
     } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
       // spec: wait build.retryBackoffSecs, doubled for every earlier attempt
       const wait = settings.retryBackoffSecs * 2 ** (job.attempt - 1);
@@ -267,31 +268,6 @@ export class BuildScheduler implements WorkerListener {
     this.wake();
   }
 
-  /**
-   * The worker could not get the build's inputs. Inputs a cache claimed (substituted) are the
-   * suspects: they go back to the queue, counted as substitute misses, and past
-   * build.substituteMissEscalationThreshold they are built instead. The build itself waits for
-   * them, without the attempt counting (build.inputsUnavailableMaxLoops bounds this loop).
-   */
-  private async inputsUnavailable(
-    job: BuildJobEntry, failure: JobFailure, logSizes: LogSizes,
-  ): Promise<void> {
-    const { sql, events, settings } = this.deps;
-    const suspects = await countSubstituteMisses(sql, job.derivationBuildId);
-    for (const id of suspects) {
-      this.substitutionChecked.delete(id);
-      await this.outcomes.setStatus(id, { to: 'queued', from: ['substituted'] });
-    }
-    // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
-    const notBefore = suspects.length > 0 ? null : new Date(Date.now() + settings.retryBackoffSecs * 1000);
-    await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
-    await countInputsLoop(sql, job.derivationBuildId);
-  }
-
-  /**
-   * Every process dispatches to its own workers (the guarded status changes let one process win
-   * each job); the lock holder also returns the jobs of dead processes to the queue.
-   */
   private async pass(): Promise<void> {
     const leader = await this.lead();
     if (leader && Date.now() - this.sweptAt >= ORPHAN_SWEEP_MS) {

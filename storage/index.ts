@@ -3,6 +3,7 @@ export * from './queue/index.js';
 export { createCpuPool, type CpuPool, type CpuPoolOptions, type CpuPoolStats } from './cpuPool.js';
 export type { CpuTaskName, CpuTaskInput, CpuTaskOutput, Sha256FileResult } from './cpuWorker.js';
 export * from './blobs/index.js';
+export { BufferPool, mebibyteBuffers } from './bufferPool.js';
 export * from './kv/index.js';
 export { openSecretBox, secretBoxWithKey, keyFromSecretText, type SecretBox } from './secretBox.js';
 export * from './nars/index.js';

@@ -8,6 +8,7 @@ import { assertRangeShape, clampRange, type BlobRange } from './blobRange.js';
 import type { BlobEntry, BlobRead, BlobReadOptions, BlobSource, BlobStore } from './blobStore.js';
 import { ensureDirectory, errorCode, isTemporaryName, moveDurably, writeDurably } from './durableFile.js';
 import { BlobSizeError, assertSize, withExpectedSize } from './expectedSize.js';
+import { mebibyteBuffers } from '../bufferPool.js';
 
 // A path that is absent, or runs through a file where a directory would be, holds no blob.
 const ABSENT = new Set(['ENOENT', 'ENOTDIR']);
@@ -146,26 +147,12 @@ async function* walkDirectory(dir: string, relative: string, prefix: string): As
 }
 
 /** Bytes per read: large reads mean few turns of the event loop per served megabyte. */
-const READ_CHUNK = 1 << 20;
-
-/**
- * The bytes [start, end) of an open file, in fresh buffers of up to READ_CHUNK, the next read
- * already under way while the consumer handles the last one (a socket write, a hash update).
- * Closes the handle when done, failed or returned early.
- */
-/** Read buffers of streams that reuse their chunks, kept between streams (at most SPARE_LIMIT). */
-const spareBuffers: Buffer[] = [];
-const SPARE_LIMIT = 32;
-
-const takeBuffer = (): Buffer => spareBuffers.pop() ?? Buffer.allocUnsafeSlow(READ_CHUNK);
-const giveBack = (buffer: Buffer): void => {
-  if (spareBuffers.length < SPARE_LIMIT) spareBuffers.push(buffer);
-};
+const READ_CHUNK = mebibyteBuffers.bufferBytes;
 
 /**
  * The bytes [start, end) in READ_CHUNK pieces, the next read already under way while the caller
  * writes the last piece out. With `reuse`, two buffers take turns (the caller is done with a piece
- * when it asks for the next) and go back to a shared spare list at the end.
+ * when it asks for the next) and go back to the shared pool (bufferPool.ts) at the end.
  */
 async function* readChunks(key: string, handle: FileHandle, start: number, end: number, reuse: boolean): AsyncGenerator<Buffer, void, undefined> {
   const owned: Buffer[] = [];
@@ -182,7 +169,7 @@ async function* readChunks(key: string, handle: FileHandle, start: number, end: 
   const ahead = (at: number, turn: number): Promise<Buffer> => {
     let buffer: Buffer;
     if (!reuse) buffer = Buffer.allocUnsafeSlow(Math.min(READ_CHUNK, end - at));
-    else buffer = owned[turn % 2] ?? (owned[turn % 2] = takeBuffer());
+    else buffer = owned[turn % 2] ?? (owned[turn % 2] = mebibyteBuffers.take());
     const read = readAt(at, buffer);
     read.catch(() => undefined); // a read-ahead may fail while nobody awaits it yet: handled when awaited
     return read;
@@ -199,7 +186,7 @@ async function* readChunks(key: string, handle: FileHandle, start: number, end: 
   } finally {
     await next?.catch(() => undefined);
     await handle.close();
-    owned.forEach(giveBack);
+    for (const buffer of owned) mebibyteBuffers.give(buffer);
   }
 }
 
