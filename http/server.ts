@@ -87,6 +87,9 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     const sequenceNumber = ++sequence;
     const head = rawMethod === 'head';
     const method = (head ? 'get' : rawMethod) as Method;
+    // uWS does not count a HEAD answer (endWithoutBody) as a response: without an abort handler it
+    // aborts the process when the callback returns, even after an error answered at once.
+    if (head) res.onAborted(() => state.abort());
 
     let parts: string[];
     try {
@@ -118,8 +121,6 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     let request: Req<P> | undefined;
     const quick = route.options.auth === 'none' && route.options.body === 'none';
     if (quick) {
-      // uWS does not count a HEAD answer (endWithoutBody) as a response: it needs the abort handler.
-      if (head) res.onAborted(() => state.abort());
       request = new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head);
       request.principal = opts.anonymous;
       try {
@@ -127,8 +128,15 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       } catch (e) {
         early = Promise.reject(e);
       }
-      // Anything but a promise or a streamed reply is written now.
-      if (!(early instanceof Promise) && respondComplete(res, state, isReply(early) ? early : jsonReply(200, early ?? null), head, false, true)) return;
+      // Anything but a promise or a streamed reply is written now; a reply that cannot be written
+      // (say, a value JSON cannot hold) goes the promise's way below and becomes a 500.
+      if (!(early instanceof Promise)) {
+        try {
+          if (respondComplete(res, state, isReply(early) ? early : jsonReply(200, early ?? null), head, false, true)) return;
+        } catch (e) {
+          early = Promise.reject(e);
+        }
+      }
     }
 
     res.onAborted(() => {

@@ -361,7 +361,8 @@ export class NarParser {
         throw new NarError(this.tokenStart, `entries not sorted: ${tagText(bytes)} comes after ${tagText(frame.previousName)} in directory "${frame.path}"`);
       }
     }
-    frame.previousName = bytes.slice();
+    // A copy: `bytes` may be a view of the caller's chunk, and callers reuse their buffers.
+    frame.previousName = new Uint8Array(bytes);
     this.nodeName = decoder.decode(bytes);
     this.nodePath = frame.path === '' ? this.nodeName : `${frame.path}/${this.nodeName}`;
     this.expectNext(Expect.NodeKeyword);
