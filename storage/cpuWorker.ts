@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { ingestStagedNar } from './nars/ingestTask.js';
-import { compressNarFrame, joinNarFrames, scanStagedReferences, verifyStagedNar } from './nars/frameTasks.js';
+import { compressNarFrame, scanStagedReferences, verifyStagedNar } from './nars/frameTasks.js';
 import { checkStagedBytes, dropStagedCheck, stagedCheckResult } from './nars/checkTasks.js';
 
 export interface Sha256FileResult {
@@ -28,7 +28,6 @@ export const cpuTasks = {
   sha256File,
   ingestStagedNar,
   compressNarFrame,
-  joinNarFrames,
   verifyStagedNar,
   scanStagedReferences,
   checkStagedBytes,

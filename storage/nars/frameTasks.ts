@@ -1,11 +1,11 @@
 // CPU pool tasks of the parallel ingest of an uncompressed NAR (storage/cpuWorker.ts runs them):
-// one zstd frame of a byte range, the frames joined into the stored file with its FileHash, and
-// the check pass (parse, NarHash, listing, references) that needs no compression at all.
-import { createHash } from 'node:crypto';
+// one zstd frame of a byte range, handed back to the main thread without a copy (frameJoin.ts
+// writes it into the stored file), and the check pass (parse, NarHash, listing, references) that
+// needs no compression at all.
 import { createReadStream } from 'node:fs';
-import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname } from 'node:path';
-import { hashNar, isNarError, NarListingBuilder, renderNarListing, sha256Nix32 } from '../../protocol/index.js';
+import { open } from 'node:fs/promises';
+import { move } from 'piscina';
+import { hashNar, isNarError, NarListingBuilder, renderNarListing } from '../../protocol/index.js';
 import { compressFrame, FRAME_BYTES } from './narFrames.js';
 import { ReferenceScanner } from './referenceScanner.js';
 
@@ -16,8 +16,6 @@ export interface CompressFrameInput {
   /** NAR bytes [start, end) */
   start: number;
   end: number;
-  /** written under a temporary name and renamed, so a frame file that exists is complete */
-  output: string;
   zstdLevel: number;
 }
 
@@ -27,8 +25,8 @@ export interface CompressFrameInput {
  */
 let frameBuffer: Buffer | null = null;
 
-export async function compressNarFrame(input: CompressFrameInput): Promise<{ size: number }> {
-  await mkdir(dirname(input.output), { recursive: true });
+/** The frame's compressed bytes, transferred (not cloned) to the thread that asked. */
+export async function compressNarFrame(input: CompressFrameInput): Promise<Uint8Array> {
   const length = input.end - input.start;
   const reusable = frameBuffer !== null && frameBuffer.length >= length ? frameBuffer : Buffer.allocUnsafe(Math.max(length, FRAME_BYTES));
   frameBuffer = null; // taken: should two tasks ever overlap here, the other one allocates its own
@@ -38,51 +36,25 @@ export async function compressNarFrame(input: CompressFrameInput): Promise<{ siz
   try {
     while (filled < frame.length) {
       const { bytesRead } = await source.read(frame, filled, frame.length - filled, input.start + filled);
-      if (bytesRead === 0) break; // a file shorter than announced: the check pass reports it
+      if (bytesRead === 0) throw new Error(`${input.source} ends at byte ${input.start + filled}, inside the frame [${input.start}, ${input.end})`);
       filled += bytesRead;
     }
   } finally {
     await source.close();
   }
-  const compressed = compressFrame(frame.subarray(0, filled), input.zstdLevel);
+  const compressed = compressFrame(frame, input.zstdLevel);
   frameBuffer = reusable;
-  const partial = `${input.output}.partial-${process.pid}-${Math.random().toString(36).slice(2)}`;
-  try {
-    await writeFile(partial, compressed, { flag: 'wx' });
-    await rename(partial, input.output);
-  } catch (e) {
-    await rm(partial, { force: true });
-    throw e;
-  }
-  return { size: compressed.length };
+  return transferable(compressed);
 }
 
-export interface JoinFramesInput {
-  frames: string[];
-  output: string;
-}
-
-/** The stored file: the frames in order, with the nix32 SHA-256 (FileHash) and size of the whole. */
-export async function joinNarFrames(input: JoinFramesInput): Promise<{ fileHash: string; fileSize: number }> {
-  await mkdir(dirname(input.output), { recursive: true });
-  const out = await open(input.output, 'wx');
-  const hash = createHash('sha256');
-  let fileSize = 0;
-  try {
-    for (const frame of input.frames) {
-      for await (const chunk of createReadStream(frame, READ)) {
-        hash.update(chunk as Buffer);
-        fileSize += (chunk as Buffer).length;
-        await out.write(chunk as Buffer);
-      }
-    }
-    await out.close();
-  } catch (e) {
-    await out.close().catch(() => undefined);
-    await rm(input.output, { force: true });
-    throw e;
-  }
-  return { fileHash: sha256Nix32(hash.digest()).slice('sha256:'.length), fileSize };
+/**
+ * Bytes marked for transfer. Only a view of a whole ArrayBuffer may go: a small Buffer shares
+ * Node's allocation pool with others, so it is copied into its own first.
+ */
+function transferable(bytes: Buffer): Uint8Array {
+  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+  // piscina unwraps the marker and sends the bytes themselves; the caller receives a Uint8Array.
+  return move(own) as unknown as Uint8Array;
 }
 
 export interface ScanReferencesInput {

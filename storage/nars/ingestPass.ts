@@ -1,8 +1,9 @@
 // The CPU work of an ingest, in one of two ways, with one result: the checked digest, listing and
 // references of the NAR, and the stored zstd file (fixed frames, so both ways write the same bytes).
 // - an uncompressed staged NAR (REST uploads): the check pass and the frames run in parallel in the
-//   CPU pool, and a chunked upload's frames were mostly compressed while its chunks arrived;
+//   CPU pool, and a chunked upload's frames were mostly compressed and joined while its chunks arrived;
 // - a compressed one (`nix copy`): one pass that decompresses, checks and compresses.
+import { rm } from 'node:fs/promises';
 import type { CpuPool } from '../cpuPool.js';
 import type { StagingArea } from './narLocations.js';
 import type { NarFrameSets } from './narFrameSets.js';
@@ -35,13 +36,14 @@ export async function runIngestPass(cpu: CpuPool, frames: NarFrameSets, staging:
   }
   const dir = request.framesDir ?? staging.tempFile('.frames');
   try {
-    const [checked, frameFiles] = await Promise.all([checkPass(cpu, request), frames.complete(dir, request.source, request.narSize)]);
-    if (!checked.ok) return checked;
-    // Joined while the chunks arrived when it could be; otherwise in one pass.
-    const file = (await frames.joined(dir, frameFiles, zstdFile)) ?? (await cpu.run('joinNarFrames', { frames: frameFiles, output: zstdFile }));
-    return { ...checked, ...file, zstdFile };
+    const [checked, file] = await Promise.allSettled([checkPass(cpu, request), frames.stored(dir, request.source, request.narSize, zstdFile)]);
+    if (checked.status === 'fulfilled' && checked.value.ok && file.status === 'fulfilled') return { ...checked.value, ...file.value, zstdFile };
+    await rm(zstdFile, { force: true });
+    if (checked.status === 'rejected') throw checked.reason;
+    if (!checked.value.ok) return checked.value;
+    throw (file as PromiseRejectedResult).reason;
   } finally {
-    // A staged upload keeps its frames for another finalize until it is ingested or abandoned.
+    // A staged upload's directory stays until it is ingested or abandoned.
     if (request.framesDir === undefined) await frames.discard(dir);
   }
 }

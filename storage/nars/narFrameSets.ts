@@ -1,97 +1,108 @@
-// The compressed frames of staged NARs (narFrames.ts), made in the CPU pool in the background as a
-// chunked upload's bytes become final, so finalize finds most of the compression already done. A
-// frame file is written under a temporary name and renamed, and covers only bytes the staged row
-// counts, which never change, so a frame file that exists is right even after a restart. The frames
-// are also joined into the stored file as they complete (frameJoin.ts).
-import { rm, stat } from 'node:fs/promises';
+// The compressed frames of staged NARs (narFrames.ts), made in the CPU pool as a chunked upload's
+// bytes become final, while the client sends the next chunk, and joined into the stored file as
+// they come back (frameJoin.ts): finalize finds most of the compression and the join done. A frame
+// covers only bytes the staged row counts, which never change. The state is this process's memory
+// alone: after a restart, or for an upload whose state was dropped, the frames are made again from
+// the staged file (by the next chunk, or at finalize), with the same bytes: frames depend only on
+// the NAR.
+import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CpuPool } from '../cpuPool.js';
 import { FrameJoin } from './frameJoin.js';
 import { frameCount, frameRange, FRAME_BYTES } from './narFrames.js';
 
-/** Uploads joined at once; beyond it the oldest join is dropped (its finalize joins in one pass). */
-const MAX_JOINS = 64;
+/** Uploads followed at once; beyond it the oldest is dropped (its finalize compresses again). */
+const MAX_FOLLOWED = 64;
+
+interface FrameSet {
+  join: FrameJoin;
+  /** frames being compressed, by index */
+  compressing: Map<number, Promise<void>>;
+}
 
 export class NarFrameSets {
-  private readonly running = new Map<string, Promise<unknown>>();
-  private readonly joins = new Map<string, FrameJoin>();
+  private readonly sets = new Map<string, FrameSet>();
 
   constructor(
     private readonly cpu: CpuPool,
     private readonly zstdLevel: number,
   ) {}
 
-  /** Starts compressing every whole frame below `staged` bytes that is neither done nor underway; does not wait. */
+  /** Starts compressing every whole frame below `staged` bytes that is neither joined nor underway; does not wait. */
   advance(dir: string, source: string, staged: number): void {
-    const whole = Math.floor(staged / FRAME_BYTES);
-    for (let index = 0; index < whole; index++) {
-      const output = join(dir, `${index}.zst`);
-      if (this.running.has(output)) continue;
-      void stat(output).then(
-        () => undefined,
-        () => {
-          if (!this.running.has(output)) this.compress(dir, output, source, index, (index + 1) * FRAME_BYTES).catch(() => undefined);
-        },
-      );
-    }
-    // After a restart the join starts again at frame 0: the frame files on disk are still right.
-    let joining = this.joins.get(dir);
-    if (joining === undefined) {
-      joining = new FrameJoin(dir);
-      this.joins.set(dir, joining);
-      if (this.joins.size > MAX_JOINS) {
-        const [oldest, dropped] = this.joins.entries().next().value!;
-        this.joins.delete(oldest);
-        void dropped.discard();
-      }
-    }
-    joining.allow(whole);
-  }
-
-  /** Every frame of a NAR of `narSize` bytes, compressing (in parallel) what is missing; the files in order. */
-  async complete(dir: string, source: string, narSize: number): Promise<string[]> {
-    const frames = Array.from({ length: frameCount(narSize) }, (_, index) => join(dir, `${index}.zst`));
-    await Promise.all(
-      frames.map(async (output, index) => {
-        // A background run that failed is simply tried again here.
-        await this.running.get(output)?.catch(() => undefined);
-        if (await stat(output).then(() => true, () => false)) return;
-        await this.compress(dir, output, source, index, narSize);
-      }),
-    );
-    return frames;
+    const set = this.followed(dir);
+    this.request(set, source, Math.floor(staged / FRAME_BYTES), staged);
   }
 
   /**
-   * The stored file of `frames` (from complete()) as `output`, finished from what was joined while
-   * the chunks arrived; null when nothing was (the caller joins in one pass).
+   * The stored file of the NAR's `narSize` staged bytes as `output`: what was compressed and joined
+   * while the chunks arrived, the rest compressed now in parallel.
    */
-  async joined(dir: string, frames: string[], output: string): Promise<{ fileHash: string; fileSize: number } | null> {
-    const joining = this.joins.get(dir);
-    if (joining === undefined) return null;
-    this.joins.delete(dir);
-    const file = await joining.finish(frames, output).catch(() => null);
-    if (file === null) await joining.discard();
-    return file;
+  async stored(dir: string, source: string, narSize: number, output: string): Promise<{ fileHash: string; fileSize: number }> {
+    let set = this.sets.get(dir);
+    if (set !== undefined && set.join.failed) {
+      // A frame or a write failed in the background: start over once, from the staged file.
+      this.sets.delete(dir);
+      await this.stop(set);
+      set = undefined;
+    }
+    set ??= this.followed(dir);
+    const count = frameCount(narSize);
+    this.request(set, source, count, narSize);
+    await Promise.all(set.compressing.values());
+    this.sets.delete(dir);
+    try {
+      return await set.join.finish(count, output);
+    } catch (e) {
+      await set.join.discard();
+      throw e;
+    }
   }
 
-  /** Removes the frames of an upload once it is ingested or abandoned. */
+  /** Forgets an upload's frames once it is ingested or abandoned, and removes its directory. */
   async discard(dir: string): Promise<void> {
-    const prefix = `${dir}/`;
-    await Promise.all([...this.running].filter(([file]) => file.startsWith(prefix)).map(([, run]) => run.catch(() => undefined)));
-    const joining = this.joins.get(dir);
-    this.joins.delete(dir);
-    await joining?.discard();
+    const set = this.sets.get(dir);
+    this.sets.delete(dir);
+    if (set !== undefined) await this.stop(set);
     await rm(dir, { recursive: true, force: true });
   }
 
-  private compress(dir: string, output: string, source: string, index: number, narSize: number): Promise<unknown> {
-    const { start, end } = frameRange(index, narSize);
-    const run = this.cpu.run('compressNarFrame', { source, start, end, output, zstdLevel: this.zstdLevel }).finally(() => {
-      this.running.delete(output);
-      this.joins.get(dir)?.pump();
-    });
-    this.running.set(output, run);
-    return run;
+  private followed(dir: string): FrameSet {
+    let set = this.sets.get(dir);
+    if (set === undefined) {
+      // A name of its own: another process that takes the upload over later joins in its own file.
+      const file = join(dir, `joined-${process.pid}-${randomBytes(4).toString('hex')}.zst.partial`);
+      set = { join: new FrameJoin(file), compressing: new Map() };
+      this.sets.set(dir, set);
+      if (this.sets.size > MAX_FOLLOWED) {
+        const [oldest, dropped] = this.sets.entries().next().value!;
+        this.sets.delete(oldest);
+        void this.stop(dropped);
+      }
+    }
+    return set;
+  }
+
+  /** Compresses the frames below `count` of a NAR of (at least) `narSize` bytes that are neither joined, waiting nor underway. */
+  private request(set: FrameSet, source: string, count: number, narSize: number): void {
+    for (let index = set.join.appended; index < count; index++) {
+      if (set.compressing.has(index) || set.join.holds(index)) continue;
+      const { start, end } = frameRange(index, narSize);
+      const run = this.cpu
+        .run('compressNarFrame', { source, start, end, zstdLevel: this.zstdLevel })
+        .then(
+          (bytes) => set.join.offer(index, bytes),
+          (e: unknown) => set.join.fail(e),
+        )
+        .finally(() => set.compressing.delete(index));
+      set.compressing.set(index, run);
+    }
+  }
+
+  private async stop(set: FrameSet): Promise<void> {
+    set.join.fail(new Error('the frames were dropped'));
+    await Promise.all(set.compressing.values());
+    await set.join.discard();
   }
 }

@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import pino from 'pino';
 import t from 'tap';
 import { createCpuPool, narBlobKey, openNarStorage, type NarStorage } from '../../../storage/index.js';
-import { chunksOf, makeTestNar, openTestNarStorage, type TestNar } from '../../support/narStorage.js';
+import { chunksOf, makeTestNar, openTestNarStorage, testInstanceLease, type TestNar } from '../../support/narStorage.js';
 
 t.test('finalize with and without the state built while chunks arrived', async (t) => {
   const first = await openTestNarStorage(t, 'fs');
@@ -15,8 +15,9 @@ t.test('finalize with and without the state built while chunks arrived', async (
   // A second process on the same database, blobs and disk: it knows nothing the first one kept in memory.
   const restarted = async (): Promise<NarStorage> => {
     const cpu = createCpuPool({ maxThreads: 1 });
+    const leaseKey = await testInstanceLease(t, first.url);
     const nars = openNarStorage({
-      sql, blobs, cpu, log: pino({ level: 'silent' }),
+      sql, blobs, cpu, leaseKey, log: pino({ level: 'silent' }),
       config: {
         baseDir, 'nar.hotCacheBytes': 64 << 20, 'nar.smallBytes': 1 << 20, 'nar.maxUploadSize': 64 << 20,
         'nar.partialTtlSecs': 86400, 'gc.narUploadGraceHours': 24, 'gc.intervalSecs': 3600,
@@ -74,7 +75,7 @@ t.test('finalize with and without the state built while chunks arrived', async (
     const second = await restarted();
     await stage(second, cache.id, nar, half, nar.nar.length);
     const outcome = await finalize(second, cache, nar);
-    t.equal(outcome.fileHash, expected.fileHash, 'the join started over from the frames on disk');
+    t.equal(outcome.fileHash, expected.fileHash, 'the frames were made again from the staged file');
     t.equal(outcome.narHash, expected.narHash, 'the check pass ran over the staged file');
     t.equal(await listing(cache.id, nar.hash), await listing(live.id, original.hash));
   });
