@@ -1,5 +1,5 @@
 export { startHttpServer, type HttpServer, type HttpServerOptions } from './server.js';
-export { Router, RouteTable, type AuthMode, type BodyMode, type Handler, type Method, type RouteOptions } from './router.js';
+export { Router, RouteTable, type AuthMode, type BodyMode, type Handler, type Lane, type Method, type RouteOptions } from './router.js';
 export { Req } from './request.js';
 export { bytesReply, emptyReply, errorReply, isReply, jsonReply, streamReply, type Reply } from './reply.js';
 export { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';

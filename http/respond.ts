@@ -21,10 +21,12 @@ const STATUS_LINES = new Map(Object.keys(STATUS_TEXT).map((s) => [Number(s), sta
 export class ResponseState {
   aborted = false;
   done = false;
-  private readonly abortListeners = new Set<() => void>();
+  /** made on first use: most requests are answered without anyone listening */
+  private abortListeners: Set<() => void> | null = null;
 
   abort(): void {
     this.aborted = true;
+    if (this.abortListeners === null) return;
     // Called from uWS's onAborted, which does not drain microtasks: hop to a macrotask.
     const listeners = [...this.abortListeners];
     this.abortListeners.clear();
@@ -32,8 +34,9 @@ export class ResponseState {
   }
 
   onAbort(listener: () => void): () => void {
-    this.abortListeners.add(listener);
-    return () => this.abortListeners.delete(listener);
+    const listeners = (this.abortListeners ??= new Set());
+    listeners.add(listener);
+    return () => listeners.delete(listener);
   }
 }
 
@@ -79,6 +82,13 @@ export function respondComplete(res: HttpResponse, state: ResponseState, reply: 
   if (inCallback) writeComplete(res, reply, head, closeConnection);
   else res.cork(() => writeComplete(res, reply, head, closeConnection));
   state.done = true;
+  return true;
+}
+
+/** Writes a lane's reply (router.ts Lane) inside its uWS callback; false for a streamed one, which a lane may not give. */
+export function respondInCallback(res: HttpResponse, reply: Reply): boolean {
+  if (reply.kind === 'stream' || reply.kind === 'chunked') return false;
+  writeComplete(res, reply, false, false);
   return true;
 }
 

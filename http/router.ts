@@ -1,3 +1,4 @@
+import type { Reply } from './reply.js';
 import type { Req } from './request.js';
 
 // kiln routes itself (one uWS catch-all) so that a path with the wrong method is a 405 that
@@ -20,6 +21,24 @@ export interface RouteOptions {
   maxBodyName?: string;
   /** body 'stream': pieces are reused memory, each valid until the next is asked for (BodyStream.reusesPieces) */
   reuseBodyPieces?: boolean;
+}
+
+/**
+ * A GET answered from memory before kiln's own routing, by uWS's router in C++ (server.ts): it gets
+ * the pattern's parameters undecoded and a header reader, valid only during the call, and answers
+ * with a reply complete in memory, or undefined to hand the request on to the routes, which then
+ * answer it as if the lane did not exist. For the few requests that are most of the traffic (a
+ * cached narinfo), where the general path's header copy, route search and request object cost
+ * more than the answer.
+ */
+export type Lane = (params: readonly string[], header: (name: string) => string) => Reply | undefined;
+
+export interface LaneRoute {
+  /** uWS syntax (`/cache/:cache/:file`): whole segments only */
+  pattern: string;
+  /** the pattern's parameter count */
+  params: number;
+  lane: Lane;
 }
 
 export interface Route<P> {
@@ -72,9 +91,15 @@ export type Match<P> = { route: Route<P>; params: Record<string, string> } | { a
 
 export class RouteTable<P> {
   private readonly routes: Route<P>[] = [];
+  readonly lanes: LaneRoute[] = [];
 
   add(route: Route<P>): void {
     this.routes.push(route);
+  }
+
+  addLane(pattern: string, lane: Lane): void {
+    if (!/^(\/(:[a-z][a-zA-Z0-9]*|[^/:*]+))+$/.test(pattern)) throw new Error(`a lane's pattern takes whole segments, literal or :name: ${pattern}`);
+    this.lanes.push({ pattern, params: pattern.split('/:').length - 1, lane });
   }
 
   /** `parts` are the decoded path segments after the leading slash. */
@@ -110,6 +135,11 @@ export class Router<P> {
     const full = this.prefix + pattern;
     const body: BodyMode = method === 'get' ? 'none' : (options.body ?? (this.defaults.body === 'none' ? 'buffer' : this.defaults.body));
     this.table.add({ method, pattern: full, segments: compile(full), handler, options: { ...this.defaults, ...options, body } });
+  }
+
+  /** A lane (see Lane) for GET `pattern` under this router's prefix; a route must answer the same requests too. */
+  lane(pattern: string, lane: Lane): void {
+    this.table.addLane(this.prefix + pattern, lane);
   }
 
   get(pattern: string, handler: Handler<P>, options?: Partial<RouteOptions>): void {

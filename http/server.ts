@@ -4,9 +4,9 @@ import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../protocol/index.js';
 import { BodyStream, bufferBody } from './body.js';
 import { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
-import { errorReply, isReply, jsonReply } from './reply.js';
+import { errorReply, isReply, jsonReply, type Reply } from './reply.js';
 import { Req } from './request.js';
-import { ResponseState, respond, respondComplete } from './respond.js';
+import { ResponseState, respond, respondComplete, respondInCallback } from './respond.js';
 import type { AuthMode, Method, RouteTable } from './router.js';
 
 export interface HttpServerOptions<P> {
@@ -49,6 +49,13 @@ function readHeaders(req: HttpRequest): Record<string, string> {
   return headers;
 }
 
+/** A lane's parameters, as uWS gives them (undecoded). */
+function laneParams(req: HttpRequest, count: number): string[] {
+  const params: string[] = [];
+  for (let i = 0; i < count; i++) params.push(req.getParameter(i) ?? '');
+  return params;
+}
+
 /** The decoded path segments after the leading slash; throws on bad percent-encoding. */
 const pathParts = (url: string): string[] => {
   const parts = url.split('/');
@@ -75,6 +82,18 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
   let sequence = 0;
 
   opts.websockets?.(app);
+  for (const { pattern, params, lane } of opts.routes.lanes) {
+    app.get(pattern, (res: HttpResponse, req: HttpRequest) => {
+      let reply: Reply | undefined;
+      try {
+        reply = lane(laneParams(req, params), (name) => req.getHeader(name));
+      } catch (e) {
+        log.error({ err: e, url: req.getUrl() }, 'a lane failed; the routes answer instead');
+      }
+      // Not answered here: uWS goes on to the next matching handler, the catch-all below.
+      if (reply === undefined || !respondInCallback(res, reply)) req.setYield(true);
+    });
+  }
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     // Everything needed from `req` is read here: it is invalid after the first await.

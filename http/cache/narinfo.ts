@@ -32,18 +32,31 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
     return bytesReply(200, text, headers);
   };
 
-  // Hits and misses this process already knows are answered without a single await: on a busy
-  // cache they are nearly every request, and each await is a turn of the microtask queue.
-  const inMemory = (req: Req<Principal>): Reply | undefined => {
-    const cache = readableCacheInMemory(deps.access, req);
-    if (cache === undefined || !isCache(cache)) return cache;
-    const hash = req.param<string>('hash');
+  /** The answer this process knows without waiting: a cached narinfo, a known miss; undefined when only a lookup can tell. */
+  const fromMemory = (cache: BinaryCache, hash: string): Reply | undefined => {
     if (!isStorePathHashPart(hash)) return notFound(cache, hash);
     const text = deps.nars.reads.narinfoInMemory(cache.id, hash);
     if (text) return found(cache, hash, text, NARINFO_HEADERS);
     if (text === null && (!deps.upstreams || deps.upstreams.knownToHaveNone(cache.id))) return notFound(cache, hash);
     return undefined;
   };
+
+  // Hits and misses this process already knows are answered without a single await: on a busy
+  // cache they are nearly every request, and each await is a turn of the microtask queue.
+  const inMemory = (req: Req<Principal>): Reply | undefined => {
+    const cache = readableCacheInMemory(deps.access, req);
+    if (cache === undefined || !isCache(cache)) return cache;
+    return fromMemory(cache, req.param<string>('hash'));
+  };
+
+  // Anonymous GETs of a readable cache go first through a lane (router.ts), straight from uWS's
+  // router; anything else it leaves to the route below, which answers the same.
+  r.lane('/:file', ([name, file], header) => {
+    if (!file!.endsWith('.narinfo') || header('authorization') !== '' || name!.includes('%') || file!.includes('%')) return undefined;
+    const decision = deps.access.peek(name!, undefined, '');
+    if (decision?.kind !== 'granted') return undefined;
+    return fromMemory(decision.cache, file!.slice(0, -'.narinfo'.length));
+  });
 
   r.get('/:hash.narinfo', (req) => inMemory(req) ?? lookup(req));
 

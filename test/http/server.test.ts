@@ -128,3 +128,38 @@ t.test('suffix params, HEAD and streams', async (t) => {
   if (over instanceof Error) t.pass('connection closed on an oversized stream');
   else t.equal(over.status, 413);
 });
+
+t.test('lanes answer GETs from uWS router first and hand the rest on to the routes', async (t) => {
+  const table = new RouteTable<string>();
+  const r = new Router<string>(table).scope('/lane/:group');
+  const seen: string[][] = [];
+  r.lane('/:item', (params, header) => {
+    seen.push([...params]);
+    if (params[1] === 'throws') throw new Error('lane fault');
+    if (params[1] !== 'fast' || header('x-slow') !== '') return undefined;
+    return bytesReply(200, `lane ${params[0]}`, { 'X-From': 'lane' });
+  });
+  r.get('/:item', (req) => bytesReply(200, `route ${req.param('group')} ${req.param('item')}`, { 'X-From': 'route' }), { auth: 'none' });
+  t.throws(() => r.lane('/:item.narinfo', () => undefined), /whole segments/, 'a suffix pattern is refused');
+  const server = await startHttpServer<string>({
+    listenAddr: '127.0.0.1', port: 0, maxRequestSize: 1024, trustedProxies: [], log, routes: table, anonymous: 'anonymous',
+    async authenticate() {
+      return 'anonymous';
+    },
+  });
+  t.teardown(() => server.close(100));
+  const base = `http://127.0.0.1:${server.port}`;
+  const get = async (path: string, init: RequestInit = {}) => {
+    const res = await fetch(base + path, init);
+    return { status: res.status, from: res.headers.get('x-from'), body: await res.text() };
+  };
+  t.same(await get('/lane/a/fast'), { status: 200, from: 'lane', body: 'lane a' }, 'answered by the lane');
+  t.same(await get('/lane/a/slow'), { status: 200, from: 'route', body: 'route a slow' }, 'handed on to the route');
+  t.same(await get('/lane/a/fast', { headers: { 'x-slow': '1' } }), { status: 200, from: 'route', body: 'route a fast' }, 'the lane reads headers');
+  t.same(await get('/lane/a/throws'), { status: 200, from: 'route', body: 'route a throws' }, 'a lane that throws hands on');
+  t.same(await get('/lane/a%20b/fast'), { status: 200, from: 'lane', body: 'lane a%20b' }, 'lane parameters are undecoded');
+  const head = await fetch(`${base}/lane/a/fast`, { method: 'HEAD' });
+  t.equal(head.headers.get('x-from'), 'route', 'HEAD goes to the routes');
+  t.equal((await get('/lane/a/fast/deeper')).status, 404, 'a longer path is not the lane');
+  t.equal(seen.length, 5, 'neither the HEAD nor the longer path reached the lane');
+});
