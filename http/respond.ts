@@ -56,10 +56,23 @@ function writeHead(res: HttpResponse, status: number, headers: Headers): void {
 
 const JSON_TYPE = 'application/json';
 
+/**
+ * Ends a response that has no body: a HEAD answer (the length a GET would send) or an empty reply.
+ * Not endWithoutBody(length): uWS then waits for `length` bytes that never come, so the response
+ * stays unfinished (measured: the connection is closed at the client's next request, and without
+ * onAborted uWS aborts the process). The length is written as a header instead, and a connection
+ * to close says so in a header (endWithoutBody's own close flag comes only with a length).
+ */
+function endWithoutBody(res: HttpResponse, length: number, closeConnection: boolean): void {
+  res.writeHeader('Content-Length', String(length));
+  if (closeConnection) res.writeHeader('Connection', 'close');
+  res.endWithoutBody();
+}
+
 function writeComplete(res: HttpResponse, reply: Reply, head: boolean, closeConnection: boolean): void {
   if (reply.kind === 'empty') {
     writeHead(res, reply.status, reply.headers);
-    res.endWithoutBody(reply.length ?? 0, closeConnection);
+    endWithoutBody(res, reply.length ?? 0, closeConnection);
     return;
   }
   if (reply.kind !== 'json' && reply.kind !== 'bytes') return;
@@ -67,7 +80,7 @@ function writeComplete(res: HttpResponse, reply: Reply, head: boolean, closeConn
   const body = reply.kind === 'json' ? JSON.stringify(reply.body) : reply.body;
   writeHead(res, reply.status, reply.headers);
   if (reply.kind === 'json' && reply.headers['Content-Type'] === undefined) res.writeHeader('Content-Type', JSON_TYPE);
-  if (head) res.endWithoutBody(typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, closeConnection);
+  if (head) endWithoutBody(res, typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength, closeConnection);
   else res.end(body, closeConnection);
 }
 
@@ -101,7 +114,7 @@ export async function respond(res: HttpResponse, state: ResponseState, reply: Re
       if (head) {
         res.cork(() => {
           writeHead(res, reply.status, reply.headers);
-          res.endWithoutBody(reply.length, closeConnection);
+          endWithoutBody(res, reply.length, closeConnection);
         });
         state.done = true;
         return;

@@ -1,5 +1,7 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import pino from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../../protocol/index.js';
@@ -162,4 +164,33 @@ t.test('lanes answer GETs from uWS router first and hand the rest on to the rout
   t.equal(head.headers.get('x-from'), 'route', 'HEAD goes to the routes');
   t.equal((await get('/lane/a/fast/deeper')).status, 404, 'a longer path is not the lane');
   t.equal(seen.length, 5, 'neither the HEAD nor the longer path reached the lane');
+});
+
+t.test('HEAD answers keep the connection open', async (t) => {
+  const base = await start(t);
+  const socket = connect(Number(new URL(base).port), '127.0.0.1');
+  await once(socket, 'connect');
+  t.teardown(() => socket.destroy());
+  let received = '';
+  socket.on('data', (d: Buffer) => {
+    received += d.toString('latin1');
+  });
+  const closed = once(socket, 'close').then(() => true);
+  const answer = async (request: string) => {
+    received = '';
+    socket.write(request);
+    while (!received.includes('\r\n\r\n')) {
+      if (await Promise.race([once(socket, 'data').then(() => false), closed])) return `closed after: ${received}`;
+    }
+    return received;
+  };
+  // A sync answer, an async one, a streamed one and an error, each twice on the one connection.
+  for (const path of ['/cache/main/abc.narinfo', '/api/v1/later/1', '/api/v1/big', '/api/v1/nope', '/cache/main/abc.narinfo']) {
+    const head = await answer(`HEAD ${path} HTTP/1.1\r\nHost: kiln\r\n\r\n`);
+    t.match(head, /^HTTP\/1\.1 (200|404) [^\r]*\r\n/, `HEAD ${path} answered on the same connection`);
+    t.match(head, /\r\nContent-Length: \d+\r\n/i, 'with the length a GET would send');
+    t.notOk(head.includes('\r\n\r\n{'), 'and no body');
+  }
+  const get = await answer('GET /api/v1/hello/x HTTP/1.1\r\nHost: kiln\r\n\r\n');
+  t.match(get, /^HTTP\/1\.1 200 /, 'a GET after them still gets its answer');
 });
