@@ -1,4 +1,5 @@
-// Ingest of a 512 MiB NAR by chunked upload (32 MiB chunks from a client process, then finalize:
+// Ingest of a 512 MiB NAR by chunked upload (32 MiB chunks from a client process running the CLI's
+// uploadNar, bench/chunkedUpload.ts, then finalize:
 // parse, NarHash, listing, reference scan, zstd, FileHash, durable blob, rows) against
 // `zstd -1 -T2 | sha256sum` over the same bytes, interleaved rounds, medians.
 //   npx tsx bench/narIngest.bench.ts [rounds]      (needs bench/data/pipeline-512m.nar: run nar-pipeline.bench.ts once)
@@ -35,9 +36,9 @@ for (let round = 0; round < rounds; round++) {
   const narinfo = JSON.stringify({ store_path: `/nix/store/${hash}-bench-512m`, nar_hash: digest.narHash, nar_size: digest.narSize, references: [] });
   let phases = '';
   kiln.push(await timed(async () => {
-    const { stdout } = await run(process.execPath, [join(import.meta.dirname, 'chunkedUpload.mjs'), `${bench.kiln.url}/api/v1/caches/${cache}/nars/${hash}`, bench.token, narFile, narinfo], { maxBuffer: 1 << 20 });
-    const p = JSON.parse(stdout) as { chunksMs: number; finalizeMs: number };
-    phases = `chunks ${Math.round(p.chunksMs)} ms + finalize ${Math.round(p.finalizeMs)} ms`;
+    const { stdout } = await run(process.execPath, ['--import', import.meta.resolve('tsx'), join(import.meta.dirname, 'chunkedUpload.ts'), bench.kiln.url, bench.token, cache, narFile, narinfo], { maxBuffer: 1 << 20 });
+    const p = JSON.parse(stdout) as { chunksMs: number; finalizeMs: number; cpuMs: number };
+    phases = `chunks ${Math.round(p.chunksMs)} ms + finalize ${Math.round(p.finalizeMs)} ms; client CPU ${Math.round(p.cpuMs)} ms`;
   }));
   console.error(`round ${round + 1}/${rounds}: baseline ${Math.round(baseline.at(-1)!)} ms, kiln ${Math.round(kiln.at(-1)!)} ms (${phases})`);
 }

@@ -2,6 +2,13 @@
 // ({error, message, code}) into a value or an ApiRequestError that keeps the status, the code and
 // the headers (a resumable upload reads Upload-Offset from its 409), and the binary cache's
 // narinfo probe (HTTP Basic with the token as password, as Nix would send it).
+//
+// Requests go by node:http(s), not fetch: fetch copies a byte body into a fresh ArrayBuffer, which
+// for 32 MiB NAR chunks costs a page-faulting copy per chunk. Here a body is written from the
+// caller's memory as it is, with its Content-Length, over the modules' global agents (keep-alive
+// since Node 19, and they let a connection go before the server's announced Keep-Alive timeout).
+import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
+import https from 'node:https';
 import type { ClientSettings } from './clientConfig.js';
 
 export class ApiRequestError extends Error {
@@ -23,23 +30,100 @@ export type QueryValue = string | number | undefined;
 export interface CallOptions {
   /** JSON body */
   body?: unknown;
-  /** raw bytes, sent as application/octet-stream */
+  /**
+   * raw bytes, sent as application/octet-stream without being copied; the call reads them until
+   * it settles (not after), so the caller may refill the memory once it has.
+   */
   bytes?: Uint8Array;
   query?: Record<string, QueryValue>;
 }
 
-export class ApiClient {
-  constructor(
-    readonly settings: ClientSettings,
-    private readonly fetchFn: typeof fetch = fetch,
-  ) {}
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
 
-  private async send(url: string, init: RequestInit): Promise<Response> {
+/** fetch followed redirects; with the token on board this client names the address instead. */
+const redirectError = (what: string, res: Answer): ApiRequestError | null => {
+  const location = res.headers.get('location');
+  if (res.status < 300 || res.status >= 400 || location === null) return null;
+  return new ApiRequestError(res.status, 'redirect', `${what}: the server answered ${res.status}, redirecting to ${location}; point kiln at the server's final address (kiln login, or KILN_SERVER)`, res.headers);
+};
+
+const headersOf = (raw: IncomingHttpHeaders): Headers => {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(raw)) {
+    if (Array.isArray(value)) for (const v of value) headers.append(name, v);
+    else if (value !== undefined) headers.set(name, value);
+  }
+  return headers;
+};
+
+const resetCodes = new Set(['ECONNRESET', 'EPIPE']);
+
+/**
+ * One request. It settles only when node:http is done with the request (its 'close': the body was
+ * written out, or the connection torn down) and with the answer, so `body`'s memory is free again
+ * by then. An answer that comes before the whole body was written (a 4xx about the request line)
+ * ends the request: kiln's server reads no more of that body, and waiting would stall until its
+ * idle timeout. A GET or HEAD whose pooled connection turns out closed is sent again once on a new
+ * one, as Node's documentation advises; other methods fail (the server may have acted on them:
+ * uploadNar asks it how far the upload got).
+ */
+function exchange(url: URL, method: string, headers: Record<string, string>, body: Buffer | undefined, again = true): Promise<Answer> {
+  const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
+  if (transport === null) return Promise.reject(new Error(`unsupported protocol ${url.protocol}`));
+  const sent: Record<string, string | number> = { ...headers };
+  if (body !== undefined) sent['content-length'] = body.byteLength;
+  return new Promise((resolve, reject) => {
+    let res: IncomingMessage | undefined;
+    let text = '';
+    let failure: (Error & { code?: string }) | undefined;
+    let requestClosed = false;
+    let answerClosed = false;
+    const settle = () => {
+      if (!requestClosed || (res !== undefined && !answerClosed)) return;
+      if (res?.complete) resolve({ status: res.statusCode ?? 0, headers: headersOf(res.headers), text });
+      else if (again && (method === 'GET' || method === 'HEAD') && res === undefined && req.reusedSocket && resetCodes.has(failure?.code ?? '')) resolve(exchange(url, method, headers, body, false));
+      else reject(failure ?? new Error('the connection closed before the answer was complete'));
+    };
+    const req = transport.request(url, { method, headers: sent }, (answer) => {
+      res = answer;
+      answer.setEncoding('utf8');
+      answer.on('data', (piece: string) => {
+        text += piece;
+      });
+      answer.on('end', () => {
+        if (!req.writableFinished) req.destroy();
+      });
+      answer.on('error', (e) => {
+        failure ??= e;
+      });
+      answer.on('close', () => {
+        answerClosed = true;
+        settle();
+      });
+    });
+    req.on('error', (e) => {
+      failure ??= e;
+    });
+    req.on('close', () => {
+      requestClosed = true;
+      settle();
+    });
+    req.end(body);
+  });
+}
+
+export class ApiClient {
+  constructor(readonly settings: ClientSettings) {}
+
+  private async send(url: string, method: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
     try {
-      return await this.fetchFn(url, init);
+      return await exchange(new URL(url), method, headers, body);
     } catch (e) {
-      const cause = (e as { cause?: { message?: string } }).cause?.message ?? (e as Error).message;
-      throw new Error(`cannot reach the kiln server at ${this.settings.server}: ${cause}`, { cause: e });
+      throw new Error(`cannot reach the kiln server at ${this.settings.server}: ${(e as Error).message}`, { cause: e });
     }
   }
 
@@ -49,23 +133,25 @@ export class ApiClient {
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) query.set(k, String(v));
     const url = `${this.settings.server}/api/v1${path}${query.size > 0 ? `?${query}` : ''}`;
     const headers: Record<string, string> = { authorization: `Bearer ${this.settings.token}` };
-    let body: Uint8Array | string | undefined;
+    let body: Buffer | undefined;
     if (opts.bytes !== undefined) {
       headers['content-type'] = 'application/octet-stream';
-      body = opts.bytes;
+      // A view of the same memory, not a copy.
+      body = Buffer.from(opts.bytes.buffer, opts.bytes.byteOffset, opts.bytes.byteLength);
     } else if (opts.body !== undefined) {
       headers['content-type'] = 'application/json';
-      body = JSON.stringify(opts.body);
+      body = Buffer.from(JSON.stringify(opts.body));
     }
-    const res = await this.send(url, { method, headers, ...(body === undefined ? {} : { body }) });
-    const text = await res.text();
+    const res = await this.send(url, method, headers, body);
+    const redirect = redirectError(`${method} ${path}`, res);
+    if (redirect !== null) throw redirect;
     let envelope: { error?: unknown; message?: unknown; code?: unknown };
     try {
-      envelope = JSON.parse(text) as typeof envelope;
+      envelope = JSON.parse(res.text) as typeof envelope;
     } catch {
-      throw new ApiRequestError(res.status, 'not_json', `${method} ${path}: the server answered ${res.status} with something other than JSON: ${text.slice(0, 200)}`, res.headers);
+      throw new ApiRequestError(res.status, 'not_json', `${method} ${path}: the server answered ${res.status} with something other than JSON: ${res.text.slice(0, 200)}`, res.headers);
     }
-    if (res.ok && envelope.error !== true) return envelope.message as T;
+    if (res.status >= 200 && res.status < 300 && envelope.error !== true) return envelope.message as T;
     const message = typeof envelope.message === 'string' ? envelope.message : `${method} ${path} failed with status ${res.status}`;
     throw new ApiRequestError(res.status, typeof envelope.code === 'string' ? envelope.code : 'error', message, res.headers);
   }
@@ -73,12 +159,9 @@ export class ApiClient {
   /** Whether the cache answers a narinfo for the path (it holds it, or an upstream of it does). */
   async narinfoExists(cache: string, hashPart: string): Promise<boolean> {
     const basic = Buffer.from(`kiln:${this.settings.token}`).toString('base64');
-    const res = await this.send(`${this.settings.server}/cache/${encodeURIComponent(cache)}/${hashPart}.narinfo`, {
-      method: 'HEAD',
-      headers: { authorization: `Basic ${basic}` },
-    });
+    const res = await this.send(`${this.settings.server}/cache/${encodeURIComponent(cache)}/${hashPart}.narinfo`, 'HEAD', { authorization: `Basic ${basic}` });
     if (res.status === 200) return true;
     if (res.status === 404) return false;
-    throw new ApiRequestError(res.status, 'error', `HEAD ${hashPart}.narinfo in cache "${cache}" answered ${res.status}`, res.headers);
+    throw redirectError(`HEAD ${hashPart}.narinfo in cache "${cache}"`, res) ?? new ApiRequestError(res.status, 'error', `HEAD ${hashPart}.narinfo in cache "${cache}" answered ${res.status}`, res.headers);
   }
 }

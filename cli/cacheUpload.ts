@@ -2,7 +2,6 @@
 // store paths of the local Nix store with their runtime closure in dependency order
 // (`[--no-closure] <store-path>… <cache>`). Paths the cache already answers a narinfo for are
 // skipped (HEAD {hash}.narinfo, so paths an upstream of the cache serves count as present too).
-import { createReadStream } from 'node:fs';
 import { readFile, realpath, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { DEFAULT_STORE_DIR, parseNarinfo, type NarUploadInfo } from '../protocol/index.js';
@@ -10,7 +9,7 @@ import type { ApiClient } from './apiClient.js';
 import { connect } from './clientConnection.js';
 import { formatBytes, runClientCommand, UsageError, type Output } from './clientOutput.js';
 import { dependencyOrder, dumpFrom, pathInfos, runtimeClosure } from './localStore.js';
-import { hashPartOf, uploadNar, type NarSource } from './narUpload.js';
+import { hashPartOf, narFileSource, uploadNar, type NarSource } from './narUpload.js';
 import { progressBar } from './progressBar.js';
 
 export interface UploadOutcome {
@@ -63,8 +62,7 @@ async function uploadNarFile(client: ApiClient, out: Output, cache: string, narF
   if (size !== info.nar_size) {
     throw new UsageError(`--nar-file ${narFile} has ${size} bytes, but the narinfo's NarSize is ${info.nar_size} (kiln takes the plain NAR, as nix-store --dump writes it)`);
   }
-  const source: NarSource = { size, open: (offset) => createReadStream(narFile, { start: offset }) };
-  return [await uploadOne(client, out, cache, info, source)];
+  return [await uploadOne(client, out, cache, info, narFileSource(narFile, size))];
 }
 
 /** A store path as given (or a symlink into the store, like ./result), as the store path itself. */

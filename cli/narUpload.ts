@@ -3,6 +3,10 @@
 // …/finalize with the narinfo. The server's count of staged bytes is the truth: a chunk at the
 // wrong offset is answered 409 with Upload-Offset, and the upload goes on from there, so a run
 // that failed half-way (or a chunk whose answer was lost) resumes instead of starting over.
+// Chunks are cut into one buffer per upload and sent from it as they are (ApiClient copies no
+// body), so an upload's memory is one chunk however large the NAR.
+import { createReadStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import type { NarUploadInfo, NarUploadResult } from '../protocol/index.js';
 import { isApiRequestError, type ApiClient, type ApiRequestError } from './apiClient.js';
 import type { Progress } from './progressBar.js';
@@ -14,6 +18,29 @@ export interface NarSource {
   size: number;
   /** the NAR's bytes from `offset` on */
   open(offset: number): AsyncIterable<Uint8Array>;
+  /**
+   * For a source that can seek (a file): up to `into.length` bytes from `position` on, read into
+   * `into`; how many (0 at the end). uploadNar then reads each chunk straight into its buffer
+   * rather than copying it out of `open`'s pieces.
+   */
+  read?(into: Uint8Array, position: number): Promise<number>;
+}
+
+/** A NAR file: read by position into the upload's buffer (`open` streams it, for other readers). */
+export function narFileSource(path: string, size: number): NarSource {
+  return {
+    size,
+    open: (offset) => createReadStream(path, { start: offset, highWaterMark: 1 << 20 }),
+    async read(into, position) {
+      // Opened per read (a chunk): no handle outlives the upload, whatever way it ends.
+      const handle = await open(path, 'r');
+      try {
+        return (await handle.read(into, 0, into.length, position)).bytesRead;
+      } finally {
+        await handle.close();
+      }
+    },
+  };
 }
 
 export interface NarUploadOptions {
@@ -25,21 +52,46 @@ export interface NarUploadOptions {
   backoffMs?: (attempt: number) => number;
 }
 
-/** Slices of exactly `size` bytes (the last one shorter) out of a stream of arbitrary pieces. */
-export async function* chunked(source: AsyncIterable<Uint8Array>, size: number): AsyncGenerator<Buffer> {
-  let pieces: Buffer[] = [];
+/**
+ * Slices of exactly `into.length` bytes (the last one shorter) out of a stream of arbitrary pieces,
+ * all copied into `into` and yielded as views of it: a slice is valid only until the next one is
+ * asked for (the generator then overwrites it), so a consumer that keeps one must copy it. One
+ * buffer serves a whole upload however large, instead of a fresh chunk-sized one per chunk.
+ */
+export async function* chunked(source: AsyncIterable<Uint8Array>, into: Buffer): AsyncGenerator<Buffer> {
+  const size = into.length;
+  if (size === 0) throw new RangeError('chunked: the buffer has no room');
   let held = 0;
   for await (const piece of source) {
-    pieces.push(Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength));
-    held += piece.byteLength;
-    while (held >= size) {
-      const all = Buffer.concat(pieces, held);
-      yield all.subarray(0, size);
-      pieces = [all.subarray(size)];
-      held -= size;
+    for (let at = 0; at < piece.byteLength; ) {
+      const n = Math.min(size - held, piece.byteLength - at);
+      into.set(piece.subarray(at, at + n), held);
+      held += n;
+      at += n;
+      if (held === size) {
+        yield into;
+        held = 0;
+      }
     }
   }
-  if (held > 0) yield Buffer.concat(pieces, held);
+  if (held > 0) yield into.subarray(0, held);
+}
+
+/** chunked()'s slices, and its contract, read by position from `offset` to `end`. */
+async function* readChunks(read: (into: Uint8Array, position: number) => Promise<number>, end: number, offset: number, into: Buffer): AsyncGenerator<Buffer> {
+  for (let at = offset; at < end; ) {
+    const want = Math.min(into.length, end - at);
+    let held = 0;
+    while (held < want) {
+      const n = await read(into.subarray(held, want), at + held);
+      if (n === 0) break;
+      held += n;
+    }
+    if (held > 0) yield into.subarray(0, held);
+    // A source shorter than its size ends here, as a stream that ends early does.
+    if (held < want) return;
+    at += held;
+  }
 }
 
 const stagedOf = (e: ApiRequestError): number | null => {
@@ -62,6 +114,12 @@ export async function uploadNar(client: ApiClient, cache: string, info: NarUploa
   /** bytes were staged before this run sent any: they may be of another build of the path */
   let inherited = false;
   let sentAny = false;
+  // The one buffer every chunk of this upload is cut into. chunked()/readChunks() overwrite it when
+  // asked for the next chunk, which happens only once the PUT of the last one has settled (client.call
+  // returns when node:http is done with the body). A failure leaves the for-await, which ends that
+  // generator (suspended at its yield) and its stream before a new one fills the same buffer from
+  // the server's offset.
+  const buffer = Buffer.allocUnsafe(Math.max(1, Math.min(chunkBytes, source.size)));
 
   /** After a transport failure nobody knows how far the last chunk got: ask. */
   const stagedNow = async (): Promise<number> => {
@@ -96,7 +154,9 @@ export async function uploadNar(client: ApiClient, cache: string, info: NarUploa
   for (;;) {
     try {
       if (offset < source.size) {
-        for await (const chunk of chunked(source.open(offset), chunkBytes)) {
+        const read = source.read?.bind(source);
+        const chunks = read === undefined ? chunked(source.open(offset), buffer) : readChunks(read, source.size, offset, buffer);
+        for await (const chunk of chunks) {
           const answer = await client.call<{ bytes_staged: number }>('PUT', `${base}/chunk`, { query: { offset }, bytes: chunk });
           offset = answer.bytes_staged;
           sentAny = true;

@@ -1,10 +1,13 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import t from 'tap';
 import { ApiClient } from '../../cli/apiClient.js';
-import { chunked, uploadNar, type NarSource } from '../../cli/narUpload.js';
+import { chunked, narFileSource, uploadNar, type NarSource } from '../../cli/narUpload.js';
 import { dependencyOrder, dumpFrom, pathInfos, runtimeClosure } from '../../cli/localStore.js';
 import { startTestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
-import { buildFixturePaths, nixPathInfo, nixStoreDump } from '../support/nixStore.js';
+import { startFaultProxy, type Relayed } from '../support/faultProxy.js';
+import { buildFixturePaths, nixPathInfo, nixStoreDump, tempDir } from '../support/nixStore.js';
 
 const bufferSource = (bytes: Buffer): NarSource => ({
   size: bytes.length,
@@ -13,6 +16,8 @@ const bufferSource = (bytes: Buffer): NarSource => ({
     for (let i = offset; i < bytes.length; i += 1000) yield bytes.subarray(i, Math.min(bytes.length, i + 1000));
   })(),
 });
+
+const offsetOf = (r: Relayed): number => Number(new URL(r.url, 'http://x').searchParams.get('offset'));
 
 const infoOf = (path: string) => {
   const info = nixPathInfo(path);
@@ -26,8 +31,28 @@ t.test('chunked cuts a stream into equal slices', async (t) => {
     yield Buffer.from('k');
   };
   const out: string[] = [];
-  for await (const c of chunked(pieces(), 4)) out.push(c.toString());
+  for await (const c of chunked(pieces(), Buffer.alloc(4))) out.push(c.toString());
   t.same(out, ['abcd', 'efgh', 'ijk']);
+});
+
+t.test('chunked fills one buffer: every slice is a view of it, pieces larger than it too', async (t) => {
+  const bytes = Buffer.from(Array.from({ length: 1000 }, (_, i) => i % 251));
+  const pieces = async function* () {
+    for (const [from, to] of [[0, 3], [3, 40], [40, 41], [41, 600], [600, 1000]] as const) yield bytes.subarray(from, to);
+  };
+  const into = Buffer.alloc(7);
+  let at = 0;
+  let elsewhere = 0;
+  let wrong = 0;
+  for await (const c of chunked(pieces(), into)) {
+    if (c.buffer !== into.buffer || c.byteOffset !== into.byteOffset) elsewhere++;
+    if (!c.equals(bytes.subarray(at, at + c.length))) wrong++;
+    at += c.length;
+  }
+  t.equal(elsewhere, 0, 'every slice a view of the buffer');
+  t.equal(wrong, 0, 'every slice the bytes at its offset');
+  t.equal(at, bytes.length);
+  await t.rejects(chunked(pieces(), Buffer.alloc(0)).next(), RangeError);
 });
 
 t.test('dependencyOrder puts references first and keeps the order otherwise', async (t) => {
@@ -98,15 +123,54 @@ t.test('uploadNar: chunks, resume from what the server holds, retries', async (t
 
   t.test('a connection that fails mid-upload: asks how far it got and goes on', async (t) => {
     let puts = 0;
-    const flaky: typeof fetch = async (input, init) => {
-      if (init?.method === 'PUT' && ++puts === 3) throw new TypeError('fetch failed', { cause: new Error('socket hang up') });
-      return fetch(input, init);
-    };
-    const result = await uploadNar(new ApiClient({ server: kiln.url, token: ada.token }, flaky), 'main', infoOf(fx.tree), bufferSource(nar), {
+    const proxy = await startFaultProxy(t, kiln.url, (r) => (r.method === 'PUT' && ++puts === 3 ? 'drop' : 'relay'));
+    const result = await uploadNar(new ApiClient({ server: proxy.url, token: ada.token }), 'main', infoOf(fx.tree), bufferSource(nar), {
       chunkBytes: 40_000, backoffMs: () => 1,
     });
     t.equal(result.status, 'added');
     t.ok(puts > 3);
+    const dropped = proxy.seen.findIndex((r) => r.method === 'PUT' && offsetOf(r) === 80_000);
+    t.equal(proxy.seen[dropped + 1]?.method, 'GET', 'asked how far the upload got');
+    await kiln.api('DELETE', `/caches/main/nars/${hash}`, { token: ada.token });
+  });
+
+  t.test('chunks cut from one reused buffer are the NAR\'s bytes, across boundaries, failures and resumes', async (t) => {
+    // Chunks of 1500 bytes. The 5th PUT is dropped (nothing staged), the 9th is staged but its answer
+    // lost, and of the 13th only 100 bytes are staged, its answer lost too: from then on the chunks
+    // start at offsets no multiple of 1500.
+    const narFile = join(tempDir('kiln-nar-upload-'), 'tree.nar');
+    writeFileSync(narFile, nar);
+    const fromFile = narFileSource(narFile, nar.length);
+    const sources: [string, (opened: number[]) => NarSource][] = [
+      ['a stream of pieces of 1000 bytes', (opened) => ({ size: nar.length, open: (offset) => (opened.push(offset), bufferSource(nar).open(offset)) })],
+      // Reads of at most 1000 bytes: a chunk takes several.
+      ['a file read by position', () => ({ ...fromFile, read: (into, position) => fromFile.read!(into.subarray(0, 1000), position) })],
+    ];
+    for (const [what, sourceOf] of sources) {
+      await t.test(what, async (t) => {
+        let puts = 0;
+        const proxy = await startFaultProxy(t, kiln.url, (r) => {
+          if (r.method !== 'PUT') return 'relay';
+          puts++;
+          return puts === 5 ? 'drop' : puts === 9 ? 'lose-answer' : puts === 13 ? { truncate: 100 } : 'relay';
+        });
+        const opened: number[] = [];
+        const result = await uploadNar(new ApiClient({ server: proxy.url, token: ada.token }), 'main', infoOf(fx.tree), sourceOf(opened), {
+          chunkBytes: 1500, backoffMs: () => 1,
+        });
+        t.equal(result.status, 'added', 'the server found the NarHash of what it staged');
+        const chunks = proxy.seen.filter((r) => r.method === 'PUT');
+        t.same(chunks.slice(0, 14).map(offsetOf), [0, 1500, 3000, 4500, 6000, 6000, 7500, 9000, 10_500, 12_000, 13_500, 15_000, 16_500, 16_600],
+          'each failure resumed where the server said the upload was');
+        if (opened.length > 0) t.same(opened, [0, 6000, 12_000, 16_600], 'the stream re-opened there');
+        let wrong = 0;
+        for (const c of chunks) if (!c.body.equals(nar.subarray(offsetOf(c), offsetOf(c) + c.body.length))) wrong++;
+        t.equal(wrong, 0, 'every chunk sent holds the bytes of the NAR at its offset');
+        t.ok(chunks.every((c, i) => c.body.length === 1500 || i === chunks.length - 1), 'whole chunks but the last');
+        t.equal(offsetOf(chunks.at(-1)!) + chunks.at(-1)!.body.length, nar.length, 'the last one ends the NAR');
+        await kiln.api('DELETE', `/caches/main/nars/${hash}`, { token: ada.token });
+      });
+    }
   });
 
   t.test('what the client cannot fix is not retried', async (t) => {
