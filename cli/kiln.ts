@@ -103,7 +103,11 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const access = createAccessServices(accessDeps);
     const blobs = await openBlobStore(config);
     stack.push(() => blobs.close());
-    const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache') });
+    // Registered before the NAR storage, which claims staged uploads under the instance's lease
+    // key, and so closed after it: the lease outlives every upload this process works on.
+    const instance = await registerServerInstance(db.scheduler);
+    stack.push(() => instance.close());
+    const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey });
     stack.push(() => nars.close());
     const binaryCache = binaryCacheAccess({ sql: db.cache, secretBox: accessDeps.secretBox, authenticateBasic: authenticator.authenticateBasic });
     const narUploads = narUploadService({
@@ -123,8 +127,6 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
     const schedulerEvents = events.events.withPool(db.scheduler);
-    const instance = await registerServerInstance(db.scheduler);
-    stack.push(() => instance.close());
     const workers = new WorkerConnections(db.scheduler, {
       instanceId: instance.id,
       publicStats: config['publicStats'],

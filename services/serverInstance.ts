@@ -9,6 +9,8 @@ import { acquireInstanceLease } from '../storage/index.js';
 
 export interface ServerInstance {
   readonly id: string;
+  /** the instance lease's key: the NAR storage claims the staged uploads it works on with it */
+  readonly leaseKey: number;
   close(): Promise<void>;
 }
 
@@ -22,6 +24,7 @@ export async function registerServerInstance(sql: Sql): Promise<ServerInstance> 
     const id = row!.id;
     return {
       id,
+      leaseKey: lease.key,
       async close() {
         await sql`delete from server_instances where id = ${id}`.catch(() => undefined);
         await lease.release();

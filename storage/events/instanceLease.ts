@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import type { ISql, ReservedSql, Sql } from 'postgres';
+import type { Fragment, ISql, ReservedSql, Sql } from 'postgres';
 
 // Which server processes are alive. Each process holds a session-level advisory lock on a key of
 // its own for as long as it runs; a delivery being attempted names that key (claimed_by). When the
@@ -41,10 +41,13 @@ export async function acquireInstanceLease(sql: Sql): Promise<InstanceLease> {
   }
 }
 
-/** SQL condition (for a delivery row `d`): the process that claimed it holds its lease no more. */
-export const leaseLostCondition = (sql: ISql) => sql`
+/**
+ * SQL condition: the process whose lease key is in `holder` (a column; by default a delivery row
+ * `d`'s claimed_by) holds its lease no more. Staged uploads name their writer the same way.
+ */
+export const leaseLostCondition = (sql: ISql, holder: Fragment = sql`d.claimed_by`) => sql`
   not exists (
     select from pg_locks l
     where l.locktype = 'advisory' and l.granted
       and l.database = (select oid from pg_database where datname = current_database())
-      and l.classid = ${LEASE_NAMESPACE}::int::oid and l.objid = d.claimed_by::oid and l.objsubid = 2)`;
+      and l.classid = ${LEASE_NAMESPACE}::int::oid and l.objid = (${holder})::oid and l.objsubid = 2)`;

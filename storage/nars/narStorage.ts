@@ -33,6 +33,12 @@ export interface NarStorageDeps {
   cpu: CpuPool;
   config: NarStorageConfig;
   log: Logger;
+  /**
+   * The key of this process's instance lease (storage/events/instanceLease.ts), held for as long
+   * as the storage is open: a staged upload this process works on is claimed under it, so that
+   * server processes sharing the database and baseDir never work on one upload at once.
+   */
+  leaseKey: number;
 }
 
 export interface NarStorage {
@@ -56,14 +62,14 @@ export interface NarStorage {
 }
 
 export function openNarStorage(deps: NarStorageDeps): NarStorage {
-  const { sql, blobs, cpu, config, log } = deps;
+  const { sql, blobs, cpu, config, log, leaseKey } = deps;
   const staging = stagingArea(config.baseDir);
   const hot = new HotCache<HotValue>(config['nar.hotCacheBytes']);
   const fetches = fetchRecorder(sql, log);
   const reads = narReads({ sql, blobs, hot, fetches, smallBytes: config['nar.smallBytes'] });
   const frames = new NarFrameSets(cpu, STORED_ZSTD_LEVEL);
   const checks = StagedChecks.open();
-  const uploads = narUploads({ sql, blobs, cpu, staging, frames, checks, reads, maxUploadSize: config['nar.maxUploadSize'] });
+  const uploads = narUploads({ sql, blobs, cpu, staging, frames, checks, reads, maxUploadSize: config['nar.maxUploadSize'], leaseKey });
   const sweepDeps = { sql, blobs, staging, log, partialTtlSecs: config['nar.partialTtlSecs'], graceHours: config['gc.narUploadGraceHours'] };
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = (now?: Date): Promise<SweepReport> => {

@@ -1,6 +1,14 @@
 // Staged uploads: REST chunks appended at an offset, `nix copy` NAR files put whole, and the
 // finalize step that ingests them. The row is the truth about how many bytes count; the file sits
-// under <baseDir>/staging on this process's disk. Nothing here checks permissions (services do).
+// under <baseDir>/staging, which several server processes on one database may share. Nothing here
+// checks permissions (services do).
+//
+// One request at a time works on a staged upload: in this process a KeyedLocks entry refuses a
+// second one without a query, and across processes the row's claim does (`writer`, migration
+// 0016): the lease key of the process working on it, taken with one conditional UPDATE (free, its
+// own, or its holder's lease gone: a process that died mid-request blocks nobody) and given up
+// when the request ends. A refused claim is upload_in_progress (409) and touches nothing, so the
+// staged bytes never change under another process's check pass or frame compression.
 import { mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Narinfo, SigningKey } from '../../protocol/index.js';
@@ -12,10 +20,12 @@ import type { StagedChecks } from './stagedChecks.js';
 import { appendStagedBytes, writeStagedFile } from './stagingFile.js';
 import {
   advanceStagedUpload,
+  claimStagedUpload,
   deleteStagedUpload,
   findHeldPath,
   findStagedUpload,
   recordStagedNarinfo,
+  releaseStagedUpload,
   replaceStagedUpload,
   startStagedUpload,
   type StagedUploadRow,
@@ -28,6 +38,8 @@ export interface NarUploadsDeps extends IngestDeps {
   checks: StagedChecks;
   /** nar.maxUploadSize */
   maxUploadSize: number;
+  /** this process's instance lease key (storage/events/instanceLease.ts): the claim it puts on the uploads it works on */
+  leaseKey: number;
 }
 
 export interface FinalizeRequest {
@@ -64,16 +76,52 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
   const locks = new KeyedLocks();
   const fileOf = (cacheId: string, uploadKey: string) => deps.staging.uploadFile(cacheId, uploadKey);
 
+  const inProgress = (uploadKey: string) =>
+    new UploadProblem('upload_in_progress', `another request is writing or finalizing the upload ${uploadKey} right now; retry when it has finished`);
+  const inProgressElsewhere = (uploadKey: string) =>
+    new UploadProblem('upload_in_progress', `another kiln server process is writing or finalizing the upload ${uploadKey} right now; retry when it has finished`);
+
+  /** In this process: one request per upload at a time (the cross-process claim is taken inside `work`). */
   const locked = async <T>(cacheId: string, uploadKey: string, work: () => Promise<T>): Promise<T> => {
     const release = locks.tryAcquire(`${cacheId}/${uploadKey}`);
-    if (release === null) {
-      throw new UploadProblem('upload_in_progress', `another request is writing or finalizing the upload ${uploadKey} right now; retry when it has finished`);
-    }
+    if (release === null) throw inProgress(uploadKey);
     try {
       return await work();
     } finally {
       release();
     }
+  };
+
+  /**
+   * Gives the claim up once this request is done with the upload, also when `work` failed (a row
+   * `work` deleted holds no claim). A second try covers a connection that broke meanwhile; a
+   * release that still fails is this request's error, since the claim would otherwise keep every
+   * other process off the upload until this one exits.
+   */
+  const releasing = async <T>(cacheId: string, uploadKey: string, work: () => Promise<T>): Promise<T> => {
+    const release = async () => {
+      try {
+        await releaseStagedUpload(deps.sql, cacheId, uploadKey, deps.leaseKey);
+      } catch {
+        await releaseStagedUpload(deps.sql, cacheId, uploadKey, deps.leaseKey);
+      }
+    };
+    let result: T;
+    try {
+      result = await work();
+    } catch (e) {
+      await release().catch(() => undefined);
+      throw e;
+    }
+    await release();
+    return result;
+  };
+
+  /** Claims the existing upload: its row, or null when there is none; upload_in_progress when another live process holds it. */
+  const claimed = async (cacheId: string, uploadKey: string): Promise<StagedUploadRow | null> => {
+    const claim = await claimStagedUpload(deps.sql, cacheId, uploadKey, deps.leaseKey);
+    if (claim !== null && !claim.claimed) throw inProgressElsewhere(uploadKey);
+    return claim?.row ?? null;
   };
 
   const ingested = async (request: Parameters<NarUploads['ingestFile']>[0] & { framesDir?: string; checked?: CheckedNar }): Promise<IngestOutcome> => {
@@ -101,72 +149,87 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
 
     appendChunk: (cacheId, uploadKey, offset, body) =>
       locked(cacheId, uploadKey, async () => {
-        const row = (await findStagedUpload(deps.sql, cacheId, uploadKey)) ?? (offset === 0 ? await startStagedUpload(deps.sql, cacheId, uploadKey, 'none') : null);
-        const staged = row?.bytesStaged ?? 0;
-        if (row === null || staged !== offset) {
-          throw new UploadProblem('offset_mismatch', `offset ${offset} is not where the upload stands: ${staged} bytes are staged; send the chunk at offset=${staged}`, staged);
-        }
-        const file = fileOf(cacheId, uploadKey);
-        const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
-        const end = await appendStagedBytes(file, offset, body, deps.maxUploadSize);
-        if (!(await advanceStagedUpload(deps.sql, cacheId, uploadKey, offset, end))) {
-          deps.checks.drop(framesDir);
-          const now = (await findStagedUpload(deps.sql, cacheId, uploadKey))?.bytesStaged ?? 0;
-          throw new UploadProblem('offset_mismatch', `the upload moved while this chunk was written: ${now} bytes are staged; send the chunk at offset=${now}`, now);
-        }
-        // The check pass and the compression of the frames now complete run while the client sends the next chunk.
-        deps.checks.advance(framesDir, file, offset, end);
-        deps.frames.advance(framesDir, file, end);
-        return end;
+        // The first chunk creates the row, claimed in the same statement; a later one claims it.
+        const row = offset === 0 ? await startStagedUpload(deps.sql, cacheId, uploadKey, 'none', deps.leaseKey) : await claimed(cacheId, uploadKey);
+        const mismatch = (staged: number) =>
+          new UploadProblem('offset_mismatch', `offset ${offset} is not where the upload stands: ${staged} bytes are staged; send the chunk at offset=${staged}`, staged);
+        if (row === null) throw offset === 0 ? inProgressElsewhere(uploadKey) : mismatch(0);
+        return releasing(cacheId, uploadKey, async () => {
+          if (row.bytesStaged !== offset) throw mismatch(row.bytesStaged);
+          const file = fileOf(cacheId, uploadKey);
+          const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
+          const end = await appendStagedBytes(file, offset, body, deps.maxUploadSize);
+          if (!(await advanceStagedUpload(deps.sql, cacheId, uploadKey, offset, end))) {
+            deps.checks.drop(framesDir);
+            const now = (await findStagedUpload(deps.sql, cacheId, uploadKey))?.bytesStaged ?? 0;
+            throw new UploadProblem('offset_mismatch', `the upload moved while this chunk was written: ${now} bytes are staged; send the chunk at offset=${now}`, now);
+          }
+          // The check pass and the compression of the frames now complete run while the client sends the next chunk.
+          deps.checks.advance(framesDir, file, offset, end);
+          deps.frames.advance(framesDir, file, end);
+          return end;
+        });
       }),
 
     stageWhole: (cacheId, uploadKey, compression, body) =>
       locked(cacheId, uploadKey, async () => {
         // Written beside the old file and renamed over it, so a failed PUT keeps an earlier good one.
+        // The body is this request's own file: the upload is claimed only for the rename and the row.
         const temporary = deps.staging.tempFile('.upload');
         const length = await writeStagedFile(temporary, body, deps.maxUploadSize);
-        const file = fileOf(cacheId, uploadKey);
-        await mkdir(dirname(file), { recursive: true });
-        await rename(temporary, file);
-        const replaced = await findStagedUpload(deps.sql, cacheId, uploadKey);
-        if (replaced) deps.checks.drop(deps.staging.framesDir(cacheId, uploadKey, replaced.createdAt));
-        await replaceStagedUpload(deps.sql, cacheId, uploadKey, compression, length);
-        return length;
+        try {
+          const replaced = await startStagedUpload(deps.sql, cacheId, uploadKey, compression, deps.leaseKey);
+          if (replaced === null) throw inProgressElsewhere(uploadKey);
+          return await releasing(cacheId, uploadKey, async () => {
+            const file = fileOf(cacheId, uploadKey);
+            await mkdir(dirname(file), { recursive: true });
+            await rename(temporary, file);
+            deps.checks.drop(deps.staging.framesDir(cacheId, uploadKey, replaced.createdAt));
+            if (!(await replaceStagedUpload(deps.sql, cacheId, uploadKey, compression, length, deps.leaseKey))) {
+              throw new Error(`the staged upload ${uploadKey} was claimed by another process while this one held it (was this process's instance lease lost?)`);
+            }
+            return length;
+          });
+        } finally {
+          await rm(temporary, { force: true });
+        }
       }),
 
     finalize: (request) =>
       locked(request.cacheId, request.uploadKey, async () => {
         const { cacheId, uploadKey, info } = request;
-        const row = await findStagedUpload(deps.sql, cacheId, uploadKey);
+        const row = await claimed(cacheId, uploadKey);
         if (row === null) {
           // A finalize retried after its answer was lost finds the path already held.
           const already = await held(cacheId, info);
           if (already !== null) return already;
           throw new UploadProblem('no_staged_upload', `nothing is staged for ${uploadKey} in this cache; upload the NAR first`);
         }
-        if (request.submitted !== undefined) await recordStagedNarinfo(deps.sql, cacheId, uploadKey, request.submitted);
-        if (row.compression === 'none' && row.bytesStaged < info.narSize) {
-          throw new UploadProblem('incomplete_upload', `${row.bytesStaged} of the ${info.narSize} bytes the narinfo announces are staged; send the rest from offset=${row.bytesStaged}`, row.bytesStaged);
-        }
-        if (row.compression === 'none' && row.bytesStaged > info.narSize) {
-          throw new UploadProblem('nar_mismatch', `NarSize: ${row.bytesStaged} bytes are staged, the narinfo says ${info.narSize}`, row.bytesStaged);
-        }
-        const file = fileOf(cacheId, uploadKey);
-        const onDisk = await stat(file).catch(() => null);
-        if (onDisk === null || onDisk.size < row.bytesStaged) {
-          throw new UploadProblem('no_staged_upload', `the staged bytes of ${uploadKey} are not on this server's disk (chunks and finalize must reach the same kiln process, and a power cut may have lost them); abandon it with DELETE …/nars/${uploadKey}/upload and upload it again`);
-        }
-        // Bytes past the row's count are a chunk a crash cut short: they do not belong to the NAR.
-        if (onDisk.size > row.bytesStaged) await truncate(file, row.bytesStaged);
-        const compression = row.compression === 'none' ? 'none' : info.compression;
-        const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
-        const checked = compression === 'none' ? ((await deps.checks.result(framesDir, info.narSize)) ?? undefined) : undefined;
-        const outcome = await ingested({ cacheId, signingKey: request.signingKey, info, file, compression, framesDir, ...(checked === undefined ? {} : { checked }) });
-        deps.checks.drop(framesDir);
-        await deleteStagedUpload(deps.sql, cacheId, uploadKey);
-        await rm(file, { force: true });
-        await deps.frames.discard(framesDir);
-        return outcome;
+        return releasing(cacheId, uploadKey, async () => {
+          if (request.submitted !== undefined) await recordStagedNarinfo(deps.sql, cacheId, uploadKey, request.submitted);
+          if (row.compression === 'none' && row.bytesStaged < info.narSize) {
+            throw new UploadProblem('incomplete_upload', `${row.bytesStaged} of the ${info.narSize} bytes the narinfo announces are staged; send the rest from offset=${row.bytesStaged}`, row.bytesStaged);
+          }
+          if (row.compression === 'none' && row.bytesStaged > info.narSize) {
+            throw new UploadProblem('nar_mismatch', `NarSize: ${row.bytesStaged} bytes are staged, the narinfo says ${info.narSize}`, row.bytesStaged);
+          }
+          const file = fileOf(cacheId, uploadKey);
+          const onDisk = await stat(file).catch(() => null);
+          if (onDisk === null || onDisk.size < row.bytesStaged) {
+            throw new UploadProblem('no_staged_upload', `the staged bytes of ${uploadKey} are not on this server's disk (chunks and finalize must reach server processes sharing one baseDir, and a power cut may have lost them); abandon it with DELETE …/nars/${uploadKey}/upload and upload it again`);
+          }
+          // Bytes past the row's count are a chunk a crash cut short: they do not belong to the NAR.
+          if (onDisk.size > row.bytesStaged) await truncate(file, row.bytesStaged);
+          const compression = row.compression === 'none' ? 'none' : info.compression;
+          const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
+          const checked = compression === 'none' ? ((await deps.checks.result(framesDir, info.narSize)) ?? undefined) : undefined;
+          const outcome = await ingested({ cacheId, signingKey: request.signingKey, info, file, compression, framesDir, ...(checked === undefined ? {} : { checked }) });
+          deps.checks.drop(framesDir);
+          await deleteStagedUpload(deps.sql, cacheId, uploadKey);
+          await rm(file, { force: true });
+          await deps.frames.discard(framesDir);
+          return outcome;
+        });
       }),
 
     ingestFile: ingested,
@@ -178,15 +241,18 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
 
     abandon: (cacheId, uploadKey) =>
       locked(cacheId, uploadKey, async () => {
-        const row = await findStagedUpload(deps.sql, cacheId, uploadKey);
-        const existed = await deleteStagedUpload(deps.sql, cacheId, uploadKey);
-        await rm(fileOf(cacheId, uploadKey), { force: true });
-        if (row) {
+        // No row: nothing to forget. A file without a row is left to the sweeper, since another
+        // process may be creating the upload anew right now.
+        const row = await claimed(cacheId, uploadKey);
+        if (row === null) return false;
+        return releasing(cacheId, uploadKey, async () => {
+          const existed = await deleteStagedUpload(deps.sql, cacheId, uploadKey);
+          await rm(fileOf(cacheId, uploadKey), { force: true });
           const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
           deps.checks.drop(framesDir);
           await deps.frames.discard(framesDir);
-        }
-        return existed;
+          return existed;
+        });
       }),
   };
 }

@@ -5,10 +5,10 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import type { Sql } from 'postgres';
+import postgres, { type Sql } from 'postgres';
 import type { Test } from 'tap';
 import { dumpNar, hashNar, SigningKey, type Narinfo } from '../../protocol/index.js';
-import { createCpuPool, FilesystemBlobStore, openNarStorage, S3BlobStore, type BlobStore, type NarStorage } from '../../storage/index.js';
+import { acquireInstanceLease, createCpuPool, FilesystemBlobStore, openNarStorage, S3BlobStore, type BlobStore, type NarStorage } from '../../storage/index.js';
 import { testDatabase } from './db.js';
 import { createTestCache, type TestCache } from './caches.js';
 import { startS3rver } from './s3.js';
@@ -17,24 +17,30 @@ export type Backend = 'fs' | 's3';
 export const BACKENDS: Backend[] = ['fs', 's3'];
 
 export interface TestNarStorage {
+  /** the test database's URL (another process would connect to it) */
+  url: string;
   sql: Sql;
   blobs: BlobStore;
   nars: NarStorage;
   baseDir: string;
+  /** the key of the real instance lease the storage claims staged uploads under */
+  leaseKey: number;
   /** a cache row and a key to sign with (the tests sign with their own key, as services would pass it) */
   cache(name: string): Promise<TestCache & { key: SigningKey }>;
 }
 
 export async function openTestNarStorage(t: Test, backend: Backend, overrides: { partialTtlSecs?: number; graceHours?: number } = {}): Promise<TestNarStorage> {
-  const { sql } = await testDatabase(t);
+  const { sql, url } = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-nars-'));
   t.teardown(() => rm(baseDir, { recursive: true, force: true }));
   const blobs: BlobStore = backend === 'fs' ? new FilesystemBlobStore(join(baseDir, 'blobs')) : new S3BlobStore((await startS3rver(t)).options());
   const cpu = createCpuPool({ maxThreads: 1 });
+  const leaseKey = await testInstanceLease(t, url);
   const nars = openNarStorage({
     sql,
     blobs,
     cpu,
+    leaseKey,
     log: pino({ level: 'silent' }),
     config: {
       baseDir,
@@ -52,15 +58,35 @@ export async function openTestNarStorage(t: Test, backend: Backend, overrides: {
     await blobs.close();
   });
   return {
+    url,
     sql,
     blobs,
     nars,
     baseDir,
+    leaseKey,
     async cache(name) {
       const cache = await createTestCache(sql, name, { public: true });
       return { ...cache, key: SigningKey.generate(`${name}-test-1`) };
     },
   };
+}
+
+/**
+ * A real instance lease on the database at `url`, held on a connection of its own as a server
+ * process holds one, and released at teardown: after a NAR storage opened later in the same test
+ * is closed (tap runs teardowns last first).
+ */
+export async function testInstanceLease(t: Pick<Test, 'teardown'>, url: string): Promise<number> {
+  const own = postgres(url, { max: 1, onnotice: () => undefined });
+  const lease = await acquireInstanceLease(own).catch(async (e: unknown) => {
+    await own.end();
+    throw e;
+  });
+  t.teardown(async () => {
+    await lease.release();
+    await own.end({ timeout: 5 });
+  });
+  return lease.key;
 }
 
 export interface TestNar {

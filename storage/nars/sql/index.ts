@@ -14,6 +14,8 @@ export { touchPathSignatures } from './touchPathSignatures.js';
 export { type StagedUploadRow } from './stagedUploadRow.js';
 export { findStagedUpload } from './findStagedUpload.js';
 export { startStagedUpload } from './startStagedUpload.js';
+export { claimStagedUpload } from './claimStagedUpload.js';
+export { releaseStagedUpload } from './releaseStagedUpload.js';
 export { advanceStagedUpload } from './advanceStagedUpload.js';
 export { replaceStagedUpload } from './replaceStagedUpload.js';
 export { recordStagedNarinfo } from './recordStagedNarinfo.js';

@@ -1,12 +1,18 @@
 import type { ISql } from 'postgres';
+import { leaseLostCondition } from '../../events/index.js';
 import { toStagedUpload, type StagedUploadColumns, type StagedUploadRow } from './stagedUploadRow.js';
 
-/** The upload's row, created empty when there is none; an existing row is returned unchanged. */
-export async function startStagedUpload(sql: ISql, cacheId: string, uploadKey: string, compression: string): Promise<StagedUploadRow> {
+/**
+ * The upload's row, created empty when there is none, and claimed for `writer` (as
+ * claimStagedUpload) in the same statement; an existing row is returned otherwise unchanged.
+ * Null when another live process holds the upload.
+ */
+export async function startStagedUpload(sql: ISql, cacheId: string, uploadKey: string, compression: string, writer: number): Promise<StagedUploadRow | null> {
   const [row] = await sql<StagedUploadColumns[]>`
-    insert into staged_uploads (cache_id, upload_key, compression)
-    values (${cacheId}, ${uploadKey}, ${compression})
-    on conflict (cache_id, upload_key) do update set upload_key = excluded.upload_key
+    insert into staged_uploads as s (cache_id, upload_key, compression, writer)
+    values (${cacheId}, ${uploadKey}, ${compression}, ${writer})
+    on conflict (cache_id, upload_key) do update set writer = excluded.writer
+      where s.writer is null or s.writer = excluded.writer or ${leaseLostCondition(sql, sql`s.writer`)}
     returning cache_id, upload_key, compression, bytes_staged, created_at, updated_at`;
-  return toStagedUpload(row!);
+  return row ? toStagedUpload(row) : null;
 }
