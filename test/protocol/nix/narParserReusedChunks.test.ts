@@ -3,22 +3,7 @@
 // A kept entry name once was, and the next refill changed it under the sort check.
 import t from 'tap';
 import { isNarError, NarParser } from '../../../protocol/index.js';
-
-/** A NAR string: 64-bit little-endian length, the bytes, zero padding to 8. */
-function str(s: string | Buffer): Buffer {
-  const bytes = typeof s === 'string' ? Buffer.from(s) : s;
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64LE(BigInt(bytes.length));
-  return Buffer.concat([length, bytes, Buffer.alloc((8 - (bytes.length % 8)) % 8)]);
-}
-const regular = (contents: Buffer) => Buffer.concat([str('('), str('type'), str('regular'), str('contents'), str(contents), str(')')]);
-/** A directory NAR with its entries in the order given (canonical only when sorted). */
-const directoryNar = (entries: [string, Buffer][]) =>
-  Buffer.concat([
-    str('nix-archive-1'), str('('), str('type'), str('directory'),
-    ...entries.map(([name, contents]) => Buffer.concat([str('entry'), str('('), str('name'), str(name), str('node'), regular(contents), str(')')])),
-    str(')'),
-  ]);
+import { directoryNar } from '../../support/narBytes.js';
 
 /** Parses `nar` through one buffer of `size` bytes, refilled for every push; the error, if any. */
 function parseThroughOneBuffer(nar: Buffer, size: number): string | null {

@@ -12,24 +12,10 @@ import { NarFrameSets } from '../../../storage/nars/narFrameSets.js';
 import type { NarReads } from '../../../storage/nars/narReads.js';
 import { narUploads } from '../../../storage/nars/narUploads.js';
 import { StagedChecks } from '../../../storage/nars/stagedChecks.js';
+import { directoryNar } from '../../support/narBytes.js';
 import { makeTestNar, openTestNarStorage, testInstanceLease } from '../../support/narStorage.js';
 
 const one = (bytes: Uint8Array) => [bytes] as unknown as AsyncIterable<Uint8Array>;
-
-/** A NAR string: 64-bit little-endian length, the bytes, zero padding to 8. */
-function str(s: string | Buffer): Buffer {
-  const bytes = typeof s === 'string' ? Buffer.from(s) : s;
-  const length = Buffer.alloc(8);
-  length.writeBigUInt64LE(BigInt(bytes.length));
-  return Buffer.concat([length, bytes, Buffer.alloc((8 - (bytes.length % 8)) % 8)]);
-}
-const regular = (contents: Buffer) => Buffer.concat([str('('), str('type'), str('regular'), str('contents'), str(contents), str(')')]);
-/** A directory NAR with its entries in the order given (canonical only when sorted). */
-const directoryNar = (entries: [string, Buffer][]) => Buffer.concat([
-  str('nix-archive-1'), str('('), str('type'), str('directory'),
-  ...entries.map(([name, contents]) => Buffer.concat([str('entry'), str('('), str('name'), str(name), str('node'), regular(contents), str(')')])),
-  str(')'),
-]);
 
 async function setup(t: Test) {
   const { sql, url, blobs, baseDir, cache } = await openTestNarStorage(t, 'fs');
