@@ -62,6 +62,9 @@ const headersOf = (raw: IncomingHttpHeaders): Headers => {
 
 const resetCodes = new Set(['ECONNRESET', 'EPIPE']);
 
+/** undici's headers and body timeouts, which fetch applied */
+const IDLE_TIMEOUT_MS = 300_000;
+
 /**
  * One request. It settles only when node:http is done with the request (its 'close': the body was
  * written out, or the connection torn down) and with the answer, so `body`'s memory is free again
@@ -105,6 +108,9 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
         settle();
       });
     });
+    // A connection that goes quiet (a half-open socket) fails the request, as fetch's timeouts
+    // did, so an upload's retry logic takes over instead of waiting forever.
+    req.setTimeout(IDLE_TIMEOUT_MS, () => req.destroy(new Error(`the connection was idle for ${IDLE_TIMEOUT_MS / 1000} s`)));
     req.on('error', (e) => {
       failure ??= e;
     });

@@ -19,7 +19,11 @@ export class FrameJoin {
   private work: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
 
-  constructor(readonly file: string) {}
+  constructor(
+    readonly file: string,
+    /** called after frames were appended: their owner may compress more */
+    private readonly onAppended: () => void = () => undefined,
+  ) {}
 
   /** Frames appended so far. */
   get appended(): number {
@@ -40,6 +44,11 @@ export class FrameJoin {
     if (this.failure !== null || index < this.next) return;
     this.waiting.set(index, bytes);
     if (index === this.next) this.work = this.work.then(() => this.appendReady()).catch((e: unknown) => this.fail(e));
+  }
+
+  /** Resolves when the appending underway is done. */
+  idle(): Promise<void> {
+    return this.work;
   }
 
   /** Gives up: a frame could not be made or the file not written. finish() then throws `cause`. */
@@ -68,6 +77,7 @@ export class FrameJoin {
 
   private async appendReady(): Promise<void> {
     let handle: FileHandle | null = null;
+    const before = this.next;
     try {
       for (let frame = this.waiting.get(this.next); frame !== undefined && this.failure === null; frame = this.waiting.get(this.next)) {
         if (handle === null) {
@@ -83,6 +93,7 @@ export class FrameJoin {
     } finally {
       await handle?.close();
     }
+    if (this.next > before) this.onAppended();
   }
 }
 

@@ -15,13 +15,25 @@ import { frameCount, frameRange, FRAME_BYTES } from './narFrames.js';
 /** Uploads followed at once; beyond it the oldest is dropped (its finalize compresses again). */
 const MAX_FOLLOWED = 64;
 
+/**
+ * Frames compressed ahead of the join, per upload: compressed frames wait in memory for their
+ * turn, so this bounds that memory (16 MiB of NAR each at most) when a whole NAR is compressed at
+ * once (a finalize after a restart, a single-shot upload) onto a disk slower than the pool.
+ */
+const FRAMES_AHEAD = 8;
+
 interface FrameSet {
   join: FrameJoin;
   /** frames being compressed, by index */
   compressing: Map<number, Promise<void>>;
+  /** the staged file, and how many of its frames may be made: whole frames so far, all at finalize */
+  source: string;
+  count: number;
+  narSize: number;
 }
 
 export class NarFrameSets {
+  /** Uploads whose chunks are arriving; a set being finalized is not here (nothing may drop it). */
   private readonly sets = new Map<string, FrameSet>();
 
   constructor(
@@ -29,10 +41,19 @@ export class NarFrameSets {
     private readonly zstdLevel: number,
   ) {}
 
-  /** Starts compressing every whole frame below `staged` bytes that is neither joined nor underway; does not wait. */
+  /** Starts compressing the whole frames below `staged` bytes that are neither joined nor underway; does not wait. */
   advance(dir: string, source: string, staged: number): void {
-    const set = this.followed(dir);
-    this.request(set, source, Math.floor(staged / FRAME_BYTES), staged);
+    let set = this.sets.get(dir);
+    if (set?.join.failed) {
+      // A frame or a write failed: its frames would be made again for nothing; start over.
+      this.sets.delete(dir);
+      void this.stop(set);
+      set = undefined;
+    }
+    set ??= this.follow(dir, source);
+    set.count = Math.floor(staged / FRAME_BYTES);
+    set.narSize = staged;
+    this.request(set);
   }
 
   /**
@@ -41,19 +62,27 @@ export class NarFrameSets {
    */
   async stored(dir: string, source: string, narSize: number, output: string): Promise<{ fileHash: string; fileSize: number }> {
     let set = this.sets.get(dir);
+    this.sets.delete(dir);
     if (set !== undefined && set.join.failed) {
       // A frame or a write failed in the background: start over once, from the staged file.
-      this.sets.delete(dir);
       await this.stop(set);
       set = undefined;
     }
-    set ??= this.followed(dir);
-    const count = frameCount(narSize);
-    this.request(set, source, count, narSize);
-    await Promise.all(set.compressing.values());
-    this.sets.delete(dir);
+    set ??= newSet(dir, source, (s) => this.request(s));
+    set.count = frameCount(narSize);
+    set.narSize = narSize;
+    // Every frame compressed and appended: each one back or appended asks for the next (request).
+    while (!set.join.failed && set.join.appended < set.count) {
+      const appended = set.join.appended;
+      this.request(set);
+      await Promise.all(set.compressing.values());
+      await set.join.idle(); // the appends the frames just back set off
+      if (set.compressing.size === 0 && set.join.appended === appended && !set.join.failed) {
+        set.join.fail(new Error(`the frames of ${dir} stopped at ${appended} of ${set.count}`)); // never seen; better than spinning
+      }
+    }
     try {
-      return await set.join.finish(count, output);
+      return await set.join.finish(set.count, output);
     } catch (e) {
       await set.join.discard();
       throw e;
@@ -68,41 +97,51 @@ export class NarFrameSets {
     await rm(dir, { recursive: true, force: true });
   }
 
-  private followed(dir: string): FrameSet {
-    let set = this.sets.get(dir);
-    if (set === undefined) {
-      // A name of its own: another process that takes the upload over later joins in its own file.
-      const file = join(dir, `joined-${process.pid}-${randomBytes(4).toString('hex')}.zst.partial`);
-      set = { join: new FrameJoin(file), compressing: new Map() };
-      this.sets.set(dir, set);
-      if (this.sets.size > MAX_FOLLOWED) {
-        const [oldest, dropped] = this.sets.entries().next().value!;
-        this.sets.delete(oldest);
-        void this.stop(dropped);
-      }
+  private follow(dir: string, source: string): FrameSet {
+    const set = newSet(dir, source, (s) => this.request(s));
+    this.sets.set(dir, set);
+    if (this.sets.size > MAX_FOLLOWED) {
+      const [oldest, dropped] = this.sets.entries().next().value!;
+      this.sets.delete(oldest);
+      void this.stop(dropped);
     }
     return set;
   }
 
-  /** Compresses the frames below `count` of a NAR of (at least) `narSize` bytes that are neither joined, waiting nor underway. */
-  private request(set: FrameSet, source: string, count: number, narSize: number): void {
-    for (let index = set.join.appended; index < count; index++) {
+  /**
+   * Compresses the set's frames below its count that are neither joined, waiting nor underway, at
+   * most FRAMES_AHEAD past the join; each one that comes back asks for the next.
+   */
+  private request(set: FrameSet): void {
+    const until = Math.min(set.count, set.join.appended + FRAMES_AHEAD);
+    for (let index = set.join.appended; index < until && !set.join.failed; index++) {
       if (set.compressing.has(index) || set.join.holds(index)) continue;
-      const { start, end } = frameRange(index, narSize);
+      const { start, end } = frameRange(index, set.narSize);
       const run = this.cpu
-        .run('compressNarFrame', { source, start, end, zstdLevel: this.zstdLevel })
+        .run('compressNarFrame', { source: set.source, start, end, zstdLevel: this.zstdLevel })
         .then(
           (bytes) => set.join.offer(index, bytes),
           (e: unknown) => set.join.fail(e),
         )
-        .finally(() => set.compressing.delete(index));
+        .finally(() => {
+          set.compressing.delete(index);
+          this.request(set);
+        });
       set.compressing.set(index, run);
     }
   }
 
   private async stop(set: FrameSet): Promise<void> {
     set.join.fail(new Error('the frames were dropped'));
-    await Promise.all(set.compressing.values());
+    while (set.compressing.size > 0) await Promise.all(set.compressing.values());
     await set.join.discard();
   }
+}
+
+/** A set of its own for the upload in `dir`, followed by no map. */
+function newSet(dir: string, source: string, onAppended: (set: FrameSet) => void): FrameSet {
+  // A name of its own: another process that takes the upload over later joins in its own file.
+  const file = join(dir, `joined-${process.pid}-${randomBytes(4).toString('hex')}.zst.partial`);
+  const set: FrameSet = { join: new FrameJoin(file, () => onAppended(set)), compressing: new Map(), source, count: 0, narSize: 0 };
+  return set;
 }

@@ -216,6 +216,12 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
           const file = fileOf(cacheId, uploadKey);
           const onDisk = await stat(file).catch(() => null);
           if (onDisk === null || onDisk.size < row.bytesStaged) {
+            // A finalize that ingested, removed the file and then was cut short before the row went.
+            const already = onDisk === null ? await held(cacheId, info) : null;
+            if (already !== null) {
+              await deleteStagedUpload(deps.sql, cacheId, uploadKey);
+              return already;
+            }
             throw new UploadProblem('no_staged_upload', `the staged bytes of ${uploadKey} are not on this server's disk (chunks and finalize must reach server processes sharing one baseDir, and a power cut may have lost them); abandon it with DELETE …/nars/${uploadKey}/upload and upload it again`);
           }
           // Bytes past the row's count are a chunk a crash cut short: they do not belong to the NAR.
@@ -225,8 +231,10 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
           const checked = compression === 'none' ? ((await deps.checks.result(framesDir, info.narSize)) ?? undefined) : undefined;
           const outcome = await ingested({ cacheId, signingKey: request.signingKey, info, file, compression, framesDir, ...(checked === undefined ? {} : { checked }) });
           deps.checks.drop(framesDir);
-          await deleteStagedUpload(deps.sql, cacheId, uploadKey);
+          // The file before the row: the row's claim keeps other processes away until both are
+          // gone, and a new upload of the same path (same file name) can start only after.
           await rm(file, { force: true });
+          await deleteStagedUpload(deps.sql, cacheId, uploadKey);
           await deps.frames.discard(framesDir);
           return outcome;
         });
@@ -246,8 +254,8 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
         const row = await claimed(cacheId, uploadKey);
         if (row === null) return false;
         return releasing(cacheId, uploadKey, async () => {
+          await rm(fileOf(cacheId, uploadKey), { force: true }); // before the row, as in finalize
           const existed = await deleteStagedUpload(deps.sql, cacheId, uploadKey);
-          await rm(fileOf(cacheId, uploadKey), { force: true });
           const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
           deps.checks.drop(framesDir);
           await deps.frames.discard(framesDir);
