@@ -27,6 +27,14 @@ t.test('cache events', async (t) => {
   t.equal((await kiln.api('DELETE', '/caches/main/active', { token: ada.token })).status, 200);
   t.equal((await kiln.api('POST', '/caches/main/active', { token: ada.token })).status, 200);
 
+  // Webhook deliveries run in parallel: they arrive in no particular order (docs/events.md).
+  const names = (list: { event: string }[]) => list.map((e) => e.event);
+  // Deliveries are at least once: a redelivered event arrives with the very same body.
+  const received = (hook: typeof adminHook) => [...new Set(hook.requests.map((r) => r.body))].map((b) => JSON.parse(b) as Delivered);
+  const gotAll = (hook: typeof adminHook, count: number) => eventually(`${count} deliveries`, async () => (received(hook).length >= count ? true : undefined));
+  const durable = ['cache.create', 'cache.update', 'cache.update', 'cache.update', 'cache.nar.upload', 'cache.nar.delete', 'cache.delete'];
+  const sorted = (list: string[]) => [...list].sort();
+
   const nar = await makeTestNar(t, { f: 'an event\n' });
   const info = { store_path: nar.info.storePath, nar_hash: nar.info.narHash, nar_size: nar.info.narSize, references: [] };
   t.equal((await uploadSingle(kiln, ada.token, 'main', { narinfo: info, nar: nar.nar })).status, 200);
@@ -44,29 +52,28 @@ t.test('cache events', async (t) => {
   await eventually('the traffic events on the firehose', async () => (firehose.frames.some((f) => f.event === 'cache.nar.fetched') ? true : undefined));
 
   t.equal((await kiln.api('DELETE', `/caches/main/nars/${nar.hash}`, { token: ada.token })).status, 200);
+  // Deleting the cache drops what is still pending for its own webhook: wait for those first.
+  await gotAll(cacheHook, durable.length - 2);
   t.equal((await kiln.api('DELETE', '/caches/main', { token: ada.token })).status, 200);
 
-  const names = (list: { event: string }[]) => list.map((e) => e.event);
-  // Deliveries are at least once: a redelivered event arrives with the very same body.
-  const received = (hook: typeof adminHook) => [...new Set(hook.requests.map((r) => r.body))].map((b) => JSON.parse(b) as Delivered);
-  const gotAll = (hook: typeof adminHook, count: number) => eventually(`${count} deliveries`, async () => (received(hook).length >= count ? true : undefined));
-  const durable = ['cache.create', 'cache.update', 'cache.update', 'cache.update', 'cache.nar.upload', 'cache.nar.delete', 'cache.delete'];
 
-  t.test('the instance webhook gets every durable cache event, in order', async (t) => {
+  t.test('the instance webhook gets every durable cache event', async (t) => {
     await gotAll(adminHook, durable.length);
     const bodies = received(adminHook);
-    t.same(names(bodies), durable);
-    t.match(bodies[0]!.content, { cache: 'main', public: true });
-    t.match(bodies[1]!.content, { cache: 'main', changes: ['description', 'priority'] });
-    t.match(bodies[2]!.content, { changes: ['active'], active: false });
-    t.match(bodies[4]!.content, { cache: 'main', store_path: nar.info.storePath, nar_hash: nar.info.narHash, nar_size: nar.info.narSize, user: 'ada' });
-    t.match(bodies[5]!.content, { cache: 'main', hash: nar.hash, store_path: nar.info.storePath, last_copy: true });
+    t.same(sorted(names(bodies)), sorted(durable), 'each durable event once');
+    const of = (event: string) => bodies.filter((b) => b.event === event).map((b) => b.content);
+    t.match(of('cache.create'), [{ cache: 'main', public: true }]);
+    const updates = of('cache.update');
+    t.match(updates.find((c) => (c['changes'] as string[]).includes('priority')), { cache: 'main', changes: ['description', 'priority'] });
+    t.same(updates.filter((c) => (c['changes'] as string[]).includes('active')).map((c) => c['active']).sort(), [false, true]);
+    t.match(of('cache.nar.upload'), [{ cache: 'main', store_path: nar.info.storePath, nar_hash: nar.info.narHash, nar_size: nar.info.narSize, user: 'ada' }]);
+    t.match(of('cache.nar.delete'), [{ cache: 'main', hash: nar.hash, store_path: nar.info.storePath, last_copy: true }]);
   });
 
   t.test('the cache webhook gets those after its creation, but not cache.delete: it goes with its cache', async (t) => {
     await gotAll(cacheHook, durable.length - 2);
     await gotAll(adminHook, durable.length); // cache.delete was delivered where it could be
-    t.same(names(received(cacheHook)), durable.slice(1, -1));
+    t.same(sorted(names(received(cacheHook))), sorted(durable.slice(1, -1)));
   });
 
   t.test('the firehose shows the live-only events too', async (t) => {
@@ -78,6 +85,6 @@ t.test('cache events', async (t) => {
     t.same(of('cache.narinfo.served'), [{ cache: 'main', hash: nar.hash, hit: true }, { cache: 'main', hash: '0'.repeat(32), hit: false }]);
     t.same(of('cache.nar.fetched'), [{ cache: 'main', hash: url.slice(4, 56), bytes: fileSize }], 'the GET, not the HEAD');
     t.same(of('cache.changed').map((c) => c['reason']), ['create', 'update', 'disabled', 'enabled', 'nar.upload', 'nar.delete', 'delete']);
-    t.same(names(frames.filter((f) => durable.includes(f.event))), durable);
+    t.same(names(frames.filter((f) => durable.includes(f.event))), durable, 'one process publishes them in order');
   });
 });
