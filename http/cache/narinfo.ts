@@ -51,11 +51,11 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
 
   // Anonymous GETs of a readable cache go first through a lane (router.ts), straight from uWS's
   // router; anything else it leaves to the route below, which answers the same.
-  r.lane('/:file', ([name, file], header) => {
-    if (!file!.endsWith('.narinfo') || header('authorization') !== '' || name!.includes('%') || file!.includes('%')) return undefined;
-    const decision = deps.access.peek(name!, undefined, '');
+  r.lane('/:file', ([name = '', file = ''], header) => {
+    if (!file.endsWith('.narinfo') || header('authorization') !== '' || name.includes('%') || file.includes('%')) return undefined;
+    const decision = deps.access.peek(name, undefined, '');
     if (decision?.kind !== 'granted') return undefined;
-    return fromMemory(decision.cache, file!.slice(0, -'.narinfo'.length));
+    return fromMemory(decision.cache, file.slice(0, -'.narinfo'.length));
   });
 
   r.get('/:hash.narinfo', (req) => inMemory(req) ?? lookup(req));
