@@ -16,6 +16,8 @@ export class FrameJoin {
   private readonly hash: Hash = createHash('sha256');
   /** Compressed frames that came back before one of their predecessors. */
   private readonly waiting = new Map<number, Uint8Array>();
+  /** The frame being written, out of `waiting`. */
+  private writing: number | null = null;
   private work: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
 
@@ -23,6 +25,8 @@ export class FrameJoin {
     readonly file: string,
     /** called after frames were appended: their owner may compress more */
     private readonly onAppended: () => void = () => undefined,
+    /** called with each frame's bytes once they are no longer needed (written, or dropped): their memory may be reused */
+    private readonly onDone: (bytes: Uint8Array) => void = () => undefined,
   ) {}
 
   /** Frames appended so far. */
@@ -32,7 +36,7 @@ export class FrameJoin {
 
   /** Whether frame `index` is appended or waiting for its turn. */
   holds(index: number): boolean {
-    return index < this.next || this.waiting.has(index);
+    return index < this.next || index === this.writing || this.waiting.has(index);
   }
 
   get failed(): boolean {
@@ -41,7 +45,10 @@ export class FrameJoin {
 
   /** Takes frame `index`'s compressed bytes, appending them (and any waiting after them) when their turn comes. */
   offer(index: number, bytes: Uint8Array): void {
-    if (this.failure !== null || index < this.next) return;
+    if (this.failure !== null || index < this.next) {
+      this.onDone(bytes);
+      return;
+    }
     this.waiting.set(index, bytes);
     if (index === this.next) this.work = this.work.then(() => this.appendReady()).catch((e: unknown) => this.fail(e));
   }
@@ -54,6 +61,8 @@ export class FrameJoin {
   /** Gives up: a frame could not be made or the file not written. finish() then throws `cause`. */
   fail(cause: unknown): void {
     this.failure ??= cause instanceof Error ? cause : new Error(String(cause));
+    // Not the frame being written: it is out of the map, and its write gives it back when done.
+    for (const bytes of this.waiting.values()) this.onDone(bytes);
     this.waiting.clear();
   }
 
@@ -80,13 +89,19 @@ export class FrameJoin {
     const before = this.next;
     try {
       for (let frame = this.waiting.get(this.next); frame !== undefined && this.failure === null; frame = this.waiting.get(this.next)) {
-        if (handle === null) {
-          await mkdir(dirname(this.file), { recursive: true });
-          handle = await open(this.file, this.next === 0 ? 'w' : 'r+', 0o600);
-        }
-        await writeFully(handle, frame, this.size);
         this.waiting.delete(this.next);
-        this.hash.update(frame);
+        this.writing = this.next;
+        try {
+          if (handle === null) {
+            await mkdir(dirname(this.file), { recursive: true });
+            handle = await open(this.file, this.next === 0 ? 'w' : 'r+', 0o600);
+          }
+          await writeFully(handle, frame, this.size);
+          this.hash.update(frame);
+        } finally {
+          this.writing = null;
+          this.onDone(frame);
+        }
         this.size += frame.length;
         this.next++;
       }

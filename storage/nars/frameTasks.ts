@@ -17,6 +17,8 @@ export interface CompressFrameInput {
   start: number;
   end: number;
   zstdLevel: number;
+  /** shared memory to write the compressed bytes into (frameSlots.ts) */
+  output?: SharedArrayBuffer;
 }
 
 /**
@@ -25,8 +27,11 @@ export interface CompressFrameInput {
  */
 let frameBuffer: Buffer | null = null;
 
-/** The frame's compressed bytes, transferred (not cloned) to the thread that asked. */
-export async function compressNarFrame(input: CompressFrameInput): Promise<Uint8Array> {
+/**
+ * The frame's length once its compressed bytes are in `input.output`; without it, the bytes,
+ * transferred (not cloned) to the thread that asked.
+ */
+export async function compressNarFrame(input: CompressFrameInput): Promise<number | Uint8Array> {
   const length = input.end - input.start;
   const reusable = frameBuffer !== null && frameBuffer.length >= length ? frameBuffer : Buffer.allocUnsafe(Math.max(length, FRAME_BYTES));
   frameBuffer = null; // taken: should two tasks ever overlap here, the other one allocates its own
@@ -44,15 +49,22 @@ export async function compressNarFrame(input: CompressFrameInput): Promise<Uint8
   }
   const compressed = compressFrame(frame, input.zstdLevel);
   frameBuffer = reusable;
+  if (input.output !== undefined && input.output.byteLength >= compressed.length) {
+    // A copy (a few ms per frame): zstd's own output buffer stays garbage of this thread's small heap.
+    new Uint8Array(input.output).set(compressed);
+    return compressed.length;
+  }
   return transferable(compressed);
 }
 
 /**
- * Bytes marked for transfer. Only a view of a whole ArrayBuffer may go: a small Buffer shares
- * Node's allocation pool with others, so it is copied into its own first.
+ * Bytes marked for transfer, with the buffer they are a view of. Only a buffer of their own may go:
+ * a small Buffer shares Node's allocation pool with others, so it is copied into its own first.
+ * (A frame is a view of zstd's worst-case output buffer; its unused tail was never written, so
+ * it costs no memory.)
  */
 function transferable(bytes: Buffer): Uint8Array {
-  const own = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+  const own = bytes.buffer.byteLength > Buffer.poolSize ? bytes : new Uint8Array(bytes);
   // piscina unwraps the marker and sends the bytes themselves; the caller receives a Uint8Array.
   return move(own) as unknown as Uint8Array;
 }

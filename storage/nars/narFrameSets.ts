@@ -10,6 +10,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CpuPool } from '../cpuPool.js';
 import { FrameJoin } from './frameJoin.js';
+import { FrameSlots } from './frameSlots.js';
 import { frameCount, frameRange, FRAME_BYTES } from './narFrames.js';
 
 /** Uploads followed at once; beyond it the oldest is dropped (its finalize compresses again). */
@@ -21,6 +22,12 @@ const MAX_FOLLOWED = 64;
  * once (a finalize after a restart, a single-shot upload) onto a disk slower than the pool.
  */
 const FRAMES_AHEAD = 8;
+
+/**
+ * Frame slots (frameSlots.ts; 16 MiB each) at most: an upload's frames in flight are the ones being
+ * compressed (one per pool thread) and the few the join has not written yet.
+ */
+const FRAME_SLOTS = 6;
 
 interface FrameSet {
   join: FrameJoin;
@@ -35,6 +42,7 @@ interface FrameSet {
 export class NarFrameSets {
   /** Uploads whose chunks are arriving; a set being finalized is not here (nothing may drop it). */
   private readonly sets = new Map<string, FrameSet>();
+  private readonly slots = new FrameSlots(FRAME_SLOTS);
 
   constructor(
     private readonly cpu: CpuPool,
@@ -68,7 +76,7 @@ export class NarFrameSets {
       await this.stop(set);
       set = undefined;
     }
-    set ??= newSet(dir, source, (s) => this.request(s));
+    set ??= this.newSet(dir, source);
     set.count = frameCount(narSize);
     set.narSize = narSize;
     // Every frame compressed and appended: each one back or appended asks for the next (request).
@@ -98,7 +106,7 @@ export class NarFrameSets {
   }
 
   private follow(dir: string, source: string): FrameSet {
-    const set = newSet(dir, source, (s) => this.request(s));
+    const set = this.newSet(dir, source);
     this.sets.set(dir, set);
     if (this.sets.size > MAX_FOLLOWED) {
       const [oldest, dropped] = this.sets.entries().next().value!;
@@ -117,11 +125,21 @@ export class NarFrameSets {
     for (let index = set.join.appended; index < until && !set.join.failed; index++) {
       if (set.compressing.has(index) || set.join.holds(index)) continue;
       const { start, end } = frameRange(index, set.narSize);
+      const slot = this.slots.take();
       const run = this.cpu
-        .run('compressNarFrame', { source: set.source, start, end, zstdLevel: this.zstdLevel })
+        .run('compressNarFrame', { source: set.source, start, end, zstdLevel: this.zstdLevel, ...(slot === undefined ? {} : { output: slot }) })
         .then(
-          (bytes) => set.join.offer(index, bytes),
-          (e: unknown) => set.join.fail(e),
+          (result) => {
+            if (typeof result === 'number') set.join.offer(index, new Uint8Array(slot!, 0, result));
+            else {
+              if (slot !== undefined) this.slots.give(slot); // the bytes did not fit (never seen): they came as their own
+              set.join.offer(index, result);
+            }
+          },
+          (e: unknown) => {
+            if (slot !== undefined) this.slots.give(slot);
+            set.join.fail(e);
+          },
         )
         .finally(() => {
           set.compressing.delete(index);
@@ -131,6 +149,17 @@ export class NarFrameSets {
     }
   }
 
+  /** A set of its own for the upload in `dir`, followed by no map. */
+  private newSet(dir: string, source: string): FrameSet {
+    // A name of its own: another process that takes the upload over later joins in its own file.
+    const file = join(dir, `joined-${process.pid}-${randomBytes(4).toString('hex')}.zst.partial`);
+    const frameJoin = new FrameJoin(file, () => this.request(set), (bytes) => {
+      if (bytes.buffer instanceof SharedArrayBuffer) this.slots.give(bytes.buffer);
+    });
+    const set: FrameSet = { join: frameJoin, compressing: new Map(), source, count: 0, narSize: 0 };
+    return set;
+  }
+
   private async stop(set: FrameSet): Promise<void> {
     set.join.fail(new Error('the frames were dropped'));
     while (set.compressing.size > 0) await Promise.all(set.compressing.values());
@@ -138,10 +167,3 @@ export class NarFrameSets {
   }
 }
 
-/** A set of its own for the upload in `dir`, followed by no map. */
-function newSet(dir: string, source: string, onAppended: (set: FrameSet) => void): FrameSet {
-  // A name of its own: another process that takes the upload over later joins in its own file.
-  const file = join(dir, `joined-${process.pid}-${randomBytes(4).toString('hex')}.zst.partial`);
-  const set: FrameSet = { join: new FrameJoin(file, () => onAppended(set)), compressing: new Map(), source, count: 0, narSize: 0 };
-  return set;
-}

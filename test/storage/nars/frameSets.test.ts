@@ -53,3 +53,27 @@ t.test('a set whose frame failed starts over once, and the stored file is right'
   t.equal(file.fileSize, (await readFile(output)).length);
   t.ok((await decompressed(output)).equals(bytes), 'the stored file is the NAR');
 });
+
+t.test('uploads finalized at once, more frames than shared slots: each stored file is its own NAR', async (t) => {
+  const { base, sets } = await setup(t);
+  // Frames of different sizes (half random, half zeros, in varying shares) so that a slot reused
+  // too early, or a frame written from the wrong slot, would show in the decompressed bytes.
+  const nars = [0, 1, 2].map((n) => {
+    const bytes = Buffer.alloc(2 * FRAME_BYTES + 1000 * (n + 1));
+    randomBytes(FRAME_BYTES / (n + 2)).copy(bytes, 0);
+    randomBytes(FRAME_BYTES / (n + 3)).copy(bytes, FRAME_BYTES + 77);
+    return bytes;
+  });
+  const stored = await Promise.all(nars.map(async (bytes, n) => {
+    const source = join(base, `nar-${n}`);
+    await writeFile(source, bytes);
+    const output = join(base, `out-${n}.zst`);
+    await sets.stored(join(base, `upload-${n}`), source, bytes.length, output);
+    return output;
+  }));
+  for (const [n, output] of stored.entries()) t.ok((await decompressed(output)).equals(nars[n]!), `stored file ${n} is NAR ${n}`);
+  // And again, now that the slots are spare: reused slots carry nothing over.
+  const again = join(base, 'again.zst');
+  await sets.stored(join(base, 'upload-again'), join(base, 'nar-2'), nars[2]!.length, again);
+  t.ok((await decompressed(again)).equals(nars[2]!), 'a later upload through reused slots is right too');
+});
