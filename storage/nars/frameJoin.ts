@@ -1,13 +1,19 @@
 // The stored file of a staged NAR, joined from its compressed frames as they come back from the CPU
 // pool: each frame is appended, in order, as soon as it and all before it are there, with the
 // FileHash updated on the way, so finalize only appends the last frames. Frames wait here in memory
-// for their turn, never in files of their own: every compressed byte is written once. (An fdatasync
-// per frame was tried: on ext4 it also flushed the staging writes and made the appends fall behind;
-// the blob store fsyncs the file once.)
+// for their turn, never in files of their own: every compressed byte is written once.
+//
+// Durability is the blob store's fsync at finalize, which the client waits for: a whole 340 MB
+// file measured ~0.3 s here. So every 64 MiB joined, an fdatasync runs in the background, never
+// awaited by the appends (one awaited per frame made them fall behind the pool), and the fsync at
+// finalize finds only the last frames left to write.
 import { createHash, type Hash } from 'node:crypto';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { sha256Nix32 } from '../../protocol/index.js';
+
+/** Joined bytes after which a background fdatasync starts (one at a time). */
+const SYNC_AHEAD_BYTES = 64 << 20;
 
 export class FrameJoin {
   /** Frames appended so far (0…next-1). */
@@ -19,6 +25,9 @@ export class FrameJoin {
   /** The frame being written, out of `waiting`. */
   private writing: number | null = null;
   private work: Promise<void> = Promise.resolve();
+  /** Bytes a background fdatasync has made (or is making) durable; the one running. */
+  private syncedUpTo = 0;
+  private syncing: Promise<void> | null = null;
   private failure: Error | null = null;
 
   constructor(
@@ -69,6 +78,7 @@ export class FrameJoin {
   /** Hands the file of exactly `count` frames over as `output`, once the appending underway is done. */
   async finish(count: number, output: string): Promise<{ fileHash: string; fileSize: number }> {
     await this.work;
+    await this.syncing;
     if (this.failure !== null) throw this.failure;
     if (this.next !== count) throw new Error(`the stored NAR file has ${this.next} of its ${count} frames`);
     this.fail(new Error('the joined file was handed over')); // its hash is final: nothing more goes in
@@ -81,6 +91,7 @@ export class FrameJoin {
   async discard(): Promise<void> {
     this.fail(new Error('the join was discarded'));
     await this.work;
+    await this.syncing;
     await rm(this.file, { force: true });
   }
 
@@ -108,7 +119,29 @@ export class FrameJoin {
     } finally {
       await handle?.close();
     }
-    if (this.next > before) this.onAppended();
+    if (this.next > before) {
+      this.syncAhead();
+      this.onAppended();
+    }
+  }
+
+  /** Starts writing the joined bytes to disk, unless a sync is running or little is new. */
+  private syncAhead(): void {
+    if (this.syncing !== null || this.failure !== null || this.size - this.syncedUpTo < SYNC_AHEAD_BYTES) return;
+    this.syncedUpTo = this.size;
+    this.syncing = (async () => {
+      const handle = await open(this.file, 'r');
+      try {
+        await handle.datasync();
+      } finally {
+        await handle.close();
+      }
+    })()
+      // Only an early start: the blob store's fsync is what makes the file durable, and it reports failures.
+      .catch(() => undefined)
+      .finally(() => {
+        this.syncing = null;
+      });
   }
 }
 

@@ -1,10 +1,12 @@
-// The shared slots compressed frames come back in (storage/nars/frameSlots.ts) and the join's
-// promise to hand each frame's bytes back exactly once (storage/nars/frameJoin.ts): a slot handed
-// back twice would be written by two frames at once.
+// The shared slots compressed frames come back in (storage/nars/frameSlots.ts), the join's promise
+// to hand each frame's bytes back exactly once (a slot handed back twice would be written by two
+// frames at once), and the join's background fdatasync (storage/nars/frameJoin.ts).
+import { createHash } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { sha256Nix32 } from '../../../protocol/index.js';
 import { FrameJoin } from '../../../storage/nars/frameJoin.js';
 import { FrameSlots, FRAME_SLOT_BYTES } from '../../../storage/nars/frameSlots.js';
 
@@ -42,4 +44,24 @@ t.test('the join hands every frame back once: written, offered late, or dropped 
   t.equal(new Set(done).size, 5);
   await joined.discard();
   await t.rejects(readFile(join(dir, 'joined')), 'the partial file is gone');
+});
+
+t.test('a join past the background sync threshold: the file is the frames in order, and a discard during a sync removes it', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'kiln-join-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const frames = [0, 1, 2, 3, 4].map((n) => Buffer.alloc((17 << 20) + n, n + 1)); // 85 MiB: one background fdatasync at least
+  const joined = new FrameJoin(join(dir, 'joined'));
+  for (const [index, bytes] of frames.entries()) joined.offer(index, bytes);
+  const output = join(dir, 'stored');
+  const { fileHash, fileSize } = await joined.finish(frames.length, output);
+  const whole = Buffer.concat(frames);
+  t.equal(fileSize, whole.length);
+  t.ok((await readFile(output)).equals(whole), 'the stored file is the frames in order');
+  t.equal(fileHash, sha256Nix32(createHash('sha256').update(whole).digest()).slice('sha256:'.length), 'FileHash is the hash of those bytes');
+
+  const dropped = new FrameJoin(join(dir, 'dropped'));
+  for (const [index, bytes] of frames.entries()) dropped.offer(index, bytes);
+  await dropped.idle();
+  await dropped.discard();
+  await t.rejects(readFile(join(dir, 'dropped')), 'a discarded join leaves no file, whatever sync was running');
 });
