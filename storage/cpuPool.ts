@@ -7,6 +7,8 @@ import type { CpuTaskInput, CpuTaskMessage, CpuTaskName, CpuTaskOutput } from '.
 export interface CpuPoolOptions {
   /** Worker threads at most; default one per core. */
   maxThreads?: number;
+  /** How long a thread stays after its last task; default 5 minutes. */
+  idleThreadMs?: number;
 }
 
 export interface CpuPoolStats {
@@ -34,7 +36,6 @@ export interface CpuPool {
 // was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
 const workerExecArgv = (): string[] => [...process.execArgv, '--import', import.meta.resolve('tsx')];
 
-/** How long a thread beyond the first stays after its last task. */
 const IDLE_THREAD_MS = 5 * 60_000;
 
 export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
@@ -45,11 +46,14 @@ export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
   const piscina = new Piscina<CpuTaskMessage, unknown>({
     filename: new URL('./cpuWorker.ts', import.meta.url).href,
     maxThreads,
-    minThreads: Math.min(1, maxThreads),
+    // piscina starts minThreads at once; a thread (tsx and the task modules) costs ~0.5 s of CPU,
+    // which a server that never ingests, and every test server, would pay for nothing. So the
+    // pool starts empty, and the threads kept are made by tasks.
+    minThreads: 0,
     // piscina's default of 0 ends every thread above minThreads the moment it is idle, and a new
     // one loads tsx and the task modules again (about a second on a busy machine): an ingest
     // that ran two tasks at once paid that every time.
-    idleTimeout: IDLE_THREAD_MS,
+    idleTimeout: options.idleThreadMs ?? IDLE_THREAD_MS,
     execArgv: workerExecArgv(),
   });
   // close() reports a timeout (running tasks that outlive closeTimeout) as an 'error' event and

@@ -43,7 +43,8 @@ export class StagedChecks {
   }
 
   static open(): StagedChecks {
-    return new StagedChecks(createCpuPool({ maxThreads: 1 }));
+    // The thread holds the uploads' check state: one that ended would leave each finalize the full pass.
+    return new StagedChecks(createCpuPool({ maxThreads: 1, idleThreadMs: 24 * 3600_000 }));
   }
 
   /**
