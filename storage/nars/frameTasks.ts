@@ -6,6 +6,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { move } from 'piscina';
 import { hashNar, isNarError, NarListingBuilder, renderNarListing } from '../../protocol/index.js';
+import { compressFrameInto } from './frameInto.js';
 import { compressFrame, FRAME_BYTES } from './narFrames.js';
 import { ReferenceScanner } from './referenceScanner.js';
 
@@ -47,14 +48,12 @@ export async function compressNarFrame(input: CompressFrameInput): Promise<numbe
   } finally {
     await source.close();
   }
-  const compressed = compressFrame(frame, input.zstdLevel);
-  frameBuffer = reusable;
-  if (input.output !== undefined && input.output.byteLength >= compressed.length) {
-    // A copy (a few ms per frame): zstd's own output buffer stays garbage of this thread's small heap.
-    new Uint8Array(input.output).set(compressed);
-    return compressed.length;
+  try {
+    if (input.output !== undefined) return compressFrameInto(frame, input.zstdLevel, new Uint8Array(input.output));
+    return transferable(compressFrame(frame, input.zstdLevel));
+  } finally {
+    frameBuffer = reusable;
   }
-  return transferable(compressed);
 }
 
 /**
