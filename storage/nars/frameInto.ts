@@ -15,8 +15,11 @@ interface NativeHandle {
 }
 interface EngineInternals {
   _handle?: NativeHandle;
-  /** [output bytes left, input bytes left] after each writeSync */
+  /** [output bytes left, input bytes left] after each writeSync; left as it was when zstd fails */
   _writeState?: Uint32Array;
+  /** true once zstd failed: the native side reports errors by destroying the stream, not by throwing */
+  destroyed?: boolean;
+  on?(event: 'error', listener: (e: unknown) => void): unknown;
 }
 
 /** This thread's engines by level; one that failed is dropped (its frame may be half made). */
@@ -26,7 +29,9 @@ function engineFor(level: number): Required<EngineInternals> | null {
   let engine = engines.get(level);
   if (engine === undefined) {
     const made = new zlib.ZstdCompress({ params: { [constants.ZSTD_c_compressionLevel]: level } }) as unknown as EngineInternals;
-    if (typeof made._handle?.writeSync !== 'function' || !(made._writeState instanceof Uint32Array)) return null;
+    if (typeof made._handle?.writeSync !== 'function' || !(made._writeState instanceof Uint32Array) || typeof made.on !== 'function') return null;
+    // A failure is emitted as 'error' after the call; compressFrameInto throws it by `destroyed`.
+    made.on('error', () => undefined);
     engine = made as Required<EngineInternals>;
     engines.set(level, engine);
   }
@@ -44,10 +49,14 @@ export function compressFrameInto(frame: Uint8Array, level: number, output: Uint
     return bytes.byteLength;
   }
   try {
+    engine._writeState.fill(0); // a failed call leaves the counts alone: zeros then read as "unfinished"
     engine._handle.writeSync(constants.ZSTD_e_end, frame, 0, frame.byteLength, output, 0, room);
+    if (engine.destroyed === true) throw new Error(`zstd could not compress a frame of ${frame.byteLength} bytes`);
     const [outLeft, inLeft] = engine._writeState;
     // With room for the worst case zstd ends the frame in this one call.
-    if (inLeft !== 0 || outLeft === undefined || outLeft === 0) throw new Error(`zstd left the frame unfinished (${inLeft ?? '?'} input bytes, ${outLeft ?? '?'} output bytes left)`);
+    if (inLeft !== 0 || outLeft === undefined || outLeft === 0 || outLeft > room) {
+      throw new Error(`zstd left the frame unfinished (${inLeft ?? '?'} input bytes, ${outLeft ?? '?'} output bytes left)`);
+    }
     return room - outLeft;
   } catch (e) {
     engines.delete(level);

@@ -13,26 +13,40 @@ const IDLE_MS = 30_000;
 
 export class FrameSlots {
   private readonly spare: SharedArrayBuffer[] = [];
-  private inUse = 0;
+  /** Slots handed out: only these may come back, once (a slot in spare twice would go to two frames at once). */
+  private readonly out = new Set<SharedArrayBuffer>();
   private idleTimer: NodeJS.Timeout | null = null;
 
   /** `max`: slots at most (FRAME_SLOT_BYTES each); past it a frame comes back in a buffer of its own. */
   constructor(private readonly max: number) {}
 
+  get inUse(): number {
+    return this.out.size;
+  }
+
   take(): SharedArrayBuffer | undefined {
-    if (this.spare.length === 0 && this.inUse >= this.max) return undefined;
-    this.inUse++;
-    return this.spare.pop() ?? new SharedArrayBuffer(FRAME_SLOT_BYTES);
+    if (this.spare.length === 0 && this.out.size >= this.max) return undefined;
+    const slot = this.spare.pop() ?? new SharedArrayBuffer(FRAME_SLOT_BYTES);
+    this.out.add(slot);
+    return slot;
   }
 
   /** Only once nothing reads or writes the slot any more. */
   give(slot: SharedArrayBuffer): void {
-    this.inUse--;
+    if (!this.out.delete(slot)) return;
     this.spare.push(slot);
     this.idleTimer?.refresh();
     this.idleTimer ??= setTimeout(() => {
       this.spare.length = 0;
       this.idleTimer = null;
     }, IDLE_MS).unref();
+  }
+
+  /**
+   * A slot never to be reused: its task failed, and a failed task's thread may still be writing
+   * into it (piscina rejects a task before the thread it ran on has stopped).
+   */
+  drop(slot: SharedArrayBuffer): void {
+    this.out.delete(slot);
   }
 }

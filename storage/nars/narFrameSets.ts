@@ -49,6 +49,11 @@ export class NarFrameSets {
     private readonly zstdLevel: number,
   ) {}
 
+  /** Frame slots held by frames not written yet: 0 whenever no frame is underway. */
+  get slotsInUse(): number {
+    return this.slots.inUse;
+  }
+
   /** Starts compressing the whole frames below `staged` bytes that are neither joined nor underway; does not wait. */
   advance(dir: string, source: string, staged: number): void {
     let set = this.sets.get(dir);
@@ -130,14 +135,18 @@ export class NarFrameSets {
         .run('compressNarFrame', { source: set.source, start, end, zstdLevel: this.zstdLevel, ...(slot === undefined ? {} : { output: slot }) })
         .then(
           (result) => {
-            if (typeof result === 'number') set.join.offer(index, new Uint8Array(slot!, 0, result));
-            else {
-              if (slot !== undefined) this.slots.give(slot); // the bytes did not fit (never seen): they came as their own
+            if (typeof result !== 'number') {
+              if (slot !== undefined) this.slots.give(slot); // unused: the bytes came as their own
               set.join.offer(index, result);
+            } else if (slot !== undefined && result > 0 && result <= slot.byteLength) {
+              set.join.offer(index, new Uint8Array(slot, 0, result));
+            } else {
+              if (slot !== undefined) this.slots.drop(slot);
+              set.join.fail(new Error(`frame ${index} of ${set.source} came back with a length of ${result}`));
             }
           },
           (e: unknown) => {
-            if (slot !== undefined) this.slots.give(slot);
+            if (slot !== undefined) this.slots.drop(slot);
             set.join.fail(e);
           },
         )

@@ -52,6 +52,7 @@ t.test('a set whose frame failed starts over once, and the stored file is right'
   t.equal(cpu.stats().completed - before, 4, 'each of the four frames compressed once');
   t.equal(file.fileSize, (await readFile(output)).length);
   t.ok((await decompressed(output)).equals(bytes), 'the stored file is the NAR');
+  t.equal(sets.slotsInUse, 0, 'every frame slot is back');
 });
 
 t.test('uploads finalized at once, more frames than shared slots: each stored file is its own NAR', async (t) => {
@@ -76,4 +77,9 @@ t.test('uploads finalized at once, more frames than shared slots: each stored fi
   const again = join(base, 'again.zst');
   await sets.stored(join(base, 'upload-again'), join(base, 'nar-2'), nars[2]!.length, again);
   t.ok((await decompressed(again)).equals(nars[2]!), 'a later upload through reused slots is right too');
+  t.equal(sets.slotsInUse, 0, 'every frame slot is back');
+  // An upload dropped midway gives its slots back too.
+  sets.advance(join(base, 'upload-dropped'), join(base, 'nar-0'), 2 * FRAME_BYTES);
+  await sets.discard(join(base, 'upload-dropped'));
+  t.equal(sets.slotsInUse, 0, 'and after an upload is discarded mid-compression');
 });

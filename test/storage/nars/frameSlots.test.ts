@@ -65,3 +65,20 @@ t.test('a join past the background sync threshold: the file is the frames in ord
   await dropped.discard();
   await t.rejects(readFile(join(dir, 'dropped')), 'a discarded join leaves no file, whatever sync was running');
 });
+
+t.test('slots: one handed back twice, or never handed out, is not taken twice; a dropped one is never reused', async (t) => {
+  const slots = new FrameSlots(2);
+  const a = slots.take()!;
+  slots.give(a);
+  slots.give(a); // a bug elsewhere: must not put it in spare twice
+  const first = slots.take();
+  const second = slots.take();
+  t.equal(first, a);
+  t.not(second, a, 'the second take is another slot, not `a` again');
+  slots.give(new SharedArrayBuffer(8)); // not one of ours
+  t.equal(slots.inUse, 2);
+  slots.drop(first!);
+  t.equal(slots.inUse, 1, 'a dropped slot no longer counts');
+  const third = slots.take();
+  t.ok(third !== undefined && third !== first, 'and is never handed out again');
+});
