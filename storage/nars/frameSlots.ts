@@ -31,7 +31,7 @@ export class FrameSlots {
     return slot;
   }
 
-  /** Only once nothing reads or writes the slot any more. */
+  /** Only once nothing reads or writes the slot now. */
   give(slot: SharedArrayBuffer): void {
     if (!this.out.delete(slot)) return;
     this.spare.push(slot);

@@ -135,15 +135,11 @@ export class NarFrameSets {
         .run('compressNarFrame', { source: set.source, start, end, zstdLevel: this.zstdLevel, ...(slot === undefined ? {} : { output: slot }) })
         .then(
           (result) => {
-            if (typeof result !== 'number') {
-              if (slot !== undefined) this.slots.give(slot); // unused: the bytes came as their own
-              set.join.offer(index, result);
-            } else if (slot !== undefined && result > 0 && result <= slot.byteLength) {
-              set.join.offer(index, new Uint8Array(slot, 0, result));
-            } else {
-              if (slot !== undefined) this.slots.drop(slot);
-              set.join.fail(new Error(`frame ${index} of ${set.source} came back with a length of ${result}`));
-            }
+            // With a slot the task answers the frame's length, without one its bytes.
+            if (slot === undefined && typeof result !== 'number') return set.join.offer(index, result);
+            if (slot !== undefined && typeof result === 'number' && result > 0 && result <= slot.byteLength) return set.join.offer(index, new Uint8Array(slot, 0, result));
+            if (slot !== undefined) this.slots.drop(slot);
+            set.join.fail(new Error(`frame ${index} of ${set.source} came back as ${typeof result === 'number' ? `a length of ${result}` : 'bytes'}, not as asked`));
           },
           (e: unknown) => {
             if (slot !== undefined) this.slots.drop(slot);
