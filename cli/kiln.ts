@@ -40,6 +40,8 @@ export interface StartKilnOptions {
   firehoseLagBytes?: number;
   /** /proto handshake time limit (default HANDSHAKE_TIMEOUT_SECS); tests shorten it */
   protoHandshakeTimeoutSecs?: number;
+  /** the clock of in-process rate limits (no effect with redis.url); tests step it */
+  rateLimitClock?: { now(): number };
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -82,7 +84,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       input: { concurrency: config['upload.concurrency'], bytesBudget: config['upload.bytesBudget'] },
       summarize: summarizeUploadBudget,
     });
-    const rateLimiter = await openRateLimiter(config, log);
+    const rateLimiter = await openRateLimiter(config, log, opts.rateLimitClock);
     stack.push(() => rateLimiter.close());
     const secretBox = await openSecretBox(db.web, config);
     // Opened before the services that emit into it (accounts, projects, …).

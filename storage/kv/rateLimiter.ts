@@ -10,8 +10,11 @@ export interface RateLimiter {
   close(): Promise<void>;
 }
 
-/** In Redis when redis.url is set (shared by every server process), in this process otherwise. */
-export async function openRateLimiter(config: Pick<Config, 'redis.url'>, log: Logger): Promise<RateLimiter> {
+/**
+ * In Redis when redis.url is set (shared by every server process, timed by Redis's clock), in this
+ * process otherwise, timed by `clock` (tests inject one to step through refills).
+ */
+export async function openRateLimiter(config: Pick<Config, 'redis.url'>, log: Logger, clock?: { now(): number }): Promise<RateLimiter> {
   const url = config['redis.url'];
-  return url ? redisRateLimiter(url, { log }) : memoryRateLimiter();
+  return url ? redisRateLimiter(url, { log }) : memoryRateLimiter(clock);
 }
