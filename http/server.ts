@@ -78,6 +78,15 @@ function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boo
   respondComplete(res, state, errorReply(e.status, e.code, e.message), head, close);
 }
 
+/**
+ * Answers an error. With the body still coming (and a response that has one), the answer is written
+ * and the body drained before the connection closes (drain.ts).
+ */
+function refuse(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, stillComing: boolean, declared: number | null, bounds: DrainBounds, body: BodyStream | null): void {
+  if (stillComing && !head) refuseWhileDraining(res, state, errorReply(e.status, e.code, e.message), bounds, declared, () => body?.stopReading());
+  else failNow(res, state, e, head, stillComing);
+}
+
 export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServer> {
   const app = uWS.App();
   const trusted = new CidrSet(opts.trustedProxies);
@@ -182,21 +191,16 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     const limit = route.options.maxBody ?? opts.maxRequestSize;
     const declared = framing.length;
     let buffered: Promise<Buffer> | null = null;
-    const bufferedEnd = new BodyEnd();
-    /** The client is still sending a body nobody will read: an answer now must drain it (drain.ts). */
-    const bodyStillComing = (): boolean => (buffered !== null && !bufferedEnd.ended) || (body !== null && !body.ended);
-    const stopBodyReader = (): void => body?.stopReading();
-    /** Answers an error; with a body still coming, the body is drained before the connection closes. */
-    const refuse = (e: ApiError, stillComing: boolean): void => {
-      if (stillComing && !head) refuseWhileDraining(res, state, errorReply(e.status, e.code, e.message), drain, declared, stopBodyReader);
-      else failNow(res, state, e, head, stillComing);
-    };
+    /** whether the client sent all of a buffered body (read or not) */
+    let bufferedEnd: BodyEnd | null = null;
     if (route.options.body === 'buffer') {
+      bufferedEnd = new BodyEnd();
       buffered = bufferBody(res, limit, declared, bufferedEnd);
       buffered.catch(() => undefined); // observed by the handler or by the 413 below
     } else if (route.options.body === 'stream') {
       if (declared !== null && declared > limit) {
-        refuse(new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`), true);
+        const e = new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`);
+        refuse(res, state, e, head, true, declared, drain, null);
         return;
       }
       body = new BodyStream(res, limit, route.options.reuseBodyPieces === true);
@@ -219,12 +223,14 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
           log.info({ request: request.id, method: rawMethod, url, reason: e instanceof Error ? e.message : String(e) }, 'client went away before the answer');
           return;
         }
+        // A body nobody will read, still coming: the answer must drain it.
+        const stillComing = bufferedEnd !== null ? !bufferedEnd.ended : body !== null && !body.ended;
         if (isApiError(e)) {
-          refuse(e, bodyStillComing());
+          refuse(res, state, e, head, stillComing, declared, drain, body);
           return;
         }
         log.error({ err: e, request: request.id, method: rawMethod, url }, 'request failed');
-        refuse(new ApiError(500, 'internal', `internal error (request ${request.id})`), bodyStillComing());
+        refuse(res, state, new ApiError(500, 'internal', `internal error (request ${request.id})`), head, stillComing, declared, drain, body);
       }
     })().finally(() => inFlight.delete(work));
     inFlight.add(work);
