@@ -7,18 +7,24 @@ import { mebibyteBuffers } from '../storage/index.js';
 // the microtask queue after its callbacks, so a promise settled inside one is settled through
 // setImmediate; otherwise its continuation waits for some unrelated macrotask.
 
-/** Collects a whole body up to `limit` bytes; beyond it the promise fails with 413. */
-export function bufferBody(res: HttpResponse, limit: number, declaredLength: number | null): Promise<Buffer> {
+/** Whether the client has sent its whole body (uWS gave the last chunk), read or not. */
+export class BodyEnd {
+  ended = false;
+}
+
+/**
+ * Collects a whole body up to `limit` bytes; beyond it the promise fails with 413. `end` learns when
+ * the last chunk came, even after the failure (the refusal then knows whether bytes are still coming).
+ */
+export function bufferBody(res: HttpResponse, limit: number, declaredLength: number | null, end = new BodyEnd()): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    if (declaredLength !== null && declaredLength > limit) {
-      reject(tooLarge(limit));
-      return;
-    }
     const settle = (fn: () => void) => setImmediate(fn);
     const chunks: Buffer[] = [];
     let size = 0;
-    let failed = false;
+    let failed = declaredLength !== null && declaredLength > limit;
+    if (failed) reject(tooLarge(limit));
     res.onData((chunk, isLast) => {
+      if (isLast) end.ended = true;
       if (failed) return;
       size += chunk.byteLength;
       if (size > limit) {
@@ -49,6 +55,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
   private wake: (() => void) | null = null;
   private paused = false;
   private received = 0;
+  private lastChunkCame = false;
 
   /** The slab being filled (reusesPieces), and the one the consumer holds. */
   private slab: Buffer | null = null;
@@ -68,6 +75,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
     private readonly highWater = 4 << 20,
   ) {
     res.onData((chunk, isLast) => {
+      if (isLast) this.lastChunkCame = true;
       if (this.failure || this.done) return;
       this.received += chunk.byteLength;
       if (this.received > this.limit) {
@@ -86,6 +94,15 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
       }
       this.notify();
     });
+  }
+
+  /** Called by the router when it refuses the request: no more reading, and a paused socket resumes (drain.ts drops the rest). */
+  stopReading(): void {
+    if (!this.failure) this.fail(new Error('the request was refused before its body was read'));
+    if (this.paused) {
+      this.paused = false;
+      this.res.resume();
+    }
   }
 
   /** Called by the router when the client goes away. */
@@ -112,6 +129,11 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
     this.queued += this.filled;
     this.slab = null;
     this.filled = 0;
+  }
+
+  /** The client sent its whole body (read or not: a failed stream stops reading). */
+  get ended(): boolean {
+    return this.lastChunkCame;
   }
 
   get bytesReceived(): number {

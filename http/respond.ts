@@ -105,6 +105,36 @@ export function respondInCallback(res: HttpResponse, reply: Reply): boolean {
   return true;
 }
 
+/**
+ * Writes a reply complete in memory (json or bytes) but leaves the response open, its body sent as
+ * one chunk: uWS's response object is unusable once ended, and the connection can then no longer be
+ * closed on our schedule (drain.ts). endHeld finishes it (the last chunk); closeHeld gives up on it.
+ * (Not `Connection: close`: uWS writes a second such header, into the body, when it ends the response.)
+ */
+export function respondHeld(res: HttpResponse, state: ResponseState, reply: Reply): void {
+  if (state.aborted || state.done || (reply.kind !== 'json' && reply.kind !== 'bytes')) return;
+  const body = reply.kind === 'json' ? JSON.stringify(reply.body) : reply.body;
+  res.cork(() => {
+    writeHead(res, reply.status, reply.headers);
+    if (reply.kind === 'json' && reply.headers['Content-Type'] === undefined) res.writeHeader('Content-Type', JSON_TYPE);
+    res.write(body);
+  });
+}
+
+/** Ends a response respondHeld began; the connection stays open. */
+export function endHeld(res: HttpResponse, state: ResponseState): void {
+  if (state.aborted || state.done) return;
+  state.done = true;
+  res.cork(() => res.end());
+}
+
+/** Closes the connection of a response respondHeld began, leaving it unfinished. */
+export function closeHeld(res: HttpResponse, state: ResponseState): void {
+  if (state.aborted || state.done) return;
+  state.done = true;
+  res.close();
+}
+
 /** Writes a complete reply. `head` answers a HEAD request: headers and length, no body. */
 export async function respond(res: HttpResponse, state: ResponseState, reply: Reply, head: boolean, closeConnection = false): Promise<void> {
   if (respondComplete(res, state, reply, head, closeConnection)) return;

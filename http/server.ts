@@ -2,8 +2,10 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../protocol/index.js';
-import { BodyStream, bufferBody } from './body.js';
+import { BodyEnd, BodyStream, bufferBody } from './body.js';
 import { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
+import { DEFAULT_DRAIN, refuseWhileDraining, type DrainBounds } from './drain.js';
+import { requestFraming } from './framing.js';
 import { errorReply, isReply, jsonReply, type Reply } from './reply.js';
 import { Req } from './request.js';
 import { ResponseState, respond, respondComplete, respondInCallback } from './respond.js';
@@ -22,6 +24,8 @@ export interface HttpServerOptions<P> {
   authenticate(req: Req<P>, mode: AuthMode): Promise<P>;
   /** Registers WebSocket routes (uWS matches them before the catch-all). */
   websockets?(app: TemplatedApp): void;
+  /** How long a refused request's body is read and dropped before the connection closes (drain.ts). */
+  drain?: DrainBounds;
 }
 
 export interface HttpServer {
@@ -74,17 +78,32 @@ function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boo
   respondComplete(res, state, errorReply(e.status, e.code, e.message), head, close);
 }
 
+/**
+ * Answers an error. With the body still coming (and a response that has one), the answer is written
+ * and the body drained before the connection closes (drain.ts).
+ */
+function refuse(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, stillComing: boolean, declared: number | null, bounds: DrainBounds, body: BodyStream | null): void {
+  if (stillComing && !head) refuseWhileDraining(res, state, errorReply(e.status, e.code, e.message), bounds, declared, () => body?.stopReading());
+  else failNow(res, state, e, head, stillComing);
+}
+
 export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServer> {
   const app = uWS.App();
   const trusted = new CidrSet(opts.trustedProxies);
   const inFlight = new Set<Promise<void>>();
   const log = opts.log;
+  const drain = opts.drain ?? DEFAULT_DRAIN;
   let sequence = 0;
 
   opts.websockets?.(app);
   for (const { pattern, params, lane } of opts.routes.lanes) {
     app.get(pattern, (res: HttpResponse, req: HttpRequest) => {
       let reply: Reply | undefined;
+      // A GET that frames a body is not a lane's: the routes check its framing (framing.ts).
+      if (req.getHeader('content-length') !== '' || req.getHeader('transfer-encoding') !== '') {
+        req.setYield(true);
+        return;
+      }
       try {
         reply = lane(laneParams(req, params), (name) => req.getHeader(name));
       } catch (e) {
@@ -109,6 +128,13 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     // uWS does not count a HEAD answer (endWithoutBody) as a response: without an abort handler it
     // aborts the process when the callback returns, even after an error answered at once.
     if (head) res.onAborted(() => state.abort());
+
+    // Framing first: when where the body ends is in doubt, so is where the next request starts.
+    const framing = requestFraming(headers['content-length'], headers['transfer-encoding']);
+    if (!framing.ok) {
+      failNow(res, state, new ApiError(400, 'invalid_framing', framing.problem), head, true);
+      return;
+    }
 
     let parts: string[];
     try {
@@ -163,14 +189,18 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       body?.abort();
     });
     const limit = route.options.maxBody ?? opts.maxRequestSize;
-    const declared = headers['content-length'] === undefined ? null : Number(headers['content-length']);
+    const declared = framing.length;
     let buffered: Promise<Buffer> | null = null;
+    /** whether the client sent all of a buffered body (read or not) */
+    let bufferedEnd: BodyEnd | null = null;
     if (route.options.body === 'buffer') {
-      buffered = bufferBody(res, limit, declared);
+      bufferedEnd = new BodyEnd();
+      buffered = bufferBody(res, limit, declared, bufferedEnd);
       buffered.catch(() => undefined); // observed by the handler or by the 413 below
     } else if (route.options.body === 'stream') {
       if (declared !== null && declared > limit) {
-        failNow(res, state, new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`), head, true);
+        const e = new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`);
+        refuse(res, state, e, head, true, declared, drain, null);
         return;
       }
       body = new BodyStream(res, limit, route.options.reuseBodyPieces === true);
@@ -188,14 +218,19 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
         }
         await respond(res, state, isReply(result) ? result : jsonReply(200, result ?? null), head);
       } catch (e) {
+        if (state.aborted) {
+          // The client left (say, mid-upload): nothing failed on this side, and nobody is there to answer.
+          log.info({ request: request.id, method: rawMethod, url, reason: e instanceof Error ? e.message : String(e) }, 'client went away before the answer');
+          return;
+        }
+        // A body nobody will read, still coming: the answer must drain it.
+        const stillComing = bufferedEnd !== null ? !bufferedEnd.ended : body !== null && !body.ended;
         if (isApiError(e)) {
-          // A body we stopped reading cannot be left on a keep-alive connection.
-          const close = e.status === 413 || (body !== null && !state.aborted && e.status >= 400);
-          failNow(res, state, e, head, close);
+          refuse(res, state, e, head, stillComing, declared, drain, body);
           return;
         }
         log.error({ err: e, request: request.id, method: rawMethod, url }, 'request failed');
-        failNow(res, state, new ApiError(500, 'internal', `internal error (request ${request.id})`), head, body !== null);
+        refuse(res, state, new ApiError(500, 'internal', `internal error (request ${request.id})`), head, stillComing, declared, drain, body);
       }
     })().finally(() => inFlight.delete(work));
     inFlight.add(work);
