@@ -26,6 +26,8 @@ export interface OutboundClientOptions {
   maxSockets?: number;
   /** the creation-time check waits this long for DNS, then leaves the decision to connect time (default 5 s) */
   resolveTimeoutMs?: number;
+  /** a name's addresses (default: the system resolver, dns.lookup); tests stand in a changing DNS */
+  resolve?: (name: string) => Promise<LookupAddress[]>;
 }
 
 export interface OutboundClient {
@@ -46,6 +48,7 @@ export interface OutboundClient {
 export function createOutboundClient(opts: OutboundClientOptions): OutboundClient {
   const policy = new OutboundPolicy(opts.allowedNetworks);
   const resolveTimeoutMs = opts.resolveTimeoutMs ?? 5_000;
+  const resolve = opts.resolve ?? systemResolve;
 
   const refusedAmong = (name: string, addresses: readonly LookupAddress[]): string | null => {
     for (const { address } of addresses) {
@@ -55,15 +58,19 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
     return null;
   };
 
+  // The socket's own lookup: whatever it answers is what the socket connects to.
   const lookup: LookupFunction = (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses) => {
-      if (err) return callback(err, '', 0);
-      if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
-      const refused = refusedAmong(hostname, addresses);
-      if (refused !== null) return callback(new OutboundRefusedError(refused), '', 0);
-      if (options.all) return callback(null, addresses);
-      callback(null, addresses[0]!.address, addresses[0]!.family);
-    });
+    resolve(hostname).then(
+      (found) => {
+        const addresses = options.family === 4 || options.family === 6 ? found.filter((a) => a.family === options.family) : found;
+        if (addresses.length === 0) return callback(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }), '', 0);
+        const refused = refusedAmong(hostname, found);
+        if (refused !== null) return callback(new OutboundRefusedError(refused), '', 0);
+        if (options.all) return callback(null, addresses);
+        callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
   };
 
   const agentOptions = { keepAlive: true, scheduling: 'lifo' as const, lookup, ...(opts.maxSockets ? { maxSockets: opts.maxSockets } : {}) };
@@ -92,7 +99,7 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
       }
       const host = urlHost(url);
       if (host.kind === 'ip') return policy.refusal(host.address);
-      const addresses = await resolveWithin(host.name, resolveTimeoutMs);
+      const addresses = await resolveWithin(resolve, host.name, resolveTimeoutMs);
       return addresses === null ? null : refusedAmong(host.name, addresses);
     },
 
@@ -103,13 +110,22 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
   };
 }
 
+const systemResolve = (name: string): Promise<LookupAddress[]> =>
+  new Promise((resolve, reject) => dnsLookup(name, { all: true }, (err, addresses) => (err ? reject(err) : resolve(addresses))));
+
 /** The name's addresses, or null when it does not resolve (yet) or DNS takes longer than `ms`. */
-function resolveWithin(name: string, ms: number): Promise<LookupAddress[] | null> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => resolve(null), ms);
-    dnsLookup(name, { all: true }, (err, addresses) => {
-      clearTimeout(timer);
-      resolve(err ? null : addresses);
-    });
+function resolveWithin(resolve: (name: string) => Promise<LookupAddress[]>, name: string, ms: number): Promise<LookupAddress[] | null> {
+  return new Promise((done) => {
+    const timer = setTimeout(() => done(null), ms);
+    resolve(name).then(
+      (addresses) => {
+        clearTimeout(timer);
+        done(addresses);
+      },
+      () => {
+        clearTimeout(timer);
+        done(null);
+      },
+    );
   });
 }
