@@ -36,7 +36,7 @@ export interface WebRequestSenderOptions {
   timeoutMs?: number;
 }
 
-export const EXCERPT_BYTES = 256;
+const EXCERPT_BYTES = 256;
 // A receiver that keeps talking is cut off here; the rest is not read.
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
