@@ -2,3 +2,4 @@ export * from './api/index.js';
 export * from './nix/index.js';
 export * from './proto/index.js';
 export * from './events/index.js';
+export * from './net/index.js';

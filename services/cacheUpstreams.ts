@@ -1,8 +1,10 @@
 // Managing a cache's upstream caches (/caches/{cache}/upstreams): anyone who may see the cache
 // lists them; manageCache adds, changes and removes. The lookups themselves are upstreams.ts.
 import { ApiError, VerifyingKey, type UpstreamBody } from '../protocol/index.js';
+import type { OutboundClient } from '../storage/index.js';
 import type { CacheDeps } from './cacheDeps.js';
 import { cachesService } from './caches.js';
+import { demandAllowedDestination } from './outboundDestination.js';
 import type { Principal } from './principal.js';
 import { isUuid } from './targets.js';
 import { openUpstreamCredentials, sealUpstreamCredentials, upstreamAuthOf, type UpstreamAuth } from './upstreamCredentials.js';
@@ -28,6 +30,8 @@ export const normalizeUpstreamUrl = (url: string): string => url.replace(/\/+$/,
 export interface CacheUpstreamsDeps extends CacheDeps {
   /** forgets this process's memory of the cache's upstreams and of their answers (upstreams.ts) */
   forgetUpstreams(cacheId: string): void;
+  /** where upstreams may be (outbound.allowedNetworks) */
+  outbound: Pick<OutboundClient, 'refusalOf'>;
 }
 
 export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
@@ -51,6 +55,7 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
       if (url === normalizeUpstreamUrl(`${deps.config['serveUrl']}/cache/${row.name}`)) {
         throw new ApiError(400, 'invalid_body', `url: ${url} is cache "${row.name}" itself`);
       }
+      await demandAllowedDestination(deps.outbound, 'url', url);
       await upsertUpstreamRow(sql, row.id, {
         url, public_key: key.value.toString(), priority: body.priority,
         ...(body.credentials === undefined ? {} : { credentials: body.credentials === null ? null : sealUpstreamCredentials(deps.secretBox, body.credentials) }),

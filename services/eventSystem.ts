@@ -3,6 +3,7 @@ import type { Config, Logger } from '../config/index.js';
 import type { DeliveryPolicy, DeliveryRequest, SendResult } from '../actors/index.js';
 import {
   createEvents,
+  createOutboundClient,
   createWebRequestSender,
   openEventBus,
   type Database,
@@ -79,8 +80,10 @@ export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOp
   };
   try {
     const events = createEvents({ sql: db.web, bus, boss, ...(opts.now ? { now: opts.now } : {}) });
-    const web = createWebRequestSender({ ...(opts.webTimeoutMs ? { timeoutMs: opts.webTimeoutMs } : {}) });
-    closers.push(() => web.close());
+    // Webhooks and send_web_request actions reach only where outbound.allowedNetworks lets them.
+    const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'], maxSockets: 128 });
+    closers.push(() => outbound.close());
+    const web = createWebRequestSender({ client: outbound, ...(opts.webTimeoutMs ? { timeoutMs: opts.webTimeoutMs } : {}) });
     const mailer = createMailer(config, log);
     closers.push(() => mailer.close());
     const engine = await startDeliveryEngine({
@@ -105,8 +108,8 @@ export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOp
       events,
       bus,
       engine,
-      webhooks: webhooksService({ sql: db.web, events, engine, secretBox, authorize: opts.authorizeWebhooks ?? accessWebhookAuthorizer(db.web) }),
-      taskActions: taskActionsService({ sql: db.web, events, secretBox }),
+      webhooks: webhooksService({ sql: db.web, events, engine, secretBox, authorize: opts.authorizeWebhooks ?? accessWebhookAuthorizer(db.web), outbound }),
+      taskActions: taskActionsService({ sql: db.web, events, secretBox, outbound }),
       streams: eventStreamsService(db.web, opts.liveResolvers),
       close,
     };

@@ -10,10 +10,12 @@ import {
   replaceTaskActionSecret,
   updateTaskAction,
   type Events,
+  type OutboundClient,
   type SecretBox,
   type TaskActionRow,
 } from '../storage/index.js';
 import { deliveryNotFound, pageOf, toDeliveryDetail, toDeliveryView, type DeliveryDetail, type DeliveryPage } from './deliveryViews.js';
+import { demandAllowedDestination } from './outboundDestination.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { newSigningSecret } from './signingSecret.js';
@@ -45,6 +47,8 @@ export interface TaskActionsDeps {
   sql: Sql;
   events: Events;
   secretBox: SecretBox;
+  /** where send_web_request actions may post (outbound.allowedNetworks) */
+  outbound: Pick<OutboundClient, 'refusalOf'>;
 }
 
 interface TaskRef {
@@ -81,7 +85,7 @@ async function demandTask(sql: Queryable, who: Principal, project: string, task:
 
 const notFound = (id: string) => new ApiError(404, 'not_found', `no task action ${id} on this task`);
 
-export function taskActionsService({ sql, events, secretBox }: TaskActionsDeps) {
+export function taskActionsService({ sql, events, secretBox, outbound }: TaskActionsDeps) {
   async function action(who: Principal, project: string, task: string, id: string): Promise<{ ref: TaskRef; row: TaskActionRow }> {
     const ref = await demandTask(sql, who, project, task);
     const row = UUID.test(id) ? await findTaskAction(sql, ref.taskId, id) : null;
@@ -105,6 +109,7 @@ export function taskActionsService({ sql, events, secretBox }: TaskActionsDeps) 
 
     async create(who: Principal, project: string, task: string, body: CreateTaskActionBody): Promise<TaskActionWithSecret> {
       const ref = await demandTask(sql, who, project, task);
+      if (body.kind === 'send_web_request') await demandAllowedDestination(outbound, 'url', body.url);
       const secret = body.kind === 'send_web_request' ? newSigningSecret(secretBox) : null;
       const id = await events.transaction(async (tx, emit) => {
         const inserted = await insertTaskAction(tx, ref.taskId, {
@@ -129,6 +134,7 @@ export function taskActionsService({ sql, events, secretBox }: TaskActionsDeps) 
       const { ref, row } = await action(who, project, task, id);
       if (body.url !== undefined && row.kind !== 'send_web_request') throw new ApiError(400, 'invalid_body', `url: a ${row.kind} action has no URL`);
       if (body.to !== undefined && row.kind !== 'send_mail') throw new ApiError(400, 'invalid_body', `to: a ${row.kind} action has no recipients`);
+      if (body.url !== undefined) await demandAllowedDestination(outbound, 'url', body.url);
       await events.transaction(async (tx, emit) => {
         const outcome = await updateTaskAction(tx, ref.taskId, id, { ...body, ...(body.to ? { mailTo: body.to } : {}) });
         if (outcome === 'missing') throw notFound(id);

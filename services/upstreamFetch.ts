@@ -8,8 +8,10 @@ import { mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
+import type { OutboundFetch, OutboundFetchInit } from '../storage/index.js';
 
-export type FetchFunction = typeof fetch;
+/** fetch() towards upstreams: storage's outboundFetch, which connects only where outbound.allowedNetworks lets it */
+export type FetchFunction = OutboundFetch;
 
 export interface ByteRange {
   /** inclusive */
@@ -21,7 +23,7 @@ export interface ByteRange {
 const USER_AGENT = 'kiln (upstream cache client)';
 
 /** fetch() whose response head must come within `timeoutMs`; the body may take as long as it takes. */
-export async function fetchWithHeadDeadline(fetchFn: FetchFunction, url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+export async function fetchWithHeadDeadline(fetchFn: FetchFunction, url: string, init: OutboundFetchInit, timeoutMs: number): Promise<Response> {
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new Error(`no answer from ${url} within ${timeoutMs} ms`)), timeoutMs);
   try {

@@ -39,7 +39,8 @@ export interface UpstreamDeps {
   tempFile(suffix: string): string;
   /** deadline for an upstream's response head (default 10 s) */
   timeoutMs?: number;
-  fetch?: FetchFunction;
+  /** how upstreams are fetched: outboundFetch over the instance's outbound client */
+  fetch: FetchFunction;
   now?: () => number;
 }
 
@@ -105,7 +106,7 @@ const authorizedFetch = (fetchFn: FetchFunction, authorization: string): FetchFu
   };
 
 export function upstreamService(deps: UpstreamDeps): Upstreams {
-  const fetchFn = deps.fetch ?? fetch;
+  const fetchFn = deps.fetch;
   const now = deps.now ?? Date.now;
   const timeoutMs = deps.timeoutMs ?? 10_000;
   const queries = new Semaphore(deps.concurrency);

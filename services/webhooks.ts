@@ -10,11 +10,13 @@ import {
   replaceWebhookSecret,
   updateWebhook,
   type Events,
+  type OutboundClient,
   type SecretBox,
   type WebhookRow,
 } from '../storage/index.js';
 import type { DeliveryEngine } from '../supervisors/index.js';
 import { deliveryNotFound, pageOf, toDeliveryDetail, toDeliveryView, type DeliveryDetail, type DeliveryPage } from './deliveryViews.js';
+import { demandAllowedDestination } from './outboundDestination.js';
 import type { Principal } from './principal.js';
 import { newSigningSecret } from './signingSecret.js';
 import type { ResolvedWebhookScope, WebhookAuthorizer, WebhookScopeRef } from './webhookScopes.js';
@@ -47,6 +49,8 @@ export interface WebhooksDeps {
   engine: Pick<DeliveryEngine, 'deliverNow'>;
   secretBox: SecretBox;
   authorize: WebhookAuthorizer;
+  /** where deliveries may go (outbound.allowedNetworks) */
+  outbound: Pick<OutboundClient, 'refusalOf'>;
 }
 
 function view(row: WebhookRow, where: ResolvedWebhookScope): WebhookView {
@@ -68,7 +72,7 @@ function view(row: WebhookRow, where: ResolvedWebhookScope): WebhookView {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const notFound = (id: string) => new ApiError(404, 'not_found', `no webhook ${id} here`);
 
-export function webhooksService({ sql, events, engine, secretBox, authorize }: WebhooksDeps) {
+export function webhooksService({ sql, events, engine, secretBox, authorize, outbound }: WebhooksDeps) {
   async function webhook(who: Principal, ref: WebhookScopeRef, id: string): Promise<{ row: WebhookRow; where: ResolvedWebhookScope }> {
     const where = await authorize(who, ref);
     const row = UUID.test(id) ? await findWebhook(sql, where.scope, id) : null;
@@ -89,6 +93,7 @@ export function webhooksService({ sql, events, engine, secretBox, authorize }: W
 
     async create(who: Principal, ref: WebhookScopeRef, body: CreateWebhookBody): Promise<WebhookWithSecret> {
       const where = await authorize(who, ref);
+      await demandAllowedDestination(outbound, 'url', body.url);
       const secret = newSigningSecret(secretBox);
       const id = await insertWebhook(sql, where.scope, {
         url: body.url,
@@ -103,6 +108,7 @@ export function webhooksService({ sql, events, engine, secretBox, authorize }: W
 
     async update(who: Principal, ref: WebhookScopeRef, id: string, body: UpdateWebhookBody): Promise<WebhookView> {
       const { where } = await webhook(who, ref, id);
+      if (body.url !== undefined) await demandAllowedDestination(outbound, 'url', body.url);
       if (!(await updateWebhook(sql, where.scope, id, body))) throw notFound(id);
       return view((await findWebhook(sql, where.scope, id))!, where);
     },

@@ -19,6 +19,11 @@ export const networkOptions = {
     'maximum bytes of a source upload to POST /build-requests/source and of a chunked manifest in total; bundled reverse proxies raise their body limit to fit',
   ),
   'http.trustedProxies': option(cidrList(), ['127.0.0.1/8', '::1/128'], 'CIDR ranges of peers allowed to set X-Forwarded-For'),
+  'outbound.allowedNetworks': option(
+    cidrList(), [],
+    'CIDR ranges that webhooks, task actions and upstream caches may reach besides public addresses (loopback, private, link-local and other special ranges are refused otherwise)',
+    { extension: true },
+  ),
   'ssh.enable': option(
     bool(), false,
     'serve the package manager\'s daemon protocol over SSH for ssh-ng substituters, copy and remote builds',

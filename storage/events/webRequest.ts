@@ -1,9 +1,12 @@
-import http from 'node:http';
-import https from 'node:https';
+import type { ClientRequest } from 'node:http';
+import type { OutboundClient } from '../outbound/index.js';
 
 // Sending one signed envelope to a receiver: a POST with keep-alive connections, bounded in time
 // (the whole exchange) and in what is read back. Redirects are not followed: a 3xx is a failure,
-// so a receiver cannot send kiln's signed body somewhere else.
+// so a receiver cannot send kiln's signed body somewhere else. Connections go through the
+// outbound client, so a receiver on a refused address (outbound.allowedNetworks) is never reached.
+// Only the status and a short excerpt of the answer are kept: the delivery history is readable
+// by the webhook's owner, and must not become a way to read what some other server says.
 
 export interface WebRequest {
   url: string;
@@ -27,24 +30,23 @@ export interface WebRequestSender {
 }
 
 export interface WebRequestSenderOptions {
+  /** connects where outbound.allowedNetworks allows; its agents bound connections per host */
+  client: OutboundClient;
   /** the whole exchange: connect, send, status and excerpt (default 10 s) */
   timeoutMs?: number;
-  /** open connections per receiver host (default 128) */
-  maxSockets?: number;
 }
 
-const EXCERPT_BYTES = 1024;
+const EXCERPT_BYTES = 256;
 // A receiver that keeps talking is cut off here; the rest is not read.
 const MAX_RESPONSE_BYTES = 64 * 1024;
 
-export function createWebRequestSender(opts: WebRequestSenderOptions = {}): WebRequestSender {
+export function createWebRequestSender(opts: WebRequestSenderOptions): WebRequestSender {
   const timeoutMs = opts.timeoutMs ?? 10_000;
-  const agentOptions = { keepAlive: true, maxSockets: opts.maxSockets ?? 128, scheduling: 'lifo' as const };
-  const agents = { http: new http.Agent(agentOptions), https: new https.Agent(agentOptions) };
 
   function send(request: WebRequest): Promise<SendOutcome> {
     return new Promise((resolve) => {
       let settled = false;
+      let timer: NodeJS.Timeout | undefined;
       const finish = (outcome: SendOutcome) => {
         if (settled) return;
         settled = true;
@@ -58,14 +60,16 @@ export function createWebRequestSender(opts: WebRequestSenderOptions = {}): WebR
         finish({ ok: false, error: `not a URL: ${request.url.slice(0, 200)}` });
         return;
       }
-      const secure = url.protocol === 'https:';
       const body = Buffer.from(request.body);
-      const req = (secure ? https : http).request(url, {
-        method: 'POST',
-        agent: secure ? agents.https : agents.http,
-        headers: { ...request.headers, 'content-length': String(body.length) },
-      });
-      const timer = setTimeout(() => {
+      let req: ClientRequest;
+      try {
+        req = opts.client.request(url, { method: 'POST', headers: { ...request.headers, 'content-length': String(body.length) } });
+      } catch (err) {
+        // a refused IP literal: nothing was sent
+        finish({ ok: false, error: transportError(err instanceof Error ? err : new Error(String(err))) });
+        return;
+      }
+      timer = setTimeout(() => {
         req.destroy();
         finish({ ok: false, error: `no complete answer within ${timeoutMs} ms` });
       }, timeoutMs);
@@ -80,7 +84,7 @@ export function createWebRequestSender(opts: WebRequestSenderOptions = {}): WebR
           if (read > MAX_RESPONSE_BYTES) res.destroy();
         });
         const done = () => {
-          const excerpt = Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
+          const excerpt = excerptOf(Buffer.concat(chunks));
           const ok = status >= 200 && status < 300;
           finish({ ok, status, excerpt, ...(ok ? {} : { error: `the receiver answered ${status}` }) });
         };
@@ -95,10 +99,14 @@ export function createWebRequestSender(opts: WebRequestSenderOptions = {}): WebR
   return {
     send,
     close() {
-      agents.http.destroy();
-      agents.https.destroy();
+      // the agents belong to the outbound client, closed by its owner
     },
   };
+}
+
+/** The first EXCERPT_BYTES of an answer as text, without a character cut in half. */
+function excerptOf(bytes: Buffer): string {
+  return new TextDecoder('utf-8', { fatal: false }).decode(bytes.subarray(0, EXCERPT_BYTES)).replace(/\uFFFD$/, '');
 }
 
 function transportError(err: Error & { code?: string }): string {

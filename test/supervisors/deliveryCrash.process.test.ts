@@ -24,7 +24,7 @@ interface Server {
 async function serve(t: Test, databaseUrl: string, baseDir: string): Promise<Server> {
   const port = await freePort();
   const child = spawn(process.execPath, [bin, 'serve', '--port', String(port), '--no-use-tls'], {
-    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', SERVICE_DATABASE_URL: databaseUrl, SERVICE_BASE_DIR: baseDir, SERVICE_LOG_LEVEL_DEFAULT: 'error' },
+    env: { PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', SERVICE_DATABASE_URL: databaseUrl, SERVICE_BASE_DIR: baseDir, SERVICE_LOG_LEVEL_DEFAULT: 'error', SERVICE_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -9,7 +9,7 @@ import type { Test } from 'tap';
 import WebSocket from 'ws';
 import { loadConfig, type OptionPath } from '../../config/index.js';
 import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
-import { apiClient, freePort, type TestKiln } from './kiln.js';
+import { apiClient, freePort, LOOPBACK_NETWORKS, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
 
 type Teardown = Pick<Test, 'teardown'>;
@@ -119,6 +119,7 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
       port,
       useTls: false,
       'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
+      'outbound.allowedNetworks': LOOPBACK_NETWORKS,
       ...opts.overrides,
     },
   });

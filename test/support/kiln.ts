@@ -26,6 +26,9 @@ export interface ApiResult<T> {
   code?: string;
 }
 
+/** outbound.allowedNetworks of test servers: their webhook receivers and upstreams are on this host */
+export const LOOPBACK_NETWORKS = ['127.0.0.0/8', '::1/128'];
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -57,6 +60,8 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       port,
       useTls: false,
       'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
+      // The tests' receivers and upstreams listen on loopback, which kiln refuses by default.
+      'outbound.allowedNetworks': LOOPBACK_NETWORKS,
       ...overrides,
     },
   });

@@ -1,0 +1,2 @@
+export { createOutboundClient, OutboundRefusedError, type OutboundClient, type OutboundClientOptions } from './outboundClient.js';
+export { outboundFetch, type OutboundFetch, type OutboundFetchInit } from './outboundFetch.js';
