@@ -5,11 +5,11 @@
 // the row update is the effect. In-flight work runs as actors (actors/workerJob.ts).
 import { setup, transition, type AnyStateMachine } from 'xstate';
 
-type BuildStatus = 'queued' | 'started' | 'completed' | 'failed' | 'substituted';
+type BuildStatus = 'queued' | 'started' | 'completed' | 'failed' | 'substituted' | 'aborted';
 type EvaluationPhase = 'queued' | 'waiting' | 'approval_granted' | 'fetching' | 'evaluating' | 'building' | 'completed' | 'failed' | 'aborted';
 
 /** The event that moves a build into each status. */
-const BUILD_EVENTS = { queued: 'requeue', started: 'dispatch', completed: 'complete', failed: 'fail', substituted: 'substitute' } as const;
+const BUILD_EVENTS = { queued: 'requeue', started: 'dispatch', completed: 'complete', failed: 'fail', substituted: 'substitute', aborted: 'abort' } as const;
 
 export const buildLifecycle = setup({
   types: { events: {} as { type: (typeof BUILD_EVENTS)[BuildStatus] } },
@@ -20,12 +20,15 @@ export const buildLifecycle = setup({
     // fail from queued: an input failed (dependency_failed)
     queued: { on: { dispatch: 'started', substitute: 'substituted', fail: 'failed' } },
     // requeue from started: a retry, a lost worker, a refusal, missing inputs
-    started: { on: { complete: 'completed', fail: 'failed', requeue: 'queued' } },
+    // abort from started: its only open evaluations were aborted and its job was cancelled
+    started: { on: { complete: 'completed', fail: 'failed', requeue: 'queued', abort: 'aborted' } },
     // a cache claimed the outputs but a worker could not fetch them (substitute miss)
     // requeue from substituted or completed: outputs deleted from the last cache that held them
     // (services/evictedOutputs.ts) are built or substituted again when an evaluation reaches them
     substituted: { on: { requeue: 'queued' } },
     completed: { on: { requeue: 'queued' } },
+    // requeue from aborted: a later evaluation reaches the derivation again (services/graphRecorder.ts)
+    aborted: { on: { requeue: 'queued' } },
     failed: {},
   },
 });

@@ -1,7 +1,7 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, openBlobStore, openDatabase, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
+import { createCpuPool, openBlobStore, openDatabase, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
 import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
@@ -42,6 +42,8 @@ export interface StartKilnOptions {
   protoHandshakeTimeoutSecs?: number;
   /** the clock of in-process rate limits (no effect with redis.url); tests step it */
   rateLimitClock?: { now(): number };
+  /** watches serve/ directory archives being packed (tests: backpressure reaches the packer) */
+  archiveProgress?: ArchiveProgress;
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -188,7 +190,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       sources: sourceUploadsService({ sql: db.web, blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
       commits: commitsService(db.web),
     };
-    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds, buildRequests });
+    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds, buildRequests, ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}) });
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: config['port'],

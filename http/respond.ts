@@ -153,9 +153,13 @@ export async function respond(res: HttpResponse, state: ResponseState, reply: Re
       return;
     case 'chunked':
       if (head) {
+        // The head a GET sends: chunked, no length (res.end() would claim Content-Length: 0). Without
+        // a length, endWithoutBody finishes the response and the connection serves the next request.
         res.cork(() => {
           writeHead(res, reply.status, reply.headers);
-          res.end();
+          res.writeHeader('Transfer-Encoding', 'chunked');
+          if (closeConnection) res.writeHeader('Connection', 'close');
+          res.endWithoutBody();
         });
         state.done = true;
         return;

@@ -21,7 +21,7 @@ import { projectsRoutes } from './api/v1/projects.js';
 import { tasksRoutes } from './api/v1/tasks.js';
 import { serversRoutes } from './api/v1/servers.js';
 import { narUploadRoutes } from './api/v1/narUploads.js';
-import { binaryCacheRoutes, noCacheExtras, upstreamExtras, type CacheExtras } from './cache/routes.js';
+import { binaryCacheRoutes, noCacheExtras, upstreamExtras, type CacheExtras, type CacheRouteDeps } from './cache/routes.js';
 import { cachesRoutes } from './api/v1/caches.js';
 import { cacheNarsRoutes } from './api/v1/cacheNars.js';
 import { cacheUpstreamsRoutes } from './api/v1/cacheUpstreams.js';
@@ -59,6 +59,8 @@ export interface RouteDeps {
   caches: CacheServices;
   /** log/{drv} and debuginfo/{build_id}; 404 until builds provide them */
   cacheExtras?: CacheExtras;
+  /** watches serve/ directory archives being packed (tests) */
+  archiveProgress?: CacheRouteDeps['archiveProgress'];
   /** webhooks and task actions (the event system) */
   events: Pick<EventSystem, 'webhooks' | 'taskActions'>;
   /** workers connected over /proto (GET /workers) */
@@ -83,6 +85,7 @@ export function buildRoutes(deps: RouteDeps): RouteTable<Principal> {
     extras: upstreamExtras(deps.caches.upstreams, deps.cacheExtras ?? noCacheExtras),
     upstreams: deps.caches.upstreams,
     traffic: deps.caches.traffic,
+    ...(deps.archiveProgress ? { archiveProgress: deps.archiveProgress } : {}),
   });
   const api = new Router<Principal>(table).scope('/api/v1');
   healthRoutes(api, {

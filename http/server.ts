@@ -75,7 +75,7 @@ function peerAddress(res: HttpResponse, state: ResponseState, headers: Record<st
 
 /** Answers with the error's envelope (complete in memory, so written at once). */
 function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, close = false): void {
-  respondComplete(res, state, errorReply(e.status, e.code, e.message), head, close);
+  respondComplete(res, state, errorReply(e.status, e.code, e.message, e.headers ? { ...e.headers } : {}), head, close);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { Principal } from './principal.js';
 // evaluation's builds as NDJSON; POST /builds/{id}/log follows one build's log live until the
 // build is final. Both read in short pages, so a slow client never holds a database connection.
 
-const FINAL = new Set(['completed', 'failed', 'substituted']);
+const FINAL = new Set(['completed', 'failed', 'substituted', 'aborted']);
 const BUILD_PAGE = 200;
 const CHUNK_PAGE = 16;
 

@@ -5,6 +5,7 @@ import type { Events } from '../storage/index.js';
 import type { Supervisor } from '../supervisors/index.js';
 import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
+import { abortedAmong } from './buildAborts.js';
 import { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches } from './buildJobMessage.js';
 import { buildProgressReporter } from './buildProgress.js';
@@ -82,6 +83,8 @@ export class BuildScheduler implements WorkerListener {
   private stopped = false;
   private sweptAt = 0;
   private readonly outcomes: BuildOutcomes;
+  /** build jobs sent a cancelJob because their build was aborted (buildAborts.ts) */
+  private readonly cancelling = new Set<string>();
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
@@ -136,12 +139,32 @@ export class BuildScheduler implements WorkerListener {
     this.wake();
   }
 
-  /** The evaluation was aborted: stop its evaluation job if one runs. */
+  /** The evaluation was aborted: stop its evaluation job if one runs; the next pass cancels its aborted builds. */
   cancelEvaluation(evaluationId: string): void {
     for (const job of this.jobs.all()) {
       if (job.kind !== 'eval' || job.evaluationId !== evaluationId) continue;
-      const worker = this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId);
-      worker?.link.send({ t: 'cancelJob', jobId: job.jobId, reason: 'the evaluation was aborted' });
+      this.sendCancel(job, 'the evaluation was aborted');
+    }
+    this.wake();
+  }
+
+  private sendCancel(job: Job, reason: string): void {
+    const worker = this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId);
+    worker?.link.send({ t: 'cancelJob', jobId: job.jobId, reason });
+  }
+
+  /**
+   * Cancels this process's build jobs whose build is now aborted, whichever process aborted it; the
+   * worker kills the build and answers jobFailed `cancelled`, which ends the job (buildMessage).
+   */
+  private async cancelAbortedJobs(): Promise<void> {
+    const builds = this.jobs.all().filter((j): j is BuildJobEntry => j.kind === 'build' && !this.cancelling.has(j.jobId));
+    if (builds.length === 0) return;
+    const aborted = await abortedAmong(this.deps.sql, builds.map((j) => j.derivationBuildId));
+    for (const job of builds) {
+      if (!aborted.has(job.derivationBuildId)) continue;
+      this.cancelling.add(job.jobId);
+      this.sendCancel(job, 'the evaluation was aborted');
     }
   }
 
@@ -155,6 +178,7 @@ export class BuildScheduler implements WorkerListener {
     void (async () => {
       await this.deps.nars.lost(worker);
       for (const job of mine) {
+        this.cancelling.delete(job.jobId);
         if (!this.jobs.end(job, { type: 'lost' })) continue;
         if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
         else {
@@ -245,6 +269,12 @@ export class BuildScheduler implements WorkerListener {
       return logs.append(job.derivationBuildId, job.attempt, message.data);
     }
     if (message.t !== 'buildResult' && message.t !== 'jobFailed') return;
+    if (this.cancelling.delete(job.jobId)) {
+      // The build is aborted already (buildAborts.ts): whatever the worker answers, only the job and its log end here.
+      if (this.jobs.end(job, { type: 'cancelled' })) await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+      this.wake();
+      return;
+    }
     if (!this.jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
@@ -276,6 +306,7 @@ export class BuildScheduler implements WorkerListener {
       if (requeued > 0) this.deps.log.info({ jobs: requeued }, 're-queued the jobs of server processes that are gone');
     }
     if (!leader && this.deps.workers.connected().length === 0) return;
+    await this.cancelAbortedJobs();
     await this.dispatchEvaluations();
     await this.dispatchBuilds();
   }

@@ -19,6 +19,8 @@ export interface StatusChange {
   countAttempt?: boolean;
   logBytes?: number;
   logDroppedBytes?: number;
+  /** also emit for this evaluation's build, though the evaluation is final (the one just aborted) */
+  evaluationId?: string;
 }
 
 /** A per-evaluation build that points at a derivation_build: what its events name and their scope. */
@@ -35,15 +37,15 @@ export interface BuildRow {
   drv_path: string;
 }
 
-/** The builds of running evaluations that share this derivation_build. */
-export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string): Promise<BuildRow[]> {
+/** The builds of running evaluations (and of `alsoEvaluation`) that share this derivation_build. */
+export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string, alsoEvaluation: string | null = null): Promise<BuildRow[]> {
   return sql<BuildRow[]>`
     select b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
            p.organization_id, t.name as task, t.id as task_id, d.drv_path
     from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
     join organizations o on o.id = p.organization_id join derivation_builds db on db.id = b.derivation_build_id
     join derivations d on d.id = db.derivation_id
-    where b.derivation_build_id = ${derivationBuildId} and e.phase not in ('completed', 'failed', 'aborted')`;
+    where b.derivation_build_id = ${derivationBuildId} and (e.phase not in ('completed', 'failed', 'aborted') or e.id = ${alsoEvaluation}::uuid)`;
 }
 
 /** Applies the change when the build is in one of `from`; the new attempt number, or null when it did not apply. */
@@ -66,9 +68,10 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
 
 type Transaction = Parameters<Parameters<Events['transaction']>[0]>;
 
-async function applyStatusChange(tx: Transaction[0], emit: Transaction[1], derivationBuildId: string, change: StatusChange): Promise<number | null> {
+/** One change inside the caller's transaction (the caller checked more than the status under a lock). */
+export async function applyStatusChange(tx: Transaction[0], emit: Transaction[1], derivationBuildId: string, change: StatusChange): Promise<number | null> {
   checkBuildMove(change.from, change.to);
-  const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted';
+  const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted' || change.to === 'aborted';
   const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
     update derivation_builds b set status = ${change.to}, updated_at = now(),
       attempts = attempts + ${change.countAttempt ? 1 : 0},
@@ -82,7 +85,7 @@ async function applyStatusChange(tx: Transaction[0], emit: Transaction[1], deriv
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
     where b.id = ${derivationBuildId} and b.status = any(${change.from as string[]}) returning b.attempts, old.previous`;
   if (!updated) return null;
-  const builds = await buildsOfDerivationBuild(tx, derivationBuildId);
+  const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
   for (const build of builds) {
     const identity = {
       build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: change.to,

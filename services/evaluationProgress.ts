@@ -67,7 +67,7 @@ export class EvaluationProgress {
       select e.id as evaluation_id, p.id as project_id, p.organization_id, t.id as task_id, o.name || '/' || p.name as project,
              t.name as task, e.phase,
              count(*)::int as total,
-             count(*) filter (where db.status in ('completed', 'failed', 'substituted'))::int as done,
+             count(*) filter (where db.status in ('completed', 'failed', 'substituted', 'aborted'))::int as done,
              count(*) filter (where db.status = 'failed')::int as failed,
              count(*) filter (where db.status = 'substituted')::int as substituted
       from touched x join evaluations e on e.id = x.evaluation_id

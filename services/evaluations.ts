@@ -2,6 +2,7 @@ import type { Sql } from 'postgres';
 import { ApiError, type EvaluateTaskBody } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import { userIdOf } from './access.js';
+import { abortUnwantedBuilds } from './buildAborts.js';
 import { changePhase, evaluationLabel } from './evaluationPhases.js';
 import type { Principal } from './principal.js';
 import { resolveHead } from './repositoryHead.js';
@@ -23,13 +24,13 @@ export interface EvaluationView {
   created_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
-  builds: { total: number; queued: number; started: number; completed: number; failed: number; substituted: number };
+  builds: { total: number; queued: number; started: number; completed: number; failed: number; substituted: number; aborted: number };
 }
 
 export interface EvaluationsDeps {
   sql: Sql;
   events: Events;
-  /** the scheduler: a new evaluation is waiting, or an aborted one must stop */
+  /** the scheduler: a new evaluation is waiting, or an aborted one must stop (its jobs are cancelled) */
   wake(): void;
   cancel(evaluationId: string): void;
   /** eval.maxKeep: prune the task's old evaluations after a new one (services/evaluationRetention.ts) */
@@ -101,7 +102,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
       const counts = await sql<{ status: string; n: number }[]>`
         select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id
         where b.evaluation_id = ${id} group by db.status`;
-      const builds = { total: 0, queued: 0, started: 0, completed: 0, failed: 0, substituted: 0 };
+      const builds = { total: 0, queued: 0, started: 0, completed: 0, failed: 0, substituted: 0, aborted: 0 };
       for (const c of counts) {
         builds.total += c.n;
         if (c.status in builds) builds[c.status as keyof typeof builds] += c.n;
@@ -116,6 +117,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
         const [row] = await sql<{ phase: string }[]>`select phase from evaluations where id = ${id}`;
         throw new ApiError(409, 'evaluation_finished', `evaluation ${id} is already ${row?.phase ?? 'gone'} and cannot be aborted`);
       }
+      await abortUnwantedBuilds(deps.events, deps.sql, id);
       deps.cancel(id);
       return 'Evaluation aborted';
     },

@@ -51,6 +51,12 @@ export async function recordEvalBatch(sql: Sql, evaluationId: string, batch: Mes
         insert into builds (evaluation_id, derivation_build_id)
         select ${evaluationId}, b.id from derivation_builds b join derivations d on d.id = b.derivation_id where d.drv_path = any(${paths})
         on conflict do nothing`;
+      // A build cancelled when another evaluation was aborted (buildAborts.ts) is wanted again. After
+      // the insert above, so an abort that checks for open evaluations afterwards sees this one.
+      await tx`
+        update derivation_builds db set status = 'queued', not_before = null, finished_at = null, updated_at = now()
+        from derivations d
+        where d.id = db.derivation_id and d.drv_path = any(${paths}) and db.status = 'aborted'`;
     }
     // The last attribute naming a derivation wins, as it did when each one was its own update.
     const attrs = new Map(batch.attributes.map((a) => [a.drvPath, formatAttributePath(a.path)]));

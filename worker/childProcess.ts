@@ -1,6 +1,7 @@
 // Running git and Nix: arguments as an array (never a shell), the worker's child environment,
 // stdout collected, stderr handed over line by line and its tail kept for error messages, and
-// an AbortSignal that ends the child (SIGTERM, then SIGKILL).
+// an AbortSignal that ends the child and everything it started (SIGTERM to its process group, then
+// SIGKILL): nix-store forks substituters and helpers, and a cancelled build must leave nothing behind.
 import { spawn } from 'node:child_process';
 
 export interface RunOptions {
@@ -33,17 +34,26 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       resolve({ exitCode: null, signal: null, stdout: '', stderr: '', aborted: true });
       return;
     }
-    const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    // detached: the child leads its own process group, which the abort signals as a whole.
+    const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const stdout: Buffer[] = [];
     const tailLimit = options.stderrTailBytes ?? 64 * 1024;
     let tail = '';
     let partial = '';
     let aborted = false;
     let killTimer: NodeJS.Timeout | undefined;
+    const signalGroup = (signal: NodeJS.Signals) => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, signal);
+      } catch {
+        child.kill(signal); // the group is gone already, or the child never started one
+      }
+    };
     const onAbort = () => {
       aborted = true;
-      child.kill('SIGTERM');
-      killTimer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+      // SIGTERM first: Nix then stops its builder (its own session) and cleans up; SIGKILL if it does not.
+      signalGroup('SIGTERM');
+      killTimer = setTimeout(() => signalGroup('SIGKILL'), KILL_GRACE_MS);
     };
     options.signal?.addEventListener('abort', onAbort, { once: true });
     if (options.collectStdout !== false) child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));

@@ -15,6 +15,11 @@ export const cacheOptions = {
     positiveInt(), 3600,
     'seconds between NAR signature backfill passes; uploads are signed immediately',
   ),
+  'cache.serveArchiveConcurrency': option(
+    positiveInt(), 4,
+    'maximum directory archives (serve/{hash}/{dir} as tar.zst) packed at once per server process; beyond it 503 with Retry-After',
+    { extension: true },
+  ),
   'cache.upstreamQueryConcurrency': option(
     positiveInt(), 32,
     'maximum simultaneous narinfo requests to upstream caches, server-wide',

@@ -1,6 +1,6 @@
 import type { Config } from '../../config/index.js';
 import type { BinaryCacheAccess, CacheTraffic, NarUploadService, Upstreams } from '../../services/index.js';
-import type { NarStorage, RateLimiter } from '../../storage/index.js';
+import type { ArchiveProgress, NarStorage, RateLimiter } from '../../storage/index.js';
 import type { CidrSet } from '../clientAddress.js';
 import type { CacheExtras } from './extras.js';
 
@@ -10,7 +10,7 @@ export interface CacheRouteDeps {
   nars: NarStorage;
   uploads: NarUploadService;
   rateLimiter: RateLimiter;
-  config: Pick<Config, 'nar.smallBytes' | 'nar.maxUploadSize' | 's3.enable'>;
+  config: Pick<Config, 'nar.smallBytes' | 'nar.maxUploadSize' | 's3.enable' | 'cache.serveArchiveConcurrency'>;
   /** http.localIps: clients that get a cache's local_priority */
   localIps: CidrSet;
   extras: CacheExtras;
@@ -18,4 +18,6 @@ export interface CacheRouteDeps {
   upstreams?: Pick<Upstreams, 'lookupUpstreamNarinfo' | 'knownToHaveNone' | 'openUpstreamNar'>;
   /** cache.narinfo.served and cache.nar.fetched: an append per request, published in batches */
   traffic?: Pick<CacheTraffic, 'served' | 'fetched'>;
+  /** watches directory archives being packed (tests: a client's backpressure reaches the packer) */
+  archiveProgress?: ArchiveProgress;
 }

@@ -1,25 +1,48 @@
 // serve/{hash}/{path}: one file out of a cached path, or a directory as tar.zst, so a browser or
 // curl can fetch a single artefact without Nix. Relative symlinks inside the path redirect to their
-// target; anything leading outside the path is a 404.
+// target; anything leading outside the path is a 404. Every answer is sandboxed and active types are
+// downloads (untrustedContent.ts): the bytes are a tenant's, the origin is kiln's.
 import { posix } from 'node:path';
-import { isStorePathHashPart, lookupNarListing, parseNarListing } from '../../protocol/index.js';
+import { ApiError, isStorePathHashPart, lookupNarListing, parseNarListing } from '../../protocol/index.js';
 import type { Principal } from '../../services/index.js';
-import { narSlice, packDirectory } from '../../storage/index.js';
+import { directoryArchive, narSlice } from '../../storage/index.js';
 import { rateLimited } from '../rateLimit.js';
-import { bytesReply, emptyReply, errorReply, streamReply, type Reply } from '../reply.js';
+import { chunkedReply, emptyReply, errorReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
+import { ArchiveBuilds } from './archiveBuilds.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
 import { isCache, readableCache } from './cacheGate.js';
 import { cacheRateLimits } from './cacheRateLimits.js';
 import { contentTypeOf } from './contentType.js';
+import { SANDBOX_HEADERS, sandboxed, untrustedFileHeaders } from './untrustedContent.js';
 
-/** A directory is packed in memory; past this many uncompressed bytes, fetch the NAR instead. */
-export const MAX_PACKED_DIRECTORY_BYTES = 256 * 1024 * 1024;
+/** Seconds a client refused for want of an archive place is told to wait. */
+const ARCHIVE_RETRY_SECS = 5;
 
 const encodePath = (path: string) => path.split('/').map(encodeURIComponent).join('/');
 
+/**
+ * The archive, packed only once a client reads it: the place is taken at the first chunk (HEAD and
+ * a request that never starts take none) and given back when the stream ends, fails or is dropped.
+ * Refused before the first byte, the 503 is still an ordinary error answer.
+ */
+async function* boundedArchive(builds: ArchiveBuilds, pack: () => AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const finish = builds.tryStart();
+  if (finish === null) {
+    throw new ApiError(503, 'archive_busy', `${builds.limit} directory archives are being packed (cache.serveArchiveConcurrency); retry in ${ARCHIVE_RETRY_SECS} s or fetch the NAR`, {
+      'Retry-After': String(ARCHIVE_RETRY_SECS), ...SANDBOX_HEADERS,
+    });
+  }
+  try {
+    yield* pack();
+  } finally {
+    finish();
+  }
+}
+
 export function serveRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
+  const builds = new ArchiveBuilds(deps.config['cache.serveArchiveConcurrency']);
   const handler = async (req: Req<Principal>): Promise<Reply> => {
     const cache = await readableCache(deps.access, req);
     if (!isCache(cache)) return cache;
@@ -36,7 +59,7 @@ export function serveRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
     switch (found.type) {
       case 'regular':
         return streamReply(200, found.size, narSlice(blobs, row.fileHash, found.narOffset, found.size), {
-          'Content-Type': contentTypeOf(path),
+          ...untrustedFileHeaders(contentTypeOf(path), path.slice(path.lastIndexOf('/') + 1)),
           'X-Executable': found.executable ? '1' : '0',
         });
       case 'symlink': {
@@ -46,16 +69,18 @@ export function serveRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
         return emptyReply(302, { Location: `/cache/${encodeURIComponent(cache.name)}/serve/${hash}/${encodePath(target === '.' ? '' : target)}` });
       }
       case 'directory': {
+        // Streamed with chunked encoding: the compressed size is known only once it is packed.
         const prefix = path.split('/').filter((s) => s !== '').join('/');
-        const packed = await packDirectory(blobs, row.fileHash, prefix, MAX_PACKED_DIRECTORY_BYTES);
-        if (packed === null) {
-          return errorReply(413, 'directory_too_large', `${hash}/${path} holds more than ${MAX_PACKED_DIRECTORY_BYTES} bytes; fetch the whole NAR instead`);
-        }
-        const name = (prefix.split('/').pop() || hash).replace(/[^A-Za-z0-9._+-]/g, '_');
-        return bytesReply(200, packed, { 'Content-Type': 'application/zstd', 'Content-Disposition': `attachment; filename="${name}.tar.zst"` });
+        const name = prefix.split('/').pop() || hash;
+        const headers = untrustedFileHeaders('application/zstd', `${name}.tar.zst`);
+        const pack = () => directoryArchive(blobs, row.fileHash, prefix, deps.archiveProgress);
+        return chunkedReply(200, req.isHead ? noBody() : boundedArchive(builds, pack), headers);
       }
     }
   };
   // The rest parameter also matches nothing: serve/{hash} is the path's root.
-  r.get('/serve/:hash/*path', rateLimited(deps.rateLimiter, cacheRateLimits.files, handler));
+  r.get('/serve/:hash/*path', sandboxed(rateLimited(deps.rateLimiter, cacheRateLimits.files, handler)));
 }
+
+/** A HEAD answer's body: never read (respond.ts sends headers only), and packs nothing if it were. */
+async function* noBody(): AsyncGenerator<Uint8Array> {}

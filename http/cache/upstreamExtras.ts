@@ -3,13 +3,15 @@
 import type { BinaryCache, Upstreams } from '../../services/index.js';
 import { bytesReply, type Reply } from '../reply.js';
 import { noCacheExtras, type CacheExtras } from './extras.js';
+import { untrustedFileHeaders } from './untrustedContent.js';
 
 export function upstreamExtras(upstreams: Pick<Upstreams, 'fetchUpstreamExtra'>, local: CacheExtras = noCacheExtras): CacheExtras {
   const fromUpstream = async (cache: BinaryCache, path: string, defaultType: string): Promise<Reply | null> => {
     const got = await upstreams.fetchUpstreamExtra(cache.id, path);
     if (got === null) return null;
+    // The upstream names the type: anything active is a download (untrustedContent.ts).
     return bytesReply(200, got.body, {
-      'Content-Type': got.contentType ?? defaultType,
+      ...untrustedFileHeaders(got.contentType ?? defaultType, path.slice(path.lastIndexOf('/') + 1)),
       ...(got.contentEncoding === null ? {} : { 'Content-Encoding': got.contentEncoding }),
       'X-Cache': 'MISS',
     });

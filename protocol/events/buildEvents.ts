@@ -5,7 +5,8 @@ import { Bytes, Count, ProjectLabel, StorePath, TaskName, Uuid, durableEvent, tr
 // derivation_build, evaluation_id, status, task and project; derivation_build is the shared build
 // that worker.job_dispatched names as its build_id.
 
-export const buildStatuses = ['queued', 'started', 'completed', 'failed', 'substituted'] as const;
+// aborted (a kiln extension): running when its evaluation was aborted, its job cancelled (docs/builds.md)
+export const buildStatuses = ['queued', 'started', 'completed', 'failed', 'substituted', 'aborted'] as const;
 export const BuildStatus = z.enum(buildStatuses);
 export type BuildStatus = z.infer<typeof BuildStatus>;
 

@@ -1,6 +1,8 @@
-// Reading inside a stored NAR for the `serve` route: one file's bytes, or a directory packed as
+// Reading inside a stored NAR for the `serve` route: one file's bytes, or a directory streamed as
 // tar.zst. The stored file is zstd, which cannot be seeked, so both decompress from the start and
 // stop as soon as they have what they need.
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import { createZstdCompress, constants } from 'node:zlib';
 import { decompressNar, readNar } from '../../protocol/index.js';
 import type { BlobStore } from '../blobs/index.js';
@@ -32,48 +34,52 @@ export async function* narSlice(blobs: BlobStore, fileHash: string, narOffset: n
   throw new Error(`the NAR file ${fileHash} ends before byte ${end}`);
 }
 
-/**
- * The directory `prefix` ("" for the root) of the NAR as a tar.zst in memory, names relative to
- * it. Refuses (returns null) once the uncompressed archive would pass `maxBytes`.
- */
-export async function packDirectory(blobs: BlobStore, fileHash: string, prefix: string, maxBytes: number): Promise<Buffer | null> {
-  const zstd = createZstdCompress({ params: { [constants.ZSTD_c_compressionLevel]: 3 } });
-  const output: Buffer[] = [];
-  zstd.on('data', (chunk: Buffer) => output.push(chunk));
-  const done = new Promise<void>((resolve, reject) => {
-    zstd.on('end', resolve);
-    zstd.on('error', reject);
-  });
-  let total = 0;
-  const write = (pieces: Buffer[] | Uint8Array): boolean => {
-    for (const piece of Array.isArray(pieces) ? pieces : [pieces]) {
-      total += piece.length;
-      if (total > maxBytes) return false;
-      zstd.write(piece);
-    }
-    return true;
-  };
+/** How far a directory archive has got: tar bytes packed so far (tests watch backpressure with it). */
+export interface ArchiveProgress {
+  packed(bytes: number): void;
+}
+
+/** The tar entries of the directory `prefix` ("" for the root), names relative to it, read as needed. */
+async function* tarPieces(blobs: BlobStore, fileHash: string, prefix: string, progress?: ArchiveProgress): AsyncGenerator<Uint8Array> {
   const inside = (path: string) => (prefix === '' ? path : path === prefix ? '' : path.startsWith(`${prefix}/`) ? path.slice(prefix.length + 1) : null);
-  try {
-    for await (const entry of readNar(decompressedNar(blobs, fileHash))) {
-      const name = inside(entry.path);
-      if (name === null) continue;
-      const tarName = name === '' ? '.' : `./${name}`;
-      if (entry.type === 'directory') {
-        if (!write(tarDirectory(tarName))) return null;
-      } else if (entry.type === 'symlink') {
-        if (!write(tarSymlink(tarName, entry.target))) return null;
-      } else {
-        if (!write(tarFileHeader(tarName, entry.size, entry.executable))) return null;
-        for await (const chunk of entry.contents) if (!write(chunk)) return null;
-        if (!write([tarFilePadding(entry.size)])) return null;
-      }
+  function* counted(pieces: Uint8Array[]): Generator<Uint8Array> {
+    for (const piece of pieces) {
+      progress?.packed(piece.length);
+      yield piece;
     }
-    write([tarEnd()]);
-    zstd.end();
-    await done;
-    return Buffer.concat(output);
+  }
+  for await (const entry of readNar(decompressedNar(blobs, fileHash))) {
+    const name = inside(entry.path);
+    if (name === null) continue;
+    const tarName = name === '' ? '.' : `./${name}`;
+    if (entry.type === 'directory') yield* counted(tarDirectory(tarName));
+    else if (entry.type === 'symlink') yield* counted(tarSymlink(tarName, entry.target));
+    else {
+      yield* counted(tarFileHeader(tarName, entry.size, entry.executable));
+      for await (const chunk of entry.contents) yield* counted([chunk]);
+      yield* counted([tarFilePadding(entry.size)]);
+    }
+  }
+  yield* counted([tarEnd()]);
+}
+
+/**
+ * The directory `prefix` of the NAR as a tar.zst, produced as it is read: the NAR is decompressed,
+ * packed and compressed only as fast as the consumer takes chunks, so memory stays at a few stream
+ * buffers whatever the directory holds. Stopping early (return/throw) stops the reading.
+ */
+export async function* directoryArchive(blobs: BlobStore, fileHash: string, prefix: string, progress?: ArchiveProgress): AsyncGenerator<Uint8Array> {
+  const zstd = createZstdCompress({ params: { [constants.ZSTD_c_compressionLevel]: 3 } });
+  const source = Readable.from(tarPieces(blobs, fileHash, prefix, progress), { objectMode: false, highWaterMark: 64 * 1024 });
+  // pipeline moves the tar into zstd with backpressure and destroys both on failure; the failure
+  // then surfaces through the iteration below, so the promise's own rejection is only observed.
+  const piped = pipeline(source, zstd);
+  piped.catch(() => undefined);
+  try {
+    for await (const chunk of zstd) yield chunk as Buffer;
+    await piped;
   } finally {
-    if (!zstd.writableEnded) zstd.destroy();
+    source.destroy();
+    zstd.destroy();
   }
 }

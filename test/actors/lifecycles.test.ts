@@ -8,9 +8,11 @@ t.test('builds', async (t) => {
     [['queued'], 'started'], [['queued'], 'substituted'], [['queued'], 'failed'],
     [['started'], 'completed'], [['started'], 'failed'], [['started'], 'queued'],
     [['substituted'], 'queued'], [['completed'], 'queued'],
+    [['started'], 'aborted'], [['aborted'], 'queued'],
   ];
   for (const [from, to] of moves) t.doesNotThrow(() => checkBuildMove(from, to), `${from.join('|')} → ${to}`);
   t.throws(() => checkBuildMove(['failed'], 'queued'), /cannot move from failed to queued/, 'failed is final');
+  t.throws(() => checkBuildMove(['queued'], 'aborted'), /queued to aborted/, 'only a running build is aborted');
   t.throws(() => checkBuildMove(['queued'], 'completed'), /queued to completed/, 'nothing completes without starting');
   t.throws(() => checkBuildMove(['started', 'completed'], 'started'), /started to started/);
 });

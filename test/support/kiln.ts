@@ -40,7 +40,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}, opts: StartKilnOptions = {}): Promise<TestKiln> {
+export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}, options: StartKilnOptions = {}): Promise<TestKiln> {
   const { url, sql } = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-test-'));
   const port = await freePort();
@@ -65,7 +65,7 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       ...overrides,
     },
   });
-  const kiln = await startKiln(loaded, opts);
+  const kiln = await startKiln(loaded, options);
   t.teardown(async () => {
     await kiln.stop();
     await rm(baseDir, { recursive: true, force: true });

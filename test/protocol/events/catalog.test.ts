@@ -17,7 +17,7 @@ const id = '7f1c2a9e-3b4d-4c5e-8f60-718293a4b5c6';
 t.test('the catalog holds every name the spec and the issue list', async (t) => {
   const names = new Set(eventCatalog().map((e) => e.name));
   const expected = [
-    'build.queued', 'build.started', 'build.completed', 'build.failed', 'build.substituted',
+    'build.queued', 'build.started', 'build.completed', 'build.failed', 'build.substituted', 'build.aborted',
     'evaluation.queued', 'evaluation.evaluating', 'evaluation.building', 'evaluation.completed', 'evaluation.failed',
     'evaluation.aborted', 'evaluation.approval_granted', 'evaluation.waiting',
     'project.create', 'task.star', 'task.action.update', 'cache.create', 'cache.update', 'cache.delete',
