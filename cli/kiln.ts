@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
 import { anonymous, commitsService, directBuildsService, evaluationPruner, sourceUploadsService } from '../services/index.js';
-import { buildRoutes, createAuthenticator, eventSockets, protoRoute, startHttpServer, startOutboundWorkers, type HttpServer } from '../http/index.js';
+import { buildRoutes, createAuthenticator, eventSockets, protoRoute, RATE_WINDOW_MS, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -40,6 +40,8 @@ export interface StartKilnOptions {
   firehoseLagBytes?: number;
   /** /proto handshake time limit (default HANDSHAKE_TIMEOUT_SECS); tests shorten it */
   protoHandshakeTimeoutSecs?: number;
+  /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
+  bodyRateClock?: TimerClock;
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -192,6 +194,10 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       port: config['port'],
       maxRequestSize: config['http.maxRequestSize'],
       trustedProxies: config['http.trustedProxies'],
+      minimumBodyRate: {
+        limits: { bytesPerSec: config['upload.minBytesPerSec'], windowMs: RATE_WINDOW_MS },
+        clock: opts.bodyRateClock ?? systemTimerClock,
+      },
       log: componentLogger(log, 'web'),
       routes,
       anonymous,

@@ -3,6 +3,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../protocol/index.js';
 import { BodyStream, bufferBody } from './body.js';
+import type { MinimumBodyRate, TimerClock } from './bodyRate.js';
 import { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
 import { errorReply, isReply, jsonReply, type Reply } from './reply.js';
 import { Req } from './request.js';
@@ -20,6 +21,8 @@ export interface HttpServerOptions<P> {
   anonymous: P;
   /** Resolves the principal for a request, or throws ApiError(401/403). */
   authenticate(req: Req<P>, mode: AuthMode): Promise<P>;
+  /** upload.minBytesPerSec over streamed bodies, and the clock it is measured with (tests move it) */
+  minimumBodyRate?: { limits: MinimumBodyRate; clock: TimerClock };
   /** Registers WebSocket routes (uWS matches them before the catch-all). */
   websockets?(app: TemplatedApp): void;
 }
@@ -173,7 +176,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
         failNow(res, state, new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`), head, true);
         return;
       }
-      body = new BodyStream(res, limit, route.options.reuseBodyPieces === true);
+      body = new BodyStream(res, limit, route.options.reuseBodyPieces === true, undefined, opts.minimumBodyRate ?? null);
     }
     request ??= new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
 

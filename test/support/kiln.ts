@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import type { Test } from 'tap';
 import { loadConfig, type OptionPath } from '../../config/index.js';
-import { startKiln, type Kiln } from '../../cli/kiln.js';
+import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
 import { testDatabase } from './db.js';
 
 export interface TestKiln extends Kiln {
@@ -37,7 +37,7 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}): Promise<TestKiln> {
+export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}, options: StartKilnOptions = {}): Promise<TestKiln> {
   const { url, sql } = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-test-'));
   const port = await freePort();
@@ -60,7 +60,7 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       ...overrides,
     },
   });
-  const kiln = await startKiln(loaded);
+  const kiln = await startKiln(loaded, options);
   t.teardown(async () => {
     await kiln.stop();
     await rm(baseDir, { recursive: true, force: true });
