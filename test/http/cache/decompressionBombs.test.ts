@@ -45,6 +45,11 @@ t.test('bzip2 bombs at the nix copy paths', async (t) => {
     t.match(answer.message, /NAR is longer than the announced 1024 bytes/);
   });
 
+  t.test('eight at once: each refused, none decoded past its budget', async (t) => {
+    const answers = await Promise.all(Array.from({ length: 8 }, () => copyBomb('pub', 4096)));
+    t.same(answers.map((a) => [a.status, a.code, a.servedStatus]), Array.from({ length: 8 }, () => [400, 'nar_mismatch', 404]));
+  });
+
   t.test('declaring the 500 MiB it expands to: invalid_nar, since zeros are no NAR', async (t) => {
     const answer = await copyBomb('pub', FIVE_HUNDRED_MIB);
     t.match(answer, { status: 400, code: 'invalid_nar', servedStatus: 404 });
