@@ -32,6 +32,11 @@ export interface UploadRequest {
   /** Unique among the requests the budget knows (the caller's facade assigns it). */
   id: string;
   bytes: number;
+  /**
+   * Who uploads (the user, whichever key or session it came through): permits are shared fairly
+   * between owners (`fairToOwners`). Requests without an owner (the server's own) are not capped.
+   */
+  owner?: string;
 }
 
 /** What the budget knows: requests in arrival order that wait, and permits that are held. */
@@ -68,8 +73,61 @@ const windowOf = (limits: UploadLimits, cls: SizeClass): number =>
 const fitsBytes = (limits: UploadLimits, use: UploadUsage, bytes: number): boolean =>
   use.small + use.large === 0 || use.bytes + bytes <= limits.bytesBudget;
 
+/** Permits of a class an owner may hold while nobody else waits: the rest stay free for newcomers. */
+export const uncontestedCap = (window: number): number => Math.max(1, window - Math.ceil(window / 4));
+
+type OwnerCounts = Map<string, number>;
+const bump = (counts: OwnerCounts, owner: string, by: number): void => void counts.set(owner, (counts.get(owner) ?? 0) + by);
+
 /**
- * Grants waiting requests in arrival order under three rules.
+ * Rule 4, fairness between owners, per class. `share` is the window divided among the owners that
+ * hold or wait for permits of the class (rounded up, so the shares cover the window). An owner is
+ * granted another permit only while it holds fewer than its share when another owner under its own
+ * share waits, and fewer than `uncontestedCap` otherwise: one tenant never takes the whole window,
+ * so a newcomer finds a permit free, or gets the next one given back, ahead of the owners over
+ * their share. Permits already held are never taken away (the minimum body rate cuts uploads that
+ * hold one without sending).
+ */
+class FairShares {
+  private readonly held: Record<SizeClass, OwnerCounts> = { small: new Map(), large: new Map() };
+  private readonly waits: Record<SizeClass, OwnerCounts> = { small: new Map(), large: new Map() };
+
+  constructor(
+    private readonly limits: UploadLimits,
+    granted: readonly UploadRequest[],
+    waiting: readonly UploadRequest[],
+  ) {
+    for (const r of granted) if (r.owner !== undefined) bump(this.held[sizeClass(limits, r.bytes)], r.owner, 1);
+    for (const r of waiting) if (r.owner !== undefined) bump(this.waits[sizeClass(limits, r.bytes)], r.owner, 1);
+  }
+
+  private share(cls: SizeClass): number {
+    const owners = new Set([...this.held[cls].keys(), ...this.waits[cls].keys()]);
+    return Math.ceil(windowOf(this.limits, cls) / Math.max(1, owners.size));
+  }
+
+  mayGrant(request: UploadRequest, cls: SizeClass): boolean {
+    const owner = request.owner;
+    if (owner === undefined) return true;
+    const share = this.share(cls);
+    const held = this.held[cls];
+    let contested = false;
+    for (const [other, count] of this.waits[cls]) {
+      if (other !== owner && count > 0 && (held.get(other) ?? 0) < share) contested = true;
+    }
+    return (held.get(owner) ?? 0) < (contested ? share : uncontestedCap(windowOf(this.limits, cls)));
+  }
+
+  granted(request: UploadRequest, cls: SizeClass): void {
+    if (request.owner === undefined) return;
+    bump(this.held[cls], request.owner, 1);
+    bump(this.waits[cls], request.owner, -1);
+    if (this.waits[cls].get(request.owner) === 0) this.waits[cls].delete(request.owner);
+  }
+}
+
+/**
+ * Grants waiting requests in arrival order under four rules.
  * 1. Windows are per class: a request waits while its class's window is full (large:
  *    `concurrency`, small: `smallWindow`) and behind any earlier waiter of its own class. A full
  *    large window never holds back small uploads, nor the other way round.
@@ -79,6 +137,8 @@ const fitsBytes = (limits: UploadLimits, use: UploadUsage, bytes: number): boole
  *    for, so it waits only for permits granted before it arrived.
  * 3. A request that fits in no budget at all (bytes > bytesBudget) is granted when nothing is in
  *    flight, and then runs alone; under rule 2 it holds back everything behind it meanwhile.
+ * 4. Fairness (FairShares): a request whose owner holds its share waits without holding back
+ *    the requests of other owners behind it; the rules above apply to those that may be granted.
  */
 export function admit(limits: UploadLimits, ledger: UploadLedger): UploadLedger {
   if (ledger.waiting.length === 0) return ledger;
@@ -86,9 +146,14 @@ export function admit(limits: UploadLimits, ledger: UploadLedger): UploadLedger 
   const granted = [...ledger.granted];
   const waiting: UploadRequest[] = [];
   const windowFull: Record<SizeClass, boolean> = { small: false, large: false };
+  const fair = new FairShares(limits, ledger.granted, ledger.waiting);
   for (let i = 0; i < ledger.waiting.length; i++) {
     const request = ledger.waiting[i]!;
     const cls = sizeClass(limits, request.bytes);
+    if (!windowFull[cls] && use[cls] < windowOf(limits, cls) && !fair.mayGrant(request, cls)) {
+      waiting.push(request); // rule 4: its owner has its share; others behind it may go
+      continue;
+    }
     if (windowFull[cls] || use[cls] >= windowOf(limits, cls)) {
       windowFull[cls] = true;
       waiting.push(request);
@@ -99,6 +164,7 @@ export function admit(limits: UploadLimits, ledger: UploadLedger): UploadLedger 
       return { waiting: waiting.concat(ledger.waiting.slice(i)), granted }; // rule 2
     }
     granted.push(request);
+    fair.granted(request, cls);
     use[cls] += 1;
     use.bytes += request.bytes;
   }

@@ -26,13 +26,16 @@ export interface UploadBudgetContext {
 // Every event is idempotent by id, so a client may resend after the actor was restarted.
 export type UploadBudgetEvent =
   /** Asks for a permit; it is granted when `id` appears in `context.granted`. */
-  | { type: 'upload.request'; id: string; bytes: number }
+  | { type: 'upload.request'; id: string; bytes: number; owner?: string }
   /** The waiter gave up (timeout or abort); a permit granted meanwhile is given back too. */
   | { type: 'upload.cancel'; id: string }
   /** The object is in storage (or the upload failed): the permit goes back. */
   | { type: 'upload.release'; id: string }
   /** A permit granted by an earlier incarnation of this actor is still held: count it again. */
-  | { type: 'upload.restore'; id: string; bytes: number };
+  | { type: 'upload.restore'; id: string; bytes: number; owner?: string };
+
+const requestOf = (event: { id: string; bytes: number; owner?: string }): UploadRequest =>
+  event.owner === undefined ? { id: event.id, bytes: event.bytes } : { id: event.id, bytes: event.bytes, owner: event.owner };
 
 export const uploadBudgetMachine = setup({
   types: {
@@ -43,7 +46,7 @@ export const uploadBudgetMachine = setup({
   actions: {
     enqueue: assign(({ context, event }) => {
       if (event.type !== 'upload.request' || knows(context, event.id)) return {};
-      const request = { id: event.id, bytes: event.bytes };
+      const request = requestOf(event);
       return admit(context.limits, { waiting: [...context.waiting, request], granted: context.granted });
     }),
     forget: assign(({ context, event }) => {
@@ -54,7 +57,7 @@ export const uploadBudgetMachine = setup({
     // running, and new requests simply wait until enough permits are released.
     restore: assign(({ context, event }) => {
       if (event.type !== 'upload.restore' || knows(context, event.id)) return {};
-      return { granted: [...context.granted, { id: event.id, bytes: event.bytes }] };
+      return { granted: [...context.granted, requestOf(event)] };
     }),
   },
   guards: {

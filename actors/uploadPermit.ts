@@ -33,19 +33,24 @@ export interface AcquireUploadOptions {
    * Retry-After on the TimeoutError. Aborting after the permit was granted changes nothing.
    */
   signal?: AbortSignal;
+  /** Who uploads (a user id): permits are shared fairly between owners (uploadAdmission.ts, rule 4). */
+  owner?: string;
 }
 
 /** Waits for a permit from the budget. Permits are granted in the order of uploadAdmission.ts. */
 export function acquireUpload(budget: UploadBudgetRef, options: AcquireUploadOptions): Promise<UploadPermit> {
-  const { bytes, signal } = options;
+  const { bytes, signal, owner } = options;
   if (!Number.isSafeInteger(bytes) || bytes < 0) {
     return Promise.reject(new RangeError(`acquireUpload bytes: expected a byte count (an integer >= 0), got ${String(bytes)}`));
   }
-  return deskFor(budget).acquire(bytes, signal);
+  return deskFor(budget).acquire(bytes, signal, owner);
 }
+
+const withOwner = <E extends UploadBudgetEvent>(event: E, owner: string | undefined): E => (owner === undefined ? event : { ...event, owner });
 
 interface Waiter {
   bytes: number;
+  owner: string | undefined;
   grant(permit: UploadPermit): void;
   fail(reason: unknown): void;
 }
@@ -65,7 +70,7 @@ class PermitDesk {
   private sequence = 0;
   // Map order is request order, which is the order to re-request in after a restart.
   private readonly waiters = new Map<string, Waiter>();
-  private readonly held = new Map<string, number>();
+  private readonly held = new Map<string, { bytes: number; owner: string | undefined }>();
   private incarnation: number | undefined;
   private closed: unknown = undefined;
   private subscription: Subscription | undefined;
@@ -74,7 +79,7 @@ class PermitDesk {
     this.incarnation = budget.incarnation;
   }
 
-  acquire(bytes: number, signal: AbortSignal | undefined): Promise<UploadPermit> {
+  acquire(bytes: number, signal: AbortSignal | undefined, owner: string | undefined): Promise<UploadPermit> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (this.closed !== undefined) return Promise.reject(this.closed);
     this.subscription ??= this.budget.subscribe({
@@ -92,11 +97,12 @@ class PermitDesk {
       const detach = (): void => signal?.removeEventListener('abort', onAbort);
       this.waiters.set(id, {
         bytes,
+        owner,
         grant: (permit) => (detach(), resolve(permit)),
         fail: (reason) => (detach(), reject(reason)),
       });
       signal?.addEventListener('abort', onAbort, { once: true });
-      this.budget.send({ type: 'upload.request', id, bytes });
+      this.budget.send(withOwner({ type: 'upload.request', id, bytes }, owner));
     });
   }
 
@@ -110,15 +116,15 @@ class PermitDesk {
       const waiter = this.waiters.get(id);
       if (!waiter) continue;
       this.waiters.delete(id);
-      this.held.set(id, waiter.bytes);
+      this.held.set(id, { bytes: waiter.bytes, owner: waiter.owner });
       waiter.grant(this.permit(id, waiter.bytes));
     }
   }
 
   // Held permits first, so the new actor counts them before it admits anyone waiting.
   private registerAgain(): void {
-    for (const [id, bytes] of this.held) this.budget.send({ type: 'upload.restore', id, bytes });
-    for (const [id, { bytes }] of this.waiters) this.budget.send({ type: 'upload.request', id, bytes });
+    for (const [id, { bytes, owner }] of this.held) this.budget.send(withOwner({ type: 'upload.restore', id, bytes }, owner));
+    for (const [id, { bytes, owner }] of this.waiters) this.budget.send(withOwner({ type: 'upload.request', id, bytes }, owner));
   }
 
   private permit(id: string, bytes: number): UploadPermit {

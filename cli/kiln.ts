@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
 import { anonymous, commitsService, directBuildsService, evaluationPruner, sourceUploadsService } from '../services/index.js';
-import { buildRoutes, createAuthenticator, eventSockets, protoRoute, startHttpServer, startOutboundWorkers, type HttpServer } from '../http/index.js';
+import { buildRoutes, createAuthenticator, eventSockets, protoRoute, RATE_WINDOW_MS, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -44,6 +44,8 @@ export interface StartKilnOptions {
   rateLimitClock?: { now(): number };
   /** watches serve/ directory archives being packed (tests: backpressure reaches the packer) */
   archiveProgress?: ArchiveProgress;
+  /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
+  bodyRateClock?: TimerClock;
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -196,6 +198,10 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       port: config['port'],
       maxRequestSize: config['http.maxRequestSize'],
       trustedProxies: config['http.trustedProxies'],
+      minimumBodyRate: {
+        limits: { bytesPerSec: config['upload.minBytesPerSec'], windowMs: RATE_WINDOW_MS },
+        clock: opts.bodyRateClock ?? systemTimerClock,
+      },
       log: componentLogger(log, 'web'),
       routes,
       anonymous,

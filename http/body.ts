@@ -1,6 +1,7 @@
 import type { HttpResponse } from 'uWebSockets.js';
 import { ApiError } from '../protocol/index.js';
 import { mebibyteBuffers } from '../storage/index.js';
+import { BodyRateGuard, type MinimumBodyRate, type TimerClock } from './bodyRate.js';
 
 // uWS hands body chunks to onData, which must be attached before the handler's first await,
 // and neuters each ArrayBuffer after the callback: every chunk is copied. uWS does not drain
@@ -61,6 +62,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
   private slab: Buffer | null = null;
   private filled = 0;
   private lent: Buffer | null = null;
+  private readonly rate: BodyRateGuard | null;
 
   constructor(
     private readonly res: HttpResponse,
@@ -73,11 +75,15 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
      */
     readonly reusesPieces = false,
     private readonly highWater = 4 << 20,
+    /** upload.minBytesPerSec: a body slower than this while its reader waits is cut with 408 */
+    minimumRate: { limits: MinimumBodyRate; clock: TimerClock } | null = null,
   ) {
+    this.rate = minimumRate && new BodyRateGuard(minimumRate.limits, minimumRate.clock, (e) => this.fail(e));
     res.onData((chunk, isLast) => {
       if (isLast) this.lastChunkCame = true;
       if (this.failure || this.done) return;
       this.received += chunk.byteLength;
+      this.rate?.received(chunk.byteLength);
       if (this.received > this.limit) {
         this.fail(new ApiError(413, 'body_too_large', `request body exceeds the limit of ${this.limit} bytes`));
         return;
@@ -142,6 +148,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
 
   private fail(e: Error): void {
     this.failure = e;
+    this.rate?.stop();
     this.notify();
   }
 
@@ -152,6 +159,14 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
+    try {
+      yield* this.pieces();
+    } finally {
+      this.rate?.stop();
+    }
+  }
+
+  private async *pieces(): AsyncGenerator<Uint8Array> {
     for (;;) {
       if (this.failure) throw this.failure;
       const next = this.queue.shift();
@@ -171,7 +186,10 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
         continue;
       }
       if (this.done) return;
+      // Only time spent waiting here is the client's: the minimum rate is measured over it.
+      this.rate?.waiting();
       await new Promise<void>((r) => (this.wake = r));
+      this.rate?.fed();
     }
   }
 }

@@ -3,6 +3,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, us_listen_socket } from '
 import type { Logger } from 'pino';
 import { ApiError, isApiError } from '../protocol/index.js';
 import { BodyEnd, BodyStream, bufferBody } from './body.js';
+import type { MinimumBodyRate, TimerClock } from './bodyRate.js';
 import { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
 import { DEFAULT_DRAIN, refuseWhileDraining, type DrainBounds } from './drain.js';
 import { requestFraming } from './framing.js';
@@ -22,6 +23,8 @@ export interface HttpServerOptions<P> {
   anonymous: P;
   /** Resolves the principal for a request, or throws ApiError(401/403). */
   authenticate(req: Req<P>, mode: AuthMode): Promise<P>;
+  /** upload.minBytesPerSec over streamed bodies, and the clock it is measured with (tests move it) */
+  minimumBodyRate?: { limits: MinimumBodyRate; clock: TimerClock };
   /** Registers WebSocket routes (uWS matches them before the catch-all). */
   websockets?(app: TemplatedApp): void;
   /** How long a refused request's body is read and dropped before the connection closes (drain.ts). */
@@ -203,7 +206,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
         refuse(res, state, e, head, true, declared, drain, null);
         return;
       }
-      body = new BodyStream(res, limit, route.options.reuseBodyPieces === true);
+      body = new BodyStream(res, limit, route.options.reuseBodyPieces === true, undefined, opts.minimumBodyRate ?? null);
     }
     request ??= new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
 

@@ -31,7 +31,11 @@ export interface NarUploadDeps {
 }
 
 /** The cache an upload goes into: its id and the key it signs with; the uploader when a REST caller is a user. */
-export type UploadTarget = Pick<BinaryCache, 'id' | 'name' | 'signingKey'> & { uploader?: string };
+export type UploadTarget = Pick<BinaryCache, 'id' | 'name' | 'signingKey'> & {
+  uploader?: string;
+  /** the uploading user's id: upload permits are shared fairly between owners (actors/uploadAdmission.ts) */
+  owner?: string;
+};
 
 export interface NarUploadService {
   /** The cache, when the caller holds writeStore on it: 404 when it cannot see it, 403 without the permission. */
@@ -39,8 +43,9 @@ export interface NarUploadService {
   /**
    * A permit for `bytes` of upload work. REST uploads (`restWait`) give up after upload.restWaitSecs
    * with 503 upload_busy; `nix copy` waits (Nix 2.8 hangs retrying a 5xx answer to a PUT).
+   * `owner` (a user id) gets its fair share of the permits while other owners wait.
    */
-  admit(bytes: number, restWait: boolean): Promise<UploadPermit>;
+  admit(bytes: number, restWait: boolean, owner?: string): Promise<UploadPermit>;
   staged(target: UploadTarget, hash: string): Promise<{ bytes_staged: number; updated_at: Date }>;
   /** Admitted for `declaredBytes` (Content-Length), or a CLI-sized chunk when the length is not declared. */
   appendChunk(target: UploadTarget, hash: string, offset: number, declaredBytes: number | null, body: AsyncIterable<Uint8Array>): Promise<{ bytes_staged: number }>;
@@ -114,8 +119,8 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
     if ((await uploads.held(target.id, info)) === null) await deps.storageLimits.demandRoom(target, info.narSize);
   };
   // Permits are held until the NAR is in storage (upload.concurrency), then given back.
-  const admitted = async <T>(bytes: number, restWait: boolean, work: () => Promise<T>): Promise<T> => {
-    const permit = await service.admit(bytes, restWait);
+  const admitted = async <T>(target: UploadTarget, bytes: number, restWait: boolean, work: () => Promise<T>): Promise<T> => {
+    const permit = await service.admit(bytes, restWait, target.owner);
     try {
       return await work();
     } finally {
@@ -132,13 +137,14 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       if (!row.active) throw new ApiError(409, 'cache_inactive', `cache "${found.row.name}" is disabled and takes no uploads; enable it with POST /caches/${found.row.name}/active`);
       return {
         id: found.row.id, name: found.row.name, signingKey: openCacheKey(deps.secretBox, row),
-        ...(who.kind === 'user' ? { uploader: who.username } : {}),
+        ...(who.kind === 'user' ? { uploader: who.username, owner: who.userId } : {}),
       };
     },
 
-    async admit(bytes, restWait) {
+    async admit(bytes, restWait, owner) {
       try {
-        return await acquireUpload(deps.uploadBudget, restWait ? { bytes, signal: AbortSignal.timeout(deps.restWaitSecs * 1000) } : { bytes });
+        const who = owner === undefined ? {} : { owner };
+        return await acquireUpload(deps.uploadBudget, restWait ? { bytes, signal: AbortSignal.timeout(deps.restWaitSecs * 1000), ...who } : { bytes, ...who });
       } catch (e) {
         if (e instanceof DOMException && e.name === 'TimeoutError') {
           throw new ApiError(503, 'upload_busy', `no upload permit came within ${deps.restWaitSecs} s (upload.restWaitSecs); the server is busy with other uploads, retry later`);
@@ -158,7 +164,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
         throw new ApiError(413, 'nar_too_large', `offset ${offset} plus a chunk of ${declaredBytes} bytes exceeds the limit of ${deps.maxUploadSize} bytes (nar.maxUploadSize)`);
       }
       await deps.storageLimits.demandRoom(target, offset + Math.max(1, declaredBytes ?? 0));
-      return admitted(declaredBytes ?? CLI_CHUNK_BYTES, true, () =>
+      return admitted(target, declaredBytes ?? CLI_CHUNK_BYTES, true, () =>
         translated(async () => ({ bytes_staged: await uploads.appendChunk(target.id, hash, offset, body) })));
     },
 
@@ -167,7 +173,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       checkStorePathHash(info, hash);
       if (info.narSize > deps.maxUploadSize) throw narTooLarge(info.narSize, deps.maxUploadSize);
       await demandRoomFor(target, info);
-      return announced(target, await admitted(info.narSize, true, () =>
+      return announced(target, await admitted(target, info.narSize, true, () =>
         translated(async () => resultOf(await uploads.finalize({ cacheId: target.id, uploadKey: hash, signingKey: target.signingKey, info, submitted: body })))));
     },
 
@@ -204,7 +210,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       checkStorePathHash(info, hash);
       if (info.narSize > deps.maxUploadSize) throw narTooLarge(info.narSize, deps.maxUploadSize);
       await demandRoomFor(target, info);
-      return announced(target, await admitted(info.narSize, false, () => translated(() => nixIngest(deps, target, info))));
+      return announced(target, await admitted(target, info.narSize, false, () => translated(() => nixIngest(deps, target, info))));
     },
   };
   return service;

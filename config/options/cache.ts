@@ -100,4 +100,9 @@ export const cacheOptions = {
     'seconds a granted worker upload may go without data before it loses its permit and the worker is asked to retry',
   ),
   'upload.restWaitSecs': option(positiveInt(), 30, 'seconds a REST NAR upload waits for a permit before 503 with Retry-After'),
+  'upload.minBytesPerSec': option(
+    unsignedInt(), 65536,
+    'minimum rate of an upload body, averaged over 30 s of waiting for the client; a slower body is cut with 408 upload_too_slow and gives its upload permit back; 0 disables',
+    { extension: true },
+  ),
 };

@@ -55,13 +55,16 @@ function readDecision(name: string, decision: CacheAccess): BinaryCache | Reply 
 }
 
 /** The cache when the caller holds writeStore on it (`nix copy --to`), else the reply to send. */
-export async function writableCache(access: BinaryCacheAccess, req: Req<Principal>): Promise<BinaryCache | Reply> {
+/** A cache the request may write, with the uploader's user id: upload permits are shared fairly between owners. */
+export type WritableCache = BinaryCache & { owner?: string };
+
+export async function writableCache(access: BinaryCacheAccess, req: Req<Principal>): Promise<WritableCache | Reply> {
   const name = req.param<string>('cache');
   const decision = await resolve(access, req, name);
   if (isReply(decision)) return decision;
   switch (decision.kind) {
     case 'granted':
-      if (decision.canWrite) return decision.cache;
+      if (decision.canWrite) return decision.principal.kind === 'user' ? { ...decision.cache, owner: decision.principal.userId } : decision.cache;
       if (decision.principal.kind === 'anonymous') return challenge(name);
       return errorReply(403, 'forbidden', `writeStore is required on cache "${name}" to upload`);
     case 'challenge':

@@ -3,7 +3,7 @@
 import { byteIterator, type ByteSource } from './byteSource.js';
 import { Readable, pipeline, type Transform } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createZstdDecompress } from 'node:zlib';
-import { decompressBzip2 } from './bzip2Decompress.js';
+import { decompressBzip2, OutputBudgetExceeded } from './bzip2Decompress.js';
 import { decompressXz } from './xzDecompress.js';
 import { ZstdFrameTracker } from './zstdFrames.js';
 
@@ -77,6 +77,17 @@ async function* limitOutput(source: ByteSource, maxBytes: number, compression: s
   }
 }
 
+// bzip2 decodes a block (up to ~46 MB from ~40 input bytes) in one synchronous call, so the budget
+// is checked inside the decoder rather than between the pieces it yields.
+async function* bzip2WithinBudget(source: ByteSource, maxBytes: number | undefined): AsyncGenerator<Uint8Array> {
+  try {
+    yield* decompressBzip2(source, maxBytes);
+  } catch (e) {
+    if (e instanceof OutputBudgetExceeded) throw new Error(`bzip2 data expands beyond ${e.limit} bytes`);
+    throw e;
+  }
+}
+
 export interface DecompressOptions {
   /** Stops a decompression bomb: more output than this is an error. */
   maxOutputBytes?: number;
@@ -99,6 +110,6 @@ export function decompressNar(source: ByteSource, compression: string, options: 
             ? throughZlib(source, createBrotliDecompress(), name)
             : name === 'xz'
               ? decompressXz(source)
-              : decompressBzip2(source);
+              : bzip2WithinBudget(source, options.maxOutputBytes);
   return options.maxOutputBytes === undefined ? output : limitOutput(output, options.maxOutputBytes, name);
 }

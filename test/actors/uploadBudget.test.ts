@@ -232,3 +232,39 @@ t.test('behind a supervisor: a restarted budget is told again what is held and w
   await t.rejects(orphan, { message: 'the upload budget actor has stopped' });
   await t.rejects(acquireUpload(handle, { bytes: 1 }), { message: 'the upload budget actor has stopped' });
 });
+
+t.test('fairness: one owner never takes every permit, and permits given back go to owners under their share', async (t) => {
+  const b = budget(t, { concurrency: 4, bytesBudget: 1000 * MiB });
+  const ask = (id: string, owner: string) => b.actor.send({ type: 'upload.request', id, bytes: 2 * MiB, owner });
+  const holders = () => b.actor.getSnapshot().context.granted.map((r) => r.owner);
+  for (let i = 0; i < 6; i++) ask(`a${i}`, 'ada');
+  t.same(holders(), ['ada', 'ada', 'ada'], 'alone, an owner holds at most 3 of 4: one stays free for a newcomer');
+  ask('b0', 'bob');
+  t.same(holders(), ['ada', 'ada', 'ada', 'bob'], 'a newcomer is admitted at once');
+  ask('c0', 'cat');
+  t.equal(b.waiting().length, 4, 'the window is full: cat waits with ada');
+  b.actor.send({ type: 'upload.release', id: 'a0' });
+  t.same(holders(), ['ada', 'ada', 'bob', 'cat'], "the permit ada gave back goes to cat, under its share, not to ada's earlier waiters");
+  b.actor.send({ type: 'upload.release', id: 'b0' });
+  t.same(holders(), ['ada', 'ada', 'cat', 'ada'], 'with nobody else under its share waiting, ada may take it');
+  b.actor.send({ type: 'upload.request', id: 'c1', bytes: 2 * MiB, owner: 'cat' });
+  b.actor.send({ type: 'upload.release', id: 'a1' });
+  t.same(holders(), ['ada', 'cat', 'ada', 'cat'], 'two owners waiting: each gets up to half');
+  b.actor.send({ type: 'upload.request', id: 'n0', bytes: 2 * MiB });
+  b.actor.send({ type: 'upload.release', id: 'c0' });
+  t.same(holders(), ['ada', 'ada', 'cat', 'ada'], 'arrival order among those who may be granted: ada asked before the server');
+  b.actor.send({ type: 'upload.release', id: 'c1' });
+  t.same(holders(), ['ada', 'ada', 'ada', undefined], "ada is at its cap and waits; the server's own upload (no owner) is not capped");
+});
+
+t.test('fairness in the facade: the owner travels with the request and with a restored permit', async (t) => {
+  const b = budget(t, { concurrency: 2, bytesBudget: 1000 * MiB });
+  const held = await acquireUpload(b.actor, { bytes: 2 * MiB, owner: 'ada' });
+  const second = acquireUpload(b.actor, { bytes: 2 * MiB, owner: 'ada' });
+  t.same(b.waiting(), [2 * MiB], 'alone, ada holds 1 of 2');
+  const bob = await acquireUpload(b.actor, { bytes: 2 * MiB, owner: 'bob' });
+  t.same(b.actor.getSnapshot().context.granted.map((r) => r.owner), ['ada', 'bob']);
+  held.release();
+  t.equal((await second).bytes, 2 * MiB);
+  bob.release();
+});

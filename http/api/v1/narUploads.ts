@@ -75,7 +75,7 @@ export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps
   api.post('/caches/:cache/nars', wrap(async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const boundary = multipartBoundary(req.header('content-type'));
-    const permit = await uploads.admit(declaredLength(req.header('content-length')) ?? maxUpload, true);
+    const permit = await uploads.admit(declaredLength(req.header('content-length')) ?? maxUpload, true, target.owner);
     let info: Narinfo | null = null;
     let staged: { file: string; bytes: number } | null = null;
     try {

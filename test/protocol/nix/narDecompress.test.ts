@@ -71,3 +71,32 @@ t.test('limits, unknown compressions, and source errors', async (t) => {
   };
   for (const compression of ['zstd', 'xz', 'none']) await t.rejects(collect(decompressNar(failing(), compression)), broken, `${compression} passes source errors through`);
 });
+
+// 401 bytes of bzip2 -9 that expand to 500 MiB of zeros (eleven streams of one block each).
+const BZIP2_BOMB = Buffer.from(
+  'QlpoOTFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3wFfjkAAwAAACCAAMIBNRkKgJakKgJcxQVkmU1kOCeLfAV+OQADAAAAIIAAwgE1GQqAlqQqAlzFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3wFfjkAAwAAACCAAMIBNRkKgJakKgJcxQVkmU1kOCeLfAV+OQADAAAAIIAAwgE1GQqAlqQqAlzFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3wFfjkAAwAAACCAAMIBNRkKgJakKgJcxQVkmU1kOCeLfAV+OQADAAAAIIAAwgE1GQqAlqQqAlzFBWSZTWQ4J4t8BX45AAMAAAAggADCATUZCoCWpCoCXMUFZJlNZDgni3wFfjkAAwAAACCAAMIBNRkKgJakKgJcxQVkmU1lht6HQAJSQQgDAAAAIAAggADDMBSmmBESNiCIkeLuSKcKEhwLtlyg=',
+  'base64',
+);
+
+t.test('a bzip2 bomb stops at the output budget, inside the block that passes it', async (t) => {
+  // The package's own stream decoded every block of a small file in one synchronous call, one
+  // JavaScript number per byte: this file took minutes and gigabytes before any limit was looked at.
+  await t.rejects(collect(decompressNar([BZIP2_BOMB], 'bzip2', { maxOutputBytes: 1000 })), /^bzip2 data expands beyond 1000 bytes$/);
+  await t.rejects(collect(decompressNar(chunks(BZIP2_BOMB, 7), 'bzip2', { maxOutputBytes: 10 << 20 })), /^bzip2 data expands beyond 10485760 bytes$/, 'in small chunks');
+  // A consumer that stops (ingestNar at a byte that is no NAR) ends it too: one block decoded, not eleven.
+  let first = 0;
+  for await (const chunk of decompressNar([BZIP2_BOMB], 'bzip2')) {
+    first = chunk.length;
+    break;
+  }
+  t.equal(first, 1 << 20, 'output comes in 1 MiB pieces as each block is decoded');
+});
+
+t.test('bzip2: concatenated streams (pbzip2), empty input, trailing garbage', async (t) => {
+  const a = Buffer.from('first stream\n');
+  const b = Buffer.from('second stream\n');
+  const both = Buffer.concat([execFileSync('bzip2', ['-c'], { input: a }), execFileSync('bzip2', ['-c'], { input: b })]);
+  t.ok((await collect(decompressNar(chunks(both, 5), 'bzip2'))).equals(Buffer.concat([a, b])));
+  await t.rejects(collect(decompressNar([], 'bzip2')), /^bzip2 data is corrupt: the input is empty/);
+  await t.rejects(collect(decompressNar([both, Buffer.from('garbage')], 'bzip2')), /^bzip2 data is corrupt/);
+});
