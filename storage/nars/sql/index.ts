@@ -6,7 +6,7 @@ export { findHeldPath, type HeldPath } from './findHeldPath.js';
 export { lockNarFile } from './lockNarFile.js';
 export { fileIsReferenced } from './fileIsReferenced.js';
 export { insertCachedPath, type CachedPathInsert } from './insertCachedPath.js';
-export { insertPathSignature, type PathSignatureInsert } from './insertPathSignature.js';
+export { insertPathSignature, type PathSignatureInsert, type PathSignatureOutcome } from './insertPathSignature.js';
 export { deletePathSignature } from './deletePathSignature.js';
 export { deleteUnsignedCachedPath } from './deleteUnsignedCachedPath.js';
 export { deleteAbandonedCachedPaths } from './deleteAbandonedCachedPaths.js';
