@@ -24,3 +24,4 @@ export { deleteExpiredStagedUploads } from './deleteExpiredStagedUploads.js';
 export { listStagedUploadKeys } from './listStagedUploadKeys.js';
 export { referencedFiles } from './referencedFiles.js';
 export { lockCachedPath } from './lockCachedPath.js';
+export { narIsHeld } from './narIsHeld.js';

@@ -61,12 +61,21 @@ t.test('narinfo poisoning across caches', async (t) => {
   t.test('deleting and uploading again gives the victim its own narinfo, not the one left behind', async (t) => {
     const real = await attack(t, (info) => ({ ...info, references: [] }));
     const removal = await s.sql.begin((tx) => s.nars.removePathFromCache(tx, victim.id, real.hash));
-    t.same({ removed: removal.removed, lastCopy: removal.lastCopy }, { removed: true, lastCopy: true }, "the victim's own copy went with its row");
+    t.same({ removed: removal.removed, lastCopy: removal.lastCopy }, { removed: true, lastCopy: false }, 'not the last copy: the attacker still holds the NAR (under its own narinfo)');
     await s.nars.settleRemoval(removal);
     t.equal(await s.nars.reads.narinfo(victim.id, real.hash), null);
     t.same((await servedNarinfo(s, attacker, real.hash)).references, [], "the attacker's copy is the attacker's");
     t.ok(await s.blobs.stat(narBlobKey((await upload(s, victim, real.nar, real.info)).fileHash)), 'the shared blob stayed');
     t.same((await servedNarinfo(s, victim, real.hash)).references, real.info.references);
+
+    const fromAttacker = await s.sql.begin((tx) => s.nars.removePathFromCache(tx, attacker.id, real.hash));
+    t.equal(fromAttacker.lastCopy, false, 'the victim still holds it');
+    await s.nars.settleRemoval(fromAttacker);
+    t.same((await servedNarinfo(s, victim, real.hash)).references, real.info.references, "the attacker's delete leaves the victim's copy alone");
+    const last = await s.sql.begin((tx) => s.nars.removePathFromCache(tx, victim.id, real.hash));
+    t.equal(last.lastCopy, true);
+    await s.nars.settleRemoval(last);
+    t.equal(await s.blobs.stat(narBlobKey(last.fileHash!)), null, 'the last copy takes the blob with it');
   });
 
   t.test("a cache's own re-upload with another narinfo replaces its copy, at once, and nobody else's", async (t) => {
