@@ -99,6 +99,19 @@ t.test('REST uploads', async (t) => {
     t.match(res.body.message, /^invalid NAR at byte \d+: /);
   });
 
+  t.test('a single-shot NAR shorter than its nar_size: 400 nar_mismatch, nothing stored', async (t) => {
+    const nar = await makeTestNar(t, { f: 'short of its size\n'.repeat(100) });
+    const before = await countRows(kiln.sql);
+    for (const cut of [1, Math.floor(nar.nar.length / 2), nar.nar.length - 1]) {
+      const res = await uploadSingle(kiln, ada.token, 'main', { narinfo: infoOf(nar), nar: nar.nar.subarray(0, cut) });
+      t.same([res.status, res.body.code], [400, 'nar_mismatch'], `${cut} of ${nar.nar.length} bytes: ${JSON.stringify(res.body)}`);
+      t.match(res.body.message, new RegExp(`^NarSize: the NAR has ${cut} bytes, the narinfo says ${nar.nar.length}`));
+    }
+    t.same(await countRows(kiln.sql), before, 'no rows came of it');
+    t.equal((await narinfoOf(nar.hash)).status, 404);
+    t.equal((await uploadSingle(kiln, ada.token, 'main', { narinfo: infoOf(nar), nar: nar.nar })).status, 200, 'the whole NAR goes in');
+  });
+
   t.test('missing or malformed parts', async (t) => {
     const nar = await makeTestNar(t, { f: 'parts\n' });
     const noNarinfo = await uploadSingle(kiln, ada.token, 'main', { nar: nar.nar });
