@@ -2,11 +2,15 @@
 // signature row in one transaction. The per-file advisory lock is held from before the put to the
 // commit, so a concurrent deleter of the same blob (pathDeletion.ts, the sweeper) either finishes
 // before the put (which then brings the blob back) or sees this row and leaves the blob alone.
+//
+// A cached path is one version of a narinfo: the NAR and what the upload says about it (migration
+// 0017). Caches share a row only when they say the same; the blob is shared by FileHash either way.
 import { rm } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import type { BlobStore } from '../blobs/index.js';
 import { narBlobKey } from './narLocations.js';
-import { fileIsReferenced, insertCachedPath, insertPathSignature, lockCachedPath, lockNarFile, type CachedPathInsert } from './sql/index.js';
+import { deleteBlobIfUnreferenced } from './pathDeletion.js';
+import { deleteUnsignedCachedPath, fileIsReferenced, insertCachedPath, insertPathSignature, lockCachedPath, lockNarFile, type CachedPathInsert } from './sql/index.js';
 import { UploadProblem } from './uploadProblem.js';
 
 export interface IngestCommit extends CachedPathInsert {
@@ -21,14 +25,16 @@ export interface CommitOutcome {
   /** the file the cache serves the path from: this upload's, or the one stored when another cache brought the same NAR */
   fileHash: string;
   fileSize: number;
+  /** the file of the copy this upload replaced (the cache held the same NAR under another narinfo) */
+  replacedFileHash?: string;
 }
 
 export async function commitIngest(sql: Sql, blobs: BlobStore, commit: IngestCommit): Promise<CommitOutcome> {
   try {
-    return await sql.begin(async (tx) => {
-      // Another cache brought this very NAR: sign that row, store nothing. (Its file may differ
-      // from this upload's bytes, e.g. compressed by another zstd version; both are the same NAR.)
-      let stored = await lockCachedPath(tx, commit.hashPart, commit.narHash);
+    const { outcome, orphaned } = await sql.begin(async (tx): Promise<{ outcome: CommitOutcome; orphaned: string | null }> => {
+      // Another cache brought this very NAR with this very narinfo: sign that row, store nothing.
+      // (Its file may differ from this upload's bytes, e.g. compressed by another zstd version; both are the same NAR.)
+      let stored = await lockCachedPath(tx, commit);
       if (stored === null) {
         await lockNarFile(tx, commit.fileHash);
         // A referenced blob exists (the invariant), so identical bytes are not stored twice.
@@ -36,12 +42,20 @@ export async function commitIngest(sql: Sql, blobs: BlobStore, commit: IngestCom
         // A concurrent upload may have inserted it since the lookup: insertCachedPath returns that row then.
         stored = await insertCachedPath(tx, commit);
       }
-      const outcome = await insertPathSignature(tx, { cacheId: commit.cacheId, hashPart: commit.hashPart, cachedPathId: stored.id, signature: commit.signature });
-      if (outcome === 'conflict') {
+      const signed = await insertPathSignature(tx, { cacheId: commit.cacheId, hashPart: commit.hashPart, cachedPathId: stored.id, signature: commit.signature });
+      if (signed.outcome === 'conflict') {
         throw new UploadProblem('path_exists', `the cache already holds another NAR of ${commit.storePath}; delete it from the cache first`);
       }
-      return { status: outcome, fileHash: stored.fileHash, fileSize: stored.fileSize };
+      if (signed.outcome === 'replaced') {
+        // The cache's earlier copy goes with its row when no other cache says the same; its blob after the commit.
+        const orphaned = await deleteUnsignedCachedPath(tx, signed.previousCachedPathId);
+        return { outcome: { status: 'added', fileHash: stored.fileHash, fileSize: stored.fileSize, replacedFileHash: signed.previousFileHash }, orphaned };
+      }
+      return { outcome: { status: signed.outcome, fileHash: stored.fileHash, fileSize: stored.fileSize }, orphaned: null };
     });
+    // Usually the same file as the new copy's; otherwise the sweeper collects it if this fails.
+    if (orphaned !== null && orphaned !== outcome.fileHash) await deleteBlobIfUnreferenced(sql, blobs, orphaned).catch(() => false);
+    return outcome;
   } finally {
     // Still there when the blob was already stored, or when the put failed (the store leaves it).
     await rm(commit.zstdFile, { force: true });

@@ -12,6 +12,7 @@ import { runIngestPass } from './ingestPass.js';
 import type { NarFrameSets } from './narFrameSets.js';
 import type { StagingArea } from './narLocations.js';
 import type { CheckedNar } from './stagedCheck.js';
+import { heldOutcome, holdsExactly } from './heldCopy.js';
 import { findHeldPath } from './sql/index.js';
 import { UploadProblem } from './uploadProblem.js';
 
@@ -49,8 +50,10 @@ export interface IngestOutcome {
   narSize: number;
   fileHash: string;
   fileSize: number;
-  /** added: stored and signed now; held: the cache already held this NAR, nothing was done */
+  /** added: stored and signed now (replacing the cache's copy with another narinfo, if any); held: the cache already held this NAR with this narinfo, nothing was done */
   status: 'added' | 'held';
+  /** the file of the copy this upload replaced, which this process must forget */
+  replacedFileHash?: string;
 }
 
 export async function ingestIntoCache(deps: IngestDeps, request: IngestRequest): Promise<IngestOutcome> {
@@ -59,13 +62,14 @@ export async function ingestIntoCache(deps: IngestDeps, request: IngestRequest):
   if (!storePath.ok) throw new Error(`ingestIntoCache needs a parsed narinfo; StorePath: ${storePath.reason}`);
   const hashPart = storePath.value.hashPart;
 
-  // Already held: an upload retried after a lost answer, or `nix copy` of a path the cache has.
+  // Already held: an upload retried after a lost answer, or `nix copy` of a path the cache has. The
+  // same NAR with another narinfo goes on: it replaces the cache's own copy (commitIngest).
   const held = await findHeldPath(deps.sql, cacheId, hashPart);
   if (held) {
     if (held.narHash !== info.narHash) {
       throw new UploadProblem('path_exists', `the cache already holds ${info.storePath} with NarHash ${held.narHash}, not ${info.narHash}; delete it from the cache first`);
     }
-    return { ...held, status: 'held' };
+    if (holdsExactly(held, info)) return heldOutcome(held);
   }
 
   const result = await runIngestPass(deps.cpu, deps.frames, deps.staging, {

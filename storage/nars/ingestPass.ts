@@ -3,7 +3,7 @@
 // - an uncompressed staged NAR (REST uploads): the check pass and the frames run in parallel in the
 //   CPU pool, and a chunked upload's frames were mostly compressed and joined while its chunks arrived;
 // - a compressed one (`nix copy`): one pass that decompresses, checks and compresses.
-import { rm } from 'node:fs/promises';
+import { rm, stat } from 'node:fs/promises';
 import type { CpuPool } from '../cpuPool.js';
 import type { StagingArea } from './narLocations.js';
 import type { NarFrameSets } from './narFrameSets.js';
@@ -34,6 +34,9 @@ export async function runIngestPass(cpu: CpuPool, frames: NarFrameSets, staging:
     const result = await cpu.run('ingestStagedNar', { ...request, output: zstdFile });
     return result.ok ? { ...result, zstdFile } : result;
   }
+  // Shorter than its NarSize, the NAR would end inside a frame: the narinfo's fault, not the disk's.
+  const staged = (await stat(request.source)).size;
+  if (staged < request.narSize) return { ok: false, field: 'NarSize', reason: `the NAR has ${staged} bytes, the narinfo says ${request.narSize}` };
   const dir = request.framesDir ?? staging.tempFile('.frames');
   try {
     const [checked, file] = await Promise.allSettled([checkPass(cpu, request), frames.stored(dir, request.source, request.narSize, zstdFile)]);

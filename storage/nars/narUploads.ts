@@ -12,6 +12,7 @@
 import { mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Narinfo, SigningKey } from '../../protocol/index.js';
+import { heldOutcome, holdsExactly } from './heldCopy.js';
 import { ingestIntoCache, type IngestDeps, type IngestOutcome } from './ingest.js';
 import { KeyedLocks } from './keyedLocks.js';
 import type { NarReads } from './narReads.js';
@@ -62,7 +63,7 @@ export interface NarUploads {
   finalize(request: FinalizeRequest): Promise<IngestOutcome>;
   /** Ingests a file the caller owns (a single-shot upload's NAR part, a stored blob). */
   ingestFile(request: Omit<FinalizeRequest, 'uploadKey' | 'submitted'> & { file: string; compression: string }): Promise<IngestOutcome>;
-  /** The cache's copy of exactly this NAR of the path (an upload done before), or null. */
+  /** The cache's copy of exactly this NAR of the path with exactly this narinfo (an upload done before), or null. */
   held(cacheId: string, info: Narinfo): Promise<IngestOutcome | null>;
   /** Writes a body to a fresh temporary file (a single-shot upload's NAR part); the caller removes it. */
   stageTemporary(body: AsyncIterable<Uint8Array>): Promise<{ file: string; bytes: number }>;
@@ -135,12 +136,13 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
       ...(request.checked === undefined ? {} : { checked: request.checked }),
     });
     deps.reads.forget(request.cacheId, hashPartOf(request.info), outcome.fileHash);
+    if (outcome.replacedFileHash !== undefined) deps.reads.forget(request.cacheId, hashPartOf(request.info), outcome.replacedFileHash);
     return outcome;
   };
 
   const held = async (cacheId: string, info: Narinfo): Promise<IngestOutcome | null> => {
     const found = await findHeldPath(deps.sql, cacheId, hashPartOf(info));
-    return found && found.narHash === info.narHash ? { ...found, status: 'held' } : null;
+    return found && holdsExactly(found, info) ? heldOutcome(found) : null;
   };
 
   return {

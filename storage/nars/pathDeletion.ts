@@ -4,7 +4,7 @@
 import type { ISql, Sql } from 'postgres';
 import type { BlobStore } from '../blobs/index.js';
 import { narBlobKey } from './narLocations.js';
-import { deletePathSignature, deleteUnsignedCachedPath, fileIsReferenced, lockNarFile } from './sql/index.js';
+import { deletePathSignature, deleteUnsignedCachedPath, fileIsReferenced, lockNarFile, narIsHeld } from './sql/index.js';
 
 export interface PathRemoval {
   cacheId: string;
@@ -13,7 +13,7 @@ export interface PathRemoval {
   removed: boolean;
   /** the path's NAR file */
   fileHash: string | null;
-  /** true when no cache holds the path any more and its cached path row is gone too */
+  /** true when no cache holds this NAR of the path any more (under any narinfo) and the cache's cached path row is gone too */
   lastCopy: boolean;
 }
 
@@ -22,7 +22,10 @@ export async function removePathFromCache(tx: ISql, cacheId: string, hashPart: s
   const signature = await deletePathSignature(tx, cacheId, hashPart);
   if (signature === null) return { cacheId, hashPart, removed: false, fileHash: null, lastCopy: false };
   const deleted = await deleteUnsignedCachedPath(tx, signature.cachedPathId);
-  return { cacheId, hashPart, removed: true, fileHash: signature.fileHash, lastCopy: deleted !== null };
+  // Another cache may hold the same NAR under a narinfo of its own: then this was not the last copy
+  // (and the blob, if that copy's file differs, waits for the sweeper).
+  const lastCopy = deleted !== null && !(await narIsHeld(tx, hashPart, signature.narHash));
+  return { cacheId, hashPart, removed: true, fileHash: signature.fileHash, lastCopy };
 }
 
 /** Deletes the blob of `fileHash` unless a cached path points at it; true when it was deleted. */

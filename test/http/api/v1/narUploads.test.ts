@@ -99,6 +99,21 @@ t.test('REST uploads', async (t) => {
     t.match(res.body.message, /^invalid NAR at byte \d+: /);
   });
 
+  t.test('a single-shot NAR shorter than its nar_size: 400 nar_mismatch, nothing stored', async (t) => {
+    const nar = await makeTestNar(t, { f: 'short of its size\n'.repeat(100) });
+    const before = await countRows(kiln.sql);
+    const size = nar.nar.length;
+    // A whole, valid NAR announced longer (its check pass succeeds; it used to end inside a frame: 500), and cut ones.
+    for (const [bytes, announced] of [[size, size + 1], [size, size + 70_000], [1, size], [Math.floor(size / 2), size], [size - 1, size]] as const) {
+      const res = await uploadSingle(kiln, ada.token, 'main', { narinfo: { ...infoOf(nar), nar_size: announced }, nar: nar.nar.subarray(0, bytes) });
+      t.same([res.status, res.body.code], [400, 'nar_mismatch'], `${bytes} bytes, nar_size ${announced}: ${JSON.stringify(res.body)}`);
+      t.match(res.body.message, new RegExp(`^NarSize: the NAR has ${bytes} bytes, the narinfo says ${announced}$`));
+    }
+    t.same(await countRows(kiln.sql), before, 'no rows came of it');
+    t.equal((await narinfoOf(nar.hash)).status, 404);
+    t.equal((await uploadSingle(kiln, ada.token, 'main', { narinfo: infoOf(nar), nar: nar.nar })).status, 200, 'the whole NAR goes in');
+  });
+
   t.test('missing or malformed parts', async (t) => {
     const nar = await makeTestNar(t, { f: 'parts\n' });
     const noNarinfo = await uploadSingle(kiln, ada.token, 'main', { nar: nar.nar });
