@@ -140,10 +140,13 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
     if (who.kind === 'user') {
       const row = await findCache(deps.sql, who, cache.name);
       const access = row ? accessOf(who, cacheTarget(row)) : null;
-      // Reading takes viewCache among the caller's permissions, not only a role that sees the
-      // cache: a key holding just viewProject is refused here as on GET /caches/{cache}.
+      // Reading a private cache takes viewCache among the caller's permissions, not only a role
+      // that sees the cache: a key holding just viewProject is refused here as on GET
+      // /caches/{cache}. A public cache is read by anyone the pin lets near it: the key could
+      // drop its credentials and read anonymously, and Nix sends its netrc password everywhere.
+      const canRead = access !== null && (access.permissions.has('viewCache') || (cache.public && access.visible));
       decision = access
-        ? { visible: access.visible, canRead: access.permissions.has('viewCache'), canWrite: access.permissions.has('writeStore') }
+        ? { visible: access.visible, canRead, canWrite: access.permissions.has('writeStore') }
         : { visible: false, canRead: false, canWrite: false };
     }
     prune(decisions);

@@ -160,6 +160,7 @@ export class WorkerConnections {
   /** GET /api/v1/workers: superusers, or anyone when publicStats is on. */
   list(who: Principal): WorkerView[] {
     if (!this.opts.publicStats && !isSuperuser(who)) {
+      if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'listing workers needs a superuser\'s token unless publicStats is on');
       throw new ApiError(403, 'forbidden', `${superuserRefusal(who, 'listing workers')} (or publicStats on)`);
     }
     return this.connected().map((w) => ({
