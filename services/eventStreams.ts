@@ -54,7 +54,7 @@ export function checkLiveRequest(request: LiveRequest): void {
 }
 
 const superuserOnly = (who: Principal, what: string): void => {
-  if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, what));
+  if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, `${what} is for superusers`));
 };
 
 export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolvers = unknownEvaluations) {

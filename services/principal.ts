@@ -46,12 +46,10 @@ export function isSuperuser(p: Principal): boolean {
   return p.permissions.has('admin') && p.projectId === null && p.cacheId === null;
 }
 
-/** The 403 message for a caller without superuser powers: a superuser's key is told what it lacks. */
-export function superuserRefusal(p: Principal, what: string): string {
-  if (p.kind === 'user' && p.superuser && p.via === 'key') {
-    return p.projectId !== null || p.cacheId !== null
-      ? `${what}: a key pinned to a project or cache never has superuser powers`
-      : `${what}: a superuser's API key needs the admin permission`;
-  }
-  return `${what} is for superusers`;
+/** The 403 message for a caller without superuser powers (`refusal`); a superuser's key is also told what it lacks. */
+export function superuserRefusal(p: Principal, refusal: string): string {
+  if (p.kind !== 'user' || !p.superuser || p.via !== 'key') return refusal;
+  return p.projectId !== null || p.cacheId !== null
+    ? `${refusal}: a key pinned to a project or cache never has superuser powers`
+    : `${refusal}: a superuser's API key needs the admin permission`;
 }

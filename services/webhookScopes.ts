@@ -34,7 +34,7 @@ export function accessWebhookAuthorizer(sql: Queryable): WebhookAuthorizer {
     }
     if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'this needs a signed-in user');
     // isSuperuser: a superuser's key needs admin and no pin (spec: Authentication 4).
-    if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, 'instance webhooks'));
+    if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, 'instance webhooks are for superusers'));
     return { scope: { kind: 'instance' }, eventScope: {} };
   };
 }
