@@ -45,7 +45,7 @@ if (role === 'receiver') {
     sockets.push(ws);
     opened.push(new Promise((resolve, reject) => {
       ws.once('error', reject);
-      // kiln's sockets start with stream.open; the bare uWS baseline is ready at `open`.
+      // kiln's firehose sockets ask for stream.open (it is in their globs); the bare uWS baseline is ready at `open`.
       if (!token) ws.once('open', () => resolve());
       ws.on('message', (data: Buffer) => {
         const text = data.toString();
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
       const isKiln = target === 'kiln firehose';
       const subs = child({
         KILN_BENCH_ROLE: 'subscribers', KILN_BENCH_SOCKETS: String(subscribers),
-        KILN_BENCH_URL: isKiln ? `${kiln.url.replace('http', 'ws')}/api/v1/metrics/events?events=worker.*` : `ws://127.0.0.1:${barePort}/fan`,
+        KILN_BENCH_URL: isKiln ? `${kiln.url.replace('http', 'ws')}/api/v1/metrics/events?events=worker.*,stream.open` : `ws://127.0.0.1:${barePort}/fan`,
         ...(isKiln ? { KILN_BENCH_TOKEN: token } : {}),
       });
       await nextMessage(subs, (m: { ready?: boolean }) => m.ready === true);

@@ -30,7 +30,12 @@ export interface BinaryCache {
 }
 
 export type CacheAccess =
-  | { kind: 'granted'; cache: BinaryCache; principal: Principal; canWrite: boolean }
+  /**
+   * the caller's owner may see the cache (or it is public); what the credentials may do there is
+   * canRead (viewCache) and canWrite (writeStore): an API key acts with its own permission list
+   * intersected with its owner's role (spec, Authentication 3), here as on the REST API
+   */
+  | { kind: 'visible'; cache: BinaryCache; principal: Principal; canRead: boolean; canWrite: boolean }
   /** private cache, no credentials: 401 with a Basic challenge */
   | { kind: 'challenge' }
   /** no such cache, an inactive one, or one the caller may not see: 404 */
@@ -65,6 +70,12 @@ interface CacheRow {
   secret_key: Buffer;
 }
 
+interface Decision {
+  visible: boolean;
+  canRead: boolean;
+  canWrite: boolean;
+}
+
 interface Remembered<T> {
   value: T;
   until: number;
@@ -76,7 +87,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
   const now = deps.now ?? Date.now;
   const caches = new Map<string, Remembered<BinaryCache | null>>();
   const credentials = new Map<string, Remembered<Principal>>();
-  const decisions = new Map<string, Remembered<{ visible: boolean; canWrite: boolean }>>();
+  const decisions = new Map<string, Remembered<Decision>>();
   // The whole answer per (cache, credentials, address): a narinfo request then costs one lookup.
   const answers = new Map<string, Remembered<CacheAccess>>();
   const resolving = new Map<string, Promise<CacheAccess>>();
@@ -121,17 +132,22 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
     return principal;
   }
 
-  async function decide(cache: BinaryCache, who: Principal): Promise<{ visible: boolean; canWrite: boolean }> {
+  async function decide(cache: BinaryCache, who: Principal): Promise<Decision> {
     const key = `${cache.id}|${principalKey(who)}`;
     const known = decisions.get(key);
     if (fresh(known)) return known.value;
-    let decision = { visible: cache.public, canWrite: false };
+    let decision: Decision = { visible: cache.public, canRead: cache.public, canWrite: false };
     if (who.kind === 'user') {
       const row = await findCache(deps.sql, who, cache.name);
-      if (row) {
-        const access = accessOf(who, cacheTarget(row));
-        decision = { visible: access.visible, canWrite: access.permissions.has('writeStore') };
-      }
+      const access = row ? accessOf(who, cacheTarget(row)) : null;
+      // Reading a private cache takes viewCache among the caller's permissions, not only a role
+      // that sees the cache: a key holding just viewProject is refused here as on GET
+      // /caches/{cache}. A public cache is read by anyone the pin lets near it: the key could
+      // drop its credentials and read anonymously, and Nix sends its netrc password everywhere.
+      const canRead = access !== null && (access.permissions.has('viewCache') || (cache.public && access.visible));
+      decision = access
+        ? { visible: access.visible, canRead, canWrite: access.permissions.has('writeStore') }
+        : { visible: false, canRead: false, canWrite: false };
     }
     prune(decisions);
     decisions.set(key, { value: decision, until: now() + CREDENTIALS_TTL_MS });
@@ -176,12 +192,12 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
     else if (looksLikeCacheReadToken(basicPassword(authorization) ?? '')) {
       // a build job's read token (services/cacheReadTokens.ts): reads the caches it names, nothing else
       answer = cacheReadTokenOpens(deps.secretBox, basicPassword(authorization)!, cache.id, now())
-        ? { kind: 'granted', cache, principal: anonymous, canWrite: false }
+        ? { kind: 'visible', cache, principal: anonymous, canRead: true, canWrite: false }
         : { kind: 'hidden' };
     } else {
       const principal = await principalOf(authorization, peerAddress);
-      const { visible, canWrite } = await decide(cache, principal);
-      if (visible) answer = { kind: 'granted', cache, principal, canWrite };
+      const { visible, canRead, canWrite } = await decide(cache, principal);
+      if (visible) answer = { kind: 'visible', cache, principal, canRead, canWrite };
       else answer = principal.kind === 'anonymous' ? { kind: 'challenge' } : { kind: 'hidden' };
     }
     prune(answers);

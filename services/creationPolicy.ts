@@ -1,5 +1,5 @@
 import { ApiError } from '../protocol/index.js';
-import type { Principal } from './principal.js';
+import { isSuperuser, type Principal } from './principal.js';
 
 /** permissions.createTeam/createProject/createCache: who may create through the API. */
 export type Creators = 'none' | 'superusers' | 'everyone';
@@ -9,7 +9,7 @@ export function demandCreationAllowed(who: Principal, creators: Creators, what: 
   if (creators === 'none') {
     throw new ApiError(403, 'creation_disabled', `creating ${what} through the API is turned off (${option} is none; declare them in the state file)`);
   }
-  if (creators === 'superusers' && !(who.kind === 'user' && who.superuser)) {
+  if (creators === 'superusers' && !isSuperuser(who)) {
     throw new ApiError(403, 'creation_disabled', `only superusers may create ${what} (${option} is superusers)`);
   }
 }

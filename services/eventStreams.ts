@@ -1,6 +1,6 @@
 import { ApiError, EventGlob } from '../protocol/index.js';
 import { accessOf } from './access.js';
-import { isSuperuser, type Principal } from './principal.js';
+import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { cacheTarget, demandProjectRef, type CacheRow } from './targets.js';
 
@@ -54,7 +54,7 @@ export function checkLiveRequest(request: LiveRequest): void {
 }
 
 const superuserOnly = (who: Principal, what: string): void => {
-  if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', `${what} is for superusers`);
+  if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, `${what} is for superusers`));
 };
 
 export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolvers = unknownEvaluations) {
@@ -65,7 +65,8 @@ export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolv
              case when c.owner_id is not null and c.owner_id = ${who.kind === 'user' ? who.userId : null} then 'Admin' else m.role end as role
       from caches c
       left join cache_members m on m.cache_id = c.id and m.user_id = ${who.kind === 'user' ? who.userId : null}`;
-    return rows.filter((row) => accessOf(who, cacheTarget(row)).visible).map((row) => row.id);
+    // viewCache among the caller's permissions, so a key without it is not told about the cache
+    return rows.filter((row) => accessOf(who, cacheTarget(row)).permissions.has('viewCache')).map((row) => row.id);
   }
 
   return {

@@ -1,4 +1,4 @@
-export { anonymous, isSuperuser, type Anonymous, type KeyUser, type Principal, type SessionUser } from './principal.js';
+export { anonymous, isSuperuser, superuserRefusal, type Anonymous, type KeyUser, type Principal, type SessionUser } from './principal.js';
 export { openIdentityServices, type IdentityOptions, type IdentityServices } from './identity.js';
 export type { IdentityDeps } from './identityDeps.js';
 export { looksLikeApiKey } from './apiKeySecret.js';

@@ -5,7 +5,7 @@ import { accessOf, demandSession, forbidden, notFound, userIdOf, type AccessTarg
 import type { AccessDeps } from './accessDeps.js';
 import { findUserId, insertMember, roleOf } from './memberships.js';
 import { emitInvitationEvent, emitMemberEvent, type MemberPlace } from './memberEvents.js';
-import type { Principal } from './principal.js';
+import { isSuperuser, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandNotStateManaged } from './stateManaged.js';
 import { cacheTarget, demandCache, demandProjectRef, findCacheById, findProjectById, isUuid, projectTarget } from './targets.js';
@@ -70,7 +70,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
     if (await roleOf(sql, to.scope, to.target.id, userId)) {
       throw new ApiError(409, 'already_member', `${body.user} is already a member of ${to.target.label}`);
     }
-    if (who.kind === 'user' && who.superuser) {
+    if (isSuperuser(who)) {
       await events.transaction(async (tx, emit) => {
         await insertMember(tx, to.scope, to.target.id, userId, body.role, to.target.label);
         emitMemberEvent(emit, to.place, 'create', body.user, body.role);

@@ -33,4 +33,23 @@ export interface KeyUser extends UserBase {
 
 export const anonymous: Principal = { kind: 'anonymous' };
 
-export const isSuperuser = (p: Principal): boolean => p.kind === 'user' && p.superuser;
+/**
+ * Whether the caller may use superuser powers (instance webhooks, the firehose, the actor tree,
+ * workers, creating under `superusers` policies, adding members without inviting). A session of a
+ * superuser may; an API key of a superuser only when it holds the `admin` permission and is pinned
+ * to nothing, so a narrow CI key of an operator is not an operator (DESIGN.md, "Every tenant may be
+ * hostile"). A key of anyone else gains nothing from `admin`.
+ */
+export function isSuperuser(p: Principal): boolean {
+  if (p.kind !== 'user' || !p.superuser) return false;
+  if (p.via === 'session') return true;
+  return p.permissions.has('admin') && p.projectId === null && p.cacheId === null;
+}
+
+/** The 403 message for a caller without superuser powers (`refusal`); a superuser's key is also told what it lacks. */
+export function superuserRefusal(p: Principal, refusal: string): string {
+  if (p.kind !== 'user' || !p.superuser || p.via !== 'key') return refusal;
+  return p.projectId !== null || p.cacheId !== null
+    ? `${refusal}: a key pinned to a project or cache never has superuser powers`
+    : `${refusal}: a superuser's API key needs the admin permission`;
+}

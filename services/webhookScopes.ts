@@ -1,6 +1,6 @@
 import { ApiError, type EventScope } from '../protocol/index.js';
 import type { WebhookScope } from '../storage/index.js';
-import { isSuperuser, type Principal } from './principal.js';
+import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandCache, demandProjectRef } from './targets.js';
 
@@ -33,11 +33,8 @@ export function accessWebhookAuthorizer(sql: Queryable): WebhookAuthorizer {
       return { scope: { kind: 'cache', cacheId: row.id }, eventScope: { cacheId: row.id }, cache: row.name };
     }
     if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'this needs a signed-in user');
-    if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', 'instance webhooks are for superusers');
-    // A pinned key sees only its project or cache (spec: Authentication 4), never the instance.
-    if (who.via === 'key' && (who.projectId !== null || who.cacheId !== null)) {
-      throw new ApiError(403, 'forbidden', 'a key pinned to a project or cache cannot manage instance webhooks');
-    }
+    // isSuperuser: a superuser's key needs admin and no pin (spec: Authentication 4).
+    if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, 'instance webhooks are for superusers'));
     return { scope: { kind: 'instance' }, eventScope: {} };
   };
 }

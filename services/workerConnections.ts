@@ -3,7 +3,7 @@ import { ApiError, type Hello, type Message, type Outgoing, type RejectCode } fr
 import type { Principal } from './principal.js';
 import { summarizeWorkerConnection, workerConnectionMachine, type WorkerConnectionMachine } from '../actors/index.js';
 import type { Supervisor, SupervisedActor } from '../supervisors/index.js';
-import { isSuperuser } from './principal.js';
+import { isSuperuser, superuserRefusal } from './principal.js';
 
 // The workers connected to this server process over /proto, and their connection history in
 // worker_connections. http/proto owns the sockets; this registry is what the scheduler and
@@ -160,7 +160,8 @@ export class WorkerConnections {
   /** GET /api/v1/workers: superusers, or anyone when publicStats is on. */
   list(who: Principal): WorkerView[] {
     if (!this.opts.publicStats && !isSuperuser(who)) {
-      throw new ApiError(403, 'forbidden', 'listing workers needs a superuser unless publicStats is on');
+      if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'listing workers needs a superuser\'s token unless publicStats is on');
+      throw new ApiError(403, 'forbidden', superuserRefusal(who, 'listing workers needs a superuser unless publicStats is on'));
     }
     return this.connected().map((w) => ({
       id: w.hello.workerId, connection_id: w.connectionId, software: w.hello.software, capabilities: w.hello.capabilities,

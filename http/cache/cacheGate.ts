@@ -45,8 +45,9 @@ export function readableCacheInMemory(access: BinaryCacheAccess, req: Req<Princi
 
 function readDecision(name: string, decision: CacheAccess): BinaryCache | Reply {
   switch (decision.kind) {
-    case 'granted':
-      return decision.cache;
+    case 'visible':
+      // Like GET /caches/{cache}: a key its owner's role lets see the cache still needs viewCache.
+      return decision.canRead ? decision.cache : errorReply(403, 'forbidden', `viewCache is required on cache "${name}"`);
     case 'challenge':
       return challenge(name);
     case 'hidden':
@@ -63,7 +64,7 @@ export async function writableCache(access: BinaryCacheAccess, req: Req<Principa
   const decision = await resolve(access, req, name);
   if (isReply(decision)) return decision;
   switch (decision.kind) {
-    case 'granted':
+    case 'visible':
       if (decision.canWrite) return decision.principal.kind === 'user' ? { ...decision.cache, owner: decision.principal.userId } : decision.cache;
       if (decision.principal.kind === 'anonymous') return challenge(name);
       return errorReply(403, 'forbidden', `writeStore is required on cache "${name}" to upload`);

@@ -54,7 +54,7 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
   r.lane('/:file', ([name = '', file = ''], header) => {
     if (!file.endsWith('.narinfo') || header('authorization') !== '' || name.includes('%') || file.includes('%')) return undefined;
     const decision = deps.access.peek(name, undefined, '');
-    if (decision?.kind !== 'granted') return undefined;
+    if (decision?.kind !== 'visible' || !decision.canRead) return undefined;
     return fromMemory(decision.cache, file.slice(0, -'.narinfo'.length));
   });
 

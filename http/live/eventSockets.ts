@@ -18,7 +18,8 @@ import { LIVE_PATHS, decodeParam, socketToken, type LivePath } from './socketReq
 // close the fresh socket (uWebSockets issue 1928, fixed upstream in PR 1929, not in the build kiln
 // uses). The token and the permission are checked right after the socket opens; until then it is
 // subscribed to nothing. Then the socket gets stream.open and its events, or a close with code
-// 4000 + the HTTP status (4401, 4403, 4404) and the reason "<error code>: <message>".
+// 4000 + the HTTP status (4401, 4403, 4404) and the reason "<error code>: <message>". A firehose
+// socket gets stream.open only when its globs match that name.
 
 export interface EventSocketsOptions {
   bus: EventBus;
@@ -104,9 +105,14 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
     }
     if (data.closed) return;
     data.feed = feed;
-    if (feed.kind === 'firehose') hub.join(ws, feed.globs);
-    else liveLag.join(ws, feedTopics(feed));
-    ws.send(renderEnvelope('stream.open', Date.now(), { feed: feed.kind, ...(feed.kind === 'firehose' ? { events: feed.globs } : {}) }));
+    if (feed.kind === 'firehose') {
+      // The firehose sends only what its globs match, and stream.lagged (spec: Firehose): a client
+      // that wants to know when it is subscribed asks for stream.open (`stream.*`, `*`, no globs).
+      if (hub.join(ws, feed.globs)('stream.open')) ws.send(renderEnvelope('stream.open', Date.now(), { feed: 'firehose', events: feed.globs }));
+      return;
+    }
+    liveLag.join(ws, feedTopics(feed));
+    ws.send(renderEnvelope('stream.open', Date.now(), { feed: feed.kind }));
   }
 
   return {

@@ -36,7 +36,8 @@ export class FirehoseHub {
   /** @param lagBytes unsent bytes past which a subscriber lags; it resumes below half of them */
   constructor(private readonly lagBytes: number) {}
 
-  join(ws: WebSocket<FirehoseSocketData>, globs: readonly string[]): void {
+  /** Subscribes the socket; answers its globs' matcher. */
+  join(ws: WebSocket<FirehoseSocketData>, globs: readonly string[]): EventMatcher {
     const key = [...new Set(globs)].sort().join(',');
     let group = this.groups.get(key);
     if (!group) {
@@ -45,6 +46,7 @@ export class FirehoseHub {
     }
     group.members.add(ws);
     ws.getUserData().firehose = { group, lagging: false, skipped: 0 };
+    return group.matches;
   }
 
   leave(ws: WebSocket<FirehoseSocketData>): void {

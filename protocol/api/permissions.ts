@@ -9,6 +9,8 @@ export const permissionNames = [
   // kiln
   'viewOrg', 'manageOrg', 'manageOrgMembers', 'manageServers', 'createProject', 'manageProject',
   'manageTasks', 'manageWorkers', 'viewCache', 'manageCache',
+  // instance: a superuser's key uses superuser powers only with it (services/principal.ts)
+  'admin',
 ] as const;
 
 export const Permission = z.enum(permissionNames);

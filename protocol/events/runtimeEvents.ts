@@ -57,7 +57,7 @@ export const runtimeEventDefinitions = {
     description: 'POST …/webhooks/{id}/test: sent at once to that one webhook',
     content: WebhookPingContent,
   } satisfies Defined<typeof WebhookPingContent>,
-  'stream.open': transientEvent('stream', 'the first frame of a live socket: it is authorised and subscribed; events follow', StreamOpenContent),
+  'stream.open': transientEvent('stream', 'the first frame of a live socket: it is authorised and subscribed; events follow (on the firehose only when its globs match stream.open)', StreamOpenContent),
   'stream.lagged': transientEvent('stream', 'the firehose dropped events for a slow subscriber; it continues from the newest', StreamLaggedContent),
 };
 

@@ -2,12 +2,15 @@
 // invitations, subscriptions and worker registrations × every kind of credential × every
 // relation to the target, each cell's status asserted. One table (`endpoints`) drives it; the
 // expected status comes from the row's required role and permission (`expectedStatus`), so a
-// new endpoint is one new row. Later issues add their rows here.
+// new endpoint is one new row. Later issues add their rows here; the binary cache paths, which
+// take HTTP Basic per cache, are in authorizationMatrixBinaryCache.test.ts (one file each keeps
+// both under the test runner's per-file timeout).
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { permissionNames, type Permission } from '../../protocol/index.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
+import { openLive, type LiveRefusal } from '../support/events.js';
 import { createTestCache } from '../support/caches.js';
 import { exportStream, multipartBody, syntheticDrv } from '../support/directClosure.js';
 import { gzipSync } from 'node:zlib';
@@ -47,6 +50,8 @@ interface Endpoint {
   before?: (c: Ctx) => Promise<unknown>;
   /** a body that is not JSON (multipart, a tarball), sent as is */
   raw?: () => { body: Buffer; contentType: string };
+  /** a WebSocket path: opened for real (test/support/events.ts openLive); 200 when it opens */
+  socket?: true;
 }
 
 const rank: Record<Role, number> = { View: 1, Write: 2, Admin: 3 };
@@ -58,8 +63,12 @@ function expectedStatus(e: Endpoint, persona: Persona, credential: Credential): 
   const isKey = credential !== 'session';
   if (e.sessionOnly && isKey) return 403;
   if (e.scope === 'user') return 200;
-  // Instance-wide things: superusers only, never through a key pinned to a project or cache.
-  if (e.scope === 'superuser') return persona === 'superuser' && credential !== 'keyPinnedElsewhere' ? 200 : 403;
+  // Instance-wide things: superusers only; through a key only with the row's permission (admin) and
+  // never a key pinned to a project or cache. Anyone else's key gains nothing from admin.
+  if (e.scope === 'superuser') {
+    const keyLacks = credential === 'keyPinnedElsewhere' || (credential === 'keyWithoutPermission' && e.permission !== null);
+    return persona === 'superuser' && !keyLacks ? 200 : 403;
+  }
   if (e.scope === 'create') return credential === 'keyPinnedElsewhere' || credential === 'keyWithoutPermission' ? 403 : 200;
   // A superuser is not an implicit member: without a role it is a stranger.
   const role: Role | null = persona === 'nonMember' || persona === 'superuser' ? null : persona;
@@ -329,7 +338,7 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/events/catalog', scope: 'user', permission: null },
   ...webhookRows('/projects/web/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b1', { scope: 'project', role: 'Admin', permission: 'manageWebhooks' }, 'project_id', 'web'),
   ...webhookRows('/caches/main/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b2', { scope: 'cache', role: 'Admin', permission: 'manageCacheWebhooks' }, 'cache_id', 'main'),
-  ...webhookRows('/admin/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b3', { scope: 'superuser', permission: null }, null, null),
+  ...webhookRows('/admin/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b3', { scope: 'superuser', permission: 'admin' }, null, null),
   { method: 'GET', path: '/tasks/web/default/actions', scope: 'project', role: 'Write', permission: 'manageTasks' },
   { method: 'PUT', path: '/tasks/web/default/actions', body: (c) => ({ kind: 'send_mail', name: `a-${c.seq()}`, to: ['ops@example.test'] }), scope: 'project', role: 'Write', permission: 'manageTasks' },
   { method: 'GET', path: `/tasks/web/default/actions/${TASK_ACTION}`, scope: 'project', role: 'Write', permission: 'manageTasks', before: ensureTaskAction },
@@ -352,7 +361,26 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/builds/direct/recent', scope: 'user', permission: null },
   { method: 'POST', path: '/build-requests/source?project=acme/web', scope: 'project', role: 'Write', permission: 'triggerEvaluation', raw: () => ({ body: SOURCE_TARBALL, contentType: 'application/gzip' }) },
   { method: 'GET', path: `/commits/${MATRIX_COMMIT}`, scope: 'project', role: 'View', permission: 'viewProject', before: ensureCommit },
+
+  // superuser powers (issue 15): a superuser's session, or its unpinned key holding admin
+  { method: 'GET', path: '/admin/actors', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/workers', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
+  { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
+  { method: 'GET', path: '/board/live', scope: 'superuser', permission: 'admin', socket: true },
 ];
+
+/** Opens a live socket as the matrix calls an endpoint: 200 when it opens, else the refusal's status. */
+async function openSocket(kiln: TestKiln, path: string, token: string | undefined): Promise<{ status: number; message: unknown }> {
+  try {
+    (await openLive(kiln, path, token)).close();
+    return { status: 200, message: 'opened' };
+  } catch (e) {
+    const refusal = e as LiveRefusal;
+    if (typeof refusal.status !== 'number') throw e;
+    return { status: refusal.status, message: refusal.body };
+  }
+}
 
 interface Keys {
   all: string;
@@ -458,7 +486,9 @@ t.test('authorization matrix', async (t) => {
           const body = typeof e.body === 'function' ? e.body(ctx) : e.body;
           const token = await tokenFor(persona, credential, e);
           const raw = e.raw?.();
-          const res = raw
+          const res = e.socket
+            ? await openSocket(kiln, path, token)
+            : raw
             ? await fetch(`${kiln.url}/api/v1${path}`, {
               method: e.method, body: raw.body, headers: { 'content-type': raw.contentType, ...(token ? { authorization: `Bearer ${token}` } : {}) },
             }).then(async (r) => ({ status: r.status, message: ((await r.json()) as { message: unknown }).message }))
@@ -470,3 +500,4 @@ t.test('authorization matrix', async (t) => {
     });
   }
 });
+

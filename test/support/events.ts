@@ -8,6 +8,7 @@ import type { Sql } from 'postgres';
 import type { Test } from 'tap';
 import WebSocket from 'ws';
 import { loadConfig, type OptionPath } from '../../config/index.js';
+import { compileEventGlobs, splitEventGlobs } from '../../protocol/index.js';
 import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
 import { apiClient, freePort, LOOPBACK_NETWORKS, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
@@ -163,9 +164,12 @@ const refusal = (status: number, body: LiveRefusal['body']): LiveRefusal =>
 /**
  * Opens a live socket and waits for stream.open (authorised and subscribed). Rejects with a
  * LiveRefusal: an HTTP refusal of the upgrade, or a close with code 4000 + status before stream.open.
+ * The firehose sends stream.open only when the globs match it, so for the firehose this asks for it.
  */
 export function openLive(kiln: { url: string }, path: string, token?: string, via: 'header' | 'query' = 'header'): Promise<LiveClient> {
   const url = new URL(`${kiln.url.replace(/^http/, 'ws')}/api/v1${path}`);
+  const globs = splitEventGlobs(url.searchParams.get('events'));
+  if (url.pathname === '/api/v1/metrics/events' && !compileEventGlobs(globs)('stream.open')) url.searchParams.set('events', [...globs, 'stream.open'].join(','));
   if (token && via === 'query') url.searchParams.set('token', token);
   const socket = new WebSocket(url, { headers: token && via === 'header' ? { authorization: `Bearer ${token}` } : {} });
   const frames: LiveClient['frames'] = [];

@@ -1,5 +1,5 @@
 import { ApiError } from '../../../protocol/index.js';
-import { isSuperuser, type Principal } from '../../../services/index.js';
+import { isSuperuser, superuserRefusal, type Principal } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
 export interface ActorTreeSource {
@@ -9,7 +9,7 @@ export interface ActorTreeSource {
 /** GET /api/v1/admin/actors: the supervision tree as operators read it (superusers only). */
 export function adminActorsRoutes(r: Router<Principal>, tree: ActorTreeSource): void {
   r.get('/admin/actors', (req) => {
-    if (!isSuperuser(req.principal)) throw new ApiError(403, 'forbidden', 'only superusers may inspect actors');
+    if (!isSuperuser(req.principal)) throw new ApiError(403, 'forbidden', superuserRefusal(req.principal, 'only superusers may inspect actors'));
     return tree.inspect();
   });
 }

@@ -1,5 +1,7 @@
 import t from 'tap';
+import WebSocket from 'ws';
 import { signUp } from '../../support/accounts.js';
+import { createApiKey } from '../../support/narUploads.js';
 import { eventually, openLive, startEventKiln, type LiveClient, type LiveRefusal } from '../../support/events.js';
 
 // The firehose and the live paths over real WebSockets.
@@ -42,6 +44,51 @@ t.test('the firehose: superusers only, filtered by globs, tokens by header or qu
   await builds.waitFor(1);
   t.same(builds.frames.map((f) => f.event), ['build.progress'], 'only what the globs match');
   t.match(builds.frames[0], { at: /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, content: { bytes: 5 } });
+});
+
+t.test('the firehose sends only events its globs match: stream.open only to globs that ask for it', async (t) => {
+  const kiln = await startEventKiln(t);
+  const ada = await signUp(kiln, 'ada');
+  const url = `${kiln.url.replace(/^http/, 'ws')}/api/v1/metrics/events?events=worker.connected`;
+  const socket = new WebSocket(url, { headers: { authorization: `Bearer ${ada.token}` } });
+  const frames: { event: string; content: Record<string, unknown> }[] = [];
+  socket.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8')) as (typeof frames)[number]));
+  t.teardown(() => socket.close());
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  // No frame says when the subscription is in place, so publish until one arrives: stream.open,
+  // had it been sent, would come before it.
+  await eventually('a worker.connected frame', async () => {
+    if (frames.length > 0) return true;
+    kiln.events.events.publish('worker.connected', { worker: E });
+    return undefined;
+  });
+  t.same([...new Set(frames.map((f) => f.event))], ['worker.connected'], 'the first frame and every other is a matching event');
+
+  const asked = await openLive(kiln, '/metrics/events?events=worker.*,stream.open', ada.token);
+  t.teardown(() => asked.close());
+  kiln.events.events.publish('worker.connected', { worker: E });
+  await asked.waitFor(1);
+  t.same(asked.frames.map((f) => f.event), ['worker.connected'], 'stream.open came first (openLive checks it), then events');
+});
+
+t.test('superuser powers on the sockets: a session, or an unpinned key holding admin', async (t) => {
+  const kiln = await startEventKiln(t);
+  const ada = await signUp(kiln, 'ada'); // the first account: superuser
+  const eve = await signUp(kiln, 'eve');
+  const withAdmin = await createApiKey(kiln, ada.token, 'ops', ['admin']);
+  const withoutAdmin = await createApiKey(kiln, ada.token, 'ci', ['viewProject', 'viewCache', 'writeStore']);
+  const eveAdmin = await createApiKey(kiln, eve.token, 'ops', ['admin']);
+  await kiln.sql`insert into caches (name, owner_id, key_name, public_key, secret_key)
+    values ('main', ${ada.id}, 'main-1', ${Buffer.alloc(32, 1)}, ${Buffer.alloc(64, 2)})`;
+  const pinned = (await kiln.api<{ secret: string }>('POST', '/user/keys', { token: ada.token, body: { name: 'pinned', permissions: ['admin'], cache: 'main' } })).message.secret;
+  for (const path of ['/metrics/events', '/board/live']) {
+    const opened = await openLive(kiln, path, withAdmin);
+    opened.close();
+    t.pass(`${path}: a superuser's key with admin opens it`);
+    t.match(await refused(openLive(kiln, path, withoutAdmin)), { status: 403, body: { code: 'forbidden', message: /a superuser's API key needs the admin permission/ } });
+    t.match(await refused(openLive(kiln, path, pinned)), { status: 403, body: { code: 'forbidden', message: /pinned to a project or cache never has superuser powers/ } });
+    t.match(await refused(openLive(kiln, path, eveAdmin)), { status: 403, body: { code: 'forbidden' } }, `${path}: admin gives nothing to a key of another account`);
+  }
 });
 
 t.test('a lagging firehose subscriber gets stream.lagged with the number it missed, then the newest', async (t) => {
