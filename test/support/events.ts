@@ -11,6 +11,7 @@ import { loadConfig, type OptionPath } from '../../config/index.js';
 import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
 import { apiClient, freePort, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
+import { rememberServerBaseDir } from './caches.js';
 
 type Teardown = Pick<Test, 'teardown'>;
 
@@ -123,6 +124,7 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
     },
   });
   const kiln: Kiln = await startKiln(loaded, opts.options ?? {});
+  rememberServerBaseDir(sql, baseDir);
   t.teardown(async () => {
     await kiln.stop();
     await rm(baseDir, { recursive: true, force: true });
