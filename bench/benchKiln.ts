@@ -36,7 +36,7 @@ export async function startBenchKiln(overrides: Partial<Record<OptionPath, unkno
   };
   const user = (await post('/auth/basic/register', { username: 'bench', name: 'Bench', email: 'bench@example.test', password: 'bench-password-1' })) as { id: string };
   const token = (await post('/auth/basic/login', { loginname: 'bench', password: 'bench-password-1' })) as string;
-  const box = await openSecretBox(sql, { 'secrets.cryptFile': null });
+  const box = await openSecretBox(sql, { baseDir, 'secrets.cryptFile': null });
   return {
     kiln, sql, baseDir, token,
     async createCache(name) {

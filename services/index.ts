@@ -3,6 +3,7 @@ export { openIdentityServices, type IdentityOptions, type IdentityServices } fro
 export type { IdentityDeps } from './identityDeps.js';
 export { looksLikeApiKey } from './apiKeySecret.js';
 export { SESSION_LIFETIME_MS } from './sessions.js';
+export { passwordGate, PasswordGate, PASSWORD_BUSY_RETRY_AFTER_SECS, type PasswordGateStats } from './passwordGate.js';
 export type { ResolvePinnedProject, PinnedProject } from './pinnedProject.js';
 export { systemClock, type Clock } from './clock.js';
 export { createAccessServices, type AccessServices } from './accessServices.js';

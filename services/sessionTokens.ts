@@ -1,14 +1,14 @@
-import { randomBytes } from 'node:crypto';
 import { errors, jwtVerify, SignJWT } from 'jose';
-import { readSecretFile, type Config } from '../config/index.js';
-import type { Sql } from '../storage/index.js';
+import type { Config } from '../config/index.js';
+import { resolveInstanceKey, type InstanceKeySpec, type Sql } from '../storage/index.js';
 
 // Session tokens are JWTs (HS256): sub = user id, jti = the session row's id, iat, exp, iss "kiln".
 // The signature makes forging one impossible; the session row (checked on every request) makes
 // logging out and disabling an account take effect at once.
 
 const ISSUER = 'kiln';
-const SECRET_NAME = 'jwt.secret';
+// Replacing secrets.jwtFile is allowed: it logs everyone out (docs/auth.md).
+const JWT_KEY: InstanceKeySpec = { name: 'jwt.secret', option: 'secrets.jwtFile', fromText: (text) => new TextEncoder().encode(text), replaceable: true };
 
 export interface SessionClaims {
   userId: string;
@@ -22,15 +22,9 @@ export interface SessionTokenCodec {
   verify(token: string, now: Date): Promise<VerifiedToken>;
 }
 
-/** The signing secret: the text of secrets.jwtFile, or 32 random bytes generated once into the database. */
-export async function loadJwtSecret(sql: Sql, config: Pick<Config, 'secrets.jwtFile'>): Promise<Uint8Array> {
-  const file = config['secrets.jwtFile'];
-  if (file) return new TextEncoder().encode(readSecretFile(file));
-  // Several processes may start at once: the first insert wins and everyone reads the winner.
-  await sql`insert into instance_secrets (name, value) values (${SECRET_NAME}, ${randomBytes(32)}) on conflict (name) do nothing`;
-  const [row] = await sql<{ value: Buffer }[]>`select value from instance_secrets where name = ${SECRET_NAME}`;
-  if (!row) throw new Error(`instance_secrets has no ${SECRET_NAME} after inserting it`);
-  return new Uint8Array(row.value);
+/** The signing secret: the text of secrets.jwtFile, or 32 random bytes generated once into <baseDir>/secrets/jwt.key. */
+export async function loadJwtSecret(sql: Sql, config: Pick<Config, 'baseDir' | 'secrets.jwtFile'>): Promise<Uint8Array> {
+  return new Uint8Array(await resolveInstanceKey(sql, { 'secrets.cryptFile': null, ...config }, JWT_KEY));
 }
 
 const seconds = (d: Date) => Math.floor(d.getTime() / 1000);

@@ -6,6 +6,7 @@ export * from './blobs/index.js';
 export { BufferPool, mebibyteBuffers } from './bufferPool.js';
 export * from './kv/index.js';
 export { openSecretBox, secretBoxWithKey, keyFromSecretText, type SecretBox } from './secretBox.js';
+export { resolveInstanceKey, generatedKeyFile, keyFingerprint, rawKeyFileText, type InstanceKeySpec, type InstanceKeyName } from './instanceKeys.js';
 export * from './nars/index.js';
 export * from './bus/index.js';
 export * from './events/index.js';

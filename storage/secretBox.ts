@@ -1,9 +1,10 @@
 // Secrets at rest (an organization's SSH private key, a cache's signing key): AES-256-GCM with
-// one key per installation. The key comes from secrets.cryptFile when set, else it is generated
-// once into instance_secrets 'crypt.key', so every server process of an installation shares it.
+// one key per installation: secrets.cryptFile when set, else generated once into
+// <baseDir>/secrets/crypt.key (storage/instanceKeys.ts), never kept in the database.
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import type { Sql } from 'postgres';
-import { readSecretFile, type Config } from '../config/index.js';
+import type { Config } from '../config/index.js';
+import { resolveInstanceKey, type InstanceKeySpec } from './instanceKeys.js';
 
 export interface SecretBox {
   /** `version ‖ 12-byte IV ‖ 16-byte tag ‖ ciphertext` */
@@ -16,7 +17,6 @@ const VERSION = 1;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const KEY_BYTES = 32;
-const SECRET_NAME = 'crypt.key';
 
 /**
  * A key file holds any high-entropy text (`openssl rand -hex 32` is the documented way); HKDF
@@ -54,13 +54,9 @@ export function secretBoxWithKey(key: Uint8Array): SecretBox {
   };
 }
 
-/** The installation's box: the key from secrets.cryptFile, or the generated one in the database. */
-export async function openSecretBox(sql: Sql, config: Pick<Config, 'secrets.cryptFile'>): Promise<SecretBox> {
-  const file = config['secrets.cryptFile'];
-  if (file) return secretBoxWithKey(keyFromSecretText(readSecretFile(file)));
-  // Several processes may start at once: the first insert wins and everyone reads the winner.
-  await sql`insert into instance_secrets (name, value) values (${SECRET_NAME}, ${randomBytes(KEY_BYTES)}) on conflict (name) do nothing`;
-  const [row] = await sql<{ value: Buffer }[]>`select value from instance_secrets where name = ${SECRET_NAME}`;
-  if (!row) throw new Error(`instance_secrets has no ${SECRET_NAME} after inserting it`);
-  return secretBoxWithKey(row.value);
+const CRYPT_KEY: InstanceKeySpec = { name: 'crypt.key', option: 'secrets.cryptFile', fromText: keyFromSecretText, replaceable: false };
+
+/** The installation's box: the key from secrets.cryptFile, or the one generated under baseDir. */
+export async function openSecretBox(sql: Sql, config: Pick<Config, 'baseDir' | 'secrets.cryptFile'>): Promise<SecretBox> {
+  return secretBoxWithKey(await resolveInstanceKey(sql, { 'secrets.jwtFile': null, ...config }, CRYPT_KEY));
 }

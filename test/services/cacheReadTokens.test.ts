@@ -19,7 +19,7 @@ t.test('a read token substitutes from a private cache with real Nix', async (t) 
   const secret = await createTestCache(kiln.sql, 'secret', { ownerId: ada.id });
   const other = await createTestCache(kiln.sql, 'other', { ownerId: ada.id });
   for (const path of [fixtures.file, fixtures.refs]) t.equal((await uploadChunked(kiln, ada.token, 'secret', localNar(path))).status, 200);
-  const box = await openSecretBox(kiln.sql, { 'secrets.cryptFile': null });
+  const box = await openSecretBox(kiln.sql, { baseDir: kiln.baseDir, 'secrets.cryptFile': null });
   const trust = ['--option', 'trusted-public-keys', secret.publicKey];
   const copy = (token: string) => runNix('nix', ['copy', '--from', `${kiln.url}/cache/secret`, '--to', freshStore(), ...trust, fixtures.refs], { netrc: netrcFile(token) });
 

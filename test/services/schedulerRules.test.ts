@@ -103,7 +103,7 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
     t.equal(job.drvPath, top.drvPath, `round ${round}: top is dispatched while dep counts as substituted`);
     t.match(job.jobId, /:1$/, 'a free re-queue is not an attempt');
     const password = job.substituters[0]?.password ?? '';
-    t.ok(cacheReadTokenOpens(await openSecretBox(s.kiln.sql, { 'secrets.cryptFile': null }), password, s.cache.id), 'the private cache comes with a read token');
+    t.ok(cacheReadTokenOpens(await openSecretBox(s.kiln.sql, { baseDir: s.kiln.baseDir, 'secrets.cryptFile': null }), password, s.cache.id), 'the private cache comes with a read token');
     inputsMissing(s, job.jobId);
   }
   // past the threshold the cache's claim is not believed any more: dep is built, then top

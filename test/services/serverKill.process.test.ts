@@ -46,7 +46,7 @@ t.test('a server killed mid-evaluation and mid-build resumes on restart, recordi
   await api('PUT', '/orgs', { name: 'acme' });
   await api('PUT', '/projects/acme', { name: 'app', repository: 'file:///nonexistent' });
   const [project] = await sql<{ id: string }[]>`select id from projects where name = 'app'`;
-  const cache = await createTestCache(sql, 'main');
+  const cache = await createTestCache(sql, 'main', { baseDir });
   await sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
 
   const a = derivationNode('a');

@@ -7,16 +7,17 @@ import { testDatabase } from '../support/db.js';
 
 const ids = { userId: '6f1c1a8e-4a47-4df5-9a37-0c9d9b6b1a11', sessionId: '0b7e6b52-27e7-4a2e-9d0e-2f7d2f0d8c22' };
 
-t.test('the secret is generated once and shared; secrets.jwtFile wins', async (t) => {
+t.test('the secret is generated once under baseDir and shared; secrets.jwtFile wins', async (t) => {
   const { sql } = await testDatabase(t);
-  const a = await loadJwtSecret(sql, { 'secrets.jwtFile': null });
-  const b = await loadJwtSecret(sql, { 'secrets.jwtFile': null });
-  t.equal(a.length, 32);
-  t.same(Buffer.from(a), Buffer.from(b), 'a second process reads the same secret');
   const dir = await mkdtemp(join(tmpdir(), 'kiln-jwt-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const a = await loadJwtSecret(sql, { baseDir: dir, 'secrets.jwtFile': null });
+  const b = await loadJwtSecret(sql, { baseDir: dir, 'secrets.jwtFile': null });
+  t.equal(a.length, 32);
+  t.same(Buffer.from(a), Buffer.from(b), 'a second process reads the same secret');
+  t.equal((await sql`select 1 from instance_secrets`).length, 0, 'no key in the database');
   await writeFile(join(dir, 'jwt'), 'operator secret\n');
-  t.same(Buffer.from(await loadJwtSecret(sql, { 'secrets.jwtFile': join(dir, 'jwt') })).toString(), 'operator secret');
+  t.same(Buffer.from(await loadJwtSecret(sql, { baseDir: dir, 'secrets.jwtFile': join(dir, 'jwt') })).toString(), 'operator secret');
 });
 
 t.test('sign and verify with a moving clock', async (t) => {

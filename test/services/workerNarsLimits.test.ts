@@ -19,7 +19,7 @@ t.test('a worker push into a full cache', async (t) => {
   const stagingDir = await mkdtemp(join(tmpdir(), 'kiln-push-'));
   t.teardown(() => rm(stagingDir, { recursive: true, force: true }));
   const nars = new WorkerNars({
-    sql: kiln.sql, nars: kiln.nars, secretBox: await openSecretBox(kiln.sql, { 'secrets.cryptFile': null }), stagingDir,
+    sql: kiln.sql, nars: kiln.nars, secretBox: await openSecretBox(kiln.sql, { baseDir: kiln.baseDir, 'secrets.cryptFile': null }), stagingDir,
     maxUploadSize: 1 << 20, storageLimits: cacheStorageLimits(kiln.sql, 0), events: kiln.events.events,
   });
   const sent: Message[] = [];

@@ -1,8 +1,8 @@
 import t from 'tap';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openSecretBox, secretBoxWithKey } from '../../storage/index.js';
+import { keyFromSecretText, openSecretBox, secretBoxWithKey } from '../../storage/index.js';
 import { testDatabase } from '../support/db.js';
 
 t.test('seal and open round-trip; tampering and the wrong key are refused', (t) => {
@@ -20,17 +20,28 @@ t.test('seal and open round-trip; tampering and the wrong key are refused', (t) 
   t.end();
 });
 
-t.test('the key: generated once into instance_secrets, or from secrets.cryptFile', async (t) => {
+t.test('the key: generated once under baseDir, or from secrets.cryptFile', async (t) => {
   const { sql } = await testDatabase(t);
-  const first = await openSecretBox(sql, { 'secrets.cryptFile': null });
-  const second = await openSecretBox(sql, { 'secrets.cryptFile': null });
-  t.equal(second.open(first.seal(Buffer.from('shared'))).toString(), 'shared', 'every process gets the same generated key');
-  t.equal((await sql`select 1 from instance_secrets where name = 'crypt.key'`).length, 1);
+  const baseDir = mkdtempSync(join(tmpdir(), 'kiln-crypt-'));
+  t.teardown(() => rmSync(baseDir, { recursive: true, force: true }));
+  const first = await openSecretBox(sql, { baseDir, 'secrets.cryptFile': null });
+  const second = await openSecretBox(sql, { baseDir, 'secrets.cryptFile': null });
+  t.equal(second.open(first.seal(Buffer.from('shared'))).toString(), 'shared', 'every process on this baseDir gets the same generated key');
+  t.equal((await sql`select 1 from instance_secrets`).length, 0, 'no key in the database');
+  const copy = mkdtempSync(join(tmpdir(), 'kiln-crypt-'));
+  t.teardown(() => rmSync(copy, { recursive: true, force: true }));
+  const onOtherHost = await openSecretBox(sql, { baseDir: copy, 'secrets.cryptFile': join(baseDir, 'secrets', 'crypt.key') });
+  t.equal(onOtherHost.open(first.seal(Buffer.from('f'))).toString(), 'f', 'the generated file, named by secrets.cryptFile elsewhere, is the same key');
+  await t.rejects(openSecretBox(sql, { baseDir, 'secrets.cryptFile': join(baseDir, 'missing') }), /cannot read secret file/);
+});
+
+t.test('an operator key file is any text, turned into a key with HKDF', async (t) => {
+  const { sql } = await testDatabase(t);
   const dir = mkdtempSync(join(tmpdir(), 'kiln-crypt-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, 'key'), 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90\n');
-  const fromFile = await openSecretBox(sql, { 'secrets.cryptFile': join(dir, 'key') });
-  const again = await openSecretBox(sql, { 'secrets.cryptFile': join(dir, 'key') });
+  const fromFile = await openSecretBox(sql, { baseDir: dir, 'secrets.cryptFile': join(dir, 'key') });
+  const again = await openSecretBox(sql, { baseDir: dir, 'secrets.cryptFile': join(dir, 'key') });
   t.equal(again.open(fromFile.seal(Buffer.from('f'))).toString(), 'f');
-  t.throws(() => first.open(fromFile.seal(Buffer.from('f'))), 'the file key is not the generated one');
-  await t.rejects(openSecretBox(sql, { 'secrets.cryptFile': join(dir, 'missing') }), /cannot read secret file/);
+  t.equal(secretBoxWithKey(keyFromSecretText('a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90')).open(fromFile.seal(Buffer.from('f'))).toString(), 'f');
 });

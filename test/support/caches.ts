@@ -17,10 +17,22 @@ export interface TestCacheOptions {
   ownerId?: string;
   priority?: number;
   localPriority?: number;
+  /** the baseDir of the server on `sql`, whose secrets/crypt.key seals the key (default: the one startTestKiln registered) */
+  baseDir?: string;
+}
+
+// The server started on a test database keeps its box key under its baseDir, not in the database.
+const serverBaseDirs = new WeakMap<Sql, string>();
+
+/** Records the baseDir of the server on `sql`, for createTestCache. */
+export function rememberServerBaseDir(sql: Sql, baseDir: string): void {
+  serverBaseDirs.set(sql, baseDir);
 }
 
 export async function createTestCache(sql: Sql, name: string, opts: TestCacheOptions = {}): Promise<TestCache> {
-  const box = await openSecretBox(sql, { 'secrets.cryptFile': null });
+  const baseDir = opts.baseDir ?? serverBaseDirs.get(sql);
+  if (!baseDir) throw new Error(`createTestCache(${name}): pass the server's baseDir, whose secrets/crypt.key seals the signing key`);
+  const box = await openSecretBox(sql, { baseDir, 'secrets.cryptFile': null });
   const key = generateCacheKey(box, 'kiln.test', name);
   const [row] = await sql<{ id: string }[]>`
     insert into caches (name, public, priority, local_priority, owner_id, key_name, public_key, secret_key)

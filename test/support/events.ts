@@ -12,6 +12,7 @@ import { compileEventGlobs, splitEventGlobs } from '../../protocol/index.js';
 import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
 import { apiClient, freePort, LOOPBACK_NETWORKS, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
+import { rememberServerBaseDir } from './caches.js';
 
 type Teardown = Pick<Test, 'teardown'>;
 
@@ -125,6 +126,7 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
     },
   });
   const kiln: Kiln = await startKiln(loaded, opts.options ?? {});
+  rememberServerBaseDir(sql, baseDir);
   t.teardown(async () => {
     await kiln.stop();
     await rm(baseDir, { recursive: true, force: true });

@@ -8,6 +8,7 @@ import type { Test } from 'tap';
 import { loadConfig, type OptionPath } from '../../config/index.js';
 import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
 import { testDatabase } from './db.js';
+import { rememberServerBaseDir } from './caches.js';
 
 export interface TestKiln extends Kiln {
   /** a small pool on the test database, for assertions on rows */
@@ -66,6 +67,7 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
     },
   });
   const kiln = await startKiln(loaded, options);
+  rememberServerBaseDir(sql, baseDir);
   t.teardown(async () => {
     await kiln.stop();
     await rm(baseDir, { recursive: true, force: true });

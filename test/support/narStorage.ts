@@ -65,7 +65,7 @@ export async function openTestNarStorage(t: Test, backend: Backend, overrides: {
     baseDir,
     leaseKey,
     async cache(name) {
-      const cache = await createTestCache(sql, name, { public: true });
+      const cache = await createTestCache(sql, name, { public: true, baseDir });
       return { ...cache, key: SigningKey.generate(`${name}-test-1`) };
     },
   };

@@ -33,7 +33,7 @@ t.test('kill -9 during a chunk and during finalize', async (t) => {
 
   const ada = await registerAndLogin(server.url, 'ada');
   const token = ada.token;
-  await createTestCache(sql, 'main', { ownerId: ada.id });
+  await createTestCache(sql, 'main', { ownerId: ada.id, baseDir });
 
   const nar = narOfFile(randomBytes(24 << 20));
   const digest = await hashNar([nar]);

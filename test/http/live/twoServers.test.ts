@@ -1,4 +1,5 @@
 import t from 'tap';
+import { join } from 'node:path';
 import { signUp } from '../../support/accounts.js';
 import { testDatabase } from '../../support/db.js';
 import { openLive, startEventKiln } from '../../support/events.js';
@@ -15,7 +16,9 @@ for (const transport of ['postgres', 'redis'] as const) {
     const database = await testDatabase(t);
     const overrides = { 'redis.url': transport === 'redis' ? REDIS_URL : null };
     const a = await startEventKiln(t, { database, overrides });
-    const b = await startEventKiln(t, { database, overrides });
+    // The second process shares the first one's generated keys, as docs/auth.md shows.
+    const keys = { 'secrets.cryptFile': join(a.baseDir, 'secrets', 'crypt.key'), 'secrets.jwtFile': join(a.baseDir, 'secrets', 'jwt.key') };
+    const b = await startEventKiln(t, { database, overrides: { ...overrides, ...keys } });
     t.equal(a.events.bus.transport, transport);
     const ada = await signUp(a, 'ada');
     const onA = await openLive(a, '/metrics/events?events=worker.*,user.*', ada.token);

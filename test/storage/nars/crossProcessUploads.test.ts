@@ -79,7 +79,7 @@ t.test('one staged upload, two server processes', async (t) => {
     });
     return { name, sql: own, nars, leaseKey: lease.key };
   };
-  const cache = async (name: string) => ({ ...(await createTestCache(sql, name, { public: true })), key: SigningKey.generate(`${name}-test-1`) });
+  const cache = async (name: string) => ({ ...(await createTestCache(sql, name, { public: true, baseDir })), key: SigningKey.generate(`${name}-test-1`) });
   const rowOf = async (cacheId: string, uploadKey: string) =>
     (await sql<{ bytes_staged: string; writer: number | null }[]>`
       select bytes_staged, writer from staged_uploads where cache_id = ${cacheId} and upload_key = ${uploadKey}`)[0] ?? null;

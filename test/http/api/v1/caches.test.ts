@@ -128,7 +128,7 @@ t.test('the key is generated from serveUrl without a domain, and signs like nix'
   const { openSecretBox } = await import('../../../../storage/index.js');
   const { openCacheKey } = await import('../../../../services/index.js');
   const [row] = await kiln.sql<{ key_name: string; secret_key: Buffer }[]>`select key_name, secret_key from caches where name = 'k'`;
-  const key: SigningKey = openCacheKey(await openSecretBox(kiln.sql, { 'secrets.cryptFile': null }), row!);
+  const key: SigningKey = openCacheKey(await openSecretBox(kiln.sql, { baseDir: kiln.baseDir, 'secrets.cryptFile': null }), row!);
   t.equal(key.publicKey.toString(), res.message.public_key);
 });
 
