@@ -9,3 +9,4 @@ export { openSecretBox, secretBoxWithKey, keyFromSecretText, type SecretBox } fr
 export * from './nars/index.js';
 export * from './bus/index.js';
 export * from './events/index.js';
+export { secureBaseDir, SERVER_PRIVATE_DIRS } from './baseDirModes.js';

@@ -119,6 +119,7 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
       port,
       useTls: false,
       'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
+      'projects.allowLocalRepositories': true,
       ...opts.overrides,
     },
   });

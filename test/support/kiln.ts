@@ -57,6 +57,8 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       port,
       useTls: false,
       'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
+      // Test repositories are local flakes (test/support/flakeRepo.ts); tests of the default set it back to false.
+      'projects.allowLocalRepositories': true,
       ...overrides,
     },
   });
