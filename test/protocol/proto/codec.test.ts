@@ -41,7 +41,7 @@ t.test('the malformed corpus: each fails under its own name and code', async (t)
     ['binary', pack(Buffer.from('x')), 'frame', /got binary data/, 'malformed_message'],
     ['nested too deeply', Buffer.alloc(100_000, 0x91), 'frame', /nested too deeply|not a MessagePack/, 'malformed_message'],
     ['an absurd array length', Uint8Array.from([0xdd, 0x7f, 0xff, 0xff, 0xff]), 'frame', /not a MessagePack value/, 'malformed_message'],
-    ['version 2', pack({ ...valid('heartbeatAck'), v: 2 }), 'v', /version 2 is not supported; this side speaks \/proto version 1/, 'unsupported_version'],
+    ['version 1 (before evalJob named its project)', pack({ ...valid('heartbeatAck'), v: 1 }), 'v', /version 1 is not supported; this side speaks \/proto version 2/, 'unsupported_version'],
     ['version as a string', pack({ ...valid('heartbeatAck'), v: '1' }), 'v', /"v" = string/, 'unsupported_version'],
     ['no version', pack({ t: 'heartbeatAck', seq: 1 }), 'v', /"v" = undefined/, 'unsupported_version'],
     ['unknown type', pack({ v: PROTOCOL_VERSION, t: 'launchMissiles' }), 't', /unknown message type "launchMissiles"/, 'malformed_message'],
