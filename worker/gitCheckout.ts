@@ -10,7 +10,7 @@ import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { jobFailure, type JobFailure } from '../protocol/index.js';
-import { runCommand } from './childProcess.js';
+import { runCommand, type RunOptions } from './childProcess.js';
 import { ensurePrivateDirectory } from './privateDirectories.js';
 
 export type Checkout = { ok: true; flakeRef: string; clone: string } | { ok: false; failure: JobFailure };
@@ -29,6 +29,12 @@ async function withLock<T>(key: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * git under umask 077: core.sharedRepository covers objects and refs but not every file git
+ * writes (FETCH_HEAD), and an in-process worker does not have `kiln worker`'s umask.
+ */
+const privateGit = (args: readonly string[], options: RunOptions) => runCommand('/bin/sh', ['-c', 'umask 077 && exec git "$@"', 'git', ...args], options);
+
 const exists = (path: string) => stat(path).then(() => true, () => false);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -42,12 +48,12 @@ export function cloneDirectory(baseDir: string, project: string): string {
 
 export function checkoutCommit(baseDir: string, project: string, repository: string, commit: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<Checkout> {
   const clone = cloneDirectory(baseDir, project);
-  const git = (args: string[]) => runCommand('git', ['-C', clone, ...args], { env, ...(signal ? { signal } : {}) });
+  const git = (args: string[]) => privateGit(['-C', clone, ...args], { env, ...(signal ? { signal } : {}) });
   const hasCommit = async () => (await git(['cat-file', '-e', `${commit}^{commit}`])).exitCode === 0;
   return withLock(clone, async (): Promise<Checkout> => {
     await ensurePrivateDirectory(clone);
     if (!(await exists(join(clone, 'HEAD')))) {
-      const init = await runCommand('git', ['init', '--quiet', '--bare', '--shared=0600', clone], { env });
+      const init = await privateGit(['init', '--quiet', '--bare', '--shared=0600', clone], { env });
       if (init.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `git init ${clone} failed: ${init.stderr.trim()}`) };
     }
     if (!(await hasCommit())) {
