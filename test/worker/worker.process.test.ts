@@ -139,7 +139,8 @@ t.test('a worker evaluates, builds and pushes; failures are classified', async (
     session.send({ t: 'evalJob', project, jobId: 'eval-nocommit', repository: repo.url, commit: 'f'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 60 });
     const missingCommit = await session.outcome('eval-nocommit');
     t.equal(missingCommit.t === 'jobFailed' && missingCommit.failure.reason, 'commit_not_found');
-    session.send({ t: 'evalJob', project, jobId: 'eval-norepo', repository: `file://${dir}/nowhere`, commit: repo.commit, attributes: 'packages.*.*', timeoutSecs: 60 });
+    // Another project: this one's clone already holds the commit (clones are per project, not per URL).
+    session.send({ t: 'evalJob', project: randomUUID(), jobId: 'eval-norepo', repository: `file://${dir}/nowhere`, commit: repo.commit, attributes: 'packages.*.*', timeoutSecs: 60 });
     const missingRepo = await session.outcome('eval-norepo');
     t.equal(missingRepo.t === 'jobFailed' && missingRepo.failure.class, 'FailedTransient');
     t.equal(missingRepo.t === 'jobFailed' && missingRepo.failure.reason, 'fetch_failed');
