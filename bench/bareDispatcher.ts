@@ -6,6 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { Packr, Unpackr } from 'msgpackr';
 import uWS, { type WebSocket } from 'uWebSockets.js';
 import { syntheticGraph } from './syntheticGraph.js';
+import { PROTOCOL_VERSION } from '../protocol/index.js';
 
 const [size, seed] = [Number(process.argv[2]), process.argv[3]!];
 const graph = syntheticGraph(size, { seed });
@@ -30,7 +31,7 @@ function dispatch(): void {
     while (data.free > 0 && ready.length > 0) {
       const node = graph.nodes[ready.pop()!]!;
       data.free--;
-      ws.send(packr.pack({ v: 1, t: 'buildJob', jobId: `build:${index.get(node.drvPath)}:1`, drvPath: node.drvPath, substituters: [], targetCaches: ['main'], timeoutSecs: 0, maxSilentSecs: 0 }), true);
+      ws.send(packr.pack({ v: PROTOCOL_VERSION, t: 'buildJob', jobId: `build:${index.get(node.drvPath)}:1`, drvPath: node.drvPath, substituters: [], targetCaches: ['main'], timeoutSecs: 0, maxSilentSecs: 0 }), true);
     }
   }
 }
@@ -45,9 +46,9 @@ const app = uWS.App().ws<Slot>('/proto', {
         ws.getUserData().free = m.maxConcurrentBuilds ?? 1;
         workers.push(ws);
       }
-      ws.send(packr.pack({ v: 1, t: 'challenge', nonce: randomBytes(32), projects: [] }), true);
-    } else if (m.t === 'auth') ws.send(packr.pack({ v: 1, t: 'welcome', projects: [], open: true, software: 'bare', limits }), true);
-    else if (m.t === 'heartbeat') ws.send(packr.pack({ v: 1, t: 'heartbeatAck', seq: m.seq }), true);
+      ws.send(packr.pack({ v: PROTOCOL_VERSION, t: 'challenge', nonce: randomBytes(32), projects: [] }), true);
+    } else if (m.t === 'auth') ws.send(packr.pack({ v: PROTOCOL_VERSION, t: 'welcome', projects: [], open: true, software: 'bare', limits }), true);
+    else if (m.t === 'heartbeat') ws.send(packr.pack({ v: PROTOCOL_VERSION, t: 'heartbeatAck', seq: m.seq }), true);
     else if (m.t === 'buildResult') {
       ws.getUserData().free++;
       for (const d of dependents[index.get(m.drvPath!)!]!) if (--waiting[d]! === 0) ready.push(d);

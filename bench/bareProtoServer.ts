@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Packr, Unpackr } from 'msgpackr';
 import uWS from 'uWebSockets.js';
 import { fullGc } from './childServer.js';
+import { PROTOCOL_VERSION } from '../protocol/index.js';
 
 const heartbeatIntervalSecs = Number(process.argv[2] ?? 10);
 const packr = new Packr({ useRecords: false, moreTypes: false });
@@ -15,9 +16,9 @@ const app = uWS.App().ws('/proto', {
   compression: 0, idleTimeout: 0, sendPingsAutomatically: false, maxPayloadLength: 16 << 20,
   message: (ws, data) => {
     const message = unpackr.unpack(Buffer.from(data)) as { t: string; seq?: number };
-    if (message.t === 'hello') ws.send(packr.pack({ v: 1, t: 'challenge', nonce: randomBytes(32), projects: [] }), true);
-    else if (message.t === 'auth') ws.send(packr.pack({ v: 1, t: 'welcome', projects: [], open: true, software: 'bare', limits }), true);
-    else if (message.t === 'heartbeat') ws.send(packr.pack({ v: 1, t: 'heartbeatAck', seq: message.seq }), true);
+    if (message.t === 'hello') ws.send(packr.pack({ v: PROTOCOL_VERSION, t: 'challenge', nonce: randomBytes(32), projects: [] }), true);
+    else if (message.t === 'auth') ws.send(packr.pack({ v: PROTOCOL_VERSION, t: 'welcome', projects: [], open: true, software: 'bare', limits }), true);
+    else if (message.t === 'heartbeat') ws.send(packr.pack({ v: PROTOCOL_VERSION, t: 'heartbeatAck', seq: message.seq }), true);
   },
 });
 app.listen('127.0.0.1', 0, (socket) => {

@@ -1,7 +1,7 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, openBlobStore, openDatabase, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
+import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
 import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
@@ -65,6 +65,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
   };
   let scheduler: BuildScheduler | null = null;
   try {
+    // Before anything writes there: tenants' NARs, staged uploads and the local worker's clones are owner-only (docs/storage.md).
+    for (const path of await secureBaseDir(config['baseDir'])) log.warn({ path }, 'took group and other permissions off this entry of baseDir: only kiln may read it');
     const urlIsDefault = loaded.sourceOf('database.url').kind === 'default';
     const db = await openDatabase(config, log, { urlIsDefault });
     stack.push(() => db.close());
@@ -167,7 +169,9 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     running.start();
     stack.push(() => running.stop());
     const prune = evaluationPruner(db.web, config['eval.maxKeep']);
-    const evaluations = evaluationsService({ sql: db.web, events: events.events, wake: () => running.wake(), cancel: (id) => running.cancelEvaluation(id), prune });
+    const evaluations = evaluationsService({ sql: db.web, events: events.events, wake: () => running.wake(), cancel: (id) => running.cancelEvaluation(id), prune,
+      repositories: { allowLocal: config['projects.allowLocalRepositories'] },
+    });
     const views = buildViewsService(db.web, evaluations);
     const builds = { evaluations, views, data: buildDataServices({ sql: db.web, nars, evaluations, views, feed: logFeed, logs: buildLogs }) };
     // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id}.

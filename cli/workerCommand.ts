@@ -10,6 +10,10 @@ export function workerCommand(program: Command): void {
       const loaded = configFromCommand(cmd, 'worker');
       const log = createLogger(loaded.values, { scope: 'worker' });
       for (const warning of loaded.warnings) log.warn(warning);
+      // Everything this process and its git and Nix children create is owner-only: clones, scratch
+      // files and Nix's fetcher cache hold tenants' sources (docs/worker.md). The store is unaffected:
+      // Nix sets the modes of store paths itself.
+      process.umask(0o077);
       const { startWorker } = await import('../worker/index.js'); // loaded only for `worker`
       const worker = await startWorker(loaded.values, { log, software: `kiln ${version}` });
       let stopping = false;

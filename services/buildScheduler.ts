@@ -345,7 +345,7 @@ export class BuildScheduler implements WorkerListener {
       const jobId = `eval:${evaluation.id}:${evaluation.attempts + 1}`;
       if (!(await changePhase(events, evaluation.id, { to: 'evaluating', from: ['queued'], workerId: worker.hello.workerId }))) continue;
       this.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt: evaluation.attempts + 1 }, worker);
-      worker.link.send({ t: 'evalJob', jobId, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
+      worker.link.send({ t: 'evalJob', jobId, project: evaluation.project_id, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
     }
   }

@@ -6,6 +6,7 @@ import { abortUnwantedBuilds } from './buildAborts.js';
 import { changePhase, evaluationLabel } from './evaluationPhases.js';
 import type { Principal } from './principal.js';
 import { resolveHead } from './repositoryHead.js';
+import { vetRepository, type RepositoryPolicy } from './repositoryPolicy.js';
 import { demandProject, demandProjectRef, type ProjectRow } from './targets.js';
 
 // Evaluations over REST: start (a project's default task at the head of its branch, or a task
@@ -35,6 +36,8 @@ export interface EvaluationsDeps {
   cancel(evaluationId: string): void;
   /** eval.maxKeep: prune the task's old evaluations after a new one (services/evaluationRetention.ts) */
   prune?(taskId: string): Promise<void>;
+  /** projects.allowLocalRepositories: checked again at each evaluation (the option or DNS may have changed since the project was saved) */
+  repositories: RepositoryPolicy;
 }
 
 async function taskOf(sql: Sql, project: ProjectRow, name: string): Promise<{ id: string; wildcard: string | null; branch: string | null }> {
@@ -53,7 +56,8 @@ export function evaluationsService(deps: EvaluationsDeps) {
   async function start(who: Principal, project: ProjectRow, taskName: string, body: EvaluateTaskBody): Promise<string> {
     if (!project.active) throw new ApiError(409, 'project_inactive', `project "${project.organization}/${project.name}" is disabled; enable it with POST /projects/${project.organization}/${project.name}/active`);
     const task = await taskOf(sql, project, taskName);
-    const commit = body.commit ?? (await resolveHead(project.repository, task.branch ?? project.default_branch));
+    const gitOptions = await vetRepository(project.repository, deps.repositories);
+    const commit = body.commit ?? (await resolveHead(project.repository, task.branch ?? project.default_branch, gitOptions));
     const wildcard = body.attr ?? task.wildcard ?? project.wildcard;
     return deps.events.transaction(async (tx, emit) => {
       const [row] = await tx<{ id: string }[]>`

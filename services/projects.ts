@@ -5,6 +5,7 @@ import { demandCreationAllowed } from './creationPolicy.js';
 import { listMembers, type MemberView } from './memberships.js';
 import type { Principal } from './principal.js';
 import { checkRepository, type RepositoryCheck } from './repositoryCheck.js';
+import { vetRepository } from './repositoryPolicy.js';
 import { demandNotStateManaged } from './stateManaged.js';
 import { listProjectSubscriptions, type ProjectSubscriptions } from './subscriptionRows.js';
 import {
@@ -44,6 +45,8 @@ export function projectsService({ sql, config, events }: AccessDeps) {
     return toProjectView(row, demand(who, projectTarget(row), 'viewProject'));
   }
 
+  const repositoryPolicy = () => ({ allowLocal: config['projects.allowLocalRepositories'] });
+
   return {
     /** The organization's projects the caller can see; 404 when it sees neither the organization nor any of them. */
     async list(who: Principal, org: string): Promise<ProjectView[]> {
@@ -62,6 +65,7 @@ export function projectsService({ sql, config, events }: AccessDeps) {
       const userId = userIdOf(who);
       const { row: organization } = await demandOrganization(sql, who, org, 'createProject');
       demandCreationAllowed(who, config['permissions.createProject'], 'projects', 'permissions.createProject');
+      await vetRepository(body.repository, repositoryPolicy());
       try {
         const id = await events.transaction(async (tx, emit) => {
           const [project] = await tx<{ id: string }[]>`
@@ -90,6 +94,7 @@ export function projectsService({ sql, config, events }: AccessDeps) {
     async update(who: Principal, org: string, name: string, body: UpdateProjectBody): Promise<ProjectView> {
       const { row, target } = await demandProject(sql, who, org, name, 'manageProject');
       demandNotStateManaged(row, target.label);
+      if (body.repository !== undefined) await vetRepository(body.repository, repositoryPolicy());
       const branchGiven = body.default_branch !== undefined;
       const changes = Object.keys(body).filter((k) => body[k as keyof UpdateProjectBody] !== undefined);
       await events.transaction(async (tx, emit) => {
@@ -143,7 +148,7 @@ export function projectsService({ sql, config, events }: AccessDeps) {
 
     async checkRepository(who: Principal, org: string, name: string): Promise<RepositoryCheck> {
       const { row } = await demandProject(sql, who, org, name, 'manageProject');
-      return checkRepository(row.repository);
+      return checkRepository(row.repository, await vetRepository(row.repository, repositoryPolicy()));
     },
   };
 }

@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process';
+import { gitConfigArgs } from './repositoryPolicy.js';
 
 // POST …/check-repository: can kiln reach the repository? `git ls-remote` answers that without
 // cloning. Never interactive (no terminal prompt, ssh in batch mode), bounded in time, and the URL
-// always comes after `--` so it can never be read as an option.
+// always comes after `--` so it can never be read as an option. A failure is only "unreachable":
+// git's own text (connection refused, no route, wrong protocol) would turn the check into a port
+// scanner of whatever network the server sits in.
 
 export type RepositoryCheck =
   | { ok: true; refs: { name: string; commit: string }[]; truncated: boolean }
@@ -11,11 +14,15 @@ export type RepositoryCheck =
 const MAX_REFS = 200;
 export const REPOSITORY_CHECK_TIMEOUT_MS = 20_000;
 
-export function checkRepository(repository: string, timeoutMs = REPOSITORY_CHECK_TIMEOUT_MS): Promise<RepositoryCheck> {
+/** What a failed check answers, whatever git said. */
+export const UNREACHABLE = 'unreachable';
+
+/** `gitOptions`: vetRepository's `-c` options for this URL. */
+export function checkRepository(repository: string, gitOptions: readonly string[], timeoutMs = REPOSITORY_CHECK_TIMEOUT_MS): Promise<RepositoryCheck> {
   return new Promise((resolve) => {
     execFile(
       'git',
-      ['-c', 'protocol.ext.allow=never', 'ls-remote', '--heads', '--tags', '--', repository],
+      ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions), 'ls-remote', '--heads', '--tags', '--', repository],
       {
         timeout: timeoutMs,
         killSignal: 'SIGKILL',
@@ -28,14 +35,9 @@ export function checkRepository(repository: string, timeoutMs = REPOSITORY_CHECK
           GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
         },
       },
-      (error, stdout, stderr) => {
+      (error, stdout) => {
         if (error) {
-          const timedOut = (error as { killed?: boolean }).killed === true;
-          const detail = stderr.trim().split('\n').filter(Boolean).slice(0, 5).join('; ').slice(0, 1000);
-          resolve({
-            ok: false,
-            reason: timedOut ? `git ls-remote did not answer within ${Math.round(timeoutMs / 1000)} s` : detail || `git ls-remote failed (${error.message})`,
-          });
+          resolve({ ok: false, reason: UNREACHABLE });
           return;
         }
         const refs = stdout

@@ -4,6 +4,7 @@ import type { AccessDeps } from './accessDeps.js';
 import { hashApiKeySecret } from './apiKeySecret.js';
 import { generateCacheKey, keyHost } from './cacheKeys.js';
 import { hashPassword, verifyPassword } from './passwords.js';
+import { vetRepository } from './repositoryPolicy.js';
 import { generateSshKeyPair } from './sshKeys.js';
 import { readSecretText, type StateFile } from './stateFileSchema.js';
 import { DEFAULT_TASK } from './tasks.js';
@@ -29,6 +30,12 @@ export interface StateApplied {
 
 export async function applyStateFile(deps: AccessDeps, state: StateFile, read: (file: string) => string = readSecretText): Promise<StateApplied> {
   const { sql, config, secretBox, log } = deps;
+  // The state file is the operator's, but its projects run on the same workers as every tenant's: same rule.
+  for (const p of state.projects) {
+    await vetRepository(p.repository, { allowLocal: config['projects.allowLocalRepositories'] }).catch((e: unknown) => {
+      throw new Error(`state file, project ${p.organization}/${p.name}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+    });
+  }
   const applied = await sql.begin(async (tx) => {
     // One apply at a time, across every process of the installation.
     await tx`select pg_advisory_xact_lock(hashtextextended('kiln state file', 0))`;

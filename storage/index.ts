@@ -11,3 +11,4 @@ export * from './nars/index.js';
 export * from './bus/index.js';
 export * from './events/index.js';
 export * from './outbound/index.js';
+export { secureBaseDir, SERVER_PRIVATE_DIRS } from './baseDirModes.js';

@@ -1,13 +1,17 @@
-// Fetching a project's repository at one commit into <baseDir>/repos, for Nix to evaluate as
-// `git+file://<clone>?ref=kiln/<commit>&rev=<commit>`. The clone is bare and kept between jobs,
-// so the next evaluation fetches only new objects. Nix 2.8 fetches a `rev` through a ref, so
-// each commit gets its own ref (refs/heads/kiln/<commit>).
-import { createHash } from 'node:crypto';
-import { mkdir, stat } from 'node:fs/promises';
+// Fetching a project's repository at one commit into <baseDir>/repos/<project>, for Nix to
+// evaluate as `git+file://<clone>?ref=kiln/<commit>&rev=<commit>`. The clone is bare and kept
+// between jobs, so the next evaluation fetches only new objects. Nix 2.8 fetches a `rev` through a
+// ref, so each commit gets its own ref (refs/heads/kiln/<commit>).
+// One clone per project, never per URL: a directory derived from the URL let any tenant name
+// another tenant's clone (or reuse its objects) by giving the same URL. Clones are owner-only
+// (0700 directories, git's files 0600 through core.sharedRepository), so no other local account
+// reads a tenant's history.
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { jobFailure, type JobFailure } from '../protocol/index.js';
-import { runCommand } from './childProcess.js';
+import { runCommand, type RunOptions } from './childProcess.js';
+import { ensurePrivateDirectory } from './privateDirectories.js';
 
 export type Checkout = { ok: true; flakeRef: string; clone: string } | { ok: false; failure: JobFailure };
 
@@ -25,16 +29,31 @@ async function withLock<T>(key: string, run: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * git under umask 077: core.sharedRepository covers objects and refs but not every file git
+ * writes (FETCH_HEAD), and an in-process worker does not have `kiln worker`'s umask.
+ */
+const privateGit = (args: readonly string[], options: RunOptions) => runCommand('/bin/sh', ['-c', 'umask 077 && exec git "$@"', 'git', ...args], options);
+
 const exists = (path: string) => stat(path).then(() => true, () => false);
 
-export function checkoutCommit(baseDir: string, repository: string, commit: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<Checkout> {
-  const clone = join(baseDir, 'repos', createHash('sha256').update(repository).digest('hex').slice(0, 24));
-  const git = (args: string[]) => runCommand('git', ['-C', clone, ...args], { env, ...(signal ? { signal } : {}) });
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+/** The clone of one project; the project id is a UUID (checked again: it becomes a path). */
+export function cloneDirectory(baseDir: string, project: string): string {
+  const id = project.toLowerCase();
+  if (!UUID.test(id)) throw new Error(`project id ${JSON.stringify(project.slice(0, 60))} is not a UUID`);
+  return join(baseDir, 'repos', id);
+}
+
+export function checkoutCommit(baseDir: string, project: string, repository: string, commit: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<Checkout> {
+  const clone = cloneDirectory(baseDir, project);
+  const git = (args: string[]) => privateGit(['-C', clone, ...args], { env, ...(signal ? { signal } : {}) });
   const hasCommit = async () => (await git(['cat-file', '-e', `${commit}^{commit}`])).exitCode === 0;
   return withLock(clone, async (): Promise<Checkout> => {
-    if (!(await exists(clone))) {
-      await mkdir(clone, { recursive: true });
-      const init = await runCommand('git', ['init', '--quiet', '--bare', clone], { env });
+    await ensurePrivateDirectory(clone);
+    if (!(await exists(join(clone, 'HEAD')))) {
+      const init = await privateGit(['init', '--quiet', '--bare', '--shared=0600', clone], { env });
       if (init.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `git init ${clone} failed: ${init.stderr.trim()}`) };
     }
     if (!(await hasCommit())) {

@@ -19,9 +19,9 @@ export async function loadWorkerId(baseDir: string, configured: string | null): 
     if (!UUID.test(existing)) throw new Error(`${file} does not hold a UUID; delete it to get a new id, or set worker.id`);
     return existing.toLowerCase();
   }
-  await mkdir(baseDir, { recursive: true });
+  await mkdir(baseDir, { recursive: true, mode: 0o700 });
   const id = randomUUID();
-  await writeFile(file, `${id}\n`, { mode: 0o644 });
+  await writeFile(file, `${id}\n`, { mode: 0o600 });
   return id;
 }
 

@@ -8,6 +8,8 @@ import { listenForServers, type ServerListener } from './serverListener.js';
 import { readAcceptedServerTokens } from './serverTokens.js';
 import { detectSystemFeatures, hostCores, hostMemoryBytes, loadMetrics, loadWorkerId, readPeers, storeFreeBytes } from './identity.js';
 import { JobRunner } from './jobRunner.js';
+import { nixSandboxMode, sandboxWarning } from './nixSandbox.js';
+import { secureWorkerBaseDir } from './privateDirectories.js';
 import { workerSettings, type WorkerSettings } from './settings.js';
 
 export interface RunningWorker {
@@ -61,6 +63,8 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   if (serverUrl === null && !settings.discoverable) {
     throw new Error('worker.serverUrl is not set (--server-url ws://host:port/proto) and the worker is not discoverable (--discoverable): it would never meet a server');
   }
+  // Tenants' clones and scratch files live here: owner-only before the first job (docs/worker.md).
+  for (const path of await secureWorkerBaseDir(settings.baseDir)) options.log.warn({ path }, 'took group and other permissions off this entry of worker.baseDir: only the worker may read it');
   const id = await loadWorkerId(settings.baseDir, settings.id);
   const peers = await readPeers(settings.peersFile);
   const insecure = serverUrl === null ? undefined : insecureTransportProblem(serverUrl, peers);
@@ -68,6 +72,8 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   const accepted = settings.discoverable && settings.acceptedServerTokensFile !== null ? await readAcceptedServerTokens(settings.acceptedServerTokensFile) : null;
   const hello = await buildHello(settings, id, options.software);
   const log = options.log.child({ workerId: id });
+  const sandbox = sandboxWarning(await nixSandboxMode(settings.childEnv));
+  if (sandbox) log.warn(sandbox);
   const protoLog = componentLogger(log, 'proto');
   const runner = new JobRunner(settings, { eval: componentLogger(log, 'eval'), build: componentLogger(log, 'build') });
 

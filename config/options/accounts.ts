@@ -37,6 +37,11 @@ export const accountOptions = {
   ),
   'permissions.createProject': option(oneOf(creators), 'everyone', 'same for projects'),
   'permissions.createTeam': option(oneOf(creators), 'everyone', 'same for teams'),
+  'projects.allowLocalRepositories': option(
+    bool(), false,
+    'let projects use local paths, file:// URLs and hosts on loopback, private or link-local addresses as their repository; off, a tenant could read other tenants\' clones and probe the internal network',
+    { extension: true },
+  ),
   'registration.enable': option(bool(), true, 'self-service registration'),
   'scim.enable': option(bool(), false, 'SCIM provisioning'),
   'scim.hardDelete': option(bool(), false, 'delete users on SCIM DELETE instead of disabling them'),

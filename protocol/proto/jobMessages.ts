@@ -19,6 +19,8 @@ export const EvalJob = z.strictObject({
   v,
   t: z.literal('evalJob'),
   jobId: JobId,
+  /** the project evaluated: the worker keeps one clone per project (<worker.baseDir>/repos/<project>), never one per URL (protocol version 2) */
+  project: z.uuid(),
   /** a git URL: https://, ssh://, git://, file:// */
   repository: z.string().min(1).max(2000),
   commit: CommitHash,

@@ -1,8 +1,11 @@
 // The numbers both ends of /proto agree on. The server repeats the ones it may tune in its
 // `welcome` (ProtoLimits), so a worker never needs the server's configuration.
 
-/** Bumped on any change a peer of the previous version would misread. */
-export const PROTOCOL_VERSION = 1;
+/**
+ * Bumped on any change a peer of the previous version would misread.
+ * 2: evalJob names its project (per-project clones on the worker; a version-1 worker shared clones between tenants).
+ */
+export const PROTOCOL_VERSION = 2;
 
 /** Spec, "Limits": workers beat every 10 s. */
 export const HEARTBEAT_INTERVAL_SECS = 10;

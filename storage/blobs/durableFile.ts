@@ -34,7 +34,7 @@ export async function fsyncDirectory(dir: string): Promise<void> {
 /** `mkdir -p` whose new directories survive a crash: the parent of each one it creates is fsynced. */
 export async function ensureDirectory(dir: string): Promise<void> {
   const target = resolve(dir);
-  const first = await mkdir(target, { recursive: true });
+  const first = await mkdir(target, { recursive: true, mode: 0o700 });
   if (first === undefined) return;
   const created = resolve(first);
   for (let made = target; ; made = dirname(made)) {
@@ -47,7 +47,7 @@ export async function ensureDirectory(dir: string): Promise<void> {
 export async function writeDurably(target: string, source: AsyncIterable<Uint8Array>): Promise<void> {
   const temporary = temporaryBeside(target);
   try {
-    const handle = await open(temporary, 'wx', 0o644);
+    const handle = await open(temporary, 'wx', 0o600);
     try {
       await handle.writeFile(source);
       await handle.sync();

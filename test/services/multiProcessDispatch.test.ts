@@ -18,7 +18,7 @@ t.test('a worker on the second process gets jobs; a dead process\'s jobs are re-
     overrides: {
       'database.url': first.db.url, 'database.minConnections': 0, 'database.cache.minConnections': 0, 'database.web.minConnections': 0,
       'database.maxConnections': 5, 'database.cache.maxConnections': 4, 'database.web.maxConnections': 4,
-      baseDir: first.baseDir, port: await freePort(), useTls: false, localWorker: true, 'log.level.default': 'error',
+      baseDir: first.baseDir, port: await freePort(), useTls: false, localWorker: true, 'log.level.default': 'error', 'projects.allowLocalRepositories': true,
     },
   });
   const second = await startKiln(loaded);

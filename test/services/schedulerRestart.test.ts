@@ -40,7 +40,7 @@ t.test('an interrupted evaluation resumes on the next server', async (t) => {
     scope: 'server', env: {},
     overrides: {
       'database.url': first.db.url, 'database.minConnections': 0, 'database.cache.minConnections': 0, 'database.web.minConnections': 0,
-      baseDir: first.baseDir, port: await freePort(), useTls: false, localWorker: true, 'log.level.default': 'error',
+      baseDir: first.baseDir, port: await freePort(), useTls: false, localWorker: true, 'log.level.default': 'error', 'projects.allowLocalRepositories': true,
     },
   });
   const second = await startKiln(loaded);

@@ -18,7 +18,7 @@ t.test('verified tokens are remembered, rows are not', async (t) => {
   const [row] = await sql<{ id: string }[]>`
     insert into worker_registrations (project_id, token_hash) values (${project}, ${await argon2.hash(token, { type: argon2.argon2id })}) returning id`;
   const auth = workerAuth(sql, { localWorker: false });
-  const hello = { v: PROTOCOL_VERSION as 1, ...testHello({ workerId: randomUUID() }) };
+  const hello = { v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, ...testHello({ workerId: randomUUID() }) };
   t.same(await auth.projectsFor(hello), [project]);
   t.same(await auth.verify(hello, [{ project, token }]), [project]);
   t.same(await auth.verify(hello, [{ project: project.toUpperCase(), token }]), [project], 'again, from memory');

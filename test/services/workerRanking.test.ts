@@ -11,7 +11,7 @@ const idle: Load = { runningBuilds: 0, runningEvals: 0, load1: 0, memoryFreeByte
 
 let clock = 0;
 function worker(name: string, opts: { slots?: number; load?: Partial<Load> | null; open?: boolean; cpuCoreScore?: number | null } = {}): ConnectedWorker {
-  const hello = { v: PROTOCOL_VERSION as 1, ...testHello({ maxConcurrentBuilds: opts.slots ?? 4, cpuCores: 4, cpuCoreScore: opts.cpuCoreScore ?? null }) };
+  const hello = { v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, ...testHello({ maxConcurrentBuilds: opts.slots ?? 4, cpuCores: 4, cpuCoreScore: opts.cpuCoreScore ?? null }) };
   return {
     connectionId: name, hello, projects: [], open: opts.open ?? false, address: '127.0.0.1', connectedAt: new Date(clock++), lastSeen: 0,
     load: opts.load === null ? null : { ...idle, ...opts.load }, link: { send: () => undefined, close: () => undefined },

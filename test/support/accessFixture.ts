@@ -37,7 +37,7 @@ export async function accessFixture(t: Pick<Test, 'teardown'>, overrides: Partia
   let now = Date.parse('2030-01-01T00:00:00Z');
   const clock: MovableClock = { now: () => new Date(now), advance: (ms) => void (now += ms) };
   const approved: string[] = [];
-  const config = loadConfig({ scope: 'server', env: {}, overrides: { useTls: false, ...overrides } }).values;
+  const config = loadConfig({ scope: 'server', env: {}, overrides: { useTls: false, 'projects.allowLocalRepositories': true, ...overrides } }).values;
   const deps: AccessDeps = {
     sql, config, log: pino({ level: 'silent' }), clock, secretBox: secretBoxWithKey(Buffer.alloc(32, 7)), events,
     onSubscriptionApproved: (projectId) => void approved.push(projectId),

@@ -122,6 +122,7 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
       useTls: false,
       'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
       'outbound.allowedNetworks': LOOPBACK_NETWORKS,
+      'projects.allowLocalRepositories': true,
       ...opts.overrides,
     },
   });

@@ -63,6 +63,8 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
       // The tests' receivers and upstreams listen on loopback, which kiln refuses by default.
       'outbound.allowedNetworks': LOOPBACK_NETWORKS,
+      // Test repositories are local flakes (test/support/flakeRepo.ts); tests of the default set it back to false.
+      'projects.allowLocalRepositories': true,
       ...overrides,
     },
   });

@@ -25,7 +25,7 @@ export const EXAMPLES: Outgoing[] = [
   { t: 'heartbeat', seq: 7, load: { runningBuilds: 1, runningEvals: 0, load1: 0.42, memoryFreeBytes: 1 << 30, memoryTotalBytes: 4 << 30, storeFreeBytes: null } },
   { t: 'heartbeatAck', seq: 7 },
   { t: 'error', code: 'unknown_job', message: 'no running job x', jobId: 'x' },
-  { t: 'evalJob', jobId: 'eval-1', repository: 'https://example.org/repo.git', commit: 'a'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 0 },
+  { t: 'evalJob', jobId: 'eval-1', project: '5b0d7a3e-8f7c-4d2a-9c1e-3f4a5b6c7d8e', repository: 'https://example.org/repo.git', commit: 'a'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 0 },
   {
     t: 'buildJob', jobId: 'b:1', drvPath: drv, substituters: [{ url: 'https://kiln.example/cache/main', publicKeys: ['main:AAAA'] }],
     targetCaches: ['main'], timeoutSecs: 14400, maxSilentSecs: 3600,

@@ -49,7 +49,7 @@ t.test('what the server sends wrong, the worker closes on with a reason', async 
   t.teardown(() => server.close());
   const cases: [string, (s: Awaited<ReturnType<typeof server.nextWorker>>) => void, number, RegExp][] = [
     ['a text frame', (s) => s.sendRaw('hello'), 4002, /^malformed_message: text frames/],
-    ['another protocol version', (s) => s.sendRaw(new Packr({ useRecords: false }).pack({ v: 2, t: 'heartbeatAck', seq: 0 })), 4001, /^unsupported_version: v: version 2/],
+    ['another protocol version', (s) => s.sendRaw(new Packr({ useRecords: false }).pack({ v: 1, t: 'heartbeatAck', seq: 0 })), 4001, /^unsupported_version: v: version 1/],
     ['a frame over the cap', (s) => s.sendRaw(Buffer.alloc(70 * 1024)), 1009, /^message_too_large: frame: the frame is \d+ bytes, over the cap of 65536/],
     ['a worker\'s message', (s) => s.sendRaw(encodeMessage({ t: 'jobAccepted', jobId: 'x' })), 4004, /^unexpected_message: jobAccepted is a worker's message/],
     ['a reject', (s) => s.send({ t: 'reject', code: 'server_full', reason: 'no room' }), 1013, /^server_full: no room/],

@@ -13,6 +13,7 @@ import { startProtoServer } from '../support/protoServer.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
 requireNix();
+const PROJECT = randomUUID();
 const dir = tempDir('kiln-worker-jobs-');
 const repo = createFlakeRepo(join(dir, 'repo'), { 'flake.nix': testFlake(randomUUID()) });
 
@@ -35,7 +36,7 @@ t.test('eval, build, push and cancel in one in-process worker', async (t) => {
   t.equal(session.hello.workerId, worker.id);
   t.same(session.hello.systemFeatures, ['kvm']);
 
-  session.send({ t: 'evalJob', jobId: 'e', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base, packages.x86_64-linux.broken, packages.x86_64-linux.notADerivation', timeoutSecs: 60 });
+  session.send({ t: 'evalJob', project: PROJECT, jobId: 'e', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base, packages.x86_64-linux.broken, packages.x86_64-linux.notADerivation', timeoutSecs: 60 });
   const evaluated = await session.evalOutcome('e');
   t.equal(evaluated.final.t, 'evalResult');
   const attributes = evaluated.batches.flatMap((b) => b.attributes);
@@ -60,7 +61,7 @@ t.test('eval, build, push and cancel in one in-process worker', async (t) => {
   session.send({ t: 'buildJob', jobId: 'missing-drv', drvPath: '/nix/store/00000000000000000000000000000000-missing.drv', substituters: [], targetCaches: [], timeoutSecs: 0, maxSilentSecs: 0 });
   t.match(await session.outcome('missing-drv'), { t: 'jobFailed', failure: { class: 'FailedTransient', reason: 'inputs_unavailable', message: /no substituter/ } });
 
-  session.send({ t: 'evalJob', jobId: 'bad-wildcard', repository: repo.url, commit: repo.commit, attributes: '!packages', timeoutSecs: 0 });
+  session.send({ t: 'evalJob', project: PROJECT, jobId: 'bad-wildcard', repository: repo.url, commit: repo.commit, attributes: '!packages', timeoutSecs: 0 });
   t.match(await session.outcome('bad-wildcard'), { t: 'jobFailed', failure: { reason: 'eval_error', message: /wildcard is invalid/ } });
 
   session.send({ t: 'cancelJob', jobId: 'nothing', reason: 'test' });

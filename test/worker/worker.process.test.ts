@@ -42,7 +42,7 @@ t.test('a worker evaluates, builds and pushes; failures are classified', async (
 
   const drvs = new Map<string, string>();
   t.test('evaluation: wildcard, exclusion, attribute errors and the derivation graph', async (t) => {
-    session.send({ t: 'evalJob', jobId: 'eval-1', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.*, !packages.x86_64-linux.skipped', timeoutSecs: 120 });
+    session.send({ t: 'evalJob', project, jobId: 'eval-1', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.*, !packages.x86_64-linux.skipped', timeoutSecs: 120 });
     t.equal((await session.next('jobAccepted', 'eval-1')).jobId, 'eval-1');
     const { batches, final } = await session.evalOutcome('eval-1');
     t.equal(final.t, 'evalResult', final.t === 'jobFailed' ? final.failure.message : 'evaluated');
@@ -136,18 +136,19 @@ t.test('a worker evaluates, builds and pushes; failures are classified', async (
   });
 
   t.test('an unknown commit is FailedPermanent; a missing repository FailedTransient', async (t) => {
-    session.send({ t: 'evalJob', jobId: 'eval-nocommit', repository: repo.url, commit: 'f'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 60 });
+    session.send({ t: 'evalJob', project, jobId: 'eval-nocommit', repository: repo.url, commit: 'f'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 60 });
     const missingCommit = await session.outcome('eval-nocommit');
     t.equal(missingCommit.t === 'jobFailed' && missingCommit.failure.reason, 'commit_not_found');
-    session.send({ t: 'evalJob', jobId: 'eval-norepo', repository: `file://${dir}/nowhere`, commit: repo.commit, attributes: 'packages.*.*', timeoutSecs: 60 });
+    // Another project: this one's clone already holds the commit (clones are per project, not per URL).
+    session.send({ t: 'evalJob', project: randomUUID(), jobId: 'eval-norepo', repository: `file://${dir}/nowhere`, commit: repo.commit, attributes: 'packages.*.*', timeoutSecs: 60 });
     const missingRepo = await session.outcome('eval-norepo');
     t.equal(missingRepo.t === 'jobFailed' && missingRepo.failure.class, 'FailedTransient');
     t.equal(missingRepo.t === 'jobFailed' && missingRepo.failure.reason, 'fetch_failed');
   });
 
   t.test('the worker refuses what it cannot take', async (t) => {
-    session.send({ t: 'evalJob', jobId: 'eval-a', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base', timeoutSecs: 60 });
-    session.send({ t: 'evalJob', jobId: 'eval-b', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base', timeoutSecs: 60 });
+    session.send({ t: 'evalJob', project, jobId: 'eval-a', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base', timeoutSecs: 60 });
+    session.send({ t: 'evalJob', project, jobId: 'eval-b', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base', timeoutSecs: 60 });
     const refused = await session.next('jobRefused', 'eval-b');
     t.equal(refused.refusal, 'busy', 'worker.eval.maxConcurrent is 1');
     t.equal((await session.outcome('eval-a')).t, 'evalResult');
