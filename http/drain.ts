@@ -16,7 +16,8 @@ export interface DrainBounds {
   timer?: (fn: () => void, ms: number) => () => void;
 }
 
-export const DEFAULT_DRAIN: DrainBounds = { bytes: 16 << 20, ms: 5_000 };
+// 64 MiB: past the 20 MiB cap of direct-build uploads, so a client sending one whole still reads its 413.
+export const DEFAULT_DRAIN: DrainBounds = { bytes: 64 << 20, ms: 5_000 };
 
 const realTimer = (fn: () => void, ms: number): (() => void) => {
   const t = setTimeout(fn, ms);
