@@ -83,11 +83,14 @@ function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boo
 
 /**
  * Answers an error. With the body still coming (and a response that has one), the answer is written
- * and the body drained before the connection closes (drain.ts).
+ * and the body drained before the connection closes (drain.ts). Except a 408: the server gave up
+ * waiting for this client's body (upload_too_slow), so it closes at once (RFC 9110 §15.5.9) rather
+ * than wait, up to the idle timeout, for the bytes it just judged too slow.
  */
 function refuse(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, stillComing: boolean, declared: number | null, bounds: DrainBounds, body: BodyStream | null): void {
-  if (stillComing && !head) refuseWhileDraining(res, state, errorReply(e.status, e.code, e.message), bounds, declared, () => body?.stopReading());
-  else failNow(res, state, e, head, stillComing);
+  if (stillComing && !head && e.status !== 408) {
+    refuseWhileDraining(res, state, errorReply(e.status, e.code, e.message, e.headers ? { ...e.headers } : {}), bounds, declared, () => body?.stopReading());
+  } else failNow(res, state, e, head, stillComing || e.status === 408);
 }
 
 export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServer> {

@@ -103,6 +103,8 @@ t.test('slow uploads of one tenant leave permits for others, and are cut below t
   t.equal(cut.status, 408, 'cut once 30 s of waiting brought under 64 KiB/s');
   t.match(cut.text, /upload_too_slow/);
   t.match(cut.text, /upload\.minBytesPerSec/);
+  // Not drained like other refusals (http/drain.ts): the server stopped waiting for this client.
+  t.match(cut.text, /\r\nConnection: close\r\n/i, 'the 408 closes its connection at once');
   // Its permit went back, to ada's waiting upload, whose body is now watched in turn.
   await until('the waiting upload got the permit', () => budgetOf(kiln)['waiting'] === 0 && clock.pending === 1);
   clock.advance(30_000);
