@@ -315,7 +315,7 @@ const endpoints: Endpoint[] = [
       const [path] = await c.kiln.sql<{ id: string }[]>`
         insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
         values (${'0'.repeat(32)}, ${`/nix/store/${'0'.repeat(32)}-matrix`}, 'sha256:matrix', 1, ${'1'.repeat(52)}, 1, '{}')
-        on conflict (hash_part, nar_hash) do update set nar_size = 1 returning id`;
+        on conflict (hash_part, nar_hash, narinfo_key) do update set nar_size = 1 returning id`;
       await c.kiln.sql`insert into path_signatures (cache_id, hash_part, cached_path_id, signature)
         values (${c.ids['main']!}, ${'0'.repeat(32)}, ${path!.id}, 'test-main-1:x') on conflict do nothing`;
     },
