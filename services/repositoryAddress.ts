@@ -3,8 +3,9 @@
 // speak (`<helper>::…`, unknown schemes). And whether an address is one a tenant must not reach:
 // loopback, private, link-local, unspecified, multicast or reserved, in every spelling the
 // resolvers accept (decimal, octal, hex and short IPv4; IPv4 inside IPv6).
-// Repository-specific on purpose: the outbound address policy may absorb it later.
+// The ranges themselves are protocol/net's (nonPublicRange), shared with outbound destinations.
 import { isIPv6 } from 'node:net';
+import { nonPublicRange } from '../protocol/index.js';
 
 export type RepositoryTarget =
   | { kind: 'local' }
@@ -103,62 +104,10 @@ export function parseIPv4(text: string): number | null {
   return values.reduce((sum, v, i) => sum + v * 256 ** (3 - i), 0) + last;
 }
 
-const inV4 = (address: number, base: string, bits: number): boolean => {
-  const start = parseIPv4(base)!;
-  const size = 2 ** (32 - bits);
-  return address >= start && address < start + size;
-};
-
-const PRIVATE_V4: [string, number][] = [
-  ['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12],
-  ['192.0.0.0', 24], ['192.168.0.0', 16], ['198.18.0.0', 15], ['224.0.0.0', 4], ['240.0.0.0', 4],
-];
-
-export const isPrivateIPv4 = (address: number): boolean => PRIVATE_V4.some(([base, bits]) => inV4(address, base, bits));
-
-/** The 16 bytes of an IPv6 address (zone id dropped); null when it is not one. */
-export function parseIPv6(text: string): number[] | null {
-  const address = text.split('%')[0]!;
-  if (!isIPv6(address)) return null;
-  let groups = address;
-  const tail: number[] = [];
-  const dotted = /:(\d+\.\d+\.\d+\.\d+)$/.exec(address);
-  if (dotted) {
-    const v4 = parseIPv4(dotted[1]!)!;
-    tail.push(v4 >>> 16, v4 & 0xffff);
-    const before = address.slice(0, dotted.index);
-    groups = before.endsWith(':') ? `${before}:` : before; // "::1.2.3.4" leaves ":", which means "::"
-  }
-  const [head = '', rest] = groups.split('::');
-  const words = (s: string) => (s === '' ? [] : s.split(':').map((w) => parseInt(w, 16)));
-  const left = words(head);
-  const right = rest === undefined ? [] : words(rest);
-  const missing = 8 - tail.length - left.length - right.length;
-  const all = [...left, ...Array<number>(rest === undefined ? 0 : missing).fill(0), ...right, ...tail];
-  if (all.length !== 8) return null;
-  return all.flatMap((w) => [w >> 8, w & 0xff]);
-}
-
-const v4At = (bytes: number[], at: number): number => ((bytes[at]! << 24) >>> 0) + (bytes[at + 1]! << 16) + (bytes[at + 2]! << 8) + bytes[at + 3]!;
-const zero = (bytes: number[], from: number, to: number): boolean => bytes.slice(from, to).every((b) => b === 0);
-
-export function isPrivateIPv6(bytes: number[]): boolean {
-  const word0 = (bytes[0]! << 8) | bytes[1]!;
-  // ::/96 (unspecified, loopback, IPv4-compatible) and ::ffff:0:0/96 (IPv4-mapped): the IPv4 address decides.
-  if (zero(bytes, 0, 10) && ((bytes[10] === 0 && bytes[11] === 0) || (bytes[10] === 0xff && bytes[11] === 0xff))) return isPrivateIPv4(v4At(bytes, 12));
-  if (word0 === 0x0064 && bytes[2] === 0xff && bytes[3] === 0x9b) return zero(bytes, 4, 12) ? isPrivateIPv4(v4At(bytes, 12)) : true; // NAT64, local-use NAT64
-  if (word0 === 0x2002) return isPrivateIPv4(v4At(bytes, 2)); // 6to4
-  if ((word0 & 0xfe00) === 0xfc00) return true; // unique local
-  if ((word0 & 0xffc0) === 0xfe80 || (word0 & 0xffc0) === 0xfec0) return true; // link-local, site-local
-  if ((word0 & 0xff00) === 0xff00) return true; // multicast
-  if (word0 === 0x0100 && zero(bytes, 2, 8)) return true; // discard-only
-  return false;
-}
-
 /** An address literal as a resolver returns it, or as written in a URL. undefined: not an address literal. */
 export function isPrivateAddress(text: string): boolean | undefined {
+  // The spelling is git's (inet_aton's); which ranges are not public is protocol/net's, as for outbound URLs.
   const v4 = parseIPv4(text);
-  if (v4 !== null) return isPrivateIPv4(v4);
-  const v6 = parseIPv6(text);
-  return v6 === null ? undefined : isPrivateIPv6(v6);
+  if (v4 !== null) return nonPublicRange([v4 >>> 24, (v4 >>> 16) & 0xff, (v4 >>> 8) & 0xff, v4 & 0xff].join('.')) !== null;
+  return isIPv6(text.split('%')[0]!) ? nonPublicRange(text) !== null : undefined;
 }
