@@ -70,15 +70,17 @@ t.test('the cache policies in Redis', async (t) => {
     const key = `${policy.name}:192.0.2.7`;
     let allowed = 0;
     const started = performance.now();
-    while ((await limiter.take(key, policy)).allowed) allowed++;
+    let decision = await limiter.take(key, policy);
+    for (; decision.allowed; decision = await limiter.take(key, policy)) allowed++;
     // Redis's own clock runs during the loop: a token comes back for each 333 ms it took.
     const comeBack = Math.ceil((performance.now() - started) / 333);
     t.ok(allowed >= burst && allowed <= burst + comeBack, `${policy.name}: a burst of ${burst} (allowed ${allowed}, ${comeBack} may have come back)`);
-    const refused = await limiter.take(key, policy);
-    t.ok(refused.retryAfterMs > 0 && refused.retryAfterMs <= 333, `${policy.name}: retry within one refill of 333 ms`);
+    t.ok(decision.retryAfterMs > 0 && decision.retryAfterMs <= 333, `${policy.name}: the refusal says retry within one refill of 333 ms`);
+    const aged = performance.now();
     await age(key, 333 * 3);
     let back = 0;
     while ((await limiter.take(key, policy)).allowed) back++;
-    t.ok(back >= 3 && back <= 4, `${policy.name}: three tokens back after three refill periods (got ${back})`);
+    const more = Math.ceil((performance.now() - aged) / 333);
+    t.ok(back >= 3 && back <= 3 + more, `${policy.name}: three tokens back after three refill periods (got ${back}, ${more} more may have come back)`);
   }
 });
