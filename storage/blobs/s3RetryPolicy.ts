@@ -33,17 +33,23 @@ class RetryAttempt {
 export interface S3RetryLimits {
   /** attempts in all, first one included: s3.maxRetries + 1 */
   maxAttempts: number;
-  /** s3.retryTimeoutSecs in milliseconds */
+  /** s3.retryTimeoutSecs in milliseconds; 0 means no retry at all */
   retryWindowMs: number;
+  /** the clock the window is measured on; tests step it */
+  now?: () => number;
 }
 
 export class S3RetryPolicy implements RetryStrategyV2 {
   readonly mode = 'standard';
 
-  constructor(private readonly limits: S3RetryLimits) {}
+  private readonly now: () => number;
+
+  constructor(private readonly limits: S3RetryLimits) {
+    this.now = limits.now ?? Date.now;
+  }
 
   async acquireInitialRetryToken(): Promise<RetryAttempt> {
-    return new RetryAttempt(Date.now(), 0, 0);
+    return new RetryAttempt(this.now(), 0, 0);
   }
 
   /** The next attempt's token, or a throw, which makes the SDK give up with the request's own error. */
@@ -53,7 +59,9 @@ export class S3RetryPolicy implements RetryStrategyV2 {
     const retries = token.getRetryCount() + 1;
     if (retries >= this.limits.maxAttempts) throw new Error('s3.maxRetries reached');
     const delay = backoff(token.getRetryCount(), info);
-    if (Date.now() + delay - token.firstAttemptAt > this.limits.retryWindowMs) throw new Error('s3.retryTimeoutSecs passed');
+    // `>=`: a retry due at the window's very end would start after it; and jitter can make the
+    // delay 0 within the same millisecond, which `>` let through for a window of 0.
+    if (this.now() + delay - token.firstAttemptAt >= this.limits.retryWindowMs) throw new Error('s3.retryTimeoutSecs passed');
     return new RetryAttempt(token.firstAttemptAt, retries, delay);
   }
 

@@ -48,7 +48,19 @@ t.test('run() gives up at once on client errors and after the retry window', asy
   const reset = Object.assign(new Error('reset'), { code: 'ECONNRESET' });
   const late = failing([reset, reset]);
   await t.rejects(new S3RetryPolicy({ maxAttempts: 5, retryWindowMs: 0 }).run(late.attempt), reset);
-  t.equal(late.calls, 1);
+  t.equal(late.calls, 1, 'a window of 0 allows no retry, even one due in the same millisecond');
+
+  let now = 1_000_000;
+  const stepping = failing([reset, reset, reset, reset]);
+  const windowed = new S3RetryPolicy({ maxAttempts: 10, retryWindowMs: 5_000, now: () => now });
+  await t.rejects(
+    windowed.run(async () => {
+      now += 2_000; // each attempt takes 2 s on the injected clock: retries start at 2 s and 4 s, a third would at 6 s
+      return stepping.attempt();
+    }),
+    reset,
+  );
+  t.equal(stepping.calls, 3, 'no retry starts once s3.retryTimeoutSecs has passed');
 });
 
 t.test('the policy refuses tokens it did not issue', async (t) => {
