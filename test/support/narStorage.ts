@@ -11,7 +11,7 @@ import { dumpNar, hashNar, SigningKey, type Narinfo } from '../../protocol/index
 import { acquireInstanceLease, createCpuPool, FilesystemBlobStore, openNarStorage, S3BlobStore, type BlobStore, type NarStorage } from '../../storage/index.js';
 import { testDatabase } from './db.js';
 import { createTestCache, type TestCache } from './caches.js';
-import { startS3rver } from './s3.js';
+import { startTestS3 } from './s3.js';
 
 export type Backend = 'fs' | 's3';
 export const BACKENDS: Backend[] = ['fs', 's3'];
@@ -33,7 +33,7 @@ export async function openTestNarStorage(t: Test, backend: Backend, overrides: {
   const { sql, url } = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-nars-'));
   t.teardown(() => rm(baseDir, { recursive: true, force: true }));
-  const blobs: BlobStore = backend === 'fs' ? new FilesystemBlobStore(join(baseDir, 'blobs')) : new S3BlobStore((await startS3rver(t)).options());
+  const blobs: BlobStore = backend === 'fs' ? new FilesystemBlobStore(join(baseDir, 'blobs')) : new S3BlobStore((await startTestS3(t)).options());
   const cpu = createCpuPool({ maxThreads: 1 });
   const leaseKey = await testInstanceLease(t, url);
   const nars = openNarStorage({

@@ -7,10 +7,10 @@ import { createTestCache } from '../../support/caches.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
 import { freshStore, nixOk, runNix } from '../../support/nixClient.js';
-import { startS3rver } from '../../support/s3.js';
+import { startTestS3 } from '../../support/s3.js';
 
 t.test('S3 blobs', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   const o = s3.options();
   const kiln = await startTestKiln(t, {
     's3.enable': true, 's3.bucket': o.bucket, 's3.endpoint': o.endpoint, 's3.region': o.region,

@@ -5,7 +5,7 @@ import t, { type Test } from 'tap';
 import { loadConfig, type OptionPath } from '../../../config/index.js';
 import { FilesystemBlobStore, S3BlobStore, openBlobStore } from '../../../storage/blobs/index.js';
 import { chunks } from './blobContent.js';
-import { startS3rver } from './s3rverServer.js';
+import { startTestS3 } from '../../support/s3.js';
 
 async function tempDir(t: Test): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'kiln-open-blobs-'));
@@ -27,7 +27,7 @@ t.test('without s3.enable: the filesystem under <baseDir>/blobs, created at open
 });
 
 t.test('with s3.enable: the bucket from the s3.* options, checked at open', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   const dir = await tempDir(t);
   const secretFile = join(dir, 'secret');
   await writeFile(secretFile, 'S3RVER\n');

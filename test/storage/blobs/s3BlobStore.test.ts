@@ -7,7 +7,7 @@ import t, { type Test } from 'tap';
 import { S3BlobStore, type S3BlobStoreOptions } from '../../../storage/blobs/index.js';
 import { chunks, readAll } from './blobContent.js';
 import { blobStoreBehaviour } from './blobStoreBehaviour.js';
-import { startS3rver } from './s3rverServer.js';
+import { startTestS3 } from '../../support/s3.js';
 
 function openStore(t: Test, options: S3BlobStoreOptions): S3BlobStore {
   const store = new S3BlobStore(options);
@@ -39,16 +39,16 @@ async function closedPort(): Promise<number> {
 }
 
 t.test('the shared behaviour', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   const staging = await mkdtemp(join(tmpdir(), 'kiln-s3-staging-'));
   t.teardown(() => rm(staging, { recursive: true, force: true }));
   const store = openStore(t, s3.options({ prefix: 'behaviour' }));
   await store.checkAccess();
-  blobStoreBehaviour(t, { store, stagingDir: staging, atomicOverwrite: false });
+  blobStoreBehaviour(t, { store, stagingDir: staging });
 });
 
 t.test('the prefix places objects in the bucket and hides itself from keys', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   const prefixed = openStore(t, s3.options({ prefix: '/kiln/cache/' }));
   const whole = openStore(t, s3.options({ prefix: '' }));
   t.equal(prefixed.backend, 's3');
@@ -63,7 +63,7 @@ t.test('the prefix places objects in the bucket and hides itself from keys', asy
 });
 
 t.test('checkAccess names the bucket and the endpoint', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   await t.rejects(openStore(t, s3.options({ bucket: 'missing' })).checkAccess(), {
     message: `S3 bucket missing at ${s3.endpoint} does not exist; check s3.endpoint, s3.bucket and the credentials`,
   });
@@ -72,7 +72,7 @@ t.test('checkAccess names the bucket and the endpoint', async (t) => {
 });
 
 t.test('credentials come as a pair', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   t.throws(() => new S3BlobStore(s3.options({ secretAccessKeyFile: null })), /s3\.accessKeyId and s3\.secretAccessKeyFile go together/);
   t.throws(() => new S3BlobStore(s3.options({ accessKeyId: null })), /go together/);
   t.throws(() => new S3BlobStore(s3.options({ secretAccessKeyFile: '/nonexistent/kiln-secret' })), /cannot read secret file \/nonexistent\/kiln-secret/);
@@ -80,7 +80,7 @@ t.test('credentials come as a pair', async (t) => {
 });
 
 t.test('presigned URL lifetimes are checked', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   const store = openStore(t, s3.options());
   await t.rejects(store.presignedUrl('nar/a', 0), /must be a whole number of seconds from 1 to 604800/);
   await t.rejects(store.presignedUrl('nar/a', 8 * 24 * 3600), /7 days/);
@@ -119,6 +119,6 @@ t.test('s3.readTimeoutSecs fails a request whose server stalls', async (t) => {
 });
 
 t.test('s3rver does not implement ListMultipartUploads, so sweepPartial is untested against it', async (t) => {
-  const s3 = await startS3rver(t);
+  const s3 = await startTestS3(t);
   await t.rejects(openStore(t, s3.options()).sweepPartial(new Date()), { name: 'NotImplemented' });
 });
