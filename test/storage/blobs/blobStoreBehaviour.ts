@@ -190,6 +190,26 @@ export function blobStoreBehaviour(t: Test, { store, stagingDir }: BehaviourTarg
     t.same(await keysUnder(store, 'race/'), ['race/blob']);
   });
 
+  t.test('a reader during an overwrite sees the old blob or the new one, whole', async (t) => {
+    const oldSize = MiB;
+    const newSize = 24 * MiB;
+    await store.put('swap/blob', patternSource(oldSize, { seed: 4 }), oldSize);
+    const heads = new Set([pattern(0, 16, 4).toString('hex'), pattern(0, 16, 5).toString('hex')]);
+    let done = false;
+    const overwrite = store.put('swap/blob', patternSource(newSize, { seed: 5 }), newSize).finally(() => { done = true; });
+    const seen = new Set<string>();
+    // Bounded: at most 2,000 looks while the overwrite runs.
+    for (let look = 0; look < 2000 && !done; look++) {
+      const found = await store.stat('swap/blob');
+      const head = await store.get('swap/blob', { start: 0, end: 15 });
+      const bytes = head === null ? null : (await readAll(head.body)).toString('hex');
+      seen.add(`size ${found?.size} head ${bytes !== null && heads.has(bytes) ? 'whole' : bytes}`);
+    }
+    await overwrite;
+    t.ok([...seen].every((look) => look === `size ${oldSize} head whole` || look === `size ${newSize} head whole`), `only whole blobs: ${[...seen].join('; ')}`);
+    t.equal((await store.stat('swap/blob'))?.size, newSize);
+  });
+
   t.test('list filters by any leading part of a key', async (t) => {
     for (const key of ['listing/nar/0a.nar.zst', 'listing/nar/0b.nar.zst', 'listing/nar/1c.nar.zst', 'listing/log/x']) {
       await store.put(key, chunks(key));

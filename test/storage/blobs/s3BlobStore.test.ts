@@ -1,8 +1,9 @@
-// The S3 backend against a real S3-compatible server (s3rver), started by the test.
+// The S3 backend against the test's S3 server: s3rver behind a front that verifies signatures as S3 does.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CreateMultipartUploadCommand, ListMultipartUploadsCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
 import t, { type Test } from 'tap';
 import { S3BlobStore, type S3BlobStoreOptions } from '../../../storage/blobs/index.js';
 import { chunks, readAll } from './blobContent.js';
@@ -67,8 +68,11 @@ t.test('checkAccess names the bucket and the endpoint', async (t) => {
   await t.rejects(openStore(t, s3.options({ bucket: 'missing' })).checkAccess(), {
     message: `S3 bucket missing at ${s3.endpoint} does not exist; check s3.endpoint, s3.bucket and the credentials`,
   });
-  // s3rver checks the access key ID but never verifies SigV4 signatures, so only a wrong ID is refused.
   await t.rejects(openStore(t, s3.options({ accessKeyId: 'NOT-AN-ACCOUNT' })).checkAccess(), /refuses these credentials/);
+  // The test server's front verifies each signature, so a wrong secret is refused as S3 refuses it.
+  const wrongSecret = s3.options({ secretAccessKeyFile: await secretFile(t, 'not-the-secret') });
+  await t.rejects(openStore(t, wrongSecret).checkAccess(), /refuses these credentials/);
+  await t.rejects(openStore(t, wrongSecret).put('nar/a', chunks('a')), { name: 'SignatureDoesNotMatch' });
 });
 
 t.test('credentials come as a pair', async (t) => {
@@ -118,7 +122,37 @@ t.test('s3.readTimeoutSecs fails a request whose server stalls', async (t) => {
   await t.rejects(store.stat('nar/a'), { name: 'TimeoutError', message: /timed out after 1000 ms of inactivity/ });
 });
 
-t.test('s3rver does not implement ListMultipartUploads, so sweepPartial is untested against it', async (t) => {
-  const s3 = await startTestS3(t);
-  await t.rejects(openStore(t, s3.options()).sweepPartial(new Date()), { name: 'NotImplemented' });
+t.test('sweepPartial aborts this store\'s uploads older than the cut-off, across pages, and no others', async (t) => {
+  let serverSkewMs = -10 * 60_000; // within S3's 15-minute skew: the SDK signs with the real clock
+  const s3 = await startTestS3(t, { now: () => new Date(Date.now() + serverSkewMs), maxUploads: 2 });
+  const client = new S3Client({ region: 'us-east-1', endpoint: s3.endpoint, forcePathStyle: true, credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' } });
+  t.teardown(() => client.destroy());
+  const started = async (Key: string): Promise<string> => {
+    const { UploadId } = await client.send(new CreateMultipartUploadCommand({ Bucket: s3.bucket, Key }));
+    await client.send(new UploadPartCommand({ Bucket: s3.bucket, Key, UploadId, PartNumber: 1, Body: 'a part' }));
+    return UploadId!;
+  };
+  const old = [await started('kiln/nar/a.nar.zst'), await started('kiln/nar/a.nar.zst'), await started('kiln/nar/b.nar.zst')];
+  // 'elsewhere/…' cut by the prefix's length reads as a valid key: only the listing's Prefix keeps it out.
+  const notOurs = [await started('kiln/nar/not a key'), await started('elsewhere/nar/c.nar.zst')];
+  serverSkewMs = 0;
+  const young = await started('kiln/nar/d.nar.zst');
+
+  const store = openStore(t, s3.options({ prefix: 'kiln' }));
+  t.equal(await store.sweepPartial(new Date(Date.now() - 5 * 60_000)), 3, 'the three old uploads under the prefix');
+  t.equal(s3.front.partCount(), 3, 'their parts are freed');
+  const left: string[] = [];
+  let markers: { KeyMarker?: string; UploadIdMarker?: string } = {};
+  for (let page = 0; page < 10; page++) {
+    const listed = await client.send(new ListMultipartUploadsCommand({ Bucket: s3.bucket, ...markers }));
+    left.push(...(listed.Uploads ?? []).map((upload) => upload.UploadId!));
+    if (!listed.IsTruncated) break;
+    markers = { KeyMarker: listed.NextKeyMarker!, UploadIdMarker: listed.NextUploadIdMarker! };
+  }
+  t.same(left.sort(), [...notOurs, young].sort(), 'another key, another prefix and the young upload stay');
+  for (const UploadId of old) {
+    const part = client.send(new UploadPartCommand({ Bucket: s3.bucket, Key: 'kiln/nar/a.nar.zst', UploadId, PartNumber: 2, Body: 'late' }));
+    await t.rejects(part, { name: 'NoSuchUpload' });
+  }
+  t.equal(await store.sweepPartial(new Date(Date.now() - 5 * 60_000)), 0, 'nothing more to sweep');
 });
