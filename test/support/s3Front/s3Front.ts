@@ -71,8 +71,8 @@ export async function startS3Front(options: S3FrontOptions): Promise<S3Front> {
     upstreamResponse.destroy();
   }
 
-  async function sendXml(response: ServerResponse, body: string, headers: Record<string, string> = {}): Promise<void> {
-    response.writeHead(200, { ...s3ResponseHeaders(), ...headers, 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) });
+  function sendXml(response: ServerResponse, body: string): void {
+    response.writeHead(200, { ...s3ResponseHeaders(), 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) });
     response.end(body);
   }
 
