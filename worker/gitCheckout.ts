@@ -35,6 +35,12 @@ async function withLock<T>(key: string, run: () => Promise<T>): Promise<T> {
  */
 const privateGit = (args: readonly string[], options: RunOptions) => runCommand('/bin/sh', ['-c', 'umask 077 && exec git "$@"', 'git', ...args], options);
 
+/**
+ * Every fetch: no redirects (the server vetted the URL the project names, not wherever it redirects
+ * to, say an internal address; its own git commands refuse redirects too) and no ext:: transport.
+ */
+const FETCH_CONFIG = ['-c', 'http.followRedirects=false', '-c', 'protocol.ext.allow=never'];
+
 const exists = (path: string) => stat(path).then(() => true, () => false);
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -58,10 +64,10 @@ export function checkoutCommit(baseDir: string, project: string, repository: str
     }
     if (!(await hasCommit())) {
       // Most servers hand out any commit by its hash; fall back to all branches and tags for those that do not.
-      const byHash = await git(['fetch', '--quiet', '--no-tags', repository, commit]);
+      const byHash = await git([...FETCH_CONFIG, 'fetch', '--quiet', '--no-tags', repository, commit]);
       if (byHash.aborted) return { ok: false, failure: jobFailure('cancelled', 'the fetch was cancelled') };
       if (byHash.exitCode !== 0 || !(await hasCommit())) {
-        const all = await git(['fetch', '--quiet', '--force', repository, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*']);
+        const all = await git([...FETCH_CONFIG, 'fetch', '--quiet', '--force', repository, '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*']);
         if (all.aborted) return { ok: false, failure: jobFailure('cancelled', 'the fetch was cancelled') };
         if (all.exitCode !== 0) return { ok: false, failure: jobFailure('fetch_failed', `git fetch ${repository} failed: ${all.stderr.trim() || byHash.stderr.trim()}`) };
         if (!(await hasCommit())) return { ok: false, failure: jobFailure('commit_not_found', `commit ${commit} is not in ${repository}`) };
