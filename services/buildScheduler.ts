@@ -5,7 +5,6 @@ import type { Events } from '../storage/index.js';
 import type { Supervisor } from '../supervisors/index.js';
 import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
-import { abortedAmong } from './buildAborts.js';
 import { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches } from './buildJobMessage.js';
 import { buildProgressReporter } from './buildProgress.js';
@@ -14,6 +13,7 @@ import { EvaluationProgress } from './evaluationProgress.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
 import { inputsLoops } from './freeRequeues.js';
+import { JobCancellations } from './jobCancellations.js';
 import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
 import { evaluationWaitReason } from './evaluationWait.js';
@@ -83,8 +83,7 @@ export class BuildScheduler implements WorkerListener {
   private stopped = false;
   private sweptAt = 0;
   private readonly outcomes: BuildOutcomes;
-  /** build jobs sent a cancelJob because their build was aborted (buildAborts.ts) */
-  private readonly cancelling = new Set<string>();
+  private readonly cancellations: JobCancellations;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
@@ -92,8 +91,8 @@ export class BuildScheduler implements WorkerListener {
     const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);
     this.jobs = new JobTable(deps.supervisor, buildProgress, (id) => deps.workers.connected().find((w) => w.hello.workerId === id));
     this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake());
+    this.cancellations = new JobCancellations(deps.sql, this.jobs, deps.workers, deps.logs);
   }
-
 
   start(): void {
     this.timer = setInterval(() => this.wake(), TICK_MS);
@@ -141,31 +140,8 @@ export class BuildScheduler implements WorkerListener {
 
   /** The evaluation was aborted: stop its evaluation job if one runs; the next pass cancels its aborted builds. */
   cancelEvaluation(evaluationId: string): void {
-    for (const job of this.jobs.all()) {
-      if (job.kind !== 'eval' || job.evaluationId !== evaluationId) continue;
-      this.sendCancel(job, 'the evaluation was aborted');
-    }
+    this.cancellations.cancelEvaluation(evaluationId);
     this.wake();
-  }
-
-  private sendCancel(job: Job, reason: string): void {
-    const worker = this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId);
-    worker?.link.send({ t: 'cancelJob', jobId: job.jobId, reason });
-  }
-
-  /**
-   * Cancels this process's build jobs whose build is now aborted, whichever process aborted it; the
-   * worker kills the build and answers jobFailed `cancelled`, which ends the job (buildMessage).
-   */
-  private async cancelAbortedJobs(): Promise<void> {
-    const builds = this.jobs.all().filter((j): j is BuildJobEntry => j.kind === 'build' && !this.cancelling.has(j.jobId));
-    if (builds.length === 0) return;
-    const aborted = await abortedAmong(this.deps.sql, builds.map((j) => j.derivationBuildId));
-    for (const job of builds) {
-      if (!aborted.has(job.derivationBuildId)) continue;
-      this.cancelling.add(job.jobId);
-      this.sendCancel(job, 'the evaluation was aborted');
-    }
   }
 
   connected(): void {
@@ -178,7 +154,7 @@ export class BuildScheduler implements WorkerListener {
     void (async () => {
       await this.deps.nars.lost(worker);
       for (const job of mine) {
-        this.cancelling.delete(job.jobId);
+        this.cancellations.forget(job);
         if (!this.jobs.end(job, { type: 'lost' })) continue;
         if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
         else {
@@ -269,9 +245,7 @@ export class BuildScheduler implements WorkerListener {
       return logs.append(job.derivationBuildId, job.attempt, message.data);
     }
     if (message.t !== 'buildResult' && message.t !== 'jobFailed') return;
-    if (this.cancelling.delete(job.jobId)) {
-      // The build is aborted already (buildAborts.ts): whatever the worker answers, only the job and its log end here.
-      if (this.jobs.end(job, { type: 'cancelled' })) await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+    if (await this.cancellations.answered(job)) {
       this.wake();
       return;
     }
@@ -306,7 +280,7 @@ export class BuildScheduler implements WorkerListener {
       if (requeued > 0) this.deps.log.info({ jobs: requeued }, 're-queued the jobs of server processes that are gone');
     }
     if (!leader && this.deps.workers.connected().length === 0) return;
-    await this.cancelAbortedJobs();
+    await this.cancellations.cancelAbortedJobs();
     await this.dispatchEvaluations();
     await this.dispatchBuilds();
   }
