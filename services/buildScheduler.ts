@@ -8,7 +8,7 @@ import type { BuildLogs } from './buildLogs.js';
 import { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches } from './buildJobMessage.js';
 import { buildProgressReporter } from './buildProgress.js';
-import { systemClock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import { EvaluationProgress } from './evaluationProgress.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
@@ -69,6 +69,8 @@ export interface BuildSchedulerDeps {
   supervisor: Supervisor;
   log: Logger;
   settings: SchedulerSettings;
+  /** what retry backoffs are measured on (build.retryBackoffSecs); tests step it */
+  clock: Clock;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -90,7 +92,8 @@ export class BuildScheduler implements WorkerListener {
     this.evaluationProgress = new EvaluationProgress(deps.sql, deps.events, onError);
     const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);
     this.jobs = new JobTable(deps.supervisor, buildProgress, (id) => deps.workers.connected().find((w) => w.hello.workerId === id));
-    this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake());
+    const { maxAttempts, retryBackoffSecs } = deps.settings;
+    this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake(), { maxAttempts, retryBackoffSecs, clock: deps.clock });
     this.cancellations = new JobCancellations(deps.sql, this.jobs, deps.workers, deps.logs);
   }
 
@@ -131,6 +134,12 @@ export class BuildScheduler implements WorkerListener {
         this.wake();
       }
     });
+  }
+
+  /** Resolves once a pass that began after this call has ended (a test that stepped the clock waits for it). */
+  async passNow(): Promise<void> {
+    this.wake();
+    while (this.running) await this.running;
   }
 
   /** onSubscriptionApproved: parked evaluations may now have their cache. */
@@ -256,17 +265,10 @@ export class BuildScheduler implements WorkerListener {
       // the common case, batched: results that arrive together complete in one transaction
       return this.outcomes.completeSoon(job.derivationBuildId, logSizes);
     } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
-      const requeued = await this.outcomes.inputsUnavailable(job.derivationBuildId, message.failure, logSizes, settings.retryBackoffSecs);
+      const requeued = await this.outcomes.inputsUnavailable(job.derivationBuildId, message.failure, logSizes);
       for (const id of requeued) this.substitutionChecked.delete(id);
-    } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
-      // spec: wait build.retryBackoffSecs, doubled for every earlier attempt
-      const wait = settings.retryBackoffSecs * 2 ** (job.attempt - 1);
-      await this.outcomes.setStatus(job.derivationBuildId, {
-        to: 'queued', from: ['started'], failure: message.failure, notBefore: new Date(Date.now() + wait * 1000), ...logSizes,
-      });
     } else {
-      await this.outcomes.setStatus(job.derivationBuildId, { to: 'failed', from: ['started'], failure: message.failure, ...logSizes });
-      await this.outcomes.failDependents(job.derivationBuildId);
+      await this.outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
     }
     await this.outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.wake();
@@ -337,7 +339,7 @@ export class BuildScheduler implements WorkerListener {
     const assignments: { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] }[] = [];
     // builds this pass gives each worker, on top of what it runs
     const planned = new Map<ConnectedWorker, number>();
-    for (const build of await readyBuilds(sql, 500)) {
+    for (const build of await readyBuilds(sql, 500, this.deps.clock.now())) {
       const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
       let substituted = false;
       // A build is looked up in the caches once when it becomes ready, not on every pass while it waits for a worker.
