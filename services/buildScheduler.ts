@@ -3,15 +3,15 @@ import type { ReservedSql, Sql } from 'postgres';
 import type { Message, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { Supervisor } from '../supervisors/index.js';
-import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
+import { JobTable, type BuildJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
 import { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches } from './buildJobMessage.js';
 import { buildProgressReporter } from './buildProgress.js';
 import { systemClock, type Clock } from './clock.js';
 import { EvaluationProgress } from './evaluationProgress.js';
+import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
-import { recordEvalBatch } from './graphRecorder.js';
 import { inputsLoops } from './freeRequeues.js';
 import { JobCancellations } from './jobCancellations.js';
 import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
@@ -86,6 +86,7 @@ export class BuildScheduler implements WorkerListener {
   private sweptAt = 0;
   private readonly outcomes: BuildOutcomes;
   private readonly cancellations: JobCancellations;
+  private readonly evaluationJobs: EvaluationJobDeps;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
@@ -95,6 +96,10 @@ export class BuildScheduler implements WorkerListener {
     const { maxAttempts, retryBackoffSecs } = deps.settings;
     this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake(), { maxAttempts, retryBackoffSecs, clock: deps.clock });
     this.cancellations = new JobCancellations(deps.sql, this.jobs, deps.workers, deps.logs);
+    this.evaluationJobs = {
+      sql: deps.sql, events: deps.events, jobs: this.jobs, log: deps.log, maxAttempts,
+      finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake: () => this.wake(),
+    };
   }
 
   start(): void {
@@ -200,7 +205,7 @@ export class BuildScheduler implements WorkerListener {
     if (!job || job.workerId !== worker.hello.workerId) return;
     if (message.t === 'jobAccepted') return job.actor.send({ type: 'accepted' });
     if (message.t === 'jobRefused') return this.refused(worker, job);
-    if (job.kind === 'eval') return this.evalMessage(job, message);
+    if (job.kind === 'eval') return evaluationJobMessage(this.evaluationJobs, job, message);
     return this.buildMessage(job, message);
   }
 
@@ -209,41 +214,6 @@ export class BuildScheduler implements WorkerListener {
     this.refusedUntil.set(worker.hello.workerId, Date.now() + REFUSAL_PAUSE_MS);
     if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
     else await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
-  }
-
-  private async evalMessage(job: EvalJobEntry, message: Message): Promise<void> {
-    const { sql, events } = this.deps;
-    if (message.t === 'evalBatch') {
-      job.actor.send({ type: 'progress', amount: message.derivations.length });
-      job.chain = job.chain.then(() => recordEvalBatch(sql, job.evaluationId, message)).catch((error: unknown) => {
-        job.failed = true;
-        this.deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
-      });
-      return;
-    }
-    if (message.t === 'evalResult') {
-      if (!this.jobs.end(job, { type: 'succeeded' })) return;
-      await job.chain;
-      if (job.failed) {
-        await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: 'the server could not record the derivation graph' });
-        return;
-      }
-      await changePhase(events, job.evaluationId, { to: 'building', from: ['evaluating'] });
-      await this.outcomes.finishEvaluations({ evaluation: job.evaluationId });
-      this.wake();
-      return;
-    }
-    if (message.t === 'jobFailed') {
-      if (!this.jobs.end(job, { type: 'failed', reason: message.failure.reason })) return;
-      await job.chain;
-      const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
-      if (message.failure.class === 'FailedTransient' && (row?.attempts ?? 0) < this.deps.settings.maxAttempts) {
-        await changePhase(events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
-      } else {
-        await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: `${message.failure.reason}: ${message.failure.message}` });
-      }
-      this.wake();
-    }
   }
 
   private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
