@@ -2,7 +2,7 @@ import { componentLogger, createLogger, type LoadedConfig, type Logger } from '.
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, type Clock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -22,6 +22,8 @@ export interface Kiln {
   readonly events: EventSystem;
   /** workers connected over /proto */
   readonly workers: WorkerConnections;
+  /** dispatches evaluations and builds to them */
+  readonly scheduler: BuildScheduler;
   stop(): Promise<void>;
 }
 
@@ -34,7 +36,7 @@ export interface StartKilnOptions {
   log?: Logger;
   /** `kiln serve --state-file`: declared users, organizations, projects, caches, … applied before serving */
   stateFile?: string;
-  /** event system tuning (retry schedule, clock) for tests and benchmarks */
+  /** event system tuning (retry schedule, polling) for tests and benchmarks */
   events?: EventSystemOptions;
   /** buffered bytes past which a firehose subscriber lags (default 1 MiB) */
   firehoseLagBytes?: number;
@@ -42,6 +44,11 @@ export interface StartKilnOptions {
   protoHandshakeTimeoutSecs?: number;
   /** the clock of in-process rate limits (no effect with redis.url); tests step it */
   rateLimitClock?: { now(): number };
+  /**
+   * The clock of the services: build retry backoffs, event times and webhook attempt schedules,
+   * session, key and invitation expiry (default: the system's). Tests step it.
+   */
+  clock?: Clock;
   /** watches serve/ directory archives being packed (tests: backpressure reaches the packer) */
   archiveProgress?: ArchiveProgress;
   /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
@@ -51,6 +58,7 @@ export interface StartKilnOptions {
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
   const config = loaded.values;
   const log = opts.log ?? createLogger(config);
+  const clock = opts.clock ?? systemClock;
   for (const w of loaded.warnings) log.warn(w);
   const stack: (() => Promise<void> | void)[] = [];
   const unwind = async () => {
@@ -95,15 +103,15 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const secretBox = await openSecretBox(db.web, config);
     // Opened before the services that emit into it (accounts, projects, …).
     const events = await openEventSystem(
-      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}` },
+      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}`, clock },
       opts.events,
     );
     stack.push(() => events.close());
-    const identity = await openIdentityServices({ sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock, events: events.events });
+    const identity = await openIdentityServices({ sql: db.web, config, log: componentLogger(log, 'web'), clock, events: events.events });
     stack.push(() => identity.close());
     const authenticator = createAuthenticator(identity);
     const accessDeps = {
-      sql: db.web, config, log: componentLogger(log, 'web'), clock: systemClock, secretBox, events: events.events,
+      sql: db.web, config, log: componentLogger(log, 'web'), clock, secretBox, events: events.events,
       // evaluations parked for want of a cache go back to the queue
       onSubscriptionApproved: () => scheduler?.requeueWaiting(),
     };
@@ -146,7 +154,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     logFeed.listen(events.bus);
     const buildLogs = new BuildLogs(db.scheduler, config['log.chunkBytes'], (id) => logFeed.notify(id));
     scheduler = new BuildScheduler({
-      sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'),
+      sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'), clock,
       nars: new WorkerNars({
         sql: db.scheduler, nars, secretBox: accessDeps.secretBox, stagingDir: join(config['baseDir'], 'proto-staging'), maxUploadSize: config['nar.maxUploadSize'],
         storageLimits: cacheStorageLimits(db.scheduler, config['cache.maxStorageGb']),
@@ -232,7 +240,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler: running, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

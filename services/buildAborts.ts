@@ -5,7 +5,7 @@ import { applyStatusChange } from './buildStatus.js';
 // Aborting an evaluation (docs/builds.md, "Aborting"): the builds it has running that no other open
 // evaluation wants move started → aborted, with build.aborted for the aborted evaluation's build,
 // in the database first. Every server process's scheduler then cancels its own jobs of aborted
-// builds on their workers (BuildScheduler.cancelAbortedJobs), so the abort reaches a job whichever
+// builds on their workers (jobCancellations.ts, on every pass), so the abort reaches a job whichever
 // process dispatched it, and a result that still arrives finds the build no longer started.
 // A build another open evaluation still wants keeps running for it.
 

@@ -1,12 +1,13 @@
 // What a build's status change sets off, for the scheduler: the guarded row update and its events
 // (buildStatus.ts), the evaluations' progress, the end of a build's progress reports, failing the
-// builds that wait on a failed one, re-queueing a build whose inputs could not be fetched, and
-// completing evaluations whose builds are all done. Results
-// that arrive together complete in one transaction.
+// builds that wait on a failed one, retrying a transient failure after its backoff, re-queueing a
+// build whose inputs could not be fetched, and completing evaluations whose builds are all done.
+// Results that arrive together complete in one transaction.
 import type { Sql } from 'postgres';
 import type { JobFailure } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
+import type { Clock } from './clock.js';
 import { changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
@@ -17,6 +18,18 @@ export interface LogSizes {
   logBytes: number;
   logDroppedBytes: number;
 }
+
+export interface RetryPolicy {
+  /** build.maxAttempts */
+  maxAttempts: number;
+  /** build.retryBackoffSecs: the wait before a retry, doubled per earlier attempt */
+  retryBackoffSecs: number;
+  /** the time a retry's not_before counts from (the scheduler compares it with the same clock) */
+  clock: Clock;
+}
+
+/** spec, build.retryBackoffSecs: the wait after failed attempt `attempt` (1-based), doubled for every earlier attempt. */
+export const retryBackoffMs = (retryBackoffSecs: number, attempt: number): number => retryBackoffSecs * 1000 * 2 ** (attempt - 1);
 
 export class BuildOutcomes {
   /** build results waiting for the next batch (completeSoon) */
@@ -30,6 +43,7 @@ export class BuildOutcomes {
     private readonly buildProgress: BuildProgressReporter,
     /** called after a batch of completions: builds waiting on them may be ready */
     private readonly wake: () => void,
+    private readonly retry: RetryPolicy,
   ) {}
 
   /** Every build status change of the scheduler: the row and its events, then the evaluations' progress. */
@@ -74,14 +88,28 @@ export class BuildOutcomes {
    * them, without the attempt counting (build.inputsUnavailableMaxLoops bounds this loop).
    * The suspects sent back to the queue.
    */
-  async inputsUnavailable(derivationBuildId: string, failure: JobFailure, logSizes: LogSizes, retryBackoffSecs: number): Promise<string[]> {
+  async inputsUnavailable(derivationBuildId: string, failure: JobFailure, logSizes: LogSizes): Promise<string[]> {
     const suspects = await countSubstituteMisses(this.sql, derivationBuildId);
     for (const id of suspects) await this.setStatus(id, { to: 'queued', from: ['substituted'] });
     // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
-    const notBefore = suspects.length > 0 ? null : new Date(Date.now() + retryBackoffSecs * 1000);
+    const notBefore = suspects.length > 0 ? null : new Date(this.retry.clock.now().getTime() + this.retry.retryBackoffSecs * 1000);
     await this.setStatus(derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
     await countInputsLoop(this.sql, derivationBuildId);
     return suspects;
+  }
+
+  /**
+   * Attempt `attempt` failed: a FailedTransient failure with attempts left goes back to the queue
+   * until its backoff has passed; any other fails the build and the builds that need it.
+   */
+  async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: LogSizes): Promise<void> {
+    if (failure.class === 'FailedTransient' && attempt < this.retry.maxAttempts) {
+      const notBefore = new Date(this.retry.clock.now().getTime() + retryBackoffMs(this.retry.retryBackoffSecs, attempt));
+      await this.setStatus(derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
+      return;
+    }
+    await this.setStatus(derivationBuildId, { to: 'failed', from: ['started'], failure, ...logSizes });
+    await this.failDependents(derivationBuildId);
   }
 
   /** Fails the queued builds that need a failed one, then completes what that finishes. */

@@ -3,17 +3,17 @@ import type { ReservedSql, Sql } from 'postgres';
 import type { Message, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { Supervisor } from '../supervisors/index.js';
-import { JobTable, type BuildJobEntry, type EvalJobEntry, type Job } from './schedulerJobs.js';
+import { JobTable, type BuildJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
-import { abortedAmong } from './buildAborts.js';
 import { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches } from './buildJobMessage.js';
 import { buildProgressReporter } from './buildProgress.js';
-import { systemClock } from './clock.js';
+import { systemClock, type Clock } from './clock.js';
 import { EvaluationProgress } from './evaluationProgress.js';
+import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
-import { recordEvalBatch } from './graphRecorder.js';
 import { inputsLoops } from './freeRequeues.js';
+import { JobCancellations } from './jobCancellations.js';
 import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
 import { evaluationWaitReason } from './evaluationWait.js';
@@ -69,6 +69,8 @@ export interface BuildSchedulerDeps {
   supervisor: Supervisor;
   log: Logger;
   settings: SchedulerSettings;
+  /** what retry backoffs are measured on (build.retryBackoffSecs); tests step it */
+  clock: Clock;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -83,17 +85,22 @@ export class BuildScheduler implements WorkerListener {
   private stopped = false;
   private sweptAt = 0;
   private readonly outcomes: BuildOutcomes;
-  /** build jobs sent a cancelJob because their build was aborted (buildAborts.ts) */
-  private readonly cancelling = new Set<string>();
+  private readonly cancellations: JobCancellations;
+  private readonly evaluationJobs: EvaluationJobDeps;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
     this.evaluationProgress = new EvaluationProgress(deps.sql, deps.events, onError);
     const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);
     this.jobs = new JobTable(deps.supervisor, buildProgress, (id) => deps.workers.connected().find((w) => w.hello.workerId === id));
-    this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake());
+    const { maxAttempts, retryBackoffSecs } = deps.settings;
+    this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake(), { maxAttempts, retryBackoffSecs, clock: deps.clock });
+    this.cancellations = new JobCancellations(deps.sql, this.jobs, deps.workers, deps.logs);
+    this.evaluationJobs = {
+      sql: deps.sql, events: deps.events, jobs: this.jobs, log: deps.log, maxAttempts,
+      finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake: () => this.wake(),
+    };
   }
-
 
   start(): void {
     this.timer = setInterval(() => this.wake(), TICK_MS);
@@ -134,6 +141,12 @@ export class BuildScheduler implements WorkerListener {
     });
   }
 
+  /** Resolves once a pass that began after this call has ended (a test that stepped the clock waits for it). */
+  async passNow(): Promise<void> {
+    this.wake();
+    while (this.running) await this.running;
+  }
+
   /** onSubscriptionApproved: parked evaluations may now have their cache. */
   requeueWaiting(): void {
     this.wake();
@@ -141,31 +154,8 @@ export class BuildScheduler implements WorkerListener {
 
   /** The evaluation was aborted: stop its evaluation job if one runs; the next pass cancels its aborted builds. */
   cancelEvaluation(evaluationId: string): void {
-    for (const job of this.jobs.all()) {
-      if (job.kind !== 'eval' || job.evaluationId !== evaluationId) continue;
-      this.sendCancel(job, 'the evaluation was aborted');
-    }
+    this.cancellations.cancelEvaluation(evaluationId);
     this.wake();
-  }
-
-  private sendCancel(job: Job, reason: string): void {
-    const worker = this.deps.workers.connected().find((w) => w.hello.workerId === job.workerId);
-    worker?.link.send({ t: 'cancelJob', jobId: job.jobId, reason });
-  }
-
-  /**
-   * Cancels this process's build jobs whose build is now aborted, whichever process aborted it; the
-   * worker kills the build and answers jobFailed `cancelled`, which ends the job (buildMessage).
-   */
-  private async cancelAbortedJobs(): Promise<void> {
-    const builds = this.jobs.all().filter((j): j is BuildJobEntry => j.kind === 'build' && !this.cancelling.has(j.jobId));
-    if (builds.length === 0) return;
-    const aborted = await abortedAmong(this.deps.sql, builds.map((j) => j.derivationBuildId));
-    for (const job of builds) {
-      if (!aborted.has(job.derivationBuildId)) continue;
-      this.cancelling.add(job.jobId);
-      this.sendCancel(job, 'the evaluation was aborted');
-    }
   }
 
   connected(): void {
@@ -178,7 +168,7 @@ export class BuildScheduler implements WorkerListener {
     void (async () => {
       await this.deps.nars.lost(worker);
       for (const job of mine) {
-        this.cancelling.delete(job.jobId);
+        this.cancellations.forget(job);
         if (!this.jobs.end(job, { type: 'lost' })) continue;
         if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
         else {
@@ -215,7 +205,7 @@ export class BuildScheduler implements WorkerListener {
     if (!job || job.workerId !== worker.hello.workerId) return;
     if (message.t === 'jobAccepted') return job.actor.send({ type: 'accepted' });
     if (message.t === 'jobRefused') return this.refused(worker, job);
-    if (job.kind === 'eval') return this.evalMessage(job, message);
+    if (job.kind === 'eval') return evaluationJobMessage(this.evaluationJobs, job, message);
     return this.buildMessage(job, message);
   }
 
@@ -226,41 +216,6 @@ export class BuildScheduler implements WorkerListener {
     else await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
   }
 
-  private async evalMessage(job: EvalJobEntry, message: Message): Promise<void> {
-    const { sql, events } = this.deps;
-    if (message.t === 'evalBatch') {
-      job.actor.send({ type: 'progress', amount: message.derivations.length });
-      job.chain = job.chain.then(() => recordEvalBatch(sql, job.evaluationId, message)).catch((error: unknown) => {
-        job.failed = true;
-        this.deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
-      });
-      return;
-    }
-    if (message.t === 'evalResult') {
-      if (!this.jobs.end(job, { type: 'succeeded' })) return;
-      await job.chain;
-      if (job.failed) {
-        await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: 'the server could not record the derivation graph' });
-        return;
-      }
-      await changePhase(events, job.evaluationId, { to: 'building', from: ['evaluating'] });
-      await this.outcomes.finishEvaluations({ evaluation: job.evaluationId });
-      this.wake();
-      return;
-    }
-    if (message.t === 'jobFailed') {
-      if (!this.jobs.end(job, { type: 'failed', reason: message.failure.reason })) return;
-      await job.chain;
-      const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
-      if (message.failure.class === 'FailedTransient' && (row?.attempts ?? 0) < this.deps.settings.maxAttempts) {
-        await changePhase(events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
-      } else {
-        await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: `${message.failure.reason}: ${message.failure.message}` });
-      }
-      this.wake();
-    }
-  }
-
   private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
     const { logs, settings } = this.deps;
     if (message.t === 'buildLog') {
@@ -269,9 +224,7 @@ export class BuildScheduler implements WorkerListener {
       return logs.append(job.derivationBuildId, job.attempt, message.data);
     }
     if (message.t !== 'buildResult' && message.t !== 'jobFailed') return;
-    if (this.cancelling.delete(job.jobId)) {
-      // The build is aborted already (buildAborts.ts): whatever the worker answers, only the job and its log end here.
-      if (this.jobs.end(job, { type: 'cancelled' })) await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+    if (await this.cancellations.answered(job)) {
       this.wake();
       return;
     }
@@ -282,17 +235,10 @@ export class BuildScheduler implements WorkerListener {
       // the common case, batched: results that arrive together complete in one transaction
       return this.outcomes.completeSoon(job.derivationBuildId, logSizes);
     } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
-      const requeued = await this.outcomes.inputsUnavailable(job.derivationBuildId, message.failure, logSizes, settings.retryBackoffSecs);
+      const requeued = await this.outcomes.inputsUnavailable(job.derivationBuildId, message.failure, logSizes);
       for (const id of requeued) this.substitutionChecked.delete(id);
-    } else if (message.failure.class === 'FailedTransient' && job.attempt < settings.maxAttempts) {
-      // spec: wait build.retryBackoffSecs, doubled for every earlier attempt
-      const wait = settings.retryBackoffSecs * 2 ** (job.attempt - 1);
-      await this.outcomes.setStatus(job.derivationBuildId, {
-        to: 'queued', from: ['started'], failure: message.failure, notBefore: new Date(Date.now() + wait * 1000), ...logSizes,
-      });
     } else {
-      await this.outcomes.setStatus(job.derivationBuildId, { to: 'failed', from: ['started'], failure: message.failure, ...logSizes });
-      await this.outcomes.failDependents(job.derivationBuildId);
+      await this.outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
     }
     await this.outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.wake();
@@ -306,7 +252,7 @@ export class BuildScheduler implements WorkerListener {
       if (requeued > 0) this.deps.log.info({ jobs: requeued }, 're-queued the jobs of server processes that are gone');
     }
     if (!leader && this.deps.workers.connected().length === 0) return;
-    await this.cancelAbortedJobs();
+    await this.cancellations.cancelAbortedJobs();
     await this.dispatchEvaluations();
     await this.dispatchBuilds();
   }
@@ -363,7 +309,7 @@ export class BuildScheduler implements WorkerListener {
     const assignments: { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] }[] = [];
     // builds this pass gives each worker, on top of what it runs
     const planned = new Map<ConnectedWorker, number>();
-    for (const build of await readyBuilds(sql, 500)) {
+    for (const build of await readyBuilds(sql, 500, this.deps.clock.now())) {
       const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
       let substituted = false;
       // A build is looked up in the caches once when it becomes ready, not on every pass while it waits for a worker.

@@ -1,5 +1,6 @@
 import type { PgBoss } from 'pg-boss';
 import type { Config, Logger } from '../config/index.js';
+import type { Clock } from './clock.js';
 import type { DeliveryPolicy, DeliveryRequest, SendResult } from '../actors/index.js';
 import {
   createEvents,
@@ -31,14 +32,14 @@ export interface EventSystemDeps {
   log: Logger;
   /** User-Agent of webhook requests, e.g. kiln/0.1.0 */
   userAgent: string;
+  /** event times and attempt schedules */
+  clock: Clock;
 }
 
 /** Tuning for tests and benchmarks; production uses the defaults. */
 export interface EventSystemOptions {
   /** the retry schedule (default: 30 s, 1, 2, 4, 8 min) */
   policy?: DeliveryPolicy;
-  /** epoch ms for event times and attempt schedules */
-  now?: () => number;
   /** bound on one web request (default 10 s) */
   webTimeoutMs?: number;
   batchSize?: number;
@@ -73,13 +74,14 @@ function mailSender(mailer: Mailer) {
 
 export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOptions = {}): Promise<EventSystem> {
   const { config, db, boss, root, secretBox, log } = deps;
+  const now = () => deps.clock.now().getTime();
   const bus = opts.bus ?? (await openEventBus(config, db.scheduler, log));
   const closers: (() => Promise<void> | void)[] = [() => bus.close()];
   const close = async () => {
     for (const c of closers.reverse()) await c();
   };
   try {
-    const events = createEvents({ sql: db.web, bus, boss, ...(opts.now ? { now: opts.now } : {}) });
+    const events = createEvents({ sql: db.web, bus, boss, now });
     // Webhooks and send_web_request actions reach only where outbound.allowedNetworks lets them.
     const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'], maxSockets: 128 });
     closers.push(() => outbound.close());
@@ -97,7 +99,7 @@ export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOp
       retentionDays: config['retentionDays'],
       userAgent: deps.userAgent,
       ...(opts.policy ? { policy: opts.policy } : {}),
-      ...(opts.now ? { now: opts.now } : {}),
+      now,
       ...(opts.batchSize ? { batchSize: opts.batchSize } : {}),
       ...(opts.workers ? { workers: opts.workers } : {}),
       ...(opts.pollingIntervalSeconds ? { pollingIntervalSeconds: opts.pollingIntervalSeconds } : {}),

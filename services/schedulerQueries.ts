@@ -32,8 +32,11 @@ export interface ReadyBuild {
   projects: string[];
 }
 
-/** Queued builds of evaluations that are building, whose inputs are all built or substituted, oldest first. */
-export const readyBuilds = (sql: Sql, limit: number) => sql<ReadyBuild[]>`
+/**
+ * Queued builds of evaluations that are building, whose inputs are all built or substituted and
+ * whose retry backoff has passed at `now` (the scheduler's clock, which wrote not_before), oldest first.
+ */
+export const readyBuilds = (sql: Sql, limit: number, now: Date) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
          d.prefer_local_build, db.substitute_misses,
          array_agg(distinct t.project_id) as projects
@@ -41,7 +44,7 @@ export const readyBuilds = (sql: Sql, limit: number) => sql<ReadyBuild[]>`
   join builds b on b.derivation_build_id = db.id
   join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
   join tasks t on t.id = e.task_id
-  where db.status = 'queued' and (db.not_before is null or db.not_before <= now())
+  where db.status = 'queued' and (db.not_before is null or db.not_before <= ${now})
     and not exists (
       select 1 from derivation_edges x join derivation_builds dep on dep.derivation_id = x.depends_on
       where x.derivation_id = d.id and dep.status not in ('completed', 'substituted'))

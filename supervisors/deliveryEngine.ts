@@ -21,8 +21,10 @@ import {
   claimAttempts,
   deleteExpired,
   deliveryState,
+  dueRetries,
   enqueueDeliveries,
   ensureDeliveryQueue,
+  JOB_ATTEMPTS,
   recoverInterrupted,
   type ClaimedRow,
   type DeliveryJob,
@@ -66,6 +68,12 @@ export interface DeliveryEngine {
   readonly instanceKey: number;
   /** Attempt 1 of a delivery written with events.emitTo(), here and now; null if it was taken already. */
   deliverNow(deliveryId: string): Promise<DeliveryDecision | null>;
+  /**
+   * Runs the retries that are due by this engine's clock (opts.now), up to JOB_ATTEMPTS of them,
+   * at once and resolves when their outcomes are written; returns how many ran. Their pg-boss jobs wait for the database's
+   * clock and claim nothing once the attempt ran. A test that steps the clock calls this.
+   */
+  attemptDue(): Promise<number>;
   /** Takes back attempts whose process died; returns how many. */
   recover(): Promise<number>;
   /** Deletes deliveries finished more than retentionDays ago. */
@@ -208,6 +216,10 @@ export async function startDeliveryEngine(opts: DeliveryEngineOptions): Promise<
     async deliverNow(deliveryId) {
       const [decision] = await runDue([{ delivery: deliveryId, attempt: 1 }]);
       return decision ?? null;
+    },
+    async attemptDue() {
+      const due = await dueRetries(sql, new Date(now()), JOB_ATTEMPTS);
+      return (await runDue(due)).length;
     },
     recover,
     expire,

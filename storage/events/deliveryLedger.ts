@@ -58,6 +58,17 @@ export async function claimAttempts(sql: Sql, due: readonly DueAttempt[], instan
     left join organizations o on o.id = p.organization_id`;
 }
 
+/**
+ * Retries due at `now`, oldest first. next_attempt_at is written from the delivery engine's clock,
+ * while a job's startAfter is compared with the database's; this finds them by the engine's.
+ */
+export async function dueRetries(sql: Sql, now: Date, limit: number): Promise<DueAttempt[]> {
+  return sql<DueAttempt[]>`
+    select id as delivery, attempts + 1 as attempt from event_deliveries
+    where status = 'retrying' and next_attempt_at <= ${now}
+    order by next_attempt_at limit ${limit}`;
+}
+
 export interface AttemptOutcomeRow {
   deliveryId: string;
   attempt: number;

@@ -6,6 +6,7 @@ export {
   claimAttempts,
   deleteExpired,
   deliveryState,
+  dueRetries,
   recordAttempts,
   recoverInterrupted,
   type AttemptOutcomeRow,

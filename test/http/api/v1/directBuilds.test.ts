@@ -49,11 +49,11 @@ t.test('direct builds', async (t) => {
     t.same(derivation, { required_features: ['kvm', 'big-parallel'], timeout_secs: 60, input_srcs: [note.path] });
 
     // The scheduler's own query: the input is ready, the root waits for it.
-    const ready = () => readyBuilds(kiln.sql, 100).then((rows) => rows.map((r) => r.drv_path));
+    const ready = () => readyBuilds(kiln.sql, 100, new Date()).then((rows) => rows.map((r) => r.drv_path));
     t.same(await ready(), [dep.drvPath]);
     await kiln.sql`update derivation_builds set status = 'completed' where derivation_id = (select id from derivations where drv_path = ${dep.drvPath})`;
     t.same(await ready(), [top.drvPath]);
-    const [projects] = await readyBuilds(kiln.sql, 100);
+    const [projects] = await readyBuilds(kiln.sql, 100, new Date());
     t.same(projects!.projects, [project!.id]);
 
     // Every path is signed into the cache, so a worker without the .drv substitutes it.
