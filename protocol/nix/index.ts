@@ -23,6 +23,8 @@ export {
   printStorePath,
   storePathBaseName,
   isStorePathHashPart,
+  storePathHashPart,
+  storePathName,
 } from './storePath.js';
 export { type ByteSource } from './byteSource.js';
 export { NarError, isNarError } from './narError.js';
@@ -51,10 +53,10 @@ export {
   NAR_COMPRESSIONS,
   type NarCompression,
   isNarCompression,
-  narFileExtension,
   decompressNar,
   type DecompressOptions,
 } from './narDecompress.js';
+export { narFileExtension, narFileName, narUrl, parseNarFileName, parseNarUrl, parseNixNarFileName } from './narFile.js';
 export { ZstdFrameTracker } from './zstdFrames.js';
 export { parseNixExport, narFileContents, type ExportedPath } from './nixExport.js';
 export { parseDerivation, type Derivation, type DerivationOutput } from './derivationAterm.js';
