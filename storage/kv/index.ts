@@ -2,3 +2,4 @@ export { openRateLimiter, type RateLimiter } from './rateLimiter.js';
 export { memoryRateLimiter } from './memoryRateLimiter.js';
 export { redisRateLimiter, type RedisRateLimiterOptions } from './redisRateLimiter.js';
 export { takeToken, type BucketState, type RateDecision, type TokenBucketPolicy } from './tokenBucket.js';
+export { TtlMap } from './ttlMap.js';
