@@ -1,4 +1,4 @@
-// Nix's formats, pure and I/O-free except narDump (reads a directory to dump it).
+// Nix's formats, pure and I/O-free: text and bytes in, values and bytes out.
 export { type Parsed, parsedOk, parseFailure } from './parsed.js';
 export { NIX32_ALPHABET, nix32Length, encodeNix32, decodeNix32, isNix32 } from './nix32.js';
 export {
@@ -43,7 +43,7 @@ export {
   type NarListingSymlink,
 } from './narListing.js';
 export { parseNarListing, lookupNarListing, type NarLookupResult } from './narListingLookup.js';
-export { dumpNar, type NarDumpOptions } from './narDump.js';
+export { writeNar, type NarTreeNode, type NarDumpOptions } from './narWriter.js';
 export { type Narinfo, parseNarinfo, renderNarinfo } from './narinfo.js';
 export { narinfoFingerprint, signNarinfo, verifyNarinfo, type SignedFields } from './narinfoSignature.js';
 export { SigningKey, VerifyingKey } from './signingKey.js';

@@ -1,11 +1,22 @@
-// Serialising a file, symlink or directory on disk into a NAR, byte for byte what
-// `nix-store --dump` writes. This is the one module of protocol/nix that touches the
-// filesystem (through node:fs/promises, read-only); everything else here is pure.
+// Writing a NAR from a tree of files, symlinks and directories, byte for byte what `nix-store
+// --dump` writes. The tree is abstract (NarTreeNode), so this stays pure: the worker walks the
+// filesystem (worker/narDump.ts), tests can hand in a tree held in memory.
 //
-// Names travel as raw bytes (Buffer paths), so a file name that is not UTF-8 is dumped as it is
-// and sorted where Nix sorts it: by unsigned byte order, like the std::map Nix walks.
-import { lstat, open, readdir, readlink } from 'node:fs/promises';
+// Names travel as raw bytes, so a file name that is not UTF-8 is written as it is and sorted
+// where Nix sorts it: by unsigned byte order, like the std::map Nix walks.
 import { encodeNarString, encodeNarStrings, encodeU64, NAR_MAGIC, padding } from './narEncoding.js';
+
+/** One node of the tree a NAR is written from; a directory's children are asked for one at a time, when the writer reaches them. */
+export type NarTreeNode =
+  | {
+      type: 'regular';
+      executable: boolean;
+      size: number;
+      /** Exactly `size` bytes, in chunks of at most `chunkBytes`. */
+      contents(chunkBytes: number): AsyncIterable<Uint8Array>;
+    }
+  | { type: 'symlink'; target: Uint8Array }
+  | { type: 'directory'; names(): Promise<Uint8Array[]>; child(name: Uint8Array): Promise<NarTreeNode> };
 
 export interface NarDumpOptions {
   /** Size of each read from a file, and of the batches small tokens are gathered into. */
@@ -41,72 +52,57 @@ class Batcher {
   }
 }
 
-/** Streams the NAR of `path` (not followed if it is a symlink, as Nix does). */
-export async function* dumpNar(path: string | Buffer, options: NarDumpOptions = {}): AsyncGenerator<Uint8Array> {
+/** Streams the NAR of the tree under `root`. */
+export async function* writeNar(root: NarTreeNode, options: NarDumpOptions = {}): AsyncGenerator<Uint8Array> {
   const batch = new Batcher(options.chunkBytes ?? 256 * 1024);
   batch.add(HEADER);
-  yield* dumpNode(typeof path === 'string' ? Buffer.from(path) : path, batch);
+  yield* writeNode(root, batch);
   const rest = batch.take();
   if (rest) yield rest;
 }
 
-async function* dumpNode(path: Buffer, batch: Batcher): AsyncGenerator<Uint8Array> {
-  const st = await lstat(path);
-  if (st.isSymbolicLink()) {
+async function* writeNode(node: NarTreeNode, batch: Batcher): AsyncGenerator<Uint8Array> {
+  if (node.type === 'symlink') {
     batch.add(SYMLINK);
-    batch.add(encodeNarString(await readlink(path, { encoding: 'buffer' })));
+    batch.add(encodeNarString(node.target));
     if (batch.add(CLOSE)) yield batch.take()!;
-  } else if (st.isFile()) {
+  } else if (node.type === 'regular') {
     batch.add(REGULAR);
-    // Nix marks a file executable when its owner may execute it (S_IXUSR).
-    if (st.mode & 0o100) batch.add(EXECUTABLE);
+    if (node.executable) batch.add(EXECUTABLE);
     batch.add(CONTENTS);
-    yield* dumpContents(path, st.size, batch);
+    yield* writeContents(node, batch);
     if (batch.add(CLOSE)) yield batch.take()!;
-  } else if (st.isDirectory()) {
+  } else {
     batch.add(DIRECTORY);
-    const names = (await readdir(path, { encoding: 'buffer' })).sort(Buffer.compare);
+    const names = (await node.names()).sort(Buffer.compare);
     for (const name of names) {
       batch.add(ENTRY_NAME);
       batch.add(encodeNarString(name));
       if (batch.add(NODE)) yield batch.take()!;
-      yield* dumpNode(Buffer.concat([path, Buffer.from('/'), name]), batch);
+      yield* writeNode(await node.child(name), batch);
       if (batch.add(CLOSE)) yield batch.take()!;
     }
     if (batch.add(CLOSE)) yield batch.take()!;
-  } else {
-    throw new Error(`cannot dump ${path.toString()}: a NAR holds only regular files, directories and symlinks`);
   }
 }
 
-/** Copies exactly `size` bytes, as Nix does; a file that shrinks meanwhile is an error. */
-async function* dumpContents(path: Buffer, size: number, batch: Batcher): AsyncGenerator<Uint8Array> {
-  batch.add(encodeU64(size));
-  const handle = await open(path, 'r');
-  try {
-    let done = 0;
-    while (done < size) {
-      const want = Math.min(batch.limit, size - done);
-      const buffer = Buffer.allocUnsafe(want);
-      let got = 0;
-      while (got < want) {
-        const { bytesRead } = await handle.read(buffer, got, want - got, done + got);
-        if (bytesRead === 0) throw new Error(`cannot dump ${path.toString()}: the file shrank from ${size} bytes while it was read`);
-        got += bytesRead;
-      }
-      done += want;
-      if (want < batch.limit / 2) {
-        if (batch.add(buffer)) yield batch.take()!;
-      } else {
-        // Large reads go out as they are rather than being copied into a batch.
-        const pending = batch.take();
-        if (pending) yield pending;
-        yield buffer;
-      }
+/** The length, the bytes and the padding; contents that are not exactly `size` bytes long would make a NAR that lies. */
+async function* writeContents(node: Extract<NarTreeNode, { type: 'regular' }>, batch: Batcher): AsyncGenerator<Uint8Array> {
+  batch.add(encodeU64(node.size));
+  let written = 0;
+  for await (const chunk of node.contents(batch.limit)) {
+    written += chunk.length;
+    if (written > node.size) throw new Error(`a file of ${node.size} bytes gave more bytes than that`);
+    if (chunk.length < batch.limit / 2) {
+      if (batch.add(chunk)) yield batch.take()!;
+    } else {
+      // Large chunks go out as they are rather than being copied into a batch.
+      const pending = batch.take();
+      if (pending) yield pending;
+      yield chunk;
     }
-  } finally {
-    await handle.close();
   }
-  const pad = padding(size);
+  if (written < node.size) throw new Error(`a file of ${node.size} bytes gave only ${written} bytes`);
+  const pad = padding(node.size);
   if (pad) batch.add(new Uint8Array(pad));
 }
