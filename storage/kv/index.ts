@@ -1,4 +1,5 @@
-export { openRateLimiter, type RateLimiter } from './rateLimiter.js';
+export { type RateLimiter } from './rateLimiter.js';
+export { openRateLimiter } from './openRateLimiter.js';
 export { memoryRateLimiter } from './memoryRateLimiter.js';
 export { redisRateLimiter, type RedisRateLimiterOptions } from './redisRateLimiter.js';
 export { takeToken, type BucketState, type RateDecision, type TokenBucketPolicy } from './tokenBucket.js';
