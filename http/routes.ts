@@ -46,7 +46,7 @@ export interface RouteDeps {
   startedAt: Date;
   version: string;
   identity: IdentityServices;
-  /** token buckets (auth endpoints now; the binary cache routes later) */
+  /** token buckets of the auth endpoints and the binary cache routes */
   rateLimiter: RateLimiter;
   /** organizations, projects, tasks, servers, members, invitations, subscriptions, worker tokens */
   access: AccessServices;

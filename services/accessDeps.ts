@@ -14,7 +14,7 @@ export interface AccessDeps {
   events: Events;
   /**
    * Called after a subscription of a project (or of its organization) became active, once per
-   * project. The evaluation issue re-queues evaluations parked for want of a cache here.
+   * project: the scheduler re-queues evaluations that wait for a writable cache here.
    */
   onSubscriptionApproved(projectId: string): void | Promise<void>;
 }

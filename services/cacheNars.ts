@@ -1,4 +1,4 @@
-// The NAR management API (issue 5, items 7 and 8): list, show and delete the paths a cache holds,
+// The NAR management API (docs/caches.md, "NAR management"): list, show and delete the paths a cache holds,
 // and the cache's statistics. Listing, showing and stats are for anyone who may see the cache;
 // deleting is for its owner (spec: Authentication 9).
 import { narUrl, storePathName, type NarListQuery } from '../protocol/index.js';

@@ -1,4 +1,4 @@
-// Upstream caches at request time (issue 5, item 6): a narinfo the cache does not hold is asked of
+// Upstream caches at request time: a narinfo the cache does not hold is asked of
 // its upstreams in priority order (at most cache.upstreamQueryConcurrency queries at once in this
 // process), and the first one with a valid signature by that upstream's key is served, re-signed
 // (upstreamNarinfo.ts) and with X-Cache: MISS; its NAR is proxied through kiln; build logs and
