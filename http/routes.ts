@@ -1,3 +1,4 @@
+// The route table: binary cache paths first (the hot ones), then /api/v1.
 import type { Config } from '../config/index.js';
 import type { SupervisedActor, Supervisor } from '../supervisors/index.js';
 import type { uploadBudgetMachine } from '../actors/index.js';

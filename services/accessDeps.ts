@@ -1,3 +1,4 @@
+// What the access services (organizations, projects, caches, members) are built from.
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../config/index.js';
 import type { Events, SecretBox } from '../storage/index.js';

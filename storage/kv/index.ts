@@ -1,3 +1,4 @@
+// The public face of storage/kv/: what other folders import from it (DESIGN.md, Layout).
 export { type RateLimiter } from './rateLimiter.js';
 export { openRateLimiter } from './openRateLimiter.js';
 export { memoryRateLimiter } from './memoryRateLimiter.js';

@@ -1,3 +1,4 @@
+// The public face of storage/nars/: what other folders import from it (DESIGN.md, Layout).
 export { openNarStorage, type NarStorage, type NarStorageConfig, type NarStorageDeps } from './narStorage.js';
 export { narBlobKey, stagingArea, type StagingArea } from './narLocations.js';
 export { type NarReads, renderStoredNarinfo, POSITIVE_TTL_MS, NEGATIVE_TTL_MS } from './narReads.js';
