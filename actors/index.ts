@@ -1,3 +1,4 @@
+// The public face of actors/: what other folders import from it (DESIGN.md, Layout).
 export {
   uploadBudgetMachine,
   summarizeUploadBudget,

@@ -1,3 +1,4 @@
+// A free TCP port for a benchmark's servers, asked of the kernel.
 import { createServer } from 'node:net';
 
 /** A port nothing listens on right now. */

@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { dumpNar, hashNar, ingestNar, narinfoFingerprint, SigningKey, verifyNarinfo } from '../protocol/index.js';
+import { hashNar, ingestNar, narinfoFingerprint, SigningKey, verifyNarinfo } from '../protocol/index.js';
+import { dumpNar } from '../worker/index.js';
 
 const sizeMiB = Number(process.argv[2] ?? 512);
 const rounds = Number(process.argv[3] ?? 5);

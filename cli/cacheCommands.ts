@@ -2,6 +2,7 @@
 // server found by clientConfig.ts: `cache nar list|show|delete|stats`, `cache upload` (in
 // cacheUpload.ts), and `cache list|key` to find a cache and the key to trust.
 import { Command, Option } from 'commander';
+import { storePathName } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
 import { formatBytes, formatTable, runClientCommand, UsageError } from './clientOutput.js';
 import { confirm } from './confirmation.js';
@@ -94,7 +95,7 @@ export function cacheCommands(program: Command): void {
         });
         out.result(page, (p) => [
           formatTable(['HASH', 'NAME', 'NAR SIZE', 'UPLOADED', 'LAST FETCH'], p.items.map((n) => [
-            n.hash, n.store_path.slice(n.store_path.lastIndexOf('/') + 34), formatBytes(n.nar_size), date(n.created_at), date(n.last_fetched_at),
+            n.hash, storePathName(n.store_path), formatBytes(n.nar_size), date(n.created_at), date(n.last_fetched_at),
           ])),
           `page ${p.page} of ${Math.max(1, p.pages)} (${p.total} path${p.total === 1 ? '' : 's'})`,
         ].join('\n'));

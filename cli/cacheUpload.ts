@@ -4,12 +4,12 @@
 // skipped (HEAD {hash}.narinfo, so paths an upstream of the cache serves count as present too).
 import { readFile, realpath, stat } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { DEFAULT_STORE_DIR, parseNarinfo, type NarUploadInfo } from '../protocol/index.js';
+import { DEFAULT_STORE_DIR, parseNarinfo, storePathHashPart, type NarUploadInfo } from '../protocol/index.js';
 import type { ApiClient } from './apiClient.js';
 import { connect } from './clientConnection.js';
 import { formatBytes, runClientCommand, UsageError, type Output } from './clientOutput.js';
 import { dependencyOrder, dumpFrom, pathInfos, runtimeClosure } from './localStore.js';
-import { hashPartOf, narFileSource, uploadNar, type NarSource } from './narUpload.js';
+import { narFileSource, uploadNar, type NarSource } from './narUpload.js';
 import { progressBar } from './progressBar.js';
 
 export interface UploadOutcome {
@@ -27,7 +27,7 @@ interface UploadOptions {
 }
 
 async function uploadOne(client: ApiClient, out: Output, cache: string, info: NarUploadInfo, source: NarSource): Promise<UploadOutcome> {
-  if (await client.narinfoExists(cache, hashPartOf(info.store_path))) {
+  if (await client.narinfoExists(cache, storePathHashPart(info.store_path))) {
     out.note(`present  ${info.store_path}`);
     return { store_path: info.store_path, status: 'skipped', nar_size: info.nar_size };
   }

@@ -1,3 +1,4 @@
+// The API client of a kiln command, from the saved login or KILN_SERVER/KILN_TOKEN.
 import { ApiClient } from './apiClient.js';
 import { loadClientSettings } from './clientConfig.js';
 

@@ -1,3 +1,4 @@
+// `kiln config`: show the effective configuration with sources, and check a config file.
 import type { Command } from 'commander';
 import { checkConfigFile, describeConfig, renderConfig } from '../config/index.js';
 import { configFromCommand, withConfigFlags } from './configSources.js';

@@ -1,3 +1,4 @@
+// Config flags on a subcommand and the configuration it loads from file, environment and flags.
 import { Command, Option } from 'commander';
 import { cliFlags, loadConfig, type LoadedConfig, type OptionPath } from '../config/index.js';
 

@@ -1,3 +1,4 @@
+// The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';

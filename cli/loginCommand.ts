@@ -1,3 +1,4 @@
+// `kiln login`: saves the server URL and token the other client commands use.
 import type { Command } from 'commander';
 import { ApiClient } from './apiClient.js';
 import { clientConfigPath, normalizeServer, writeClientConfigFile } from './clientConfig.js';

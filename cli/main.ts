@@ -1,3 +1,4 @@
+// The `kiln` command line: every subcommand registered on one commander program.
 import { Command } from 'commander';
 import { ConfigError } from '../config/index.js';
 import { cacheCommands } from './cacheCommands.js';

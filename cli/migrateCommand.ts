@@ -1,3 +1,4 @@
+// `kiln migrate`: the database migrations.
 import type { Command } from 'commander';
 import { createLogger } from '../config/index.js';
 import { configFromCommand, withConfigFlags } from './configSources.js';

@@ -7,7 +7,7 @@
 // body), so an upload's memory is one chunk however large the NAR.
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
-import type { NarUploadInfo, NarUploadResult } from '../protocol/index.js';
+import { storePathHashPart, type NarUploadInfo, type NarUploadResult } from '../protocol/index.js';
 import { isApiRequestError, type ApiClient, type ApiRequestError } from './apiClient.js';
 import type { Progress } from './progressBar.js';
 
@@ -101,13 +101,11 @@ const stagedOf = (e: ApiRequestError): number | null => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export const hashPartOf = (storePath: string): string => storePath.slice(storePath.lastIndexOf('/') + 1, storePath.lastIndexOf('/') + 33);
-
 export async function uploadNar(client: ApiClient, cache: string, info: NarUploadInfo, source: NarSource, opts: NarUploadOptions = {}): Promise<NarUploadResult> {
   const chunkBytes = opts.chunkBytes ?? CHUNK_BYTES;
   const retries = opts.retries ?? 4;
   const backoff = opts.backoffMs ?? ((attempt: number) => Math.min(30_000, 1000 * 2 ** attempt));
-  const base = `/caches/${encodeURIComponent(cache)}/nars/${hashPartOf(info.store_path)}`;
+  const base = `/caches/${encodeURIComponent(cache)}/nars/${storePathHashPart(info.store_path)}`;
   let offset = 0;
   let failures = 0;
   let restartedOnce = false;

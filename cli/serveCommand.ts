@@ -1,3 +1,4 @@
+// `kiln serve`: runs the server with the loaded configuration.
 import type { Command } from 'commander';
 import { configFromCommand, withConfigFlags } from './configSources.js';
 

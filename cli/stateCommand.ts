@@ -1,3 +1,4 @@
+// `kiln state`: the declarative state file (docs/state.md).
 import type { Command } from 'commander';
 
 /** `kiln state check FILE`: validates a state file (schema, references, secret files) without a database. */

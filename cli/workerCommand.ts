@@ -1,3 +1,4 @@
+// `kiln worker`: runs a worker process against a kiln server.
 import type { Command } from 'commander';
 import { createLogger } from '../config/index.js';
 import { configFromCommand, withConfigFlags } from './configSources.js';

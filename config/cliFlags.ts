@@ -1,3 +1,4 @@
+// The command-line flag of each option, derived from its path, per subcommand scope.
 import { DerivedDefault, type Option } from './option.js';
 import { envName, flagName, scopeOf, type Scope } from './naming.js';
 import { optionAt, optionPaths, type OptionPath } from './registry.js';

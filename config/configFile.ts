@@ -1,3 +1,4 @@
+// Reading a JSON config file.
 import { readFileSync } from 'node:fs';
 import { didYouMean } from './closestName.js';
 import { isOptionPath, optionPaths, type OptionPath } from './registry.js';

@@ -1,3 +1,4 @@
+// Defaults computed from other options.
 import { isIPv6 } from 'node:net';
 import type { OptionPath, ValueOf } from './registry.js';
 

@@ -1,3 +1,4 @@
+// `kiln config` output: each option's effective value and where it came from; config file checks.
 import { ConfigError } from './configError.js';
 import { loadConfig, type LoadedConfig } from './load.js';
 import { maskValue } from './mask.js';

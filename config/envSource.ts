@@ -1,3 +1,4 @@
+// Options from environment variables (SERVICE_* names derived from option paths).
 import type { Attrs } from './kinds.js';
 import { didYouMean } from './closestName.js';
 import { envName, envPrefix, flagName } from './naming.js';

@@ -1,3 +1,4 @@
+// Options from command-line flags.
 import { didYouMean } from './closestName.js';
 import { commandOf, flagName, scopeOf, type Scope } from './naming.js';
 import { isOptionPath, optionPaths, type OptionPath } from './registry.js';

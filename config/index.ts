@@ -1,3 +1,4 @@
+// The public face of config/: what other folders import from it (DESIGN.md, Layout).
 export { registry, optionPaths, isOptionPath, optionAt } from './registry.js';
 export type { Config, OptionPath, ValueOf, Registry } from './registry.js';
 export type { Option, Mask } from './option.js';

@@ -1,3 +1,4 @@
+// Option value kinds: parsing from text and validating.
 import { isIP } from 'node:net';
 import { z } from 'zod';
 

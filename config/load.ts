@@ -1,3 +1,4 @@
+// Loading the configuration: defaults, file, environment and flags merged, then validated.
 import { ConfigError } from './configError.js';
 import { readConfigFile } from './configFile.js';
 import { envLayer, overlayEnvironment, type Environment } from './envSource.js';

@@ -1,3 +1,4 @@
+// The pino logger with per-component levels (log.level.*).
 import { hostname } from 'node:os';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Level } from './kinds.js';

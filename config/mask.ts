@@ -1,3 +1,4 @@
+// Masking secret option values for display.
 import type { Mask } from './option.js';
 
 const hidden = '****';

@@ -1,3 +1,4 @@
+// The declaration of one option: kind, default, bounds, mask and documentation.
 import type { Kind } from './kinds.js';
 
 /**

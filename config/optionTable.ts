@@ -1,3 +1,4 @@
+// The generated option table of docs/configuration.md.
 import { defaultText } from './cliFlags.js';
 import { commandOf, envName, flagName, scopeOf } from './naming.js';
 import { optionAt, optionPaths } from './registry.js';

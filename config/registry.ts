@@ -1,3 +1,4 @@
+// The option registry: every option of spec/configuration.md once, by path.
 import type { Option } from './option.js';
 import { accountOptions } from './options/accounts.js';
 import { buildOptions } from './options/build.js';

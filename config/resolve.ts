@@ -1,3 +1,4 @@
+// Resolving the effective settings: explicit values first, then derived defaults.
 import { derivedDefaults, type Resolve } from './derived.js';
 import { DerivedDefault } from './option.js';
 import { optionAt, optionPaths, type OptionPath, type ValueOf } from './registry.js';

@@ -1,3 +1,4 @@
+// Checks across options, run after loading.
 import type { OptionPath, Config } from './registry.js';
 
 /**

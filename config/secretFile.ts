@@ -1,3 +1,4 @@
+// Reading secrets from files (*File options), with a clear reason when a file is unreadable.
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './configError.js';
 

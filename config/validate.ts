@@ -1,3 +1,4 @@
+// Validating option candidates and the messages that name the option, value and source.
 import { maskValue } from './mask.js';
 import type { Option } from './option.js';
 import { sourceLabel, type Source } from './source.js';

@@ -1,3 +1,4 @@
+// The public face of http/: what other folders import from it (DESIGN.md, Layout).
 export { startHttpServer, type HttpServer, type HttpServerOptions } from './server.js';
 export { Router, RouteTable, type AuthMode, type BodyMode, type Handler, type Lane, type Method, type RouteOptions } from './router.js';
 export { Req } from './request.js';

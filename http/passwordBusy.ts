@@ -1,3 +1,4 @@
+// Retry-After on routes that hash passwords when the hashing pool is busy.
 import { isApiError } from '../protocol/index.js';
 import { PASSWORD_BUSY_RETRY_AFTER_SECS } from '../services/index.js';
 import { errorReply } from './reply.js';

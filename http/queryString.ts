@@ -1,3 +1,4 @@
+// Parsing a query string with a zod schema into a 400 that names the parameter.
 import type { z } from 'zod';
 import { ApiError } from '../protocol/index.js';
 

@@ -1,3 +1,4 @@
+// Req: a request as route handlers see it (params, headers, body, principal), never uWS itself.
 import type { z } from 'zod';
 import { ApiError } from '../protocol/index.js';
 import type { BodyStream } from './body.js';

@@ -1,3 +1,4 @@
+// The route table: binary cache paths first (the hot ones), then /api/v1.
 import type { Config } from '../config/index.js';
 import type { SupervisedActor, Supervisor } from '../supervisors/index.js';
 import type { uploadBudgetMachine } from '../actors/index.js';
@@ -46,7 +47,7 @@ export interface RouteDeps {
   startedAt: Date;
   version: string;
   identity: IdentityServices;
-  /** token buckets (auth endpoints now; the binary cache routes later) */
+  /** token buckets of the auth endpoints and the binary cache routes */
   rateLimiter: RateLimiter;
   /** organizations, projects, tasks, servers, members, invitations, subscriptions, worker tokens */
   access: AccessServices;

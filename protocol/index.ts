@@ -1,3 +1,4 @@
+// The public face of protocol/: what other folders import from it (DESIGN.md, Layout).
 export * from './api/index.js';
 export * from './nix/index.js';
 export * from './proto/index.js';

@@ -1,3 +1,4 @@
+// What the access services (organizations, projects, caches, members) are built from.
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../config/index.js';
 import type { Events, SecretBox } from '../storage/index.js';
@@ -14,7 +15,7 @@ export interface AccessDeps {
   events: Events;
   /**
    * Called after a subscription of a project (or of its organization) became active, once per
-   * project. The evaluation issue re-queues evaluations parked for want of a cache here.
+   * project: the scheduler re-queues evaluations that wait for a writable cache here.
    */
   onSubscriptionApproved(projectId: string): void | Promise<void>;
 }

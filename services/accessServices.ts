@@ -1,3 +1,4 @@
+// The access services built together from one AccessDeps.
 import type { AccessDeps } from './accessDeps.js';
 import { invitationsService } from './invitations.js';
 import { membersService } from './members.js';

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from 'postgres';
 import type { SigningKey } from '../protocol/index.js';
-import type { SecretBox } from '../storage/index.js';
+import { TtlMap, type SecretBox } from '../storage/index.js';
 import { accessOf } from './access.js';
 import { cachePublicKeyText, openCacheKey } from './cacheKeys.js';
 import { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken } from './cacheReadTokens.js';
@@ -15,6 +15,8 @@ import { cacheTarget, findCache } from './targets.js';
 /** How long a cache's settings and a caller's access are trusted without asking the database. */
 export const CACHE_SETTINGS_TTL_MS = 5_000;
 export const CREDENTIALS_TTL_MS = 10_000;
+/** Entries each memo keeps at most, so that a stream of distinct credentials cannot grow it without bound. */
+const REMEMBERED_MAX = 10_000;
 
 export interface BinaryCache {
   id: string;
@@ -76,31 +78,21 @@ interface Decision {
   canWrite: boolean;
 }
 
-interface Remembered<T> {
-  value: T;
-  until: number;
-}
-
 const principalKey = (p: Principal): string => (p.kind === 'user' ? (p.via === 'key' ? `k:${p.keyId}` : `s:${p.sessionId}`) : 'anonymous');
 
 export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAccess {
   const now = deps.now ?? Date.now;
-  const caches = new Map<string, Remembered<BinaryCache | null>>();
-  const credentials = new Map<string, Remembered<Principal>>();
-  const decisions = new Map<string, Remembered<Decision>>();
+  const caches = new TtlMap<BinaryCache | null>(REMEMBERED_MAX, now);
+  const credentials = new TtlMap<Principal>(REMEMBERED_MAX, now);
+  const decisions = new TtlMap<Decision>(REMEMBERED_MAX, now);
   // The whole answer per (cache, credentials, address): a narinfo request then costs one lookup.
-  const answers = new Map<string, Remembered<CacheAccess>>();
+  const answers = new TtlMap<CacheAccess>(REMEMBERED_MAX, now);
   const resolving = new Map<string, Promise<CacheAccess>>();
-  const fresh = <T>(entry: Remembered<T> | undefined): entry is Remembered<T> => entry !== undefined && entry.until > now();
-  const prune = <T>(map: Map<string, Remembered<T>>) => {
-    if (map.size < 10_000) return;
-    for (const [key, entry] of map) if (!fresh(entry)) map.delete(key);
-  };
 
   async function cacheNamed(name: string): Promise<BinaryCache | null> {
     const key = name.toLowerCase();
     const known = caches.get(key);
-    if (fresh(known)) return known.value;
+    if (known !== undefined) return known;
     const [row] = await deps.sql<CacheRow[]>`
       select id, name, public, active, priority, local_priority, key_name, public_key, secret_key from caches where name = ${name}`;
     const cache: BinaryCache | null = row
@@ -115,8 +107,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
           publicKey: cachePublicKeyText(row),
         }
       : null;
-    prune(caches);
-    caches.set(key, { value: cache, until: now() + CACHE_SETTINGS_TTL_MS });
+    caches.set(key, cache, CACHE_SETTINGS_TTL_MS);
     return cache;
   }
 
@@ -125,17 +116,16 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
     // API keys may be limited to source addresses, so the address is part of what is remembered.
     const key = createHash('sha256').update(`${peerAddress}\n${authorization}`).digest('base64');
     const known = credentials.get(key);
-    if (fresh(known)) return known.value;
+    if (known !== undefined) return known;
     const principal = (await deps.authenticateBasic(authorization, peerAddress)) ?? anonymous;
-    prune(credentials);
-    credentials.set(key, { value: principal, until: now() + CREDENTIALS_TTL_MS });
+    credentials.set(key, principal, CREDENTIALS_TTL_MS);
     return principal;
   }
 
   async function decide(cache: BinaryCache, who: Principal): Promise<Decision> {
     const key = `${cache.id}|${principalKey(who)}`;
     const known = decisions.get(key);
-    if (fresh(known)) return known.value;
+    if (known !== undefined) return known;
     let decision: Decision = { visible: cache.public, canRead: cache.public, canWrite: false };
     if (who.kind === 'user') {
       const row = await findCache(deps.sql, who, cache.name);
@@ -149,8 +139,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
         ? { visible: access.visible, canRead, canWrite: access.permissions.has('writeStore') }
         : { visible: false, canRead: false, canWrite: false };
     }
-    prune(decisions);
-    decisions.set(key, { value: decision, until: now() + CREDENTIALS_TTL_MS });
+    decisions.set(key, decision, CREDENTIALS_TTL_MS);
     return decision;
   }
 
@@ -160,14 +149,13 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
 
   return {
     peek(name, authorization, peerAddress) {
-      const known = answers.get(answerKey(name, authorization, peerAddress));
-      return fresh(known) ? known.value : undefined;
+      return answers.get(answerKey(name, authorization, peerAddress));
     },
 
     resolve(name, authorization, peerAddress) {
       const key = answerKey(name, authorization, peerAddress);
       const known = answers.get(key);
-      if (fresh(known)) return Promise.resolve(known.value);
+      if (known !== undefined) return Promise.resolve(known);
       // When an answer expires under load, every request in flight would otherwise query again.
       const running = resolving.get(key);
       if (running !== undefined) return running;
@@ -181,7 +169,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
       caches.delete(name.toLowerCase());
       answers.clear();
       resolving.clear();
-      for (const key of decisions.keys()) decisions.delete(key);
+      decisions.clear();
     },
   };
 
@@ -200,8 +188,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
       if (visible) answer = { kind: 'visible', cache, principal, canRead, canWrite };
       else answer = principal.kind === 'anonymous' ? { kind: 'challenge' } : { kind: 'hidden' };
     }
-    prune(answers);
-    answers.set(key, { value: answer, until: now() + CACHE_SETTINGS_TTL_MS });
+    answers.set(key, answer, CACHE_SETTINGS_TTL_MS);
     return answer;
   }
 }

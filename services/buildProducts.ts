@@ -1,5 +1,5 @@
 import type { Sql } from 'postgres';
-import { ApiError, lookupNarListing, parseNarListing, type NarListing } from '../protocol/index.js';
+import { ApiError, lookupNarListing, parseNarListing, storePathHashPart, storePathName, type NarListing } from '../protocol/index.js';
 import { narSlice, type NarStorage } from '../storage/index.js';
 import type { BuildViewsService } from './buildViews.js';
 import type { EvaluationsService } from './evaluations.js';
@@ -72,7 +72,7 @@ export function buildProductsService(sql: Sql, nars: Pick<NarStorage, 'reads' | 
     const held: HeldOutput[] = [];
     for (const [name, path] of Object.entries(outputs).sort(([a], [b]) => (a === 'out' ? -1 : b === 'out' ? 1 : a.localeCompare(b)))) {
       if (path === null) continue;
-      const hash = path.slice(path.lastIndexOf('/') + 1, path.lastIndexOf('/') + 33);
+      const hash = storePathHashPart(path);
       for (const cache of caches) {
         const row = await nars.reads.listing(cache.id, hash);
         if (!row) continue;
@@ -102,7 +102,7 @@ export function buildProductsService(sql: Sql, nars: Pick<NarStorage, 'reads' | 
         const inside = line.path.slice(owner.path.length + 1);
         const node = lookupNarListing(owner.listing, inside);
         if (node?.type !== 'regular') continue;
-        const filename = inside === '' ? owner.path.slice(owner.path.lastIndexOf('/') + 34) : inside.slice(inside.lastIndexOf('/') + 1);
+        const filename = inside === '' ? storePathName(owner.path) : inside.slice(inside.lastIndexOf('/') + 1);
         // Hydra names a product by its file name; the first of two with the same name wins.
         if (names.has(filename)) continue;
         names.add(filename);

@@ -1,3 +1,4 @@
+// What the cache services are built from.
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../config/index.js';
 import type { Events, NarStorage, SecretBox } from '../storage/index.js';

@@ -1,7 +1,7 @@
-// The NAR management API (issue 5, items 7 and 8): list, show and delete the paths a cache holds,
+// The NAR management API (docs/caches.md, "NAR management"): list, show and delete the paths a cache holds,
 // and the cache's statistics. Listing, showing and stats are for anyone who may see the cache;
 // deleting is for its owner (spec: Authentication 9).
-import { type NarListQuery } from '../protocol/index.js';
+import { narUrl, storePathName, type NarListQuery } from '../protocol/index.js';
 import { cacheContentStats, findCachePath, listCachePaths, type CachePathRow, type PathRemoval } from '../storage/index.js';
 import { notFound } from './access.js';
 import type { CacheDeps } from './cacheDeps.js';
@@ -65,17 +65,15 @@ export interface CacheStats {
   bytes_left: number | null;
 }
 
-const nameOf = (storePath: string): string => storePath.slice(storePath.lastIndexOf('/') + 34);
-
 export const toNarView = (row: CachePathRow): NarView => ({
   hash: row.hashPart,
   store_path: row.storePath,
-  package: nameOf(row.storePath),
+  package: storePathName(row.storePath),
   nar_hash: row.narHash,
   nar_size: row.narSize,
   file_hash: row.fileHash,
   file_size: row.fileSize,
-  url: `nar/${row.fileHash}.nar.zst`,
+  url: narUrl(row.fileHash),
   references: row.references,
   deriver: row.deriver,
   ca: row.ca,

@@ -1,3 +1,4 @@
+// The cache services built together from one CacheDeps.
 import type { CacheDeps } from './cacheDeps.js';
 import { cacheNarsService } from './cacheNars.js';
 import { cachesService } from './caches.js';

@@ -1,11 +1,11 @@
-// Storage limits of caches as the services see them: bytes left (the evaluation issue waits while
+// Storage limits of caches as the services see them: bytes left (a new evaluation waits while
 // every writable cache of a project has under 10 MiB left) and the refusal of an upload that would
 // not fit. The counting is storage/nars/cacheStorageLeft.ts.
 import type { ISql } from 'postgres';
 import { ApiError } from '../protocol/index.js';
 import { cacheStorage, type CacheStorage } from '../storage/index.js';
 
-/** The margin the evaluation issue waits on (spec: "under 10 MiB left"). */
+/** The margin a new evaluation waits on (evaluationWait.ts; spec: "under 10 MiB left"). */
 export const LOW_STORAGE_BYTES = 10 * 1024 * 1024;
 
 export interface CacheStorageLimits {

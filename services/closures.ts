@@ -1,4 +1,5 @@
 import type { Sql, TransactionSql } from 'postgres';
+import { storePathHashPart } from '../protocol/index.js';
 import type { BuildViewsService } from './buildViews.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from './principal.js';
@@ -175,7 +176,7 @@ export function closuresService(sql: Sql, evaluations: Pick<EvaluationsService, 
     return sql.begin(async (tx) => {
       if (runtime) {
         await runtimeClosure(tx, roots.outputs, caches);
-        return graphOf(tx, roots.outputs.map((p) => p.slice(p.lastIndexOf('/') + 1, p.lastIndexOf('/') + 33)));
+        return graphOf(tx, roots.outputs.map(storePathHashPart));
       }
       await buildTimeClosure(tx, roots.derivations, caches);
       return graphOf(tx, roots.derivations);

@@ -1,3 +1,4 @@
+// Who may create organizations, projects and caches: none, superusers or everyone.
 import { ApiError } from '../protocol/index.js';
 import { isSuperuser, type Principal } from './principal.js';
 

@@ -5,6 +5,7 @@ import {
   parseDerivation,
   parseNixExport,
   sourceStorePath,
+  storePathName,
   textStorePath,
   type Derivation,
   type ExportedPath,
@@ -26,11 +27,10 @@ export interface DirectClosure {
 }
 
 const invalid = (message: string) => new ApiError(400, 'invalid_closure', message);
-const nameOf = (path: string) => path.slice(path.lastIndexOf('/') + 34);
 
 /** True when the path's name follows from its bytes and references (text or source). */
 function contentAddressed(p: ExportedPath): boolean {
-  const name = nameOf(p.path);
+  const name = storePathName(p.path);
   const self = p.references.includes(p.path);
   const others = p.references.filter((r) => r !== p.path);
   const contents = narFileContents(p.nar);
@@ -57,7 +57,7 @@ function nodeOf(drvPath: string, drv: Derivation): DerivationNode {
   const list = Array.isArray(features) ? features.filter((f): f is string => typeof f === 'string') : typeof features === 'string' ? features.split(/\s+/) : [];
   const candidate = {
     drvPath,
-    name: drv.env['name'] ?? nameOf(drvPath).slice(0, -4),
+    name: drv.env['name'] ?? storePathName(drvPath).slice(0, -4),
     outputs: Object.fromEntries(Object.entries(drv.outputs).map(([name, o]) => [name, o.path === '' ? null : o.path])),
     inputDrvs: drv.inputDrvs,
     inputSrcs: drv.inputSrcs,

@@ -1,3 +1,4 @@
+// E-mail verification: tokens sent by mail, their lifetime and their redemption.
 import { createHash, randomBytes } from 'node:crypto';
 import { ApiError } from '../protocol/index.js';
 import type { IdentityDeps } from './identityDeps.js';

@@ -27,7 +27,7 @@ export type LiveFeed =
   | { kind: 'boardCache'; cacheIds: string[] | 'all' };
 
 /**
- * Evaluations and builds are resolved by the evaluation and build services (a later issue): each
+ * Evaluations and builds are resolved by the evaluation and build services (wired in cli/kiln.ts): each
  * returns ids when the caller may view the evaluation's project, and throws ApiError 404 otherwise.
  */
 export interface LiveResolvers {

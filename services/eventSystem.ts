@@ -46,7 +46,7 @@ export interface EventSystemOptions {
   workers?: number;
   pollingIntervalSeconds?: number;
   recoveryIntervalMs?: number;
-  /** how evaluations and builds are found for their live sockets (the evaluation issue supplies it) */
+  /** how evaluations and builds are found for their live sockets (the evaluation and build services supply it) */
   liveResolvers?: LiveResolvers;
   /** who may manage which webhooks (default: services/access.ts rules) */
   authorizeWebhooks?: WebhookAuthorizer;

@@ -1,4 +1,4 @@
-// Derivation outputs no cache holds any more (issue 5, "Deletion semantics"): when the last cache's
+// Derivation outputs no cache holds any more (docs/binary-cache.md, "Deletion and sweeping"): when the last cache's
 // copy of a path is deleted, the derivation builds that produced it are marked not cached in the
 // same transaction. Whether a path is in a cache is read from path_signatures (projectCaches.ts);
 // the mark is for a build that already finished: the next evaluation reaching it queues it again

@@ -1,3 +1,4 @@
+// The identity services (accounts, sessions, API keys, e-mail), opened together.
 import { accountsService, type Accounts } from './accounts.js';
 import { apiKeysService, type ApiKeys } from './apiKeys.js';
 import { emailVerificationService, type EmailVerification } from './emailVerification.js';

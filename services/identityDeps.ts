@@ -1,3 +1,4 @@
+// What the identity services are built from.
 import type { Config, Logger } from '../config/index.js';
 import type { Events, Sql } from '../storage/index.js';
 import type { Clock } from './clock.js';

@@ -1,3 +1,4 @@
+// The public face of services/: what other folders import from it (DESIGN.md, Layout).
 export { anonymous, isSuperuser, superuserRefusal, type Anonymous, type KeyUser, type Principal, type SessionUser } from './principal.js';
 export { openIdentityServices, type IdentityOptions, type IdentityServices } from './identity.js';
 export type { IdentityDeps } from './identityDeps.js';

@@ -4,7 +4,17 @@
 import { rm } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import { acquireUpload, type UploadBudgetRef, type UploadPermit } from '../actors/index.js';
-import { ApiError, narinfoOfUpload, parseNarinfo, type Narinfo, type NarUploadInfo, type NarUploadResult } from '../protocol/index.js';
+import {
+  ApiError,
+  narinfoOfUpload,
+  parseNarinfo,
+  parseNarUrl,
+  parseNixNarFileName,
+  storePathHashPart,
+  type Narinfo,
+  type NarUploadInfo,
+  type NarUploadResult,
+} from '../protocol/index.js';
 import { isUploadProblem, type Events, type IngestOutcome, type NarStorage, type SecretBox } from '../storage/index.js';
 import { openCacheKey } from './cacheKeys.js';
 import type { BinaryCache } from './binaryCacheAccess.js';
@@ -70,9 +80,6 @@ const CLI_CHUNK_BYTES = 32 * 1024 * 1024;
 const narTooLarge = (narSize: number, limit: number): ApiError =>
   new ApiError(413, 'nar_too_large', `the NAR has ${narSize} bytes, more than the limit of ${limit} bytes (nar.maxUploadSize)`);
 
-const NIX_NAR_FILE = /^([0-9a-z]{1,64})\.nar(?:\.(xz|bz2|zst|br|gz))?$/;
-const EXTENSION_COMPRESSION: Record<string, string> = { xz: 'xz', bz2: 'bzip2', zst: 'zstd', br: 'br', gz: 'gzip' };
-
 export const resultOf = (outcome: IngestOutcome): NarUploadResult => ({
   store_path: outcome.storePath,
   nar_hash: outcome.narHash,
@@ -83,7 +90,7 @@ export const resultOf = (outcome: IngestOutcome): NarUploadResult => ({
 });
 
 function checkStorePathHash(info: Narinfo, hash: string): void {
-  const actual = info.storePath.slice(info.storePath.lastIndexOf('/') + 1, info.storePath.lastIndexOf('/') + 33);
+  const actual = storePathHashPart(info.storePath);
   if (actual !== hash) {
     throw new ApiError(400, 'store_path_mismatch', `the narinfo is for ${info.storePath}, but the request names the hash ${hash}`);
   }
@@ -194,9 +201,9 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
     },
 
     async nixPutNar(target, fileName, body) {
-      const match = NIX_NAR_FILE.exec(fileName);
-      if (!match) throw new ApiError(400, 'invalid_parameter', `nar/${fileName}: expected nar/<hash>.nar with an optional .xz, .bz2, .zst, .br or .gz`);
-      const compression = match[2] === undefined ? 'none' : EXTENSION_COMPRESSION[match[2]]!;
+      const named = parseNixNarFileName(fileName);
+      if (!named) throw new ApiError(400, 'invalid_parameter', `nar/${fileName}: expected nar/<hash>.nar with an optional .xz, .bz2, .zst, .br or .gz`);
+      const { compression } = named;
       // The NarSize comes with the narinfo PUT; a cache already full is refused before the bytes are staged.
       await deps.storageLimits.demandRoom(target, 1);
       await translated(() => uploads.stageWhole(target.id, `nar/${fileName}`, compression, body));
@@ -221,14 +228,14 @@ async function nixIngest(deps: NarUploadDeps, target: UploadTarget, info: Narinf
   const { uploads, reads } = deps.nars;
   const uploadKey = info.url;
   const fileName = uploadKey.startsWith('nar/') ? uploadKey.slice(4) : '';
-  if (NIX_NAR_FILE.test(fileName) && (await uploads.staged(target.id, uploadKey)) !== null) {
+  if (parseNixNarFileName(fileName) !== undefined && (await uploads.staged(target.id, uploadKey)) !== null) {
     return resultOf(await uploads.finalize({ cacheId: target.id, uploadKey, signingKey: target.signingKey, info }));
   }
   // Nix skips the NAR PUT when HEAD found the file: kiln's zstd bytes can equal Nix's, and then the
   // file is one this cache already serves, for this path or another one with identical contents.
-  const served = /^nar\/([0-9a-df-np-sv-z]{52})\.nar\.zst$/.exec(uploadKey);
-  if (served && (await reads.narFile(target.id, served[1]!)) !== null) {
-    return resultOf(await deps.nars.ingestStoredFile({ cacheId: target.id, signingKey: target.signingKey, info }, served[1]!));
+  const served = parseNarUrl(uploadKey);
+  if (served !== undefined && (await reads.narFile(target.id, served)) !== null) {
+    return resultOf(await deps.nars.ingestStoredFile({ cacheId: target.id, signingKey: target.signingKey, info }, served));
   }
   const held = await uploads.held(target.id, info);
   if (held !== null) return resultOf(held);

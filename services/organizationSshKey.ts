@@ -1,3 +1,4 @@
+// An organization's Ed25519 SSH key (OpenSSH format).
 import { ApiError } from '../protocol/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import type { Principal } from './principal.js';

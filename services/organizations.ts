@@ -1,3 +1,4 @@
+// Organizations: their views, events and use cases.
 import { ApiError, type CreateOrganizationBody, type Permission, type Role, type UpdateOrganizationBody } from '../protocol/index.js';
 import { accessOf, demand, userIdOf, permissionList, type Access } from './access.js';
 import type { AccessDeps } from './accessDeps.js';

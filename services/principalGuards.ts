@@ -1,3 +1,4 @@
+// Guards that require a signed-in user or a session (not an API key).
 import { ApiError } from '../protocol/index.js';
 import type { KeyUser, Principal, SessionUser } from './principal.js';
 

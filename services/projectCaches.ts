@@ -1,4 +1,5 @@
 import type { Sql } from 'postgres';
+import { storePathHashPart } from '../protocol/index.js';
 import { cachePublicKeyText } from './cacheKeys.js';
 
 // The caches a project's builds use: its own subscriptions and its organization's (DESIGN.md,
@@ -27,7 +28,7 @@ export const readable = (caches: readonly ProjectCache[]) => caches.filter((c) =
 /** True when every output path is signed into one of `caches` (the build can be substituted). */
 export async function outputsCached(sql: Sql, outputs: readonly string[], caches: readonly ProjectCache[]): Promise<boolean> {
   if (outputs.length === 0 || caches.length === 0) return false;
-  const hashes = outputs.map((p) => p.slice(p.lastIndexOf('/') + 1, p.lastIndexOf('/') + 33));
+  const hashes = outputs.map(storePathHashPart);
   const [row] = await sql<{ held: number }[]>`
     select count(distinct hash_part)::int as held from path_signatures
     where cache_id = any(${caches.map((c) => c.id)}::uuid[]) and hash_part = any(${hashes})`;

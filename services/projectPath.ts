@@ -1,3 +1,4 @@
+// Resolving `{org}/{project}` (or a project's id or unique name) with a permission check.
 import type { Permission } from '../protocol/index.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';

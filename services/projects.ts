@@ -1,3 +1,4 @@
+// Projects: their views, events and use cases.
 import { ApiError, type CreateProjectBody, type Permission, type Role, type UpdateProjectBody } from '../protocol/index.js';
 import { accessOf, demand, notFound, permissionList, userIdOf, type Access } from './access.js';
 import type { AccessDeps } from './accessDeps.js';

@@ -1,3 +1,4 @@
+// Browser sessions: opened at sign-in, expiring after SESSION_LIFETIME_MS.
 import type { TransactionSql } from 'postgres';
 import { ApiError } from '../protocol/index.js';
 import type { Principal, SessionUser } from './principal.js';

@@ -1,3 +1,4 @@
+// Refusing API changes to what the state file manages.
 import { ApiError } from '../protocol/index.js';
 
 /**

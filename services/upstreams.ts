@@ -1,4 +1,4 @@
-// Upstream caches at request time (issue 5, item 6): a narinfo the cache does not hold is asked of
+// Upstream caches at request time: a narinfo the cache does not hold is asked of
 // its upstreams in priority order (at most cache.upstreamQueryConcurrency queries at once in this
 // process), and the first one with a valid signature by that upstream's key is served, re-signed
 // (upstreamNarinfo.ts) and with X-Cache: MISS; its NAR is proxied through kiln; build logs and
@@ -9,7 +9,7 @@ import { rm, stat } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import type { Logger } from '../config/index.js';
 import { isStorePathHashPart, VerifyingKey, type SigningKey } from '../protocol/index.js';
-import type { SecretBox } from '../storage/index.js';
+import { TtlMap, type SecretBox } from '../storage/index.js';
 import { Semaphore } from './semaphore.js';
 import {
   fetchSmallBytes, fetchSmallText, headUpstreamFile, lazyUpstreamBody, spoolUpstreamFile, type ByteRange, type FetchFunction,
@@ -83,11 +83,6 @@ export interface Upstreams {
   forget(cacheId: string): void;
 }
 
-interface Remembered<T> {
-  value: T;
-  until: number;
-}
-
 interface KnownUpstream extends UpstreamSource {
   priority: number;
   /** fetch() as this upstream needs it: with its Authorization header when it has credentials */
@@ -110,26 +105,14 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
   const now = deps.now ?? Date.now;
   const timeoutMs = deps.timeoutMs ?? 10_000;
   const queries = new Semaphore(deps.concurrency);
-  const lists = new Map<string, Remembered<KnownUpstream[]>>();
-  const answers = new Map<string, Remembered<Buffer | null>>();
+  const lists = new TtlMap<KnownUpstream[]>(REMEMBERED_MAX, now);
+  const answers = new TtlMap<Buffer | null>(REMEMBERED_MAX, now);
   const inflight = new Map<string, Promise<Buffer | null>>();
-  const fresh = <T>(entry: Remembered<T> | undefined): entry is Remembered<T> => entry !== undefined && entry.until > now();
-  const remember = <T>(map: Map<string, Remembered<T>>, key: string, value: T, ttl: number) => {
-    if (map.size >= REMEMBERED_MAX) {
-      for (const [k, entry] of map) if (!fresh(entry)) map.delete(k);
-      // Still full of live entries: drop the oldest ones (Map keeps insertion order).
-      for (const k of map.keys()) {
-        if (map.size < REMEMBERED_MAX) break;
-        map.delete(k);
-      }
-    }
-    map.set(key, { value, until: now() + ttl });
-  };
 
   const loadingLists = new Map<string, Promise<KnownUpstream[]>>();
   function upstreamsOf(cacheId: string): Promise<KnownUpstream[]> {
     const known = lists.get(cacheId);
-    if (fresh(known)) return Promise.resolve(known.value);
+    if (known !== undefined) return Promise.resolve(known);
     // One query per cache when the list expires, however many requests wait for it.
     const loading = loadingLists.get(cacheId);
     if (loading !== undefined) return loading;
@@ -159,7 +142,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
       }
       return [{ id: row.id, url: row.url, key: key.value, priority: row.priority, fetch: upstreamFetch }];
     });
-    remember(lists, cacheId, list, UPSTREAM_LIST_TTL_MS);
+    lists.set(cacheId, list, UPSTREAM_LIST_TTL_MS);
     return list;
   }
 
@@ -183,12 +166,12 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
   async function lookupUpstreamNarinfo(cache: UpstreamCache, hashPart: string): Promise<Buffer | null> {
     const key = `${cache.id}/${hashPart}`;
     const known = answers.get(key);
-    if (fresh(known)) return known.value;
+    if (known !== undefined) return known;
     const running = inflight.get(key);
     if (running) return running;
     const started = askUpstreams(cache, hashPart)
       .then((value) => {
-        remember(answers, key, value, value === null ? UPSTREAM_MISS_TTL_MS : UPSTREAM_HIT_TTL_MS);
+        answers.set(key, value, value === null ? UPSTREAM_MISS_TTL_MS : UPSTREAM_HIT_TTL_MS);
         return value;
       })
       .finally(() => inflight.delete(key));
@@ -200,10 +183,10 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
     lookupUpstreamNarinfo,
 
     knownToHaveNone(cacheId) {
-      const known = lists.get(cacheId);
+      const known = lists.peek(cacheId);
       if (known === undefined || known.value.length > 0) return false;
       // An expired "none" is believed once more while the list is read again (forget() drops it at once).
-      if (!fresh(known)) {
+      if (!known.fresh) {
         upstreamsOf(cacheId).catch((err: unknown) => deps.log.warn({ err, cacheId }, 'the upstream list could not be read again; the old one stays in use'));
       }
       return true;
@@ -247,7 +230,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
     forget(cacheId) {
       lists.delete(cacheId);
       loadingLists.delete(cacheId);
-      for (const key of answers.keys()) if (key.startsWith(`${cacheId}/`)) answers.delete(key);
+      answers.deletePrefix(`${cacheId}/`);
     },
   };
 

@@ -8,7 +8,7 @@ import { demandProjectRef, isUuid } from './targets.js';
 
 // Worker peer tokens per project (POST /projects/{project}/workers): 48 random bytes, shown
 // once as base64url, kept only as an argon2id hash (DESIGN.md, "The model"). A worker presents
-// the token in the /proto handshake; the worker issue verifies it against these rows.
+// the token in the /proto handshake; workerAuth.ts verifies it against these rows.
 
 export interface WorkerRegistrationView {
   id: string;

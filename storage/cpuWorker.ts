@@ -1,5 +1,5 @@
-// Runs inside the piscina worker threads of cpuPool.ts: CPU-bound work (hashing now; zstd and the
-// NAR ingest pipeline later) that must not block the server's event loop. Adding a task is one
+// Runs inside the piscina worker threads of cpuPool.ts: CPU-bound work (hashing, zstd, NAR ingest
+// and the checks of staged uploads) that must not block the server's event loop. Adding a task is one
 // entry in `cpuTasks`; its argument and result must survive structured cloning.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';

@@ -1,3 +1,4 @@
+// The public face of storage/: what other folders import from it (DESIGN.md, Layout).
 export * from './db/index.js';
 export * from './queue/index.js';
 export { createCpuPool, type CpuPool, type CpuPoolOptions, type CpuPoolStats } from './cpuPool.js';

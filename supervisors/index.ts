@@ -1,3 +1,4 @@
+// The public face of supervisors/: what other folders import from it (DESIGN.md, Layout).
 export { createRootSupervisor, Supervisor, type RootSupervisorOptions, type SupervisorOptions } from './supervisor.js';
 export type { ActorSpec, ActorStart, SupervisedActor } from './child.js';
 export { EscalationError } from './escalation.js';

@@ -8,3 +8,4 @@ export { LogLimiter, type LogCaps } from './logLimiter.js';
 export { selectAttributesExpression, derivationsExpression, nixString } from './flakeExpressions.js';
 export { dependencyOrder, toDerivationNode } from './derivationGraph.js';
 export { rechunk } from './narPusher.js';
+export { dumpNar } from './narDump.js';

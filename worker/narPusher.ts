@@ -1,10 +1,11 @@
 // Pushing store paths as NARs over /proto with the server's credit (docs/proto.md, "NAR push").
-// The NAR is dumped straight from the store (protocol/nix dumpNar, byte for byte `nix-store
+// The NAR is dumped straight from the store (narDump.ts, byte for byte `nix-store
 // --dump`), cut into chunks of the negotiated size, and hashed on the way: the worker checks
 // its own stream against the store's NarHash before it claims the push is complete.
 import { createHash } from 'node:crypto';
-import { dumpNar, sha256Nix32, type Message, type NarAbortCode, type PathInfo } from '../protocol/index.js';
+import { sha256Nix32, type Message, type NarAbortCode, type PathInfo } from '../protocol/index.js';
 import type { ProtoConnection } from './connection.js';
+import { dumpNar } from './narDump.js';
 
 export class NarPushFailed extends Error {
   override readonly name = 'NarPushFailed';

@@ -1,3 +1,4 @@
+// Registry options under email.*, gitHostApp.*, oidc.*, permissions.*, projects.*, registration.*, scim.*, secrets.*.
 import { bool, positiveInt, port, str, path, url, stringList, oneOf, nullable } from '../kinds.js';
 import { option, noEnv } from '../option.js';
 

@@ -1,3 +1,4 @@
+// Registry options under build.*, scheduler.*.
 import { unsignedInt, positiveInt, oneOf } from '../kinds.js';
 import { option } from '../option.js';
 

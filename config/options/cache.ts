@@ -1,3 +1,4 @@
+// Registry options under cache.*, eval.*, gc.*, nar.*, upload.*.
 import { bool, int, unsignedInt, positiveInt } from '../kinds.js';
 import { option } from '../option.js';
 

@@ -1,3 +1,4 @@
+// Registry options under serviceCi.*, errorReport.*, pullRequests.*, packages.*.
 import { bool, unsignedInt, port, str, path, url, ipAddress, attrs, pkg, nullable } from '../kinds.js';
 import { option, derived, noEnv, deploymentOnly } from '../option.js';
 

@@ -1,3 +1,4 @@
+// Registry options under frontend.*, http.*, outbound.*, ssh.*, proto.*, reverseProxy.*.
 import { bool, unsignedInt, positiveInt, port, str, path, url, cidrList, ipList, lines, nullable } from '../kinds.js';
 import { option, derived, noEnv, deploymentOnly } from '../option.js';
 

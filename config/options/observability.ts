@@ -1,3 +1,4 @@
+// Registry options under log.*, metrics.*.
 import { unsignedInt, positiveInt, path, url, level, nullable } from '../kinds.js';
 import { option } from '../option.js';
 

@@ -1,3 +1,4 @@
+// Registry options under database.*, localDb.*, s3.*, redis.*.
 import { bool, unsignedInt, positiveInt, port, str, path, url, pgMemory, nullable } from '../kinds.js';
 import { option, noEnv } from '../option.js';
 

@@ -1,3 +1,4 @@
+// Registry options of the kiln worker process itself (worker.*: its server, identity and tokens).
 import { bool, int, positiveInt, port, str, path, url, ipAddress, attrs, uuid, nullable } from '../kinds.js';
 import { option, derived, noEnv, deploymentOnly } from '../option.js';
 

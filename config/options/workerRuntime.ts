@@ -1,3 +1,4 @@
+// Registry options of the kiln worker at work: worker.log.*, worker.nar.*, worker.nixDaemon.*, worker.system.* and more.
 import { bool, int, unsignedInt, positiveInt, str, path, stringList, level, lines, pkg, nullable } from '../kinds.js';
 import { option, derived, deploymentOnly } from '../option.js';
 

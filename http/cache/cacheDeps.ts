@@ -1,3 +1,4 @@
+// What the binary cache routes need from the services and storage.
 import type { Config } from '../../config/index.js';
 import type { BinaryCacheAccess, CacheTraffic, NarUploadService, Upstreams } from '../../services/index.js';
 import type { ArchiveProgress, NarStorage, RateLimiter } from '../../storage/index.js';

@@ -1,6 +1,7 @@
 // GET nar/<filehash>.nar.zst: the stored file, as is (no Content-Encoding: Nix decompresses it
 // itself), always with Content-Length, a single Range as 206, and 404 decided before the first
 // byte. Small files come from memory; with S3, larger ones are a redirect to a presigned URL.
+import { parseNarFileName } from '../../protocol/index.js';
 import type { BinaryCache, Principal } from '../../services/index.js';
 import { narBlobKey, type BlobRead } from '../../storage/index.js';
 import { bytesReply, emptyReply, errorReply, streamReply, type Reply } from '../reply.js';
@@ -11,7 +12,6 @@ import type { CacheRouteDeps } from './cacheDeps.js';
 import { isCache, readableCache, readableCacheInMemory } from './cacheGate.js';
 import { stagedNixFile } from './stagedNixFile.js';
 
-const STORED_FILE = /^([0-9a-df-np-sv-z]{52})\.nar\.zst$/;
 /** A presigned URL outlives any sane download start; the client follows it at once. */
 const PRESIGN_SECS = 3600;
 
@@ -54,13 +54,13 @@ function smallFileReply(req: Req<Principal>, cache: BinaryCache, bytes: Buffer):
 function fromMemory(deps: CacheRouteDeps, req: Req<Principal>): Reply | undefined {
   const cache = readableCacheInMemory(deps.access, req);
   if (cache === undefined || !isCache(cache)) return cache;
-  const stored = STORED_FILE.exec(req.param<string>('file'));
-  if (stored === null) return undefined;
-  const known = deps.nars.reads.narFileInMemory(cache.id, stored[1]!);
+  const fileHash = parseNarFileName(req.param<string>('file'));
+  if (fileHash === undefined) return undefined;
+  const known = deps.nars.reads.narFileInMemory(cache.id, fileHash);
   if (!known || known.fileSize > deps.config['nar.smallBytes']) return undefined;
-  const bytes = deps.nars.reads.smallNarInMemory(stored[1]!);
+  const bytes = deps.nars.reads.smallNarInMemory(fileHash);
   if (bytes === undefined) return undefined;
-  if (!req.isHead) deps.traffic?.fetched(cache, stored[1]!, known.fileSize);
+  if (!req.isHead) deps.traffic?.fetched(cache, fileHash, known.fileSize);
   return smallFileReply(req, cache, bytes);
 }
 
@@ -95,11 +95,11 @@ export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
     const cache = await readableCache(deps.access, req);
     if (!isCache(cache)) return cache;
     const file = req.param<string>('file');
-    const stored = STORED_FILE.exec(file);
-    const known = stored ? await deps.nars.reads.narFile(cache.id, stored[1]!) : null;
-    if (stored && known) {
-      if (!req.isHead) deps.traffic?.fetched(cache, stored[1]!, known.fileSize);
-      return serveStored(deps, req, cache, stored[1]!, known.fileSize);
+    const fileHash = parseNarFileName(file);
+    const known = fileHash !== undefined ? await deps.nars.reads.narFile(cache.id, fileHash) : null;
+    if (fileHash !== undefined && known) {
+      if (!req.isHead) deps.traffic?.fetched(cache, fileHash, known.fileSize);
+      return serveStored(deps, req, cache, fileHash, known.fileSize);
     }
     // `nix copy` asks (HEAD) whether a file it is about to upload is there yet.
     const staged = await stagedNixFile(deps, req, cache, file);

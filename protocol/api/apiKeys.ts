@@ -1,3 +1,4 @@
+// Request bodies of API key routes: name, permissions, allowed source addresses.
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { permissionNames } from './permissions.js';

@@ -1,3 +1,4 @@
+// The public face of protocol/api/: what other folders import from it (DESIGN.md, Layout).
 export { ApiError, isApiError } from './apiError.js';
 export { Permission, permissionNames, Role, roleNames } from './permissions.js';
 export { ProjectRef, ResourceName, Username } from './names.js';

@@ -1,3 +1,4 @@
+// Request bodies of invitations and how long an invitation lives.
 import { z } from 'zod';
 import { Username } from './names.js';
 import { Role } from './permissions.js';

@@ -1,3 +1,4 @@
+// Request bodies of organization routes.
 import { z } from 'zod';
 import { ResourceName, Username } from './names.js';
 import { Role } from './permissions.js';

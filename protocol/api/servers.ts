@@ -1,3 +1,4 @@
+// Request bodies of build server routes.
 import { z } from 'zod';
 import { ResourceName } from './names.js';
 

@@ -1,3 +1,4 @@
+// Request bodies of cache subscriptions and their modes (0 read-write, 1 read-only, 2 write-only).
 import { z } from 'zod';
 
 /** 0 read-write (substitute and push), 1 read-only, 2 write-only (DESIGN.md, "The model"). */

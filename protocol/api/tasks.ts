@@ -1,3 +1,4 @@
+// Request bodies of task routes.
 import { z } from 'zod';
 import { ResourceName } from './names.js';
 

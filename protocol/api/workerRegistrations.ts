@@ -1,3 +1,4 @@
+// Request bodies of worker peer token routes.
 import { z } from 'zod';
 
 /** POST /projects/{project}/workers. */

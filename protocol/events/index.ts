@@ -1,3 +1,4 @@
+// The public face of protocol/events/: what other folders import from it (DESIGN.md, Layout).
 export {
   eventCatalog,
   eventDefinition,

@@ -1,4 +1,4 @@
-// Nix's formats, pure and I/O-free except narDump (reads a directory to dump it).
+// Nix's formats, pure and I/O-free: text and bytes in, values and bytes out.
 export { type Parsed, parsedOk, parseFailure } from './parsed.js';
 export { NIX32_ALPHABET, nix32Length, encodeNix32, decodeNix32, isNix32 } from './nix32.js';
 export {
@@ -23,6 +23,8 @@ export {
   printStorePath,
   storePathBaseName,
   isStorePathHashPart,
+  storePathHashPart,
+  storePathName,
 } from './storePath.js';
 export { type ByteSource } from './byteSource.js';
 export { NarError, isNarError } from './narError.js';
@@ -41,7 +43,7 @@ export {
   type NarListingSymlink,
 } from './narListing.js';
 export { parseNarListing, lookupNarListing, type NarLookupResult } from './narListingLookup.js';
-export { dumpNar, type NarDumpOptions } from './narDump.js';
+export { writeNar, type NarTreeNode, type NarDumpOptions } from './narWriter.js';
 export { type Narinfo, parseNarinfo, renderNarinfo } from './narinfo.js';
 export { narinfoFingerprint, signNarinfo, verifyNarinfo, type SignedFields } from './narinfoSignature.js';
 export { SigningKey, VerifyingKey } from './signingKey.js';
@@ -51,10 +53,10 @@ export {
   NAR_COMPRESSIONS,
   type NarCompression,
   isNarCompression,
-  narFileExtension,
   decompressNar,
   type DecompressOptions,
 } from './narDecompress.js';
+export { narFileExtension, narFileName, narUrl, parseNarFileName, parseNarUrl, parseNixNarFileName } from './narFile.js';
 export { ZstdFrameTracker } from './zstdFrames.js';
 export { parseNixExport, narFileContents, type ExportedPath } from './nixExport.js';
 export { parseDerivation, type Derivation, type DerivationOutput } from './derivationAterm.js';

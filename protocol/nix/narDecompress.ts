@@ -12,10 +12,6 @@ export type NarCompression = (typeof NAR_COMPRESSIONS)[number];
 
 export const isNarCompression = (name: string): name is NarCompression => (NAR_COMPRESSIONS as readonly string[]).includes(name);
 
-/** The file extension Nix gives a NAR with this compression (`nar/<hash>.nar.zst`). */
-export const narFileExtension = (compression: NarCompression): string =>
-  ({ none: '.nar', zstd: '.nar.zst', xz: '.nar.xz', bzip2: '.nar.bz2', br: '.nar.br', gzip: '.nar.gz' })[compression];
-
 async function* throughZlib(source: ByteSource, transform: Transform, name: string): AsyncGenerator<Uint8Array> {
   // Errors of the source pass through unchanged; anything else the decompressor said is corrupt data.
   let sourceError: unknown;

@@ -60,3 +60,15 @@ export const printStorePath = (p: StorePath): string => `${p.storeDir}/${p.hashP
 
 /** True for a 32-character nix32 string, the key of `<hash>.narinfo` requests. */
 export const isStorePathHashPart = (text: string): boolean => text.length === STORE_PATH_HASH_LENGTH && isNix32(text);
+
+const lastSegment = (path: string): string => path.slice(path.lastIndexOf('/') + 1);
+
+/**
+ * The hash part of a store path or base name that was parsed on its way in (`/nix/store/<hash>-hello`
+ * → `<hash>`): the first 32 characters of its last segment. Not a check: untrusted text goes
+ * through parseStorePath, and what this returns for anything else is merely not a hash part.
+ */
+export const storePathHashPart = (path: string): string => lastSegment(path).slice(0, STORE_PATH_HASH_LENGTH);
+
+/** The name of a parsed store path or base name (`/nix/store/<hash>-hello-2.12` → `hello-2.12`). */
+export const storePathName = (path: string): string => lastSegment(path).slice(STORE_PATH_HASH_LENGTH + 1);

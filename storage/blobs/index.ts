@@ -1,3 +1,4 @@
+// The public face of storage/blobs/: what other folders import from it (DESIGN.md, Layout).
 export type { BlobStore, BlobBackend, BlobSource, BlobRead, BlobReadOptions, BlobEntry } from './blobStore.js';
 export { BlobKeyError, assertBlobKey, blobKeyProblem, MAX_BLOB_KEY_LENGTH } from './blobKey.js';
 export { BlobRangeError } from './blobRange.js';

@@ -1,3 +1,4 @@
+// Chooses the event bus: Redis pub/sub when redis.url is set, PostgreSQL LISTEN/NOTIFY or in-memory otherwise.
 import type { Sql } from 'postgres';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/index.js';

@@ -1,3 +1,4 @@
+// The public face of storage/db/: what other folders import from it (DESIGN.md, Layout).
 export { openDatabase, type Database, type DatabaseConfig, type OpenDatabaseOptions } from './openDatabase.js';
 export { migrate, type MigrateOptions } from './migrate.js';
 export { readMigrations, migrationSetChecksum, MIGRATIONS_DIR, type MigrationFile } from './migrationFiles.js';

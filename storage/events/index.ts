@@ -1,3 +1,4 @@
+// The public face of storage/events/: what other folders import from it (DESIGN.md, Layout).
 export { createEvents, type Emit, type Events, type EventsOptions } from './events.js';
 export { writeOutbox, writeRedelivery, type DeliveryTarget, type PreparedEvent, type WriteOutboxOptions, type WrittenDelivery } from './outbox.js';
 export { DELIVERY_QUEUE, JOB_ATTEMPTS, bossDatabase, enqueueDeliveries, ensureDeliveryQueue, type DeliveryJob, type DueAttempt, type DueDelivery } from './deliveryJobs.js';

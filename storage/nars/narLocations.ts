@@ -3,12 +3,10 @@
 // filesystem blob store then takes an ingested file over with one rename (docs/storage.md).
 import { createHash, randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { narUrl } from '../../protocol/index.js';
 
 /** `nar/<nix32 file hash>.nar.zst`: the narinfo URL and the blob key are the same string. */
-export const narBlobKey = (fileHash: string): string => `nar/${fileHash}.nar.zst`;
-
-/** The narinfo URL of a stored NAR, relative to the cache's root. */
-export const narUrl = narBlobKey;
+export const narBlobKey: (fileHash: string) => string = narUrl;
 
 export interface StagingArea {
   /** `<baseDir>/staging` */

@@ -3,11 +3,11 @@
 // a cache's contents expire (another server process may have changed them); NAR bytes are
 // content-addressed and never go stale.
 import type { Sql } from 'postgres';
-import { renderNarinfo } from '../../protocol/index.js';
+import { narUrl, renderNarinfo } from '../../protocol/index.js';
 import type { BlobRange, BlobRead, BlobStore } from '../blobs/index.js';
 import type { FetchRecorder } from './fetchRecorder.js';
 import type { HotCache } from './hotCache.js';
-import { narBlobKey, narUrl } from './narLocations.js';
+import { narBlobKey } from './narLocations.js';
 import { findCacheFile, findListingRow, findNarinfoRow, type ListingRow, type NarinfoRow } from './sql/index.js';
 
 /** How long this process trusts what it learned about a cache's contents. */

@@ -11,7 +11,7 @@
 // staged bytes never change under another process's check pass or frame compression.
 import { mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Narinfo, SigningKey } from '../../protocol/index.js';
+import { storePathHashPart, type Narinfo, type SigningKey } from '../../protocol/index.js';
 import { heldOutcome, holdsExactly } from './heldCopy.js';
 import { ingestIntoCache, type IngestDeps, type IngestOutcome } from './ingest.js';
 import { KeyedLocks } from './keyedLocks.js';
@@ -70,8 +70,6 @@ export interface NarUploads {
   /** Forgets a staged upload and its bytes; false when there was none. */
   abandon(cacheId: string, uploadKey: string): Promise<boolean>;
 }
-
-const hashPartOf = (info: Narinfo): string => info.storePath.slice(info.storePath.lastIndexOf('/') + 1, info.storePath.lastIndexOf('/') + 33);
 
 export function narUploads(deps: NarUploadsDeps): NarUploads {
   const locks = new KeyedLocks();
@@ -135,13 +133,13 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
       ...(request.framesDir === undefined ? {} : { framesDir: request.framesDir }),
       ...(request.checked === undefined ? {} : { checked: request.checked }),
     });
-    deps.reads.forget(request.cacheId, hashPartOf(request.info), outcome.fileHash);
-    if (outcome.replacedFileHash !== undefined) deps.reads.forget(request.cacheId, hashPartOf(request.info), outcome.replacedFileHash);
+    deps.reads.forget(request.cacheId, storePathHashPart(request.info.storePath), outcome.fileHash);
+    if (outcome.replacedFileHash !== undefined) deps.reads.forget(request.cacheId, storePathHashPart(request.info.storePath), outcome.replacedFileHash);
     return outcome;
   };
 
   const held = async (cacheId: string, info: Narinfo): Promise<IngestOutcome | null> => {
-    const found = await findHeldPath(deps.sql, cacheId, hashPartOf(info));
+    const found = await findHeldPath(deps.sql, cacheId, storePathHashPart(info.storePath));
     return found && holdsExactly(found, info) ? heldOutcome(found) : null;
   };
 

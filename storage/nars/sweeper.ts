@@ -7,6 +7,7 @@ import { opendir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
+import { parseNarUrl } from '../../protocol/index.js';
 import type { BlobStore } from '../blobs/index.js';
 import type { StagingArea } from './narLocations.js';
 import { deleteBlobIfUnreferenced } from './pathDeletion.js';
@@ -30,8 +31,6 @@ export interface SweepReport {
   cachedPaths: number;
   blobs: number;
 }
-
-const NAR_BLOB = /^nar\/([0-9a-df-np-sv-z]{52})\.nar\.zst$/;
 
 async function* entriesIn(dir: string): AsyncGenerator<string> {
   let entries;
@@ -91,9 +90,9 @@ export async function sweepNarStorage(deps: SweepDeps, now = new Date()): Promis
   await collect([...maybeOrphaned]);
   let batch: string[] = [];
   for await (const blob of deps.blobs.list('nar/')) {
-    const match = NAR_BLOB.exec(blob.key);
-    if (!match || blob.modified >= graceBefore || maybeOrphaned.has(match[1]!)) continue;
-    batch.push(match[1]!);
+    const fileHash = parseNarUrl(blob.key);
+    if (fileHash === undefined || blob.modified >= graceBefore || maybeOrphaned.has(fileHash)) continue;
+    batch.push(fileHash);
     if (batch.length >= 1000) {
       await collect(batch);
       batch = [];

@@ -1,3 +1,4 @@
+// GET /api/v1/admin/actors: the supervision tree for operators.
 import { ApiError } from '../../../protocol/index.js';
 import { isSuperuser, superuserRefusal, type Principal } from '../../../services/index.js';
 import type { Router } from '../../router.js';

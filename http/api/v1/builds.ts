@@ -1,3 +1,4 @@
+// /api/v1/builds routes.
 import { z } from 'zod';
 import { BuildId, EvaluationId } from '../../../protocol/index.js';
 import type { BuildDataServices, BuildViewsService, Principal } from '../../../services/index.js';

@@ -1,3 +1,4 @@
+// GET /api/v1/health: whether the server and its database answer.
 import { ApiError } from '../../../protocol/index.js';
 import type { Router } from '../../router.js';
 

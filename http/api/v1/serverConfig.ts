@@ -1,3 +1,4 @@
+// GET /api/v1/config: the server settings a client may know.
 import type { Config } from '../../../config/index.js';
 import type { Router } from '../../router.js';
 

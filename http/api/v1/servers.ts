@@ -1,3 +1,4 @@
+// /api/v1 routes of an organization's build servers.
 import { CreateServerBody, ResourceName, UpdateServerBody } from '../../../protocol/index.js';
 import type { AccessServices, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';

@@ -1,3 +1,4 @@
+// One query on the NAR tables: moves a staged upload's offset forward.
 import type { ISql } from 'postgres';
 
 /**

@@ -1,3 +1,4 @@
+// One query on the NAR tables: counts a cache's paths and bytes.
 import type { ISql } from 'postgres';
 
 export interface CacheContentStats {

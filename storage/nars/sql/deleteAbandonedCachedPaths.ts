@@ -1,3 +1,4 @@
+// One query on the NAR tables: deletes cached paths no signature points to.
 import type { ISql } from 'postgres';
 
 /**

@@ -1,3 +1,4 @@
+// One query on the NAR tables: deletes staged uploads older than the partial TTL.
 import type { ISql } from 'postgres';
 import { leaseLostCondition } from '../../events/index.js';
 

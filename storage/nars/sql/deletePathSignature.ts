@@ -1,3 +1,4 @@
+// One query on the NAR tables: deletes one cache's copy of a path.
 import type { ISql } from 'postgres';
 
 /** Removes a cache's signature row; the cached path's id, file hash and NarHash when there was one. */

@@ -1,3 +1,4 @@
+// One query on the NAR tables: deletes a staged upload's row.
 import type { ISql } from 'postgres';
 
 /** Forgets a staged upload; true when there was one. The caller removes its file afterwards. */

@@ -1,3 +1,4 @@
+// One query on the NAR tables: deletes a cached path once no cache signs it.
 import type { ISql } from 'postgres';
 
 /** Deletes a cached path that no cache holds any more; its file hash when it was deleted. */

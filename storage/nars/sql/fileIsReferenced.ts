@@ -1,3 +1,4 @@
+// One query on the NAR tables: tells whether any cached path points to a NAR file.
 import type { ISql } from 'postgres';
 
 /** Whether any cached path points at the blob of this file hash. */

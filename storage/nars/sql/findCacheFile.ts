@@ -1,3 +1,4 @@
+// One query on the NAR tables: finds a NAR file a cache serves.
 import type { ISql } from 'postgres';
 
 /** The size of a stored NAR file when some path of this cache points at it; null otherwise. */

@@ -1,3 +1,4 @@
+// One query on the NAR tables: finds a path a cache holds.
 import type { ISql } from 'postgres';
 import { toCachePathRow, type CachePathRow, type RawCachePathRow } from './cachePathRow.js';
 

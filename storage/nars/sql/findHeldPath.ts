@@ -1,3 +1,4 @@
+// One query on the NAR tables: finds a cache's copy of a path with its narinfo fields.
 import type { ISql } from 'postgres';
 
 export interface HeldPath {

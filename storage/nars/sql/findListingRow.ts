@@ -1,3 +1,4 @@
+// One query on the NAR tables: finds the .ls listing of a path a cache holds.
 import type { ISql } from 'postgres';
 
 export interface ListingRow {

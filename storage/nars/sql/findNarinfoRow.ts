@@ -1,3 +1,4 @@
+// One query on the NAR tables: finds what a cache's narinfo of a path is rendered from.
 import type { ISql } from 'postgres';
 
 /** What a cache's narinfo is made of: the path's row and this cache's signature. */

@@ -1,3 +1,4 @@
+// One query on the NAR tables: finds a staged upload.
 import type { ISql } from 'postgres';
 import { toStagedUpload, type StagedUploadColumns, type StagedUploadRow } from './stagedUploadRow.js';
 

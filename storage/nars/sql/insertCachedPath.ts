@@ -1,3 +1,4 @@
+// One query on the NAR tables: inserts a cached path.
 import type { ISql } from 'postgres';
 
 export interface CachedPathInsert {

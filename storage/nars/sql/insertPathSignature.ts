@@ -1,3 +1,4 @@
+// One query on the NAR tables: signs a path into a cache.
 import type { ISql } from 'postgres';
 
 export interface PathSignatureInsert {

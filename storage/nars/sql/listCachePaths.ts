@@ -1,3 +1,4 @@
+// One query on the NAR tables: lists a cache's paths, filtered, sorted and paged.
 import type { ISql } from 'postgres';
 import { toCachePathRow, type CachePathRow, type RawCachePathRow } from './cachePathRow.js';
 

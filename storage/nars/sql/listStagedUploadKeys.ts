@@ -1,3 +1,4 @@
+// One query on the NAR tables: lists the keys of every staged upload.
 import type { ISql } from 'postgres';
 
 /** Every staged upload's key: the sweeper keeps the files and frames these rows still count on. */

@@ -1,3 +1,4 @@
+// One query on the NAR tables: locks a cached path row for a change.
 import type { ISql } from 'postgres';
 import type { CachedPathInsert } from './insertCachedPath.js';
 

@@ -1,3 +1,4 @@
+// One query on the NAR tables: locks a NAR file against a concurrent deletion.
 import type { TransactionSql } from 'postgres';
 
 /**

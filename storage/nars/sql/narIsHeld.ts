@@ -1,3 +1,4 @@
+// One query on the NAR tables: tells whether any cache holds a path with this NAR hash.
 import type { ISql } from 'postgres';
 
 /** Whether some cache holds this NAR of the store path, under whatever narinfo (migration 0017). */

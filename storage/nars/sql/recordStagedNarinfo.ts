@@ -1,3 +1,4 @@
+// One query on the NAR tables: records the narinfo of a staged upload.
 import type { ISql } from 'postgres';
 
 /** Keeps the narinfo of a finalize attempt beside the staged bytes (operators see why it failed). */

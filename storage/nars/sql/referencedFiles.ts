@@ -1,3 +1,4 @@
+// One query on the NAR tables: finds which NAR files cached paths still point to.
 import type { ISql } from 'postgres';
 
 /** Which of `fileHashes` some cached path points at. */

@@ -1,3 +1,4 @@
+// One query on the NAR tables: releases a writer's claim on a staged upload.
 import type { ISql } from 'postgres';
 
 /** Gives up `writer`'s claim on the upload (claimStagedUpload); nothing when it holds none (or the row is gone). */

@@ -1,3 +1,4 @@
+// One query on the NAR tables: starts a staged upload over.
 import type { ISql } from 'postgres';
 import { leaseLostCondition } from '../../events/index.js';
 

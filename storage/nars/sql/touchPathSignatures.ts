@@ -1,3 +1,4 @@
+// One query on the NAR tables: records when paths were last fetched.
 import type { ISql } from 'postgres';
 
 /** Sets last_fetched_at on many (cache, hash part) rows in one statement. */

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import t from 'tap';
 import {
   decompressNar,
-  dumpNar,
   hashNar,
   ingestNar,
   NarError,
@@ -18,6 +17,7 @@ import {
   verifyNar,
   type Narinfo,
 } from '../../../protocol/nix/index.js';
+import { dumpNar } from '../../../worker/index.js';
 import { buildFixturePaths, nixCopyToFileCache, nixPathInfo, nixStoreDump, nixVerifyInCache, tempDir } from '../../support/nixStore.js';
 
 const fixtures = buildFixturePaths();

@@ -5,6 +5,8 @@ import {
   parseStorePathBaseName,
   printStorePath,
   storePathBaseName,
+  storePathHashPart,
+  storePathName,
   storePathNameProblem,
 } from '../../../protocol/nix/index.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
@@ -53,4 +55,21 @@ t.test('bad store paths say what is wrong', async (t) => {
   t.match(parseStorePathBaseName('short', undefined, 'References'), { ok: false, field: 'References' });
   t.notOk(isStorePathHashPart('e'.repeat(32)));
   t.notOk(isStorePathHashPart(HASH.slice(1)));
+});
+
+t.test('the hash part and name of a parsed path, from a full path or a base name', async (t) => {
+  for (const path of [`/nix/store/${HASH}-hello-2.12`, `/gnu/store/${HASH}-hello-2.12`, `${HASH}-hello-2.12`]) {
+    t.equal(storePathHashPart(path), HASH, path);
+    t.equal(storePathName(path), 'hello-2.12', path);
+  }
+  t.equal(storePathName(`/nix/store/${HASH}-a-b-c`), 'a-b-c', 'a name keeps its own dashes');
+});
+
+t.test('malformed input never yields a hash part', async (t) => {
+  const malformed = ['', '/', '/nix/store/', '/nix/store/short-hello', `/nix/store/${HASH}-hello/`, `/nix/store/${HASH.slice(2)}-x`];
+  for (const text of malformed) {
+    t.notOk(isStorePathHashPart(storePathHashPart(text)), JSON.stringify(text));
+    t.equal(storePathName(text), '', `${JSON.stringify(text)} has no name`);
+  }
+  t.equal(storePathHashPart(`/nix/store/${HASH}-hello/bin/hello`), 'hello', 'a path inside a store path gives its last segment, not the hash');
 });

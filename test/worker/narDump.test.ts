@@ -2,8 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { dumpNar } from '../../../protocol/nix/index.js';
-import { buildFixturePaths, nixStoreDump, tempDir } from '../../support/nixStore.js';
+import { dumpNar } from '../../worker/index.js';
+import { buildFixturePaths, nixStoreDump, tempDir } from '../support/nixStore.js';
 
 const collect = async (source: AsyncIterable<Uint8Array>): Promise<Buffer> => {
   const parts: Uint8Array[] = [];
