@@ -3,7 +3,7 @@ import { componentLogger, createLogger, type LoadedConfig, type Logger } from '.
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, type Clock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { applyStateFile, binaryCacheAccess, cacheSigningKeys, narIngest, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, type Clock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -127,12 +127,13 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey });
     stack.push(() => nars.close());
     const binaryCache = binaryCacheAccess({ sql: db.cache, secretBox: accessDeps.secretBox, authenticateBasic: authenticator.authenticateBasic });
-    const narUploads = narUploadService({
-      sql: db.web, nars, uploadBudget, secretBox: accessDeps.secretBox,
-      restWaitSecs: config['upload.restWaitSecs'], maxUploadSize: config['nar.maxUploadSize'],
-      storageLimits: cacheStorageLimits(db.web, config['cache.maxStorageGb']),
-      events: events.events,
+    // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds.
+    const ingestOn = (sql: typeof db.web, on: EventSystem['events']) => narIngest({
+      nars, keys: cacheSigningKeys(sql, accessDeps.secretBox), uploadBudget, restWaitSecs: config['upload.restWaitSecs'],
+      storageLimits: cacheStorageLimits(sql, config['cache.maxStorageGb']), events: on,
     });
+    const webIngest = ingestOn(db.web, events.events);
+    const narUploads = narUploadService({ sql: db.web, nars, ingest: webIngest, maxUploadSize: config['nar.maxUploadSize'] });
     const caches = createCacheServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), secretBox: accessDeps.secretBox, nars, forgetCache: (name) => binaryCache.forgetCache(name),
       events: events.events,

@@ -1,9 +1,7 @@
 // Uploading NARs into a cache, for the REST routes (Bearer, writeStore) and for `nix copy --to`
-// (Basic, at the binary cache paths): who may, admission through the UploadBudget, and the
-// translation of the storage layer's UploadProblems into 4xx answers that name the problem.
-import { rm } from 'node:fs/promises';
+// (Basic, at the binary cache paths): who may, how each request hands its bytes to the ingest
+// front door (narIngest.ts: admission, room, signing, events), and its refusals as 4xx answers.
 import type { Sql } from 'postgres';
-import { acquireUpload, type UploadBudgetRef, type UploadPermit } from '../actors/index.js';
 import {
   ApiError,
   narinfoOfUpload,
@@ -15,11 +13,8 @@ import {
   type NarUploadInfo,
   type NarUploadResult,
 } from '../protocol/index.js';
-import { isUploadProblem, type Events, type IngestOutcome, type NarStorage, type SecretBox } from '../storage/index.js';
-import { openCacheKey } from './cacheKeys.js';
-import type { BinaryCache } from './binaryCacheAccess.js';
-import type { CacheStorageLimits } from './cacheStorage.js';
-import { announceAddedNar } from './narUploadEvents.js';
+import { isUploadProblem, type NarStorage } from '../storage/index.js';
+import { resultOf, UploadBusy, type AdmissionMode, type IngestTarget, type NarIngest } from './narIngest.js';
 import type { Principal } from './principal.js';
 import { demandCache } from './targets.js';
 import { uploadFailure } from './uploadFailure.js';
@@ -28,50 +23,34 @@ export interface NarUploadDeps {
   /** the pool permission lookups run on (database.web.*) */
   sql: Sql;
   nars: NarStorage;
-  uploadBudget: UploadBudgetRef;
-  secretBox: SecretBox;
-  /** upload.restWaitSecs */
-  restWaitSecs: number;
+  ingest: NarIngest;
   /** nar.maxUploadSize */
   maxUploadSize: number;
-  /** the cache's max_storage_bytes and cache.maxStorageGb: an upload that would not fit is refused (413 cache_full) */
-  storageLimits: CacheStorageLimits;
-  /** cache.nar.upload, cache.nar.signed, cache.changed for each path an upload adds */
-  events: Events;
 }
 
-/** The cache an upload goes into: its id and the key it signs with; the uploader when a REST caller is a user. */
-export type UploadTarget = Pick<BinaryCache, 'id' | 'name' | 'signingKey'> & {
-  uploader?: string;
-  /** the uploading user's id: upload permits are shared fairly between owners (actors/uploadAdmission.ts) */
-  owner?: string;
-};
+/** Receives a single-shot upload: stages its NAR part with `stage` and returns its narinfo. */
+export type SingleShotReader = (stage: (nar: AsyncIterable<Uint8Array>) => Promise<void>) => Promise<Narinfo>;
 
 export interface NarUploadService {
   /** The cache, when the caller holds writeStore on it: 404 when it cannot see it, 403 without the permission. */
-  restTarget(who: Principal, cache: string): Promise<UploadTarget>;
-  /**
-   * A permit for `bytes` of upload work. REST uploads (`restWait`) give up after upload.restWaitSecs
-   * with 503 upload_busy; `nix copy` waits (Nix 2.8 hangs retrying a 5xx answer to a PUT).
-   * `owner` (a user id) gets its fair share of the permits while other owners wait.
-   */
-  admit(bytes: number, restWait: boolean, owner?: string): Promise<UploadPermit>;
-  staged(target: UploadTarget, hash: string): Promise<{ bytes_staged: number; updated_at: Date }>;
+  restTarget(who: Principal, cache: string): Promise<IngestTarget>;
+  staged(target: IngestTarget, hash: string): Promise<{ bytes_staged: number; updated_at: Date }>;
   /** Admitted for `declaredBytes` (Content-Length), or a CLI-sized chunk when the length is not declared. */
-  appendChunk(target: UploadTarget, hash: string, offset: number, declaredBytes: number | null, body: AsyncIterable<Uint8Array>): Promise<{ bytes_staged: number }>;
-  finalize(target: UploadTarget, hash: string, body: NarUploadInfo): Promise<NarUploadResult>;
-  abandon(target: UploadTarget, hash: string): Promise<{ abandoned: boolean }>;
+  appendChunk(target: IngestTarget, hash: string, offset: number, declaredBytes: number | null, body: AsyncIterable<Uint8Array>): Promise<{ bytes_staged: number }>;
+  finalize(target: IngestTarget, hash: string, body: NarUploadInfo): Promise<NarUploadResult>;
+  abandon(target: IngestTarget, hash: string): Promise<{ abandoned: boolean }>;
   /** The JSON narinfo of a single-shot upload, checked (400 invalid_narinfo naming the field). */
   parseUploadInfo(body: NarUploadInfo): Narinfo;
-  /** Writes a single-shot upload's NAR part to a temporary file (413 nar_too_large past nar.maxUploadSize). */
-  stageTemporary(body: AsyncIterable<Uint8Array>): Promise<{ file: string; bytes: number }>;
-  discardTemporary(file: string): Promise<void>;
-  /** Ingests a single-shot upload's NAR part from its temporary file. */
-  ingestFile(target: UploadTarget, info: Narinfo, file: string): Promise<NarUploadResult>;
-  /** `nix copy`: PUT nar/<file>: stages the file as Nix compressed it. */
-  nixPutNar(target: UploadTarget, fileName: string, body: AsyncIterable<Uint8Array>): Promise<void>;
+  /**
+   * A single-shot upload, admitted for `declaredBytes` (else nar.maxUploadSize) while `read` receives
+   * it; its NAR part goes to a temporary file (413 nar_too_large past nar.maxUploadSize) that is
+   * ingested once `read` returns the narinfo, and removed whatever happens.
+   */
+  singleShot(target: IngestTarget, declaredBytes: number | null, read: SingleShotReader): Promise<NarUploadResult>;
+  /** `nix copy`: PUT nar/<file>: stages the file as Nix compressed it, admitted for `declaredBytes` (else nar.maxUploadSize). */
+  nixPutNar(target: IngestTarget, fileName: string, declaredBytes: number | null, body: AsyncIterable<Uint8Array>): Promise<void>;
   /** `nix copy`: PUT <hash>.narinfo: finds the NAR it names, checks it and signs it for the cache. */
-  nixPutNarinfo(target: UploadTarget, hash: string, text: string): Promise<NarUploadResult>;
+  nixPutNarinfo(target: IngestTarget, hash: string, text: string): Promise<NarUploadResult>;
 }
 
 /** What a chunk of unknown length is admitted as: the CLI's chunk size (spec, Limits). */
@@ -79,15 +58,6 @@ const CLI_CHUNK_BYTES = 32 * 1024 * 1024;
 
 const narTooLarge = (narSize: number, limit: number): ApiError =>
   new ApiError(413, 'nar_too_large', `the NAR has ${narSize} bytes, more than the limit of ${limit} bytes (nar.maxUploadSize)`);
-
-export const resultOf = (outcome: IngestOutcome): NarUploadResult => ({
-  store_path: outcome.storePath,
-  nar_hash: outcome.narHash,
-  nar_size: outcome.narSize,
-  file_hash: outcome.fileHash,
-  file_size: outcome.fileSize,
-  status: outcome.status,
-});
 
 function checkStorePathHash(info: Narinfo, hash: string): void {
   const actual = storePathHashPart(info.storePath);
@@ -107,57 +77,27 @@ async function translated<T>(work: () => Promise<T>): Promise<T> {
 }
 
 export function narUploadService(deps: NarUploadDeps): NarUploadService {
-  const { nars } = deps;
-  const uploads = nars.uploads;
-  // Checked before the NAR is read, against its NarSize: what a path will take once stored (zstd)
-  // is known only after compression, and NarSize bounds it, so a limit is never passed. A path the
-  // cache already holds (a retry) needs no room.
-  const announced = async (target: UploadTarget, result: NarUploadResult): Promise<NarUploadResult> => {
-    if (result.status === 'added') {
-      await announceAddedNar(deps.events, {
-        cache: { id: target.id, name: target.name, keyName: target.signingKey.name },
-        storePath: result.store_path, narHash: result.nar_hash, narSize: result.nar_size, fileHash: result.file_hash, fileSize: result.file_size,
-        ...(target.uploader === undefined ? {} : { user: target.uploader }),
-      });
-    }
-    return result;
-  };
-  const demandRoomFor = async (target: UploadTarget, info: Narinfo): Promise<void> => {
-    if ((await uploads.held(target.id, info)) === null) await deps.storageLimits.demandRoom(target, info.narSize);
-  };
-  // Permits are held until the NAR is in storage (upload.concurrency), then given back.
-  const admitted = async <T>(target: UploadTarget, bytes: number, restWait: boolean, work: () => Promise<T>): Promise<T> => {
-    const permit = await service.admit(bytes, restWait, target.owner);
+  const { ingest } = deps;
+  const uploads = deps.nars.uploads;
+  // REST uploads give up after upload.restWaitSecs with 503 upload_busy; `nix copy` waits.
+  const admitted = async <T>(target: IngestTarget, bytes: number, mode: AdmissionMode, work: () => Promise<T>): Promise<T> => {
     try {
-      return await work();
-    } finally {
-      permit.release();
+      return await ingest.admitted(bytes, mode, target.owner, work);
+    } catch (e) {
+      if (e instanceof UploadBusy) {
+        throw new ApiError(503, 'upload_busy', `no upload permit came within ${e.waitedSecs} s (upload.restWaitSecs); the server is busy with other uploads, retry later`);
+      }
+      throw e;
     }
   };
 
   const service: NarUploadService = {
     async restTarget(who, name) {
       const found = await demandCache(deps.sql, who, name, 'writeStore');
-      const [row] = await deps.sql<{ active: boolean; key_name: string; secret_key: Buffer }[]>`
-        select active, key_name, secret_key from caches where id = ${found.row.id}`;
+      const [row] = await deps.sql<{ active: boolean }[]>`select active from caches where id = ${found.row.id}`;
       if (!row) throw new ApiError(404, 'not_found', `no cache "${name}"`);
       if (!row.active) throw new ApiError(409, 'cache_inactive', `cache "${found.row.name}" is disabled and takes no uploads; enable it with POST /caches/${found.row.name}/active`);
-      return {
-        id: found.row.id, name: found.row.name, signingKey: openCacheKey(deps.secretBox, row),
-        ...(who.kind === 'user' ? { uploader: who.username, owner: who.userId } : {}),
-      };
-    },
-
-    async admit(bytes, restWait, owner) {
-      try {
-        const who = owner === undefined ? {} : { owner };
-        return await acquireUpload(deps.uploadBudget, restWait ? { bytes, signal: AbortSignal.timeout(deps.restWaitSecs * 1000), ...who } : { bytes, ...who });
-      } catch (e) {
-        if (e instanceof DOMException && e.name === 'TimeoutError') {
-          throw new ApiError(503, 'upload_busy', `no upload permit came within ${deps.restWaitSecs} s (upload.restWaitSecs); the server is busy with other uploads, retry later`);
-        }
-        throw e;
-      }
+      return { id: found.row.id, name: found.row.name, ...(who.kind === 'user' ? { uploader: who.username, owner: who.userId } : {}) };
     },
 
     async staged(target, hash) {
@@ -170,8 +110,8 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       if (declaredBytes !== null && offset + declaredBytes > deps.maxUploadSize) {
         throw new ApiError(413, 'nar_too_large', `offset ${offset} plus a chunk of ${declaredBytes} bytes exceeds the limit of ${deps.maxUploadSize} bytes (nar.maxUploadSize)`);
       }
-      await deps.storageLimits.demandRoom(target, offset + Math.max(1, declaredBytes ?? 0));
-      return admitted(target, declaredBytes ?? CLI_CHUNK_BYTES, true, () =>
+      await ingest.demandRoom(target, offset + Math.max(1, declaredBytes ?? 0));
+      return admitted(target, declaredBytes ?? CLI_CHUNK_BYTES, 'rest', () =>
         translated(async () => ({ bytes_staged: await uploads.appendChunk(target.id, hash, offset, body) })));
     },
 
@@ -179,9 +119,8 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       const info = service.parseUploadInfo(body);
       checkStorePathHash(info, hash);
       if (info.narSize > deps.maxUploadSize) throw narTooLarge(info.narSize, deps.maxUploadSize);
-      await demandRoomFor(target, info);
-      return announced(target, await admitted(target, info.narSize, true, () =>
-        translated(async () => resultOf(await uploads.finalize({ cacheId: target.id, uploadKey: hash, signingKey: target.signingKey, info, submitted: body })))));
+      await ingest.demandRoomFor(target, info);
+      return admitted(target, info.narSize, 'rest', () => ingest.ingest(target, info, { staged: hash, submitted: body }));
     },
 
     abandon: (target, hash) => translated(async () => ({ abandoned: await uploads.abandon(target.id, hash) })),
@@ -192,21 +131,29 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       return parsed.value;
     },
 
-    stageTemporary: (body) => translated(() => uploads.stageTemporary(body)),
-    discardTemporary: (file) => rm(file, { force: true }),
+    singleShot: (target, declaredBytes, read) =>
+      admitted(target, declaredBytes ?? deps.maxUploadSize, 'rest', async () => {
+        let file: string | null = null;
+        try {
+          const info = await read(async (nar) => {
+            file = await ingest.stage(nar);
+          });
+          if (file === null) throw new Error('a single-shot reader returned without staging the NAR part');
+          await ingest.demandRoomFor(target, info);
+          return await ingest.ingest(target, info, { file });
+        } finally {
+          if (file !== null) await ingest.forget(file);
+        }
+      }),
 
-    async ingestFile(target, info, file) {
-      await demandRoomFor(target, info);
-      return announced(target, await translated(async () => resultOf(await uploads.ingestFile({ cacheId: target.id, signingKey: target.signingKey, info, file, compression: 'none' }))));
-    },
-
-    async nixPutNar(target, fileName, body) {
+    async nixPutNar(target, fileName, declaredBytes, body) {
       const named = parseNixNarFileName(fileName);
       if (!named) throw new ApiError(400, 'invalid_parameter', `nar/${fileName}: expected nar/<hash>.nar with an optional .xz, .bz2, .zst, .br or .gz`);
       const { compression } = named;
       // The NarSize comes with the narinfo PUT; a cache already full is refused before the bytes are staged.
-      await deps.storageLimits.demandRoom(target, 1);
-      await translated(() => uploads.stageWhole(target.id, `nar/${fileName}`, compression, body));
+      await ingest.demandRoom(target, 1);
+      await admitted(target, declaredBytes ?? deps.maxUploadSize, 'wait', () =>
+        translated(() => uploads.stageWhole(target.id, `nar/${fileName}`, compression, body)));
     },
 
     async nixPutNarinfo(target, hash, text) {
@@ -216,26 +163,26 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       const info: Narinfo = { ...parsed.value, sigs: [] };
       checkStorePathHash(info, hash);
       if (info.narSize > deps.maxUploadSize) throw narTooLarge(info.narSize, deps.maxUploadSize);
-      await demandRoomFor(target, info);
-      return announced(target, await admitted(target, info.narSize, false, () => translated(() => nixIngest(deps, target, info))));
+      await ingest.demandRoomFor(target, info);
+      return admitted(target, info.narSize, 'wait', () => nixIngest(deps, target, info));
     },
   };
   return service;
 }
 
 /** The NAR a `nix copy` narinfo names: staged by its PUT, or a file the cache already serves. */
-async function nixIngest(deps: NarUploadDeps, target: UploadTarget, info: Narinfo): Promise<NarUploadResult> {
+async function nixIngest(deps: NarUploadDeps, target: IngestTarget, info: Narinfo): Promise<NarUploadResult> {
   const { uploads, reads } = deps.nars;
   const uploadKey = info.url;
   const fileName = uploadKey.startsWith('nar/') ? uploadKey.slice(4) : '';
   if (parseNixNarFileName(fileName) !== undefined && (await uploads.staged(target.id, uploadKey)) !== null) {
-    return resultOf(await uploads.finalize({ cacheId: target.id, uploadKey, signingKey: target.signingKey, info }));
+    return deps.ingest.ingest(target, info, { staged: uploadKey });
   }
   // Nix skips the NAR PUT when HEAD found the file: kiln's zstd bytes can equal Nix's, and then the
   // file is one this cache already serves, for this path or another one with identical contents.
   const served = parseNarUrl(uploadKey);
   if (served !== undefined && (await reads.narFile(target.id, served)) !== null) {
-    return resultOf(await deps.nars.ingestStoredFile({ cacheId: target.id, signingKey: target.signingKey, info }, served));
+    return deps.ingest.ingest(target, info, { stored: served });
   }
   const held = await uploads.held(target.id, info);
   if (held !== null) return resultOf(held);

@@ -25,12 +25,7 @@ export function nixUploadRoutes(r: Router<Principal>, deps: CacheRouteDeps): voi
     const cache = await writableCache(deps.access, req);
     if (!isCache(cache)) return cache;
     const declared = Number(req.header('content-length') ?? Number.NaN);
-    const permit = await deps.uploads.admit(Number.isSafeInteger(declared) && declared >= 0 ? declared : deps.config['nar.maxUploadSize'], false, cache.owner);
-    try {
-      await deps.uploads.nixPutNar(cache, req.param<string>('file'), req.stream());
-    } finally {
-      permit.release();
-    }
+    await deps.uploads.nixPutNar(cache, req.param<string>('file'), Number.isSafeInteger(declared) && declared >= 0 ? declared : null, req.stream());
     return emptyReply(200);
   }, { body: 'stream', maxBody: deps.config['nar.maxUploadSize'] });
 

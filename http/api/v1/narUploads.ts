@@ -75,24 +75,21 @@ export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps
   api.post('/caches/:cache/nars', wrap(async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const boundary = multipartBoundary(req.header('content-type'));
-    const permit = await uploads.admit(declaredLength(req.header('content-length')) ?? maxUpload, true, target.owner);
-    let info: Narinfo | null = null;
-    let staged: { file: string; bytes: number } | null = null;
-    try {
+    return uploads.singleShot(target, declaredLength(req.header('content-length')), async (stage) => {
+      let info: Narinfo | null = null;
+      let staged = false;
       for await (const part of readMultipart(req.stream(), boundary)) {
         if (part.name === 'narinfo') info = narinfoOfPart(uploads, await jsonPart(part.body));
         else if (part.name === 'nar') {
           if (staged) throw new ApiError(400, 'invalid_multipart', 'the body has more than one nar part');
-          staged = await uploads.stageTemporary(part.body);
+          await stage(part.body);
+          staged = true;
         }
       }
       if (info === null) throw new ApiError(400, 'invalid_multipart', 'the body has no narinfo part (JSON: store_path, nar_hash, nar_size, references, …)');
-      if (staged === null) throw new ApiError(400, 'invalid_multipart', 'the body has no nar part');
-      return await uploads.ingestFile(target, info, staged.file);
-    } finally {
-      permit.release();
-      if (staged) await uploads.discardTemporary(staged.file);
-    }
+      if (!staged) throw new ApiError(400, 'invalid_multipart', 'the body has no nar part');
+      return info;
+    });
   }), { body: 'stream', maxBody: maxUpload + MAX_NARINFO_PART_BYTES + 64 * 1024 });
 
   api.put('/caches/:cache/nars/:hash/chunk', wrap(async (req): Promise<unknown> => {
