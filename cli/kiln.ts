@@ -127,7 +127,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey });
     stack.push(() => nars.close());
     const binaryCache = binaryCacheAccess({ sql: db.cache, secretBox: accessDeps.secretBox, authenticateBasic: authenticator.authenticateBasic });
-    // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds.
+    // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds, the scheduler's for /proto pushes.
     const ingestOn = (sql: typeof db.web, on: EventSystem['events']) => narIngest({
       nars, keys: cacheSigningKeys(sql, accessDeps.secretBox), uploadBudget, restWaitSecs: config['upload.restWaitSecs'],
       storageLimits: cacheStorageLimits(sql, config['cache.maxStorageGb']), events: on,
@@ -158,9 +158,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     scheduler = new BuildScheduler({
       sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'), clock,
       nars: new WorkerNars({
-        sql: db.scheduler, nars, secretBox: accessDeps.secretBox, stagingDir: join(config['baseDir'], 'proto-staging'), maxUploadSize: config['nar.maxUploadSize'],
-        storageLimits: cacheStorageLimits(db.scheduler, config['cache.maxStorageGb']),
-        events: schedulerEvents,
+        sql: db.scheduler, ingest: ingestOn(db.scheduler, schedulerEvents), maxUploadSize: config['nar.maxUploadSize'], log: componentLogger(log, 'proto'),
       }),
       logs: buildLogs,
       storage: cacheStorageLimits(db.scheduler, config['cache.maxStorageGb']),
@@ -202,7 +200,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     const startedAt = new Date();
     const buildRequests = {
-      direct: directBuildsService({ sql: db.web, events: events.events, nars, secretBox: accessDeps.secretBox, views: builds.views, wake: () => running.wake(), prune }),
+      direct: directBuildsService({ sql: db.web, events: events.events, ingest: webIngest, views: builds.views, wake: () => running.wake(), prune }),
       sources: sourceUploadsService({ sql: db.web, blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
       commits: commitsService(db.web),
     };

@@ -1,19 +1,17 @@
-import { rm } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import type { Sql, TransactionSql } from 'postgres';
 import { ApiError, sha256Nix32, type DerivationNode, type ExportedPath, type Narinfo } from '../protocol/index.js';
-import { isUploadProblem, type Events, type NarStorage, type SecretBox } from '../storage/index.js';
+import type { Events } from '../storage/index.js';
 import { userIdOf } from './access.js';
 import type { BuildView, BuildViewsService } from './buildViews.js';
 import { changeBuildStatus } from './buildStatus.js';
-import { openCacheKey } from './cacheKeys.js';
 import { readDirectClosure } from './directBuildClosure.js';
 import { changePhase } from './evaluationPhases.js';
 import type { Principal } from './principal.js';
 import { projectCaches, writable, type ProjectCache } from './projectCaches.js';
 import { finishedEvaluations, queuedDependents } from './schedulerQueries.js';
 import { demandProjectPath } from './projectPath.js';
-import { uploadFailure } from './uploadFailure.js';
+import type { IngestTarget, NarIngest } from './narIngest.js';
 
 // Direct builds (docs/builds.md, "Direct builds"): a derivation closure submitted over REST is
 // signed into the project's writable caches (so any worker can fetch the .drv from a substituter)
@@ -37,8 +35,8 @@ export interface DirectBuildRequest {
 export interface DirectBuildsDeps {
   sql: Sql;
   events: Events;
-  nars: NarStorage;
-  secretBox: SecretBox;
+  /** admission, the room check, signing and the events of each path the closure adds to a cache */
+  ingest: NarIngest;
   views: Pick<BuildViewsService, 'build'>;
   /** the scheduler: there are builds to dispatch */
   wake(): void;
@@ -88,25 +86,12 @@ export function directBuildsService(deps: DirectBuildsDeps) {
   const { sql } = deps;
 
   /** Signs every path of the closure into each target cache that does not hold it yet. */
-  async function ingest(paths: readonly ExportedPath[], targets: readonly ProjectCache[]): Promise<void> {
-    const keys = await sql<{ id: string; key_name: string; secret_key: Buffer }[]>`
-      select id, key_name, secret_key from caches where id = any(${targets.map((c) => c.id)}::uuid[])`;
+  async function ingest(who: Principal, paths: readonly ExportedPath[], caches: readonly ProjectCache[]): Promise<void> {
+    const uploader = who.kind === 'user' ? { uploader: who.username, owner: who.userId } : {};
+    const targets: IngestTarget[] = caches.map((c) => ({ id: c.id, name: c.name, ...uploader }));
     for (const p of paths) {
       const info = narinfoOf(p);
-      for (const row of keys) {
-        if (await deps.nars.uploads.held(row.id, info)) continue;
-        const staged = await deps.nars.uploads.stageTemporary((async function* () {
-          yield p.nar;
-        })());
-        try {
-          await deps.nars.uploads.ingestFile({ cacheId: row.id, signingKey: openCacheKey(deps.secretBox, row), info, file: staged.file, compression: 'none' });
-        } catch (e) {
-          if (isUploadProblem(e)) throw uploadFailure(e);
-          throw e;
-        } finally {
-          await rm(staged.file, { force: true });
-        }
-      }
+      for (const target of targets) await deps.ingest.put(target, info, p.nar, 'wait');
     }
   }
 
@@ -144,7 +129,7 @@ export function directBuildsService(deps: DirectBuildsDeps) {
       if (targets.length === 0) {
         throw new ApiError(409, 'cache_not_writable', `project "${label}" does not write into a cache "${request.cache}"; its writable caches: ${writableCaches.map((c) => c.name).join(', ')}`);
       }
-      await ingest(closure.paths, targets);
+      await ingest(who, closure.paths, targets);
 
       const { evaluationId, taskId, buildId } = await deps.events.transaction(async (tx, emit) => {
         await tx`insert into tasks (project_id, name) values (${project.id}, ${DIRECT_TASK}) on conflict (project_id, name) do nothing`;

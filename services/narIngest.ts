@@ -76,7 +76,7 @@ export interface NarIngest {
   /** Writes `body` to a temporary file (413 nar_too_large past nar.maxUploadSize); the caller forgets it. */
   stage(body: AsyncIterable<Uint8Array>): Promise<string>;
   /** A fresh temporary path for a caller writing a NAR piece by piece; the caller forgets it. */
-  temporaryFile(): string;
+  temporaryFile(): Promise<string>;
   /** Removes a temporary file. */
   forget(file: string): Promise<void>;
   /** Everything at once, for a NAR in memory: room, permit, temporary file, ingest, announce. */

@@ -1,30 +1,22 @@
-import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
-import { join } from 'node:path';
+import { open, type FileHandle } from 'node:fs/promises';
+import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
-import type { MessageOf, Narinfo } from '../protocol/index.js';
-import type { Events, NarStorage, SecretBox } from '../storage/index.js';
-import { openCacheKey } from './cacheKeys.js';
-import type { CacheStorageLimits } from './cacheStorage.js';
-import { announceAddedNar } from './narUploadEvents.js';
+import { isApiError, type MessageOf, type Narinfo } from '../protocol/index.js';
+import type { IngestTarget, NarIngest } from './narIngest.js';
 import type { ConnectedWorker } from './workerConnections.js';
 
 // NARs a worker pushes over /proto into a job's target caches (docs/proto.md, "NAR push"):
-// narPushStart → present if every target cache holds the path, else credit; chunks go to a
-// temporary file, one credit back per chunk written (so a slow disk slows the worker, not the
-// server's memory); narPushEnd → ingest into each cache, which verifies NarHash/NarSize, signs
+// narPushStart → present if every target cache holds the path, else the room check and credit;
+// chunks go to a temporary file of the NAR staging area, one credit back per chunk written (so a
+// slow disk slows the worker, not the server's memory); narPushEnd → with an upload permit, the
+// ingest front door (narIngest.ts) puts it into each cache, which verifies NarHash/NarSize, signs
 // and stores (DESIGN.md: Nix never checks FileHash, so the server verifies every ingest).
 
 const INITIAL_CREDIT = 4;
 
-interface Target {
-  id: string;
-  name: string;
-  signingKey: ReturnType<typeof openCacheKey>;
-}
-
 interface Transfer {
   start: MessageOf<'narPushStart'>;
-  targets: Target[];
+  targets: IngestTarget[];
   file: string;
   handle: FileHandle;
   bytes: number;
@@ -35,15 +27,20 @@ interface Transfer {
 
 export interface WorkerNarsDeps {
   sql: Sql;
-  nars: NarStorage;
-  secretBox: SecretBox;
-  stagingDir: string;
+  /** admission, the room check (a push into a cache it would not fit is refused before its first chunk), ingest and events */
+  ingest: NarIngest;
   /** nar.maxUploadSize */
   maxUploadSize: number;
-  /** a push into a cache it would not fit is refused before its first chunk (like REST uploads: 413 cache_full) */
-  storageLimits: CacheStorageLimits;
-  /** cache.nar.upload and its live companions for each path a push adds */
-  events: Events;
+  /** server faults of a push: the worker hears io_error, the cause goes here */
+  log: Logger;
+}
+
+type Abort = Pick<MessageOf<'narAbort'>, 'code' | 'reason'>;
+
+/** What the worker hears of a failed push: its own problems by name; a server fault only as io_error, logged. */
+function abortOf(error: unknown): Abort | null {
+  if (!isApiError(error) || error.status >= 500) return null;
+  return { code: error.status === 413 ? 'too_large' : 'verify_failed', reason: error.message };
 }
 
 const baseName = (path: string) => path.slice(path.lastIndexOf('/') + 1);
@@ -58,7 +55,6 @@ export function narinfoOf(info: MessageOf<'narPushStart'>['info']): Narinfo {
 
 export class WorkerNars {
   private readonly transfers = new Map<string, Transfer>();
-  private sequence = 0;
 
   constructor(private readonly deps: WorkerNarsDeps) {}
 
@@ -71,22 +67,21 @@ export class WorkerNars {
     if (message.info.narSize > this.deps.maxUploadSize) {
       return abort('too_large', `the NAR has ${message.info.narSize} bytes, more than nar.maxUploadSize (${this.deps.maxUploadSize})`);
     }
-    const rows = await this.deps.sql<{ id: string; name: string; key_name: string; secret_key: Buffer }[]>`
-      select id, name, key_name, secret_key from caches where name = any(${message.targetCaches}) and active`;
+    const caches = await this.deps.sql<{ id: string; name: string }[]>`
+      select id, name from caches where name = any(${message.targetCaches}) and active`;
     const info = narinfoOf(message.info);
-    const targets: Target[] = [];
-    for (const row of rows) {
-      if (await this.deps.nars.uploads.held(row.id, info)) continue;
+    const targets: IngestTarget[] = [];
+    for (const cache of caches) {
       try {
-        await this.deps.storageLimits.demandRoom(row, info.narSize);
+        // A cache that holds the path already (a retry) needs neither room nor the bytes.
+        if ((await this.deps.ingest.demandRoomFor(cache, info)) === null) targets.push(cache);
       } catch (error) {
-        return abort('too_large', error instanceof Error ? error.message : String(error));
+        const refusal = this.refusal(error, message.transferId, cache.name, false);
+        return abort(refusal.code, refusal.reason);
       }
-      targets.push({ id: row.id, name: row.name, signingKey: openCacheKey(this.deps.secretBox, row) });
     }
     if (targets.length === 0) return send({ t: 'narPushAck', transferId: message.transferId, status: 'present' });
-    await mkdir(this.deps.stagingDir, { recursive: true });
-    const file = join(this.deps.stagingDir, `${process.pid}-${++this.sequence}.nar`);
+    const file = await this.deps.ingest.temporaryFile();
     const handle = await open(file, 'w');
     this.transfers.set(this.key(worker, message.transferId), {
       start: message, targets, file, handle, bytes: 0, seq: 0, writing: Promise.resolve(), failed: null,
@@ -123,26 +118,36 @@ export class WorkerNars {
     await transfer.writing;
     await transfer.handle.close();
     try {
-      if (transfer.failed) return worker.link.send({ t: 'narAbort', transferId: message.transferId, code: 'io_error', reason: transfer.failed.slice(0, 500) });
-      const info = narinfoOf(transfer.start.info);
-      for (const target of transfer.targets) {
-        try {
-          const outcome = await this.deps.nars.uploads.ingestFile({ cacheId: target.id, signingKey: target.signingKey, info, file: transfer.file, compression: 'none' });
-          if (outcome.status === 'added') {
-            await announceAddedNar(this.deps.events, {
-              cache: { id: target.id, name: target.name, keyName: target.signingKey.name },
-              storePath: outcome.storePath, narHash: outcome.narHash, narSize: outcome.narSize, fileHash: outcome.fileHash, fileSize: outcome.fileSize,
-            });
-          }
-        } catch (error) {
-          const reason = error instanceof Error ? error.message : String(error);
-          return worker.link.send({ t: 'narAbort', transferId: message.transferId, code: 'verify_failed', reason: `${target.name}: ${reason}`.slice(0, 1000) });
-        }
+      if (transfer.failed) {
+        this.deps.log.error({ transferId: message.transferId, reason: transfer.failed }, 'writing a pushed NAR to its temporary file failed');
+        return worker.link.send({ t: 'narAbort', transferId: message.transferId, code: 'io_error', reason: transfer.failed.slice(0, 500) });
       }
+      const info = narinfoOf(transfer.start.info);
+      // One permit for the push while it is verified, compressed and stored into every target
+      // (upload.concurrency, upload.bytesBudget); the credit window already bounds its transfer.
+      const failure = await this.deps.ingest.admitted(info.narSize, 'wait', undefined, async () => {
+        for (const target of transfer.targets) {
+          try {
+            await this.deps.ingest.ingest(target, info, { file: transfer.file });
+          } catch (error) {
+            return this.refusal(error, message.transferId, target.name, true);
+          }
+        }
+        return null;
+      });
+      if (failure) return worker.link.send({ t: 'narAbort', transferId: message.transferId, ...failure });
       worker.link.send({ t: 'narPushAck', transferId: message.transferId, status: 'stored' });
     } finally {
-      await rm(transfer.file, { force: true });
+      await this.deps.ingest.forget(transfer.file);
     }
+  }
+
+  /** The abort a failed push gets; a server fault is logged with its cause and answered io_error. */
+  private refusal(error: unknown, transferId: number, cache: string, named: boolean): Abort {
+    const refused = abortOf(error);
+    if (refused) return { code: refused.code, reason: (named ? `${cache}: ${refused.reason}` : refused.reason).slice(0, 1000) };
+    this.deps.log.error({ err: error, transferId, cache }, 'storing a pushed NAR failed');
+    return { code: 'io_error', reason: `${cache}: the server could not store the NAR; its log has the cause` };
   }
 
   abort(worker: ConnectedWorker, transferId: number): Promise<void> {
@@ -164,7 +169,7 @@ export class WorkerNars {
     this.transfers.delete(key);
     await transfer.writing;
     await transfer.handle.close().catch(() => undefined);
-    await rm(transfer.file, { force: true });
+    await this.deps.ingest.forget(transfer.file);
   }
 
   private key(worker: ConnectedWorker, transferId: number): string {

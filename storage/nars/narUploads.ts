@@ -67,8 +67,8 @@ export interface NarUploads {
   held(cacheId: string, info: Narinfo): Promise<IngestOutcome | null>;
   /** Writes a body to a fresh temporary file (a single-shot upload's NAR part); the caller removes it. */
   stageTemporary(body: AsyncIterable<Uint8Array>): Promise<{ file: string; bytes: number }>;
-  /** A fresh path in the staging tmp/ folder (the sweeper clears what a crash leaves there); the caller writes and removes it. */
-  temporaryFile(): string;
+  /** A fresh path in the staging tmp/ folder, which exists (the sweeper clears what a crash leaves there); the caller writes and removes it. */
+  temporaryFile(): Promise<string>;
   /** Forgets a staged upload and its bytes; false when there was none. */
   abandon(cacheId: string, uploadKey: string): Promise<boolean>;
 }
@@ -249,7 +249,11 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
       return { file, bytes: await writeStagedFile(file, body, deps.maxUploadSize) };
     },
 
-    temporaryFile: () => deps.staging.tempFile('.nar'),
+    async temporaryFile() {
+      const file = deps.staging.tempFile('.nar');
+      await mkdir(dirname(file), { recursive: true });
+      return file;
+    },
 
     abandon: (cacheId, uploadKey) =>
       locked(cacheId, uploadKey, async () => {

@@ -1,27 +1,22 @@
 // NAR pushes over /proto against the storage limits (docs/caches.md, "Storage limits"): a push
 // into a cache it would not fit is refused at narPushStart with narAbort too_large, before a
 // chunk is sent; with room it is stored and announced (cache.nar.upload).
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import pino from 'pino';
 import t from 'tap';
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '../../protocol/index.js';
-import { cacheStorageLimits, WorkerNars, type ConnectedWorker } from '../../services/index.js';
-import { openSecretBox, type BusEvent } from '../../storage/index.js';
+import { WorkerNars, type ConnectedWorker } from '../../services/index.js';
+import type { BusEvent } from '../../storage/index.js';
 import { startTestKiln } from '../support/kiln.js';
 import { createTestCache } from '../support/caches.js';
+import { testNarIngest } from '../support/narIngest.js';
 import { makeTestNar } from '../support/narStorage.js';
 
 t.test('a worker push into a full cache', async (t) => {
   const kiln = await startTestKiln(t);
   const cache = await createTestCache(kiln.sql, 'main');
   await kiln.sql`update caches set max_storage_bytes = 50 where id = ${cache.id}`;
-  const stagingDir = await mkdtemp(join(tmpdir(), 'kiln-push-'));
-  t.teardown(() => rm(stagingDir, { recursive: true, force: true }));
-  const nars = new WorkerNars({
-    sql: kiln.sql, nars: kiln.nars, secretBox: await openSecretBox(kiln.sql, { baseDir: kiln.baseDir, 'secrets.cryptFile': null }), stagingDir,
-    maxUploadSize: 1 << 20, storageLimits: cacheStorageLimits(kiln.sql, 0), events: kiln.events.events,
-  });
+  const { ingest } = await testNarIngest(kiln);
+  const nars = new WorkerNars({ sql: kiln.sql, ingest, maxUploadSize: 1 << 20, log: pino({ level: 'silent' }) });
   const sent: Message[] = [];
   // Only what WorkerNars uses of a connection: its id and the link it answers on.
   const worker = { connectionId: 'test-connection', link: { send: (m: Message) => sent.push(m) } } as unknown as ConnectedWorker;
