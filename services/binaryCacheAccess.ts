@@ -4,10 +4,9 @@
 // briefly: a cache change or a revoked credential takes effect here within seconds.
 import { createHash } from 'node:crypto';
 import type { Sql } from 'postgres';
-import type { SigningKey } from '../protocol/index.js';
 import { TtlMap, type SecretBox } from '../storage/index.js';
 import { accessOf } from './access.js';
-import { cachePublicKeyText, openCacheKey } from './cacheKeys.js';
+import { cachePublicKeyText } from './cacheKeys.js';
 import { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken } from './cacheReadTokens.js';
 import { anonymous, type Principal } from './principal.js';
 import { cacheTarget, findCache } from './targets.js';
@@ -26,7 +25,6 @@ export interface BinaryCache {
   priority: number;
   /** applied instead of `priority` for clients in http.localIps when non-zero */
   localPriority: number;
-  signingKey: SigningKey;
   /** `<key name>:<base64>`, what trusted-public-keys takes */
   publicKey: string;
 }
@@ -45,6 +43,7 @@ export type CacheAccess =
 
 export interface BinaryCacheAccessDeps {
   sql: Sql;
+  /** opens build jobs' cache read tokens */
   secretBox: SecretBox;
   /** the identity helper's HTTP Basic check (http/authenticate.ts); null without Basic credentials */
   authenticateBasic(header: string | undefined, peerAddress: string): Promise<Principal | null>;
@@ -69,7 +68,6 @@ interface CacheRow {
   local_priority: number;
   key_name: string;
   public_key: Buffer;
-  secret_key: Buffer;
 }
 
 interface Decision {
@@ -94,7 +92,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
     const known = caches.get(key);
     if (known !== undefined) return known;
     const [row] = await deps.sql<CacheRow[]>`
-      select id, name, public, active, priority, local_priority, key_name, public_key, secret_key from caches where name = ${name}`;
+      select id, name, public, active, priority, local_priority, key_name, public_key from caches where name = ${name}`;
     const cache: BinaryCache | null = row
       ? {
           id: row.id,
@@ -103,7 +101,6 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
           active: row.active,
           priority: row.priority,
           localPriority: row.local_priority,
-          signingKey: openCacheKey(deps.secretBox, row),
           publicKey: cachePublicKeyText(row),
         }
       : null;

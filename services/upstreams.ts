@@ -8,8 +8,9 @@ import { createReadStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import type { Logger } from '../config/index.js';
-import { isStorePathHashPart, VerifyingKey, type SigningKey } from '../protocol/index.js';
+import { isStorePathHashPart, VerifyingKey } from '../protocol/index.js';
 import { TtlMap, type SecretBox } from '../storage/index.js';
+import { cacheSigningKeys } from './cacheSigningKeys.js';
 import { Semaphore } from './semaphore.js';
 import {
   fetchSmallBytes, fetchSmallText, headUpstreamFile, lazyUpstreamBody, spoolUpstreamFile, type ByteRange, type FetchFunction,
@@ -33,7 +34,7 @@ export interface UpstreamDeps {
   concurrency: number;
   /** nar.maxUploadSize: the most a spooled NAR file may have */
   maxNarBytes: number;
-  /** opens the credentials of private upstreams */
+  /** opens the credentials of private upstreams and the cache's signing key */
   secretBox: SecretBox;
   /** a fresh temporary file name under <baseDir>/staging (StagingArea.tempFile) */
   tempFile(suffix: string): string;
@@ -48,7 +49,6 @@ export interface UpstreamDeps {
 export interface UpstreamCache {
   id: string;
   name: string;
-  signingKey: SigningKey;
 }
 
 /** A file an upstream has, ready to be served through kiln. */
@@ -105,6 +105,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
   const now = deps.now ?? Date.now;
   const timeoutMs = deps.timeoutMs ?? 10_000;
   const queries = new Semaphore(deps.concurrency);
+  const keys = cacheSigningKeys(deps.sql, deps.secretBox);
   const lists = new TtlMap<KnownUpstream[]>(REMEMBERED_MAX, now);
   const answers = new TtlMap<Buffer | null>(REMEMBERED_MAX, now);
   const inflight = new Map<string, Promise<Buffer | null>>();
@@ -156,7 +157,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
         continue;
       }
       if (body === null) continue;
-      const adopted = adoptUpstreamNarinfo(body, hashPart, upstream, cache.signingKey);
+      const adopted = adoptUpstreamNarinfo(body, hashPart, upstream, await keys.of(cache.id));
       if (adopted.ok) return Buffer.from(adopted.text);
       deps.log.warn({ upstream: upstream.url, cache: cache.name }, `upstream ${upstream.url} was not believed: ${adopted.reason}`);
     }
