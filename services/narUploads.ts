@@ -51,6 +51,8 @@ export interface NarUploadService {
   nixPutNar(target: IngestTarget, fileName: string, declaredBytes: number | null, body: AsyncIterable<Uint8Array>): Promise<void>;
   /** `nix copy`: PUT <hash>.narinfo: finds the NAR it names, checks it and signs it for the cache. */
   nixPutNarinfo(target: IngestTarget, hash: string, text: string): Promise<NarUploadResult>;
+  /** `nix copy`: a NAR file it PUT whose narinfo has not come yet (Nix asks with HEAD before it uploads), or null. */
+  nixStagedFile(target: IngestTarget, fileName: string): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | null>;
 }
 
 /** What a chunk of unknown length is admitted as: the CLI's chunk size (spec, Limits). */
@@ -166,6 +168,8 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       await ingest.demandRoomFor(target, info);
       return admitted(target, info.narSize, 'wait', () => nixIngest(deps, target, info));
     },
+
+    nixStagedFile: (target, fileName) => uploads.readStaged(target.id, `nar/${fileName}`),
   };
   return service;
 }

@@ -1,8 +1,6 @@
 // A NAR file `nix copy` has PUT but whose narinfo has not come yet. Nix asks with HEAD whether the
 // file exists before it uploads, and kiln cannot tell HEAD from GET in a route, so the staged file
 // is served to those who may write the cache (the uploader), and nobody else sees it.
-import { createReadStream } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import type { BinaryCache, Principal } from '../../services/index.js';
 import { streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
@@ -15,16 +13,6 @@ export async function stagedNixFile(deps: CacheRouteDeps, req: Req<Principal>, c
   if (!NIX_FILE.test(file) || !req.header('authorization')) return null;
   const writer = await writableCache(deps.access, req);
   if (!isCache(writer) || writer.id !== cache.id) return null;
-  const key = `nar/${file}`;
-  const row = await deps.nars.uploads.staged(cache.id, key);
-  if (row === null) return null;
-  const path = deps.nars.staging.uploadFile(cache.id, key);
-  const info = await stat(path).catch(() => null);
-  if (info === null || row.bytesStaged === 0 || info.size < row.bytesStaged) return null;
-  const body: AsyncIterable<Uint8Array> = {
-    async *[Symbol.asyncIterator]() {
-      yield* createReadStream(path, { end: row.bytesStaged - 1, highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>;
-    },
-  };
-  return streamReply(200, row.bytesStaged, body, { 'Content-Type': 'application/x-nix-nar' });
+  const staged = await deps.uploads.nixStagedFile(writer, file);
+  return staged === null ? null : streamReply(200, staged.size, staged.body, { 'Content-Type': 'application/x-nix-nar' });
 }

@@ -9,6 +9,7 @@
 // own, or its holder's lease gone: a process that died mid-request blocks nobody) and given up
 // when the request ends. A refused claim is upload_in_progress (409) and touches nothing, so the
 // staged bytes never change under another process's check pass or frame compression.
+import { createReadStream } from 'node:fs';
 import { mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { storePathHashPart, type Narinfo, type SigningKey } from '../../protocol/index.js';
@@ -69,6 +70,8 @@ export interface NarUploads {
   stageTemporary(body: AsyncIterable<Uint8Array>): Promise<{ file: string; bytes: number }>;
   /** A fresh path in the staging tmp/ folder, which exists (the sweeper clears what a crash leaves there); the caller writes and removes it. */
   temporaryFile(): Promise<string>;
+  /** The bytes staged under `uploadKey` as they stand (what the row counts), or null when nothing is. */
+  readStaged(cacheId: string, uploadKey: string): Promise<{ size: number; body: AsyncIterable<Uint8Array> } | null>;
   /** Forgets a staged upload and its bytes; false when there was none. */
   abandon(cacheId: string, uploadKey: string): Promise<boolean>;
 }
@@ -253,6 +256,23 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
       const file = deps.staging.tempFile('.nar');
       await mkdir(dirname(file), { recursive: true });
       return file;
+    },
+
+    async readStaged(cacheId, uploadKey) {
+      const row = await findStagedUpload(deps.sql, cacheId, uploadKey);
+      if (row === null || row.bytesStaged === 0) return null;
+      const path = fileOf(cacheId, uploadKey);
+      const info = await stat(path).catch(() => null);
+      if (info === null || info.size < row.bytesStaged) return null;
+      const size = row.bytesStaged;
+      return {
+        size,
+        body: {
+          async *[Symbol.asyncIterator]() {
+            yield* createReadStream(path, { end: size - 1, highWaterMark: 1 << 20 }) as AsyncIterable<Buffer>;
+          },
+        },
+      };
     },
 
     abandon: (cacheId, uploadKey) =>
