@@ -92,8 +92,8 @@ export const resultOf = (outcome: IngestOutcome): NarUploadResult => ({
   status: outcome.status,
 });
 
-/** Storage faults stay plain Errors; what the client got wrong becomes its 4xx. */
-async function translated<T>(work: () => Promise<T>): Promise<T> {
+/** Runs storage work: its faults stay plain Errors (500); what the client got wrong becomes its 4xx. */
+export async function translated<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (e) {

@@ -13,11 +13,10 @@ import {
   type NarUploadInfo,
   type NarUploadResult,
 } from '../protocol/index.js';
-import { isUploadProblem, type NarStorage } from '../storage/index.js';
-import { resultOf, UploadBusy, type AdmissionMode, type IngestTarget, type NarIngest } from './narIngest.js';
+import type { NarStorage } from '../storage/index.js';
+import { resultOf, translated, UploadBusy, type AdmissionMode, type IngestTarget, type NarIngest } from './narIngest.js';
 import type { Principal } from './principal.js';
 import { demandCache } from './targets.js';
-import { uploadFailure } from './uploadFailure.js';
 
 export interface NarUploadDeps {
   /** the pool permission lookups run on (database.web.*) */
@@ -65,16 +64,6 @@ function checkStorePathHash(info: Narinfo, hash: string): void {
   const actual = storePathHashPart(info.storePath);
   if (actual !== hash) {
     throw new ApiError(400, 'store_path_mismatch', `the narinfo is for ${info.storePath}, but the request names the hash ${hash}`);
-  }
-}
-
-/** Storage faults stay plain Errors (500); what the client got wrong becomes its 4xx. */
-async function translated<T>(work: () => Promise<T>): Promise<T> {
-  try {
-    return await work();
-  } catch (e) {
-    if (isUploadProblem(e)) throw uploadFailure(e);
-    throw e;
   }
 }
 

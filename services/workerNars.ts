@@ -120,25 +120,36 @@ export class WorkerNars {
     try {
       if (transfer.failed) {
         this.deps.log.error({ transferId: message.transferId, reason: transfer.failed }, 'writing a pushed NAR to its temporary file failed');
-        return worker.link.send({ t: 'narAbort', transferId: message.transferId, code: 'io_error', reason: transfer.failed.slice(0, 500) });
+        return worker.link.send({ t: 'narAbort', transferId: message.transferId, code: 'io_error', reason: 'the server could not write the NAR; its log has the cause' });
       }
-      const info = narinfoOf(transfer.start.info);
-      // One permit for the push while it is verified, compressed and stored into every target
-      // (upload.concurrency, upload.bytesBudget); the credit window already bounds its transfer.
-      const failure = await this.deps.ingest.admitted(info.narSize, 'wait', undefined, async () => {
-        for (const target of transfer.targets) {
-          try {
-            await this.deps.ingest.ingest(target, info, { file: transfer.file });
-          } catch (error) {
-            return this.refusal(error, message.transferId, target.name, true);
-          }
-        }
-        return null;
-      });
+      const failure = await this.stored(transfer, message.transferId);
       if (failure) return worker.link.send({ t: 'narAbort', transferId: message.transferId, ...failure });
       worker.link.send({ t: 'narPushAck', transferId: message.transferId, status: 'stored' });
     } finally {
       await this.deps.ingest.forget(transfer.file);
+    }
+  }
+
+  /**
+   * Puts the pushed NAR into every target with one upload permit, held while it is verified,
+   * compressed and stored (upload.concurrency, upload.bytesBudget; the credit window already
+   * bounds the transfer itself). The abort to answer, or null when every target has it.
+   */
+  private async stored(transfer: Transfer, transferId: number): Promise<Abort | null> {
+    const info = narinfoOf(transfer.start.info);
+    try {
+      return await this.deps.ingest.admitted(info.narSize, 'wait', undefined, async () => {
+        for (const target of transfer.targets) {
+          try {
+            await this.deps.ingest.ingest(target, info, { file: transfer.file });
+          } catch (error) {
+            return this.refusal(error, transferId, target.name, true);
+          }
+        }
+        return null;
+      });
+    } catch (error) {
+      return this.refusal(error, transferId, transfer.targets.map((t) => t.name).join(', '), true); // no permit
     }
   }
 
