@@ -1,6 +1,9 @@
 // How a /proto NAR push fails (docs/proto.md, "NAR push"): what the worker got wrong is named
 // (verify_failed with the reason), a server fault is answered io_error without its raw message
-// and logged with its cause for the operator.
+// and logged with its cause for the operator; an abandoned push leaves no file behind, and one a
+// crash interrupts is in the NAR staging area's tmp/, which the sweeper clears.
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import pino from 'pino';
 import t from 'tap';
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '../../protocol/index.js';
@@ -40,6 +43,20 @@ t.test('a failed worker push', async (t) => {
     const answer = await push('main', nar, other);
     t.match(answer, { t: 'narAbort', code: 'verify_failed', reason: /^main: / });
     t.same(logged, [], 'a worker problem is not a server fault');
+  });
+
+  t.test('a push stages in the NAR staging area\'s tmp/ and leaves nothing there when abandoned', async (t) => {
+    const tmp = join(kiln.nars.staging.root, 'tmp');
+    const filesIn = () => readdir(tmp).catch(() => [] as string[]);
+    const before = await filesIn();
+    const nar = await makeTestNar(t, { f: 'pushed, then abandoned\n' });
+    const id = ++transferId;
+    const info: MessageOf<'narPushStart'>['info'] = { path: nar.info.storePath, narHash: nar.info.narHash, narSize: nar.info.narSize, references: [], deriver: null, ca: null };
+    await nars.start(worker, { v: PROTOCOL_VERSION, t: 'narPushStart', transferId: id, jobId: 'build:x:1', targetCaches: ['main'], info }, new Set(['main']));
+    t.match(sent.pop(), { t: 'narCredit', transferId: id });
+    t.equal((await filesIn()).length, before.length + 1, 'the push has its file in tmp/');
+    await nars.abort(worker, id);
+    t.same(await filesIn(), before, 'abandoned: the file is gone');
   });
 
   t.test('a server fault: io_error for the worker, the cause in the log', async (t) => {
