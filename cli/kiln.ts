@@ -204,7 +204,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       sources: sourceUploadsService({ sql: db.web, blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
       commits: commitsService(db.web),
     };
-    const routes = buildRoutes({ config, db, root, uploadBudget, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds, buildRequests, ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}) });
+    const routes = buildRoutes({ config, db, root, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds, buildRequests, ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}) });
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: config['port'],

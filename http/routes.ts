@@ -1,7 +1,6 @@
 // The route table: binary cache paths first (the hot ones), then /api/v1.
 import type { Config } from '../config/index.js';
-import type { SupervisedActor, Supervisor } from '../supervisors/index.js';
-import type { uploadBudgetMachine } from '../actors/index.js';
+import type { Supervisor } from '../supervisors/index.js';
 import type { Database, NarStorage, RateLimiter } from '../storage/index.js';
 import type { AccessServices, BinaryCacheAccess, CacheServices, EventSystem, IdentityServices, NarUploadService, Principal, WorkerConnections, EvaluationsService, BuildViewsService, BuildDataServices } from '../services/index.js';
 import { RouteTable, Router } from './router.js';
@@ -43,7 +42,6 @@ export interface RouteDeps {
   config: Config;
   db: Database;
   root: Supervisor;
-  uploadBudget: SupervisedActor<typeof uploadBudgetMachine>;
   startedAt: Date;
   version: string;
   identity: IdentityServices;
