@@ -260,6 +260,6 @@ t.test('live sockets against the real resolvers', async (t) => {
       vicKeyPinnedToCache: changed('pub'),
       rex: changed('pub', 'hidden'),
       eve: changed('pub'), // a stranger: public caches only
-    });
+    }, 'each socket: cache.changed of the caches its caller can view');
   });
 });
