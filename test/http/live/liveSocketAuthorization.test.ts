@@ -4,6 +4,7 @@ import { createTestCache } from '../../support/caches.js';
 import { signUp, type TestAccount } from '../../support/accounts.js';
 import { openLive, type LiveClient, type LiveRefusal } from '../../support/events.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
+import { insertFinishedBuild, insertFinishedEvaluation } from '../../support/modelRows.js';
 
 // Who may open each live WebSocket, on one real server whose evaluation, build and task checks
 // are the ones the composition root wires (cli/kiln.ts), nothing stubbed. A socket refused before
@@ -82,14 +83,8 @@ async function world(t: Test): Promise<World> {
   await kiln.sql`insert into project_members (project_id, user_id, role) values (${other}, ${pat.id}, 'Admin')`;
   const taskOf = async (projectId: string) => (await kiln.sql<{ id: string }[]>`select id from tasks where project_id = ${projectId} and name = 'default'`)[0]!.id;
   const [webTask, otherTask] = [await taskOf(web), await taskOf(other)];
-  // Finished evaluations, so that the running scheduler leaves them alone.
-  for (const [id, task] of [[E, webTask], [F, otherTask]] as const) {
-    await kiln.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${id}, ${task}, 'file:///nonexistent', '*', 'completed')`;
-  }
-  const [drv] = await kiln.sql<{ id: string }[]>`insert into derivations (drv_path, name, system, outputs)
-    values ('/nix/store/0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a-live.drv', 'live', 'x86_64-linux', ${kiln.sql.json({ out: '/nix/store/0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0b-live' })}) returning id`;
-  const [built] = await kiln.sql<{ id: string }[]>`insert into derivation_builds (derivation_id, status, attempts) values (${drv!.id}, 'completed', 1) returning id`;
-  await kiln.sql`insert into builds (id, evaluation_id, derivation_build_id, entry_point, attr) values (${B}, ${E}, ${built!.id}, true, 'packages.live')`;
+  await insertFinishedBuild(kiln.sql, { taskId: webTask, evaluationId: E, buildId: B });
+  await insertFinishedEvaluation(kiln.sql, otherTask, F);
   await createTestCache(kiln.sql, 'main', { ownerId: ada.id });
   await createTestCache(kiln.sql, 'pub', { ownerId: ada.id, public: true });
   await createTestCache(kiln.sql, 'hidden', { ownerId: rex.id });
