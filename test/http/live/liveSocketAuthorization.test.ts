@@ -49,8 +49,9 @@ interface World {
   ids: { web: string; other: string; webTask: string; otherTask: string };
 }
 
+let keys = 0;
 async function createKey(kiln: TestKiln, user: TestAccount, body: { permissions: readonly Permission[]; project?: string; cache?: string }): Promise<string> {
-  const res = await kiln.api<{ secret: string }>('POST', '/user/keys', { token: user.token, body: { name: `k-${Math.random().toString(36).slice(2)}`, ...body } });
+  const res = await kiln.api<{ secret: string }>('POST', '/user/keys', { token: user.token, body: { name: `key-${++keys}`, ...body } });
   if (res.status !== 200) throw new Error(`key ${JSON.stringify(body)} of ${user.username}: ${res.status} ${JSON.stringify(res.message)}`);
   return res.message.secret;
 }
