@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { permissionNames, type Permission } from '../../../protocol/index.js';
 import { createTestCache } from '../../support/caches.js';
 import { signUp, type TestAccount } from '../../support/accounts.js';
-import { openLive, type LiveClient, type LiveRefusal } from '../../support/events.js';
+import { eventually, openLive, type LiveClient, type LiveRefusal } from '../../support/events.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
 import { insertFinishedBuild, insertFinishedEvaluation } from '../../support/modelRows.js';
 
@@ -193,9 +193,7 @@ t.test('live sockets against the real resolvers', async (t) => {
   const buildId = (c: Record<string, unknown>) => c['build_id'] ?? c['evaluation_id'];
 
   t.test('/tasks/{project}/{task}/live', async (t) => {
-    const admitted = await expectOutcomes(t, w, '/tasks/web/default/live', {
-      ...projectCases('no project "web" (a name several organizations use must be given as the project\'s UUID)'),
-    });
+    const admitted = await expectOutcomes(t, w, '/tasks/web/default/live', projectCases('no project "web" (a name several organizations use must be given as the project\'s UUID)'));
     publishProjectEvents();
     t.same(await received(admitted, evaluationId), everyone(admitted, [`evaluation.progress ${E}`]), 'the task\'s evaluation events only');
   });
@@ -230,7 +228,7 @@ t.test('live sockets against the real resolvers', async (t) => {
       });
       w.kiln.events.events.publish('worker.connected', { worker: E });
       // The firehose sends from a later turn, not through uWS topics: wait for the event itself.
-      for (const client of admitted.values()) await client.waitFor(1);
+      await eventually('worker.connected on every admitted socket', async () => ([...admitted.values()].every((c) => c.frames.length > 0) ? true : undefined));
       t.same(await received(admitted, (c) => c['worker']), everyone(admitted, [`worker.connected ${E}`]));
     });
   }
