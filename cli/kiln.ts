@@ -183,16 +183,15 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     const views = buildViewsService(db.web, evaluations);
     const builds = { evaluations, views, data: buildDataServices({ sql: db.web, nars, evaluations, views, feed: logFeed, logs: buildLogs }) };
-    // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id}.
-    if (!opts.events?.liveResolvers) {
-      events.streams.resolveWith({
-        evaluation: async (who, id) => (await evaluations.visible(who, id, 'viewProject'), { evaluationId: id }),
-        build: async (who, id) => {
-          const found = await builds.views.build(who, id);
-          return { buildId: found.build_id, evaluationId: found.evaluation_id };
-        },
-      });
-    }
+    // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id},
+    // always: no option replaces these checks (test/http/live/liveSocketAuthorization.test.ts).
+    events.streams.resolveWith({
+      evaluation: async (who, id) => (await evaluations.visible(who, id, 'viewProject'), { evaluationId: id }),
+      build: async (who, id) => {
+        const found = await builds.views.build(who, id);
+        return { buildId: found.build_id, evaluationId: found.evaluation_id };
+      },
+    });
     const proto = protoRoute({
       auth: workerAuth(db.scheduler, { localWorker: config['localWorker'] }), workers, log: componentLogger(log, 'proto'), software: `kiln ${version}`,
       maxConnections: config['proto.maxConnections'], heartbeatTimeoutSecs: config['proto.workerHeartbeatTimeoutSecs'],

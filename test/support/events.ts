@@ -158,11 +158,13 @@ export interface LiveClient {
 export interface LiveRefusal extends Error {
   /** the HTTP status: of the refused upgrade, or 4000 less than the close code */
   status: number;
+  /** the WebSocket close code (4000 + status); null when the upgrade itself was refused */
+  closeCode: number | null;
   body: { code?: string; message?: string };
 }
 
-const refusal = (status: number, body: LiveRefusal['body']): LiveRefusal =>
-  Object.assign(new Error(`live socket refused: ${status} ${body.code ?? ''} ${body.message ?? ''}`), { status, body });
+const refusal = (status: number, closeCode: number | null, body: LiveRefusal['body']): LiveRefusal =>
+  Object.assign(new Error(`live socket refused: ${closeCode ?? status} ${body.code ?? ''} ${body.message ?? ''}`), { status, closeCode, body });
 
 /**
  * Opens a live socket and waits for stream.open (authorised and subscribed). Rejects with a
@@ -204,14 +206,14 @@ export function openLive(kiln: { url: string }, path: string, token?: string, vi
       if (ready) return;
       const text = reason.toString('utf8');
       const colon = text.indexOf(': ');
-      reject(refusal(code - 4000, colon < 0 ? { message: text } : { code: text.slice(0, colon), message: text.slice(colon + 2) }));
+      reject(refusal(code - 4000, code, colon < 0 ? { message: text } : { code: text.slice(0, colon), message: text.slice(colon + 2) }));
     });
     socket.once('unexpected-response', (req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => {
         req.destroy();
-        reject(refusal(res.statusCode ?? 0, JSON.parse(body || '{}') as LiveRefusal['body']));
+        reject(refusal(res.statusCode ?? 0, null, JSON.parse(body || '{}') as LiveRefusal['body']));
       });
     });
     socket.once('error', (err) => {
