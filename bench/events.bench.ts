@@ -105,11 +105,13 @@ async function main(): Promise<void> {
   const dbUrl = `postgres://postgres@127.0.0.1:5432/${dbName}`;
   const kiln = await startKiln(loadConfig({
     scope: 'server', env: {},
-    overrides: { 'database.url': dbUrl, port: 0, useTls: false, 'log.level.default': 'error', baseDir: '/tmp/kiln-bench-events' },
+    // The receiver is on loopback, which outbound destinations refuse unless allowed.
+    overrides: { 'database.url': dbUrl, port: 0, useTls: false, 'log.level.default': 'error', baseDir: '/tmp/kiln-bench-events', 'outbound.allowedNetworks': ['127.0.0.1/32'] },
   }));
   const sql = postgres(dbUrl, { max: 2, onnotice: () => undefined });
   const api = async <T>(method: string, path: string, token: string | null, body?: unknown): Promise<T> => {
     const res = await fetch(`${kiln.url}/api/v1${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {}, ...(body ? { body: JSON.stringify(body) } : {}) });
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${await res.text()}`);
     return ((await res.json()) as { message: T }).message;
   };
   await api('POST', '/auth/basic/register', null, { username: 'bench', name: 'Bench', email: 'bench@example.test', password: 'bench bench bench' });
