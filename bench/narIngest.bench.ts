@@ -2,7 +2,7 @@
 // uploadNar, bench/chunkedUpload.ts, then finalize:
 // parse, NarHash, listing, reference scan, zstd, FileHash, durable blob, rows) against the fastest
 // standard tools for the same stages, `zstd -1 -T2 | openssl dgst -sha256` over the same bytes
-// (coreutils' sha256sum has no SHA-NI and would make the baseline slow), interleaved rounds
+// (coreutils' sha256sum does not use SHA-NI and would make the baseline slow), interleaved rounds
 // alternating which goes first, medians. Two kiln figures: the ingest (the client's first request
 // to the finalize answer) and the whole client command (its process start and module loading too). Each round's path is deleted afterwards, so every
 // round stores its blob (the same NAR in a new cache would otherwise find the blob stored).
