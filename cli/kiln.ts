@@ -2,7 +2,7 @@ import { componentLogger, createLogger, type LoadedConfig, type Logger } from '.
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { applyStateFile, binaryCacheAccess, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions, type SchedulerTicker } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -46,6 +46,8 @@ export interface StartKilnOptions {
   archiveProgress?: ArchiveProgress;
   /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
   bodyRateClock?: TimerClock;
+  /** the scheduler's periodic pass (every second by default); tests hold it to see what alone wakes the scheduler */
+  schedulerTicker?: SchedulerTicker;
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -163,6 +165,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         substituteMissEscalationThreshold: config['build.substituteMissEscalationThreshold'],
         scoringPolicy: config['scheduler.scoringPolicy'], maxStorageGb: config['cache.maxStorageGb'],
       },
+      ...(opts.schedulerTicker ? { ticker: opts.schedulerTicker } : {}),
     });
     workers.setListener(scheduler);
     const running = scheduler;
