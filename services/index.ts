@@ -41,7 +41,7 @@ export {
 } from './workerConnections.js';
 export { BuildLogs, readBuildLog } from './buildLogs.js';
 export { WorkerNars, type WorkerNarsDeps } from './workerNars.js';
-export { BuildScheduler, type BuildSchedulerDeps, type SchedulerSettings } from './buildScheduler.js';
+export { BuildScheduler, intervalTicker, type BuildSchedulerDeps, type SchedulerSettings, type SchedulerTicker } from './buildScheduler.js';
 export { evaluationsService, type EvaluationsDeps, type EvaluationsService, type EvaluationView } from './evaluations.js';
 export { buildViewsService, type BuildView, type BuildViewsService, type EntryPointView } from './buildViews.js';
 export { BuildLogFeed, LIVE_LOG_POLL_MS } from './buildLogFeed.js';
