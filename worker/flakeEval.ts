@@ -2,13 +2,15 @@
 // derivation of each. One attribute that fails to evaluate must not hide the others, so a batch
 // that fails is split in halves until each failing attribute stands alone with its own message:
 // k broken attributes among n cost about k·log2(n) extra `nix eval` runs.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+// Every run is pure (nixCli.ts, PURE_EVAL_ARGS) and comes after the lock check (flakeLock.ts): the
+// tenant's expression reads its flake's sources and locked remote inputs, not the worker's files.
+import { jobFailure, type AttributeError, type AttributeWildcard, type EvaluatedAttribute, type JobFailure } from '../protocol/index.js';
 import { z } from 'zod';
-import type { AttributeError, AttributeWildcard, EvaluatedAttribute, JobFailure } from '../protocol/index.js';
 import { classifyEvalFailure } from './failureClassifier.js';
-import { derivationsExpression, selectAttributesExpression } from './flakeExpressions.js';
-import { nix, nixErrorText } from './nixCli.js';
+import { derivationsExpression, nixString, selectAttributesExpression } from './flakeExpressions.js';
+import { checkFlakeLock } from './flakeLock.js';
+import { batchesOf } from './jobContext.js';
+import { nix, nixErrorText, PURE_EVAL_ARGS } from './nixCli.js';
 
 export interface FlakeEvaluation {
   attributes: EvaluatedAttribute[];
@@ -19,13 +21,21 @@ export interface EvaluateOptions {
   flakeRef: string;
   wildcard: AttributeWildcard;
   env: NodeJS.ProcessEnv;
-  /** a directory for the expression files */
-  scratchDir: string;
   signal?: AbortSignal;
 }
 
 /** Attributes per `nix eval` before any bisection. */
 const BATCH = 1000;
+/**
+ * The expression is one argv string, and Linux refuses one over MAX_ARG_STRLEN (128 KiB) with
+ * E2BIG: a batch also stops when its attribute paths reach BATCH_PATH_BYTES, and an expression
+ * over MAX_EXPRESSION_BYTES (a single absurdly long attribute name) is not run at all.
+ */
+export const BATCH_PATH_BYTES = 64 * 1024;
+export const MAX_EXPRESSION_BYTES = 120 * 1024;
+
+/** What one path adds to a derivationsExpression: its JSON inside a Nix string, and a comma. */
+const pathBytes = (path: readonly string[]) => Buffer.byteLength(nixString(JSON.stringify(path))) - 1;
 
 const AttributePaths = z.array(z.array(z.string()));
 const DerivationInfos = z.array(z.union([z.null(), z.strictObject({ drvPath: z.string(), outputs: z.record(z.string(), z.string()) })]));
@@ -34,33 +44,30 @@ type DerivationInfos = z.infer<typeof DerivationInfos>;
 type EvalRun = { ok: true; json: unknown } | { ok: false; message: string; aborted: boolean };
 
 export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: true; value: FlakeEvaluation } | { ok: false; failure: JobFailure }> {
-  const dir = await mkdtemp(join(options.scratchDir, 'eval-'));
-  let counter = 0;
   const evalExpression = async (expression: string): Promise<EvalRun> => {
-    const file = join(dir, `expr-${counter++}.nix`);
-    await writeFile(file, expression);
-    const result = await nix(['eval', '--json', '--file', file], { env: options.env, ...(options.signal ? { signal: options.signal } : {}) });
-    await rm(file, { force: true });
+    const bytes = Buffer.byteLength(expression);
+    if (bytes > MAX_EXPRESSION_BYTES) return { ok: false, message: `the expression to evaluate is ${bytes} bytes, over kiln's limit of ${MAX_EXPRESSION_BYTES}`, aborted: false };
+    const result = await nix(['eval', ...PURE_EVAL_ARGS, '--json', '--expr', expression], { env: options.env, ...(options.signal ? { signal: options.signal } : {}) });
     if (result.exitCode !== 0) return { ok: false, message: nixErrorText(result.stderr), aborted: result.aborted };
     return { ok: true, json: JSON.parse(result.stdout) as unknown };
   };
-  try {
-    const selected = await evalExpression(selectAttributesExpression(options.flakeRef, options.wildcard));
-    if (!selected.ok) return { ok: false, failure: selected.aborted ? cancelled() : classifyEvalFailure(selected.message) };
-    const paths = AttributePaths.parse(selected.json);
-    const unique = [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()];
-    const evaluation: FlakeEvaluation = { attributes: [], errors: [] };
-    for (let start = 0; start < unique.length; start += BATCH) {
-      const aborted = await evaluateBatch(unique.slice(start, start + BATCH), evaluation, (paths) => evalExpression(derivationsExpression(options.flakeRef, paths)));
+  const lock = await checkFlakeLock(options.flakeRef, options.env, options.signal);
+  if (!lock.ok) return { ok: false, failure: lock.aborted ? cancelled() : lock.failure };
+  const selected = await evalExpression(selectAttributesExpression(options.flakeRef, options.wildcard));
+  if (!selected.ok) return { ok: false, failure: selected.aborted ? cancelled() : classifyEvalFailure(selected.message) };
+  const paths = AttributePaths.parse(selected.json);
+  const unique = [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()];
+  const evaluation: FlakeEvaluation = { attributes: [], errors: [] };
+  for (const byBytes of batchesOf(unique, pathBytes, BATCH_PATH_BYTES)) {
+    for (let start = 0; start < byBytes.length; start += BATCH) {
+      const aborted = await evaluateBatch(byBytes.slice(start, start + BATCH), evaluation, (paths) => evalExpression(derivationsExpression(options.flakeRef, paths)));
       if (aborted) return { ok: false, failure: cancelled() };
     }
-    return { ok: true, value: evaluation };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
   }
+  return { ok: true, value: evaluation };
 }
 
-const cancelled = (): JobFailure => ({ class: 'FailedTransient', reason: 'cancelled', message: 'the evaluation was cancelled' });
+const cancelled = (): JobFailure => jobFailure('cancelled', 'the evaluation was cancelled');
 
 /** Evaluates `paths`, bisecting on failure; returns true when it was cancelled. */
 async function evaluateBatch(paths: string[][], into: FlakeEvaluation, run: (paths: string[][]) => Promise<EvalRun>): Promise<boolean> {
