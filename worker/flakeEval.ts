@@ -7,9 +7,8 @@
 import { jobFailure, type AttributeError, type AttributeWildcard, type EvaluatedAttribute, type JobFailure } from '../protocol/index.js';
 import { z } from 'zod';
 import { classifyEvalFailure } from './failureClassifier.js';
-import { derivationsExpression, nixString, selectAttributesExpression } from './flakeExpressions.js';
+import { derivationsExpression, selectAttributesExpression } from './flakeExpressions.js';
 import { checkFlakeLock } from './flakeLock.js';
-import { batchesOf } from './jobContext.js';
 import { nix, nixErrorText, PURE_EVAL_ARGS } from './nixCli.js';
 
 export interface FlakeEvaluation {
@@ -28,14 +27,10 @@ export interface EvaluateOptions {
 const BATCH = 1000;
 /**
  * The expression is one argv string, and Linux refuses one over MAX_ARG_STRLEN (128 KiB) with
- * E2BIG: a batch also stops when its attribute paths reach BATCH_PATH_BYTES, and an expression
- * over MAX_EXPRESSION_BYTES (a single absurdly long attribute name) is not run at all.
+ * E2BIG. A longer expression is not run: it fails like a broken batch, so bisection splits it
+ * until each half fits, and a single attribute whose name alone is too long gets its own error.
  */
-export const BATCH_PATH_BYTES = 64 * 1024;
 export const MAX_EXPRESSION_BYTES = 120 * 1024;
-
-/** What one path adds to a derivationsExpression: its JSON inside a Nix string, and a comma. */
-const pathBytes = (path: readonly string[]) => Buffer.byteLength(nixString(JSON.stringify(path))) - 1;
 
 const AttributePaths = z.array(z.array(z.string()));
 const DerivationInfos = z.array(z.union([z.null(), z.strictObject({ drvPath: z.string(), outputs: z.record(z.string(), z.string()) })]));
@@ -58,11 +53,9 @@ export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: tru
   const paths = AttributePaths.parse(selected.json);
   const unique = [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()];
   const evaluation: FlakeEvaluation = { attributes: [], errors: [] };
-  for (const byBytes of batchesOf(unique, pathBytes, BATCH_PATH_BYTES)) {
-    for (let start = 0; start < byBytes.length; start += BATCH) {
-      const aborted = await evaluateBatch(byBytes.slice(start, start + BATCH), evaluation, (paths) => evalExpression(derivationsExpression(options.flakeRef, paths)));
-      if (aborted) return { ok: false, failure: cancelled() };
-    }
+  for (let start = 0; start < unique.length; start += BATCH) {
+    const aborted = await evaluateBatch(unique.slice(start, start + BATCH), evaluation, (paths) => evalExpression(derivationsExpression(options.flakeRef, paths)));
+    if (aborted) return { ok: false, failure: cancelled() };
   }
   return { ok: true, value: evaluation };
 }
