@@ -44,6 +44,16 @@ t.test('the CPU tasks in-process, checked against independent answers and a pool
     t.same(await pool.run('sha256File', plain), expected);
   });
 
+  t.test('ingestStagedNar: a staged file that is gone rejects with ENOENT and the pool thread lives on', async (t) => {
+    for (const compression of ['none', 'zstd', 'xz']) {
+      const input = { source: join(dir, 'gone.nar'), compression, narSize: nar.length, references: [], zstdLevel: 1, output: join(dir, `gone-${compression}.zst`) };
+      await t.rejects(inProcess('ingestStagedNar', input), { code: 'ENOENT' }, `in-process, ${compression}`);
+      await t.rejects(pool.run('ingestStagedNar', input), /ENOENT/, `in a pool thread, ${compression}`);
+      t.notOk(existsSync(input.output), 'no output file is left');
+    }
+    t.same(await pool.run('sha256File', plain), { hex: createHash('sha256').update(nar).digest('hex'), bytes: nar.length }, 'the thread still answers');
+  });
+
   t.test('ingestStagedNar: decompresses, checks, lists and stores in zstd frames', async (t) => {
     const input = { source: compressed, compression: 'xz', narSize: nar.length, references: [present, absent], zstdLevel: 1 };
     const stored = join(dir, 'stored', 'nar.zst');
