@@ -12,7 +12,7 @@ export function parseQuery<T>(query: URLSearchParams, schema: z.ZodType<T>): T {
     const issue = parsed.error.issues[0];
     const keys = issue && 'keys' in issue && Array.isArray(issue.keys) ? issue.keys.join(', ') : '';
     const where = issue && issue.path.length > 0 ? issue.path.join('.') : keys || 'query';
-    throw new ApiError(400, 'invalid_query', `${where}: ${issue?.message ?? 'invalid'}`);
+    throw new ApiError('invalid_query', `${where}: ${issue?.message ?? 'invalid'}`);
   }
   return parsed.data;
 }

@@ -63,7 +63,7 @@ export class Req<P = unknown> {
     if (!schema) return raw as T;
     const parsed = schema.safeParse(raw);
     if (!parsed.success) {
-      throw new ApiError(400, 'invalid_parameter', `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      throw new ApiError('invalid_parameter', `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     }
     return parsed.data;
   }
@@ -83,14 +83,14 @@ export class Req<P = unknown> {
       try {
         value = JSON.parse(raw.toString('utf8'));
       } catch (e) {
-        throw new ApiError(400, 'invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
+        throw new ApiError('invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
       }
     }
     const parsed = schema.safeParse(value);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'body';
-      throw new ApiError(400, 'invalid_body', `${where}: ${issue?.message ?? 'invalid'}`);
+      throw new ApiError('invalid_body', `${where}: ${issue?.message ?? 'invalid'}`);
     }
     return parsed.data;
   }

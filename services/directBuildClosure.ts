@@ -25,7 +25,7 @@ export interface DirectClosure {
   derivations: DerivationNode[];
 }
 
-const invalid = (message: string) => new ApiError(400, 'invalid_closure', message);
+const invalid = (message: string) => new ApiError('invalid_closure', message);
 const nameOf = (path: string) => path.slice(path.lastIndexOf('/') + 34);
 
 /** True when the path's name follows from its bytes and references (text or source). */

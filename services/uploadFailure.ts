@@ -6,23 +6,23 @@ import type { UploadProblem } from '../storage/index.js';
 export function uploadFailure(problem: UploadProblem): ApiError {
   switch (problem.kind) {
     case 'invalid_nar':
-      return new ApiError(400, 'invalid_nar', problem.message);
+      return new ApiError('invalid_nar', problem.message);
     case 'nar_mismatch':
-      return new ApiError(400, 'nar_mismatch', problem.message);
+      return new ApiError('nar_mismatch', problem.message);
     case 'unsupported_compression':
-      return new ApiError(400, 'unsupported_compression', problem.message);
+      return new ApiError('unsupported_compression', problem.message);
     case 'incomplete_upload':
-      return withStagedBytes(new ApiError(409, 'incomplete_upload', problem.message), problem.bytesStaged);
+      return withStagedBytes(new ApiError('incomplete_upload', problem.message), problem.bytesStaged);
     case 'offset_mismatch':
-      return withStagedBytes(new ApiError(409, 'offset_mismatch', problem.message), problem.bytesStaged);
+      return withStagedBytes(new ApiError('offset_mismatch', problem.message), problem.bytesStaged);
     case 'upload_in_progress':
-      return new ApiError(409, 'upload_in_progress', problem.message);
+      return new ApiError('upload_in_progress', problem.message);
     case 'path_exists':
-      return new ApiError(409, 'path_exists', problem.message);
+      return new ApiError('path_exists', problem.message);
     case 'no_staged_upload':
-      return new ApiError(404, 'no_staged_upload', problem.message);
+      return new ApiError('no_staged_upload', problem.message);
     case 'upload_too_large':
-      return new ApiError(413, 'nar_too_large', problem.message);
+      return new ApiError('nar_too_large', problem.message);
   }
 }
 

@@ -30,8 +30,8 @@ const encodePath = (path: string) => path.split('/').map(encodeURIComponent).joi
 async function* boundedArchive(builds: ArchiveBuilds, pack: () => AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
   const finish = builds.tryStart();
   if (finish === null) {
-    throw new ApiError(503, 'archive_busy', `${builds.limit} directory archives are being packed (cache.serveArchiveConcurrency); retry in ${ARCHIVE_RETRY_SECS} s or fetch the NAR`, {
-      'Retry-After': String(ARCHIVE_RETRY_SECS), ...SANDBOX_HEADERS,
+    throw new ApiError('archive_busy', `${builds.limit} directory archives are being packed (cache.serveArchiveConcurrency); retry in ${ARCHIVE_RETRY_SECS} s or fetch the NAR`, {
+      headers: { 'Retry-After': String(ARCHIVE_RETRY_SECS), ...SANDBOX_HEADERS },
     });
   }
   try {

@@ -26,7 +26,7 @@ export function authRoutes(r: Router<Principal>, { identity, rateLimiter }: Auth
 
   r.get('/auth/verify-email', async (req) => {
     const token = req.query.get('token');
-    if (!token || token.length > 200) throw new ApiError(400, 'invalid_parameter', 'token: the verification link\'s token is missing or malformed');
+    if (!token || token.length > 200) throw new ApiError('invalid_parameter', 'token: the verification link\'s token is missing or malformed');
     const { username, email } = await identity.emailVerification.verify(token);
     return `the e-mail address ${email} of "${username}" is verified`;
   }, open);

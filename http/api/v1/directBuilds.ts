@@ -14,14 +14,14 @@ const TEXT_PARTS = ['project', 'cache', 'drv'] as const;
 type TextPart = (typeof TEXT_PARTS)[number];
 
 const tooLarge = () =>
-  new ApiError(413, 'body_too_large', `a direct build request is at most ${DIRECT_BUILD_MAX_BYTES} bytes (20 MiB, the fixed cap for build request uploads); the closure of a .drv is usually far smaller, so export only nix-store -qR of the .drv`);
+  new ApiError('body_too_large', `a direct build request is at most ${DIRECT_BUILD_MAX_BYTES} bytes (20 MiB, the fixed cap for build request uploads); the closure of a .drv is usually far smaller, so export only nix-store -qR of the .drv`);
 
 async function collect(body: AsyncIterable<Uint8Array>, limit: number, name: string): Promise<Buffer> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > limit) throw new ApiError(400, 'invalid_multipart', `the ${name} part exceeds ${limit} bytes`);
+    if (size > limit) throw new ApiError('invalid_multipart', `the ${name} part exceeds ${limit} bytes`);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
@@ -37,28 +37,28 @@ export function directBuildsRoutes(api: Router<Principal>, service: DirectBuilds
     try {
       for await (const part of readMultipart(req.stream(), boundary)) {
         if (part.name === 'closure') {
-          if (closure) throw new ApiError(400, 'invalid_multipart', 'the body has more than one closure part');
+          if (closure) throw new ApiError('invalid_multipart', 'the body has more than one closure part');
           closure = await collect(part.body, DIRECT_BUILD_MAX_BYTES, 'closure');
         } else if ((TEXT_PARTS as readonly string[]).includes(part.name)) {
           const name = part.name as TextPart;
-          if (text[name] !== undefined) throw new ApiError(400, 'invalid_multipart', `the body has more than one ${name} part`);
+          if (text[name] !== undefined) throw new ApiError('invalid_multipart', `the body has more than one ${name} part`);
           text[name] = (await collect(part.body, MAX_TEXT_PART_BYTES, name)).toString('utf8').trim();
         } else {
-          throw new ApiError(400, 'invalid_multipart', `unknown part "${part.name.slice(0, 60)}"; a direct build takes project, closure, drv and cache`);
+          throw new ApiError('invalid_multipart', `unknown part "${part.name.slice(0, 60)}"; a direct build takes project, closure, drv and cache`);
         }
       }
     } catch (e) {
       if (e instanceof ApiError && e.status === 413) throw tooLarge();
       throw e;
     }
-    if (!text.project) throw new ApiError(400, 'invalid_multipart', 'the body has no project part (org/project, or the project\'s UUID)');
+    if (!text.project) throw new ApiError('invalid_multipart', 'the body has no project part (org/project, or the project\'s UUID)');
     if (!closure || closure.length === 0) {
-      throw new ApiError(400, 'invalid_multipart', 'the body has no closure part: send the output of nix-store --export $(nix-store -qR /nix/store/…drv)');
+      throw new ApiError('invalid_multipart', 'the body has no closure part: send the output of nix-store --export $(nix-store -qR /nix/store/…drv)');
     }
     let drv: string | null = null;
     if (text.drv) {
       const parsed = DrvPathText.safeParse(text.drv);
-      if (!parsed.success) throw new ApiError(400, 'invalid_multipart', `drv: ${parsed.error.issues[0]?.message ?? 'not a .drv store path'}`);
+      if (!parsed.success) throw new ApiError('invalid_multipart', `drv: ${parsed.error.issues[0]?.message ?? 'not a .drv store path'}`);
       drv = parsed.data;
     }
     return service.submit(req.principal, { project: text.project, cache: text.cache || null, drv, closure });
@@ -67,7 +67,7 @@ export function directBuildsRoutes(api: Router<Principal>, service: DirectBuilds
   api.get('/builds/direct/recent', (req) => {
     const raw = req.query.get('limit');
     const limit = raw === null ? 50 : Limit.safeParse(raw);
-    if (typeof limit !== 'number' && !limit.success) throw new ApiError(400, 'invalid_query', 'limit: a whole number from 1 to 200');
+    if (typeof limit !== 'number' && !limit.success) throw new ApiError('invalid_query', 'limit: a whole number from 1 to 200');
     return service.recent(req.principal, typeof limit === 'number' ? limit : limit.data);
   });
 }

@@ -14,7 +14,7 @@ export function evaluationsRoutes(r: Router<Principal>, evaluations: Evaluations
   // A missing parameter is null, so the schema decides whether it may be left out.
   const query = <T>(req: Req<Principal>, name: string, schema: z.ZodType<T>): T => {
     const parsed = schema.safeParse(req.query.get(name));
-    if (!parsed.success) throw new ApiError(400, 'invalid_query', `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (!parsed.success) throw new ApiError('invalid_query', `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     return parsed.data;
   };
 

@@ -33,7 +33,7 @@ function withUploadHeaders(handler: Handler<Principal>, retryAfterSecs: number):
 
 function offsetOf(text: string | null): number {
   if (text === null || !/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
-    throw new ApiError(400, 'invalid_parameter', `offset: expected the number of bytes already staged (?offset=N), got ${JSON.stringify(text)}`);
+    throw new ApiError('invalid_parameter', `offset: expected the number of bytes already staged (?offset=N), got ${JSON.stringify(text)}`);
   }
   return Number(text);
 }
@@ -48,13 +48,13 @@ async function jsonPart(body: AsyncIterable<Uint8Array>): Promise<unknown> {
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > MAX_NARINFO_PART_BYTES) throw new ApiError(400, 'invalid_multipart', `the narinfo part exceeds ${MAX_NARINFO_PART_BYTES} bytes`);
+    if (size > MAX_NARINFO_PART_BYTES) throw new ApiError('invalid_multipart', `the narinfo part exceeds ${MAX_NARINFO_PART_BYTES} bytes`);
     chunks.push(chunk);
   }
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch (e) {
-    throw new ApiError(400, 'invalid_json', `the narinfo part is not valid JSON: ${(e as Error).message}`);
+    throw new ApiError('invalid_json', `the narinfo part is not valid JSON: ${(e as Error).message}`);
   }
 }
 
@@ -62,7 +62,7 @@ function narinfoOfPart(uploads: NarUploadService, value: unknown): Narinfo {
   const parsed = NarUploadInfo.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ApiError(400, 'invalid_narinfo', `narinfo ${issue?.path.join('.') || 'part'}: ${issue?.message ?? 'invalid'}`);
+    throw new ApiError('invalid_narinfo', `narinfo ${issue?.path.join('.') || 'part'}: ${issue?.message ?? 'invalid'}`);
   }
   return uploads.parseUploadInfo(parsed.data);
 }
@@ -82,12 +82,12 @@ export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps
       for await (const part of readMultipart(req.stream(), boundary)) {
         if (part.name === 'narinfo') info = narinfoOfPart(uploads, await jsonPart(part.body));
         else if (part.name === 'nar') {
-          if (staged) throw new ApiError(400, 'invalid_multipart', 'the body has more than one nar part');
+          if (staged) throw new ApiError('invalid_multipart', 'the body has more than one nar part');
           staged = await uploads.stageTemporary(part.body);
         }
       }
-      if (info === null) throw new ApiError(400, 'invalid_multipart', 'the body has no narinfo part (JSON: store_path, nar_hash, nar_size, references, …)');
-      if (staged === null) throw new ApiError(400, 'invalid_multipart', 'the body has no nar part');
+      if (info === null) throw new ApiError('invalid_multipart', 'the body has no narinfo part (JSON: store_path, nar_hash, nar_size, references, …)');
+      if (staged === null) throw new ApiError('invalid_multipart', 'the body has no nar part');
       return await uploads.ingestFile(target, info, staged.file);
     } finally {
       permit.release();

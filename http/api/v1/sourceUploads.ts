@@ -12,7 +12,7 @@ const SourceId = z.uuid('a source upload id is a UUID');
 export function sourceUploadRoutes(api: Router<Principal>, root: Router<Principal>, service: SourceUploadsService, maxBytes: number): void {
   api.post('/build-requests/source', (req) => {
     const project = req.query.get('project');
-    if (!project) throw new ApiError(400, 'invalid_query', 'project: name the project the source is for (?project=org/project or its UUID)');
+    if (!project) throw new ApiError('invalid_query', 'project: name the project the source is for (?project=org/project or its UUID)');
     return service.upload(req.principal, project, req.stream());
   }, { body: 'stream', maxBody: maxBytes, maxBodyName: 'http.maxSourceUploadSize' });
 

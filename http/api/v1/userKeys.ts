@@ -12,7 +12,7 @@ export function userKeysRoutes(r: Router<Principal>, { apiKeys }: Pick<IdentityS
     const fromQuery = req.query.get('name');
     if (fromQuery === null) return apiKeys.delete(req.principal, (await req.body(DeleteApiKeyBody)).name);
     const name = KeyName.safeParse(fromQuery);
-    if (!name.success) throw new ApiError(400, 'invalid_parameter', 'name: must be 1-100 characters');
+    if (!name.success) throw new ApiError('invalid_parameter', 'name: must be 1-100 characters');
     return apiKeys.delete(req.principal, name.data);
   });
 }

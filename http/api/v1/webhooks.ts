@@ -24,7 +24,7 @@ export function deliveryQuery(req: Req<Principal>): DeliveryListQuery {
   const parsed = DeliveryListQuery.safeParse(Object.fromEntries(req.query));
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new ApiError(400, 'invalid_query', `${issue?.path.join('.') || 'query'}: ${issue?.message ?? 'invalid'}`);
+    throw new ApiError('invalid_query', `${issue?.path.join('.') || 'query'}: ${issue?.message ?? 'invalid'}`);
   }
   return parsed.data;
 }
