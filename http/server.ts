@@ -78,7 +78,7 @@ function peerAddress(res: HttpResponse, state: ResponseState, headers: Record<st
 
 /** Answers with the error's envelope (complete in memory, so written at once). */
 function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, close = false): void {
-  respondComplete(res, state, errorReply(e.status, e.code, e.message, e.headers ? { ...e.headers } : {}), head, close);
+  respondComplete(res, state, errorReply(e), head, close);
 }
 
 /**
@@ -89,7 +89,7 @@ function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boo
  */
 function refuse(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, stillComing: boolean, declared: number | null, bounds: DrainBounds, body: BodyStream | null): void {
   if (stillComing && !head && e.status !== 408) {
-    refuseWhileDraining(res, state, errorReply(e.status, e.code, e.message, e.headers ? { ...e.headers } : {}), bounds, declared, () => body?.stopReading());
+    refuseWhileDraining(res, state, errorReply(e), bounds, declared, () => body?.stopReading());
   } else failNow(res, state, e, head, stillComing || e.status === 408);
 }
 
@@ -160,7 +160,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     }
     if ('allowed' in match) {
       const allow = match.allowed.map((m) => m.toUpperCase()).join(', ');
-      void respond(res, state, errorReply(405, 'method_not_allowed', `${rawMethod.toUpperCase()} is not allowed on ${url}; allowed: ${allow}`, { Allow: allow }), head);
+      void respond(res, state, errorReply(new ApiError('method_not_allowed', `${rawMethod.toUpperCase()} is not allowed on ${url}; allowed: ${allow}`, { headers: { Allow: allow } })), head);
       return;
     }
     const { route, params } = match;

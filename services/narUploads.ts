@@ -147,7 +147,9 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
         return await acquireUpload(deps.uploadBudget, restWait ? { bytes, signal: AbortSignal.timeout(deps.restWaitSecs * 1000), ...who } : { bytes, ...who });
       } catch (e) {
         if (e instanceof DOMException && e.name === 'TimeoutError') {
-          throw new ApiError('upload_busy', `no upload permit came within ${deps.restWaitSecs} s (upload.restWaitSecs); the server is busy with other uploads, retry later`);
+          throw new ApiError('upload_busy', `no upload permit came within ${deps.restWaitSecs} s (upload.restWaitSecs); the server is busy with other uploads, retry later`, {
+            headers: { 'Retry-After': String(deps.restWaitSecs) },
+          });
         }
         throw e;
       }

@@ -2,7 +2,6 @@ import { ApiError, CheckUsernameBody, LoginBody, RegisterBody, ResendVerificatio
 import type { IdentityServices, Principal } from '../../../services/index.js';
 import type { RateLimiter } from '../../../storage/index.js';
 import { authRateLimits, rateLimited } from '../../rateLimit.js';
-import { withPasswordRetryAfter } from '../../passwordBusy.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
@@ -17,10 +16,10 @@ const origin = (req: Req<Principal>) => ({ userAgent: req.header('user-agent'), 
 
 export function authRoutes(r: Router<Principal>, { identity, rateLimiter }: AuthRouteDeps): void {
   const open = { auth: 'none' } as const;
-  r.post('/auth/basic/register', rateLimited(rateLimiter, authRateLimits.register, withPasswordRetryAfter(async (req) =>
-    identity.accounts.register(await req.body(RegisterBody)))), open);
-  r.post('/auth/basic/login', rateLimited(rateLimiter, authRateLimits.login, withPasswordRetryAfter(async (req) =>
-    identity.accounts.login(await req.body(LoginBody), origin(req)))), open);
+  r.post('/auth/basic/register', rateLimited(rateLimiter, authRateLimits.register, async (req) =>
+    identity.accounts.register(await req.body(RegisterBody))), open);
+  r.post('/auth/basic/login', rateLimited(rateLimiter, authRateLimits.login, async (req) =>
+    identity.accounts.login(await req.body(LoginBody), origin(req))), open);
   r.post('/auth/check-username', rateLimited(rateLimiter, authRateLimits.checkUsername, async (req) =>
     identity.accounts.checkUsername(await req.body(CheckUsernameBody))), open);
 

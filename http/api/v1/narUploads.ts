@@ -1,34 +1,18 @@
 // REST NAR uploads (spec: Caches): single-shot multipart, chunked with resume, finalize; plus the
 // state of a staged upload and abandoning it (kiln's, for clients that resume or give up).
 // http.maxRequestSize does not apply: these routes have nar.maxUploadSize as their limit.
-import { ApiError, isApiError, NarUploadInfo, StorePathHash, type Narinfo } from '../../../protocol/index.js';
-import { stagedBytesOf, type NarUploadService, type Principal } from '../../../services/index.js';
+import { ApiError, NarUploadInfo, StorePathHash, type Narinfo } from '../../../protocol/index.js';
+import type { NarUploadService, Principal } from '../../../services/index.js';
 import type { Config } from '../../../config/index.js';
 import { readMultipart, multipartBoundary } from '../../multipart.js';
-import { errorReply } from '../../reply.js';
-import type { Handler, Router } from '../../router.js';
+import type { Router } from '../../router.js';
 
 /** The narinfo part is small JSON; anything bigger is a mistake, not a narinfo. */
 const MAX_NARINFO_PART_BYTES = 1 << 20;
 
 export interface NarUploadRouteDeps {
   uploads: NarUploadService;
-  config: Pick<Config, 'nar.maxUploadSize' | 'upload.restWaitSecs'>;
-}
-
-/** 409s that say where the upload stands carry it as Upload-Offset; 503 carries Retry-After. */
-function withUploadHeaders(handler: Handler<Principal>, retryAfterSecs: number): Handler<Principal> {
-  return async (req) => {
-    try {
-      return await handler(req);
-    } catch (e) {
-      if (!isApiError(e)) throw e;
-      const staged = stagedBytesOf(e);
-      if (staged !== undefined) return errorReply(e.status, e.code, e.message, { 'Upload-Offset': String(staged) });
-      if (e.code === 'upload_busy') return errorReply(e.status, e.code, e.message, { 'Retry-After': String(retryAfterSecs) });
-      throw e;
-    }
-  };
+  config: Pick<Config, 'nar.maxUploadSize'>;
 }
 
 function offsetOf(text: string | null): number {
@@ -70,9 +54,8 @@ function narinfoOfPart(uploads: NarUploadService, value: unknown): Narinfo {
 export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps): void {
   const { uploads } = deps;
   const maxUpload = deps.config['nar.maxUploadSize'];
-  const wrap = (h: Handler<Principal>) => withUploadHeaders(h, deps.config['upload.restWaitSecs']);
 
-  api.post('/caches/:cache/nars', wrap(async (req): Promise<unknown> => {
+  api.post('/caches/:cache/nars', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const boundary = multipartBoundary(req.header('content-type'));
     const permit = await uploads.admit(declaredLength(req.header('content-length')) ?? maxUpload, true, target.owner);
@@ -93,18 +76,18 @@ export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps
       permit.release();
       if (staged) await uploads.discardTemporary(staged.file);
     }
-  }), { body: 'stream', maxBody: maxUpload + MAX_NARINFO_PART_BYTES + 64 * 1024 });
+  }, { body: 'stream', maxBody: maxUpload + MAX_NARINFO_PART_BYTES + 64 * 1024 });
 
-  api.put('/caches/:cache/nars/:hash/chunk', wrap(async (req): Promise<unknown> => {
+  api.put('/caches/:cache/nars/:hash/chunk', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const hash = req.param('hash', StorePathHash);
     return uploads.appendChunk(target, hash, offsetOf(req.query.get('offset')), declaredLength(req.header('content-length')), req.stream());
-  }), { body: 'stream', maxBody: maxUpload, reuseBodyPieces: true }); // the staging writer writes each piece before the next
+  }, { body: 'stream', maxBody: maxUpload, reuseBodyPieces: true }); // the staging writer writes each piece before the next
 
-  api.post('/caches/:cache/nars/:hash/finalize', wrap(async (req): Promise<unknown> => {
+  api.post('/caches/:cache/nars/:hash/finalize', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     return uploads.finalize(target, req.param('hash', StorePathHash), await req.body(NarUploadInfo));
-  }), { body: 'buffer', maxBody: MAX_NARINFO_PART_BYTES });
+  }, { body: 'buffer', maxBody: MAX_NARINFO_PART_BYTES });
 
   api.get('/caches/:cache/nars/:hash/upload', async (req) => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
