@@ -1,6 +1,7 @@
 import {
   ApiError,
   DerivationNode,
+  describeIssue,
   narFileContents,
   parseDerivation,
   parseNixExport,
@@ -70,8 +71,8 @@ function nodeOf(drvPath: string, drv: Derivation): DerivationNode {
   };
   const parsed = DerivationNode.safeParse(candidate);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw invalid(`${drvPath}: ${issue?.path.join('.') || 'derivation'}: ${issue?.message ?? 'invalid'}`);
+    const { field, reason } = describeIssue(parsed.error, 'derivation');
+    throw invalid(`${drvPath}: ${field}: ${reason}`);
   }
   return parsed.data;
 }

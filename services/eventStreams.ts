@@ -1,4 +1,4 @@
-import { ApiError, EventGlob } from '../protocol/index.js';
+import { ApiError, describeIssue, EventGlob } from '../protocol/index.js';
 import { accessOf } from './access.js';
 import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
@@ -49,7 +49,7 @@ export function checkLiveRequest(request: LiveRequest): void {
   if (request.kind !== 'firehose') return;
   for (const glob of request.globs) {
     const parsed = EventGlob.safeParse(glob);
-    if (!parsed.success) throw new ApiError('invalid_query', `events: ${JSON.stringify(glob)} ${parsed.error.issues[0]?.message ?? 'is not a glob'}`);
+    if (!parsed.success) throw new ApiError('invalid_query', `events: ${JSON.stringify(glob)} ${describeIssue(parsed.error, 'events').reason}`);
   }
 }
 

@@ -42,7 +42,7 @@ export function nixUploadRoutes(r: Router<Principal>, deps: CacheRouteDeps): voi
 
   // With write-nar-listing Nix uploads its own listing; kiln made one at ingest and keeps that.
   r.put('/:hash.ls', async (req) => {
-    const cache = await writableCache(deps.access, req);
+    await writableCache(deps.access, req);
     await drain(req.stream());
     return emptyReply(200);
   }, { body: 'stream', maxBody: deps.config['nar.maxUploadSize'] });

@@ -12,7 +12,7 @@ const log = pino({ level: 'silent' });
 async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 1024) {
   const table = new RouteTable<string>();
   const api = new Router<string>(table).scope('/api/v1');
-  api.get('/hello/:name', (req) => ({ hi: req.param('name'), who: req.principal, q: req.query.get('q') }), { auth: 'none' });
+  api.get('/hello/:name', (req) => ({ hi: req.param('name'), who: req.principal, q: req.searchParams.get('q') }), { auth: 'none' });
   api.put('/things', async (req) => req.body(z.object({ name: z.string(), size: z.number().int() })), { auth: 'none' });
   api.get('/secret', () => 'classified');
   api.get('/boom', () => {

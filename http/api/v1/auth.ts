@@ -1,4 +1,5 @@
-import { ApiError, CheckUsernameBody, LoginBody, RegisterBody, ResendVerificationBody } from '../../../protocol/index.js';
+import { z } from 'zod';
+import { CheckUsernameBody, LoginBody, RegisterBody, ResendVerificationBody } from '../../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../../services/index.js';
 import type { RateLimiter } from '../../../storage/index.js';
 import { authRateLimits, rateLimited } from '../../rateLimit.js';
@@ -6,6 +7,9 @@ import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
 // /auth/*: registration, password sign-in, the username check, e-mail verification, logout.
+
+const MALFORMED_TOKEN = 'the verification link\'s token is missing or malformed';
+const VerifyEmailQuery = z.object({ token: z.string(MALFORMED_TOKEN).min(1, MALFORMED_TOKEN).max(200, MALFORMED_TOKEN) });
 
 export interface AuthRouteDeps {
   identity: IdentityServices;
@@ -24,8 +28,7 @@ export function authRoutes(r: Router<Principal>, { identity, rateLimiter }: Auth
     identity.accounts.checkUsername(await req.body(CheckUsernameBody))), open);
 
   r.get('/auth/verify-email', async (req) => {
-    const token = req.query.get('token');
-    if (!token || token.length > 200) throw new ApiError('invalid_parameter', 'token: the verification link\'s token is missing or malformed');
+    const { token } = req.query(VerifyEmailQuery);
     const { username, email } = await identity.emailVerification.verify(token);
     return `the e-mail address ${email} of "${username}" is verified`;
   }, open);

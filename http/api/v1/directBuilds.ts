@@ -3,7 +3,7 @@
 // GET /builds/direct/recent lists the caller's own. The whole body is capped at 20 MiB (spec,
 // Limits: "Blob upload cap for build requests"), whatever http.maxRequestSize says.
 import { z } from 'zod';
-import { ApiError, DrvPathText } from '../../../protocol/index.js';
+import { ApiError, describeIssue, DrvPathText } from '../../../protocol/index.js';
 import type { DirectBuildsService, Principal } from '../../../services/index.js';
 import { multipartBoundary, readMultipart } from '../../multipart.js';
 import type { Router } from '../../router.js';
@@ -27,7 +27,7 @@ async function collect(body: AsyncIterable<Uint8Array>, limit: number, name: str
   return Buffer.concat(chunks);
 }
 
-const Limit = z.coerce.number().int().min(1).max(200);
+const RecentQuery = z.object({ limit: z.coerce.number('a whole number from 1 to 200').int('a whole number from 1 to 200').min(1, 'a whole number from 1 to 200').max(200, 'a whole number from 1 to 200').default(50) });
 
 export function directBuildsRoutes(api: Router<Principal>, service: DirectBuildsService): void {
   api.post('/builds', async (req) => {
@@ -58,16 +58,14 @@ export function directBuildsRoutes(api: Router<Principal>, service: DirectBuilds
     let drv: string | null = null;
     if (text.drv) {
       const parsed = DrvPathText.safeParse(text.drv);
-      if (!parsed.success) throw new ApiError('invalid_multipart', `drv: ${parsed.error.issues[0]?.message ?? 'not a .drv store path'}`);
+      if (!parsed.success) throw new ApiError('invalid_multipart', `drv: ${describeIssue(parsed.error, 'drv').reason}`);
       drv = parsed.data;
     }
     return service.submit(req.principal, { project: text.project, cache: text.cache || null, drv, closure });
   }, { body: 'stream', maxBody: DIRECT_BUILD_MAX_BYTES, maxBodyName: 'the fixed 20 MiB cap of build request uploads' });
 
   api.get('/builds/direct/recent', (req) => {
-    const raw = req.query.get('limit');
-    const limit = raw === null ? 50 : Limit.safeParse(raw);
-    if (typeof limit !== 'number' && !limit.success) throw new ApiError('invalid_query', 'limit: a whole number from 1 to 200');
-    return service.recent(req.principal, typeof limit === 'number' ? limit : limit.data);
+    const { limit } = req.query(RecentQuery);
+    return service.recent(req.principal, limit);
   });
 }

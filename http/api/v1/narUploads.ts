@@ -1,7 +1,8 @@
 // REST NAR uploads (spec: Caches): single-shot multipart, chunked with resume, finalize; plus the
 // state of a staged upload and abandoning it (kiln's, for clients that resume or give up).
 // http.maxRequestSize does not apply: these routes have nar.maxUploadSize as their limit.
-import { ApiError, NarUploadInfo, StorePathHash, type Narinfo } from '../../../protocol/index.js';
+import { z } from 'zod';
+import { ApiError, describeIssue, NarUploadInfo, StorePathHash, type Narinfo } from '../../../protocol/index.js';
 import type { NarUploadService, Principal } from '../../../services/index.js';
 import type { Config } from '../../../config/index.js';
 import { readMultipart, multipartBoundary } from '../../multipart.js';
@@ -15,12 +16,10 @@ export interface NarUploadRouteDeps {
   config: Pick<Config, 'nar.maxUploadSize'>;
 }
 
-function offsetOf(text: string | null): number {
-  if (text === null || !/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
-    throw new ApiError('invalid_parameter', `offset: expected the number of bytes already staged (?offset=N), got ${JSON.stringify(text)}`);
-  }
-  return Number(text);
-}
+const NOT_AN_OFFSET = 'expected the number of bytes already staged (?offset=N)';
+const ChunkQuery = z.object({
+  offset: z.string(NOT_AN_OFFSET).regex(/^\d{1,16}$/, NOT_AN_OFFSET).transform(Number).refine(Number.isSafeInteger, NOT_AN_OFFSET),
+});
 
 function declaredLength(header: string | undefined): number | null {
   const n = Number(header);
@@ -45,8 +44,8 @@ async function jsonPart(body: AsyncIterable<Uint8Array>): Promise<unknown> {
 function narinfoOfPart(uploads: NarUploadService, value: unknown): Narinfo {
   const parsed = NarUploadInfo.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ApiError('invalid_narinfo', `narinfo ${issue?.path.join('.') || 'part'}: ${issue?.message ?? 'invalid'}`);
+    const { field, reason } = describeIssue(parsed.error, 'part');
+    throw new ApiError('invalid_narinfo', `narinfo ${field}: ${reason}`);
   }
   return uploads.parseUploadInfo(parsed.data);
 }
@@ -81,7 +80,7 @@ export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps
   api.put('/caches/:cache/nars/:hash/chunk', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const hash = req.param('hash', StorePathHash);
-    return uploads.appendChunk(target, hash, offsetOf(req.query.get('offset')), declaredLength(req.header('content-length')), req.stream());
+    return uploads.appendChunk(target, hash, req.query(ChunkQuery).offset, declaredLength(req.header('content-length')), req.stream());
   }, { body: 'stream', maxBody: maxUpload, reuseBodyPieces: true }); // the staging writer writes each piece before the next
 
   api.post('/caches/:cache/nars/:hash/finalize', async (req): Promise<unknown> => {
