@@ -55,8 +55,8 @@ export function checkEventContent(name: string, content: unknown): Parsed<{ defi
   if (!definition) return parseFailure('event', `"${name}" is not in the event catalog`);
   const parsed = definition.content.safeParse(content);
   if (!parsed.success) {
-    const { field, reason } = describeIssue(parsed.error, '');
-    return parseFailure(field ? `content.${field}` : 'content', reason);
+    const { path, reason } = describeIssue(parsed.error, 'content');
+    return parseFailure(path ? `content.${path}` : 'content', reason);
   }
   const proto = protoName.exec(name);
   if (proto && parsed.data['type'] !== proto[2]) return parseFailure('content.type', `must be "${proto[2]}", the type in the event name`);

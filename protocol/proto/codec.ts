@@ -63,8 +63,8 @@ export function decodeMessage(bytes: Uint8Array, options: DecodeOptions = {}): D
   }
   const checked = Message.safeParse(value);
   if (!checked.success) {
-    const { field, reason } = describeIssue(checked.error, '');
-    return failure('malformed_message', field ? `${type}.${field}` : type, reason);
+    const { path, reason } = describeIssue(checked.error, type);
+    return failure('malformed_message', path ? `${type}.${path}` : type, reason);
   }
   return { ok: true, value: checked.data };
 }

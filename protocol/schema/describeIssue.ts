@@ -3,15 +3,17 @@
 import type { z } from 'zod';
 
 export interface IssueDescription {
-  /** the field's dotted path; the unknown keys for a strict object; else `whole` (the value itself) */
+  /** the dotted path of the value at fault; '' when it is the whole value */
+  readonly path: string;
+  /** what a message names: the path; else the unknown keys of a strict object; else `whole` */
   readonly field: string;
   readonly reason: string;
 }
 
 export function describeIssue(error: z.ZodError, whole: string): IssueDescription {
   const issue = error.issues[0];
-  if (!issue) return { field: whole, reason: 'invalid' };
-  if (issue.path.length > 0) return { field: issue.path.map(String).join('.'), reason: issue.message };
+  if (!issue) return { path: '', field: whole, reason: 'invalid' };
+  const path = issue.path.map(String).join('.');
   const keys = 'keys' in issue && Array.isArray(issue.keys) ? issue.keys.join(', ') : '';
-  return { field: keys || whole, reason: issue.message };
+  return { path, field: path || keys || whole, reason: issue.message };
 }

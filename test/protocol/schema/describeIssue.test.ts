@@ -10,12 +10,12 @@ const failure = (schema: z.ZodType, value: unknown): z.ZodError => {
 
 t.test('a nested field is named by its dotted path', async (t) => {
   const error = failure(z.object({ a: z.object({ b: z.number() }) }), { a: { b: 'x' } });
-  t.same(describeIssue(error, 'body'), { field: 'a.b', reason: error.issues[0]!.message });
+  t.same(describeIssue(error, 'body'), { path: 'a.b', field: 'a.b', reason: error.issues[0]!.message });
 });
 
 t.test('unknown keys of a strict object are named', async (t) => {
-  const { field } = describeIssue(failure(z.strictObject({ a: z.string() }), { a: 'x', extra: 1 }), 'query');
-  t.equal(field, 'extra');
+  const { path, field } = describeIssue(failure(z.strictObject({ a: z.string() }), { a: 'x', extra: 1 }), 'query');
+  t.same([path, field], ['', 'extra'], 'the path stays the object\'s (the top)');
 });
 
 t.test('a problem with the value itself falls back to the name given', async (t) => {
