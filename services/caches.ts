@@ -46,7 +46,7 @@ export function demandOwner(who: Principal, row: CacheRecord, access: Access, wh
   if (!access.permissions.has('manageCache')) throw forbidden('manageCache', `cache "${row.name}"`);
   const isOwner = who.kind === 'user' && row.owner_id === who.userId;
   if (!isOwner && row.owner_id !== null) {
-    throw new ApiError(403, 'owner_only', `${what} is for the owner of cache "${row.name}" (${row.owner ?? 'unknown'}) only`);
+    throw new ApiError('owner_only', `${what} is for the owner of cache "${row.name}" (${row.owner ?? 'unknown'}) only`);
   }
 }
 
@@ -104,8 +104,8 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
       const userId = userIdOf(who);
       demandCreationAllowed(who, config['permissions.createCache'], 'caches', 'permissions.createCache');
       if (who.kind === 'user' && who.via === 'key') {
-        if (who.projectId !== null || who.cacheId !== null) throw new ApiError(403, 'forbidden', 'a key pinned to a project or cache cannot create caches');
-        if (!who.permissions.has('manageCache')) throw new ApiError(403, 'forbidden', 'manageCache is required on the key to create a cache');
+        if (who.projectId !== null || who.cacheId !== null) throw new ApiError('forbidden', 'a key pinned to a project or cache cannot create caches');
+        if (!who.permissions.has('manageCache')) throw new ApiError('forbidden', 'manageCache is required on the key to create a cache');
       }
       const key = generateCacheKey(secretBox, keyHost({ domain: config['domain'], serveUrl: config['serveUrl'] }), body.name);
       try {
@@ -122,7 +122,7 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
         forgetCache(body.name); // a miss for this name may be remembered from before it existed
         return viewById(who, row!.id);
       } catch (e) {
-        if (isUniqueViolation(e)) throw new ApiError(409, 'cache_exists', `a cache named "${body.name}" exists`);
+        if (isUniqueViolation(e)) throw new ApiError('cache_exists', `a cache named "${body.name}" exists`);
         throw e;
       }
     },

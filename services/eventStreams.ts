@@ -1,4 +1,4 @@
-import { ApiError, EventGlob } from '../protocol/index.js';
+import { ApiError, describeIssue, EventGlob } from '../protocol/index.js';
 import { accessOf } from './access.js';
 import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
@@ -37,10 +37,10 @@ export interface LiveResolvers {
 
 export const unknownEvaluations: LiveResolvers = {
   evaluation: async (_who, id) => {
-    throw new ApiError(404, 'not_found', `no evaluation ${id}`);
+    throw new ApiError('not_found', `no evaluation ${id}`);
   },
   build: async (_who, id) => {
-    throw new ApiError(404, 'not_found', `no build ${id}`);
+    throw new ApiError('not_found', `no build ${id}`);
   },
 };
 
@@ -49,12 +49,12 @@ export function checkLiveRequest(request: LiveRequest): void {
   if (request.kind !== 'firehose') return;
   for (const glob of request.globs) {
     const parsed = EventGlob.safeParse(glob);
-    if (!parsed.success) throw new ApiError(400, 'invalid_query', `events: ${JSON.stringify(glob)} ${parsed.error.issues[0]?.message ?? 'is not a glob'}`);
+    if (!parsed.success) throw new ApiError('invalid_query', `events: ${JSON.stringify(glob)} ${describeIssue(parsed.error, 'events').reason}`);
   }
 }
 
 const superuserOnly = (who: Principal, what: string): void => {
-  if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, `${what} is for superusers`));
+  if (!isSuperuser(who)) throw new ApiError('forbidden', superuserRefusal(who, `${what} is for superusers`));
 };
 
 export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolvers = unknownEvaluations) {
@@ -76,7 +76,7 @@ export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolv
     },
 
     async authorize(who: Principal, request: LiveRequest): Promise<LiveFeed> {
-      if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'live updates need a token: the header Authorization: Bearer <token> or the query parameter token');
+      if (who.kind !== 'user') throw new ApiError('unauthorized', 'live updates need a token: the header Authorization: Bearer <token> or the query parameter token');
       switch (request.kind) {
         case 'firehose': {
           superuserOnly(who, 'the firehose');
@@ -86,7 +86,7 @@ export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolv
         case 'task': {
           const { row } = await demandProjectRef(sql, who, request.project, 'viewProject');
           const [task] = await sql<{ id: string }[]>`select id from tasks where project_id = ${row.id} and name = ${request.task}`;
-          if (!task) throw new ApiError(404, 'not_found', `no task "${request.task}" in project "${row.organization}/${row.name}"`);
+          if (!task) throw new ApiError('not_found', `no task "${request.task}" in project "${row.organization}/${row.name}"`);
           return { kind: 'task', taskId: task.id };
         }
         case 'evaluation':

@@ -14,7 +14,6 @@ export { applyStateFile, type StateApplied } from './stateFile.js';
 export { readStateFile, StateFile, StateFileError } from './stateFileSchema.js';
 export { binaryCacheAccess, CACHE_SETTINGS_TTL_MS, CREDENTIALS_TTL_MS, type BinaryCache, type BinaryCacheAccess, type CacheAccess } from './binaryCacheAccess.js';
 export { narUploadService, type NarUploadService, type UploadTarget } from './narUploads.js';
-export { stagedBytesOf } from './uploadFailure.js';
 export { createCacheServices, type CacheServices } from './cacheServices.js';
 export type { CacheDeps } from './cacheDeps.js';
 export type { CacheView } from './caches.js';

@@ -68,7 +68,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
     demandNotStateManaged({ state_managed: to.stateManaged }, to.target.label);
     const userId = await findUserId(sql, body.user);
     if (await roleOf(sql, to.scope, to.target.id, userId)) {
-      throw new ApiError(409, 'already_member', `${body.user} is already a member of ${to.target.label}`);
+      throw new ApiError('already_member', `${body.user} is already a member of ${to.target.label}`);
     }
     if (isSuperuser(who)) {
       await events.transaction(async (tx, emit) => {
@@ -89,7 +89,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
         emitInvitationEvent(emit, to.place, body.user, body.role, who.kind === 'user' ? who.username : null);
       });
     } catch (e) {
-      if (isUniqueViolation(e)) throw new ApiError(409, 'invitation_exists', `${body.user} already has an open invitation to ${to.target.label}`);
+      if (isUniqueViolation(e)) throw new ApiError('invitation_exists', `${body.user} already has an open invitation to ${to.target.label}`);
       throw e;
     }
     return `Invitation sent to ${body.user}`;
@@ -119,14 +119,14 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
     const [row] = isUuid(id)
       ? await sql<InvitationRow[]>`select id, project_id, cache_id, user_id, role, expires_at from invitations where id = ${id}`
       : [];
-    if (!row) throw new ApiError(404, 'not_found', `no invitation ${id}`);
+    if (!row) throw new ApiError('not_found', `no invitation ${id}`);
     return row;
   }
 
   /** The invitation, when it is the caller's own; 403 not_invited otherwise. */
   async function ownInvitation(userId: string, id: string): Promise<InvitationRow> {
     const row = await invitation(id);
-    if (row.user_id !== userId) throw new ApiError(403, 'not_invited', `invitation ${id} is for another account`);
+    if (row.user_id !== userId) throw new ApiError('not_invited', `invitation ${id} is for another account`);
     return row;
   }
 
@@ -158,7 +158,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
       const row = await ownInvitation(userId, id);
       if (row.expires_at.getTime() <= clock.now().getTime()) {
         await sql`delete from invitations where id = ${row.id}`;
-        throw new ApiError(410, 'invitation_expired', `invitation ${id} expired on ${row.expires_at.toISOString()}; ask for a new one`);
+        throw new ApiError('invitation_expired', `invitation ${id} expired on ${row.expires_at.toISOString()}; ask for a new one`);
       }
       const scope = row.project_id ? 'project' : 'cache';
       const targetId = (row.project_id ?? row.cache_id)!;

@@ -127,7 +127,7 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log, events 
       const ended = cache ? await tx`delete from subscriptions where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id} returning id` : [];
       const cancelled = cache ? await tx`delete from subscription_requests where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id} returning id` : [];
       if (ended.length === 0 && cancelled.length === 0) {
-        throw new ApiError(404, 'not_subscribed', `${subscriber.label} neither subscribes to nor asked for cache "${cacheName}"`);
+        throw new ApiError('not_subscribed', `${subscriber.label} neither subscribes to nor asked for cache "${cacheName}"`);
       }
       // A cancelled request is reported as a delete with request: true.
       await emitSubscription(tx, emit, subscriber, cache!, 'delete', null, ended.length > 0 ? {} : { request: true });
@@ -150,7 +150,7 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log, events 
       ? await sql<{ id: string; project_id: string | null; organization_id: string | null; mode: SubscriptionMode }[]>`
           select id, project_id, organization_id, mode from subscription_requests where id = ${id} and cache_id = ${cache.id}`
       : [];
-    if (!request) throw new ApiError(404, 'not_found', `no subscription request ${id} for cache "${cache.name}"`);
+    if (!request) throw new ApiError('not_found', `no subscription request ${id} for cache "${cache.name}"`);
     const subscriber: Subscriber = request.project_id
       ? { column: 'project_id', id: request.project_id, label: `project ${request.project_id}` }
       : { column: 'organization_id', id: request.organization_id!, label: `organization ${request.organization_id}` };

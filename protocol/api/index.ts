@@ -1,5 +1,6 @@
 // The public face of protocol/api/: what other folders import from it (DESIGN.md, Layout).
-export { ApiError, isApiError } from './apiError.js';
+export { ApiError, isApiError, type ApiErrorOptions } from './apiError.js';
+export { errorCodes, isErrorCode, type ErrorCode } from './errorCodes.js';
 export { Permission, permissionNames, Role, roleNames } from './permissions.js';
 export { ProjectRef, ResourceName, Username } from './names.js';
 export { CreateOrganizationBody, MemberBody, RemoveMemberBody, UpdateOrganizationBody } from './organizations.js';

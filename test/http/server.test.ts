@@ -12,7 +12,7 @@ const log = pino({ level: 'silent' });
 async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 1024) {
   const table = new RouteTable<string>();
   const api = new Router<string>(table).scope('/api/v1');
-  api.get('/hello/:name', (req) => ({ hi: req.param('name'), who: req.principal, q: req.query.get('q') }), { auth: 'none' });
+  api.get('/hello/:name', (req) => ({ hi: req.param('name'), who: req.principal, q: req.searchParams.get('q') }), { auth: 'none' });
   api.put('/things', async (req) => req.body(z.object({ name: z.string(), size: z.number().int() })), { auth: 'none' });
   api.get('/secret', () => 'classified');
   api.get('/boom', () => {
@@ -20,11 +20,11 @@ async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 
   }, { auth: 'none' });
   api.get('/later/:n', async (req) => {
     await new Promise((r) => setTimeout(r, 20));
-    if (req.param('n') === 'fail') throw new ApiError(422, 'late_refusal', 'refused after a wait');
+    if (req.param('n') === 'fail') throw new ApiError('repository_unavailable', 'refused after a wait');
     return { n: req.param('n'), who: req.principal };
   }, { auth: 'none' });
   api.get('/teapot', () => {
-    throw new ApiError(409, 'cache_exists', 'cache "main" exists');
+    throw new ApiError('cache_exists', 'cache "main" exists');
   }, { auth: 'none' });
   api.post('/upload', async (req) => {
     let n = 0;
@@ -50,7 +50,7 @@ async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 
     listenAddr: '127.0.0.1', port: 0, maxRequestSize, trustedProxies: ['127.0.0.1/8'], log, routes: table, anonymous: 'anonymous',
     async authenticate(req, mode) {
       const header = req.header('authorization');
-      if (mode === 'required' && header !== 'Bearer good') throw new ApiError(401, 'unauthorized', 'a bearer token is required');
+      if (mode === 'required' && header !== 'Bearer good') throw new ApiError('unauthorized', 'a bearer token is required');
       return header ? 'ada' : 'anonymous';
     },
   });
@@ -93,7 +93,7 @@ t.test('routing, envelope and errors', async (t) => {
   // A credential-free route answers at once when its handler does, and still waits when it awaits.
   t.same((await get('/api/v1/later/7', { headers: { authorization: 'Bearer good' } })).body.message, { n: '7', who: 'anonymous' });
   const late = await get('/api/v1/later/fail');
-  t.same([late.status, late.body.code], [422, 'late_refusal']);
+  t.same([late.status, late.body.code], [422, 'repository_unavailable']);
   const gone = new AbortController();
   const abandoned = fetch(base + '/api/v1/later/x', { signal: gone.signal }).catch((e: Error) => e.name);
   setTimeout(() => gone.abort(), 5);
