@@ -17,7 +17,6 @@ export { narUploadService, type NarUploadService, type UploadTarget } from './na
 export { stagedBytesOf } from './uploadFailure.js';
 export { createCacheServices, type CacheServices } from './cacheServices.js';
 export type { CacheDeps } from './cacheDeps.js';
-export type { CacheView } from './caches.js';
 export type { CacheStats, NarDeletion, NarPage, NarView } from './cacheNars.js';
 export type { UpstreamView } from './cacheUpstreams.js';
 export { LOW_STORAGE_BYTES, cacheStorageLimits, type CacheStorageLimits } from './cacheStorage.js';
