@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { ApiError, Permission, type CreateApiKeyBody } from '../protocol/index.js';
+import { cacheIdNamed } from '../storage/index.js';
 import { generateApiKeySecret, hashApiKeySecret } from './apiKeySecret.js';
 import type { IdentityDeps } from './identityDeps.js';
 import type { ResolvePinnedProject } from './pinnedProject.js';
@@ -100,9 +101,8 @@ export function apiKeysService({ sql, clock, events }: IdentityDeps, resolveProj
       if (body.project !== undefined && !project) throw new ApiError('invalid_body', `project: no project "${body.project}"`);
       let cacheId: string | null = null;
       if (body.cache !== undefined) {
-        const [cache] = await sql<{ id: string }[]>`select id from caches where name = ${body.cache}`;
-        if (!cache) throw new ApiError('invalid_body', `cache: no cache "${body.cache}"`);
-        cacheId = cache.id;
+        cacheId = await cacheIdNamed(sql, body.cache);
+        if (cacheId === null) throw new ApiError('invalid_body', `cache: no cache "${body.cache}"`);
       }
       const expiresAt = body.expires_in_days === undefined ? null : new Date(clock.now().getTime() + body.expires_in_days * DAY_MS);
       const { secret, hash, prefix } = generateApiKeySecret();

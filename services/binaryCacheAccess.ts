@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Sql } from 'postgres';
 import type { SigningKey } from '../protocol/index.js';
-import { TtlMap, type SecretBox } from '../storage/index.js';
+import { cacheSigningRow, TtlMap, type SecretBox } from '../storage/index.js';
 import { accessOf } from './access.js';
 import { cachePublicKeyText, openCacheKey } from './cacheKeys.js';
 import { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken } from './cacheReadTokens.js';
@@ -60,18 +60,6 @@ export interface BinaryCacheAccess {
   forgetCache(name: string): void;
 }
 
-interface CacheRow {
-  id: string;
-  name: string;
-  public: boolean;
-  active: boolean;
-  priority: number;
-  local_priority: number;
-  key_name: string;
-  public_key: Buffer;
-  secret_key: Buffer;
-}
-
 interface Decision {
   visible: boolean;
   canRead: boolean;
@@ -93,8 +81,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
     const key = name.toLowerCase();
     const known = caches.get(key);
     if (known !== undefined) return known;
-    const [row] = await deps.sql<CacheRow[]>`
-      select id, name, public, active, priority, local_priority, key_name, public_key, secret_key from caches where name = ${name}`;
+    const row = await cacheSigningRow(deps.sql, name);
     const cache: BinaryCache | null = row
       ? {
           id: row.id,

@@ -1,8 +1,9 @@
 import { ApiError, describeIssue, EventGlob } from '../protocol/index.js';
+import { allCacheRows } from '../storage/index.js';
 import { accessOf } from './access.js';
 import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
-import { cacheTarget, demandProjectRef, type CacheRow } from './targets.js';
+import { cacheTarget, demandProjectRef, userOf } from './targets.js';
 
 // Who may watch which live feed (spec: Firehose, Live updates). Each WebSocket is authorised like
 // the GET it mirrors: a task's and an evaluation's like viewing the project, the board and the
@@ -60,11 +61,7 @@ const superuserOnly = (who: Principal, what: string): void => {
 export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolvers = unknownEvaluations) {
   let resolvers = initialResolvers;
   async function visibleCaches(who: Principal): Promise<string[]> {
-    const rows = await sql<CacheRow[]>`
-      select c.id, c.name, c.public, c.owner_id, c.state_managed,
-             case when c.owner_id is not null and c.owner_id = ${who.kind === 'user' ? who.userId : null} then 'Admin' else m.role end as role
-      from caches c
-      left join cache_members m on m.cache_id = c.id and m.user_id = ${who.kind === 'user' ? who.userId : null}`;
+    const rows = await allCacheRows(sql, userOf(who));
     // viewCache among the caller's permissions, so a key without it is not told about the cache
     return rows.filter((row) => accessOf(who, cacheTarget(row)).permissions.has('viewCache')).map((row) => row.id);
   }

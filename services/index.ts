@@ -16,7 +16,6 @@ export { binaryCacheAccess, CACHE_SETTINGS_TTL_MS, CREDENTIALS_TTL_MS, type Bina
 export { narUploadService, type NarUploadService, type UploadTarget } from './narUploads.js';
 export { createCacheServices, type CacheServices } from './cacheServices.js';
 export type { CacheDeps } from './cacheDeps.js';
-export type { CacheView } from './caches.js';
 export type { CacheStats, NarDeletion, NarPage, NarView } from './cacheNars.js';
 export type { UpstreamView } from './cacheUpstreams.js';
 export { LOW_STORAGE_BYTES, cacheStorageLimits, type CacheStorageLimits } from './cacheStorage.js';

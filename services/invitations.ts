@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Fragment } from 'postgres';
 import { ApiError, INVITATION_LIFETIME_MS, type InviteBody, type Permission } from '../protocol/index.js';
 import { accessOf, demandSession, forbidden, notFound, userIdOf, type AccessTarget } from './access.js';
+import { cacheNameOf } from '../storage/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import { findUserId, insertMember, roleOf } from './memberships.js';
 import { emitInvitationEvent, emitMemberEvent, type MemberPlace } from './memberEvents.js';
@@ -107,8 +108,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
 
   async function memberPlace(tx: Queryable, scope: 'project' | 'cache', id: string): Promise<MemberPlace> {
     if (scope === 'cache') {
-      const [cache] = await tx<{ name: string }[]>`select name from caches where id = ${id}`;
-      return { scope, id, name: cache!.name };
+      return { scope, id, name: (await cacheNameOf(tx, id))! };
     }
     const [project] = await tx<{ organization_id: string; label: string }[]>`
       select p.organization_id, o.name || '/' || p.name as label from projects p join organizations o on o.id = p.organization_id where p.id = ${id}`;

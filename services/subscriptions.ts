@@ -1,7 +1,7 @@
 import { ApiError, type SubscriptionMode } from '../protocol/index.js';
 import { accessOf, notFound, userIdOf } from './access.js';
 import type { AccessDeps } from './accessDeps.js';
-import type { Emit } from '../storage/index.js';
+import { cacheRowNamed, type Emit } from '../storage/index.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandNotStateManaged } from './stateManaged.js';
@@ -118,7 +118,7 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log, events 
   /** Ends a subscription and cancels a pending request; 404 not_subscribed when there was neither. */
   async function unsubscribe(subscriber: Subscriber, cacheName: string): Promise<string> {
     return events.transaction(async (tx, emit) => {
-      const [cache] = await tx<{ id: string; name: string }[]>`select id, name from caches where name = ${cacheName}`;
+      const cache = await cacheRowNamed(tx, null, cacheName);
       const [existing] = cache
         ? await tx<{ state_managed: boolean }[]>`
             select state_managed from subscriptions where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id} for update`

@@ -8,8 +8,9 @@ import { createReadStream } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import type { Logger } from '../config/index.js';
-import { isStorePathHashPart, VerifyingKey, type SigningKey } from '../protocol/index.js';
+import { isStorePathHashPart, VerifyingKey } from '../protocol/index.js';
 import { TtlMap, type SecretBox } from '../storage/index.js';
+import type { BinaryCache } from './binaryCacheAccess.js';
 import { Semaphore } from './semaphore.js';
 import {
   fetchSmallBytes, fetchSmallText, headUpstreamFile, lazyUpstreamBody, spoolUpstreamFile, type ByteRange, type FetchFunction,
@@ -45,11 +46,7 @@ export interface UpstreamDeps {
 }
 
 /** The cache a narinfo is asked for: the upstream answer is re-signed with its key. */
-export interface UpstreamCache {
-  id: string;
-  name: string;
-  signingKey: SigningKey;
-}
+export type UpstreamCache = Pick<BinaryCache, 'id' | 'name' | 'signingKey'>;
 
 /** A file an upstream has, ready to be served through kiln. */
 export interface UpstreamFile {
