@@ -2,7 +2,7 @@
 // middle of a chunk and in the middle of finalize: after a restart the upload resumes from what the
 // database says is staged, or is already complete, and no cached path points at a missing blob.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -11,6 +11,7 @@ import { testDatabase } from '../../support/db.js';
 import { freePort } from '../../support/kiln.js';
 import { createTestCache } from '../../support/caches.js';
 import { killServerProcess as kill, registerAndLogin, startServerProcess as startServer } from '../../support/serverProcess.js';
+import { eventually } from '../../support/eventually.js';
 
 /** A NAR of one regular file holding `contents`, written by hand (no Nix needed). */
 function narOfFile(contents: Buffer): Buffer {
@@ -59,7 +60,10 @@ t.test('kill -9 during a chunk and during finalize', async (t) => {
     });
     const cut = chunk(half, body, { 'content-length': String(nar.length - half) }).catch((e: unknown) => e);
     await started;
-    await new Promise((r) => setTimeout(r, 300));
+    // under way: the server has written some of the chunk past the staged half
+    const uploads = join(baseDir, 'staging', 'uploads');
+    await eventually(async () => Math.max(0, ...(await Promise.all((await readdir(uploads)).map(async (f) => (await stat(join(uploads, f))).size)))),
+      { until: (size) => size > half, message: 'the server writes part of the second chunk' });
     await kill(server);
     t.ok((await cut) instanceof Error, 'the client saw the connection drop');
     server = await startServer(databaseUrl, baseDir, port);
