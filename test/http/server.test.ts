@@ -1,6 +1,6 @@
 import t from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { once } from 'node:events';
+import { EventEmitter, once } from 'node:events';
 import { connect } from 'node:net';
 import pino from 'pino';
 import { z } from 'zod';
@@ -8,6 +8,8 @@ import { ApiError } from '../../protocol/index.js';
 import { RouteTable, Router, startHttpServer, streamReply, bytesReply } from '../../http/index.js';
 
 const log = pino({ level: 'silent' });
+/** says 'waiting' when a /later handler has begun its wait, so a test can leave at that point */
+const laterHandlers = new EventEmitter();
 
 async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 1024) {
   const table = new RouteTable<string>();
@@ -19,6 +21,7 @@ async function start(t: { teardown(fn: () => unknown): void }, maxRequestSize = 
     throw new Error('database exploded at /var/secret/path');
   }, { auth: 'none' });
   api.get('/later/:n', async (req) => {
+    laterHandlers.emit('waiting');
     await new Promise((r) => setTimeout(r, 20));
     if (req.param('n') === 'fail') throw new ApiError('repository_unavailable', 'refused after a wait');
     return { n: req.param('n'), who: req.principal };
@@ -95,8 +98,10 @@ t.test('routing, envelope and errors', async (t) => {
   const late = await get('/api/v1/later/fail');
   t.same([late.status, late.body.code], [422, 'repository_unavailable']);
   const gone = new AbortController();
+  const waiting = once(laterHandlers, 'waiting');
   const abandoned = fetch(base + '/api/v1/later/x', { signal: gone.signal }).catch((e: Error) => e.name);
-  setTimeout(() => gone.abort(), 5);
+  await waiting;
+  gone.abort();
   t.equal(await abandoned, 'AbortError', 'a client that leaves while the handler waits costs nothing');
   t.equal((await get('/api/v1/hello/after')).status, 200, 'and the server goes on');
   const badEscape = await fetch(base + '/api/v1/hello/%E0%A4%A');

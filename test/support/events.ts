@@ -13,6 +13,7 @@ import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
 import { apiClient, freePort, LOOPBACK_NETWORKS, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
 import { rememberServerBaseDir } from './caches.js';
+import { eventually as boundedWait, within } from './eventually.js';
 
 type Teardown = Pick<Test, 'teardown'>;
 
@@ -34,7 +35,7 @@ export interface Receiver {
   readonly requests: ReceivedRequest[];
   /** the answer to every following request (default 200) */
   mode: ReceiverMode;
-  /** resolves once `count` requests have arrived */
+  /** resolves once `count` requests have arrived; fails after a minute with the URLs received */
   waitFor(count: number): Promise<void>;
   /** stops listening (and drops hung requests); start() listens again on the same port */
   stop(): Promise<void>;
@@ -58,7 +59,7 @@ export async function startReceiver(t: Teardown, port = 0): Promise<Receiver> {
     mode: 200,
     waitFor(count) {
       if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.push({ count, resolve }));
+      return within(new Promise((resolve) => waiters.push({ count, resolve })), 60_000, () => `${count} requests at the receiver; it has ${JSON.stringify(requests.map((r) => r.url))}`);
     },
     async start() {
       server = http.createServer((req, res) => {
@@ -135,22 +136,16 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
   return Object.assign(Object.create(null) as object, kiln, { sql, baseDir, api: apiClient(kiln.url) }) as TestKiln;
 }
 
-/** Polls `probe` until it returns a value other than undefined; fails with `what` after `limitMs`. */
+/** Polls `probe` until it returns a value other than undefined; fails with `what` after `limitMs` (see ./eventually.ts). */
 export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, limitMs = 20_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  return (await boundedWait(probe, { until: (value) => value !== undefined, timeout: limitMs, message: what })) as T;
 }
 
 export interface LiveClient {
   readonly socket: WebSocket;
   /** parsed envelopes in arrival order, after stream.open */
   readonly frames: { event: string; at: string; content: Record<string, unknown> }[];
-  /** resolves once `count` frames have arrived */
+  /** resolves once `count` frames have arrived; fails after a minute with the events received */
   waitFor(count: number): Promise<void>;
   close(): void;
 }
@@ -189,7 +184,8 @@ export function openLive(kiln: { url: string }, path: string, token?: string, vi
         resolve({
           socket,
           frames,
-          waitFor: (count) => (frames.length >= count ? Promise.resolve() : new Promise((r) => waiters.push({ count, resolve: r }))),
+          waitFor: (count) => (frames.length >= count ? Promise.resolve() : within(new Promise((r) => waiters.push({ count, resolve: r })), 60_000,
+            () => `${count} frames on ${url.pathname}; it has ${JSON.stringify(frames.map((f) => f.event))}`)),
           close: () => socket.close(),
         });
         return;

@@ -2,6 +2,7 @@
 // SIGKILL (no shutdown code runs), started again on the same database and base directory.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { eventually } from './eventually.js';
 
 const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
 
@@ -35,13 +36,11 @@ export async function startServerProcess(databaseUrl: string, baseDir: string, p
   const printed = (text: string) => (output.includes(text) ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ text, resolve })));
   const exited = new Promise((r) => child.on('exit', r));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false)) return { url, port, child, exited, printed };
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const healthy = () => fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false);
+  const state = await eventually(async () => ((await healthy()) ? 'up' : child.exitCode !== null && 'exited'), { timeout: 30_000, interval: 100 }).catch(() => 'silent for 30 s');
+  if (state === 'up') return { url, port, child, exited, printed };
   child.kill('SIGKILL');
-  throw new Error(`kiln serve did not come up: ${output.slice(-3000)}`);
+  throw new Error(`kiln serve did not come up (${state}): ${output.slice(-3000)}`);
 }
 
 /** kill -9, and wait until the process is gone. */

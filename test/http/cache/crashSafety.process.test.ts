@@ -14,6 +14,7 @@ import { testDatabase } from '../../support/db.js';
 import { freePort } from '../../support/kiln.js';
 import { createTestCache } from '../../support/caches.js';
 import { killServerProcess as kill, registerAndLogin, startServerProcess as startServer } from '../../support/serverProcess.js';
+import { eventually } from '../../support/eventually.js';
 
 /** A NAR of one regular file holding `contents`, written by hand (no Nix needed). */
 function narOfFile(contents: Buffer): Buffer {
@@ -78,14 +79,7 @@ t.test('kill -9 during a chunk and during finalize', async (t) => {
     await started;
     // Killed once bytes of this chunk are in the staged file: the restart must not count them.
     const file = stagingArea(baseDir).uploadFile(cache.id, hash);
-    const grown = async () => {
-      for (let round = 0; round < 600; round++) {
-        if (((await stat(file).catch(() => null))?.size ?? 0) > half) return;
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      throw new Error(`no byte of the second chunk reached ${file} within 60 s`);
-    };
-    await grown();
+    await eventually(async () => (await stat(file).catch(() => null))?.size ?? 0, { until: (size) => size > half, timeout: 60_000, message: `a byte of the second chunk reaches ${file}` });
     await kill(server);
     t.ok((await cut) instanceof Error, 'the client saw the connection drop');
     server = await startServer(databaseUrl, baseDir, port, [], pools);
