@@ -2,6 +2,7 @@
 // window in spec/configuration.md), as pure functions over a ledger, so that the machine in
 // uploadBudget.ts only decides when to apply it and the rules can be read in one place.
 import { z } from 'zod';
+import { describeIssue } from '../protocol/index.js';
 
 const positiveInt = z.number().int().positive();
 
@@ -23,9 +24,8 @@ export type UploadLimitsInput = z.input<typeof UploadLimits>;
 export function parseUploadLimits(input: unknown): UploadLimits {
   const parsed = UploadLimits.safeParse(input);
   if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  const field = issue?.path.join('.') || 'input';
-  throw new Error(`UploadBudget ${field}: ${issue?.message ?? 'invalid'}`);
+  const { field, reason } = describeIssue(parsed.error, 'input');
+  throw new Error(`UploadBudget ${field}: ${reason}`);
 }
 
 export interface UploadRequest {

@@ -1,12 +1,15 @@
 // Serving the binary cache: narinfo hits and misses at 64 connections, and NAR file throughput,
-// kiln against nginx (one worker, sendfile) serving the very same files, interleaved rounds.
-// Load comes from wrk in its own process.   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words]
+// kiln against nginx (a worker per core, sendfile) serving the very same files. Both are warmed
+// up, rounds interleave them and alternate which goes first, and the figure is the median of the
+// rounds' kiln / nginx ratios. Load comes from wrk in its own process.
+//   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words]
 // (the third argument picks scenarios whose name contains one of the comma-separated words, e.g. "miss,16")
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeNarStrings, encodeU64, hashNar, narPadding, NIX32_ALPHABET } from '../protocol/index.js';
+import { loadAverage } from './childServer.js';
 import { freePortForBench } from './freePort.js';
 import { startBenchKiln } from './benchKiln.js';
 import { median, startNginx, wrk, WRK_PATHS_SCRIPT } from './loadTools.js';
@@ -70,18 +73,22 @@ const scenarios = [
   { name: 'NAR 1-4 KiB (memory)', list: 'smallNars', connections: 64 },
   { name: 'NAR 16 MiB (streamed)', list: 'largeNars', connections: 8 },
 ].filter((s) => only === null || only.some((word) => s.name.includes(word)));
-type Sample = { rps: number[]; p50: number[]; p99: number[]; mbps: number[]; non2xx: number };
+type Sample = { rps: number[]; p50: number[]; p99: number[]; mbps: number[]; non2xx: number; socketErrors: number };
 /** kiln / nginx of each round, whose two runs were back to back: steadier than a ratio of medians on a busy machine */
 const roundRatios: Record<string, number[]> = {};
 const samples: Record<string, Sample> = {};
 const record = (key: string, r: Awaited<ReturnType<typeof wrk>>) => {
-  const s = (samples[key] ??= { rps: [], p50: [], p99: [], mbps: [], non2xx: 0 });
-  s.rps.push(r.rps); s.p50.push(r.p50Ms); s.p99.push(r.p99Ms); s.mbps.push(r.bytesPerSec / 1e6); s.non2xx += r.non2xx;
+  const s = (samples[key] ??= { rps: [], p50: [], p99: [], mbps: [], non2xx: 0, socketErrors: 0 });
+  s.rps.push(r.rps); s.p50.push(r.p50Ms); s.p99.push(r.p99Ms); s.mbps.push(r.bytesPerSec / 1e6); s.non2xx += r.non2xx; s.socketErrors += r.socketErrors;
 };
-for (const s of scenarios) await wrk(kiln.url, { connections: s.connections, seconds: 1, pathsFile: join(work, `${s.list}.txt`), script }); // warm-up
+const servers = [['nginx', nginx.url], ['kiln', kiln.url]] as const;
+for (const s of scenarios) {
+  for (const [, url] of servers) await wrk(url, { connections: s.connections, seconds: 1, pathsFile: join(work, `${s.list}.txt`), script }); // warm-up
+}
 for (let round = 0; round < rounds; round++) {
   for (const s of scenarios) {
-    for (const [server, url] of [['nginx', nginx.url], ['kiln', kiln.url]] as const) {
+    // Which goes first alternates: the second run of a pair meets what the first left behind.
+    for (const [server, url] of round % 2 === 0 ? servers : [...servers].reverse()) {
       record(`${s.name}|${server}`, await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script }));
     }
     (roundRatios[s.name] ??= []).push(+(samples[`${s.name}|kiln`]!.rps.at(-1)! / samples[`${s.name}|nginx`]!.rps.at(-1)!).toFixed(3));
@@ -91,12 +98,11 @@ for (let round = 0; round < rounds; round++) {
 for (const s of scenarios) {
   const n = samples[`${s.name}|nginx`]!;
   const k = samples[`${s.name}|kiln`]!;
+  const figures = (x: Sample) => ({ rps: Math.round(median(x.rps)), MBps: Math.round(median(x.mbps)), p50Ms: median(x.p50), p99Ms: median(x.p99), non2xx: x.non2xx, socketErrors: x.socketErrors });
   console.log(JSON.stringify({
-    bench: 'binary-cache', scenario: s.name, connections: s.connections,
-    nginx: { rps: Math.round(median(n.rps)), MBps: Math.round(median(n.mbps)), p50Ms: median(n.p50), p99Ms: median(n.p99), non2xx: n.non2xx },
-    kiln: { rps: Math.round(median(k.rps)), MBps: Math.round(median(k.mbps)), p50Ms: median(k.p50), p99Ms: median(k.p99), non2xx: k.non2xx },
-    ratio: +(median(k.rps) / median(n.rps)).toFixed(3),
-    roundRatios: roundRatios[s.name], medianRoundRatio: median(roundRatios[s.name]!),
+    bench: 'binary-cache', scenario: s.name, connections: s.connections, loadAverage: loadAverage(),
+    nginx: figures(n), kiln: figures(k),
+    ratio: median(roundRatios[s.name]!), roundRatios: roundRatios[s.name], ratioOfMedians: +(median(k.rps) / median(n.rps)).toFixed(3),
   }));
 }
 await nginx.stop();

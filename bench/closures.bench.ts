@@ -2,6 +2,7 @@
 // node i uses 3 inputs among the next 50 derivations plus one of the last 20 (a toolchain every
 // package shares). The baseline, in the same run, is the bare recursive CTE that lists the
 // closure's nodes: what any closure view costs before ranking nodes by accumulated closure size.
+// Rounds alternate which goes first; the ratio is the median of the rounds' ratios.
 //
 //   npx tsx bench/closures.bench.ts [sizes=1000,3000,10000] [rounds=3]
 import postgres from 'postgres';
@@ -67,17 +68,20 @@ try {
     const baseline: number[] = [];
     const kiln: number[] = [];
     let nodes = 0;
+    const runBaseline = async () => baseline.push(await ms(() => sql`
+      with recursive closure(id) as (select ${root!.id}::uuid union select e.depends_on from derivation_edges e join closure c on e.derivation_id = c.id)
+      select count(*) from closure c join derivations d on d.id = c.id`));
+    const runKiln = async () => kiln.push(await ms(async () => {
+      nodes = (await service.build(anonymous, build!.id, false)).node_count;
+    }));
     for (let r = 0; r < rounds; r++) {
-      baseline.push(await ms(() => sql`
-        with recursive closure(id) as (select ${root!.id}::uuid union select e.depends_on from derivation_edges e join closure c on e.derivation_id = c.id)
-        select count(*) from closure c join derivations d on d.id = c.id`));
-      kiln.push(await ms(async () => {
-        nodes = (await service.build(anonymous, build!.id, false)).node_count;
-      }));
+      // Which goes first alternates.
+      for (const run of r % 2 === 0 ? [runBaseline, runKiln] : [runKiln, runBaseline]) await run();
     }
     console.log(JSON.stringify({
       bench: 'closures', derivations: n, edges: edges!.n, closureNodes: nodes, baselineMs: Math.round(median(baseline)), kilnMs: Math.round(median(kiln)),
-      ratio: Number((median(kiln) / median(baseline)).toFixed(1)),
+      // kiln's time ÷ the baseline's of each round, their median
+      ratio: Number(median(kiln.map((k, i) => k / baseline[i]!)).toFixed(1)), roundRatios: kiln.map((k, i) => +(k / baseline[i]!).toFixed(1)),
     }));
   }
 } finally {

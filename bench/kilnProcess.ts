@@ -27,6 +27,8 @@ const opts = JSON.parse(process.argv[2] ?? '{}') as KilnProcessOptions;
 const bench = await startBenchKiln({
   'database.minConnections': 0, 'database.web.minConnections': 0, 'database.cache.minConnections': 0,
   'database.maxConnections': 8, 'database.web.maxConnections': 4, 'database.cache.maxConnections': 2,
+  // The bench project's repository is a local path no worker ever clones.
+  'projects.allowLocalRepositories': true,
   ...opts.overrides,
 });
 // A parent that died (a failed bench) must not leave this server and its database behind.

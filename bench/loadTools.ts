@@ -10,12 +10,15 @@ export interface Nginx {
   stop(): Promise<void>;
 }
 
-/** nginx with one worker (kiln serves from one event loop) over `root`, on `port`. */
+/**
+ * nginx as a deployment would run it, one worker per core (`worker_processes auto`), over `root`,
+ * on `port`. Debian's nginx-light (or nginx) package puts it at /usr/sbin/nginx.
+ */
 export async function startNginx(dir: string, root: string, port: number): Promise<Nginx> {
   const conf = join(dir, 'nginx.conf');
   await writeFile(conf, `
 user root;
-worker_processes 1;
+worker_processes auto;
 pid ${dir}/nginx.pid;
 error_log ${dir}/error.log error;
 events { worker_connections 4096; }
@@ -54,6 +57,8 @@ export interface WrkResult {
   p99Ms: number;
   bytesPerSec: number;
   non2xx: number;
+  /** connect, read, write and timeout errors wrk counted */
+  socketErrors: number;
 }
 
 const unit = (value: string, units: Record<string, number>): number => {
@@ -64,16 +69,20 @@ const unit = (value: string, units: Record<string, number>): number => {
 const MS = { us: 0.001, ms: 1, s: 1000 };
 const BYTES = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
 
-/** wrk with --latency; `pathsFile` lists request paths, used round-robin by each connection. */
-export async function wrk(url: string, opts: { connections: number; seconds: number; pathsFile?: string; script: string }): Promise<WrkResult> {
-  const args = ['-t2', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', '-s', opts.script, url];
+/**
+ * wrk with --latency, two threads; with `script` (WRK_PATHS_SCRIPT) each connection walks the
+ * paths of `pathsFile` round-robin, without it every request asks for `url` itself.
+ */
+export async function wrk(url: string, opts: { connections: number; seconds: number; pathsFile?: string; script?: string }): Promise<WrkResult> {
+  const args = ['-t2', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...(opts.script ? ['-s', opts.script] : []), url];
   const { stdout } = await promisify(execFile)('wrk', args, { env: { ...process.env, PATHS_FILE: opts.pathsFile ?? '' }, maxBuffer: 1 << 20 });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
   const p50 = unit(/\n\s+50%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaN', MS);
   const p99 = unit(/\n\s+99%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaN', MS);
   const transfer = unit(/Transfer\/sec:\s+(\S+)/.exec(stdout)?.[1] ?? '0B', BYTES);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
-  return { rps, p50Ms: p50, p99Ms: p99, bytesPerSec: transfer, non2xx };
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout)?.slice(1).reduce((a, b) => a + Number(b), 0) ?? 0;
+  return { rps, p50Ms: p50, p99Ms: p99, bytesPerSec: transfer, non2xx, socketErrors };
 }
 
 /** The Lua for wrk: every connection walks the paths file round-robin from a random start. */

@@ -1,15 +1,19 @@
 // N simulated workers (protocol-level, no Nix) on one server process: the time to connect them
 // all (each handshake verifies a peer token with argon2id), then RSS and CPU of the server while
 // they only beat. Baseline in the same run: a bare uWS server answering the same frames
-// (bench/bareProtoServer.ts). Both servers run in processes of their own; the workers run here.
+// (bench/bareProtoServer.ts). Both servers run in processes of their own (a fresh one per round);
+// the workers run here. Rounds interleave the two and alternate which goes first; each figure is
+// the median over the rounds, each ratio the median of the rounds' kiln / bare ratios.
 //
-//   npm run bench -- proto-workers [workers=1000] [idleSecs=45]
+//   npm run bench -- proto-workers [workers=1000] [idleSecs=45] [rounds=3]
 import { forkServer, type ChildServer, loadAverage, processUsage, type ProcessUsage } from './childServer.js';
 import type { KilnProcessOptions, KilnProcessReady } from './kilnProcess.js';
+import { median } from './loadTools.js';
 import { connectSimWorker, type SimWorker } from './simWorker.js';
 
 const workerCount = Number(process.argv[2] ?? process.env['BENCH_WORKERS'] ?? 1000);
 const idleSecs = Number(process.argv[3] ?? process.env['BENCH_IDLE_SECS'] ?? 45);
+const roundCount = Number(process.argv[4] ?? process.env['BENCH_ROUNDS'] ?? 3);
 // argon2id runs on libuv's four pool threads; more handshakes in flight only queue there, and the
 // server ends a handshake that takes longer than 30 s.
 const CONNECT_CONCURRENCY = 8;
@@ -74,26 +78,54 @@ async function run(name: string, server: ChildServer<unknown>, url: string, toke
   return round;
 }
 
-console.log(`proto-workers: ${workerCount} workers, ${idleSecs} s idle window, load average ${loadAverage()}`);
-const rounds: Round[] = [];
+console.log(`proto-workers: ${workerCount} workers, ${idleSecs} s idle window, ${roundCount} rounds, load average ${loadAverage()}`);
 
-const bare = await forkServer<{ url: string }>('./bareProtoServer.ts', [String(HEARTBEAT_SECS)]);
-rounds.push(await run('bare uWS + msgpackr', bare, bare.ready.url, undefined));
-await bare.stop();
+async function bareRound(): Promise<Round> {
+  const bare = await forkServer<{ url: string }>('./bareProtoServer.ts', [String(HEARTBEAT_SECS)]);
+  const round = await run('bare uWS + msgpackr', bare, bare.ready.url, undefined);
+  await bare.stop();
+  return round;
+}
 
-const kilnOptions: KilnProcessOptions = { overrides: { 'proto.maxConnections': workerCount + 100 }, registerToken: true };
-const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(kilnOptions)]);
-const protoUrl = `${kiln.ready.url.replace(/^http/, 'ws')}/proto`;
-rounds.push(await run('kiln /proto, peer tokens', kiln, protoUrl, [{ project: kiln.ready.projectId, token: kiln.ready.peerToken! }]));
-await kiln.stop();
+async function kilnRound(): Promise<Round> {
+  const kilnOptions: KilnProcessOptions = { overrides: { 'proto.maxConnections': workerCount + 100 }, registerToken: true };
+  const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(kilnOptions)]);
+  const protoUrl = `${kiln.ready.url.replace(/^http/, 'ws')}/proto`;
+  const round = await run('kiln /proto, peer tokens', kiln, protoUrl, [{ project: kiln.ready.projectId, token: kiln.ready.peerToken! }]);
+  await kiln.stop();
+  return round;
+}
+
+const bareRounds: Round[] = [];
+const kilnRounds: Round[] = [];
+for (let i = 0; i < roundCount; i++) {
+  if (i % 2 === 0) {
+    bareRounds.push(await bareRound());
+    kilnRounds.push(await kilnRound());
+  } else {
+    kilnRounds.push(await kilnRound());
+    bareRounds.push(await bareRound());
+  }
+  const [b, k] = [bareRounds.at(-1)!, kilnRounds.at(-1)!];
+  console.log(`round ${i + 1}/${roundCount}: connect ${(b.connectMs / 1000).toFixed(1)} / ${(k.connectMs / 1000).toFixed(1)} s, idle CPU ${b.idleCpuPercent.toFixed(2)} / ${k.idleCpuPercent.toFixed(2)} % (bare / kiln), load average ${loadAverage()}`);
+}
+
+/** Each figure's median over the rounds. */
+const medianRound = (rounds: Round[]): Round => {
+  const of = (field: keyof Omit<Round, 'name'>) => median(rounds.map((r) => r[field]));
+  return {
+    name: rounds[0]!.name, connectMs: of('connectMs'), handshakeP50: of('handshakeP50'), handshakeP99: of('handshakeP99'), connectCpuMs: of('connectCpuMs'),
+    idleCpuPercent: of('idleCpuPercent'), rssBeforeBytes: of('rssBeforeBytes'), rssAfterBytes: of('rssAfterBytes'), heapPerWorkerBytes: of('heapPerWorkerBytes'), acks: of('acks'),
+  };
+};
+const ratio = (field: 'connectMs' | 'idleCpuPercent' | 'rssAfterBytes') => median(kilnRounds.map((k, i) => k[field] / Math.max(bareRounds[i]![field], 0.01)));
 
 console.log(`load average after: ${loadAverage()}`);
 console.log('| server | connect all (s) | handshake p50 / p99 (ms) | CPU to connect (s) | idle CPU (% of a core) | RSS before → with workers (MiB) | V8 heap per worker (KiB) | acks in window |');
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
-for (const r of rounds) {
+for (const r of [medianRound(bareRounds), medianRound(kilnRounds)]) {
   const perWorkerKiB = r.heapPerWorkerBytes / 1024;
   console.log(`| ${r.name} | ${(r.connectMs / 1000).toFixed(1)} | ${r.handshakeP50.toFixed(0)} / ${r.handshakeP99.toFixed(0)} | ${(r.connectCpuMs / 1000).toFixed(1)} | ${r.idleCpuPercent.toFixed(2)} | ${MiB(r.rssBeforeBytes)} → ${MiB(r.rssAfterBytes)} | ${perWorkerKiB.toFixed(1)} | ${r.acks} |`);
 }
-const [b, k] = rounds as [Round, Round];
-console.log(`kiln / bare: idle CPU ${(k.idleCpuPercent / Math.max(b.idleCpuPercent, 0.01)).toFixed(1)}×, RSS with the workers ${(k.rssAfterBytes / b.rssAfterBytes).toFixed(1)}×`);
+console.log(`kiln / bare, median of the rounds' ratios: connect time ${ratio('connectMs').toFixed(1)}×, idle CPU ${ratio('idleCpuPercent').toFixed(1)}×, RSS with the workers ${ratio('rssAfterBytes').toFixed(1)}×`);
 process.exit(0);

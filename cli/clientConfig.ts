@@ -6,6 +6,7 @@ import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
+import { describeIssue } from '../protocol/index.js';
 
 export const ClientConfigFile = z.object({
   server: z.string().url(),
@@ -52,8 +53,8 @@ export async function readClientConfigFile(path: string): Promise<ClientConfigFi
   }
   const parsed = ClientConfigFile.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ClientConfigError(`${path}: ${issue?.path.join('.') || 'file'}: ${issue?.message ?? 'invalid'}; run kiln login again`);
+    const { field, reason } = describeIssue(parsed.error, 'file');
+    throw new ClientConfigError(`${path}: ${field}: ${reason}; run kiln login again`);
   }
   return parsed.data;
 }

@@ -2,8 +2,8 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, cacheSigningKeys, narIngest, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, type Clock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions } from '../services/index.js';
+import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
+import { applyStateFile, binaryCacheAccess, cacheSigningKeys, narIngest, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, type Clock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions, type SchedulerTicker } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -54,6 +54,10 @@ export interface StartKilnOptions {
   archiveProgress?: ArchiveProgress;
   /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
   bodyRateClock?: TimerClock;
+  /** the scheduler's periodic pass (every second by default); tests hold it to see what alone wakes the scheduler */
+  schedulerTicker?: SchedulerTicker;
+  /** where a crash test holds finalize before it kills the process (storage/nars/crashPoints.ts) */
+  crashPoints?: CrashPoints;
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -124,7 +128,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     // key, and so closed after it: the lease outlives every upload this process works on.
     const instance = await registerServerInstance(db.scheduler);
     stack.push(() => instance.close());
-    const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey });
+    const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
     const binaryCache = binaryCacheAccess({ sql: db.cache, secretBox: accessDeps.secretBox, authenticateBasic: authenticator.authenticateBasic });
     // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds, the scheduler's for /proto pushes.
@@ -171,6 +175,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         substituteMissEscalationThreshold: config['build.substituteMissEscalationThreshold'],
         scoringPolicy: config['scheduler.scoringPolicy'], maxStorageGb: config['cache.maxStorageGb'],
       },
+      ...(opts.schedulerTicker ? { ticker: opts.schedulerTicker } : {}),
     });
     workers.setListener(scheduler);
     const running = scheduler;
@@ -182,16 +187,15 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     const views = buildViewsService(db.web, evaluations);
     const builds = { evaluations, views, data: buildDataServices({ sql: db.web, nars, evaluations, views, feed: logFeed, logs: buildLogs }) };
-    // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id}.
-    if (!opts.events?.liveResolvers) {
-      events.streams.resolveWith({
-        evaluation: async (who, id) => (await evaluations.visible(who, id, 'viewProject'), { evaluationId: id }),
-        build: async (who, id) => {
-          const found = await builds.views.build(who, id);
-          return { buildId: found.build_id, evaluationId: found.evaluation_id };
-        },
-      });
-    }
+    // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id},
+    // always: no option replaces these checks (test/http/live/liveSocketAuthorization.test.ts).
+    events.streams.resolveWith({
+      evaluation: async (who, id) => (await evaluations.visible(who, id, 'viewProject'), { evaluationId: id }),
+      build: async (who, id) => {
+        const found = await builds.views.build(who, id);
+        return { buildId: found.build_id, evaluationId: found.evaluation_id };
+      },
+    });
     const proto = protoRoute({
       auth: workerAuth(db.scheduler, { localWorker: config['localWorker'] }), workers, log: componentLogger(log, 'proto'), software: `kiln ${version}`,
       maxConnections: config['proto.maxConnections'], heartbeatTimeoutSecs: config['proto.workerHeartbeatTimeoutSecs'],

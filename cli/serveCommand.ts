@@ -1,6 +1,21 @@
 // `kiln serve`: runs the server with the loaded configuration.
 import type { Command } from 'commander';
+import type { CrashPoints } from '../storage/index.js';
 import { configFromCommand, withConfigFlags } from './configSources.js';
+
+/**
+ * KILN_TEST_HOLD_AT=<point>: the crash test's hold (storage/nars/crashPoints.ts). Finalize stops for
+ * good at that point after a line on stderr, and the test kills the process there.
+ */
+function crashPointsFrom(env: NodeJS.ProcessEnv): CrashPoints | undefined {
+  const held = env['KILN_TEST_HOLD_AT'];
+  if (!held) return undefined;
+  return async (point) => {
+    if (point !== held) return;
+    process.stderr.write(`kiln: holding at ${point}\n`);
+    await new Promise<never>(() => undefined);
+  };
+}
 
 /** `kiln serve`: runs until SIGTERM or SIGINT, then stops accepting, drains and closes. */
 export function serveCommand(program: Command): void {
@@ -10,7 +25,8 @@ export function serveCommand(program: Command): void {
     const loaded = configFromCommand(cmd, 'server');
     const stateFile = cmd.opts<{ stateFile?: string }>().stateFile;
     const { startKiln } = await import('./kiln.js'); // the server stack loads only for `serve`
-    const kiln = await startKiln(loaded, stateFile === undefined ? {} : { stateFile });
+    const crashPoints = crashPointsFrom(process.env);
+    const kiln = await startKiln(loaded, { ...(stateFile === undefined ? {} : { stateFile }), ...(crashPoints ? { crashPoints } : {}) });
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

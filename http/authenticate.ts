@@ -31,10 +31,10 @@ export function createAuthenticator(identity: Pick<IdentityServices, 'sessions' 
       const header = req.header('authorization');
       if (!header) {
         if (mode === 'optional') return anonymous;
-        throw new ApiError(401, 'unauthorized', 'this endpoint needs the header Authorization: Bearer <token>');
+        throw new ApiError('unauthorized', 'this endpoint needs the header Authorization: Bearer <token>');
       }
       const bearer = /^Bearer\s+(\S+)\s*$/i.exec(header);
-      if (!bearer) throw new ApiError(401, 'invalid_token', 'the Authorization header must be "Bearer <token>"');
+      if (!bearer) throw new ApiError('invalid_token', 'the Authorization header must be "Bearer <token>"');
       return authenticateToken(bearer[1]!, req.peerAddress);
     },
 
@@ -44,7 +44,7 @@ export function createAuthenticator(identity: Pick<IdentityServices, 'sessions' 
       const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
       const password = colon < 0 ? '' : decoded.slice(colon + 1);
-      if (password === '') throw new ApiError(401, 'invalid_token', 'the Basic password must be a session token or an API key');
+      if (password === '') throw new ApiError('invalid_token', 'the Basic password must be a session token or an API key');
       return authenticateToken(password, peerAddress);
     },
   };

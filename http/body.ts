@@ -40,7 +40,7 @@ export function bufferBody(res: HttpResponse, limit: number, declaredLength: num
 }
 
 const tooLarge = (limit: number) =>
-  new ApiError(413, 'body_too_large', `request body exceeds the limit of ${limit} bytes (http.maxRequestSize)`);
+  new ApiError('body_too_large', `request body exceeds the limit of ${limit} bytes (http.maxRequestSize)`);
 
 const SLAB_BYTES = mebibyteBuffers.bufferBytes;
 
@@ -85,7 +85,7 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
       this.received += chunk.byteLength;
       this.rate?.received(chunk.byteLength);
       if (this.received > this.limit) {
-        this.fail(new ApiError(413, 'body_too_large', `request body exceeds the limit of ${this.limit} bytes`));
+        this.fail(new ApiError('body_too_large', `request body exceeds the limit of ${this.limit} bytes`));
         return;
       }
       if (this.reusesPieces) this.fill(new Uint8Array(chunk), isLast);

@@ -45,7 +45,6 @@ export function judgeRateWindow(window: RateWindow, limits: MinimumBodyRate): 'o
 
 export const tooSlow = (limits: MinimumBodyRate): ApiError =>
   new ApiError(
-    408,
     'upload_too_slow',
     `the request body came at less than ${limits.bytesPerSec} bytes/s over ${limits.windowMs / 1000} s (upload.minBytesPerSec); the upload was cut so it stops holding an upload permit, send it again on a faster link`,
   );

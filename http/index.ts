@@ -3,7 +3,7 @@ export { startHttpServer, type HttpServer, type HttpServerOptions } from './serv
 export { Router, RouteTable, type AuthMode, type BodyMode, type Handler, type Lane, type Method, type RouteOptions } from './router.js';
 export { Req } from './request.js';
 export { RATE_WINDOW_MS, systemTimerClock, type MinimumBodyRate, type TimerClock } from './bodyRate.js';
-export { bytesReply, emptyReply, errorReply, isReply, jsonReply, streamReply, type Reply } from './reply.js';
+export { bytesReply, emptyReply, isReply, jsonReply, streamReply, type Reply } from './reply.js';
 export { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
 export { buildRoutes, type RouteDeps } from './routes.js';
 export { createAuthenticator, type Authenticator } from './authenticate.js';

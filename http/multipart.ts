@@ -15,16 +15,16 @@ const MAX_HEADER_BYTES = 16 * 1024;
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
-const malformed = (reason: string): ApiError => new ApiError(400, 'invalid_multipart', `the multipart body is malformed: ${reason}`);
+const malformed = (reason: string): ApiError => new ApiError('invalid_multipart', `the multipart body is malformed: ${reason}`);
 
 /** The boundary of a `multipart/form-data; boundary=…` Content-Type; 400 when there is none. */
 export function multipartBoundary(contentType: string | undefined): string {
   if (!contentType || !/^multipart\/form-data\s*(;|$)/i.test(contentType)) {
-    throw new ApiError(400, 'invalid_multipart', `expected Content-Type multipart/form-data, got ${JSON.stringify(contentType ?? '')}`);
+    throw new ApiError('invalid_multipart', `expected Content-Type multipart/form-data, got ${JSON.stringify(contentType ?? '')}`);
   }
   const match = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;"]{1,70}))/i.exec(contentType);
   const boundary = match?.[1] ?? match?.[2];
-  if (!boundary) throw new ApiError(400, 'invalid_multipart', 'the multipart/form-data Content-Type has no boundary parameter');
+  if (!boundary) throw new ApiError('invalid_multipart', 'the multipart/form-data Content-Type has no boundary parameter');
   return boundary;
 }
 

@@ -1,5 +1,5 @@
+import { ApiError } from '../protocol/index.js';
 import type { RateLimiter, TokenBucketPolicy } from '../storage/index.js';
-import { errorReply } from './reply.js';
 import type { Handler } from './router.js';
 
 // Per-client-address token buckets in front of handlers. docs/auth.md lists the numbers.
@@ -23,7 +23,9 @@ export function rateLimited<P>(limiter: RateLimiter, policy: RatePolicy, handler
     const decision = await limiter.take(`${policy.name}:${req.peerAddress}`, policy);
     if (!decision.allowed) {
       const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      return errorReply(429, 'rate_limited', `too many requests to ${req.path} from ${req.peerAddress}; retry in ${seconds} s`, { 'Retry-After': String(seconds) });
+      throw new ApiError('rate_limited', `too many requests to ${req.path} from ${req.peerAddress}; retry in ${seconds} s`, {
+        headers: { 'Retry-After': String(seconds) },
+      });
     }
     return handler(req);
   };

@@ -1,6 +1,8 @@
 // What a handler may return besides a plain value (which becomes `{error: false, message}`).
 // Route files build replies; only http/respond.ts turns them into bytes on a uWS response.
 
+import type { ApiError } from '../protocol/index.js';
+
 export type Headers = Record<string, string>;
 
 // The tag is part of each literal (not added afterwards): replies are made on every request, and
@@ -21,9 +23,12 @@ export const isReply = (v: unknown): v is Reply => typeof v === 'object' && v !=
 export const jsonReply = (status: number, message: unknown, headers: Headers = {}): Reply =>
   ({ [REPLY]: true, kind: 'json', status, headers, body: { error: false, message } });
 
-/** The envelope of a failure: `{error: true, message, code}`. */
-export const errorReply = (status: number, code: string, message: string, headers: Headers = {}): Reply =>
-  ({ [REPLY]: true, kind: 'json', status, headers, body: { error: true, message, code } });
+/**
+ * The envelope of a refusal: `{error: true, message, code}` with the code's status and the error's
+ * headers. Only http/server.ts calls it: everything else throws the ApiError.
+ */
+export const errorReply = (e: ApiError): Reply =>
+  ({ [REPLY]: true, kind: 'json', status: e.status, headers: { ...e.headers }, body: { error: true, message: e.message, code: e.code } });
 
 /** Bytes with their own content type (narinfo text, a NAR slice, a listing). */
 export const bytesReply = (status: number, body: Uint8Array | string, headers: Headers = {}): Reply =>

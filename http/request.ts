@@ -1,6 +1,6 @@
 // Req: a request as route handlers see it (params, headers, body, principal), never uWS itself.
 import type { z } from 'zod';
-import { ApiError } from '../protocol/index.js';
+import { ApiError, describeIssue } from '../protocol/index.js';
 import type { BodyStream } from './body.js';
 
 const ID_PREFIX = process.pid.toString(36);
@@ -37,10 +37,22 @@ export class Req<P = unknown> {
   private knownAddress: string | undefined;
   private knownQuery: URLSearchParams | undefined;
 
-  /** The query string, parsed on first use (most requests never look). */
-  get query(): URLSearchParams {
+  /** The raw query string, parsed on first use (most requests never look); routes read it through query(). */
+  get searchParams(): URLSearchParams {
     this.knownQuery ??= new URLSearchParams(this.queryText);
     return this.knownQuery;
+  }
+
+  /**
+   * The query string checked against a schema of string fields (an absent parameter is undefined):
+   * a problem is a 400 invalid_query naming the parameter. A parameter given twice counts once,
+   * with its last value.
+   */
+  query<T>(schema: z.ZodType<T>): T {
+    const parsed = schema.safeParse(Object.fromEntries(this.searchParams));
+    if (parsed.success) return parsed.data;
+    const { field, reason } = describeIssue(parsed.error, 'query');
+    throw new ApiError('invalid_query', `${field}: ${reason}`);
   }
 
   /**
@@ -64,7 +76,7 @@ export class Req<P = unknown> {
     if (!schema) return raw as T;
     const parsed = schema.safeParse(raw);
     if (!parsed.success) {
-      throw new ApiError(400, 'invalid_parameter', `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+      throw new ApiError('invalid_parameter', `${name}: ${describeIssue(parsed.error, name).reason}`);
     }
     return parsed.data;
   }
@@ -84,14 +96,13 @@ export class Req<P = unknown> {
       try {
         value = JSON.parse(raw.toString('utf8'));
       } catch (e) {
-        throw new ApiError(400, 'invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
+        throw new ApiError('invalid_json', `request body is not valid JSON: ${(e as Error).message}`);
       }
     }
     const parsed = schema.safeParse(value);
     if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'body';
-      throw new ApiError(400, 'invalid_body', `${where}: ${issue?.message ?? 'invalid'}`);
+      const { field, reason } = describeIssue(parsed.error, 'body');
+      throw new ApiError('invalid_body', `${field}: ${reason}`);
     }
     return parsed.data;
   }

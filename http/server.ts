@@ -79,7 +79,7 @@ function peerAddress(res: HttpResponse, state: ResponseState, headers: Record<st
 
 /** Answers with the error's envelope (complete in memory, so written at once). */
 function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, close = false): void {
-  respondComplete(res, state, errorReply(e.status, e.code, e.message, e.headers ? { ...e.headers } : {}), head, close);
+  respondComplete(res, state, errorReply(e), head, close);
 }
 
 /**
@@ -90,7 +90,7 @@ function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boo
  */
 function refuse(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, stillComing: boolean, declared: number | null, bounds: DrainBounds, body: BodyStream | null): void {
   if (stillComing && !head && e.status !== 408) {
-    refuseWhileDraining(res, state, errorReply(e.status, e.code, e.message, e.headers ? { ...e.headers } : {}), bounds, declared, () => body?.stopReading());
+    refuseWhileDraining(res, state, errorReply(e), bounds, declared, () => body?.stopReading());
   } else failNow(res, state, e, head, stillComing || e.status === 408);
 }
 
@@ -139,7 +139,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     // Framing first: when where the body ends is in doubt, so is where the next request starts.
     const framing = requestFraming(headers['content-length'], headers['transfer-encoding']);
     if (!framing.ok) {
-      failNow(res, state, new ApiError(400, 'invalid_framing', framing.problem), head, true);
+      failNow(res, state, new ApiError('invalid_framing', framing.problem), head, true);
       return;
     }
 
@@ -147,21 +147,21 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     try {
       parts = pathParts(url);
     } catch {
-      failNow(res, state, new ApiError(400, 'invalid_path', `path is not valid percent-encoding: ${url.slice(0, 200)}`), head);
+      failNow(res, state, new ApiError('invalid_path', `path is not valid percent-encoding: ${url.slice(0, 200)}`), head);
       return;
     }
     if (!METHODS.has(method)) {
-      failNow(res, state, new ApiError(405, 'method_not_allowed', `method ${rawMethod.toUpperCase()} is not supported`), head);
+      failNow(res, state, new ApiError('method_not_allowed', `method ${rawMethod.toUpperCase()} is not supported`), head);
       return;
     }
     const match = opts.routes.match(method, parts);
     if (!match) {
-      failNow(res, state, new ApiError(404, 'not_found', `no route for ${rawMethod.toUpperCase()} ${url}`), head);
+      failNow(res, state, new ApiError('not_found', `no route for ${rawMethod.toUpperCase()} ${url}`), head);
       return;
     }
     if ('allowed' in match) {
       const allow = match.allowed.map((m) => m.toUpperCase()).join(', ');
-      void respond(res, state, errorReply(405, 'method_not_allowed', `${rawMethod.toUpperCase()} is not allowed on ${url}; allowed: ${allow}`, { Allow: allow }), head);
+      void respond(res, state, errorReply(new ApiError('method_not_allowed', `${rawMethod.toUpperCase()} is not allowed on ${url}; allowed: ${allow}`, { headers: { Allow: allow } })), head);
       return;
     }
     const { route, params } = match;
@@ -206,7 +206,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       buffered.catch(() => undefined); // observed by the handler or by the 413 below
     } else if (route.options.body === 'stream') {
       if (declared !== null && declared > limit) {
-        const e = new ApiError(413, 'body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`);
+        const e = new ApiError('body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`);
         refuse(res, state, e, head, true, declared, drain, null);
         return;
       }
@@ -237,7 +237,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
           return;
         }
         log.error({ err: e, request: request.id, method: rawMethod, url }, 'request failed');
-        refuse(res, state, new ApiError(500, 'internal', `internal error (request ${request.id})`), head, stillComing, declared, drain, body);
+        refuse(res, state, new ApiError('internal', `internal error (request ${request.id})`), head, stillComing, declared, drain, body);
       }
     })().finally(() => inFlight.delete(work));
     inFlight.add(work);

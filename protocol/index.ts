@@ -4,3 +4,4 @@ export * from './nix/index.js';
 export * from './proto/index.js';
 export * from './events/index.js';
 export * from './net/index.js';
+export * from './schema/index.js';

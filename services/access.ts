@@ -54,11 +54,11 @@ export function accessOf(who: Principal, target: AccessTarget): Access {
 }
 
 export function notFound(label: string): ApiError {
-  return new ApiError(404, 'not_found', `no ${label}`);
+  return new ApiError('not_found', `no ${label}`);
 }
 
 export function forbidden(permission: Permission, label: string): ApiError {
-  return new ApiError(403, 'forbidden', `${permission} is required on ${label}`);
+  return new ApiError('forbidden', `${permission} is required on ${label}`);
 }
 
 /** The access, when the caller holds `permission`; 404 when it cannot see the target, 403 when it can but lacks the permission. */
@@ -71,14 +71,14 @@ export function demand(who: Principal, target: AccessTarget, permission: Permiss
 
 /** A user's id, or the refusal for a caller that is not signed in (routes with auth 'required' never get here anonymous). */
 export function userIdOf(who: Principal): string {
-  if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'this needs a signed-in user');
+  if (who.kind !== 'user') throw new ApiError('unauthorized', 'this needs a signed-in user');
   return who.userId;
 }
 
 /** Session only: inviting oneself into more power through a narrow key must not be possible. */
 export function demandSession(who: Principal, what: string): string {
   const id = userIdOf(who);
-  if (who.kind === 'user' && who.via === 'key') throw new ApiError(403, 'session_required', `${what} needs a session, not an API key`);
+  if (who.kind === 'user' && who.via === 'key') throw new ApiError('session_required', `${what} needs a session, not an API key`);
   return id;
 }
 

@@ -17,14 +17,14 @@ export interface Registered extends UserView {
 
 export function accountsService({ sql, config, events }: IdentityDeps, sessions: Sessions, verification: EmailVerification) {
   const refuseWhenOidcOnly = () => {
-    if (config['oidc.required']) throw new ApiError(403, 'oidc_required', 'this server signs in through OIDC only (oidc.required)');
+    if (config['oidc.required']) throw new ApiError('oidc_required', 'this server signs in through OIDC only (oidc.required)');
   };
 
   return {
     /** A new account; the installation's first account becomes superuser. */
     async register(body: RegisterBody): Promise<Registered> {
       refuseWhenOidcOnly();
-      if (!config['registration.enable']) throw new ApiError(403, 'registration_disabled', 'registration is disabled on this server (registration.enable)');
+      if (!config['registration.enable']) throw new ApiError('registration_disabled', 'registration is disabled on this server (registration.enable)');
       const row = await insertUser(events, {
         via: 'registration',
         username: body.username,
@@ -50,11 +50,11 @@ export function accountsService({ sql, config, events }: IdentityDeps, sessions:
         });
         throw error;
       };
-      if (!user || !ok) return refuse(new ApiError(401, 'invalid_credentials', 'wrong username, e-mail address or password'));
+      if (!user || !ok) return refuse(new ApiError('invalid_credentials', 'wrong username, e-mail address or password'));
       // Only after the password matched, so these answers reveal nothing to a guesser.
-      if (user.disabled) return refuse(new ApiError(403, 'account_disabled', 'this account is disabled'));
+      if (user.disabled) return refuse(new ApiError('account_disabled', 'this account is disabled'));
       if (verification.required && !user.email_verified) {
-        return refuse(new ApiError(403, 'email_not_verified', 'verify your e-mail address first (POST /api/v1/auth/resend-verification sends a new link)'));
+        return refuse(new ApiError('email_not_verified', 'verify your e-mail address first (POST /api/v1/auth/resend-verification sends a new link)'));
       }
       return (await sessions.create(user, origin, 'password')).token;
     },

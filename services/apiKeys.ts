@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { ApiError, Permission, type CreateApiKeyBody } from '../protocol/index.js';
+import { cacheIdNamed } from '../storage/index.js';
 import { generateApiKeySecret, hashApiKeySecret } from './apiKeySecret.js';
 import type { IdentityDeps } from './identityDeps.js';
 import type { ResolvePinnedProject } from './pinnedProject.js';
@@ -97,12 +98,11 @@ export function apiKeysService({ sql, clock, events }: IdentityDeps, resolveProj
     async create(who: Principal, body: CreateApiKeyBody): Promise<CreatedApiKey> {
       const user = requireSession(who, 'creating an API key');
       const project = body.project === undefined ? null : await resolveProject(body.project, user.userId);
-      if (body.project !== undefined && !project) throw new ApiError(400, 'invalid_body', `project: no project "${body.project}"`);
+      if (body.project !== undefined && !project) throw new ApiError('invalid_body', `project: no project "${body.project}"`);
       let cacheId: string | null = null;
       if (body.cache !== undefined) {
-        const [cache] = await sql<{ id: string }[]>`select id from caches where name = ${body.cache}`;
-        if (!cache) throw new ApiError(400, 'invalid_body', `cache: no cache "${body.cache}"`);
-        cacheId = cache.id;
+        cacheId = await cacheIdNamed(sql, body.cache);
+        if (cacheId === null) throw new ApiError('invalid_body', `cache: no cache "${body.cache}"`);
       }
       const expiresAt = body.expires_in_days === undefined ? null : new Date(clock.now().getTime() + body.expires_in_days * DAY_MS);
       const { secret, hash, prefix } = generateApiKeySecret();
@@ -122,7 +122,7 @@ export function apiKeysService({ sql, clock, events }: IdentityDeps, resolveProj
           }, { userId: user.userId });
         });
       } catch (e) {
-        if ((e as { code?: string }).code === '23505') throw new ApiError(409, 'key_exists', `you already have an API key named "${body.name}"`);
+        if ((e as { code?: string }).code === '23505') throw new ApiError('key_exists', `you already have an API key named "${body.name}"`);
         throw e;
       }
       const [row] = await listRows(user.userId, body.name);
@@ -132,8 +132,8 @@ export function apiKeysService({ sql, clock, events }: IdentityDeps, resolveProj
     async delete(who: Principal, name: string): Promise<string> {
       const user = requireSession(who, 'deleting an API key');
       const [row] = await sql<{ id: string; state_managed: boolean }[]>`select id, state_managed from api_keys where user_id = ${user.userId} and name = ${name}`;
-      if (!row) throw new ApiError(404, 'key_not_found', `you have no API key named "${name}"`);
-      if (row.state_managed) throw new ApiError(403, 'state_managed', `the API key "${name}" is declared in the state file; remove it there`);
+      if (!row) throw new ApiError('key_not_found', `you have no API key named "${name}"`);
+      if (row.state_managed) throw new ApiError('state_managed', `the API key "${name}" is declared in the state file; remove it there`);
       await events.transaction(async (tx, emit) => {
         const deleted = await tx`delete from api_keys where id = ${row.id} returning id`;
         if (deleted.length > 0) emit('api_key.delete', { user: user.username, user_id: user.userId, key_id: row.id, name }, { userId: user.userId });
@@ -153,11 +153,11 @@ export function apiKeysService({ sql, clock, events }: IdentityDeps, resolveProj
                (cardinality(k.allowed_ips) = 0 or coalesce(${peer}::inet <<= any(k.allowed_ips), false)) as ip_allowed
         from api_keys k join users u on u.id = k.user_id
         where k.secret_hash = ${hashApiKeySecret(secret)}`;
-      if (!key) throw new ApiError(401, 'invalid_token', 'the API key is not valid');
+      if (!key) throw new ApiError('invalid_token', 'the API key is not valid');
       const now = clock.now();
-      if (key.expires_at !== null && key.expires_at <= now) throw new ApiError(401, 'token_expired', 'the API key has expired');
-      if (key.disabled) throw new ApiError(403, 'account_disabled', 'the account owning this API key is disabled');
-      if (!key.ip_allowed) throw new ApiError(403, 'forbidden_source_ip', `the API key may not be used from ${peerAddress}`);
+      if (key.expires_at !== null && key.expires_at <= now) throw new ApiError('token_expired', 'the API key has expired');
+      if (key.disabled) throw new ApiError('account_disabled', 'the account owning this API key is disabled');
+      if (!key.ip_allowed) throw new ApiError('forbidden_source_ip', `the API key may not be used from ${peerAddress}`);
       if (key.last_used_at === null || now.getTime() - key.last_used_at.getTime() >= LAST_USED_RESOLUTION_MS) {
         await sql`update api_keys set last_used_at = ${now} where id = ${key.id}`;
       }

@@ -4,7 +4,7 @@
 // briefly: a cache change or a revoked credential takes effect here within seconds.
 import { createHash } from 'node:crypto';
 import type { Sql } from 'postgres';
-import { TtlMap, type SecretBox } from '../storage/index.js';
+import { cacheServingRow, TtlMap, type SecretBox } from '../storage/index.js';
 import { accessOf } from './access.js';
 import { cachePublicKeyText } from './cacheKeys.js';
 import { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken } from './cacheReadTokens.js';
@@ -59,17 +59,6 @@ export interface BinaryCacheAccess {
   forgetCache(name: string): void;
 }
 
-interface CacheRow {
-  id: string;
-  name: string;
-  public: boolean;
-  active: boolean;
-  priority: number;
-  local_priority: number;
-  key_name: string;
-  public_key: Buffer;
-}
-
 interface Decision {
   visible: boolean;
   canRead: boolean;
@@ -91,8 +80,7 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
     const key = name.toLowerCase();
     const known = caches.get(key);
     if (known !== undefined) return known;
-    const [row] = await deps.sql<CacheRow[]>`
-      select id, name, public, active, priority, local_priority, key_name, public_key from caches where name = ${name}`;
+    const row = await cacheServingRow(deps.sql, name);
     const cache: BinaryCache | null = row
       ? {
           id: row.id,

@@ -123,7 +123,7 @@ export function buildProductsService(sql: Sql, nars: Pick<NarStorage, 'reads' | 
     /** One product's bytes; 404 for a name the build does not list. */
     async open(who: Principal, buildId: string, filename: string): Promise<{ product: BuildProduct; body: AsyncIterable<Uint8Array> }> {
       const found = (await products(who, buildId)).find((p) => p.filename === filename);
-      if (!found) throw new ApiError(404, 'not_found', `build ${buildId} has no product named ${JSON.stringify(filename.slice(0, 200))}`);
+      if (!found) throw new ApiError('not_found', `build ${buildId} has no product named ${JSON.stringify(filename.slice(0, 200))}`);
       const { fileHash, narOffset, ...product } = found;
       return { product, body: narSlice(nars.blobs, fileHash, narOffset, product.size) };
     },

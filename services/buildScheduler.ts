@@ -41,6 +41,22 @@ const ORPHAN_SWEEP_MS = 5000;
  */
 const serves = (worker: ConnectedWorker, projectId: string) => worker.open || worker.projects.includes(projectId);
 
+/**
+ * What runs the scheduler's periodic pass; the stop it returns ends it. The pass every second hides a
+ * missing wake, so tests that check what wakes the scheduler (a subscription approval) hold it.
+ */
+export interface SchedulerTicker {
+  start(tick: () => void, everyMs: number): () => void;
+}
+
+export const intervalTicker: SchedulerTicker = {
+  start(tick, everyMs) {
+    const timer = setInterval(tick, everyMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  },
+};
+
 export interface SchedulerSettings {
   maxAttempts: number;
   retryBackoffSecs: number;
@@ -71,6 +87,8 @@ export interface BuildSchedulerDeps {
   settings: SchedulerSettings;
   /** what retry backoffs are measured on (build.retryBackoffSecs); tests step it */
   clock: Clock;
+  /** the periodic pass (default: every TICK_MS on a timer) */
+  ticker?: SchedulerTicker;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -79,7 +97,7 @@ export class BuildScheduler implements WorkerListener {
   private readonly substitutionChecked = new Set<string>();
   private lock: ReservedSql | null = null;
   private readonly evaluationProgress: EvaluationProgress;
-  private timer: NodeJS.Timeout | null = null;
+  private stopTicking: (() => void) | null = null;
   private running: Promise<void> | null = null;
   private again = false;
   private stopped = false;
@@ -103,14 +121,13 @@ export class BuildScheduler implements WorkerListener {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.wake(), TICK_MS);
-    this.timer.unref();
+    this.stopTicking = (this.deps.ticker ?? intervalTicker).start(() => this.wake(), TICK_MS);
     this.wake();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
-    if (this.timer) clearInterval(this.timer);
+    this.stopTicking?.();
     await this.running;
     await this.outcomes.settle();
     await this.evaluationProgress.stop();

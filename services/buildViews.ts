@@ -66,11 +66,11 @@ const toEntryPoint = (b: BuildView): EntryPointView => ({
 export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService, 'visible'>) {
   async function build(who: Principal, id: string): Promise<BuildView> {
     const [row] = await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.id = ${id}`;
-    if (!row) throw new ApiError(404, 'not_found', `no build ${id}`);
+    if (!row) throw new ApiError('not_found', `no build ${id}`);
     // A key without viewProject still learns 403 from visible(), as on GET /evals/{id}.
     await evaluations.visible(who, row.evaluation_id, 'viewProject').catch((e: unknown) => {
       if (e instanceof ApiError && e.status !== 404) throw e;
-      throw new ApiError(404, 'not_found', `no build ${id}`);
+      throw new ApiError('not_found', `no build ${id}`);
     });
     return toView(row);
   }
@@ -84,7 +84,7 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
 
   const taskId = async (projectId: string, task: string) => {
     const [row] = await sql<{ id: string }[]>`select id from tasks where project_id = ${projectId} and name = ${task}`;
-    if (!row) throw new ApiError(404, 'not_found', `no task "${task}"`);
+    if (!row) throw new ApiError('not_found', `no task "${task}"`);
     return row.id;
   };
 
@@ -123,7 +123,7 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
       const id = await taskId(row.id, task);
       if (evaluationId) {
         const [owned] = await sql`select 1 from evaluations where id = ${evaluationId} and task_id = ${id}`;
-        if (!owned) throw new ApiError(404, 'not_found', `no evaluation ${evaluationId} of task "${task}"`);
+        if (!owned) throw new ApiError('not_found', `no evaluation ${evaluationId} of task "${task}"`);
         return entryPoints(evaluationId);
       }
       const latest = await latestEvaluation(id);
@@ -138,7 +138,7 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
         select ${columns(sql)} from ${joins(sql)} join evaluations e on e.id = b.evaluation_id
         where e.task_id = ${id} and e.commit = ${commit} and b.entry_point and b.attr = ${attr}
         order by e.created_at desc limit 1`;
-      if (!found) throw new ApiError(404, 'not_found', `no evaluation of task "${task}" at ${commit} resolved the attribute ${attr}`);
+      if (!found) throw new ApiError('not_found', `no evaluation of task "${task}" at ${commit} resolved the attribute ${attr}`);
       return { ...toEntryPoint(toView(found)), commit };
     },
   };

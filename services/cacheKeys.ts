@@ -2,15 +2,9 @@
 // The key name is `<host>-<cache>-1`, what `trusted-public-keys` shows the user; the secret half
 // is sealed with the installation's secret box before it reaches the database.
 import { SigningKey } from '../protocol/index.js';
-import type { SecretBox } from '../storage/index.js';
+import type { CacheKeyColumns, SecretBox } from '../storage/index.js';
 
-export interface CacheKeyColumns {
-  key_name: string;
-  /** 32 bytes */
-  public_key: Buffer;
-  /** sealed libsodium secret key (seed ‖ public key, 64 bytes) */
-  secret_key: Buffer;
-}
+export type { CacheKeyColumns };
 
 /** The host part of key names: the configured domain, else the host of serveUrl. */
 export function keyHost(config: { domain: string | null; serveUrl: string }): string {

@@ -2,7 +2,7 @@
 // column only where a narinfo is signed (an ingest, an adopted upstream narinfo). Everything else
 // handles caches by id and name, so routes and their replies never hold a private key.
 import type { SigningKey } from '../protocol/index.js';
-import type { SecretBox } from '../storage/index.js';
+import { cacheSealedKey, type SecretBox } from '../storage/index.js';
 import { openCacheKey } from './cacheKeys.js';
 import type { Queryable } from './queryable.js';
 
@@ -14,7 +14,7 @@ export interface CacheSigningKeys {
 export function cacheSigningKeys(sql: Queryable, box: SecretBox): CacheSigningKeys {
   return {
     async of(cacheId) {
-      const [row] = await sql<{ key_name: string; secret_key: Buffer }[]>`select key_name, secret_key from caches where id = ${cacheId}`;
+      const row = await cacheSealedKey(sql, cacheId);
       if (!row) throw new Error(`cache ${cacheId} is gone; it has no signing key`);
       return openCacheKey(box, row);
     },

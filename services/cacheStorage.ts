@@ -29,7 +29,7 @@ export function cacheStorageLimits(sql: ISql, maxStorageGb: number): CacheStorag
         ...(maxBytes === null ? [] : [`its own limit of ${maxBytes} bytes (max_storage_bytes)`]),
         ...(instanceMaxBytes === null ? [] : [`the instance's limit of ${maxStorageGb} GiB (cache.maxStorageGb)`]),
       ].join(' and ');
-      throw new ApiError(413, 'cache_full', `cache "${cache.name}" has ${leftBytes} bytes left under ${limits}; this upload needs ${bytes}. Delete paths from it or raise the limit`);
+      throw new ApiError('cache_full', `cache "${cache.name}" has ${leftBytes} bytes left under ${limits}; this upload needs ${bytes}. Delete paths from it or raise the limit`);
     },
   };
 }

@@ -50,10 +50,10 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
     async put(who: Principal, cache: string, body: UpstreamBody): Promise<UpstreamView[]> {
       const { row } = await caches.demandRecord(who, cache, 'manageCache');
       const key = VerifyingKey.parse(body.public_key);
-      if (!key.ok) throw new ApiError(400, 'invalid_body', `public_key: ${key.reason}`);
+      if (!key.ok) throw new ApiError('invalid_body', `public_key: ${key.reason}`);
       const url = normalizeUpstreamUrl(body.url);
       if (url === normalizeUpstreamUrl(`${deps.config['serveUrl']}/cache/${row.name}`)) {
-        throw new ApiError(400, 'invalid_body', `url: ${url} is cache "${row.name}" itself`);
+        throw new ApiError('invalid_body', `url: ${url} is cache "${row.name}" itself`);
       }
       await demandAllowedDestination(deps.outbound, 'url', url);
       await upsertUpstreamRow(sql, row.id, {
@@ -67,7 +67,7 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
     async remove(who: Principal, cache: string, id: string): Promise<UpstreamView[]> {
       const { row } = await caches.demandRecord(who, cache, 'manageCache');
       if (!isUuid(id) || !(await deleteUpstreamRow(sql, row.id, id))) {
-        throw new ApiError(404, 'upstream_not_found', `cache "${row.name}" has no upstream ${id}`);
+        throw new ApiError('upstream_not_found', `cache "${row.name}" has no upstream ${id}`);
       }
       deps.forgetUpstreams(row.id);
       return viewsOf(row.id);

@@ -1,52 +1,25 @@
 // Caches (spec: Caches; DESIGN.md, "The model"): create with a fresh Ed25519 key, list what the
 // caller may see, read, change, delete, enable/disable, and the public key Nix is told to trust.
 // The creator owns the cache and is its Admin; members come by invitation (invitations.ts).
-import { ApiError, type CreateCacheBody, type Permission, type Role, type UpdateCacheBody } from '../protocol/index.js';
-import { accessOf, demand, forbidden, notFound, permissionList, userIdOf, type Access, type AccessTarget } from './access.js';
+import { ApiError, type CacheView, type CreateCacheBody, type Permission, type UpdateCacheBody } from '../protocol/index.js';
+import { candidateCacheRows, deleteCache, insertCache, setCacheActive, updateCacheSettings, type CacheRow } from '../storage/index.js';
+import { accessOf, forbidden, notFound, permissionList, userIdOf, type Access } from './access.js';
 import type { CacheDeps } from './cacheDeps.js';
 import { cachePublicKeyText, generateCacheKey, keyHost } from './cacheKeys.js';
-import { findCacheRecord, findCacheRecordById, listCandidateCaches, type CacheRecord } from './cacheRows.js';
 import { demandCreationAllowed } from './creationPolicy.js';
 import { findUserId } from './memberships.js';
 import type { Principal } from './principal.js';
 import { demandNotStateManaged } from './stateManaged.js';
-
-export interface CacheView {
-  id: string;
-  name: string;
-  description: string;
-  public: boolean;
-  priority: number;
-  /** applied instead of priority to clients in http.localIps when non-zero */
-  local_priority: number;
-  active: boolean;
-  /** `<key name>:<base64>`, what Nix's trusted-public-keys takes */
-  public_key: string;
-  /** the owner's username; null when the owner's account was deleted */
-  owner: string | null;
-  /** the cache's own storage limit in bytes; null: only cache.maxStorageGb applies */
-  max_storage_bytes: number | null;
-  /** the substituter URL: `<serveUrl>/cache/<name>` */
-  url: string;
-  state_managed: boolean;
-  created_at: Date;
-  /** the caller's role and what it may do here */
-  role: Role | null;
-  permissions: Permission[];
-}
-
-export const cacheRecordTarget = (row: CacheRecord): AccessTarget => ({
-  scope: 'cache', id: row.id, label: `cache "${row.name}"`, role: row.role, public: row.public,
-});
+import { cacheTarget, demandCache, findCacheById, userOf } from './targets.js';
 
 const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
 
 /** The caller owns the cache (or nobody does and it may manage it): ownership decides the destructive acts. */
-export function demandOwner(who: Principal, row: CacheRecord, access: Access, what: string): void {
+export function demandOwner(who: Principal, row: CacheRow, access: Access, what: string): void {
   if (!access.permissions.has('manageCache')) throw forbidden('manageCache', `cache "${row.name}"`);
   const isOwner = who.kind === 'user' && row.owner_id === who.userId;
   if (!isOwner && row.owner_id !== null) {
-    throw new ApiError(403, 'owner_only', `${what} is for the owner of cache "${row.name}" (${row.owner ?? 'unknown'}) only`);
+    throw new ApiError('owner_only', `${what} is for the owner of cache "${row.name}" (${row.owner ?? 'unknown'}) only`);
   }
 }
 
@@ -55,7 +28,7 @@ const changedSettings = (body: UpdateCacheBody): string[] => Object.entries(body
 
 export function cachesService({ sql, config, secretBox, forgetCache, events }: CacheDeps) {
   const serveUrl = config['serveUrl'].replace(/\/+$/, '');
-  const toView = (row: CacheRecord, access: Access): CacheView => ({
+  const toView = (row: CacheRow, access: Access): CacheView => ({
     id: row.id,
     name: row.name,
     description: row.description,
@@ -68,22 +41,18 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
     max_storage_bytes: row.max_storage_bytes === null ? null : Number(row.max_storage_bytes),
     url: `${serveUrl}/cache/${row.name}`,
     state_managed: row.state_managed,
-    created_at: row.created_at,
+    created_at: row.created_at.toISOString(),
     role: row.role,
     permissions: permissionList(access),
   });
 
   /** The cache with the caller's access: 404 when it may not see it, 403 naming `permission` when it lacks it. */
-  async function demandRecord(who: Principal, name: string, permission: Permission): Promise<{ row: CacheRecord; access: Access }> {
-    const row = await findCacheRecord(sql, who, name);
-    if (!row) throw notFound(`cache "${name}"`);
-    return { row, access: demand(who, cacheRecordTarget(row), permission) };
-  }
+  const demandRecord = (who: Principal, name: string, permission: Permission) => demandCache(sql, who, name, permission);
 
   async function viewById(who: Principal, id: string): Promise<CacheView> {
-    const row = await findCacheRecordById(sql, who, id);
+    const row = await findCacheById(sql, who, id);
     if (!row) throw notFound(`cache ${id}`);
-    return toView(row, accessOf(who, cacheRecordTarget(row)));
+    return toView(row, accessOf(who, cacheTarget(row)));
   }
 
   return {
@@ -92,9 +61,9 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
     /** Every cache the caller may see: public ones, and those it owns or is a member of (a pinned key: only its cache). */
     async list(who: Principal): Promise<CacheView[]> {
       userIdOf(who);
-      const rows = await listCandidateCaches(sql, who);
+      const rows = await candidateCacheRows(sql, userOf(who));
       return rows.flatMap((row) => {
-        const access = accessOf(who, cacheRecordTarget(row));
+        const access = accessOf(who, cacheTarget(row));
         return access.visible ? [toView(row, access)] : [];
       });
     },
@@ -104,25 +73,23 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
       const userId = userIdOf(who);
       demandCreationAllowed(who, config['permissions.createCache'], 'caches', 'permissions.createCache');
       if (who.kind === 'user' && who.via === 'key') {
-        if (who.projectId !== null || who.cacheId !== null) throw new ApiError(403, 'forbidden', 'a key pinned to a project or cache cannot create caches');
-        if (!who.permissions.has('manageCache')) throw new ApiError(403, 'forbidden', 'manageCache is required on the key to create a cache');
+        if (who.projectId !== null || who.cacheId !== null) throw new ApiError('forbidden', 'a key pinned to a project or cache cannot create caches');
+        if (!who.permissions.has('manageCache')) throw new ApiError('forbidden', 'manageCache is required on the key to create a cache');
       }
       const key = generateCacheKey(secretBox, keyHost({ domain: config['domain'], serveUrl: config['serveUrl'] }), body.name);
       try {
-        const row = await events.transaction(async (tx, emit) => {
-          const [inserted] = await tx<{ id: string }[]>`
-            insert into caches (name, description, public, priority, owner_id, key_name, public_key, secret_key)
-            values (${body.name}, ${body.description ?? ''}, ${body.public}, ${body.priority}, ${userId},
-                    ${key.key_name}, ${key.public_key}, ${key.secret_key})
-            returning id`;
-          emit('cache.create', { cache: body.name, cache_id: inserted!.id, public: body.public }, { cacheId: inserted!.id });
-          emit('cache.changed', { cache: body.name, reason: 'create' }, { cacheId: inserted!.id });
+        const id = await events.transaction(async (tx, emit) => {
+          const inserted = await insertCache(tx, {
+            name: body.name, description: body.description ?? '', public: body.public, priority: body.priority, owner_id: userId, ...key,
+          });
+          emit('cache.create', { cache: body.name, cache_id: inserted, public: body.public }, { cacheId: inserted });
+          emit('cache.changed', { cache: body.name, reason: 'create' }, { cacheId: inserted });
           return inserted;
         });
         forgetCache(body.name); // a miss for this name may be remembered from before it existed
-        return viewById(who, row!.id);
+        return viewById(who, id);
       } catch (e) {
-        if (isUniqueViolation(e)) throw new ApiError(409, 'cache_exists', `a cache named "${body.name}" exists`);
+        if (isUniqueViolation(e)) throw new ApiError('cache_exists', `a cache named "${body.name}" exists`);
         throw e;
       }
     },
@@ -142,15 +109,10 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
       }
       const maxStorage = body.max_storage_bytes === undefined ? row.max_storage_bytes : body.max_storage_bytes;
       await events.transaction(async (tx, emit) => {
-        await tx`
-          update caches set
-            description = coalesce(${body.description ?? null}, description),
-            public = coalesce(${body.public ?? null}, public),
-            priority = coalesce(${body.priority ?? null}, priority),
-            local_priority = coalesce(${body.local_priority ?? null}, local_priority),
-            max_storage_bytes = ${maxStorage},
-            owner_id = ${ownerId}
-          where id = ${row.id}`;
+        await updateCacheSettings(tx, row.id, {
+          description: body.description ?? null, public: body.public ?? null, priority: body.priority ?? null,
+          local_priority: body.local_priority ?? null, max_storage_bytes: maxStorage, owner_id: ownerId,
+        });
         const changes = changedSettings(body);
         emit('cache.update', { cache: row.name, cache_id: row.id, public: body.public ?? row.public, changes }, { cacheId: row.id });
         emit('cache.changed', { cache: row.name, reason: 'update' }, { cacheId: row.id });
@@ -168,7 +130,7 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
         // Reaches instance webhooks; the cache's own webhooks are deleted with it.
         emit('cache.delete', { cache: row.name, cache_id: row.id, public: row.public }, { cacheId: row.id });
         emit('cache.changed', { cache: row.name, reason: 'delete' }, { cacheId: row.id });
-        await tx`delete from caches where id = ${row.id}`;
+        await deleteCache(tx, row.id);
       });
       forgetCache(row.name);
       return `cache "${row.name}" deleted`;
@@ -178,7 +140,7 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
     async setActive(who: Principal, name: string, active: boolean): Promise<CacheView> {
       const { row } = await demandRecord(who, name, 'manageCache');
       await events.transaction(async (tx, emit) => {
-        await tx`update caches set active = ${active} where id = ${row.id}`;
+        await setCacheActive(tx, row.id, active);
         emit('cache.update', { cache: row.name, cache_id: row.id, public: row.public, changes: ['active'], active }, { cacheId: row.id });
         emit('cache.changed', { cache: row.name, reason: active ? 'enabled' : 'disabled' }, { cacheId: row.id });
       });

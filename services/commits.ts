@@ -45,8 +45,8 @@ export function commitsService(sql: Sql) {
       }
       const seen = rows.filter((r) => access.get(r.project_id) === 'seen');
       if (seen.length === 0) {
-        if ([...access.values()].includes('forbidden')) throw new ApiError(403, 'forbidden', `viewing commit ${hash} needs viewProject on a project evaluated at it`);
-        throw new ApiError(404, 'not_found', `no evaluation you can see was made at commit ${hash}`);
+        if ([...access.values()].includes('forbidden')) throw new ApiError('forbidden', `viewing commit ${hash} needs viewProject on a project evaluated at it`);
+        throw new ApiError('not_found', `no evaluation you can see was made at commit ${hash}`);
       }
       return {
         hash,

@@ -8,9 +8,9 @@ export type Creators = 'none' | 'superusers' | 'everyone';
 /** Refuses a creation the operator's policy does not allow (403 creation_disabled, naming the option). */
 export function demandCreationAllowed(who: Principal, creators: Creators, what: string, option: string): void {
   if (creators === 'none') {
-    throw new ApiError(403, 'creation_disabled', `creating ${what} through the API is turned off (${option} is none; declare them in the state file)`);
+    throw new ApiError('creation_disabled', `creating ${what} through the API is turned off (${option} is none; declare them in the state file)`);
   }
   if (creators === 'superusers' && !isSuperuser(who)) {
-    throw new ApiError(403, 'creation_disabled', `only superusers may create ${what} (${option} is superusers)`);
+    throw new ApiError('creation_disabled', `only superusers may create ${what} (${option} is superusers)`);
   }
 }

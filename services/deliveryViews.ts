@@ -51,4 +51,4 @@ export function toDeliveryDetail(row: DeliveryRow & { body: string; attempt_log:
 
 export const pageOf = (q: DeliveryListQuery) => ({ limit: q.per_page, offset: (q.page - 1) * q.per_page, ...(q.status ? { status: q.status } : {}) });
 
-export const deliveryNotFound = (id: string): ApiError => new ApiError(404, 'not_found', `no delivery ${id}`);
+export const deliveryNotFound = (id: string): ApiError => new ApiError('not_found', `no delivery ${id}`);

@@ -1,6 +1,7 @@
 import {
   ApiError,
   DerivationNode,
+  describeIssue,
   narFileContents,
   parseDerivation,
   parseNixExport,
@@ -26,7 +27,7 @@ export interface DirectClosure {
   derivations: DerivationNode[];
 }
 
-const invalid = (message: string) => new ApiError(400, 'invalid_closure', message);
+const invalid = (message: string) => new ApiError('invalid_closure', message);
 
 /** True when the path's name follows from its bytes and references (text or source). */
 function contentAddressed(p: ExportedPath): boolean {
@@ -70,8 +71,8 @@ function nodeOf(drvPath: string, drv: Derivation): DerivationNode {
   };
   const parsed = DerivationNode.safeParse(candidate);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw invalid(`${drvPath}: ${issue?.path.join('.') || 'derivation'}: ${issue?.message ?? 'invalid'}`);
+    const { field, reason } = describeIssue(parsed.error, 'derivation');
+    throw invalid(`${drvPath}: ${field}: ${reason}`);
   }
   return parsed.data;
 }

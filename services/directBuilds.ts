@@ -118,16 +118,16 @@ export function directBuildsService(deps: DirectBuildsDeps) {
       const userId = userIdOf(who);
       const project = await demandProjectPath(sql, who, request.project, 'triggerEvaluation');
       const label = `${project.organization}/${project.name}`;
-      if (!project.active) throw new ApiError(409, 'project_inactive', `project "${label}" is disabled; enable it with POST /projects/${label}/active`);
+      if (!project.active) throw new ApiError('project_inactive', `project "${label}" is disabled; enable it with POST /projects/${label}/active`);
       const closure = readDirectClosure(request.closure, request.drv);
 
       const writableCaches = writable(await projectCaches(sql, project.id));
       if (writableCaches.length === 0) {
-        throw new ApiError(409, 'no_writable_cache', `project "${label}" writes into no cache, so no worker could fetch the derivation; subscribe it to a cache with mode 0 or 2 first`);
+        throw new ApiError('no_writable_cache', `project "${label}" writes into no cache, so no worker could fetch the derivation; subscribe it to a cache with mode 0 or 2 first`);
       }
       const targets = request.cache === null ? writableCaches : writableCaches.filter((c) => c.name.toLowerCase() === request.cache!.toLowerCase());
       if (targets.length === 0) {
-        throw new ApiError(409, 'cache_not_writable', `project "${label}" does not write into a cache "${request.cache}"; its writable caches: ${writableCaches.map((c) => c.name).join(', ')}`);
+        throw new ApiError('cache_not_writable', `project "${label}" does not write into a cache "${request.cache}"; its writable caches: ${writableCaches.map((c) => c.name).join(', ')}`);
       }
       await ingest(who, closure.paths, targets);
 

@@ -61,13 +61,13 @@ export function emailVerificationService({ sql, config, log, clock }: IdentityDe
     async verify(token: string): Promise<{ username: string; email: string }> {
       const [row] = await sql<{ user_id: string; email: string; expires_at: Date }[]>`
         delete from email_verifications where token_hash = ${hashToken(token)} returning user_id, email, expires_at`;
-      if (!row) throw new ApiError(400, 'invalid_verification_token', 'this verification link is not valid (it may have been used already)');
-      if (row.expires_at <= clock.now()) throw new ApiError(410, 'verification_expired', 'this verification link has expired; ask for a new one');
+      if (!row) throw new ApiError('invalid_verification_token', 'this verification link is not valid (it may have been used already)');
+      if (row.expires_at <= clock.now()) throw new ApiError('verification_expired', 'this verification link has expired; ask for a new one');
       const [user] = await sql<{ username: string; email: string }[]>`
         update users set email_verified = true, updated_at = now()
         where id = ${row.user_id} and email = ${row.email}
         returning username, email`;
-      if (!user) throw new ApiError(400, 'invalid_verification_token', 'the account\'s e-mail address changed since this link was sent');
+      if (!user) throw new ApiError('invalid_verification_token', 'the account\'s e-mail address changed since this link was sent');
       await sql`delete from email_verifications where user_id = ${row.user_id}`;
       return user;
     },

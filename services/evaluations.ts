@@ -46,7 +46,7 @@ async function taskOf(sql: Sql, project: ProjectRow, name: string): Promise<{ id
   }
   const [task] = await sql<{ id: string; wildcard: string | null; branch: string | null }[]>`
     select id, wildcard, branch from tasks where project_id = ${project.id} and name = ${name}`;
-  if (!task) throw new ApiError(404, 'not_found', `no task "${name}" in project "${project.organization}/${project.name}"`);
+  if (!task) throw new ApiError('not_found', `no task "${name}" in project "${project.organization}/${project.name}"`);
   return task;
 }
 
@@ -54,7 +54,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
   const { sql } = deps;
 
   async function start(who: Principal, project: ProjectRow, taskName: string, body: EvaluateTaskBody): Promise<string> {
-    if (!project.active) throw new ApiError(409, 'project_inactive', `project "${project.organization}/${project.name}" is disabled; enable it with POST /projects/${project.organization}/${project.name}/active`);
+    if (!project.active) throw new ApiError('project_inactive', `project "${project.organization}/${project.name}" is disabled; enable it with POST /projects/${project.organization}/${project.name}/active`);
     const task = await taskOf(sql, project, taskName);
     const gitOptions = await vetRepository(project.repository, deps.repositories);
     const commit = body.commit ?? (await resolveHead(project.repository, task.branch ?? project.default_branch, gitOptions));
@@ -77,9 +77,9 @@ export function evaluationsService(deps: EvaluationsDeps) {
   /** The evaluation and the project it belongs to, when `who` may see it (404 otherwise). */
   async function visible(who: Principal, id: string, permission: 'viewProject' | 'triggerEvaluation') {
     const label = await evaluationLabel(sql, id);
-    if (!label) throw new ApiError(404, 'not_found', `no evaluation ${id}`);
+    if (!label) throw new ApiError('not_found', `no evaluation ${id}`);
     await demandProjectRef(sql, who, label.project_id, permission).catch((e: unknown) => {
-      if (e instanceof ApiError && e.status === 404) throw new ApiError(404, 'not_found', `no evaluation ${id}`);
+      if (e instanceof ApiError && e.status === 404) throw new ApiError('not_found', `no evaluation ${id}`);
       throw e;
     });
     return label;
@@ -119,7 +119,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
       const open = ['queued', 'waiting', 'approval_granted', 'fetching', 'evaluating', 'building'] as const;
       if (!(await changePhase(deps.events, id, { to: 'aborted', from: open, reason: 'aborted by request' }))) {
         const [row] = await sql<{ phase: string }[]>`select phase from evaluations where id = ${id}`;
-        throw new ApiError(409, 'evaluation_finished', `evaluation ${id} is already ${row?.phase ?? 'gone'} and cannot be aborted`);
+        throw new ApiError('evaluation_finished', `evaluation ${id} is already ${row?.phase ?? 'gone'} and cannot be aborted`);
       }
       await abortUnwantedBuilds(deps.events, deps.sql, id);
       deps.cancel(id);

@@ -1,8 +1,9 @@
-import { ApiError, EventGlob } from '../protocol/index.js';
+import { ApiError, describeIssue, EventGlob } from '../protocol/index.js';
+import { allCacheRows } from '../storage/index.js';
 import { accessOf } from './access.js';
 import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
-import { cacheTarget, demandProjectRef, type CacheRow } from './targets.js';
+import { cacheTarget, demandProjectRef, userOf } from './targets.js';
 
 // Who may watch which live feed (spec: Firehose, Live updates). Each WebSocket is authorised like
 // the GET it mirrors: a task's and an evaluation's like viewing the project, the board and the
@@ -37,10 +38,10 @@ export interface LiveResolvers {
 
 export const unknownEvaluations: LiveResolvers = {
   evaluation: async (_who, id) => {
-    throw new ApiError(404, 'not_found', `no evaluation ${id}`);
+    throw new ApiError('not_found', `no evaluation ${id}`);
   },
   build: async (_who, id) => {
-    throw new ApiError(404, 'not_found', `no build ${id}`);
+    throw new ApiError('not_found', `no build ${id}`);
   },
 };
 
@@ -49,22 +50,18 @@ export function checkLiveRequest(request: LiveRequest): void {
   if (request.kind !== 'firehose') return;
   for (const glob of request.globs) {
     const parsed = EventGlob.safeParse(glob);
-    if (!parsed.success) throw new ApiError(400, 'invalid_query', `events: ${JSON.stringify(glob)} ${parsed.error.issues[0]?.message ?? 'is not a glob'}`);
+    if (!parsed.success) throw new ApiError('invalid_query', `events: ${JSON.stringify(glob)} ${describeIssue(parsed.error, 'events').reason}`);
   }
 }
 
 const superuserOnly = (who: Principal, what: string): void => {
-  if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, `${what} is for superusers`));
+  if (!isSuperuser(who)) throw new ApiError('forbidden', superuserRefusal(who, `${what} is for superusers`));
 };
 
 export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolvers = unknownEvaluations) {
   let resolvers = initialResolvers;
   async function visibleCaches(who: Principal): Promise<string[]> {
-    const rows = await sql<CacheRow[]>`
-      select c.id, c.name, c.public, c.owner_id, c.state_managed,
-             case when c.owner_id is not null and c.owner_id = ${who.kind === 'user' ? who.userId : null} then 'Admin' else m.role end as role
-      from caches c
-      left join cache_members m on m.cache_id = c.id and m.user_id = ${who.kind === 'user' ? who.userId : null}`;
+    const rows = await allCacheRows(sql, userOf(who));
     // viewCache among the caller's permissions, so a key without it is not told about the cache
     return rows.filter((row) => accessOf(who, cacheTarget(row)).permissions.has('viewCache')).map((row) => row.id);
   }
@@ -76,7 +73,7 @@ export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolv
     },
 
     async authorize(who: Principal, request: LiveRequest): Promise<LiveFeed> {
-      if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'live updates need a token: the header Authorization: Bearer <token> or the query parameter token');
+      if (who.kind !== 'user') throw new ApiError('unauthorized', 'live updates need a token: the header Authorization: Bearer <token> or the query parameter token');
       switch (request.kind) {
         case 'firehose': {
           superuserOnly(who, 'the firehose');
@@ -86,7 +83,7 @@ export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolv
         case 'task': {
           const { row } = await demandProjectRef(sql, who, request.project, 'viewProject');
           const [task] = await sql<{ id: string }[]>`select id from tasks where project_id = ${row.id} and name = ${request.task}`;
-          if (!task) throw new ApiError(404, 'not_found', `no task "${request.task}" in project "${row.organization}/${row.name}"`);
+          if (!task) throw new ApiError('not_found', `no task "${request.task}" in project "${row.organization}/${row.name}"`);
           return { kind: 'task', taskId: task.id };
         }
         case 'evaluation':

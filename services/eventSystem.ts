@@ -13,7 +13,7 @@ import {
   type SecretBox,
 } from '../storage/index.js';
 import { startDeliveryEngine, type DeliveryEngine, type Supervisor } from '../supervisors/index.js';
-import { eventStreamsService, type EventStreams, type LiveResolvers } from './eventStreams.js';
+import { eventStreamsService, type EventStreams } from './eventStreams.js';
 import { createMailer, type Mailer } from './mailer.js';
 import { openSigningSecret } from './signingSecret.js';
 import { taskActionsService, type TaskActionsService } from './taskActions.js';
@@ -46,8 +46,6 @@ export interface EventSystemOptions {
   workers?: number;
   pollingIntervalSeconds?: number;
   recoveryIntervalMs?: number;
-  /** how evaluations and builds are found for their live sockets (the evaluation and build services supply it) */
-  liveResolvers?: LiveResolvers;
   /** who may manage which webhooks (default: services/access.ts rules) */
   authorizeWebhooks?: WebhookAuthorizer;
   /** a bus instead of the one redis.url selects */
@@ -112,7 +110,7 @@ export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOp
       engine,
       webhooks: webhooksService({ sql: db.web, events, engine, secretBox, authorize: opts.authorizeWebhooks ?? accessWebhookAuthorizer(db.web), outbound }),
       taskActions: taskActionsService({ sql: db.web, events, secretBox, outbound }),
-      streams: eventStreamsService(db.web, opts.liveResolvers),
+      streams: eventStreamsService(db.web),
       close,
     };
   } catch (error) {

@@ -16,10 +16,8 @@ export { binaryCacheAccess, CACHE_SETTINGS_TTL_MS, CREDENTIALS_TTL_MS, type Bina
 export { narUploadService, type NarUploadService, type SingleShotReader } from './narUploads.js';
 export { narIngest, type IngestTarget, type NarIngest, type NarIngestDeps } from './narIngest.js';
 export { cacheSigningKeys, type CacheSigningKeys } from './cacheSigningKeys.js';
-export { stagedBytesOf } from './uploadFailure.js';
 export { createCacheServices, type CacheServices } from './cacheServices.js';
 export type { CacheDeps } from './cacheDeps.js';
-export type { CacheView } from './caches.js';
 export type { CacheStats, NarDeletion, NarPage, NarView } from './cacheNars.js';
 export type { UpstreamView } from './cacheUpstreams.js';
 export { LOW_STORAGE_BYTES, cacheStorageLimits, type CacheStorageLimits } from './cacheStorage.js';
@@ -43,7 +41,7 @@ export {
 } from './workerConnections.js';
 export { BuildLogs, readBuildLog } from './buildLogs.js';
 export { WorkerNars, type WorkerNarsDeps } from './workerNars.js';
-export { BuildScheduler, type BuildSchedulerDeps, type SchedulerSettings } from './buildScheduler.js';
+export { BuildScheduler, intervalTicker, type BuildSchedulerDeps, type SchedulerSettings, type SchedulerTicker } from './buildScheduler.js';
 export { evaluationsService, type EvaluationsDeps, type EvaluationsService, type EvaluationView } from './evaluations.js';
 export { buildViewsService, type BuildView, type BuildViewsService, type EntryPointView } from './buildViews.js';
 export { BuildLogFeed, LIVE_LOG_POLL_MS } from './buildLogFeed.js';

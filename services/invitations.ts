@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Fragment } from 'postgres';
 import { ApiError, INVITATION_LIFETIME_MS, type InviteBody, type Permission } from '../protocol/index.js';
 import { accessOf, demandSession, forbidden, notFound, userIdOf, type AccessTarget } from './access.js';
+import { cacheNameOf } from '../storage/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import { findUserId, insertMember, roleOf } from './memberships.js';
 import { emitInvitationEvent, emitMemberEvent, type MemberPlace } from './memberEvents.js';
@@ -68,7 +69,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
     demandNotStateManaged({ state_managed: to.stateManaged }, to.target.label);
     const userId = await findUserId(sql, body.user);
     if (await roleOf(sql, to.scope, to.target.id, userId)) {
-      throw new ApiError(409, 'already_member', `${body.user} is already a member of ${to.target.label}`);
+      throw new ApiError('already_member', `${body.user} is already a member of ${to.target.label}`);
     }
     if (isSuperuser(who)) {
       await events.transaction(async (tx, emit) => {
@@ -89,7 +90,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
         emitInvitationEvent(emit, to.place, body.user, body.role, who.kind === 'user' ? who.username : null);
       });
     } catch (e) {
-      if (isUniqueViolation(e)) throw new ApiError(409, 'invitation_exists', `${body.user} already has an open invitation to ${to.target.label}`);
+      if (isUniqueViolation(e)) throw new ApiError('invitation_exists', `${body.user} already has an open invitation to ${to.target.label}`);
       throw e;
     }
     return `Invitation sent to ${body.user}`;
@@ -107,8 +108,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
 
   async function memberPlace(tx: Queryable, scope: 'project' | 'cache', id: string): Promise<MemberPlace> {
     if (scope === 'cache') {
-      const [cache] = await tx<{ name: string }[]>`select name from caches where id = ${id}`;
-      return { scope, id, name: cache!.name };
+      return { scope, id, name: (await cacheNameOf(tx, id))! };
     }
     const [project] = await tx<{ organization_id: string; label: string }[]>`
       select p.organization_id, o.name || '/' || p.name as label from projects p join organizations o on o.id = p.organization_id where p.id = ${id}`;
@@ -119,14 +119,14 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
     const [row] = isUuid(id)
       ? await sql<InvitationRow[]>`select id, project_id, cache_id, user_id, role, expires_at from invitations where id = ${id}`
       : [];
-    if (!row) throw new ApiError(404, 'not_found', `no invitation ${id}`);
+    if (!row) throw new ApiError('not_found', `no invitation ${id}`);
     return row;
   }
 
   /** The invitation, when it is the caller's own; 403 not_invited otherwise. */
   async function ownInvitation(userId: string, id: string): Promise<InvitationRow> {
     const row = await invitation(id);
-    if (row.user_id !== userId) throw new ApiError(403, 'not_invited', `invitation ${id} is for another account`);
+    if (row.user_id !== userId) throw new ApiError('not_invited', `invitation ${id} is for another account`);
     return row;
   }
 
@@ -158,7 +158,7 @@ export function invitationsService({ sql, clock, events }: AccessDeps) {
       const row = await ownInvitation(userId, id);
       if (row.expires_at.getTime() <= clock.now().getTime()) {
         await sql`delete from invitations where id = ${row.id}`;
-        throw new ApiError(410, 'invitation_expired', `invitation ${id} expired on ${row.expires_at.toISOString()}; ask for a new one`);
+        throw new ApiError('invitation_expired', `invitation ${id} expired on ${row.expires_at.toISOString()}; ask for a new one`);
       }
       const scope = row.project_id ? 'project' : 'cache';
       const targetId = (row.project_id ?? row.cache_id)!;

@@ -28,7 +28,7 @@ export async function listMembers(sql: Queryable, scope: Scope, id: string): Pro
 /** The id of an account by username; 404 user_not_found otherwise. */
 export async function findUserId(sql: Queryable, username: string): Promise<string> {
   const [row] = await sql<{ id: string }[]>`select id from users where username = ${username}`;
-  if (!row) throw new ApiError(404, 'user_not_found', `no user "${username}"`);
+  if (!row) throw new ApiError('user_not_found', `no user "${username}"`);
   return row.id;
 }
 
@@ -44,7 +44,7 @@ export async function insertMember(sql: Queryable, scope: Scope, id: string, use
   const rows = await sql`
     insert into ${sql(table)} (${sql(key)}, user_id, role) values (${id}, ${userId}, ${role})
     on conflict do nothing returning user_id`;
-  if (rows.length === 0) throw new ApiError(409, 'already_member', `the user is already a member of ${label}`);
+  if (rows.length === 0) throw new ApiError('already_member', `the user is already a member of ${label}`);
 }
 
 /** An organization keeps at least one Admin, or nobody could manage it any more. */
@@ -53,12 +53,12 @@ async function demandAnotherAdmin(sql: Queryable, scope: Scope, id: string, user
   const { table, key } = tables[scope];
   const [row] = await sql<{ n: number }[]>`
     select count(*)::int as n from ${sql(table)} where ${sql(key)} = ${id} and role = 'Admin' and user_id <> ${userId}`;
-  if ((row?.n ?? 0) === 0) throw new ApiError(409, 'last_admin', `${label} needs at least one other Admin first`);
+  if ((row?.n ?? 0) === 0) throw new ApiError('last_admin', `${label} needs at least one other Admin first`);
 }
 
 export async function changeMemberRole(sql: Queryable, scope: Scope, id: string, userId: string, role: Role, label: string): Promise<void> {
   const current = await roleOf(sql, scope, id, userId);
-  if (!current) throw new ApiError(404, 'not_member', `the user is not a member of ${label}`);
+  if (!current) throw new ApiError('not_member', `the user is not a member of ${label}`);
   if (current === 'Admin' && role !== 'Admin') await demandAnotherAdmin(sql, scope, id, userId, label);
   const { table, key } = tables[scope];
   await sql`update ${sql(table)} set role = ${role} where ${sql(key)} = ${id} and user_id = ${userId}`;
@@ -66,7 +66,7 @@ export async function changeMemberRole(sql: Queryable, scope: Scope, id: string,
 
 export async function deleteMember(sql: Queryable, scope: Scope, id: string, userId: string, label: string): Promise<void> {
   const current = await roleOf(sql, scope, id, userId);
-  if (!current) throw new ApiError(404, 'not_member', `the user is not a member of ${label}`);
+  if (!current) throw new ApiError('not_member', `the user is not a member of ${label}`);
   if (current === 'Admin') await demandAnotherAdmin(sql, scope, id, userId, label);
   const { table, key } = tables[scope];
   await sql`delete from ${sql(table)} where ${sql(key)} = ${id} and user_id = ${userId}`;

@@ -58,12 +58,12 @@ export interface NarUploadService {
 const CLI_CHUNK_BYTES = 32 * 1024 * 1024;
 
 const narTooLarge = (narSize: number, limit: number): ApiError =>
-  new ApiError(413, 'nar_too_large', `the NAR has ${narSize} bytes, more than the limit of ${limit} bytes (nar.maxUploadSize)`);
+  new ApiError('nar_too_large', `the NAR has ${narSize} bytes, more than the limit of ${limit} bytes (nar.maxUploadSize)`);
 
 function checkStorePathHash(info: Narinfo, hash: string): void {
   const actual = storePathHashPart(info.storePath);
   if (actual !== hash) {
-    throw new ApiError(400, 'store_path_mismatch', `the narinfo is for ${info.storePath}, but the request names the hash ${hash}`);
+    throw new ApiError('store_path_mismatch', `the narinfo is for ${info.storePath}, but the request names the hash ${hash}`);
   }
 }
 
@@ -76,7 +76,9 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
       return await ingest.admitted(bytes, mode, target.owner, work);
     } catch (e) {
       if (e instanceof UploadBusy) {
-        throw new ApiError(503, 'upload_busy', `no upload permit came within ${e.waitedSecs} s (upload.restWaitSecs); the server is busy with other uploads, retry later`);
+        throw new ApiError('upload_busy', `no upload permit came within ${e.waitedSecs} s (upload.restWaitSecs); the server is busy with other uploads, retry later`, {
+          headers: { 'Retry-After': String(e.waitedSecs) },
+        });
       }
       throw e;
     }
@@ -86,20 +88,20 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
     async restTarget(who, name) {
       const found = await demandCache(deps.sql, who, name, 'writeStore');
       const [row] = await deps.sql<{ active: boolean }[]>`select active from caches where id = ${found.row.id}`;
-      if (!row) throw new ApiError(404, 'not_found', `no cache "${name}"`);
-      if (!row.active) throw new ApiError(409, 'cache_inactive', `cache "${found.row.name}" is disabled and takes no uploads; enable it with POST /caches/${found.row.name}/active`);
+      if (!row) throw new ApiError('not_found', `no cache "${name}"`);
+      if (!row.active) throw new ApiError('cache_inactive', `cache "${found.row.name}" is disabled and takes no uploads; enable it with POST /caches/${found.row.name}/active`);
       return { id: found.row.id, name: found.row.name, ...(who.kind === 'user' ? { uploader: who.username, owner: who.userId } : {}) };
     },
 
     async staged(target, hash) {
       const row = await uploads.staged(target.id, hash);
-      if (row === null) throw new ApiError(404, 'no_staged_upload', `nothing is staged for ${hash} in cache "${target.name}"`);
+      if (row === null) throw new ApiError('no_staged_upload', `nothing is staged for ${hash} in cache "${target.name}"`);
       return { bytes_staged: row.bytesStaged, updated_at: row.updatedAt };
     },
 
     async appendChunk(target, hash, offset, declaredBytes, body) {
       if (declaredBytes !== null && offset + declaredBytes > deps.maxUploadSize) {
-        throw new ApiError(413, 'nar_too_large', `offset ${offset} plus a chunk of ${declaredBytes} bytes exceeds the limit of ${deps.maxUploadSize} bytes (nar.maxUploadSize)`);
+        throw new ApiError('nar_too_large', `offset ${offset} plus a chunk of ${declaredBytes} bytes exceeds the limit of ${deps.maxUploadSize} bytes (nar.maxUploadSize)`);
       }
       await ingest.demandRoom(target, offset + Math.max(1, declaredBytes ?? 0));
       return admitted(target, declaredBytes ?? CLI_CHUNK_BYTES, 'rest', () =>
@@ -118,7 +120,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
 
     parseUploadInfo(body) {
       const parsed = narinfoOfUpload(body);
-      if (!parsed.ok) throw new ApiError(400, 'invalid_narinfo', `narinfo ${parsed.field}: ${parsed.reason}`);
+      if (!parsed.ok) throw new ApiError('invalid_narinfo', `narinfo ${parsed.field}: ${parsed.reason}`);
       return parsed.value;
     },
 
@@ -139,7 +141,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
 
     async nixPutNar(target, fileName, declaredBytes, body) {
       const named = parseNixNarFileName(fileName);
-      if (!named) throw new ApiError(400, 'invalid_parameter', `nar/${fileName}: expected nar/<hash>.nar with an optional .xz, .bz2, .zst, .br or .gz`);
+      if (!named) throw new ApiError('invalid_parameter', `nar/${fileName}: expected nar/<hash>.nar with an optional .xz, .bz2, .zst, .br or .gz`);
       const { compression } = named;
       // The NarSize comes with the narinfo PUT; a cache already full is refused before the bytes are staged.
       await ingest.demandRoom(target, 1);
@@ -149,7 +151,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
 
     async nixPutNarinfo(target, hash, text) {
       const parsed = parseNarinfo(text);
-      if (!parsed.ok) throw new ApiError(400, 'invalid_narinfo', `narinfo ${parsed.field}: ${parsed.reason}`);
+      if (!parsed.ok) throw new ApiError('invalid_narinfo', `narinfo ${parsed.field}: ${parsed.reason}`);
       // Sig lines are the client's: the cache signs with its own key, so they are dropped unread.
       const info: Narinfo = { ...parsed.value, sigs: [] };
       checkStorePathHash(info, hash);
@@ -179,5 +181,5 @@ async function nixIngest(deps: NarUploadDeps, target: IngestTarget, info: Narinf
   }
   const held = await uploads.held(target.id, info);
   if (held !== null) return resultOf(held);
-  throw new ApiError(404, 'no_staged_upload', `the narinfo's URL ${info.url} names no NAR uploaded to cache "${target.name}"; PUT the NAR file first`);
+  throw new ApiError('no_staged_upload', `the narinfo's URL ${info.url} names no NAR uploaded to cache "${target.name}"; PUT the NAR file first`);
 }

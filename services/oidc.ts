@@ -20,7 +20,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
   let discovered: Promise<client.Configuration> | null = null;
 
   const enabled = () => {
-    if (!config['oidc.enable']) throw new ApiError(404, 'oidc_disabled', 'OIDC sign-in is not enabled on this server (oidc.enable)');
+    if (!config['oidc.enable']) throw new ApiError('oidc_disabled', 'OIDC sign-in is not enabled on this server (oidc.enable)');
   };
 
   /** Discovery runs on first use and is kept; a failure is retried on the next sign-in. */
@@ -28,7 +28,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
     discovered ??= (async () => {
       const discoveryUrl = config['oidc.discoveryUrl'];
       const clientId = config['oidc.clientId'];
-      if (!discoveryUrl || !clientId) throw new ApiError(503, 'oidc_unavailable', 'OIDC is enabled but oidc.discoveryUrl or oidc.clientId is not set');
+      if (!discoveryUrl || !clientId) throw new ApiError('oidc_unavailable', 'OIDC is enabled but oidc.discoveryUrl or oidc.clientId is not set');
       const secretFile = config['oidc.clientSecretFile'];
       const auth = secretFile ? client.ClientSecretBasic(readSecretFile(secretFile)) : client.None();
       const url = new URL(discoveryUrl);
@@ -37,7 +37,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
         return await client.discovery(url, clientId, undefined, auth, url.protocol === 'http:' ? { execute: [client.allowInsecureRequests] } : {});
       } catch (cause) {
         log.warn({ err: cause }, 'OIDC discovery failed');
-        throw new ApiError(503, 'oidc_unavailable', `the OpenID provider at ${url.origin} did not answer discovery: ${(cause as Error).message}`);
+        throw new ApiError('oidc_unavailable', `the OpenID provider at ${url.origin} did not answer discovery: ${(cause as Error).message}`);
       }
     })();
     discovered.catch(() => {
@@ -46,7 +46,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
     return discovered;
   };
 
-  const failed = (message: string) => new ApiError(400, 'oidc_failed', `OIDC sign-in failed: ${message}`);
+  const failed = (message: string) => new ApiError('oidc_failed', `OIDC sign-in failed: ${message}`);
 
   async function identityOf(configuration: client.Configuration, tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>): Promise<OidcIdentity> {
     const claims = tokens.claims();
@@ -115,7 +115,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
         throw failed((e as Error).message);
       }
       const user = await findOrCreateOidcUser(sql, events, identity);
-      if (user.disabled) throw new ApiError(403, 'account_disabled', 'this account is disabled');
+      if (user.disabled) throw new ApiError('account_disabled', 'this account is disabled');
       return (await sessions.create(user, origin, 'oidc')).token;
     },
   };

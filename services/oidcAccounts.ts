@@ -29,7 +29,7 @@ export async function findOrCreateOidcUser(sql: Sql, events: Events, identity: O
   if (identity.email !== null) {
     const [byEmail] = await sql<UserRow[]>`select * from users where email = ${identity.email}`;
     if (byEmail && identity.emailVerified) {
-      if (byEmail.oidc_subject !== null) throw new ApiError(409, 'oidc_subject_taken', `the account with ${identity.email} is linked to another OIDC identity`);
+      if (byEmail.oidc_subject !== null) throw new ApiError('oidc_subject_taken', `the account with ${identity.email} is linked to another OIDC identity`);
       const row = await events.transaction(async (tx, emit) => {
         const [linked] = await tx<UserRow[]>`
           update users set oidc_subject = ${identity.subject}, email_verified = true, updated_at = now()

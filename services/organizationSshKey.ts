@@ -36,7 +36,7 @@ export function organizationSshKeyService({ sql, secretBox, events }: AccessDeps
     /** The private key in OpenSSH format, for connecting to the organization's servers. Internal: never served. */
     async privateKey(organizationId: string): Promise<string> {
       const [row] = await sql<{ ssh_private_key: Buffer }[]>`select ssh_private_key from organizations where id = ${organizationId}`;
-      if (!row) throw new ApiError(404, 'not_found', `no organization ${organizationId}`);
+      if (!row) throw new ApiError('not_found', `no organization ${organizationId}`);
       return secretBox.open(row.ssh_private_key).toString('utf8');
     },
   };

@@ -41,7 +41,7 @@ export function organizationsService({ sql, config, secretBox, events }: AccessD
       select o.id, o.name, o.display_name, o.description, o.ssh_public_key, o.state_managed, o.created_at, m.role
       from organizations o left join organization_members m on m.organization_id = o.id and m.user_id = ${userIdOf(who)}
       where o.id = ${id}`;
-    if (!row) throw new ApiError(404, 'not_found', `no organization ${id}`);
+    if (!row) throw new ApiError('not_found', `no organization ${id}`);
     return toOrganizationView(row, demand(who, organizationTarget(row), 'viewOrg'));
   }
 
@@ -63,8 +63,8 @@ export function organizationsService({ sql, config, secretBox, events }: AccessD
       const userId = userIdOf(who);
       demandCreationAllowed(who, config['permissions.createTeam'], 'organizations', 'permissions.createTeam');
       if (who.kind === 'user' && who.via === 'key') {
-        if (who.projectId !== null || who.cacheId !== null) throw new ApiError(403, 'forbidden', 'a key pinned to a project or cache cannot create organizations');
-        if (!who.permissions.has('manageOrg')) throw new ApiError(403, 'forbidden', 'manageOrg is required on the key to create an organization');
+        if (who.projectId !== null || who.cacheId !== null) throw new ApiError('forbidden', 'a key pinned to a project or cache cannot create organizations');
+        if (!who.permissions.has('manageOrg')) throw new ApiError('forbidden', 'manageOrg is required on the key to create an organization');
       }
       const keys = generateSshKeyPair(`kiln@${body.name}`);
       try {
@@ -82,7 +82,7 @@ export function organizationsService({ sql, config, secretBox, events }: AccessD
         });
         return getById(who, row.id);
       } catch (e) {
-        if (isUniqueViolation(e)) throw new ApiError(409, 'organization_exists', `an organization named "${body.name}" exists`);
+        if (isUniqueViolation(e)) throw new ApiError('organization_exists', `an organization named "${body.name}" exists`);
         throw e;
       }
     },

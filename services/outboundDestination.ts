@@ -7,5 +7,5 @@ import type { OutboundClient } from '../storage/index.js';
 
 export async function demandAllowedDestination(outbound: Pick<OutboundClient, 'refusalOf'>, field: string, url: string): Promise<void> {
   const why = await outbound.refusalOf(url);
-  if (why !== null) throw new ApiError(400, 'destination_refused', `${field}: ${why}`);
+  if (why !== null) throw new ApiError('destination_refused', `${field}: ${why}`);
 }

@@ -46,7 +46,9 @@ export class PasswordGate {
     } else {
       if (this.#queue.length >= this.maxWaiting) {
         this.#refused++;
-        throw new ApiError(503, 'password_busy', `too many password checks in progress on this server; retry in ${PASSWORD_BUSY_RETRY_AFTER_SECS} s`);
+        throw new ApiError('password_busy', `too many password checks in progress on this server; retry in ${PASSWORD_BUSY_RETRY_AFTER_SECS} s`, {
+          headers: { 'Retry-After': String(PASSWORD_BUSY_RETRY_AFTER_SECS) },
+        });
       }
       // The finishing hash hands its slot over: #inFlight already counts this one when it wakes.
       await new Promise<void>((resolve) => this.#queue.push(resolve));

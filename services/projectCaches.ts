@@ -1,24 +1,17 @@
 import type { Sql } from 'postgres';
 import { storePathHashPart } from '../protocol/index.js';
+import { subscribedCacheRows } from '../storage/index.js';
+import type { BinaryCache } from './binaryCacheAccess.js';
 import { cachePublicKeyText } from './cacheKeys.js';
 
 // The caches a project's builds use: its own subscriptions and its organization's (DESIGN.md,
 // "Organization subscriptions"). Mode 0 is read-write, 1 read-only, 2 write-only.
 
-export interface ProjectCache {
-  id: string;
-  name: string;
-  mode: number;
-  public: boolean;
-  publicKey: string;
-}
+/** The serving shape's identity and key, with the subscription's mode. */
+export type ProjectCache = Pick<BinaryCache, 'id' | 'name' | 'public' | 'publicKey'> & { mode: number };
 
 export async function projectCaches(sql: Sql, projectId: string): Promise<ProjectCache[]> {
-  const rows = await sql<{ id: string; name: string; mode: number; public: boolean; key_name: string; public_key: Buffer }[]>`
-    select c.id, c.name, min(s.mode)::int as mode, c.public, c.key_name, c.public_key
-    from subscriptions s join caches c on c.id = s.cache_id join projects p on p.id = ${projectId}
-    where c.active and (s.project_id = p.id or s.organization_id = p.organization_id)
-    group by c.id, c.name, c.public, c.key_name, c.public_key order by c.name`;
+  const rows = await subscribedCacheRows(sql, projectId);
   return rows.map((r) => ({ id: r.id, name: r.name, mode: r.mode, public: r.public, publicKey: cachePublicKeyText(r) }));
 }
 

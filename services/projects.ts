@@ -82,7 +82,7 @@ export function projectsService({ sql, config, events }: AccessDeps) {
         });
         return byId(who, id);
       } catch (e) {
-        if (isUniqueViolation(e)) throw new ApiError(409, 'project_exists', `organization "${organization.name}" has a project "${body.name}"`);
+        if (isUniqueViolation(e)) throw new ApiError('project_exists', `organization "${organization.name}" has a project "${body.name}"`);
         throw e;
       }
     },

@@ -18,7 +18,7 @@ export function resolveHead(repository: string, branch: string | null, gitOption
         const commit = stdout.split('\n').map((l) => l.split('\t')).find((parts) => parts[1] === ref)?.[0];
         if (!error && commit && /^([0-9a-f]{40}|[0-9a-f]{64})$/.test(commit)) return resolve(commit);
         const detail = error ? 'the repository is unreachable' : `no ${ref} in the repository`;
-        reject(new ApiError(422, 'repository_unavailable', `cannot find the head of ${branch ? `branch "${branch}"` : 'the default branch'}: ${detail}`));
+        reject(new ApiError('repository_unavailable', `cannot find the head of ${branch ? `branch "${branch}"` : 'the default branch'}: ${detail}`));
       },
     );
   });

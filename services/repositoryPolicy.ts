@@ -30,7 +30,7 @@ const DEFAULT_PORTS: Record<string, number> = { http: 80, https: 443, ftp: 21, f
 const PERMITTED_PROTOCOLS = ['http', 'https', 'ftp', 'ftps', 'ssh', 'git'];
 
 const refused = (repository: string, what: string) =>
-  new ApiError(422, 'repository_not_allowed', `repository "${repository.slice(0, 200)}" ${what}; local and private-network repositories need the instance option ${ALLOW_LOCAL_OPTION}`);
+  new ApiError('repository_not_allowed', `repository "${repository.slice(0, 200)}" ${what}; local and private-network repositories need the instance option ${ALLOW_LOCAL_OPTION}`);
 
 /**
  * Checks a repository URL against the policy; throws ApiError 422 `repository_not_allowed`.
@@ -38,7 +38,7 @@ const refused = (repository: string, what: string) =>
  */
 export async function vetRepository(repository: string, policy: RepositoryPolicy): Promise<string[]> {
   const target = repositoryTarget(repository);
-  if (target.kind === 'unsupported') throw new ApiError(422, 'repository_not_allowed', `repository "${repository.slice(0, 200)}": ${target.reason}`);
+  if (target.kind === 'unsupported') throw new ApiError('repository_not_allowed', `repository "${repository.slice(0, 200)}": ${target.reason}`);
   if (policy.allowLocal) return [];
   if (target.kind === 'local') throw refused(repository, 'is a local path');
   const { host, scheme } = target;

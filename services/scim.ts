@@ -32,7 +32,7 @@ export function scimService({ sql, config, events }: IdentityDeps, sessions: Ses
 
   const find = async (id: string): Promise<UserRow> => {
     const [row] = UUID.test(id) ? await sql<UserRow[]>`select * from users where id = ${id}` : [];
-    if (!row) throw new ApiError(404, 'not_found', `no user ${id}`);
+    if (!row) throw new ApiError('not_found', `no user ${id}`);
     return row;
   };
 
@@ -48,7 +48,7 @@ export function scimService({ sql, config, events }: IdentityDeps, sessions: Ses
     }).catch((e: unknown) => {
       throw userConflict(e, f.username, f.email) ?? e;
     });
-    if (!row) throw new ApiError(404, 'not_found', `no user ${id}`);
+    if (!row) throw new ApiError('not_found', `no user ${id}`);
     if (!f.active) await sessions.revokeAll(id, 'account_disabled');
     return row;
   };
@@ -56,12 +56,12 @@ export function scimService({ sql, config, events }: IdentityDeps, sessions: Ses
   return {
     /** Checks the SCIM bearer token (not a user's token: SCIM has its own). */
     checkToken(authorization: string | undefined): void {
-      if (!config['scim.enable']) throw new ApiError(404, 'not_found', 'SCIM is not enabled on this server (scim.enable)');
+      if (!config['scim.enable']) throw new ApiError('not_found', 'SCIM is not enabled on this server (scim.enable)');
       const file = config['scim.tokenFile'];
-      if (!file) throw new ApiError(503, 'scim_unavailable', 'SCIM is enabled but scim.tokenFile is not set');
+      if (!file) throw new ApiError('scim_unavailable', 'SCIM is enabled but scim.tokenFile is not set');
       const presented = /^Bearer (.+)$/i.exec(authorization ?? '')?.[1] ?? '';
       // Hashing first gives equal lengths, so the comparison time says nothing about the token.
-      if (!timingSafeEqual(digest(presented), digest(readSecretFile(file)))) throw new ApiError(401, 'unauthorized', 'the SCIM bearer token is missing or wrong');
+      if (!timingSafeEqual(digest(presented), digest(readSecretFile(file)))) throw new ApiError('unauthorized', 'the SCIM bearer token is missing or wrong');
     },
 
     async list(query: URLSearchParams): Promise<ScimList> {
@@ -69,7 +69,7 @@ export function scimService({ sql, config, events }: IdentityDeps, sessions: Ses
       const count = Math.min(MAX_PAGE, Math.max(0, Number.parseInt(query.get('count') ?? '100', 10) || 0));
       const filterText = query.get('filter');
       const filter = filterText === null ? null : parseScimFilter(filterText);
-      if (filterText !== null && !filter) throw new ApiError(400, 'invalid_filter', `unsupported filter ${JSON.stringify(filterText)}: kiln supports userName eq "…" and externalId eq "…"`);
+      if (filterText !== null && !filter) throw new ApiError('invalid_filter', `unsupported filter ${JSON.stringify(filterText)}: kiln supports userName eq "…" and externalId eq "…"`);
       const where = !filter ? sql`true` : filter.attribute === 'userName' ? sql`username = ${filter.value}` : sql`scim_external_id = ${filter.value}`;
       const [total] = await sql<{ n: number }[]>`select count(*)::int as n from users where ${where}`;
       const rows = await sql<UserRow[]>`select * from users where ${where} order by created_at, id offset ${startIndex - 1} limit ${count}`;
@@ -123,7 +123,7 @@ export function scimService({ sql, config, events }: IdentityDeps, sessions: Ses
 }
 
 function applyChange(f: ScimUserFields, path: string, value: unknown): void {
-  const invalid = (what: string) => new ApiError(400, 'invalid_body', `${path}: ${what}`);
+  const invalid = (what: string) => new ApiError('invalid_body', `${path}: ${what}`);
   const parse = <T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }, what: string): T => {
     const r = schema.safeParse(value);
     if (!r.success) throw invalid(what);
@@ -156,6 +156,6 @@ function applyChange(f: ScimUserFields, path: string, value: unknown): void {
       return;
     }
     default:
-      throw new ApiError(400, 'invalid_scim_path', `kiln cannot change the SCIM attribute "${path}"`);
+      throw new ApiError('invalid_scim_path', `kiln cannot change the SCIM attribute "${path}"`);
   }
 }

@@ -37,7 +37,7 @@ export function serversService(deps: AccessDeps) {
   async function server(who: Principal, org: string, name: string, permission: 'viewOrg' | 'manageServers') {
     const { row: organization } = await demandOrganization(sql, who, org, permission);
     const [found] = await rows(organization.id, name);
-    if (!found) throw new ApiError(404, 'not_found', `no server "${name}" in organization "${organization.name}"`);
+    if (!found) throw new ApiError('not_found', `no server "${name}" in organization "${organization.name}"`);
     return { organization, server: found };
   }
 
@@ -55,7 +55,7 @@ export function serversService(deps: AccessDeps) {
           values (${row.id}, ${body.name}, ${body.host}, ${body.port ?? 22}, ${body.username ?? 'root'},
                   ${body.architectures ?? []}, ${body.features ?? []}, ${body.max_jobs ?? 1})`;
       } catch (e) {
-        if (isUniqueViolation(e)) throw new ApiError(409, 'server_exists', `organization "${row.name}" has a server "${body.name}"`);
+        if (isUniqueViolation(e)) throw new ApiError('server_exists', `organization "${row.name}" has a server "${body.name}"`);
         throw e;
       }
       return (await rows(row.id, body.name))[0]!;

@@ -73,17 +73,17 @@ export async function openSessions({ sql, config, clock, events }: Pick<Identity
       const verified = await codec.verify(token, now);
       if (!verified.ok) {
         throw verified.reason === 'expired'
-          ? new ApiError(401, 'token_expired', 'the session has expired; sign in again')
-          : new ApiError(401, 'invalid_token', 'the bearer token is not valid');
+          ? new ApiError('token_expired', 'the session has expired; sign in again')
+          : new ApiError('invalid_token', 'the bearer token is not valid');
       }
       const { userId, sessionId } = verified.claims;
       const [row] = await sql<SessionRow[]>`
         select s.revoked_at, s.expires_at, u.username, u.superuser, u.disabled
         from sessions s join users u on u.id = s.user_id
         where s.id = ${sessionId} and s.user_id = ${userId}`;
-      if (!row || row.revoked_at !== null) throw new ApiError(401, 'invalid_token', 'the session was logged out or no longer exists; sign in again');
-      if (row.expires_at <= now) throw new ApiError(401, 'token_expired', 'the session has expired; sign in again');
-      if (row.disabled) throw new ApiError(403, 'account_disabled', 'this account is disabled');
+      if (!row || row.revoked_at !== null) throw new ApiError('invalid_token', 'the session was logged out or no longer exists; sign in again');
+      if (row.expires_at <= now) throw new ApiError('token_expired', 'the session has expired; sign in again');
+      if (row.disabled) throw new ApiError('account_disabled', 'this account is disabled');
       return { kind: 'user', via: 'session', userId, username: row.username, superuser: row.superuser, sessionId };
     },
 

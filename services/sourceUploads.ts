@@ -90,12 +90,12 @@ export function sourceUploadsService(deps: SourceUploadsDeps) {
           }
         } catch (e) {
           if (e instanceof ApiError && e.status === 413) {
-            throw new ApiError(413, 'source_too_large', `the source upload exceeds http.maxSourceUploadSize (${deps.maxBytes} bytes); upload a smaller tarball (leave out build results and .git) or raise the option`);
+            throw new ApiError('source_too_large', `the source upload exceeds http.maxSourceUploadSize (${deps.maxBytes} bytes); upload a smaller tarball (leave out build results and .git) or raise the option`);
           }
           throw e;
         }
         if (format === null) {
-          if (size === 0) throw new ApiError(400, 'empty_source', 'the request body is empty; send the source tarball as the body');
+          if (size === 0) throw new ApiError('empty_source', 'the request body is empty; send the source tarball as the body');
           format = sourceFormat(head);
           if (format === null) throw unsupported();
           yield head;
@@ -121,7 +121,7 @@ export function sourceUploadsService(deps: SourceUploadsDeps) {
 
     /** The upload's bytes for whoever holds the token; 404 for an unknown id, a wrong token or an expired upload alike. */
     async fetch(id: string, token: string | null): Promise<{ read: BlobRead; format: string; sha256: string }> {
-      const missing = () => new ApiError(404, 'not_found', `no source upload ${id} for this token (it may have expired)`);
+      const missing = () => new ApiError('not_found', `no source upload ${id} for this token (it may have expired)`);
       if (!token) throw missing();
       const [row] = await sql<{ blob_key: string; token_hash: string; expires_at: Date; format: string; sha256: string }[]>`
         select blob_key, token_hash, expires_at, format, sha256 from source_uploads where id = ${id}`;
@@ -137,4 +137,4 @@ export function sourceUploadsService(deps: SourceUploadsDeps) {
 export type SourceUploadsService = ReturnType<typeof sourceUploadsService>;
 
 const unsupported = () =>
-  new ApiError(415, 'unsupported_source_format', 'the body is not a tarball: expected a tar archive, plain or compressed with gzip, zstd, xz or bzip2');
+  new ApiError('unsupported_source_format', 'the body is not a tarball: expected a tar archive, plain or compressed with gzip, zstd, xz or bzip2');

@@ -1,5 +1,6 @@
 import type { TransactionSql } from 'postgres';
 import type { Role, SubscriptionMode } from '../protocol/index.js';
+import { cacheIdNamed, declareCache, insertCache, releaseUndeclaredCaches } from '../storage/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import { hashApiKeySecret } from './apiKeySecret.js';
 import { generateCacheKey, keyHost } from './cacheKeys.js';
@@ -123,23 +124,13 @@ async function applyCaches(
   const ids = new Map<string, string>();
   for (const c of state.caches) {
     const owner = c.owner === undefined ? null : userIds.get(lower(c.owner))!;
-    const [existing] = await tx<{ id: string }[]>`select id from caches where name = ${c.name}`;
-    let id = existing?.id;
-    if (id) {
-      await tx`
-        update caches set description = ${c.description}, public = ${c.public}, priority = ${c.priority}, owner_id = ${owner}, state_managed = true
-        where id = ${id}`;
-    } else {
-      const key = generateCacheKey(box, host, c.name);
-      const [row] = await tx<{ id: string }[]>`
-        insert into caches (name, description, public, priority, owner_id, key_name, public_key, secret_key, state_managed)
-        values (${c.name}, ${c.description}, ${c.public}, ${c.priority}, ${owner}, ${key.key_name}, ${key.public_key}, ${key.secret_key}, true)
-        returning id`;
-      id = row!.id;
-    }
+    const settings = { description: c.description, public: c.public, priority: c.priority, owner_id: owner };
+    let id = await cacheIdNamed(tx, c.name);
+    if (id) await declareCache(tx, id, settings);
+    else id = await insertCache(tx, { name: c.name, ...settings, ...generateCacheKey(box, host, c.name) }, true);
     ids.set(lower(c.name), id);
   }
-  await tx`update caches set state_managed = false where state_managed and not (id = any(${[...ids.values()]}::uuid[]))`;
+  await releaseUndeclaredCaches(tx, [...ids.values()]);
   return ids;
 }
 

@@ -8,6 +8,6 @@ import { ApiError } from '../protocol/index.js';
  */
 export function demandNotStateManaged(row: { state_managed: boolean }, label: string): void {
   if (row.state_managed) {
-    throw new ApiError(403, 'state_managed', `${label} is declared in the state file; change it there`);
+    throw new ApiError('state_managed', `${label} is declared in the state file; change it there`);
   }
 }

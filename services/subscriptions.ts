@@ -1,7 +1,7 @@
 import { ApiError, type SubscriptionMode } from '../protocol/index.js';
 import { accessOf, notFound, userIdOf } from './access.js';
 import type { AccessDeps } from './accessDeps.js';
-import type { Emit } from '../storage/index.js';
+import { cacheRowNamed, type Emit } from '../storage/index.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandNotStateManaged } from './stateManaged.js';
@@ -118,7 +118,7 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log, events 
   /** Ends a subscription and cancels a pending request; 404 not_subscribed when there was neither. */
   async function unsubscribe(subscriber: Subscriber, cacheName: string): Promise<string> {
     return events.transaction(async (tx, emit) => {
-      const [cache] = await tx<{ id: string; name: string }[]>`select id, name from caches where name = ${cacheName}`;
+      const cache = await cacheRowNamed(tx, null, cacheName);
       const [existing] = cache
         ? await tx<{ state_managed: boolean }[]>`
             select state_managed from subscriptions where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id} for update`
@@ -127,7 +127,7 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log, events 
       const ended = cache ? await tx`delete from subscriptions where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id} returning id` : [];
       const cancelled = cache ? await tx`delete from subscription_requests where ${tx(subscriber.column)} = ${subscriber.id} and cache_id = ${cache.id} returning id` : [];
       if (ended.length === 0 && cancelled.length === 0) {
-        throw new ApiError(404, 'not_subscribed', `${subscriber.label} neither subscribes to nor asked for cache "${cacheName}"`);
+        throw new ApiError('not_subscribed', `${subscriber.label} neither subscribes to nor asked for cache "${cacheName}"`);
       }
       // A cancelled request is reported as a delete with request: true.
       await emitSubscription(tx, emit, subscriber, cache!, 'delete', null, ended.length > 0 ? {} : { request: true });
@@ -150,7 +150,7 @@ export function subscriptionsService({ sql, onSubscriptionApproved, log, events 
       ? await sql<{ id: string; project_id: string | null; organization_id: string | null; mode: SubscriptionMode }[]>`
           select id, project_id, organization_id, mode from subscription_requests where id = ${id} and cache_id = ${cache.id}`
       : [];
-    if (!request) throw new ApiError(404, 'not_found', `no subscription request ${id} for cache "${cache.name}"`);
+    if (!request) throw new ApiError('not_found', `no subscription request ${id} for cache "${cache.name}"`);
     const subscriber: Subscriber = request.project_id
       ? { column: 'project_id', id: request.project_id, label: `project ${request.project_id}` }
       : { column: 'organization_id', id: request.organization_id!, label: `organization ${request.organization_id}` };

@@ -1,4 +1,5 @@
 import type { Permission, Role } from '../protocol/index.js';
+import { cacheRowById, cacheRowNamed, type CacheRow } from '../storage/index.js';
 import { accessOf, demand, notFound, type Access, type AccessTarget } from './access.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
@@ -10,7 +11,9 @@ import type { Queryable } from './queryable.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string): boolean => UUID.test(s);
 
-const userOf = (who: Principal): string | null => (who.kind === 'user' ? who.userId : null);
+export type { CacheRow };
+
+export const userOf = (who: Principal): string | null => (who.kind === 'user' ? who.userId : null);
 
 export interface OrganizationRow {
   id: string;
@@ -36,15 +39,6 @@ export interface ProjectRow {
   active: boolean;
   state_managed: boolean;
   created_at: Date;
-  role: Role | null;
-}
-
-export interface CacheRow {
-  id: string;
-  name: string;
-  public: boolean;
-  owner_id: string | null;
-  state_managed: boolean;
   role: Role | null;
 }
 
@@ -108,25 +102,9 @@ export async function findProjectRef(sql: Queryable, who: Principal, ref: string
   return visible.length === 1 ? visible[0]! : null;
 }
 
-export async function findCache(sql: Queryable, who: Principal, name: string): Promise<CacheRow | null> {
-  const [row] = await sql<CacheRow[]>`
-    select c.id, c.name, c.public, c.owner_id, c.state_managed,
-           case when c.owner_id is not null and c.owner_id = ${userOf(who)} then 'Admin' else m.role end as role
-    from caches c
-    left join cache_members m on m.cache_id = c.id and m.user_id = ${userOf(who)}
-    where c.name = ${name}`;
-  return row ?? null;
-}
+export const findCache = (sql: Queryable, who: Principal, name: string): Promise<CacheRow | null> => cacheRowNamed(sql, userOf(who), name);
 
-export async function findCacheById(sql: Queryable, who: Principal, id: string): Promise<CacheRow | null> {
-  const [row] = await sql<CacheRow[]>`
-    select c.id, c.name, c.public, c.owner_id, c.state_managed,
-           case when c.owner_id is not null and c.owner_id = ${userOf(who)} then 'Admin' else m.role end as role
-    from caches c
-    left join cache_members m on m.cache_id = c.id and m.user_id = ${userOf(who)}
-    where c.id = ${id}`;
-  return row ?? null;
-}
+export const findCacheById = (sql: Queryable, who: Principal, id: string): Promise<CacheRow | null> => cacheRowById(sql, userOf(who), id);
 
 function found<Row>(who: Principal, row: Row, target: AccessTarget): Found<Row> {
   return { row, target, access: accessOf(who, target) };

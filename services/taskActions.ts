@@ -79,11 +79,11 @@ async function demandTask(sql: Queryable, who: Principal, project: string, task:
   const { row } = await demandProjectRef(sql, who, project, 'manageTasks');
   const label = `${row.organization}/${row.name}`;
   const [t] = await sql<{ id: string; name: string }[]>`select id, name from tasks where project_id = ${row.id} and name = ${task}`;
-  if (!t) throw new ApiError(404, 'not_found', `no task "${task}" in project "${label}"`);
+  if (!t) throw new ApiError('not_found', `no task "${task}" in project "${label}"`);
   return { taskId: t.id, task: t.name, projectId: row.id, project: label };
 }
 
-const notFound = (id: string) => new ApiError(404, 'not_found', `no task action ${id} on this task`);
+const notFound = (id: string) => new ApiError('not_found', `no task action ${id} on this task`);
 
 export function taskActionsService({ sql, events, secretBox, outbound }: TaskActionsDeps) {
   async function action(who: Principal, project: string, task: string, id: string): Promise<{ ref: TaskRef; row: TaskActionRow }> {
@@ -122,7 +122,7 @@ export function taskActionsService({ sql, events, secretBox, outbound }: TaskAct
           active: body.active,
           createdBy: who.kind === 'user' ? who.userId : null,
         });
-        if (!inserted) throw new ApiError(409, 'task_action_exists', `task "${ref.task}" has an action named "${body.name}"`);
+        if (!inserted) throw new ApiError('task_action_exists', `task "${ref.task}" has an action named "${body.name}"`);
         emit('task.action.create', content(ref, { id: inserted, name: body.name, kind: body.kind }), scopeOf(ref));
         return inserted;
       });
@@ -132,13 +132,13 @@ export function taskActionsService({ sql, events, secretBox, outbound }: TaskAct
 
     async update(who: Principal, project: string, task: string, id: string, body: UpdateTaskActionBody): Promise<TaskActionView> {
       const { ref, row } = await action(who, project, task, id);
-      if (body.url !== undefined && row.kind !== 'send_web_request') throw new ApiError(400, 'invalid_body', `url: a ${row.kind} action has no URL`);
-      if (body.to !== undefined && row.kind !== 'send_mail') throw new ApiError(400, 'invalid_body', `to: a ${row.kind} action has no recipients`);
+      if (body.url !== undefined && row.kind !== 'send_web_request') throw new ApiError('invalid_body', `url: a ${row.kind} action has no URL`);
+      if (body.to !== undefined && row.kind !== 'send_mail') throw new ApiError('invalid_body', `to: a ${row.kind} action has no recipients`);
       if (body.url !== undefined) await demandAllowedDestination(outbound, 'url', body.url);
       await events.transaction(async (tx, emit) => {
         const outcome = await updateTaskAction(tx, ref.taskId, id, { ...body, ...(body.to ? { mailTo: body.to } : {}) });
         if (outcome === 'missing') throw notFound(id);
-        if (outcome === 'conflict') throw new ApiError(409, 'task_action_exists', `task "${ref.task}" has an action named "${body.name ?? ''}"`);
+        if (outcome === 'conflict') throw new ApiError('task_action_exists', `task "${ref.task}" has an action named "${body.name ?? ''}"`);
         emit('task.action.edit', content(ref, { id, name: body.name ?? row.name, kind: row.kind }, Object.keys(body)), scopeOf(ref));
       });
       return view((await findTaskAction(sql, ref.taskId, id))!);
@@ -156,7 +156,7 @@ export function taskActionsService({ sql, events, secretBox, outbound }: TaskAct
 
     async rotateSecret(who: Principal, project: string, task: string, id: string): Promise<TaskActionWithSecret> {
       const { ref, row } = await action(who, project, task, id);
-      if (row.kind !== 'send_web_request') throw new ApiError(409, 'no_signing_secret', `a ${row.kind} action has no signing secret`);
+      if (row.kind !== 'send_web_request') throw new ApiError('no_signing_secret', `a ${row.kind} action has no signing secret`);
       const secret = newSigningSecret(secretBox);
       if (!(await replaceTaskActionSecret(sql, ref.taskId, id, secret.sealed))) throw notFound(id);
       return { ...view((await findTaskAction(sql, ref.taskId, id))!), secret: secret.text };

@@ -42,7 +42,7 @@ export function tasksService({ sql, events }: AccessDeps) {
   async function task(who: Principal, project: string, name: string): Promise<TaskView & { project_id: string; projectRow: ProjectRow }> {
     const { row } = await demandProjectRef(sql, who, project, 'viewProject');
     const hit = (await listTasks(sql, row.id, userIdOf(who))).find((t) => t.name.toLowerCase() === name.toLowerCase());
-    if (!hit) throw new ApiError(404, 'not_found', `no task "${name}" in project "${row.organization}/${row.name}"`);
+    if (!hit) throw new ApiError('not_found', `no task "${name}" in project "${row.organization}/${row.name}"`);
     return { ...hit, project_id: row.id, projectRow: row };
   }
   const view = ({ project_id: _, projectRow: __, ...rest }: TaskView & { project_id: string; projectRow: ProjectRow }): TaskView => rest;
@@ -71,13 +71,13 @@ export function tasksService({ sql, events }: AccessDeps) {
         }
         return rows;
       });
-      if (inserted.length === 0) throw new ApiError(409, 'task_exists', `project "${row.organization}/${row.name}" has a task "${body.name}"`);
+      if (inserted.length === 0) throw new ApiError('task_exists', `project "${row.organization}/${row.name}" has a task "${body.name}"`);
       return view(await task(who, row.id, body.name));
     },
 
     async remove(who: Principal, project: string, name: string): Promise<string> {
       const { row } = await demandProjectRef(sql, who, project, 'manageTasks');
-      if (name.toLowerCase() === DEFAULT_TASK) throw new ApiError(409, 'default_task', 'the task "default" belongs to every project and cannot be deleted');
+      if (name.toLowerCase() === DEFAULT_TASK) throw new ApiError('default_task', 'the task "default" belongs to every project and cannot be deleted');
       // The task's actions go with it (cascade); the project's webhooks receive task.delete.
       const deleted = await events.transaction(async (tx, emit) => {
         const rows = await tx<{ id: string; name: string }[]>`delete from tasks where project_id = ${row.id} and name = ${name} returning id, name`;
@@ -87,7 +87,7 @@ export function tasksService({ sql, events }: AccessDeps) {
         }
         return rows;
       });
-      if (deleted.length === 0) throw new ApiError(404, 'not_found', `no task "${name}" in project "${row.organization}/${row.name}"`);
+      if (deleted.length === 0) throw new ApiError('not_found', `no task "${name}" in project "${row.organization}/${row.name}"`);
       return `task "${name}" deleted`;
     },
 

@@ -11,6 +11,7 @@ import type { Logger } from '../config/index.js';
 import { isStorePathHashPart, VerifyingKey } from '../protocol/index.js';
 import { TtlMap, type SecretBox } from '../storage/index.js';
 import { cacheSigningKeys } from './cacheSigningKeys.js';
+import type { BinaryCache } from './binaryCacheAccess.js';
 import { Semaphore } from './semaphore.js';
 import {
   fetchSmallBytes, fetchSmallText, headUpstreamFile, lazyUpstreamBody, spoolUpstreamFile, type ByteRange, type FetchFunction,
@@ -46,10 +47,7 @@ export interface UpstreamDeps {
 }
 
 /** The cache a narinfo is asked for: the upstream answer is re-signed with its key. */
-export interface UpstreamCache {
-  id: string;
-  name: string;
-}
+export type UpstreamCache = Pick<BinaryCache, 'id' | 'name'>;
 
 /** A file an upstream has, ready to be served through kiln. */
 export interface UpstreamFile {

@@ -27,9 +27,9 @@ interface PgError {
 export function userConflict(e: unknown, username: string, email: string | null): ApiError | null {
   const pg = e as PgError;
   if (pg?.code !== '23505') return null;
-  if (pg.constraint_name === 'users_email_key') return new ApiError(409, 'email_taken', `an account with the e-mail address ${email} exists`);
-  if (pg.constraint_name === 'users_oidc_subject_key') return new ApiError(409, 'oidc_subject_taken', 'another account is linked to this OIDC identity');
-  return new ApiError(409, 'username_taken', `the username "${username}" is taken`);
+  if (pg.constraint_name === 'users_email_key') return new ApiError('email_taken', `an account with the e-mail address ${email} exists`);
+  if (pg.constraint_name === 'users_oidc_subject_key') return new ApiError('oidc_subject_taken', 'another account is linked to this OIDC identity');
+  return new ApiError('username_taken', `the username "${username}" is taken`);
 }
 
 /** Inserts the account and emits user.create in the same transaction. */

@@ -34,7 +34,7 @@ export function userProfileService({ sql, events }: IdentityDeps, sessions: Sess
   const load = async (userId: string): Promise<UserRow> => {
     const [row] = await sql<UserRow[]>`select * from users where id = ${userId}`;
     // The authenticator found the account a moment ago; it was deleted in between.
-    if (!row) throw new ApiError(401, 'invalid_token', 'the account behind this token no longer exists');
+    if (!row) throw new ApiError('invalid_token', 'the account behind this token no longer exists');
     return row;
   };
 
@@ -47,7 +47,7 @@ export function userProfileService({ sql, events }: IdentityDeps, sessions: Sess
     async delete(who: Principal): Promise<string> {
       const user = requireSession(who, 'deleting the account');
       const row = await load(user.userId);
-      if (row.state_managed) throw new ApiError(403, 'state_managed', `the account "${row.username}" is declared in the state file; remove it there`);
+      if (row.state_managed) throw new ApiError('state_managed', `the account "${row.username}" is declared in the state file; remove it there`);
       await events.transaction(async (tx, emit) => {
         await tx`delete from users where id = ${user.userId}`;
         emit('user.delete', { user: row.username, user_id: row.id }, { userId: row.id });
@@ -67,9 +67,9 @@ export function userProfileService({ sql, events }: IdentityDeps, sessions: Sess
       const row = await events
         .transaction(async (tx, emit) => {
           const [current] = await tx<UserRow[]>`select * from users where id = ${user.userId} for update`;
-          if (!current) throw new ApiError(401, 'invalid_token', 'the account behind this token no longer exists');
+          if (!current) throw new ApiError('invalid_token', 'the account behind this token no longer exists');
           if (passwordHash !== undefined && !(await verifyPassword(current.password_hash, patch.current_password ?? ''))) {
-            throw new ApiError(403, 'wrong_password', current.password_hash === null
+            throw new ApiError('wrong_password', current.password_hash === null
               ? 'current_password: this account has no password (it signs in through OIDC)'
               : 'current_password: wrong password');
           }
@@ -78,7 +78,7 @@ export function userProfileService({ sql, events }: IdentityDeps, sessions: Sess
             if (value === null) delete preferences[key];
             else preferences[key] = value;
           }
-          if (Object.keys(preferences).length > 32) throw new ApiError(400, 'invalid_body', 'preferences: at most 32 preferences');
+          if (Object.keys(preferences).length > 32) throw new ApiError('invalid_body', 'preferences: at most 32 preferences');
           emailChanged = patch.email !== undefined && patch.email.toLowerCase() !== (current.email ?? '').toLowerCase();
           const [updated] = await tx<UserRow[]>`
             update users set

@@ -32,9 +32,9 @@ export function accessWebhookAuthorizer(sql: Queryable): WebhookAuthorizer {
       const { row } = await demandCache(sql, who, ref.cache, 'manageCacheWebhooks');
       return { scope: { kind: 'cache', cacheId: row.id }, eventScope: { cacheId: row.id }, cache: row.name };
     }
-    if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'this needs a signed-in user');
+    if (who.kind !== 'user') throw new ApiError('unauthorized', 'this needs a signed-in user');
     // isSuperuser: a superuser's key needs admin and no pin (spec: Authentication 4).
-    if (!isSuperuser(who)) throw new ApiError(403, 'forbidden', superuserRefusal(who, 'instance webhooks are for superusers'));
+    if (!isSuperuser(who)) throw new ApiError('forbidden', superuserRefusal(who, 'instance webhooks are for superusers'));
     return { scope: { kind: 'instance' }, eventScope: {} };
   };
 }

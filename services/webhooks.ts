@@ -70,7 +70,7 @@ function view(row: WebhookRow, where: ResolvedWebhookScope): WebhookView {
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const notFound = (id: string) => new ApiError(404, 'not_found', `no webhook ${id} here`);
+const notFound = (id: string) => new ApiError('not_found', `no webhook ${id} here`);
 
 export function webhooksService({ sql, events, engine, secretBox, authorize, outbound }: WebhooksDeps) {
   async function webhook(who: Principal, ref: WebhookScopeRef, id: string): Promise<{ row: WebhookRow; where: ResolvedWebhookScope }> {
@@ -129,7 +129,7 @@ export function webhooksService({ sql, events, engine, secretBox, authorize, out
     /** Sends webhook.ping at once and returns the recorded delivery; a disabled webhook is refused. */
     async test(who: Principal, ref: WebhookScopeRef, id: string): Promise<DeliveryDetail> {
       const { row, where } = await webhook(who, ref, id);
-      if (!row.active) throw new ApiError(409, 'webhook_disabled', `webhook ${id} is disabled; enable it before testing it`);
+      if (!row.active) throw new ApiError('webhook_disabled', `webhook ${id} is disabled; enable it before testing it`);
       const written = await events.transaction((tx) =>
         events.emitTo(tx, { webhookId: id }, 'webhook.ping', {
           webhook_id: id,
@@ -155,9 +155,9 @@ export function webhooksService({ sql, events, engine, secretBox, authorize, out
       const original = UUID.test(deliveryId) ? await findDelivery(sql, { webhookId: id }, deliveryId) : null;
       if (!original) throw deliveryNotFound(deliveryId);
       if (original.status !== 'delivered' && original.status !== 'dead') {
-        throw new ApiError(409, 'delivery_in_progress', `delivery ${deliveryId} is ${original.status}; it can be redelivered once it is delivered or dead`);
+        throw new ApiError('delivery_in_progress', `delivery ${deliveryId} is ${original.status}; it can be redelivered once it is delivered or dead`);
       }
-      if (!row.active) throw new ApiError(409, 'webhook_disabled', `webhook ${id} is disabled; enable it before redelivering`);
+      if (!row.active) throw new ApiError('webhook_disabled', `webhook ${id} is disabled; enable it before redelivering`);
       const written = await events.transaction((tx) => events.redeliver(tx, { webhookId: id }, original.event_id));
       if (!written) throw deliveryNotFound(deliveryId);
       await engine.deliverNow(written.id);

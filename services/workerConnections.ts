@@ -160,8 +160,8 @@ export class WorkerConnections {
   /** GET /api/v1/workers: superusers, or anyone when publicStats is on. */
   list(who: Principal): WorkerView[] {
     if (!this.opts.publicStats && !isSuperuser(who)) {
-      if (who.kind !== 'user') throw new ApiError(401, 'unauthorized', 'listing workers needs a superuser\'s token unless publicStats is on');
-      throw new ApiError(403, 'forbidden', superuserRefusal(who, 'listing workers needs a superuser unless publicStats is on'));
+      if (who.kind !== 'user') throw new ApiError('unauthorized', 'listing workers needs a superuser\'s token unless publicStats is on');
+      throw new ApiError('forbidden', superuserRefusal(who, 'listing workers needs a superuser unless publicStats is on'));
     }
     return this.connected().map((w) => ({
       id: w.hello.workerId, connection_id: w.connectionId, software: w.hello.software, capabilities: w.hello.capabilities,

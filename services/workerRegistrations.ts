@@ -80,7 +80,7 @@ export function workerRegistrationsService({ sql, events, secretBox }: AccessDep
     async remove(who: Principal, project: string, id: string): Promise<string> {
       const { row } = await demandProjectRef(sql, who, project, 'manageWorkers');
       const deleted = isUuid(id) ? await sql`delete from worker_registrations where id = ${id} and project_id = ${row.id} returning id` : [];
-      if (deleted.length === 0) throw new ApiError(404, 'not_found', `no worker registration ${id} in project "${row.organization}/${row.name}"`);
+      if (deleted.length === 0) throw new ApiError('not_found', `no worker registration ${id} in project "${row.organization}/${row.name}"`);
       return 'Worker registration deleted';
     },
   };

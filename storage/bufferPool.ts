@@ -1,5 +1,5 @@
 // Buffers of one size kept for reuse between streams. Streaming large bodies through fresh 1 MiB
-// buffers makes V8 answer the external memory with major garbage collections (bench/README.md,
+// buffers makes V8 answer the external memory with major garbage collections (bench/HISTORY.md,
 // binary-cache third pass); a stream that is done with its buffers hands them back here instead.
 
 export class BufferPool {

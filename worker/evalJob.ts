@@ -1,13 +1,11 @@
 // An evalJob: fetch the commit, evaluate the wildcard, walk the derivation closure, and stream it
 // to the server as evalBatch messages (derivations in dependency order, then attributes and
 // attribute errors), closed by evalResult with the totals.
-import { join } from 'node:path';
 import { EVAL_BATCH_TARGET_BYTES, jobFailure, parseAttributeWildcard, type EvalJob, type JobFailure } from '../protocol/index.js';
 import { derivationClosure } from './derivationGraph.js';
 import { evaluateFlake } from './flakeEval.js';
 import { checkoutCommit } from './gitCheckout.js';
 import { batchesOf, reply, type JobContext } from './jobContext.js';
-import { ensurePrivateDirectory } from './privateDirectories.js';
 
 /** A rough encoded size: MessagePack is a little smaller than JSON for these shapes. */
 const estimate = (item: unknown): number => JSON.stringify(item).length;
@@ -27,9 +25,7 @@ export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
   if (!wildcard.ok) return fail(jobFailure('eval_error', `the attribute wildcard is invalid: ${wildcard.field}: ${wildcard.reason}`));
   const checkout = await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, job.commit, ctx.settings.childEnv, signal);
   if (!checkout.ok) return fail(checkout.failure);
-  const scratchDir = join(ctx.settings.baseDir, 'tmp');
-  await ensurePrivateDirectory(scratchDir);
-  const evaluation = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, scratchDir, signal });
+  const evaluation = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal });
   if (!evaluation.ok) return fail(evaluation.failure);
   const { attributes, errors } = evaluation.value;
 

@@ -2,13 +2,14 @@
 // derivation of each. One attribute that fails to evaluate must not hide the others, so a batch
 // that fails is split in halves until each failing attribute stands alone with its own message:
 // k broken attributes among n cost about k·log2(n) extra `nix eval` runs.
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+// Every run is pure (nixCli.ts, PURE_EVAL_ARGS) and comes after the lock check (flakeLock.ts): the
+// tenant's expression reads its flake's sources and locked remote inputs, not the worker's files.
+import { jobFailure, type AttributeError, type AttributeWildcard, type EvaluatedAttribute, type JobFailure } from '../protocol/index.js';
 import { z } from 'zod';
-import type { AttributeError, AttributeWildcard, EvaluatedAttribute, JobFailure } from '../protocol/index.js';
 import { classifyEvalFailure } from './failureClassifier.js';
 import { derivationsExpression, selectAttributesExpression } from './flakeExpressions.js';
-import { nix, nixErrorText } from './nixCli.js';
+import { checkFlakeLock } from './flakeLock.js';
+import { nix, nixErrorText, PURE_EVAL_ARGS } from './nixCli.js';
 
 export interface FlakeEvaluation {
   attributes: EvaluatedAttribute[];
@@ -19,13 +20,17 @@ export interface EvaluateOptions {
   flakeRef: string;
   wildcard: AttributeWildcard;
   env: NodeJS.ProcessEnv;
-  /** a directory for the expression files */
-  scratchDir: string;
   signal?: AbortSignal;
 }
 
 /** Attributes per `nix eval` before any bisection. */
 const BATCH = 1000;
+/**
+ * The expression is one argv string, and Linux refuses one over MAX_ARG_STRLEN (128 KiB) with
+ * E2BIG. A longer expression is not run: it fails like a broken batch, so bisection splits it
+ * until each half fits, and a single attribute whose name alone is too long gets its own error.
+ */
+export const MAX_EXPRESSION_BYTES = 120 * 1024;
 
 const AttributePaths = z.array(z.array(z.string()));
 const DerivationInfos = z.array(z.union([z.null(), z.strictObject({ drvPath: z.string(), outputs: z.record(z.string(), z.string()) })]));
@@ -34,33 +39,28 @@ type DerivationInfos = z.infer<typeof DerivationInfos>;
 type EvalRun = { ok: true; json: unknown } | { ok: false; message: string; aborted: boolean };
 
 export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: true; value: FlakeEvaluation } | { ok: false; failure: JobFailure }> {
-  const dir = await mkdtemp(join(options.scratchDir, 'eval-'));
-  let counter = 0;
   const evalExpression = async (expression: string): Promise<EvalRun> => {
-    const file = join(dir, `expr-${counter++}.nix`);
-    await writeFile(file, expression);
-    const result = await nix(['eval', '--json', '--file', file], { env: options.env, ...(options.signal ? { signal: options.signal } : {}) });
-    await rm(file, { force: true });
+    const bytes = Buffer.byteLength(expression);
+    if (bytes > MAX_EXPRESSION_BYTES) return { ok: false, message: `the expression to evaluate is ${bytes} bytes, over kiln's limit of ${MAX_EXPRESSION_BYTES}`, aborted: false };
+    const result = await nix(['eval', ...PURE_EVAL_ARGS, '--json', '--expr', expression], { env: options.env, ...(options.signal ? { signal: options.signal } : {}) });
     if (result.exitCode !== 0) return { ok: false, message: nixErrorText(result.stderr), aborted: result.aborted };
     return { ok: true, json: JSON.parse(result.stdout) as unknown };
   };
-  try {
-    const selected = await evalExpression(selectAttributesExpression(options.flakeRef, options.wildcard));
-    if (!selected.ok) return { ok: false, failure: selected.aborted ? cancelled() : classifyEvalFailure(selected.message) };
-    const paths = AttributePaths.parse(selected.json);
-    const unique = [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()];
-    const evaluation: FlakeEvaluation = { attributes: [], errors: [] };
-    for (let start = 0; start < unique.length; start += BATCH) {
-      const aborted = await evaluateBatch(unique.slice(start, start + BATCH), evaluation, (paths) => evalExpression(derivationsExpression(options.flakeRef, paths)));
-      if (aborted) return { ok: false, failure: cancelled() };
-    }
-    return { ok: true, value: evaluation };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
+  const lock = await checkFlakeLock(options.flakeRef, options.env, options.signal);
+  if (!lock.ok) return { ok: false, failure: lock.aborted ? cancelled() : lock.failure };
+  const selected = await evalExpression(selectAttributesExpression(options.flakeRef, options.wildcard));
+  if (!selected.ok) return { ok: false, failure: selected.aborted ? cancelled() : classifyEvalFailure(selected.message) };
+  const paths = AttributePaths.parse(selected.json);
+  const unique = [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()];
+  const evaluation: FlakeEvaluation = { attributes: [], errors: [] };
+  for (let start = 0; start < unique.length; start += BATCH) {
+    const aborted = await evaluateBatch(unique.slice(start, start + BATCH), evaluation, (paths) => evalExpression(derivationsExpression(options.flakeRef, paths)));
+    if (aborted) return { ok: false, failure: cancelled() };
   }
+  return { ok: true, value: evaluation };
 }
 
-const cancelled = (): JobFailure => ({ class: 'FailedTransient', reason: 'cancelled', message: 'the evaluation was cancelled' });
+const cancelled = (): JobFailure => jobFailure('cancelled', 'the evaluation was cancelled');
 
 /** Evaluates `paths`, bisecting on failure; returns true when it was cancelled. */
 async function evaluateBatch(paths: string[][], into: FlakeEvaluation, run: (paths: string[][]) => Promise<EvalRun>): Promise<boolean> {

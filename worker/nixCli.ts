@@ -5,6 +5,14 @@ import { runCommand, type RunOptions, type RunResult } from './childProcess.js';
 
 export const NIX_FEATURE_ARGS = ['--extra-experimental-features', 'nix-command flakes'] as const;
 
+/**
+ * Every evaluation of a tenant's expression. Pure mode: no file outside the store and the flake's
+ * own sources (`builtins.readFile /etc/…` fails), `builtins.getEnv` is "", no `<nixpkgs>` lookup, no
+ * unlocked fetch. Expressions go in with `--expr`: Nix 2.8's `nix eval --file` turns pure mode off
+ * even with this option (`--expr` is pure by default; the option says so explicitly).
+ */
+export const PURE_EVAL_ARGS = ['--option', 'pure-eval', 'true'] as const;
+
 export const nix = (args: readonly string[], options: RunOptions): Promise<RunResult> => runCommand('nix', [...NIX_FEATURE_ARGS, ...args], options);
 
 export const nixStore = (args: readonly string[], options: RunOptions): Promise<RunResult> => runCommand('nix-store', args, options);

@@ -1,19 +1,18 @@
-// Who gets through to a cache at the binary cache paths, as replies: public caches are open,
+// Who gets through to a cache at the binary cache paths: public caches are open,
 // private ones answer 401 with a Basic challenge without credentials (so curl and Nix send their
 // netrc password) and 404 to a caller who may not see them, like a cache that does not exist.
-import { isApiError } from '../../protocol/index.js';
+import { ApiError, isApiError } from '../../protocol/index.js';
 import type { BinaryCache, BinaryCacheAccess, CacheAccess, Principal } from '../../services/index.js';
-import { errorReply, isReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 
 export const BASIC_CHALLENGE = { 'WWW-Authenticate': 'Basic realm="kiln"' };
 
-export const cacheNotFound = (name: string): Reply => errorReply(404, 'not_found', `no cache "${name}"`);
+export const cacheNotFound = (name: string): ApiError => new ApiError('not_found', `no cache "${name}"`);
 
-const challenge = (name: string): Reply =>
-  errorReply(401, 'unauthorized', `cache "${name}" is private: send HTTP Basic credentials, any user name with a session token or API key as the password`, BASIC_CHALLENGE);
+const challenge = (name: string): ApiError =>
+  new ApiError('unauthorized', `cache "${name}" is private: send HTTP Basic credentials, any user name with a session token or API key as the password`, { headers: BASIC_CHALLENGE });
 
-async function resolve(access: BinaryCacheAccess, req: Req<Principal>, name: string): Promise<CacheAccess | Reply> {
+async function resolve(access: BinaryCacheAccess, req: Req<Principal>, name: string): Promise<CacheAccess> {
   // The common case, answered from memory without another promise per request.
   // The address matters only with credentials (allowed_ips); not asking for it saves uWS a copy.
   const authorization = req.header('authorization');
@@ -23,56 +22,52 @@ async function resolve(access: BinaryCacheAccess, req: Req<Principal>, name: str
     return await access.resolve(name, req.header('authorization'), req.peerAddress);
   } catch (e) {
     // A bad password: challenge again, so the client knows to fix its credentials.
-    if (isApiError(e) && e.status === 401) return errorReply(401, e.code, e.message, BASIC_CHALLENGE);
-    throw e;
+    throw isApiError(e) && e.status === 401 ? e.withHeaders(BASIC_CHALLENGE) : e;
   }
 }
 
-/** The cache when the caller may read it, else the reply to send. */
-export async function readableCache(access: BinaryCacheAccess, req: Req<Principal>): Promise<BinaryCache | Reply> {
+/** The cache when the caller may read it; throws the refusal otherwise. */
+export async function readableCache(access: BinaryCacheAccess, req: Req<Principal>): Promise<BinaryCache> {
   const name = req.param<string>('cache');
-  const decision = await resolve(access, req, name);
-  return isReply(decision) ? decision : readDecision(name, decision);
+  return readDecision(name, await resolve(access, req, name));
 }
 
 /** readableCache's answer from memory without waiting, or undefined when only readableCache can tell. */
-export function readableCacheInMemory(access: BinaryCacheAccess, req: Req<Principal>): BinaryCache | Reply | undefined {
+export function readableCacheInMemory(access: BinaryCacheAccess, req: Req<Principal>): BinaryCache | undefined {
   const name = req.param<string>('cache');
   const authorization = req.header('authorization');
   const known = access.peek(name, authorization, authorization ? req.peerAddress : '');
   return known === undefined ? undefined : readDecision(name, known);
 }
 
-function readDecision(name: string, decision: CacheAccess): BinaryCache | Reply {
+function readDecision(name: string, decision: CacheAccess): BinaryCache {
   switch (decision.kind) {
     case 'visible':
       // Like GET /caches/{cache}: a key its owner's role lets see the cache still needs viewCache.
-      return decision.canRead ? decision.cache : errorReply(403, 'forbidden', `viewCache is required on cache "${name}"`);
+      if (decision.canRead) return decision.cache;
+      throw new ApiError('forbidden', `viewCache is required on cache "${name}"`);
     case 'challenge':
-      return challenge(name);
+      throw challenge(name);
     case 'hidden':
-      return cacheNotFound(name);
+      throw cacheNotFound(name);
   }
 }
 
-/** The cache when the caller holds writeStore on it (`nix copy --to`), else the reply to send. */
 /** A cache the request may write, with the uploader's user id: upload permits are shared fairly between owners. */
 export type WritableCache = BinaryCache & { owner?: string };
 
-export async function writableCache(access: BinaryCacheAccess, req: Req<Principal>): Promise<WritableCache | Reply> {
+/** The cache when the caller holds writeStore on it (`nix copy --to`); throws the refusal otherwise. */
+export async function writableCache(access: BinaryCacheAccess, req: Req<Principal>): Promise<WritableCache> {
   const name = req.param<string>('cache');
   const decision = await resolve(access, req, name);
-  if (isReply(decision)) return decision;
   switch (decision.kind) {
     case 'visible':
       if (decision.canWrite) return decision.principal.kind === 'user' ? { ...decision.cache, owner: decision.principal.userId } : decision.cache;
-      if (decision.principal.kind === 'anonymous') return challenge(name);
-      return errorReply(403, 'forbidden', `writeStore is required on cache "${name}" to upload`);
+      if (decision.principal.kind === 'anonymous') throw challenge(name);
+      throw new ApiError('forbidden', `writeStore is required on cache "${name}" to upload`);
     case 'challenge':
-      return challenge(name);
+      throw challenge(name);
     case 'hidden':
-      return cacheNotFound(name);
+      throw cacheNotFound(name);
   }
 }
-
-export const isCache = (value: BinaryCache | Reply): value is BinaryCache => !isReply(value);

@@ -6,7 +6,7 @@ import { bytesReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache } from './cacheGate.js';
+import { readableCache } from './cacheGate.js';
 
 /** The cache's priority for this client: local_priority inside http.localIps when it is set. */
 export function priorityFor(cache: BinaryCache, deps: Pick<CacheRouteDeps, 'localIps'>, address: string): number {
@@ -16,7 +16,6 @@ export function priorityFor(cache: BinaryCache, deps: Pick<CacheRouteDeps, 'loca
 export function cacheInfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
   const info = async (req: Req<Principal>): Promise<Reply> => {
     const cache = await readableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const body = `StoreDir: ${DEFAULT_STORE_DIR}\nWantMassQuery: 1\nPriority: ${priorityFor(cache, deps, req.peerAddress)}\n`;
     return bytesReply(200, body, { 'Content-Type': 'text/x-nix-cache-info' });
   };

@@ -1,15 +1,15 @@
 // GET nar/<filehash>.nar.zst: the stored file, as is (no Content-Encoding: Nix decompresses it
 // itself), always with Content-Length, a single Range as 206, and 404 decided before the first
 // byte. Small files come from memory; with S3, larger ones are a redirect to a presigned URL.
-import { parseNarFileName } from '../../protocol/index.js';
+import { ApiError, parseNarFileName } from '../../protocol/index.js';
 import type { BinaryCache, Principal } from '../../services/index.js';
 import { narBlobKey, type BlobRead } from '../../storage/index.js';
-import { bytesReply, emptyReply, errorReply, streamReply, type Reply } from '../reply.js';
+import { bytesReply, emptyReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import { parseRange } from './byteRange.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache, readableCacheInMemory } from './cacheGate.js';
+import { readableCache, readableCacheInMemory } from './cacheGate.js';
 import { stagedNixFile } from './stagedNixFile.js';
 
 /** A presigned URL outlives any sane download start; the client follows it at once. */
@@ -34,15 +34,17 @@ function lazyBody(open: () => Promise<BlobRead | null>, what: string): AsyncIter
 const PUBLIC_NAR = { 'Content-Type': 'application/x-nix-nar', 'Accept-Ranges': 'bytes', 'Cache-Control': 'public, max-age=31536000, immutable' };
 const PRIVATE_NAR = { ...PUBLIC_NAR, 'Cache-Control': 'private, max-age=31536000, immutable' };
 
-const unsatisfiable = (req: Req<Principal>, fileSize: number): Reply =>
-  errorReply(416, 'range_not_satisfiable', `the file has ${fileSize} bytes; the range ${req.header('range')} lies outside it`, { 'Content-Range': `bytes */${fileSize}` });
+const unsatisfiable = (req: Req<Principal>, fileSize: number): ApiError =>
+  new ApiError('range_not_satisfiable', `the file has ${fileSize} bytes; the range ${req.header('range')} lies outside it`, {
+    headers: { 'Content-Range': `bytes */${fileSize}` },
+  });
 
 /** A whole small file, or the range asked for, as the reply. */
 function smallFileReply(req: Req<Principal>, cache: BinaryCache, bytes: Buffer): Reply {
   const headers = cache.public ? PUBLIC_NAR : PRIVATE_NAR;
   if (req.header('range') === undefined) return bytesReply(200, bytes, headers);
   const range = parseRange(req.header('range'), bytes.length);
-  if (range.kind === 'unsatisfiable') return unsatisfiable(req, bytes.length);
+  if (range.kind === 'unsatisfiable') throw unsatisfiable(req, bytes.length);
   if (range.kind === 'whole') return bytesReply(200, bytes, headers);
   return bytesReply(206, bytes.subarray(range.start, range.end + 1), { ...headers, 'Content-Range': `bytes ${range.start}-${range.end}/${bytes.length}` });
 }
@@ -53,7 +55,7 @@ function smallFileReply(req: Req<Principal>, cache: BinaryCache, bytes: Buffer):
  */
 function fromMemory(deps: CacheRouteDeps, req: Req<Principal>): Reply | undefined {
   const cache = readableCacheInMemory(deps.access, req);
-  if (cache === undefined || !isCache(cache)) return cache;
+  if (cache === undefined) return undefined;
   const fileHash = parseNarFileName(req.param<string>('file'));
   if (fileHash === undefined) return undefined;
   const known = deps.nars.reads.narFileInMemory(cache.id, fileHash);
@@ -67,7 +69,7 @@ function fromMemory(deps: CacheRouteDeps, req: Req<Principal>): Reply | undefine
 async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: BinaryCache, fileHash: string, fileSize: number): Promise<Reply> {
   const headers = cache.public ? PUBLIC_NAR : PRIVATE_NAR;
   const range = parseRange(req.header('range'), fileSize);
-  if (range.kind === 'unsatisfiable') return unsatisfiable(req, fileSize);
+  if (range.kind === 'unsatisfiable') throw unsatisfiable(req, fileSize);
   const { reads } = deps.nars;
   if (fileSize > deps.config['nar.smallBytes'] && deps.config['s3.enable']) {
     const url = await reads.presignedNar(fileHash, PRESIGN_SECS);
@@ -77,11 +79,11 @@ async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: Bin
   const status = range.kind === 'part' ? 206 : 200;
   if (fileSize <= deps.config['nar.smallBytes']) {
     const bytes = await reads.smallNar(fileHash);
-    if (bytes === null) return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
+    if (bytes === null) throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
     return smallFileReply(req, cache, bytes);
   }
   if ((await deps.nars.blobs.stat(narBlobKey(fileHash))) === null) {
-    return errorReply(404, 'not_found', `the NAR file ${fileHash} is missing from storage`);
+    throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
   }
   const blobRange = range.kind === 'part' ? { start: range.start, end: range.end } : undefined;
   const length = range.kind === 'part' ? range.end - range.start + 1 : fileSize;
@@ -93,7 +95,6 @@ export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
 
   async function lookup(req: Req<Principal>): Promise<Reply> {
     const cache = await readableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const file = req.param<string>('file');
     const fileHash = parseNarFileName(file);
     const known = fileHash !== undefined ? await deps.nars.reads.narFile(cache.id, fileHash) : null;
@@ -103,6 +104,7 @@ export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
     }
     // `nix copy` asks (HEAD) whether a file it is about to upload is there yet.
     const staged = await stagedNixFile(deps, req, cache, file);
-    return staged ?? errorReply(404, 'not_found', `cache "${cache.name}" has no file nar/${file}`);
+    if (staged === null) throw new ApiError('not_found', `cache "${cache.name}" has no file nar/${file}`);
+    return staged;
   }
 }

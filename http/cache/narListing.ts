@@ -1,22 +1,21 @@
 // ls/{hash} (and {hash}.ls, where Nix itself looks): the .ls listing kiln made at ingest, byte for
 // byte what Nix writes with write-nar-listing.
-import { isStorePathHashPart } from '../../protocol/index.js';
+import { ApiError, isStorePathHashPart } from '../../protocol/index.js';
 import type { Principal } from '../../services/index.js';
 import { rateLimited } from '../rateLimit.js';
-import { bytesReply, errorReply, type Reply } from '../reply.js';
+import { bytesReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache } from './cacheGate.js';
+import { readableCache } from './cacheGate.js';
 import { cacheRateLimits } from './cacheRateLimits.js';
 
 export function narListingRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
   const listing = async (req: Req<Principal>): Promise<Reply> => {
     const cache = await readableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const hash = req.param<string>('hash');
     const row = isStorePathHashPart(hash) ? await deps.nars.reads.listing(cache.id, hash) : null;
-    if (row === null) return errorReply(404, 'not_found', `cache "${cache.name}" has no path ${hash}`);
+    if (row === null) throw new ApiError('not_found', `cache "${cache.name}" has no path ${hash}`);
     return bytesReply(200, row.listing, { 'Content-Type': 'application/json' });
   };
   r.get('/ls/:hash', rateLimited(deps.rateLimiter, cacheRateLimits.files, listing));

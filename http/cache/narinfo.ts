@@ -1,11 +1,11 @@
 // GET {hash}.narinfo: the signed narinfo, from the hot cache when this process has seen it.
-import { isStorePathHashPart } from '../../protocol/index.js';
+import { ApiError, isStorePathHashPart } from '../../protocol/index.js';
 import type { BinaryCache, Principal } from '../../services/index.js';
-import { bytesReply, errorReply, type Reply } from '../reply.js';
+import { bytesReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache, readableCacheInMemory } from './cacheGate.js';
+import { readableCache, readableCacheInMemory } from './cacheGate.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT' };
@@ -15,10 +15,10 @@ const UPSTREAM_NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cach
 export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
   const missPrefixes = new Map<string, string>();
   const notFound = (cache: BinaryCache, hash: string): Reply => {
-    if (!isStorePathHashPart(hash)) return errorReply(404, 'not_found', `cache "${cache.name}" has no path ${hash}`);
+    if (!isStorePathHashPart(hash)) throw new ApiError('not_found', `cache "${cache.name}" has no path ${hash}`);
     deps.traffic?.served(cache, hash, false);
-    // The envelope errorReply would make, as text (a valid hash needs no escaping): on a busy cache
-    // a miss is as common as a hit.
+    // The envelope http/server.ts would make of that ApiError, as text (a valid hash needs no
+    // escaping): on a busy cache a miss is as common as a hit.
     let prefix = missPrefixes.get(cache.name);
     if (prefix === undefined) {
       prefix = `{"error":true,"message":${JSON.stringify(`cache "${cache.name}" has no path `).slice(0, -1)}`;
@@ -34,7 +34,7 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
 
   /** The answer this process knows without waiting: a cached narinfo, a known miss; undefined when only a lookup can tell. */
   const fromMemory = (cache: BinaryCache, hash: string): Reply | undefined => {
-    if (!isStorePathHashPart(hash)) return notFound(cache, hash);
+    if (!isStorePathHashPart(hash)) return undefined; // rare: the lookup refuses it
     const text = deps.nars.reads.narinfoInMemory(cache.id, hash);
     if (text) return found(cache, hash, text, NARINFO_HEADERS);
     if (text === null && (!deps.upstreams || deps.upstreams.knownToHaveNone(cache.id))) return notFound(cache, hash);
@@ -45,7 +45,7 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
   // cache they are nearly every request, and each await is a turn of the microtask queue.
   const inMemory = (req: Req<Principal>): Reply | undefined => {
     const cache = readableCacheInMemory(deps.access, req);
-    if (cache === undefined || !isCache(cache)) return cache;
+    if (cache === undefined) return undefined;
     return fromMemory(cache, req.param<string>('hash'));
   };
 
@@ -62,7 +62,6 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
 
   async function lookup(req: Req<Principal>): Promise<Reply> {
     const cache = await readableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const hash = req.param<string>('hash');
     const valid = isStorePathHashPart(hash);
     const text = valid ? await deps.nars.reads.narinfo(cache.id, hash) : null;

@@ -6,7 +6,7 @@ import type { Principal } from '../../services/index.js';
 import { emptyReply } from '../reply.js';
 import type { Router } from '../router.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, writableCache } from './cacheGate.js';
+import { writableCache } from './cacheGate.js';
 
 const MAX_NARINFO_BYTES = 1 << 20;
 
@@ -17,13 +17,12 @@ async function drain(body: AsyncIterable<Uint8Array>): Promise<void> {
 export function nixUploadRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
   // Nix writes nix-cache-info only when it cannot read one, which never happens here: accepted, kept as it is.
   r.put('/nix-cache-info', async (req) => {
-    const cache = await writableCache(deps.access, req);
-    return isCache(cache) ? emptyReply(200) : cache;
+    await writableCache(deps.access, req);
+    return emptyReply(200);
   }, { body: 'buffer', maxBody: 64 * 1024 });
 
   r.put('/nar/:file', async (req) => {
     const cache = await writableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const declared = Number(req.header('content-length') ?? Number.NaN);
     await deps.uploads.nixPutNar(cache, req.param<string>('file'), Number.isSafeInteger(declared) && declared >= 0 ? declared : null, req.stream());
     return emptyReply(200);
@@ -31,7 +30,6 @@ export function nixUploadRoutes(r: Router<Principal>, deps: CacheRouteDeps): voi
 
   r.put('/:hash.narinfo', async (req) => {
     const cache = await writableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const text = (await req.bytes()).toString('utf8');
     await deps.uploads.nixPutNarinfo(cache, req.param<string>('hash'), text);
     return emptyReply(200);
@@ -39,8 +37,7 @@ export function nixUploadRoutes(r: Router<Principal>, deps: CacheRouteDeps): voi
 
   // With write-nar-listing Nix uploads its own listing; kiln made one at ingest and keeps that.
   r.put('/:hash.ls', async (req) => {
-    const cache = await writableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
+    await writableCache(deps.access, req);
     await drain(req.stream());
     return emptyReply(200);
   }, { body: 'stream', maxBody: deps.config['nar.maxUploadSize'] });

@@ -7,12 +7,12 @@ import { ApiError, isStorePathHashPart, lookupNarListing, parseNarListing } from
 import type { Principal } from '../../services/index.js';
 import { directoryArchive, narSlice } from '../../storage/index.js';
 import { rateLimited } from '../rateLimit.js';
-import { chunkedReply, emptyReply, errorReply, streamReply, type Reply } from '../reply.js';
+import { chunkedReply, emptyReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import { ArchiveBuilds } from './archiveBuilds.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache } from './cacheGate.js';
+import { readableCache } from './cacheGate.js';
 import { cacheRateLimits } from './cacheRateLimits.js';
 import { contentTypeOf } from './contentType.js';
 import { SANDBOX_HEADERS, sandboxed, untrustedFileHeaders } from './untrustedContent.js';
@@ -30,8 +30,8 @@ const encodePath = (path: string) => path.split('/').map(encodeURIComponent).joi
 async function* boundedArchive(builds: ArchiveBuilds, pack: () => AsyncGenerator<Uint8Array>): AsyncGenerator<Uint8Array> {
   const finish = builds.tryStart();
   if (finish === null) {
-    throw new ApiError(503, 'archive_busy', `${builds.limit} directory archives are being packed (cache.serveArchiveConcurrency); retry in ${ARCHIVE_RETRY_SECS} s or fetch the NAR`, {
-      'Retry-After': String(ARCHIVE_RETRY_SECS), ...SANDBOX_HEADERS,
+    throw new ApiError('archive_busy', `${builds.limit} directory archives are being packed (cache.serveArchiveConcurrency); retry in ${ARCHIVE_RETRY_SECS} s or fetch the NAR`, {
+      headers: { 'Retry-After': String(ARCHIVE_RETRY_SECS), ...SANDBOX_HEADERS },
     });
   }
   try {
@@ -45,16 +45,15 @@ export function serveRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
   const builds = new ArchiveBuilds(deps.config['cache.serveArchiveConcurrency']);
   const handler = async (req: Req<Principal>): Promise<Reply> => {
     const cache = await readableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const hash = req.param<string>('hash');
     const path = req.params['path'] ?? '';
-    const notFound = () => errorReply(404, 'not_found', `cache "${cache.name}" has no ${hash}/${path}`);
+    const notFound = () => new ApiError('not_found', `cache "${cache.name}" has no ${hash}/${path}`);
     const row = isStorePathHashPart(hash) ? await deps.nars.reads.listing(cache.id, hash) : null;
-    if (row === null) return notFound();
+    if (row === null) throw notFound();
     const listing = parseNarListing(row.listing);
     if (!listing.ok) throw new Error(`the stored listing of ${hash} does not parse: ${listing.field}: ${listing.reason}`);
     const found = lookupNarListing(listing.value, path);
-    if (found === undefined) return notFound();
+    if (found === undefined) throw notFound();
     const blobs = deps.nars.blobs;
     switch (found.type) {
       case 'regular':
@@ -65,7 +64,7 @@ export function serveRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
       case 'symlink': {
         const clean = path.split('/').filter((s) => s !== '').join('/');
         const target = posix.normalize(posix.join(posix.dirname(clean), found.target));
-        if (found.target.startsWith('/') || target === '..' || target.startsWith('../')) return notFound();
+        if (found.target.startsWith('/') || target === '..' || target.startsWith('../')) throw notFound();
         return emptyReply(302, { Location: `/cache/${encodeURIComponent(cache.name)}/serve/${hash}/${encodePath(target === '.' ? '' : target)}` });
       }
       case 'directory': {

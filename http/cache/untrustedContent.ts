@@ -3,7 +3,7 @@
 // kiln. Every such answer is sandboxed (an opaque origin with no script, no plugin, no fetch), the
 // browser may not guess another type, and anything a browser would render actively is a download.
 import { isApiError } from '../../protocol/index.js';
-import { errorReply, isReply, type Headers, type Reply } from '../reply.js';
+import { isReply, type Headers, type Reply } from '../reply.js';
 import type { Handler } from '../router.js';
 
 export const SANDBOX_HEADERS: Readonly<Headers> = {
@@ -42,11 +42,10 @@ export function sandboxed<P>(handler: Handler<P>): Handler<P> {
     try {
       result = await handler(req);
     } catch (e) {
-      if (!isApiError(e)) throw e;
-      return errorReply(e.status, e.code, e.message, { ...e.headers, ...SANDBOX_HEADERS });
+      throw isApiError(e) ? e.withHeaders(SANDBOX_HEADERS) : e;
     }
     if (!isReply(result)) return result;
-    // A copy: some replies share a constant headers object (the Basic challenge).
+    // A copy: some replies share a constant headers object.
     return { ...result, headers: { ...result.headers, ...SANDBOX_HEADERS } } satisfies Reply;
   };
 }

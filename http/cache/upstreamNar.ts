@@ -2,12 +2,13 @@
 // cache, proxied through kiln (services/upstreamNarinfo.ts). Streamed with its Content-Length
 // (learned by HEAD before the first byte), a single Range as 206, 404 when the upstream does not
 // have it. Only files that a verified narinfo of the cache's own upstreams names are fetched.
+import { ApiError } from '../../protocol/index.js';
 import type { BinaryCache, Principal, Upstreams } from '../../services/index.js';
-import { errorReply, streamReply } from '../reply.js';
+import { streamReply } from '../reply.js';
 import type { Router } from '../router.js';
 import { parseRange } from './byteRange.js';
 import type { CacheRouteDeps } from './cacheDeps.js';
-import { isCache, readableCache } from './cacheGate.js';
+import { readableCache } from './cacheGate.js';
 
 export interface UpstreamRouteDeps {
   access: CacheRouteDeps['access'];
@@ -24,13 +25,14 @@ const headersFor = (cache: BinaryCache, path: string) => ({
 export function upstreamNarRoutes(r: Router<Principal>, deps: UpstreamRouteDeps): void {
   r.get('/upstream/:upstream/:hash/*path', async (req) => {
     const cache = await readableCache(deps.access, req);
-    if (!isCache(cache)) return cache;
     const path = req.param<string>('path');
     const file = await deps.upstreams.openUpstreamNar(cache, req.param<string>('upstream'), req.param<string>('hash'), path);
-    if (file === null) return errorReply(404, 'not_found', `no upstream of cache "${cache.name}" has ${path}`);
+    if (file === null) throw new ApiError('not_found', `no upstream of cache "${cache.name}" has ${path}`);
     const range = parseRange(req.header('range'), file.size);
     if (range.kind === 'unsatisfiable') {
-      return errorReply(416, 'range_not_satisfiable', `the file has ${file.size} bytes; the range ${req.header('range')} lies outside it`, { 'Content-Range': `bytes */${file.size}` });
+      throw new ApiError('range_not_satisfiable', `the file has ${file.size} bytes; the range ${req.header('range')} lies outside it`, {
+        headers: { 'Content-Range': `bytes */${file.size}` },
+      });
     }
     if (range.kind === 'part') {
       return streamReply(206, range.end - range.start + 1, file.body({ start: range.start, end: range.end }), {

@@ -67,7 +67,7 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
   const asApiError = (error: unknown): ApiError => {
     if (isApiError(error)) return error;
     opts.log.error({ err: error }, 'a live socket could not be authorised');
-    return new ApiError(500, 'internal', 'internal error while opening a live socket');
+    return new ApiError('internal', 'internal error while opening a live socket');
   };
 
   function upgrade(path: LivePath, paramNames: readonly string[]) {

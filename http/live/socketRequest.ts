@@ -23,7 +23,7 @@ export const LIVE_PATHS: readonly LivePath[] = [
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function uuid(value: string, name: string): string {
-  if (!UUID.test(value)) throw new ApiError(400, 'invalid_parameter', `${name}: must be a UUID`);
+  if (!UUID.test(value)) throw new ApiError('invalid_parameter', `${name}: must be a UUID`);
   return value;
 }
 
@@ -33,7 +33,7 @@ export function decodeParam(raw: string, name: string): string {
     if (value === '' || value.length > 200) throw new Error('empty or too long');
     return value;
   } catch {
-    throw new ApiError(400, 'invalid_parameter', `${name}: not a valid path segment`);
+    throw new ApiError('invalid_parameter', `${name}: not a valid path segment`);
   }
 }
 
@@ -41,10 +41,10 @@ export function decodeParam(raw: string, name: string): string {
 export function socketToken(authorization: string, query: URLSearchParams): string {
   if (authorization !== '') {
     const bearer = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
-    if (!bearer) throw new ApiError(401, 'invalid_token', 'the Authorization header must be "Bearer <token>"');
+    if (!bearer) throw new ApiError('invalid_token', 'the Authorization header must be "Bearer <token>"');
     return bearer[1]!;
   }
   const token = query.get('token');
-  if (!token) throw new ApiError(401, 'unauthorized', 'live updates need a token: the header Authorization: Bearer <token> or the query parameter token');
+  if (!token) throw new ApiError('unauthorized', 'live updates need a token: the header Authorization: Bearer <token> or the query parameter token');
   return token;
 }

@@ -35,7 +35,7 @@ export function scimRoutes(root: Router<Principal>, { scim }: Pick<IdentityServi
       throw e;
     }
   };
-  r.get('/Users', handle(async (req) => scimJson(200, await scim.list(req.query))));
+  r.get('/Users', handle(async (req) => scimJson(200, await scim.list(req.searchParams))));
   r.get('/Users/:id', handle(async (req) => scimJson(200, await scim.get(req.param('id')))));
   r.post('/Users', handle(async (req) => scimJson(201, await scim.create(await req.body(ScimUserBody)))));
   r.put('/Users/:id', handle(async (req) => scimJson(200, await scim.replace(req.param('id'), await req.body(ScimUserBody)))));

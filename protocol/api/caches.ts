@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { ResourceName, Username } from './names.js';
+import { Permission, Role } from './permissions.js';
 
-// Caches (/api/v1/caches…): create, update, the NAR management query and upstream caches.
+// Caches (/api/v1/caches…): the cache object, create, update, the NAR management query and upstream caches.
 // docs/caches.md is the prose of these shapes.
 
 export const CacheName = ResourceName;
@@ -29,6 +30,32 @@ export const UpdateCacheBody = z.strictObject({
   owner: Username.optional(),
 });
 export type UpdateCacheBody = z.infer<typeof UpdateCacheBody>;
+
+/** A cache as GET/PUT/PATCH /caches… answer it, for the caller asking. */
+export const CacheView = z.strictObject({
+  id: z.uuid(),
+  name: CacheName,
+  description: z.string(),
+  public: z.boolean(),
+  priority: z.number().int(),
+  /** applied instead of priority to clients in http.localIps when non-zero */
+  local_priority: z.number().int(),
+  active: z.boolean(),
+  /** `<key name>:<base64>`, what Nix's trusted-public-keys takes */
+  public_key: z.string(),
+  /** the owner's username; null when nobody owns it or the owner's account was deleted */
+  owner: z.string().nullable(),
+  /** the cache's own storage limit in bytes; null: only cache.maxStorageGb applies */
+  max_storage_bytes: z.number().int().nullable(),
+  /** the substituter URL: `<serveUrl>/cache/<name>` */
+  url: z.string(),
+  state_managed: z.boolean(),
+  created_at: z.iso.datetime({ offset: true }),
+  /** the caller's role and what it may do here */
+  role: Role.nullable(),
+  permissions: z.array(Permission),
+});
+export type CacheView = z.infer<typeof CacheView>;
 
 export const narSortKeys = ['created_at', 'nar_size', 'last_fetched_at'] as const;
 export const NAR_PAGE_SIZE_DEFAULT = 50;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseFailure, parsedOk, type Parsed } from '../nix/parsed.js';
+import { describeIssue } from '../schema/index.js';
 import { accountEventDefinitions } from './accountEvents.js';
 import { buildEventDefinitions } from './buildEvents.js';
 import { cacheEventDefinitions } from './cacheEvents.js';
@@ -54,8 +55,8 @@ export function checkEventContent(name: string, content: unknown): Parsed<{ defi
   if (!definition) return parseFailure('event', `"${name}" is not in the event catalog`);
   const parsed = definition.content.safeParse(content);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return parseFailure(issue && issue.path.length > 0 ? `content.${issue.path.join('.')}` : 'content', issue?.message ?? 'invalid');
+    const { path, reason } = describeIssue(parsed.error, 'content');
+    return parseFailure(path ? `content.${path}` : 'content', reason);
   }
   const proto = protoName.exec(name);
   if (proto && parsed.data['type'] !== proto[2]) return parseFailure('content.type', `must be "${proto[2]}", the type in the event name`);

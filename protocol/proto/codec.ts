@@ -2,6 +2,7 @@
 // typed message or a failure naming the problem out. The schema is checked on both ends, so a
 // bug on one side shows up where it is made, not as a confusing failure on the other.
 import { Packr, Unpackr } from 'msgpackr';
+import { describeIssue } from '../schema/index.js';
 import { DEFAULT_MAX_MESSAGE_BYTES, PROTOCOL_VERSION } from './limits.js';
 import { Message, MESSAGE_TYPES, type Outgoing } from './messages.js';
 import type { RejectCode } from './rejectCodes.js';
@@ -32,8 +33,8 @@ export function encodeMessage(message: Outgoing): Uint8Array {
   const full = { v: PROTOCOL_VERSION, ...message };
   const checked = Message.safeParse(full);
   if (!checked.success) {
-    const issue = checked.error.issues[0];
-    throw new Error(`refusing to send an invalid ${message.t} message: ${issue?.path.join('.') || '(root)'}: ${issue?.message}`);
+    const { field, reason } = describeIssue(checked.error, '(root)');
+    throw new Error(`refusing to send an invalid ${message.t} message: ${field}: ${reason}`);
   }
   return packr.pack(full);
 }
@@ -62,9 +63,8 @@ export function decodeMessage(bytes: Uint8Array, options: DecodeOptions = {}): D
   }
   const checked = Message.safeParse(value);
   if (!checked.success) {
-    const issue = checked.error.issues[0];
-    const path = issue?.path.map(String).join('.') ?? '';
-    return failure('malformed_message', path ? `${type}.${path}` : type, issue?.message ?? 'does not match the schema');
+    const { path, reason } = describeIssue(checked.error, type);
+    return failure('malformed_message', path ? `${type}.${path}` : type, reason);
   }
   return { ok: true, value: checked.data };
 }

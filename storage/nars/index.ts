@@ -3,6 +3,7 @@ export { openNarStorage, type NarStorage, type NarStorageConfig, type NarStorage
 export { narBlobKey, stagingArea, type StagingArea } from './narLocations.js';
 export { type NarReads, renderStoredNarinfo, POSITIVE_TTL_MS, NEGATIVE_TTL_MS } from './narReads.js';
 export { type NarUploads, type FinalizeRequest } from './narUploads.js';
+export { type CrashPoint, type CrashPoints } from './crashPoints.js';
 export { type IngestOutcome, STORED_ZSTD_LEVEL } from './ingest.js';
 export { type PathRemoval } from './pathDeletion.js';
 export { type SweepReport } from './sweeper.js';

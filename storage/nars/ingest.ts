@@ -18,7 +18,7 @@ import { UploadProblem } from './uploadProblem.js';
 
 /**
  * zstd level of stored NARs. 1, not zstd's and Nix's default of 3: level 3 costs about 30 % more
- * CPU per ingested byte for files a few percent smaller (docs/binary-cache.md, bench/README.md).
+ * CPU per ingested byte for files a few percent smaller (docs/binary-cache.md, bench/HISTORY.md).
  */
 export const STORED_ZSTD_LEVEL = 1;
 

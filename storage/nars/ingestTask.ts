@@ -4,7 +4,6 @@
 // FileHash/FileSize, and which declared references occur in the NAR. Uncompressed uploads take the
 // parallel path instead (frameTasks.ts). Everything crossing the thread boundary is plain data.
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { mkdir, open, rm, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { decompressNar, ingestNar, isNarError, isNarCompression, renderNarListing, sha256Nix32, NAR_COMPRESSIONS } from '../../protocol/index.js';
@@ -48,7 +47,9 @@ export async function ingestStagedNar(input: IngestTaskInput): Promise<IngestTas
   }
   const scanner = new ReferenceScanner(input.references);
   let readError: unknown;
-  const file = createReadStream(input.source, READ);
+  // Opened before any other await: a stream that opens itself would emit its ENOENT while no
+  // reader listens yet, an uncaught error that takes the pool thread down.
+  const file = (await open(input.source, 'r')).createReadStream(READ);
   const raw = (async function* () {
     try {
       for await (const chunk of file) yield chunk as Buffer;

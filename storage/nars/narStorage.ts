@@ -6,6 +6,7 @@ import type { Sql } from 'postgres';
 import type { Config } from '../../config/index.js';
 import type { BlobStore } from '../blobs/index.js';
 import type { CpuPool } from '../cpuPool.js';
+import type { CrashPoints } from './crashPoints.js';
 import { fetchRecorder, type FetchRecorder } from './fetchRecorder.js';
 import { HotCache } from './hotCache.js';
 import { stagingArea, type StagingArea } from './narLocations.js';
@@ -39,6 +40,8 @@ export interface NarStorageDeps {
    * server processes sharing the database and baseDir never work on one upload at once.
    */
   leaseKey: number;
+  /** the crash test's hold on finalize's steps (crashPoints.ts) */
+  crashPoints?: CrashPoints;
 }
 
 export interface NarStorage {
@@ -69,7 +72,7 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
   const reads = narReads({ sql, blobs, hot, fetches, smallBytes: config['nar.smallBytes'] });
   const frames = new NarFrameSets(cpu, STORED_ZSTD_LEVEL);
   const checks = StagedChecks.open();
-  const uploads = narUploads({ sql, blobs, cpu, staging, frames, checks, reads, maxUploadSize: config['nar.maxUploadSize'], leaseKey });
+  const uploads = narUploads({ sql, blobs, cpu, staging, frames, checks, reads, maxUploadSize: config['nar.maxUploadSize'], leaseKey, ...(deps.crashPoints ? { crashPoints: deps.crashPoints } : {}) });
   const sweepDeps = { sql, blobs, staging, log, partialTtlSecs: config['nar.partialTtlSecs'], graceHours: config['gc.narUploadGraceHours'] };
   let sweeping: Promise<unknown> = Promise.resolve();
   const sweep = (now?: Date): Promise<SweepReport> => {

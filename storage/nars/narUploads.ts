@@ -15,6 +15,7 @@ import { dirname } from 'node:path';
 import { storePathHashPart, type Narinfo, type SigningKey } from '../../protocol/index.js';
 import { heldOutcome, holdsExactly } from './heldCopy.js';
 import { ingestIntoCache, type IngestDeps, type IngestOutcome } from './ingest.js';
+import type { CrashPoints } from './crashPoints.js';
 import { KeyedLocks } from './keyedLocks.js';
 import type { NarReads } from './narReads.js';
 import type { CheckedNar } from './stagedCheck.js';
@@ -42,6 +43,8 @@ export interface NarUploadsDeps extends IngestDeps {
   maxUploadSize: number;
   /** this process's instance lease key (storage/events/instanceLease.ts): the claim it puts on the uploads it works on */
   leaseKey: number;
+  /** the crash test's hold on finalize's steps (crashPoints.ts) */
+  crashPoints?: CrashPoints;
 }
 
 export interface FinalizeRequest {
@@ -234,11 +237,14 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
           const compression = row.compression === 'none' ? 'none' : info.compression;
           const framesDir = deps.staging.framesDir(cacheId, uploadKey, row.createdAt);
           const checked = compression === 'none' ? ((await deps.checks.result(framesDir, info.narSize)) ?? undefined) : undefined;
+          await deps.crashPoints?.('finalize.checked');
           const outcome = await ingested({ cacheId, signingKey: request.signingKey, info, file, compression, framesDir, ...(checked === undefined ? {} : { checked }) });
           deps.checks.drop(framesDir);
+          await deps.crashPoints?.('finalize.ingested');
           // The file before the row: the row's claim keeps other processes away until both are
           // gone, and a new upload of the same path (same file name) can start only after.
           await rm(file, { force: true });
+          await deps.crashPoints?.('finalize.stagedFileRemoved');
           await deleteStagedUpload(deps.sql, cacheId, uploadKey);
           await deps.frames.discard(framesDir);
           return outcome;

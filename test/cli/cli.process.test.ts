@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { testDatabase } from '../support/db.js';
 import { freePort } from '../support/kiln.js';
+import { eventually } from '../support/eventually.js';
 
 const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
 // Only what kiln needs: no SERVICE_* from the machine running the tests.
@@ -59,11 +60,8 @@ t.test('serve on embedded PostgreSQL from an empty 0700 baseDir, then a graceful
   child.stdout.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  let healthy = false;
-  for (let i = 0; i < 120 && !healthy; i++) {
-    healthy = await fetch(`http://127.0.0.1:${port}/api/v1/health`).then((r) => r.ok, () => false);
-    if (!healthy) await new Promise((r) => setTimeout(r, 250));
-  }
+  const healthy = await eventually(() => fetch(`http://127.0.0.1:${port}/api/v1/health`).then((r) => r.ok, () => false),
+    { timeout: 30_000, interval: 250 }).catch(() => false);
   t.ok(healthy, `health answered (output: ${output.slice(-2000)})`);
   child.kill('SIGTERM');
   t.equal(await exited, 0, 'exits 0 after draining');

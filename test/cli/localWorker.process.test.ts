@@ -4,6 +4,7 @@ import t from 'tap';
 import { startTestKiln } from '../support/kiln.js';
 import { requireNix } from '../support/nixStore.js';
 import { localWorkerId } from '../../cli/localWorker.js';
+import { eventually } from '../support/eventually.js';
 
 requireNix();
 
@@ -15,14 +16,10 @@ t.test('the local worker id is stable and UUID-shaped', async (t) => {
 
 t.test('worker.enable starts a local worker that connects', async (t) => {
   const kiln = await startTestKiln(t, { 'worker.enable': true, publicStats: true });
-  for (;;) {
+  const local = await eventually(async () => {
     const listed = await kiln.api<{ id: string; open: boolean }[]>('GET', '/workers');
     if (listed.error) throw new Error(String(listed.message));
-    const local = listed.message.find((w) => w.id === localWorkerId());
-    if (local) {
-      t.equal(local.open, true);
-      break;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    return listed.message.find((w) => w.id === localWorkerId());
+  }, { timeout: 60_000, interval: 200, message: 'the local worker is listed' });
+  t.equal(local.open, true);
 });

@@ -3,6 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { testDatabase } from '../support/db.js';
 import { freePort } from '../support/kiln.js';
+import { eventually } from '../support/eventually.js';
 import { fullState, writeStateFile } from '../support/stateFixture.js';
 
 const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
@@ -38,11 +39,8 @@ t.test('kiln serve --state-file applies it before serving', async (t) => {
       await exited;
     }
   });
-  let healthy = false;
-  for (let i = 0; i < 120 && !healthy && child.exitCode === null; i++) {
-    healthy = await fetch(`http://127.0.0.1:${port}/api/v1/health`).then((r) => r.ok, () => false);
-    if (!healthy) await new Promise((r) => setTimeout(r, 250));
-  }
+  const healthy = await eventually(() => fetch(`http://127.0.0.1:${port}/api/v1/health`).then((r) => r.ok, () => false),
+    { until: (ok) => ok || child.exitCode !== null, timeout: 30_000, interval: 250 }).catch(() => false);
   t.ok(healthy, `health answered (output: ${output.slice(-2000)})`);
   const login = await fetch(`http://127.0.0.1:${port}/api/v1/auth/basic/login`, {
     method: 'POST', body: JSON.stringify({ loginname: 'ada', password: 'correct horse battery' }),

@@ -333,8 +333,9 @@ const endpoints: Endpoint[] = [
       on conflict do nothing`,
   },
 
-  // events (issue 6): the catalog, webhooks per scope, task actions. The firehose and the live
-  // paths are WebSockets: test/http/live/eventSockets.test.ts covers who may open them.
+  // events (issue 6): the catalog, webhooks per scope, task actions. The live WebSockets are rows
+  // too (socket: true, below); test/http/live/liveSocketAuthorization.test.ts asserts each refusal's
+  // exact form (HTTP status or close code) and what an admitted socket receives.
   { method: 'GET', path: '/events/catalog', scope: 'user', permission: null },
   ...webhookRows('/projects/web/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b1', { scope: 'project', role: 'Admin', permission: 'manageWebhooks' }, 'project_id', 'web'),
   ...webhookRows('/caches/main/webhooks', '0e0e0e0e-0000-4000-8000-0000000000b2', { scope: 'cache', role: 'Admin', permission: 'manageCacheWebhooks' }, 'cache_id', 'main'),
@@ -368,6 +369,12 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/board/live', scope: 'superuser', permission: 'admin', socket: true },
+  // the live paths of a project (issue 16): authorised like GET /tasks/…, /evals/{id}, /builds/{id}
+  { method: 'GET', path: '/tasks/web/default/live', scope: 'project', role: 'View', permission: 'viewProject', socket: true },
+  { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/live`, scope: 'project', role: 'View', permission: 'viewProject', socket: true },
+  { method: 'GET', path: `/builds/${MATRIX_BUILD}/live`, scope: 'project', role: 'View', permission: 'viewProject', socket: true },
+  // the cache board admits every signed-in caller and sends what each can view (liveSocketAuthorization.test.ts)
+  { method: 'GET', path: '/board/cache/live', scope: 'user', permission: null, socket: true },
 ];
 
 /** Opens a live socket as the matrix calls an endpoint: 200 when it opens, else the refusal's status. */

@@ -20,7 +20,7 @@ async function start(t: Test) {
     return n;
   }, { auth: 'none', body: 'stream', maxBody: 64 << 10 });
   r.post('/refuse', () => {
-    throw new ApiError(409, 'cache_exists', 'refused before reading the body');
+    throw new ApiError('cache_exists', 'refused before reading the body');
   }, { auth: 'none', body: 'stream', maxBody: 1 << 30 });
   // The drain's clock: timers fire only when the test says so.
   const timers: (() => void)[] = [];

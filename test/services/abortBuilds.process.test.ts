@@ -7,7 +7,6 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
@@ -15,6 +14,7 @@ import { createTestCache } from '../support/caches.js';
 import { createFlakeRepo } from '../support/flakeRepo.js';
 import { spawnWorker } from '../support/workerProcess.js';
 import { requireNix } from '../support/nixStore.js';
+import { eventually as boundedWait } from '../support/eventually.js';
 
 requireNix();
 
@@ -51,13 +51,8 @@ function processesWith(text: string): string[] {
 }
 
 /** Polls until `check` holds; the bound only keeps a broken build from hanging the suite. */
-async function eventually<T>(what: string, read: () => Promise<T> | T, check: (value: T) => boolean, polls = 600): Promise<T> {
-  let value = await read();
-  for (let i = 0; !check(value) && i < polls; i++) {
-    await sleep(100);
-    value = await read();
-  }
-  return value;
+function eventually<T>(what: string, read: () => Promise<T> | T, check: (value: T) => boolean): Promise<T> {
+  return boundedWait(read, { until: check, timeout: 60_000, interval: 100, message: what });
 }
 
 async function phaseOf(kiln: TestKiln, token: string, id: string): Promise<string> {

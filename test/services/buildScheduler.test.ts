@@ -8,6 +8,7 @@ import { signUp } from '../support/accounts.js';
 import { createTestCache } from '../support/caches.js';
 import { handshake, testHello } from '../support/protoClient.js';
 import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
+import { eventually } from '../support/eventually.js';
 
 t.test('dispatch order, retries, substitution and logs', async (t) => {
   const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, 'build.maxAttempts': 3, 'log.chunkBytes': 16 });
@@ -70,11 +71,8 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   t.equal(topJob.drvPath, top.drvPath);
   finish(topJob.jobId, top.drvPath, null, 'timeout');
 
-  for (;;) {
-    const got = await kiln.api<{ phase: string }>('GET', `/evals/${evaluationId}`, { token });
-    if (got.message.phase === 'completed') break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await eventually(async () => (await kiln.api<{ phase: string }>('GET', `/evals/${evaluationId}`, { token })).message,
+    { until: (got) => got.phase === 'completed', interval: 50, message: 'the evaluation completes' });
   const builds = (await kiln.api<{ build_id: string; drv_path: string; status: string; attempts: number; failure: { class: string } | null }[]>(
     'GET', `/evals/${evaluationId}/builds`, { token })).message;
   const of = (n: DerivationNodeFixture) => builds.find((b) => b.drv_path === n.drvPath)!;

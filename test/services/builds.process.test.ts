@@ -13,6 +13,7 @@ import { createFlakeRepo } from '../support/flakeRepo.js';
 import { spawnWorker } from '../support/workerProcess.js';
 import { requireNix } from '../support/nixStore.js';
 import { freshStore, nixOk, runNix } from '../support/nixClient.js';
+import { eventually } from '../support/eventually.js';
 
 requireNix();
 
@@ -40,14 +41,13 @@ interface Evaluation { id: string; phase: string; error: string | null; builds: 
 interface Build { build_id: string; drv_path: string; status: string; attr: string | null; entry_point: boolean; failure: { class: string } | null; outputs: Record<string, string> }
 interface EntryPoint { build_id: string; attr: string; outputs: { out: string }; build_status: string }
 
-/** Polls the evaluation until it reaches a final phase (the test's own timeout bounds the wait). */
+/** Polls the evaluation until it reaches a final phase, for most of the test's own timeout. */
 async function settled(kiln: TestKiln, token: string, id: string): Promise<Evaluation> {
-  for (;;) {
+  return eventually(async () => {
     const got = await kiln.api<Evaluation>('GET', `/evals/${id}`, { token });
     if (got.error) throw new Error(`GET /evals/${id}: ${String(got.message)}`);
-    if (['completed', 'failed', 'aborted'].includes(got.message.phase)) return got.message;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+    return got.message;
+  }, { until: (e) => ['completed', 'failed', 'aborted'].includes(e.phase), timeout: 0.75 * Number(process.env['KILN_FLOW_TIMEOUT'] ?? 120_000), interval: 200, message: `evaluation ${id} ends` });
 }
 
 t.test('evaluate → build on a real worker → substitute from the cache', { timeout: Number(process.env["KILN_FLOW_TIMEOUT"] ?? 120_000) }, async (t) => {
@@ -74,12 +74,11 @@ t.test('evaluate → build on a real worker → substitute from the cache', { ti
     if (process.env['KILN_FLOW_DEBUG']) console.error(JSON.stringify(worker.logs.slice(-30), null, 1), worker.stderr());
     return worker.stop();
   });
-  for (;;) {
+  await eventually(async () => {
     const got = await kiln.api<Evaluation>('GET', `/evals/${evaluationId}`, { token });
     if (got.error) throw new Error(`GET /evals: ${String(got.message)}`);
-    if (got.message.phase === 'waiting') break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+    return got.message;
+  }, { until: (e) => e.phase === 'waiting', timeout: 60_000, interval: 100, message: 'the evaluation waits for a writable cache' });
   await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
 
   const done = await settled(kiln, token, evaluationId);

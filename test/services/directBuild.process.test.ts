@@ -13,6 +13,7 @@ import { createTestCache } from '../support/caches.js';
 import { spawnWorker } from '../support/workerProcess.js';
 import { nixEnv, requireNix } from '../support/nixStore.js';
 import { multipartBody } from '../support/directClosure.js';
+import { eventually } from '../support/eventually.js';
 
 requireNix();
 
@@ -51,22 +52,15 @@ t.test('POST /builds → a real worker builds the derivation and its input', { t
   t.equal(res.status, 200, JSON.stringify(submitted.message));
   t.equal(submitted.message.drv_path, drv);
 
-  let build: Build;
-  for (;;) {
-    build = (await kiln.api<Build>('GET', `/builds/${submitted.message.build_id}`, { token })).message;
-    if (['completed', 'failed', 'substituted'].includes(build.status)) break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const build = await eventually(async () => (await kiln.api<Build>('GET', `/builds/${submitted.message.build_id}`, { token })).message,
+    { until: (b) => ['completed', 'failed', 'substituted'].includes(b.status), timeout: 120_000, interval: 200, message: 'the build ends' });
   t.equal(build.status, 'completed', JSON.stringify(build.failure));
   // The evaluation finishes in the scheduler's next batch of outcomes, a moment after its last build.
   type Evaluation = { phase: string; builds: { total: number; completed: number } };
-  let evaluation: Evaluation;
-  for (let tries = 0; ; tries++) {
-    evaluation = (await kiln.api<Evaluation>('GET', `/evals/${build.evaluation_id}`, { token })).message;
-    if (evaluation.phase !== 'building' || tries === 150) break;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  t.match(evaluation, { phase: 'completed', builds: { total: 2, completed: 2 } });
+  const evaluation = await eventually(async () => (await kiln.api<Evaluation>('GET', `/evals/${build.evaluation_id}`, { token })).message,
+    { until: (e) => e.phase !== 'building', timeout: 30_000, interval: 200, message: 'the evaluation leaves building' });
+  t.match(evaluation,
+ { phase: 'completed', builds: { total: 2, completed: 2 } });
   const out = build.outputs['out']!;
   const narinfo = await fetch(`${kiln.url}/cache/main/${out.slice(11, 43)}.narinfo`);
   t.equal(narinfo.status, 200, 'the output is in the cache');

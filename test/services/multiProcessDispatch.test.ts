@@ -10,6 +10,7 @@ import { signUp } from '../support/accounts.js';
 import { createTestCache } from '../support/caches.js';
 import { handshake, testHello } from '../support/protoClient.js';
 import { derivationNode, nix32, type DerivationNodeFixture } from '../support/derivationNodes.js';
+import { eventually } from '../support/eventually.js';
 
 t.test('a worker on the second process gets jobs; a dead process\'s jobs are re-queued', async (t) => {
   const first = await startTestKiln(t, { localWorker: true });
@@ -67,11 +68,8 @@ t.test('a worker on the second process gets jobs; a dead process\'s jobs are re-
   t.equal(again.drvPath, two.drvPath, 'the lock holder re-queued the ghost\'s job and it was dispatched again');
   t.not(again.jobId, twoJob.jobId, 'as a new attempt');
   succeed(again.jobId, two);
-  for (;;) {
-    const [row] = await first.sql<{ phase: string }[]>`select phase from evaluations where id = ${evaluationId}`;
-    if (row?.phase === 'completed') break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually(async () => (await first.sql<{ phase: string }[]>`select phase from evaluations where id = ${evaluationId}`)[0],
+    { until: (row) => row?.phase === 'completed', interval: 50, message: 'the evaluation completes' });
   const live = await first.sql<{ n: number }[]>`select count(*)::int as n from derivation_builds where status = 'completed'`;
   t.equal(live[0]!.n, 2);
 });

@@ -8,6 +8,7 @@ import { freePort, startTestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
 import { createTestCache } from '../support/caches.js';
 import { handshake, testHello } from '../support/protoClient.js';
+import { eventually } from '../support/eventually.js';
 
 const NIX32 = '0123456789abcdfghijklmnpqrsvwxyz';
 const hashPart = () => Array.from(randomBytes(32), (b) => NIX32[b % 32]).join('');
@@ -33,7 +34,7 @@ t.test('an interrupted evaluation resumes on the next server', async (t) => {
   const job = await before.next('evalJob');
   before.send({ t: 'evalBatch', jobId: job.jobId, derivations: [derivation], attributes: [], errors: [] });
   // the batch is recorded, the result never comes: the server goes away
-  while ((await first.sql`select 1 from derivations where drv_path = ${drvPath}`).length === 0) await new Promise((r) => setTimeout(r, 20));
+  await eventually(async () => (await first.sql`select 1 from derivations where drv_path = ${drvPath}`).length > 0, { interval: 20, message: 'the batch is recorded' });
   await first.stop();
 
   const loaded = loadConfig({

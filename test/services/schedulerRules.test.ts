@@ -10,6 +10,7 @@ import { signUp } from '../support/accounts.js';
 import { createTestCache, type TestCache } from '../support/caches.js';
 import { handshake, testHello, type ProtoClient } from '../support/protoClient.js';
 import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
+import { eventually } from '../support/eventually.js';
 
 type Node = DerivationNodeFixture;
 
@@ -61,11 +62,8 @@ const succeed = (s: Setup, jobId: string, n: Node) => s.worker.send({
 });
 
 async function finalBuilds(s: Setup, evaluationId: string) {
-  for (;;) {
-    const got = await s.kiln.api<{ phase: string }>('GET', `/evals/${evaluationId}`, { token: s.token });
-    if (got.message.phase === 'completed') break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await eventually(async () => (await s.kiln.api<{ phase: string }>('GET', `/evals/${evaluationId}`, { token: s.token })).message,
+    { until: (got) => got.phase === 'completed', timeout: 60_000, interval: 50, message: `evaluation ${evaluationId} completes` });
   return (await s.kiln.api<{ drv_path: string; status: string; attempts: number; failure: { reason: string } | null }[]>(
     'GET', `/evals/${evaluationId}/builds`, { token: s.token })).message;
 }
@@ -90,12 +88,8 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
       // a dispatched job and the worker's connection are actors that operators can see
       s.worker.send({ t: 'jobAccepted', jobId: job.jobId });
       s.worker.send({ t: 'buildLog', jobId: job.jobId, seq: 0, data: Buffer.from('fetching inputs\n'), droppedBytes: 0 });
-      let tree: ActorNode | undefined;
-      for (;;) {
-        tree = (await s.kiln.api<ActorNode>('GET', '/admin/actors', { token: s.token })).message;
-        if (find(tree, job.jobId)?.summary?.['progress'] === 16) break;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      const tree = await eventually(async () => (await s.kiln.api<ActorNode>('GET', '/admin/actors', { token: s.token })).message,
+        { until: (got) => find(got, job.jobId)?.summary?.['progress'] === 16, interval: 20, message: 'the build job shows the 16 log bytes' });
       t.match(find(tree, job.jobId), { kind: 'build-job', state: 'running', summary: { kind: 'build', attempt: 1 } });
       t.match(find(tree, 'scheduler'), { kind: 'supervisor' });
       t.match(findKind(tree, 'worker-connection'), { state: 'working', summary: { jobs: 1 } });
@@ -122,7 +116,7 @@ t.test('a cache that claims an input the worker cannot fetch: free re-queues, th
     select (select substitute_misses from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${dep.drvPath}) as misses,
            (select input_loops from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${top.drvPath}) as loops`;
   t.same(counts, { misses: 2, loops: 2 });
-  while (!progress.some((p) => p.builds_done === 2)) await new Promise((resolve) => setTimeout(resolve, 50));
+  await eventually(() => progress.some((p) => p.builds_done === 2), { interval: 50, message: 'evaluation.progress counts both builds done' });
   t.match(progress.at(-1), { builds_total: 2, builds_done: 2 }, 'evaluation.progress counts the builds');
   t.match(buildProgress[0], { phase: 'building', bytes: 16 }, 'build.progress follows the log');
 });
@@ -146,11 +140,8 @@ t.test('with cache.maxStorageGb, new evaluations wait while every writable cache
   });
   await s.kiln.sql`update caches set max_storage_bytes = ${5 * 1024 * 1024} where id = ${s.cache.id}`;
   const evaluated = await s.kiln.api<string>('POST', `/tasks/${s.projectId}/default/evaluate`, { token: s.token, body: { commit: 'b'.repeat(40) } });
-  for (;;) {
-    const got = await s.kiln.api<{ phase: string }>('GET', `/evals/${evaluated.message}`, { token: s.token });
-    if (got.message.phase === 'waiting') break;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await eventually(async () => (await s.kiln.api<{ phase: string }>('GET', `/evals/${evaluated.message}`, { token: s.token })).message,
+    { until: (got) => got.phase === 'waiting', interval: 50, message: 'the new evaluation waits for storage' });
   t.match(reasons, [/under 10 MiB of storage left/]);
   await s.kiln.sql`update caches set max_storage_bytes = null where id = ${s.cache.id}`;
   const job = await s.worker.next('evalJob');

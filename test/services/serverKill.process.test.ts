@@ -13,6 +13,7 @@ import { createTestCache } from '../support/caches.js';
 import { handshake, testHello, type ProtoClient } from '../support/protoClient.js';
 import { killServerProcess, registerAndLogin, startServerProcess, type ServerProcess } from '../support/serverProcess.js';
 import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
+import { eventually } from '../support/eventually.js';
 
 t.test('a server killed mid-evaluation and mid-build resumes on restart, recording and building nothing twice', async (t) => {
   const { url: databaseUrl, sql } = await testDatabase(t);
@@ -59,7 +60,7 @@ t.test('a server killed mid-evaluation and mid-build resumes on restart, recordi
   const evaluationId = (await api('POST', `/tasks/${project!.id}/default/evaluate`, { commit: 'c'.repeat(40) })).message as string;
   const firstEval = await worker.next('evalJob');
   worker.send({ t: 'evalBatch', jobId: firstEval.jobId, derivations: [a.derivation, b.derivation], attributes: [], errors: [] });
-  while ((await sql`select 1 from derivations where drv_path = ${b.drvPath}`).length === 0) await new Promise((r) => setTimeout(r, 20));
+  await eventually(async () => (await sql`select 1 from derivations where drv_path = ${b.drvPath}`).length > 0, { interval: 20, message: 'the first batch is recorded' });
   await restart();
   t.match((await worker.closed).code, /\d+/, 'the old connection is gone with the server');
 
@@ -87,7 +88,7 @@ t.test('a server killed mid-evaluation and mid-build resumes on restart, recordi
   dispatched.push(bJob.drvPath);
   const aDone = async () => (await sql<{ status: string }[]>`
     select db.status from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${a.drvPath}`)[0]?.status;
-  while ((await aDone()) !== 'completed') await new Promise((r) => setTimeout(r, 20));
+  await eventually(aDone, { until: (status) => status === 'completed', interval: 20, message: 'a completes' });
   await restart();
 
   worker = await connect();
@@ -98,11 +99,8 @@ t.test('a server killed mid-evaluation and mid-build resumes on restart, recordi
   t.equal(cJob.drvPath, c.drvPath);
   succeed(cJob, c);
 
-  for (;;) {
-    const [row] = await sql<{ phase: string }[]>`select phase from evaluations where id = ${evaluationId}`;
-    if (row?.phase === 'completed') break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await eventually(async () => (await sql<{ phase: string }[]>`select phase from evaluations where id = ${evaluationId}`)[0],
+    { until: (row) => row?.phase === 'completed', interval: 50, message: 'the evaluation completes' });
   t.same(dispatched, [a.drvPath, b.drvPath, b.drvPath, c.drvPath]);
   const [counts] = await sql<{ derivations: number; builds: number; shared: number; evaluations: number }[]>`
     select (select count(*)::int from derivations) as derivations, (select count(*)::int from builds) as builds,

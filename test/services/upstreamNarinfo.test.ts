@@ -2,6 +2,7 @@ import t from 'tap';
 import { parseNarinfo, renderNarinfo, signNarinfo, SigningKey, VerifyingKey, verifyNarinfo, type Narinfo } from '../../protocol/index.js';
 import { adoptUpstreamNarinfo, isProxiablePath } from '../../services/upstreamNarinfo.js';
 import { Semaphore } from '../../services/semaphore.js';
+import { eventually } from '../support/eventually.js';
 
 const hash = '0'.repeat(31) + '1';
 const upstreamKey = SigningKey.generate('upstream-1');
@@ -66,10 +67,8 @@ t.test('Semaphore: at most `limit` at once, in arrival order', async (t) => {
     await new Promise<void>((resolve) => gates.push(resolve));
     running--;
   }));
-  while (order.length < 5) {
-    await new Promise((resolve) => setImmediate(resolve));
-    gates.shift()?.();
-  }
+  // one job released per read: the queued ones start only as running ones end
+  await eventually(() => (gates.shift()?.(), order.length === 5), { interval: 1, message: 'all five jobs start' });
   gates.forEach((g) => g());
   await Promise.all(jobs);
   t.equal(most, 2);

@@ -12,6 +12,7 @@ import { createTestCache } from '../support/caches.js';
 import { createFlakeRepo } from '../support/flakeRepo.js';
 import { spawnWorker } from '../support/workerProcess.js';
 import { requireNix } from '../support/nixStore.js';
+import { eventually } from '../support/eventually.js';
 
 requireNix();
 
@@ -24,8 +25,6 @@ const flake = (nonce: string) => `{
   };
 }
 `;
-
-const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 t.test('a silent worker\'s build is re-queued and finished by another worker', { timeout: 120_000 }, async (t) => {
   const kiln = await startTestKiln(t, { localWorker: true, 'proto.workerHeartbeatTimeoutSecs': 3 });
@@ -47,27 +46,21 @@ t.test('a silent worker\'s build is re-queued and finished by another worker', {
   if (started.error) throw new Error(String(started.message));
   const evaluationId = started.message;
 
-  let firstWorker = '';
-  for (;;) {
-    const [row] = await kiln.sql<{ status: string; worker_id: string | null }[]>`
-      select db.status, db.worker_id from builds b join derivation_builds db on db.id = b.derivation_build_id where b.evaluation_id = ${evaluationId}`;
-    if (row?.status === 'started') {
-      firstWorker = row.worker_id!;
-      break;
-    }
-    await pause(100);
-  }
+  const building = await eventually(async () => (await kiln.sql<{ status: string; worker_id: string | null }[]>`
+      select db.status, db.worker_id from builds b join derivation_builds db on db.id = b.derivation_build_id where b.evaluation_id = ${evaluationId}`)[0],
+  { until: (row) => row?.status === 'started', timeout: 60_000, interval: 100, message: 'the first worker starts the build' });
+  const firstWorker = building!.worker_id!;
   first.child.kill('SIGSTOP');
   const second = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(work, 'w2') });
   t.teardown(() => second.stop());
 
-  for (;;) {
+  await eventually(async () => {
     const got = await kiln.api<{ phase: string }>('GET', `/evals/${evaluationId}`, { token });
     if (got.error) throw new Error(String(got.message));
-    if (['completed', 'failed', 'aborted'].includes(got.message.phase)) break;
-    await pause(200);
-  }
-  const [build] = await kiln.sql<{ status: string; worker_id: string; attempts: number }[]>`
+    return got.message.phase;
+  }, { until: (phase) => ['completed', 'failed', 'aborted'].includes(phase), timeout: 60_000, interval: 200, message: 'the evaluation ends' });
+  const [build]
+ = await kiln.sql<{ status: string; worker_id: string; attempts: number }[]>`
     select db.status, db.worker_id, db.attempts from builds b join derivation_builds db on db.id = b.derivation_build_id where b.evaluation_id = ${evaluationId}`;
   t.equal(build?.status, 'completed');
   t.not(build?.worker_id, firstWorker, 'the second worker finished it');

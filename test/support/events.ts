@@ -13,6 +13,7 @@ import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
 import { apiClient, freePort, LOOPBACK_NETWORKS, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
 import { rememberServerBaseDir } from './caches.js';
+import { eventually as boundedWait, within } from './eventually.js';
 
 type Teardown = Pick<Test, 'teardown'>;
 
@@ -34,7 +35,7 @@ export interface Receiver {
   readonly requests: ReceivedRequest[];
   /** the answer to every following request (default 200) */
   mode: ReceiverMode;
-  /** resolves once `count` requests have arrived */
+  /** resolves once `count` requests have arrived; fails after a minute with the URLs received */
   waitFor(count: number): Promise<void>;
   /** stops listening (and drops hung requests); start() listens again on the same port */
   stop(): Promise<void>;
@@ -58,7 +59,7 @@ export async function startReceiver(t: Teardown, port = 0): Promise<Receiver> {
     mode: 200,
     waitFor(count) {
       if (requests.length >= count) return Promise.resolve();
-      return new Promise((resolve) => waiters.push({ count, resolve }));
+      return within(new Promise((resolve) => waiters.push({ count, resolve })), 60_000, () => `${count} requests at the receiver; it has ${JSON.stringify(requests.map((r) => r.url))}`);
     },
     async start() {
       server = http.createServer((req, res) => {
@@ -135,22 +136,16 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
   return Object.assign(Object.create(null) as object, kiln, { sql, baseDir, api: apiClient(kiln.url) }) as TestKiln;
 }
 
-/** Polls `probe` until it returns a value other than undefined; fails with `what` after `limitMs`. */
+/** Polls `probe` until it returns a value other than undefined; fails with `what` after `limitMs` (see ./eventually.ts). */
 export async function eventually<T>(what: string, probe: () => Promise<T | undefined>, limitMs = 20_000): Promise<T> {
-  const deadline = Date.now() + limitMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  return (await boundedWait(probe, { until: (value) => value !== undefined, timeout: limitMs, message: what })) as T;
 }
 
 export interface LiveClient {
   readonly socket: WebSocket;
   /** parsed envelopes in arrival order, after stream.open */
   readonly frames: { event: string; at: string; content: Record<string, unknown> }[];
-  /** resolves once `count` frames have arrived */
+  /** resolves once `count` frames have arrived; fails after a minute with the events received */
   waitFor(count: number): Promise<void>;
   close(): void;
 }
@@ -158,11 +153,13 @@ export interface LiveClient {
 export interface LiveRefusal extends Error {
   /** the HTTP status: of the refused upgrade, or 4000 less than the close code */
   status: number;
+  /** the WebSocket close code (4000 + status); null when the upgrade itself was refused */
+  closeCode: number | null;
   body: { code?: string; message?: string };
 }
 
-const refusal = (status: number, body: LiveRefusal['body']): LiveRefusal =>
-  Object.assign(new Error(`live socket refused: ${status} ${body.code ?? ''} ${body.message ?? ''}`), { status, body });
+const refusal = (status: number, closeCode: number | null, body: LiveRefusal['body']): LiveRefusal =>
+  Object.assign(new Error(`live socket refused: ${closeCode ?? status} ${body.code ?? ''} ${body.message ?? ''}`), { status, closeCode, body });
 
 /**
  * Opens a live socket and waits for stream.open (authorised and subscribed). Rejects with a
@@ -187,7 +184,8 @@ export function openLive(kiln: { url: string }, path: string, token?: string, vi
         resolve({
           socket,
           frames,
-          waitFor: (count) => (frames.length >= count ? Promise.resolve() : new Promise((r) => waiters.push({ count, resolve: r }))),
+          waitFor: (count) => (frames.length >= count ? Promise.resolve() : within(new Promise((r) => waiters.push({ count, resolve: r })), 60_000,
+            () => `${count} frames on ${url.pathname}; it has ${JSON.stringify(frames.map((f) => f.event))}`)),
           close: () => socket.close(),
         });
         return;
@@ -204,14 +202,14 @@ export function openLive(kiln: { url: string }, path: string, token?: string, vi
       if (ready) return;
       const text = reason.toString('utf8');
       const colon = text.indexOf(': ');
-      reject(refusal(code - 4000, colon < 0 ? { message: text } : { code: text.slice(0, colon), message: text.slice(colon + 2) }));
+      reject(refusal(code - 4000, code, colon < 0 ? { message: text } : { code: text.slice(0, colon), message: text.slice(colon + 2) }));
     });
     socket.once('unexpected-response', (req, res) => {
       let body = '';
       res.on('data', (c: Buffer) => (body += c.toString()));
       res.on('end', () => {
         req.destroy();
-        reject(refusal(res.statusCode ?? 0, JSON.parse(body || '{}') as LiveRefusal['body']));
+        reject(refusal(res.statusCode ?? 0, null, JSON.parse(body || '{}') as LiveRefusal['body']));
       });
     });
     socket.once('error', (err) => {

@@ -2,6 +2,7 @@
 // SIGKILL (no shutdown code runs), started again on the same database and base directory.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { eventually } from './eventually.js';
 
 const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
 
@@ -10,29 +11,36 @@ export interface ServerProcess {
   port: number;
   child: ChildProcess;
   exited: Promise<unknown>;
+  /** Resolves once the process has written `text` to stdout or stderr. */
+  printed(text: string): Promise<void>;
 }
 
-/** Starts `kiln serve` and waits for /api/v1/health; `flags` are more command-line options. */
-export async function startServerProcess(databaseUrl: string, baseDir: string, port: number, flags: string[] = []): Promise<ServerProcess> {
+/** Starts `kiln serve` and waits for /api/v1/health; `flags` are more command-line options, `env` more variables. */
+export async function startServerProcess(databaseUrl: string, baseDir: string, port: number, flags: string[] = [], env: Record<string, string> = {}): Promise<ServerProcess> {
   const child = spawn(process.execPath, [bin, 'serve', '--port', String(port), '--base-dir', baseDir, ...flags], {
     env: {
       PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', SERVICE_DATABASE_URL: databaseUrl,
       SERVICE_LOG_LEVEL_DEFAULT: 'warn', SERVICE_USE_TLS: 'false', SERVICE_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128', SERVICE_PROJECTS_ALLOW_LOCAL_REPOSITORIES: 'true',
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const waiting: { text: string; resolve: () => void }[] = [];
+  const took = (d: Buffer) => {
+    output += d.toString();
+    for (const w of waiting.filter((w) => output.includes(w.text))) waiting.splice(waiting.indexOf(w), 1)[0]!.resolve();
+  };
+  child.stdout!.on('data', took);
+  child.stderr!.on('data', took);
+  const printed = (text: string) => (output.includes(text) ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ text, resolve })));
   const exited = new Promise((r) => child.on('exit', r));
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false)) return { url, port, child, exited };
-    if (child.exitCode !== null) break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const healthy = () => fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false);
+  const state = await eventually(async () => ((await healthy()) ? 'up' : child.exitCode !== null && 'exited'), { timeout: 30_000, interval: 100 }).catch(() => 'silent for 30 s');
+  if (state === 'up') return { url, port, child, exited, printed };
   child.kill('SIGKILL');
-  throw new Error(`kiln serve did not come up: ${output.slice(-3000)}`);
+  throw new Error(`kiln serve did not come up (${state}): ${output.slice(-3000)}`);
 }
 
 /** kill -9, and wait until the process is gone. */

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { generateSshKeyPair } from '../../services/sshKeys.js';
 import { freePort } from './kiln.js';
+import { eventually } from './eventually.js';
 
 export const SSHD = '/usr/sbin/sshd';
 
@@ -54,16 +55,13 @@ export async function startSshd(t: Pick<Test, 'teardown'>): Promise<TestSshd> {
 }
 
 async function waitForPort(port: number, failed: () => string | null): Promise<void> {
-  for (let i = 0; i < 200; i++) {
+  await eventually(() => {
     const problem = failed();
     if (problem) throw new Error(problem);
-    const open = await new Promise<boolean>((resolve) => {
+    return new Promise<boolean>((resolve) => {
       const s = connect(port, '127.0.0.1');
       s.once('connect', () => (s.destroy(), resolve(true)));
       s.once('error', () => resolve(false));
     });
-    if (open) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`sshd did not listen on port ${port}`);
+  }, { timeout: 10_000, message: `sshd listens on port ${port}` });
 }

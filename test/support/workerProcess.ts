@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
+import { within } from './eventually.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -18,7 +19,7 @@ export interface LogLine {
 export interface WorkerProcess {
   readonly child: ChildProcess;
   readonly logs: LogLine[];
-  /** the first log line (seen before or after the call) that satisfies `match` */
+  /** the first log line (seen before or after the call) that satisfies `match`; fails after a minute with the last lines */
   waitForLog(match: (line: LogLine) => boolean): Promise<LogLine>;
   /** SIGTERM, then the exit code */
   stop(): Promise<number | null>;
@@ -78,7 +79,8 @@ export function spawnWorker(options: SpawnWorkerOptions): WorkerProcess {
     logs,
     waitForLog: (match) => {
       const seen = logs.find(match);
-      return seen ? Promise.resolve(seen) : new Promise((resolve) => waiters.push({ match, resolve }));
+      return seen ? Promise.resolve(seen) : within(new Promise((resolve) => waiters.push({ match, resolve })), 60_000,
+        () => `a matching worker log line; the last lines were ${JSON.stringify(logs.slice(-8).map((l) => l.msg))}, stderr ${JSON.stringify(stderr.slice(-1000))}`);
     },
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');

@@ -11,6 +11,7 @@ import { startTestKiln, freePort } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
 import { tempDir } from '../support/nixStore.js';
 import { spawnWorker } from '../support/workerProcess.js';
+import { eventually } from '../support/eventually.js';
 import { parseAcceptedServerTokens, serverTokenAccepted } from '../../worker/serverTokens.js';
 
 const upgradeStatus = (url: string, headers: Record<string, string>) => new Promise<number>((resolve) => {
@@ -55,11 +56,8 @@ t.test('the server connects to a discoverable worker', async (t) => {
   });
   t.teardown(() => worker.stop());
   await worker.waitForLog((l) => l.msg === 'a server connected and accepted this worker');
-  let listed: { id: string; open: boolean; projects: string[] }[] = [];
-  while (listed.length === 0) {
-    listed = (await kiln.api<typeof listed>('GET', '/workers', { token })).message;
-    if (listed.length === 0) await new Promise((r) => setTimeout(r, 100));
-  }
+  const listed = await eventually(async () => (await kiln.api<{ id: string; open: boolean; projects: string[] }[]>('GET', '/workers', { token })).message,
+    { until: (workers) => workers.length > 0, interval: 100, message: 'the worker is listed' });
   t.match(listed, [{ open: false, projects: [project!.id] }], 'connected through the registration, authorised for the project');
 
   const url = `ws://127.0.0.1:${port}/proto`;

@@ -10,7 +10,7 @@ export interface ActorTreeSource {
 /** GET /api/v1/admin/actors: the supervision tree as operators read it (superusers only). */
 export function adminActorsRoutes(r: Router<Principal>, tree: ActorTreeSource): void {
   r.get('/admin/actors', (req) => {
-    if (!isSuperuser(req.principal)) throw new ApiError(403, 'forbidden', superuserRefusal(req.principal, 'only superusers may inspect actors'));
+    if (!isSuperuser(req.principal)) throw new ApiError('forbidden', superuserRefusal(req.principal, 'only superusers may inspect actors'));
     return tree.inspect();
   });
 }

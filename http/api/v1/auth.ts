@@ -1,12 +1,15 @@
-import { ApiError, CheckUsernameBody, LoginBody, RegisterBody, ResendVerificationBody } from '../../../protocol/index.js';
+import { z } from 'zod';
+import { CheckUsernameBody, LoginBody, RegisterBody, ResendVerificationBody } from '../../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../../services/index.js';
 import type { RateLimiter } from '../../../storage/index.js';
 import { authRateLimits, rateLimited } from '../../rateLimit.js';
-import { withPasswordRetryAfter } from '../../passwordBusy.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
 // /auth/*: registration, password sign-in, the username check, e-mail verification, logout.
+
+const MALFORMED_TOKEN = 'the verification link\'s token is missing or malformed';
+const VerifyEmailQuery = z.object({ token: z.string(MALFORMED_TOKEN).min(1, MALFORMED_TOKEN).max(200, MALFORMED_TOKEN) });
 
 export interface AuthRouteDeps {
   identity: IdentityServices;
@@ -17,16 +20,15 @@ const origin = (req: Req<Principal>) => ({ userAgent: req.header('user-agent'), 
 
 export function authRoutes(r: Router<Principal>, { identity, rateLimiter }: AuthRouteDeps): void {
   const open = { auth: 'none' } as const;
-  r.post('/auth/basic/register', rateLimited(rateLimiter, authRateLimits.register, withPasswordRetryAfter(async (req) =>
-    identity.accounts.register(await req.body(RegisterBody)))), open);
-  r.post('/auth/basic/login', rateLimited(rateLimiter, authRateLimits.login, withPasswordRetryAfter(async (req) =>
-    identity.accounts.login(await req.body(LoginBody), origin(req)))), open);
+  r.post('/auth/basic/register', rateLimited(rateLimiter, authRateLimits.register, async (req) =>
+    identity.accounts.register(await req.body(RegisterBody))), open);
+  r.post('/auth/basic/login', rateLimited(rateLimiter, authRateLimits.login, async (req) =>
+    identity.accounts.login(await req.body(LoginBody), origin(req))), open);
   r.post('/auth/check-username', rateLimited(rateLimiter, authRateLimits.checkUsername, async (req) =>
     identity.accounts.checkUsername(await req.body(CheckUsernameBody))), open);
 
   r.get('/auth/verify-email', async (req) => {
-    const token = req.query.get('token');
-    if (!token || token.length > 200) throw new ApiError(400, 'invalid_parameter', 'token: the verification link\'s token is missing or malformed');
+    const { token } = req.query(VerifyEmailQuery);
     const { username, email } = await identity.emailVerification.verify(token);
     return `the e-mail address ${email} of "${username}" is verified`;
   }, open);

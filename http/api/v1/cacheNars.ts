@@ -1,6 +1,5 @@
 import { CacheName, NarListQuery, StorePathHash } from '../../../protocol/index.js';
 import type { CacheServices, Principal } from '../../../services/index.js';
-import { parseQuery } from '../../queryString.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
@@ -8,7 +7,7 @@ import type { Router } from '../../router.js';
 // (POST /caches/{cache}/nars, chunks, finalize) are narUploads.ts, on the same paths.
 export function cacheNarsRoutes(r: Router<Principal>, { cacheNars }: CacheServices): void {
   const cache = (req: Req<Principal>) => req.param('cache', CacheName);
-  r.get('/caches/:cache/nars', (req) => cacheNars.list(req.principal, cache(req), parseQuery(req.query, NarListQuery)));
+  r.get('/caches/:cache/nars', (req) => cacheNars.list(req.principal, cache(req), req.query(NarListQuery)));
   r.get('/caches/:cache/nars/:hash', (req) => cacheNars.show(req.principal, cache(req), req.param('hash', StorePathHash)));
   r.del('/caches/:cache/nars/:hash', (req) => cacheNars.remove(req.principal, cache(req), req.param('hash', StorePathHash)));
   r.get('/caches/:cache/stats', (req) => cacheNars.stats(req.principal, cache(req)));

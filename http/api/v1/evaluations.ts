@@ -1,8 +1,11 @@
 import { z } from 'zod';
-import { ApiError, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
+import { CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
 import type { BuildViewsService, EvaluationsService, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
+
+const AttributeAtCommitQuery = z.object({ commit: CommitId, attr: z.string().min(1).max(1000) });
+const EntryPointsQuery = z.object({ evaluation_id: EvaluationId.optional() });
 
 // Evaluations: start, read, abort; entry points and the store path of an attribute at a commit.
 export function evaluationsRoutes(r: Router<Principal>, evaluations: EvaluationsService, views: BuildViewsService): void {
@@ -11,21 +14,18 @@ export function evaluationsRoutes(r: Router<Principal>, evaluations: Evaluations
   const projectRef = (req: Req<Principal>) => req.param('project', ProjectRef);
   const task = (req: Req<Principal>) => req.param('task', ResourceName);
   const id = (req: Req<Principal>) => req.param('id', EvaluationId);
-  // A missing parameter is null, so the schema decides whether it may be left out.
-  const query = <T>(req: Req<Principal>, name: string, schema: z.ZodType<T>): T => {
-    const parsed = schema.safeParse(req.query.get(name));
-    if (!parsed.success) throw new ApiError(400, 'invalid_query', `${name}: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    return parsed.data;
-  };
 
   r.post('/projects/:org/:project/evaluate', (req) => evaluations.evaluateProject(req.principal, org(req), project(req)));
   r.get('/projects/:org/:project/entry-points', (req) => views.projectEntryPoints(req.principal, org(req), project(req)));
   r.post('/tasks/:project/:task/evaluate', async (req) =>
     evaluations.evaluateTask(req.principal, projectRef(req), task(req), await req.body(EvaluateTaskBody)));
-  r.get('/tasks/:project/:task/evaluations', (req) =>
-    views.attributeAtCommit(req.principal, projectRef(req), task(req), query(req, 'commit', CommitId), query(req, 'attr', z.string().min(1).max(1000))));
+  r.get('/tasks/:project/:task/evaluations', (req) => {
+    const [ref, name] = [projectRef(req), task(req)];
+    const { commit, attr } = req.query(AttributeAtCommitQuery);
+    return views.attributeAtCommit(req.principal, ref, name, commit, attr);
+  });
   r.get('/tasks/:project/:task/entry-points', (req) =>
-    views.taskEntryPoints(req.principal, projectRef(req), task(req), query(req, 'evaluation_id', EvaluationId.nullable())));
+    views.taskEntryPoints(req.principal, projectRef(req), task(req), req.query(EntryPointsQuery).evaluation_id ?? null));
   r.get('/evals/:id', (req) => evaluations.get(req.principal, id(req)));
   r.post('/evals/:id', async (req) => {
     await req.body(EvaluationActionBody);

@@ -11,7 +11,7 @@ export function eventRoutes(r: Router<Principal>): void {
   r.get('/events/catalog', () => eventCatalog());
   for (const path of WEBSOCKET_PATHS) {
     r.get(path, () => {
-      throw new ApiError(426, 'websocket_required', 'this path is a WebSocket: connect with an Upgrade: websocket request');
+      throw new ApiError('websocket_required', 'this path is a WebSocket: connect with an Upgrade: websocket request');
     });
   }
 }

@@ -16,7 +16,7 @@ export function healthRoutes<P>(r: Router<P>, deps: HealthDeps): void {
       try {
         await deps.databaseReady();
       } catch {
-        throw new ApiError(503, 'database_unavailable', 'the database does not answer');
+        throw new ApiError('database_unavailable', 'the database does not answer');
       }
       return { status: 'ok', version: deps.version, started_at: deps.startedAt.toISOString() };
     },

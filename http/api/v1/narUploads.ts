@@ -1,42 +1,25 @@
 // REST NAR uploads (spec: Caches): single-shot multipart, chunked with resume, finalize; plus the
 // state of a staged upload and abandoning it (kiln's, for clients that resume or give up).
 // http.maxRequestSize does not apply: these routes have nar.maxUploadSize as their limit.
-import { ApiError, isApiError, NarUploadInfo, StorePathHash, type Narinfo } from '../../../protocol/index.js';
-import { stagedBytesOf, type NarUploadService, type Principal } from '../../../services/index.js';
+import { z } from 'zod';
+import { ApiError, describeIssue, NarUploadInfo, StorePathHash, type Narinfo } from '../../../protocol/index.js';
+import type { NarUploadService, Principal } from '../../../services/index.js';
 import type { Config } from '../../../config/index.js';
 import { readMultipart, multipartBoundary } from '../../multipart.js';
-import { errorReply } from '../../reply.js';
-import type { Handler, Router } from '../../router.js';
+import type { Router } from '../../router.js';
 
 /** The narinfo part is small JSON; anything bigger is a mistake, not a narinfo. */
 const MAX_NARINFO_PART_BYTES = 1 << 20;
 
 export interface NarUploadRouteDeps {
   uploads: NarUploadService;
-  config: Pick<Config, 'nar.maxUploadSize' | 'upload.restWaitSecs'>;
+  config: Pick<Config, 'nar.maxUploadSize'>;
 }
 
-/** 409s that say where the upload stands carry it as Upload-Offset; 503 carries Retry-After. */
-function withUploadHeaders(handler: Handler<Principal>, retryAfterSecs: number): Handler<Principal> {
-  return async (req) => {
-    try {
-      return await handler(req);
-    } catch (e) {
-      if (!isApiError(e)) throw e;
-      const staged = stagedBytesOf(e);
-      if (staged !== undefined) return errorReply(e.status, e.code, e.message, { 'Upload-Offset': String(staged) });
-      if (e.code === 'upload_busy') return errorReply(e.status, e.code, e.message, { 'Retry-After': String(retryAfterSecs) });
-      throw e;
-    }
-  };
-}
-
-function offsetOf(text: string | null): number {
-  if (text === null || !/^\d{1,16}$/.test(text) || !Number.isSafeInteger(Number(text))) {
-    throw new ApiError(400, 'invalid_parameter', `offset: expected the number of bytes already staged (?offset=N), got ${JSON.stringify(text)}`);
-  }
-  return Number(text);
-}
+const NOT_AN_OFFSET = 'expected the number of bytes already staged (?offset=N)';
+const ChunkQuery = z.object({
+  offset: z.string(NOT_AN_OFFSET).regex(/^\d{1,16}$/, NOT_AN_OFFSET).transform(Number).refine(Number.isSafeInteger, NOT_AN_OFFSET),
+});
 
 function declaredLength(header: string | undefined): number | null {
   const n = Number(header);
@@ -48,21 +31,21 @@ async function jsonPart(body: AsyncIterable<Uint8Array>): Promise<unknown> {
   let size = 0;
   for await (const chunk of body) {
     size += chunk.length;
-    if (size > MAX_NARINFO_PART_BYTES) throw new ApiError(400, 'invalid_multipart', `the narinfo part exceeds ${MAX_NARINFO_PART_BYTES} bytes`);
+    if (size > MAX_NARINFO_PART_BYTES) throw new ApiError('invalid_multipart', `the narinfo part exceeds ${MAX_NARINFO_PART_BYTES} bytes`);
     chunks.push(chunk);
   }
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8'));
   } catch (e) {
-    throw new ApiError(400, 'invalid_json', `the narinfo part is not valid JSON: ${(e as Error).message}`);
+    throw new ApiError('invalid_json', `the narinfo part is not valid JSON: ${(e as Error).message}`);
   }
 }
 
 function narinfoOfPart(uploads: NarUploadService, value: unknown): Narinfo {
   const parsed = NarUploadInfo.safeParse(value);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ApiError(400, 'invalid_narinfo', `narinfo ${issue?.path.join('.') || 'part'}: ${issue?.message ?? 'invalid'}`);
+    const { field, reason } = describeIssue(parsed.error, 'part');
+    throw new ApiError('invalid_narinfo', `narinfo ${field}: ${reason}`);
   }
   return uploads.parseUploadInfo(parsed.data);
 }
@@ -70,9 +53,8 @@ function narinfoOfPart(uploads: NarUploadService, value: unknown): Narinfo {
 export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps): void {
   const { uploads } = deps;
   const maxUpload = deps.config['nar.maxUploadSize'];
-  const wrap = (h: Handler<Principal>) => withUploadHeaders(h, deps.config['upload.restWaitSecs']);
 
-  api.post('/caches/:cache/nars', wrap(async (req): Promise<unknown> => {
+  api.post('/caches/:cache/nars', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const boundary = multipartBoundary(req.header('content-type'));
     return uploads.singleShot(target, declaredLength(req.header('content-length')), async (stage) => {
@@ -81,27 +63,27 @@ export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps
       for await (const part of readMultipart(req.stream(), boundary)) {
         if (part.name === 'narinfo') info = narinfoOfPart(uploads, await jsonPart(part.body));
         else if (part.name === 'nar') {
-          if (staged) throw new ApiError(400, 'invalid_multipart', 'the body has more than one nar part');
+          if (staged) throw new ApiError('invalid_multipart', 'the body has more than one nar part');
           await stage(part.body);
           staged = true;
         }
       }
-      if (info === null) throw new ApiError(400, 'invalid_multipart', 'the body has no narinfo part (JSON: store_path, nar_hash, nar_size, references, …)');
-      if (!staged) throw new ApiError(400, 'invalid_multipart', 'the body has no nar part');
+      if (info === null) throw new ApiError('invalid_multipart', 'the body has no narinfo part (JSON: store_path, nar_hash, nar_size, references, …)');
+      if (!staged) throw new ApiError('invalid_multipart', 'the body has no nar part');
       return info;
     });
-  }), { body: 'stream', maxBody: maxUpload + MAX_NARINFO_PART_BYTES + 64 * 1024 });
+  }, { body: 'stream', maxBody: maxUpload + MAX_NARINFO_PART_BYTES + 64 * 1024 });
 
-  api.put('/caches/:cache/nars/:hash/chunk', wrap(async (req): Promise<unknown> => {
+  api.put('/caches/:cache/nars/:hash/chunk', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     const hash = req.param('hash', StorePathHash);
-    return uploads.appendChunk(target, hash, offsetOf(req.query.get('offset')), declaredLength(req.header('content-length')), req.stream());
-  }), { body: 'stream', maxBody: maxUpload, reuseBodyPieces: true }); // the staging writer writes each piece before the next
+    return uploads.appendChunk(target, hash, req.query(ChunkQuery).offset, declaredLength(req.header('content-length')), req.stream());
+  }, { body: 'stream', maxBody: maxUpload, reuseBodyPieces: true }); // the staging writer writes each piece before the next
 
-  api.post('/caches/:cache/nars/:hash/finalize', wrap(async (req): Promise<unknown> => {
+  api.post('/caches/:cache/nars/:hash/finalize', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));
     return uploads.finalize(target, req.param('hash', StorePathHash), await req.body(NarUploadInfo));
-  }), { body: 'buffer', maxBody: MAX_NARINFO_PART_BYTES });
+  }, { body: 'buffer', maxBody: MAX_NARINFO_PART_BYTES });
 
   api.get('/caches/:cache/nars/:hash/upload', async (req) => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));

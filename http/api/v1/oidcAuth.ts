@@ -19,7 +19,7 @@ export function oidcRoutes(r: Router<Principal>, { oidc }: Pick<IdentityServices
   r.get('/auth/oidc/login', async () => emptyReply(302, { Location: await oidc.authorizationUrl(), 'Cache-Control': 'no-store' }), open);
   r.get('/auth/oidc/callback', async (req) => {
     try {
-      const token = await oidc.complete(req.query, { userAgent: req.header('user-agent'), address: req.peerAddress });
+      const token = await oidc.complete(req.searchParams, { userAgent: req.header('user-agent'), address: req.peerAddress });
       if (!frontend) return token;
       return emptyReply(302, { Location: `${frontend}#${new URLSearchParams({ token })}`, 'Cache-Control': 'no-store' });
     } catch (e) {

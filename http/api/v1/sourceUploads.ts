@@ -2,22 +2,23 @@
 // the tarball as the raw body, up to http.maxSourceUploadSize; the answer's url is a capability
 // URL at the root, GET /build-sources/{id}?token=…, which a worker fetches without an account.
 import { z } from 'zod';
-import { ApiError } from '../../../protocol/index.js';
 import type { Principal, SourceUploadsService } from '../../../services/index.js';
 import { streamReply } from '../../reply.js';
 import type { Router } from '../../router.js';
 
 const SourceId = z.uuid('a source upload id is a UUID');
+const NO_PROJECT = 'name the project the source is for (?project=org/project or its UUID)';
+const UploadQuery = z.object({ project: z.string(NO_PROJECT).min(1, NO_PROJECT) });
+const FetchQuery = z.object({ token: z.string().optional() });
 
 export function sourceUploadRoutes(api: Router<Principal>, root: Router<Principal>, service: SourceUploadsService, maxBytes: number): void {
   api.post('/build-requests/source', (req) => {
-    const project = req.query.get('project');
-    if (!project) throw new ApiError(400, 'invalid_query', 'project: name the project the source is for (?project=org/project or its UUID)');
+    const { project } = req.query(UploadQuery);
     return service.upload(req.principal, project, req.stream());
   }, { body: 'stream', maxBody: maxBytes, maxBodyName: 'http.maxSourceUploadSize' });
 
   root.get('/build-sources/:id', async (req) => {
-    const { read, format, sha256 } = await service.fetch(req.param('id', SourceId), req.query.get('token'));
+    const { read, format, sha256 } = await service.fetch(req.param('id', SourceId), req.query(FetchQuery).token ?? null);
     const type = { gzip: 'application/gzip', zstd: 'application/zstd', xz: 'application/x-xz', bzip2: 'application/x-bzip2', tar: 'application/x-tar' }[format];
     return streamReply(200, read.size, read.body, { 'content-type': type ?? 'application/octet-stream', 'x-content-sha256': sha256, 'cache-control': 'private, no-store' });
   }, { auth: 'none' });

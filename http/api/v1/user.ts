@@ -1,6 +1,5 @@
 import { SettingsPatch } from '../../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../../services/index.js';
-import { withPasswordRetryAfter } from '../../passwordBusy.js';
 import type { Router } from '../../router.js';
 
 // /user and /user/settings: the signed-in account. Deleting it and changing settings need a session.
@@ -9,5 +8,5 @@ export function userRoutes(r: Router<Principal>, { profile }: Pick<IdentityServi
   r.get('/user', (req) => profile.get(req.principal));
   r.del('/user', (req) => profile.delete(req.principal));
   r.get('/user/settings', (req) => profile.getSettings(req.principal));
-  r.patch('/user/settings', withPasswordRetryAfter(async (req) => profile.patchSettings(req.principal, await req.body(SettingsPatch))));
+  r.patch('/user/settings', async (req) => profile.patchSettings(req.principal, await req.body(SettingsPatch)));
 }

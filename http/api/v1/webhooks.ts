@@ -1,4 +1,4 @@
-import { ApiError, CreateWebhookBody, DeliveryListQuery, ProjectRef, ResourceName, UpdateWebhookBody } from '../../../protocol/index.js';
+import { CreateWebhookBody, DeliveryListQuery, ProjectRef, ResourceName, UpdateWebhookBody } from '../../../protocol/index.js';
 import type { Principal, WebhookScopeRef, WebhooksService } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
@@ -21,12 +21,7 @@ const scopes: readonly { prefix: string; scope: ScopeOf }[] = [
 ];
 
 export function deliveryQuery(req: Req<Principal>): DeliveryListQuery {
-  const parsed = DeliveryListQuery.safeParse(Object.fromEntries(req.query));
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new ApiError(400, 'invalid_query', `${issue?.path.join('.') || 'query'}: ${issue?.message ?? 'invalid'}`);
-  }
-  return parsed.data;
+  return req.query(DeliveryListQuery);
 }
 
 export function webhooksRoutes(r: Router<Principal>, webhooks: WebhooksService): void {

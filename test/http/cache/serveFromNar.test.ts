@@ -8,13 +8,13 @@ import { createServer } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { nixGenerateKey, nixStoreAdd, requireNix, tempDir } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { eventually } from '../../support/eventually.js';
 
 requireNix();
 
@@ -28,11 +28,11 @@ const progress = { packedBytes: 0, packed(bytes: number) { this.packedBytes += b
 async function packingStalled(quietPolls = 10): Promise<number> {
   let last = -1;
   let quiet = 0;
-  while (quiet < quietPolls) {
-    await sleep(100);
+  await eventually(() => {
     quiet = progress.packedBytes === last ? quiet + 1 : 0;
     last = progress.packedBytes;
-  }
+    return quiet >= quietPolls;
+  }, { interval: 100, message: 'the packing stalls' });
   return last;
 }
 
@@ -172,12 +172,12 @@ t.test('serve/', async (t) => {
     t.equal(progress.packedBytes, packed, 'HEAD packed nothing');
 
     first.socket.destroy();
-    let again = await get(path);
-    for (let attempt = 0; again.status === 503 && attempt < 100; attempt++) {
-      await again.arrayBuffer();
-      await sleep(50);
-      again = await get(path);
-    }
+    const again = await eventually(async () => {
+      const answer = await get(path);
+      if (answer.status !== 503) return answer;
+      await answer.arrayBuffer();
+      return undefined;
+    }, { interval: 50, message: 'the archive place comes back' });
     t.equal(again.status, 200, 'the place comes back when the stalled client leaves');
     const out = mkdtempSync(join(tmpdir(), 'kiln-untar-'));
     try {

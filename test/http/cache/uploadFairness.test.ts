@@ -10,6 +10,7 @@ import { startTestKiln, type TestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { putChunk } from '../../support/narUploads.js';
+import { eventually } from '../../support/eventually.js';
 
 /** Time that moves only when the test says so; timers fire as it passes them. */
 class ManualClock implements TimerClock {
@@ -35,8 +36,7 @@ class ManualClock implements TimerClock {
 
 const MiB = 1 << 20;
 const until = async (what: string, ok: () => boolean): Promise<void> => {
-  for (let i = 0; i < 20_000 && !ok(); i++) await new Promise((r) => setTimeout(r, 5));
-  if (!ok()) throw new Error(`never happened: ${what}`);
+  await eventually(ok, { timeout: 60_000, interval: 5, message: what });
 };
 
 function budgetOf(kiln: TestKiln): Record<string, number> {

@@ -2,6 +2,7 @@ import t from 'tap';
 import WebSocket from 'ws';
 import { signUp } from '../../support/accounts.js';
 import { createApiKey } from '../../support/narUploads.js';
+import { insertFinishedBuild } from '../../support/modelRows.js';
 import { eventually, openLive, startEventKiln, type LiveClient, type LiveRefusal } from '../../support/events.js';
 
 // The firehose and the live paths over real WebSockets.
@@ -149,15 +150,9 @@ t.test('a lagging firehose subscriber gets stream.lagged with the number it miss
   t.equal(other.frames.length, 0, 'another filter saw none of it');
 });
 
-t.test('live paths: topics per task, evaluation, build and board, authorised like their GETs', async (t) => {
-  const kiln = await startEventKiln(t, {
-    options: {
-      events: {
-        // The evaluation issue supplies these; here every evaluation is E and every build belongs to E.
-        liveResolvers: { evaluation: async (_who, id) => ({ evaluationId: id }), build: async (_who, id) => ({ buildId: id, evaluationId: E }) },
-      },
-    },
-  });
+// Who may open which path, case by case: liveSocketAuthorization.test.ts. Here: what each receives.
+t.test('live paths: topics per task, evaluation, build and board', async (t) => {
+  const kiln = await startEventKiln(t);
   const ada = await signUp(kiln, 'ada');
   const vic = await signUp(kiln, 'vic');
   const eve = await signUp(kiln, 'eve');
@@ -167,6 +162,7 @@ t.test('live paths: topics per task, evaluation, build and board, authorised lik
   await kiln.api('PUT', '/caches', { token: ada.token, body: { name: 'main' } });
   await kiln.api('PUT', '/caches', { token: ada.token, body: { name: 'pub', public: true } });
   const [ids] = await kiln.sql<{ task: string; project: string }[]>`select t.id as task, p.id as project from tasks t join projects p on p.id = t.project_id`;
+  await insertFinishedBuild(kiln.sql, { taskId: ids!.task, evaluationId: E, buildId: B });
   const caches = Object.fromEntries((await kiln.sql<{ name: string; id: string }[]>`select name, id from caches`).map((c) => [c.name, c.id]));
 
   t.match(await refused(openLive(kiln, '/tasks/web/default/live', eve.token)), { status: 404 }, 'a stranger does not see the project');

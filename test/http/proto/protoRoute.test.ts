@@ -3,6 +3,7 @@ import { encode } from 'msgpackr';
 import { startTestKiln } from '../../support/kiln.js';
 import { connectProto, handshake, testHello } from '../../support/protoClient.js';
 import { insertProject } from '../../support/modelRows.js';
+import { eventually } from '../../support/eventually.js';
 
 t.test('/proto on the real server', async (t) => {
   const kiln = await startTestKiln(t, { localWorker: true, publicStats: true, 'proto.workerHeartbeatTimeoutSecs': 2 });
@@ -29,12 +30,10 @@ t.test('/proto on the real server', async (t) => {
     // silence past the (shortened) heartbeat timeout ends the connection with heartbeat_timeout
     t.match(await client.closed, { code: 4016, reason: /^heartbeat_timeout/ });
     // the connection row is updated just after the close frame goes out
-    let closeCode: string | null = null;
-    while (closeCode === null) {
+    const closeCode = await eventually(async () => {
       const [row] = await kiln.sql<{ close_code: string | null }[]>`select close_code from worker_connections where worker_id = ${hello.workerId}`;
-      closeCode = row?.close_code ?? null;
-      if (closeCode === null) await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+      return row?.close_code;
+    }, { interval: 20, message: 'the connection row records its close' });
     t.equal(closeCode, 'heartbeat_timeout');
   });
 

@@ -12,6 +12,7 @@ import t from 'tap';
 import { openDatabase, startLocalDb } from '../../../storage/index.js';
 import { captureLog } from '../fixtures/captureLog.js';
 import { dbConfig } from '../fixtures/dbConfig.js';
+import { eventually } from '../../support/eventually.js';
 
 const asRoot = process.getuid?.() === 0;
 const baseDir = await mkdtemp(join(tmpdir(), 'kiln-localdb-'));
@@ -29,10 +30,8 @@ const alive = async (pid: number): Promise<boolean> => {
   return stat !== '' && !/^\d+ \(.*\) Z/.test(stat);
 };
 // A stopped server removes its lock file a moment before its process ends.
-const gone = async (pid: number | undefined): Promise<boolean> => {
-  for (let i = 0; i < 500 && pid !== undefined && (await alive(pid)); i++) await new Promise((r) => setTimeout(r, 10));
-  return pid === undefined || !(await alive(pid));
-};
+const gone = async (pid: number | undefined): Promise<boolean> =>
+  pid === undefined || eventually(async () => !(await alive(pid)), { timeout: 5_000, interval: 10 }).catch(() => false);
 
 t.teardown(async () => {
   // Whatever a failed test left running: SIGINT is PostgreSQL's fast shutdown.

@@ -5,6 +5,7 @@ import postgres from 'postgres';
 import t, { type Test } from 'tap';
 import { migrate, readMigrations } from '../../../storage/index.js';
 import { testDatabase } from '../../support/db.js';
+import { eventually } from '../../support/eventually.js';
 
 const scratchDir = async (t: Pick<Test, 'teardown'>): Promise<string> => {
   const dir = await mkdtemp(join(tmpdir(), 'kiln-migrations-'));
@@ -85,7 +86,7 @@ t.test('the lock: a second migrator waits for the first and says so', async (t) 
   const said: string[] = [];
   const log = { info: (msg: string) => void said.push(msg) } as unknown as import('pino').Logger;
   const waiting = migrate(sql, { log });
-  while (said.length === 0) await new Promise((r) => setTimeout(r, 10));
+  await eventually(() => said.length > 0, { interval: 10, message: 'the second migrator says it waits' });
   t.same(said, ['waiting for another process to finish migrating the database']);
   await holder`select pg_advisory_unlock(hashtextextended('kiln.schema_migrations', 0))`;
   t.same(await waiting, { applied: [] });

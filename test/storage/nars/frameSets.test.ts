@@ -10,6 +10,7 @@ import t, { type Test } from 'tap';
 import { createCpuPool, type CpuPool } from '../../../storage/cpuPool.js';
 import { NarFrameSets } from '../../../storage/nars/narFrameSets.js';
 import { FRAME_BYTES } from '../../../storage/nars/narFrames.js';
+import { eventually } from '../../support/eventually.js';
 
 async function setup(t: Test): Promise<{ cpu: CpuPool; base: string; sets: NarFrameSets }> {
   const cpu = createCpuPool({ maxThreads: 2 });
@@ -41,7 +42,7 @@ t.test('a set whose frame failed starts over once, and the stored file is right'
   const dir = join(base, 'upload');
   // The first chunk's frame cannot be read (the file is not there yet): that frame fails.
   sets.advance(dir, source, FRAME_BYTES);
-  while (cpu.stats().completed < 1) await new Promise((r) => setTimeout(r, 10));
+  await eventually(() => cpu.stats().completed >= 1, { interval: 10, message: 'the failing frame task ends' });
   const bytes = randomBytes(3 * FRAME_BYTES + 12345);
   await writeFile(source, bytes);
   const before = cpu.stats().completed;

@@ -2,6 +2,7 @@ import t from 'tap';
 import { startQueue, stopQueue } from '../../../storage/index.js';
 import { testDatabase } from '../../support/db.js';
 import { captureLog } from '../fixtures/captureLog.js';
+import { eventually } from '../../support/eventually.js';
 
 t.test('pg-boss starts on a kiln database, runs a job, and stops gracefully', async (t) => {
   const { url, sql } = await testDatabase(t);
@@ -22,12 +23,8 @@ t.test('pg-boss starts on a kiln database, runs a job, and stops gracefully', as
   t.ok((conns?.n ?? 0) >= 1, 'its connections say who they are');
   await stopQueue(boss, { timeoutMs: 5000 });
   // A closed client's backend leaves pg_stat_activity a moment later: look until it has gone.
-  let remaining = -1;
-  for (let i = 0; i < 100 && remaining !== 0; i++) {
-    if (i > 0) await new Promise((r) => setTimeout(r, 50));
-    const [after] = await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue' and datname = current_database()`;
-    remaining = after?.n ?? -1;
-  }
+  const remaining = await eventually(async () => (await sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity where application_name = 'kiln-queue' and datname = current_database()`)[0]?.n,
+    { until: (n) => n === 0, interval: 50, message: 'the queue\'s backends leave pg_stat_activity' });
   t.equal(remaining, 0, 'stopQueue closed its pool');
 });
 

@@ -1,12 +1,12 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { cacheStorageLeft, STORAGE_GB } from '../../../../storage/index.js';
 import { startTestKiln } from '../../../support/kiln.js';
 import { signUp } from '../../../support/accounts.js';
 import { buildFixturePaths, nixPathInfo } from '../../../support/nixStore.js';
 import { uploadStorePath } from '../../../support/restUpload.js';
+import { eventually } from '../../../support/eventually.js';
 
 interface NarView {
   hash: string;
@@ -164,8 +164,7 @@ t.test('NAR management: list, show, stats, delete', async (t) => {
     t.equal(last.message.last_copy, true);
     t.equal((await kiln.sql`select 1 from cached_paths where hash_part = ${file}`).length, 0, 'the record went in the same transaction');
     t.equal((await narinfo('two')).status, 404);
-    for (let i = 0; i < 200 && existsSync(blob); i++) await sleep(25);
-    t.notOk(existsSync(blob), 'the blob is deleted after the answer');
+    t.ok(await eventually(() => !existsSync(blob), { message: 'the blob is deleted' }), 'the blob is deleted after the answer');
     t.equal((await list()).message.total, 5);
     t.equal((await kiln.api<{ paths: number }>('GET', '/caches/two/stats', { token: ada.token })).message.paths, 1);
   });

@@ -1,23 +1,11 @@
 import t from 'tap';
-import { SigningKey, VerifyingKey } from '../../../../protocol/index.js';
+import { CacheView, SigningKey, VerifyingKey } from '../../../../protocol/index.js';
 import { startTestKiln } from '../../../support/kiln.js';
 import { signUp } from '../../../support/accounts.js';
 
-interface CacheView {
-  id: string;
-  name: string;
-  description: string;
-  public: boolean;
-  priority: number;
-  local_priority: number;
-  active: boolean;
-  public_key: string;
-  owner: string | null;
-  max_storage_bytes: number | null;
-  url: string;
-  role: string | null;
-  permissions: string[];
-}
+/** What a response breaks of the CacheView schema: no issues when it is one. */
+const schemaIssues = (value: unknown): string[] =>
+  CacheView.safeParse(value).error?.issues.map((i) => `${i.path.join('.')}: ${i.message}`) ?? [];
 
 t.test('caches: create, read, list, update, enable/disable, key, delete', async (t) => {
   const kiln = await startTestKiln(t, { domain: 'cache.example.org' });
@@ -34,6 +22,7 @@ t.test('caches: create, read, list, update, enable/disable, key, delete', async 
   t.match(main.public_key, /^cache\.example\.org-main-1:[A-Za-z0-9+/]{43}=$/, 'key named <host>-<cache>-1 from the domain');
   t.ok(VerifyingKey.parse(main.public_key).ok, 'the public key is what trusted-public-keys takes');
   t.equal(main.url, 'http://cache.example.org/cache/main', 'the substituter URL');
+  t.same(schemaIssues(main), [], 'the answer is a CacheView (protocol/api/caches.ts)');
 
   t.test('the secret half is sealed at rest and signs for the public half', async (t) => {
     const [row] = await kiln.sql<{ secret_key: Buffer; public_key: Buffer }[]>`select secret_key, public_key from caches where name = 'main'`;
@@ -56,6 +45,7 @@ t.test('caches: create, read, list, update, enable/disable, key, delete', async 
     t.same(await names(eve.token), ['pub'], 'a stranger sees the public cache only');
     const pubForEve = (await kiln.api<CacheView[]>('GET', '/caches', { token: eve.token })).message[0]!;
     t.same(pubForEve.permissions, ['viewCache']);
+    t.same(schemaIssues(pubForEve), [], 'a listed cache is a CacheView too');
     t.equal(pubForEve.role, null);
     t.equal((await kiln.api('GET', '/caches')).status, 401, 'signed in only');
   });
@@ -90,6 +80,7 @@ t.test('caches: create, read, list, update, enable/disable, key, delete', async 
       token: ada.token, body: { description: 'CI builds', public: true, local_priority: 5, max_storage_bytes: 1_000_000 },
     });
     t.match(patched.message, { description: 'CI builds', public: true, local_priority: 5, max_storage_bytes: 1_000_000, priority: 30 });
+    t.same(schemaIssues(patched.message), [], 'a storage limit is a number in a CacheView');
     const cleared = await kiln.api<CacheView>('PATCH', '/caches/main', { token: ada.token, body: { max_storage_bytes: null, public: false } });
     t.match(cleared.message, { max_storage_bytes: null, public: false, description: 'CI builds' }, 'null clears the limit; omitted fields stay');
     t.equal((await kiln.api('PATCH', '/caches/main', { token: ada.token, body: { owner: 'nobody' } })).code, 'user_not_found');

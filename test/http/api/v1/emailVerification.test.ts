@@ -47,7 +47,7 @@ t.test('verification over a real SMTP server, required for password sign-in', as
 
   const bad = await kiln.api('GET', '/auth/verify-email?token=nonsense');
   t.same([bad.status, bad.code], [400, 'invalid_verification_token']);
-  t.same((await kiln.api('GET', '/auth/verify-email')).code, 'invalid_parameter');
+  t.same((await kiln.api('GET', '/auth/verify-email')).code, 'invalid_query');
 
   const verified = await fetch(link!);
   t.equal(verified.status, 200);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { passwordGate } from '../../../../services/index.js';
 import { freshAddress, signUp } from '../../../support/accounts.js';
 import { startTestKiln } from '../../../support/kiln.js';
+import { eventually as boundedWait } from '../../../support/eventually.js';
 
 // Unauthenticated logins must never stall serving: argon2 runs on libuv's thread pool (4 threads by
 // default), so the password gate lets one hash at a time reach it. The server runs in this process,
@@ -32,10 +33,9 @@ function watchArgon2OnThreadPool() {
   return { stop: () => hook.disable(), get peak() { return peak; }, get total() { return total; } };
 }
 
-/** Polls `ok` a bounded number of times; whether it came true. */
-async function eventually(ok: () => boolean): Promise<boolean> {
-  for (let i = 0; i < 1200 && !ok(); i++) await new Promise((r) => setTimeout(r, 50));
-  return ok();
+/** Polls `ok` for a minute at most; whether it came true. */
+function eventually(ok: () => boolean): Promise<boolean> {
+  return boundedWait(ok, { timeout: 60_000, interval: 50 }).catch(() => false);
 }
 
 t.test('a burst of wrong-password logins holds at most one libuv thread; file reads go on meanwhile', async (t) => {

@@ -62,7 +62,7 @@ t.test('create, list, use and delete a key', async (t) => {
   const missing = await kiln.api('DELETE', '/user/keys', { token: ada.token, body: { name: 'by-uuid' } });
   t.same([missing.status, missing.code], [404, 'key_not_found']);
   t.equal((await kiln.api('DELETE', '/user/keys', { token: ada.token, body: {} })).code, 'invalid_body');
-  t.equal((await kiln.api('DELETE', `/user/keys?name=${'x'.repeat(101)}`, { token: ada.token })).code, 'invalid_parameter');
+  t.equal((await kiln.api('DELETE', `/user/keys?name=${'x'.repeat(101)}`, { token: ada.token })).code, 'invalid_query');
   t.equal((await kiln.api('DELETE', '/user/keys?name=ci', { token: bob.token })).status, 200, "bob's key, not ada's");
   t.equal((await kiln.sql`select 1 from api_keys where name = 'ci'`).length, 1);
 });

@@ -1,0 +1,1 @@
+export { describeIssue, type IssueDescription } from './describeIssue.js';

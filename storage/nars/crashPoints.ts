@@ -1,0 +1,8 @@
+// Named steps of finalize where a crash leaves the most to recover from: the staged bytes checked
+// and nothing stored; the path stored and signed while the staged file and row remain; the staged
+// file removed while its row remains. The crash test stops a real server process at one of them
+// (`kiln serve` with KILN_TEST_HOLD_AT=<point>) and kills it there, instead of after a guessed delay.
+export type CrashPoint = 'finalize.checked' | 'finalize.ingested' | 'finalize.stagedFileRemoved';
+
+/** Called at each point; resolves to go on (a held point never resolves). */
+export type CrashPoints = (point: CrashPoint) => Promise<void>;
