@@ -87,9 +87,7 @@ export function narUploadService(deps: NarUploadDeps): NarUploadService {
   const service: NarUploadService = {
     async restTarget(who, name) {
       const found = await demandCache(deps.sql, who, name, 'writeStore');
-      const [row] = await deps.sql<{ active: boolean }[]>`select active from caches where id = ${found.row.id}`;
-      if (!row) throw new ApiError('not_found', `no cache "${name}"`);
-      if (!row.active) throw new ApiError('cache_inactive', `cache "${found.row.name}" is disabled and takes no uploads; enable it with POST /caches/${found.row.name}/active`);
+      if (!found.row.active) throw new ApiError('cache_inactive', `cache "${found.row.name}" is disabled and takes no uploads; enable it with POST /caches/${found.row.name}/active`);
       return { id: found.row.id, name: found.row.name, ...(who.kind === 'user' ? { uploader: who.username, owner: who.userId } : {}) };
     },
 

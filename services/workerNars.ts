@@ -2,6 +2,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import { isApiError, type MessageOf, type Narinfo } from '../protocol/index.js';
+import { activeCachesNamed } from '../storage/index.js';
 import type { IngestTarget, NarIngest } from './narIngest.js';
 import type { ConnectedWorker } from './workerConnections.js';
 
@@ -67,8 +68,7 @@ export class WorkerNars {
     if (message.info.narSize > this.deps.maxUploadSize) {
       return abort('too_large', `the NAR has ${message.info.narSize} bytes, more than nar.maxUploadSize (${this.deps.maxUploadSize})`);
     }
-    const caches = await this.deps.sql<{ id: string; name: string }[]>`
-      select id, name from caches where name = any(${message.targetCaches}) and active`;
+    const caches = await activeCachesNamed(this.deps.sql, message.targetCaches);
     const info = narinfoOf(message.info);
     const targets: IngestTarget[] = [];
     for (const cache of caches) {

@@ -111,6 +111,11 @@ export async function cacheServingRow(sql: ISql, name: string): Promise<CacheSer
   return row ?? null;
 }
 
+/** The active caches among `names`, for /proto pushes. */
+export async function activeCachesNamed(sql: ISql, names: readonly string[]): Promise<Pick<CacheRow, 'id' | 'name'>[]> {
+  return sql<Pick<CacheRow, 'id' | 'name'>[]>`select id, name from caches where name = any(${names as string[]}) and active`;
+}
+
 /** The sealed signing key of the cache `id`, or null when it is gone: the only read of secret_key (services/cacheSigningKeys.ts opens it). */
 export async function cacheSealedKey(sql: ISql, id: string): Promise<Pick<CacheKeyColumns, 'key_name' | 'secret_key'> | null> {
   const [row] = await sql<Pick<CacheKeyColumns, 'key_name' | 'secret_key'>[]>`select key_name, secret_key from caches where id = ${id}`;

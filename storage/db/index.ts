@@ -7,7 +7,7 @@ export { localDbSettings, LOCAL_DB_DEFAULTS } from './localDbSettings.js';
 export { parseDatabaseUrl, describeTarget, nodePostgresOptions, type DatabaseTarget, type NodePostgresOptions } from './databaseUrl.js';
 export type { Sql } from 'postgres';
 export {
-  allCacheRows, cacheIdNamed, cacheNameOf, cacheRowById, cacheRowNamed, cacheSealedKey, cacheServingRow, candidateCacheRows, declareCache, deleteCache,
+  activeCachesNamed, allCacheRows, cacheIdNamed, cacheNameOf, cacheRowById, cacheRowNamed, cacheSealedKey, cacheServingRow, candidateCacheRows, declareCache, deleteCache,
   insertCache, releaseUndeclaredCaches, setCacheActive, subscribedCacheRows, updateCacheSettings,
   type CacheKeyColumns, type CacheRow, type CacheSettings, type CacheServingRow, type NewCache, type SubscribedCacheRow,
 } from './caches.js';
