@@ -82,6 +82,7 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
 
   const log = await fetch(`${kiln.url}/api/v1/builds/${of(dep).build_id}/log`, { headers: { authorization: `Bearer ${token}` } });
   t.equal(await log.text(), 'line one of two\nline two of two\n', 'the latest attempt\'s log');
+  t.equal(log.headers.get('x-content-type-options'), 'nosniff', 'a build\'s log text is never sniffed into HTML');
   const chunks = await kiln.sql`select seq from build_log_chunks where derivation_build_id = (select derivation_build_id from builds where id = ${of(dep).build_id}) and attempt = 2`;
   t.equal(chunks.length, 2, 'split at a line end past log.chunkBytes');
 

@@ -14,7 +14,7 @@ const ProductFilename = z.string().min(1, 'must not be empty').max(255, 'must be
 export function buildsRoutes(r: Router<Principal>, views: BuildViewsService, data?: BuildDataServices): void {
   const id = (req: Req<Principal>) => req.param('id', BuildId);
   r.get('/builds/:id', (req) => views.build(req.principal, id(req)));
-  r.get('/builds/:id/log', async (req) => bytesReply(200, await views.log(req.principal, id(req)), { 'content-type': 'text/plain; charset=utf-8' }));
+  r.get('/builds/:id/log', async (req) => bytesReply(200, await views.log(req.principal, id(req)), { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }));
   r.get('/builds/:id/dependencies', (req) => views.dependencies(req.principal, id(req)));
   if (!data) return;
   r.post('/builds/:id/log', async (req) => chunkedReply(200, await data.logStreams.live(req.principal, id(req)), {

@@ -20,6 +20,6 @@ export function sourceUploadRoutes(api: Router<Principal>, root: Router<Principa
   root.get('/build-sources/:id', async (req) => {
     const { read, format, sha256 } = await service.fetch(req.param('id', SourceId), req.query(FetchQuery).token ?? null);
     const type = { gzip: 'application/gzip', zstd: 'application/zstd', xz: 'application/x-xz', bzip2: 'application/x-bzip2', tar: 'application/x-tar' }[format];
-    return streamReply(200, read.size, read.body, { 'content-type': type ?? 'application/octet-stream', 'x-content-sha256': sha256, 'cache-control': 'private, no-store' });
+    return streamReply(200, read.size, read.body, { 'content-type': type ?? 'application/octet-stream', 'x-content-sha256': sha256, 'cache-control': 'private, no-store', 'x-content-type-options': 'nosniff' });
   }, { auth: 'none' });
 }

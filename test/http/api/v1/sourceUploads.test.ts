@@ -47,6 +47,7 @@ t.test('source uploads', async (t) => {
   const fetched = await fetch(info.url);
   t.equal(fetched.status, 200);
   t.equal(fetched.headers.get('content-type'), 'application/gzip');
+  t.equal(fetched.headers.get('x-content-type-options'), 'nosniff', 'a tenant\'s bytes are never sniffed into HTML');
   t.same(Buffer.from(await fetched.arrayBuffer()), source, 'a worker gets the bytes back without credentials');
   t.equal((await fetch(info.url.replace(/token=.*/, 'token=wrong'))).status, 404, 'a wrong token');
   t.equal((await fetch(info.url.replace(/\?token=.*/, ''))).status, 404, 'no token');
