@@ -1,15 +1,14 @@
+// The local worker of `kiln serve` with worker.enable (kiln.dev.json sets it): `kiln worker` as a
+// child process connected to this server's /proto on loopback, in open mode (no peers file). The
+// server accepts open-mode workers only from loopback and only when localWorker is on
+// (services/workerAuth.ts), so this needs no token. Its id is derived from the host name, so it
+// stays the same across restarts. It is restarted with a doubling backoff capped at 60 s.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../config/index.js';
-
-// The local worker of `kiln serve` with worker.enable (kiln.dev.json sets it): `kiln worker` as a
-// child process connected to this server's /proto on loopback, in open mode (no peers file). The
-// server accepts open-mode workers only from loopback and only when localWorker is on
-// (services/workerAuth.ts), so this needs no token. Its id is derived from the host name, so it
-// stays the same across restarts. It is restarted with a doubling backoff capped at 60 s.
 
 const MAX_BACKOFF_MS = 60_000;
 const entry = fileURLToPath(new URL('../bin/kiln.js', import.meta.url));

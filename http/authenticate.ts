@@ -1,11 +1,10 @@
+// Who is calling: `Authorization: Bearer <session JWT | SVC… API key>` (spec: Authentication).
+// On `none` routes credentials are ignored; on `optional` routes a bad token is still refused, so a
+// client with a broken token learns it instead of silently acting as anonymous.
 import { ApiError } from '../protocol/index.js';
 import { anonymous, looksLikeApiKey, type IdentityServices, type Principal } from '../services/index.js';
 import type { AuthMode } from './router.js';
 import type { Req } from './request.js';
-
-// Who is calling: `Authorization: Bearer <session JWT | SVC… API key>` (spec: Authentication).
-// On `none` routes credentials are ignored; on `optional` routes a bad token is still refused, so a
-// client with a broken token learns it instead of silently acting as anonymous.
 
 export interface Authenticator {
   /** The router's hook: the principal of a request, or ApiError 401/403. */

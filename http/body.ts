@@ -1,12 +1,11 @@
-import type { HttpResponse } from 'uWebSockets.js';
-import { ApiError } from '../protocol/index.js';
-import { mebibyteBuffers } from '../storage/index.js';
-import { BodyRateGuard, type MinimumBodyRate, type TimerClock } from './bodyRate.js';
-
 // uWS hands body chunks to onData, which must be attached before the handler's first await,
 // and neuters each ArrayBuffer after the callback: every chunk is copied. uWS does not drain
 // the microtask queue after its callbacks, so a promise settled inside one is settled through
 // setImmediate; otherwise its continuation waits for some unrelated macrotask.
+import type { HttpResponse } from 'uWebSockets.js';
+import { ApiError } from '../protocol/index.js';
+import { mebibyteBuffers } from '../storage/index.js';
+import { BodyRateGuard, type MinimumBodyRate, type TimerClock } from './bodyRate.js';
 
 /** Whether the client has sent its whole body (uWS gave the last chunk), read or not. */
 export class BodyEnd {

@@ -1,7 +1,6 @@
-import { BlockList, isIP } from 'node:net';
-
 // X-Forwarded-For is believed only from peers in http.trustedProxies; otherwise anyone could
 // claim an address inside a key's allowed_ips.
+import { BlockList, isIP } from 'node:net';
 
 /** A set of CIDR blocks (IPv4 and IPv6). */
 export class CidrSet {

@@ -1,11 +1,10 @@
-import type { HttpResponse } from 'uWebSockets.js';
-import type { Reply } from './reply.js';
-import { closeHeld, endHeld, respondComplete, respondHeld, type ResponseState } from './respond.js';
-
 // Refusing a request while its body is still coming (a 413, or any error before the body was read).
 // Closing at once leaves unread bytes in the socket, the kernel answers them with a TCP reset, and a
 // client still writing its body gets EPIPE and never reads the answer. So (RFC 9112 §9.6) the answer
 // is written at once and the rest of the body is read and dropped, within bounds.
+import type { HttpResponse } from 'uWebSockets.js';
+import type { Reply } from './reply.js';
+import { closeHeld, endHeld, respondComplete, respondHeld, type ResponseState } from './respond.js';
 
 export interface DrainBounds {
   /** body bytes read and dropped after the answer before the connection is closed anyway */

@@ -1,8 +1,7 @@
+// Per-client-address token buckets in front of handlers. docs/auth.md lists the numbers.
 import { ApiError } from '../protocol/index.js';
 import type { RateLimiter, TokenBucketPolicy } from '../storage/index.js';
 import type { Handler } from './router.js';
-
-// Per-client-address token buckets in front of handlers. docs/auth.md lists the numbers.
 
 export interface RatePolicy extends TokenBucketPolicy {
   /** the bucket family; a client has one bucket per family */

@@ -1,9 +1,8 @@
-import type { HttpResponse } from 'uWebSockets.js';
-import type { Headers, Reply } from './reply.js';
-
 // The only place that writes to a uWS response. Every write is corked (a write after an await
 // is otherwise one syscall per call), nothing is written after the client aborted, and streams
 // respect tryEnd's backpressure.
+import type { HttpResponse } from 'uWebSockets.js';
+import type { Headers, Reply } from './reply.js';
 
 const STATUS_TEXT: Record<number, string> = {
   200: 'OK', 201: 'Created', 204: 'No Content', 206: 'Partial Content', 301: 'Moved Permanently',

@@ -1,8 +1,7 @@
-import type { Reply } from './reply.js';
-import type { Req } from './request.js';
-
 // kiln routes itself (one uWS catch-all) so that a path with the wrong method is a 405 that
 // lists the allowed ones, not a 404, and so route files never see uWS.
+import type { Reply } from './reply.js';
+import type { Req } from './request.js';
 
 export type Method = 'get' | 'put' | 'post' | 'patch' | 'delete';
 /** none: anyone; optional: a principal if credentials came; required: 401 without them. */

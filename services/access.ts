@@ -1,7 +1,3 @@
-import { ApiError, type Permission, type Role } from '../protocol/index.js';
-import type { Principal } from './principal.js';
-import { permissionsOfRole, viewPermission, type Scope } from './roles.js';
-
 // The permission engine. Pure: the caller's role on the target is looked up beforehand
 // (targets.ts), so this file holds only the rules:
 //   1. the role gives the permissions (roles.ts); a public cache is viewable by anyone;
@@ -12,6 +8,9 @@ import { permissionsOfRole, viewPermission, type Scope } from './roles.js';
 // Visibility is decided by the role and the pin, not by the key's list: a key that lacks a
 // permission on a project its owner can see gets 403 naming the permission, while a caller who
 // cannot see the project gets 404, so private things are not revealed.
+import { ApiError, type Permission, type Role } from '../protocol/index.js';
+import type { Principal } from './principal.js';
+import { permissionsOfRole, viewPermission, type Scope } from './roles.js';
 
 export interface AccessTarget {
   scope: Scope;

@@ -1,3 +1,4 @@
+// Registration, password sign-in and the username check (POST /auth/basic/*, /auth/check-username).
 import { ApiError, type CheckUsernameBody, type LoginBody, type RegisterBody } from '../protocol/index.js';
 import type { EmailVerification } from './emailVerification.js';
 import type { IdentityDeps } from './identityDeps.js';
@@ -5,8 +6,6 @@ import { hashPassword, verifyPassword } from './passwords.js';
 import type { SessionOrigin, Sessions } from './sessions.js';
 import { insertUser } from './userCreation.js';
 import { toUserView, type UserRow, type UserView } from './userView.js';
-
-// Registration, password sign-in and the username check (POST /auth/basic/*, /auth/check-username).
 
 export type Accounts = ReturnType<typeof accountsService>;
 

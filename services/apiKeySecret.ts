@@ -1,8 +1,7 @@
-import { createHash, randomBytes } from 'node:crypto';
-
 // API key secrets: "SVC" and 32 random bytes in base62 (letters and digits only, so a key survives
 // shells, URLs and HTTP Basic passwords unquoted). 256 bits of entropy make a fast hash safe to
 // store: nobody can guess their way through SHA-256 of a random 32-byte value.
+import { createHash, randomBytes } from 'node:crypto';
 
 export const API_KEY_PREFIX = 'SVC';
 const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

@@ -1,3 +1,4 @@
+// API keys: GET/POST/DELETE /user/keys, and turning a presented secret into a KeyUser.
 import { isIP } from 'node:net';
 import { ApiError, Permission, type CreateApiKeyBody } from '../protocol/index.js';
 import { cacheIdNamed } from '../storage/index.js';
@@ -6,8 +7,6 @@ import type { IdentityDeps } from './identityDeps.js';
 import type { ResolvePinnedProject } from './pinnedProject.js';
 import type { KeyUser, Principal } from './principal.js';
 import { requireSession, requireUser } from './principalGuards.js';
-
-// API keys: GET/POST/DELETE /user/keys, and turning a presented secret into a KeyUser.
 
 export interface ApiKeyView {
   id: string;

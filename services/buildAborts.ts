@@ -1,13 +1,12 @@
-import type { Sql } from 'postgres';
-import type { Events } from '../storage/index.js';
-import { applyStatusChange } from './buildStatus.js';
-
 // Aborting an evaluation (docs/builds.md, "Aborting"): the builds it has running that no other open
 // evaluation wants move started → aborted, with build.aborted for the aborted evaluation's build,
 // in the database first. Every server process's scheduler then cancels its own jobs of aborted
 // builds on their workers (jobCancellations.ts, on every pass), so the abort reaches a job whichever
 // process dispatched it, and a result that still arrives finds the build no longer started.
 // A build another open evaluation still wants keeps running for it.
+import type { Sql } from 'postgres';
+import type { Events } from '../storage/index.js';
+import { applyStatusChange } from './buildStatus.js';
 
 const FINAL_PHASES = ['completed', 'failed', 'aborted'];
 

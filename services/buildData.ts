@@ -1,3 +1,5 @@
+// The build data endpoints' services (docs/builds.md): streamed logs, the dependency graph,
+// closures and build products. Each is authorised like GET /builds/{id} or GET /evals/{id}.
 import type { Sql } from 'postgres';
 import type { NarStorage } from '../storage/index.js';
 import type { BuildLogFeed } from './buildLogFeed.js';
@@ -8,9 +10,6 @@ import { buildProductsService } from './buildProducts.js';
 import type { BuildViewsService } from './buildViews.js';
 import { closuresService } from './closures.js';
 import type { EvaluationsService } from './evaluations.js';
-
-// The build data endpoints' services (docs/builds.md): streamed logs, the dependency graph,
-// closures and build products. Each is authorised like GET /builds/{id} or GET /evals/{id}.
 
 export interface BuildDataDeps {
   sql: Sql;

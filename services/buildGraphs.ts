@@ -1,10 +1,9 @@
-import type { Sql } from 'postgres';
-import type { BuildViewsService } from './buildViews.js';
-import type { Principal } from './principal.js';
-
 // GET /builds/{id}/graph: the whole dependency graph of a build inside its evaluation, the build
 // itself included, in one recursive query. Unlike the closure views it is not cut: every build
 // the derivation needs, with its status, so a client can draw progress.
+import type { Sql } from 'postgres';
+import type { BuildViewsService } from './buildViews.js';
+import type { Principal } from './principal.js';
 
 export interface BuildGraphNode {
   build_id: string;

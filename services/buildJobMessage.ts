@@ -1,11 +1,10 @@
-import type { Outgoing } from '../protocol/index.js';
-import { readable, writable, type ProjectCache } from './projectCaches.js';
-import type { ReadyBuild } from './schedulerQueries.js';
-
 // The buildJob a worker gets (docs/builds.md, "Scheduler rules"): substituters are the caches the
 // project reads, at serveUrl; targets the caches it writes; time limits the derivation's own or
 // the server's defaults. Private caches are read with one token (Nix's netrc has one password per
 // host) that lasts the job: its time-out (a day without one) and an hour more.
+import type { Outgoing } from '../protocol/index.js';
+import { readable, writable, type ProjectCache } from './projectCaches.js';
+import type { ReadyBuild } from './schedulerQueries.js';
 
 export interface BuildJobSettings {
   serveUrl: string;

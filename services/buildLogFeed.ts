@@ -1,9 +1,8 @@
-import type { EventBus } from '../storage/index.js';
-
 // Wakes the readers of live build logs (POST /builds/{id}/log). In the process that receives a
 // build's log over /proto, BuildLogs calls notify() on every append and every stored chunk. From
 // other processes, build.* events on the bus (status changes) wake them, and a reader polls the
 // database at least every `pollMs`, so a log written by another process arrives within a second.
+import type { EventBus } from '../storage/index.js';
 
 export const LIVE_LOG_POLL_MS = 1000;
 

@@ -1,13 +1,12 @@
+// The streamed logs (docs/builds.md, "Logs"): POST /evals/{id}/builds writes every stored log of an
+// evaluation's builds as NDJSON; POST /builds/{id}/log follows one build's log live until the
+// build is final. Both read in short pages, so a slow client never holds a database connection.
 import type { Sql } from 'postgres';
 import type { BuildLogFeed } from './buildLogFeed.js';
 import type { BuildLogs } from './buildLogs.js';
 import type { BuildViewsService } from './buildViews.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from './principal.js';
-
-// The streamed logs (docs/builds.md, "Logs"): POST /evals/{id}/builds writes every stored log of an
-// evaluation's builds as NDJSON; POST /builds/{id}/log follows one build's log live until the
-// build is final. Both read in short pages, so a slow client never holds a database connection.
 
 const FINAL = new Set(['completed', 'failed', 'substituted', 'aborted']);
 const BUILD_PAGE = 200;

@@ -1,8 +1,7 @@
-import type { Sql } from 'postgres';
-
 // Build logs as they stream in over /proto, stored in chunks of about log.chunkBytes
 // (spec: configuration, log.chunkBytes). A chunk is cut at the last line end past the target, so
 // a long line may make one bigger. Each attempt of a derivation_build has its own log.
+import type { Sql } from 'postgres';
 
 interface OpenLog {
   buffered: Buffer[];

@@ -1,3 +1,9 @@
+// Build products (GET /builds/{id}/downloads and /download/{filename}), by Hydra's convention: an
+// output lists them in `$out/nix-support/hydra-build-products`, one per line, as
+// `<type> <subtype> <path> [<default path>]` (e.g. `file binary-dist /nix/store/…-app/app.tar.gz`).
+// A product is served out of the output's NAR in a cache of the project, as
+// /cache/{cache}/serve/{hash}/{path} serves a file; only regular files inside the build's own
+// outputs count, so a product line cannot point anywhere else.
 import type { Sql } from 'postgres';
 import { ApiError, lookupNarListing, parseNarListing, storePathHashPart, storePathName, type NarListing } from '../protocol/index.js';
 import { narSlice, type NarStorage } from '../storage/index.js';
@@ -5,13 +11,6 @@ import type { BuildViewsService } from './buildViews.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from './principal.js';
 import { projectCaches } from './projectCaches.js';
-
-// Build products (GET /builds/{id}/downloads and /download/{filename}), by Hydra's convention: an
-// output lists them in `$out/nix-support/hydra-build-products`, one per line, as
-// `<type> <subtype> <path> [<default path>]` (e.g. `file binary-dist /nix/store/…-app/app.tar.gz`).
-// A product is served out of the output's NAR in a cache of the project, as
-// /cache/{cache}/serve/{hash}/{path} serves a file; only regular files inside the build's own
-// outputs count, so a product line cannot point anywhere else.
 
 export const PRODUCTS_FILE = 'nix-support/hydra-build-products';
 /** A larger products file is not read: it is a list of names, not data. */

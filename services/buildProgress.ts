@@ -1,14 +1,13 @@
-import type { BuildStatus } from '../protocol/index.js';
-import type { Events } from '../storage/index.js';
-import { buildsOfDerivationBuild, type BuildRow } from './buildStatus.js';
-import type { Clock } from './clock.js';
-import type { Queryable } from './queryable.js';
-
 // build.progress (spec: Live updates): transfer progress of a build, live-only, to the
 // /builds/{build}/live sockets of every evaluation's build that shares the derivation_build. The
 // scheduler knows derivation_builds; the per-evaluation builds are looked up once and remembered
 // briefly, so a stream of progress reports costs one query per build every few seconds, not one
 // per report.
+import type { BuildStatus } from '../protocol/index.js';
+import type { Events } from '../storage/index.js';
+import { buildsOfDerivationBuild, type BuildRow } from './buildStatus.js';
+import type { Clock } from './clock.js';
+import type { Queryable } from './queryable.js';
 
 export interface BuildProgress {
   derivationBuildId: string;

@@ -1,3 +1,10 @@
+// The scheduler (docs/builds.md): hands queued evaluations to eval-capable workers and ready
+// builds (every input built or substituted) to build workers whose architectures and system
+// features fit, records what comes back, retries FailedTransient only, and re-queues the jobs of
+// a worker that is lost. Every server process dispatches to the workers connected to it; the
+// guarded status changes (queued → started) let exactly one process win a job. One process per
+// database, the holder of a PostgreSQL advisory lock, also re-queues the jobs of processes that
+// died (services/serverInstance.ts); the others retry the lock.
 import type { Logger } from 'pino';
 import type { ReservedSql, Sql } from 'postgres';
 import type { Message, RejectCode } from '../protocol/index.js';
@@ -21,14 +28,6 @@ import { outputsCached, projectCaches, readable, type ProjectCache } from './pro
 import { queuedEvaluations, readyBuilds, requeueOrphanedJobs, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from './workerConnections.js';
 import type { WorkerNars } from './workerNars.js';
-
-// The scheduler (docs/builds.md): hands queued evaluations to eval-capable workers and ready
-// builds (every input built or substituted) to build workers whose architectures and system
-// features fit, records what comes back, retries FailedTransient only, and re-queues the jobs of
-// a worker that is lost. Every server process dispatches to the workers connected to it; the
-// guarded status changes (queued → started) let exactly one process win a job. One process per
-// database, the holder of a PostgreSQL advisory lock, also re-queues the jobs of processes that
-// died (services/serverInstance.ts); the others retry the lock.
 
 const SCHEDULER_LOCK = 7_414_101;
 const TICK_MS = 1000;

@@ -1,11 +1,10 @@
+// Every status change of a shared derivation_build goes through here: the row, and build.<status>
+// for each evaluation's build that points at it, in one transaction (durable for entry points
+// only: the catalog's rule, DESIGN.md "Durability").
 import type { Events } from '../storage/index.js';
 import type { BuildStatus, FailureClass } from '../protocol/index.js';
 import type { Queryable } from './queryable.js';
 import { checkBuildMove } from '../actors/index.js';
-
-// Every status change of a shared derivation_build goes through here: the row, and build.<status>
-// for each evaluation's build that points at it, in one transaction (durable for entry points
-// only: the catalog's rule, DESIGN.md "Durability").
 
 export interface StatusChange {
   to: BuildStatus;

@@ -1,13 +1,12 @@
+// Read side of builds: an evaluation's builds, one build, its log and direct dependencies, entry
+// points, and the store path of one attribute at one commit. A build is visible to whoever may
+// see its evaluation's project; anyone else gets 404.
 import type { Sql } from 'postgres';
 import { ApiError } from '../protocol/index.js';
 import { readBuildLog } from './buildLogs.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from './principal.js';
 import { demandProject, demandProjectRef } from './targets.js';
-
-// Read side of builds: an evaluation's builds, one build, its log and direct dependencies, entry
-// points, and the store path of one attribute at one commit. A build is visible to whoever may
-// see its evaluation's project; anyone else gets 404.
 
 export interface BuildView {
   build_id: string;

@@ -1,11 +1,10 @@
-import { z } from 'zod';
-import type { SecretBox } from '../storage/index.js';
-
 // Read tokens for private caches, handed to workers inside a build job so Nix can substitute from
 // the project's private caches (docs/builds.md, "Private caches in build jobs"). A token is the
 // secret box's sealing (AES-256-GCM, one key per installation, so every server process accepts
 // it) of the cache ids it opens and its expiry: nothing is stored, and it cannot be altered or
 // widened. It is used as the HTTP Basic password like a session token or API key, and only reads.
+import { z } from 'zod';
+import type { SecretBox } from '../storage/index.js';
 
 const PREFIX = 'KCR';
 const Claims = z.strictObject({ caches: z.array(z.uuid()).min(1).max(64), exp: z.int() });

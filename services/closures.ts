@@ -1,11 +1,3 @@
-import type { Sql, TransactionSql } from 'postgres';
-import { storePathHashPart } from '../protocol/index.js';
-import type { BuildViewsService } from './buildViews.js';
-import type { EvaluationsService } from './evaluations.js';
-import type { Principal } from './principal.js';
-import { largestClosures } from './closureRanking.js';
-import { projectCaches } from './projectCaches.js';
-
 // ClosureGraph (spec: Resources, Limits "Closure nodes"): the build-time closure follows
 // derivation_edges (node ids are derivation UUIDs); the runtime closure follows the references
 // of the outputs' cached paths in the project's caches (node ids are store-path hash parts).
@@ -13,6 +5,13 @@ import { projectCaches } from './projectCaches.js';
 // cached paths); the largest CLOSURE_NODE_LIMIT nodes by accumulated closure size are picked in
 // closureRanking.ts and shown with the edges between them. Counts and total_size_bytes are of
 // the whole closure.
+import type { Sql, TransactionSql } from 'postgres';
+import { storePathHashPart } from '../protocol/index.js';
+import type { BuildViewsService } from './buildViews.js';
+import type { EvaluationsService } from './evaluations.js';
+import type { Principal } from './principal.js';
+import { largestClosures } from './closureRanking.js';
+import { projectCaches } from './projectCaches.js';
 
 export const CLOSURE_NODE_LIMIT = 500;
 

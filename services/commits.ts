@@ -1,11 +1,10 @@
+// GET /commits/{id} (docs/builds.md, "Commits"): a commit is known by the evaluations made at
+// it. kiln stores the hash and the repository of each evaluation, not the commit's message or
+// author (workers fetch the repository, the server never does), so those two are null.
 import type { Sql } from 'postgres';
 import { ApiError } from '../protocol/index.js';
 import type { Principal } from './principal.js';
 import { demandProjectRef } from './targets.js';
-
-// GET /commits/{id} (docs/builds.md, "Commits"): a commit is known by the evaluations made at
-// it. kiln stores the hash and the repository of each evaluation, not the commit's message or
-// author (workers fetch the repository, the server never does), so those two are null.
 
 export interface CommitEvaluation {
   id: string;

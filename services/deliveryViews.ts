@@ -1,7 +1,6 @@
+// Deliveries as the API shows them (webhook and task action histories alike).
 import { ApiError, type DeliveryListQuery } from '../protocol/index.js';
 import type { AttemptRow, DeliveryRow } from '../storage/index.js';
-
-// Deliveries as the API shows them (webhook and task action histories alike).
 
 export interface DeliveryView {
   id: string;

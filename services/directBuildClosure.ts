@@ -1,3 +1,8 @@
+// What a direct build submits (docs/builds.md, "Direct builds"): the closure of a .drv as
+// `nix-store --export $(nix-store -qR x.drv)` writes it. Every path must be content-addressed
+// (a .drv or another text file, or a source added by hash), and each is checked by recomputing
+// its store path from its bytes: the server signs these paths into caches, so no uploader may
+// smuggle in a path whose name promises other contents. Build outputs come only from workers.
 import {
   ApiError,
   DerivationNode,
@@ -11,12 +16,6 @@ import {
   type Derivation,
   type ExportedPath,
 } from '../protocol/index.js';
-
-// What a direct build submits (docs/builds.md, "Direct builds"): the closure of a .drv as
-// `nix-store --export $(nix-store -qR x.drv)` writes it. Every path must be content-addressed
-// (a .drv or another text file, or a source added by hash), and each is checked by recomputing
-// its store path from its bytes: the server signs these paths into caches, so no uploader may
-// smuggle in a path whose name promises other contents. Build outputs come only from workers.
 
 export interface DirectClosure {
   /** the .drv to build */

@@ -1,3 +1,7 @@
+// Direct builds (docs/builds.md, "Direct builds"): a derivation closure submitted over REST is
+// signed into the project's writable caches (so any worker can fetch the .drv from a substituter)
+// and recorded as an evaluation of kind 'direct' in the project's task "direct", in phase
+// building: the scheduler then dispatches its builds like any evaluation's.
 import { createHash } from 'node:crypto';
 import type { Sql, TransactionSql } from 'postgres';
 import { ApiError, sha256Nix32, type DerivationNode, type ExportedPath, type Narinfo } from '../protocol/index.js';
@@ -12,11 +16,6 @@ import { projectCaches, writable, type ProjectCache } from './projectCaches.js';
 import { finishedEvaluations, queuedDependents } from './schedulerQueries.js';
 import { demandProjectPath } from './projectPath.js';
 import type { IngestTarget, NarIngest } from './narIngest.js';
-
-// Direct builds (docs/builds.md, "Direct builds"): a derivation closure submitted over REST is
-// signed into the project's writable caches (so any worker can fetch the .drv from a substituter)
-// and recorded as an evaluation of kind 'direct' in the project's task "direct", in phase
-// building: the scheduler then dispatches its builds like any evaluation's.
 
 /** The task that holds a project's direct builds; created on first use, like "default". */
 export const DIRECT_TASK = 'direct';

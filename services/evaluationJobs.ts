@@ -1,3 +1,6 @@
+// What the messages of an evaluation job do (docs/builds.md): the derivation graph's batches are
+// recorded in order, the result moves the evaluation to building (or to failed when a batch could
+// not be recorded), and a FailedTransient failure with attempts left queues it again.
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message } from '../protocol/index.js';
@@ -5,10 +8,6 @@ import type { Events } from '../storage/index.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
 import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
-
-// What the messages of an evaluation job do (docs/builds.md): the derivation graph's batches are
-// recorded in order, the result moves the evaluation to building (or to failed when a batch could
-// not be recorded), and a FailedTransient failure with attempts left queues it again.
 
 export interface EvaluationJobDeps {
   sql: Sql;

@@ -1,11 +1,10 @@
+// Every change of an evaluation's phase goes through here: the row and its evaluation.<phase>
+// event in one transaction (DESIGN.md, "Actors and supervision"). `from` guards the change, so a
+// phase moves only from the phases the caller expects (an aborted evaluation stays aborted).
 import type { Sql, TransactionSql } from 'postgres';
 import type { EvaluationPhase } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import { checkEvaluationMove } from '../actors/index.js';
-
-// Every change of an evaluation's phase goes through here: the row and its evaluation.<phase>
-// event in one transaction (DESIGN.md, "Actors and supervision"). `from` guards the change, so a
-// phase moves only from the phases the caller expects (an aborted evaluation stays aborted).
 
 export interface EvaluationLabel {
   id: string;

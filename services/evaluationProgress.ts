@@ -1,12 +1,11 @@
-import type { Sql } from 'postgres';
-import type { EvaluationPhase } from '../protocol/index.js';
-import type { Events } from '../storage/index.js';
-
 // evaluation.progress (spec: Live updates): the counts of an evaluation's builds, live-only. Build
 // status changes come by the thousand in a big evaluation, so the scheduler only notes which
 // derivation_builds changed; once a second one grouped query counts the builds of every
 // evaluation that uses them (the last count comes after the evaluation completed), and each such
 // evaluation gets one event.
+import type { Sql } from 'postgres';
+import type { EvaluationPhase } from '../protocol/index.js';
+import type { Events } from '../storage/index.js';
 
 interface Counts {
   evaluation_id: string;

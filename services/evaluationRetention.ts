@@ -1,11 +1,10 @@
-import type { Sql } from 'postgres';
-
 // eval.maxKeep (docs/builds.md, "Keeping evaluations"): a task keeps at most N evaluations. N is
 // the task's keep_evaluations capped by eval.maxKeep, where 0 means "no limit" on either side.
 // Older evaluations go once they are final (completed, failed, aborted); an older one still
 // running stays until a later prune. Deleting an evaluation removes its builds rows and attribute
 // errors (foreign keys cascade); the shared derivation_builds, their logs and the cached outputs
 // stay, since other evaluations may use them.
+import type { Sql } from 'postgres';
 
 /** The number of evaluations a task keeps, or null for no limit. */
 export function effectiveKeep(taskKeep: number, maxKeep: number): number | null {

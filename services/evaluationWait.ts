@@ -1,9 +1,8 @@
+// The spec's waits for a new evaluation ("Other transitions"): no writable cache subscription,
+// or, with cache.maxStorageGb non-zero, every writable cache under 10 MiB from its limit.
 import type { Sql } from 'postgres';
 import { LOW_STORAGE_BYTES, type CacheStorageLimits } from './cacheStorage.js';
 import { projectCaches, writable } from './projectCaches.js';
-
-// The spec's waits for a new evaluation ("Other transitions"): no writable cache subscription,
-// or, with cache.maxStorageGb non-zero, every writable cache under 10 MiB from its limit.
 
 /** Why a new evaluation of the project must wait, or null. */
 export async function evaluationWaitReason(sql: Sql, storage: CacheStorageLimits, maxStorageGb: number, projectId: string): Promise<string | null> {

@@ -1,3 +1,5 @@
+// Evaluations over REST: start (a project's default task at the head of its branch, or a task
+// at a commit and attribute), read, abort. The scheduler picks queued ones up (docs/builds.md).
 import type { Sql } from 'postgres';
 import { ApiError, type EvaluateTaskBody } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
@@ -8,9 +10,6 @@ import type { Principal } from './principal.js';
 import { resolveHead } from './repositoryHead.js';
 import { vetRepository, type RepositoryPolicy } from './repositoryPolicy.js';
 import { demandProject, demandProjectRef, type ProjectRow } from './targets.js';
-
-// Evaluations over REST: start (a project's default task at the head of its branch, or a task
-// at a commit and attribute), read, abort. The scheduler picks queued ones up (docs/builds.md).
 
 export interface EvaluationView {
   id: string;

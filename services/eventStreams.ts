@@ -1,13 +1,12 @@
+// Who may watch which live feed (spec: Firehose, Live updates). Each WebSocket is authorised like
+// the GET it mirrors: a task's and an evaluation's like viewing the project, the board and the
+// firehose for superusers, the cache board for the caches the caller can view.
 import { ApiError, describeIssue, EventGlob } from '../protocol/index.js';
 import { allCacheRows } from '../storage/index.js';
 import { accessOf } from './access.js';
 import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { cacheTarget, demandProjectRef, userOf } from './targets.js';
-
-// Who may watch which live feed (spec: Firehose, Live updates). Each WebSocket is authorised like
-// the GET it mirrors: a task's and an evaluation's like viewing the project, the board and the
-// firehose for superusers, the cache board for the caches the caller can view.
 
 /** What a socket asked for, from its path and query. */
 export type LiveRequest =

@@ -1,3 +1,5 @@
+// The event system of a server process, built once at start (cli/kiln.ts): the bus, the emitter
+// services use, the delivery engine, and the webhook, task action and live-feed services.
 import type { PgBoss } from 'pg-boss';
 import type { Config, Logger } from '../config/index.js';
 import type { Clock } from './clock.js';
@@ -19,9 +21,6 @@ import { openSigningSecret } from './signingSecret.js';
 import { taskActionsService, type TaskActionsService } from './taskActions.js';
 import { accessWebhookAuthorizer, type WebhookAuthorizer } from './webhookScopes.js';
 import { webhooksService, type WebhooksService } from './webhooks.js';
-
-// The event system of a server process, built once at start (cli/kiln.ts): the bus, the emitter
-// services use, the delivery engine, and the webhook, task action and live-feed services.
 
 export interface EventSystemDeps {
   config: Config;

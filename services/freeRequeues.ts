@@ -1,7 +1,6 @@
-import type { Sql } from 'postgres';
-
 // The bookkeeping of the spec's two free re-queue loops (docs/builds.md, "Scheduler rules";
 // columns from migration 0013). Neither loop counts as a build attempt; each has its own bound.
+import type { Sql } from 'postgres';
 
 /** After a build went back to the queue because its inputs were not available: one loop more, the attempt given back. */
 export async function countInputsLoop(sql: Sql, derivationBuildId: string): Promise<void> {

@@ -1,11 +1,10 @@
-import type { Sql } from 'postgres';
-import { formatAttributePath, type MessageOf } from '../protocol/index.js';
-
 // Records an evaluation's derivation graph as its evalBatch messages arrive (docs/builds.md).
 // A derivation is written once however many evaluations reach it, with one shared
 // derivation_build; each evaluation gets its own builds rows pointing at the shared ones.
 // Batches of one evaluation are recorded in order (the caller chains them), and derivations come
 // after their inputs, so every edge's target already has a row.
+import type { Sql } from 'postgres';
+import { formatAttributePath, type MessageOf } from '../protocol/index.js';
 
 export async function recordEvalBatch(sql: Sql, evaluationId: string, batch: MessageOf<'evalBatch'>): Promise<{ derivations: number }> {
   return sql.begin(async (tx) => {

@@ -1,3 +1,10 @@
+// Invitations to projects and caches (spec, "States and transitions"):
+//   none → pending        invite by username; expires after 7 days; grants nothing while pending
+//   pending → pending     invite again while one is open: 409 invitation_exists
+//   pending → member      accept, signed in (session) as the invited account, before expiry
+//   pending → deleted     decline (invited account) or revoke (manageMembers / manageCacheMembers)
+//   pending → discarded   accept after expiry: 410 invitation_expired
+// A superuser who holds the member-management permission adds the member directly.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Fragment } from 'postgres';
 import { ApiError, INVITATION_LIFETIME_MS, type InviteBody, type Permission } from '../protocol/index.js';
@@ -10,14 +17,6 @@ import { isSuperuser, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandNotStateManaged } from './stateManaged.js';
 import { cacheTarget, demandCache, demandProjectRef, findCacheById, findProjectById, isUuid, projectTarget } from './targets.js';
-
-// Invitations to projects and caches (spec, "States and transitions"):
-//   none → pending        invite by username; expires after 7 days; grants nothing while pending
-//   pending → pending     invite again while one is open: 409 invitation_exists
-//   pending → member      accept, signed in (session) as the invited account, before expiry
-//   pending → deleted     decline (invited account) or revoke (manageMembers / manageCacheMembers)
-//   pending → discarded   accept after expiry: 410 invitation_expired
-// A superuser who holds the member-management permission adds the member directly.
 
 export interface InvitationView {
   id: string;

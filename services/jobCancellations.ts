@@ -1,12 +1,11 @@
+// The scheduler's side of aborting (docs/builds.md, "Aborting"; buildAborts.ts moves the rows):
+// the jobs of this process whose evaluation or build was aborted get a cancelJob, and the worker's
+// answer to a cancelled job only ends the job, whatever it says.
 import type { Sql } from 'postgres';
 import { abortedAmong } from './buildAborts.js';
 import type { BuildLogs } from './buildLogs.js';
 import type { BuildJobEntry, Job, JobTable } from './schedulerJobs.js';
 import type { WorkerConnections } from './workerConnections.js';
-
-// The scheduler's side of aborting (docs/builds.md, "Aborting"; buildAborts.ts moves the rows):
-// the jobs of this process whose evaluation or build was aborted get a cancelJob, and the worker's
-// answer to a cancelled job only ends the job, whatever it says.
 
 export class JobCancellations {
   /** build jobs sent a cancelJob because their build was aborted */

@@ -1,9 +1,8 @@
+// Outgoing e-mail over SMTP. With email.enable off or no email.smtp.host, every message is skipped
+// without error (configuration.md: "when no SMTP server is configured every notification is skipped").
 import nodemailer from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 import { readSecretFile, type Config, type Logger } from '../config/index.js';
-
-// Outgoing e-mail over SMTP. With email.enable off or no email.smtp.host, every message is skipped
-// without error (configuration.md: "when no SMTP server is configured every notification is skipped").
 
 export interface Mail {
   to: string;

@@ -1,8 +1,7 @@
-import type { Role } from '../protocol/index.js';
-import type { Emit } from '../storage/index.js';
-
 // organization.member.*, project.member.* and cache.member.* (and the invitations to projects and
 // caches): one content shape per scope, emitted in the transaction that changes the membership.
+import type { Role } from '../protocol/index.js';
+import type { Emit } from '../storage/index.js';
 
 export type MemberPlace =
   | { scope: 'organization'; id: string; name: string }

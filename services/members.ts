@@ -1,3 +1,6 @@
+// Members of projects and caches: /projects/{project}/users and /caches/{cache}/users. New
+// members come by invitation (invitations.ts); this file lists them, changes a role and removes
+// one. A member may always leave. State-managed projects and caches refuse every change.
 import type { MemberBody, RemoveMemberBody } from '../protocol/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import { changeMemberRole, deleteMember, findUserId, listMembers, type MemberView } from './memberships.js';
@@ -5,10 +8,6 @@ import { emitMemberEvent, type MemberPlace } from './memberEvents.js';
 import type { Principal } from './principal.js';
 import { demandNotStateManaged } from './stateManaged.js';
 import { demandCache, demandProjectRef, type Found } from './targets.js';
-
-// Members of projects and caches: /projects/{project}/users and /caches/{cache}/users. New
-// members come by invitation (invitations.ts); this file lists them, changes a role and removes
-// one. A member may always leave. State-managed projects and caches refuse every change.
 
 type Scope = 'project' | 'cache';
 const managePermission = { project: 'manageMembers', cache: 'manageCacheMembers' } as const;

@@ -1,8 +1,7 @@
+// Membership rows of the three scopes, which differ only in table and key column.
 import { ApiError, type Role } from '../protocol/index.js';
 import type { Queryable } from './queryable.js';
 import type { Scope } from './roles.js';
-
-// Membership rows of the three scopes, which differ only in table and key column.
 
 const tables: Record<Scope, { table: string; key: string }> = {
   organization: { table: 'organization_members', key: 'organization_id' },

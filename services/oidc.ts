@@ -1,12 +1,11 @@
+// Sign-in through an OpenID provider: authorization code flow with PKCE, state and nonce. The
+// attempt (state → verifier, nonce) waits in oidc_logins, so the callback may reach any process.
 import * as client from 'openid-client';
 import { readSecretFile } from '../config/index.js';
 import { ApiError } from '../protocol/index.js';
 import type { IdentityDeps } from './identityDeps.js';
 import { findOrCreateOidcUser, type OidcIdentity } from './oidcAccounts.js';
 import type { SessionOrigin, Sessions } from './sessions.js';
-
-// Sign-in through an OpenID provider: authorization code flow with PKCE, state and nonce. The
-// attempt (state → verifier, nonce) waits in oidc_logins, so the callback may reach any process.
 
 /** How long a user may take at the provider before the callback is refused. */
 const ATTEMPT_LIFETIME_MS = 10 * 60 * 1000;

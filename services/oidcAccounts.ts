@@ -1,12 +1,11 @@
-import { ApiError } from '../protocol/index.js';
-import type { Events, Sql } from '../storage/index.js';
-import { insertUser } from './userCreation.js';
-import type { UserRow } from './userView.js';
-
 // Which kiln account an OIDC identity signs in as: the one linked to its subject; else the account
 // with its e-mail address, when the provider vouches for that address (email_verified), which is
 // then linked; else a new account. Linking by an unverified address would let anyone who can
 // claim an address at the provider take over the kiln account that has it.
+import { ApiError } from '../protocol/index.js';
+import type { Events, Sql } from '../storage/index.js';
+import { insertUser } from './userCreation.js';
+import type { UserRow } from './userView.js';
 
 export interface OidcIdentity {
   subject: string;

@@ -1,5 +1,3 @@
-import { ApiError } from '../protocol/index.js';
-
 // argon2 (node-argon2, an N-API AsyncWorker) runs on libuv's thread pool: 4 threads per process
 // by default, shared with every file read, zlib stream and DNS lookup of the server. Unbounded,
 // 60 wrong-password logins from 3 addresses queued ahead of a 6 ms `serve/` read and made it take
@@ -8,6 +6,7 @@ import { ApiError } from '../protocol/index.js';
 // arrival order, and refuses the rest with 503 password_busy, so a flood of logins never holds
 // more than one of the pool's threads and never grows memory (64 MiB per hash) without bound.
 // The pool is per process, and so is the gate: one instance, shared by every server in it.
+import { ApiError } from '../protocol/index.js';
 
 export const PASSWORD_HASH_CONCURRENCY = 1;
 export const PASSWORD_HASH_MAX_WAITING = 32;

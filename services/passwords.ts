@@ -1,8 +1,7 @@
-import argon2 from 'argon2';
-import { passwordGate } from './passwordGate.js';
-
 // argon2id with the library's defaults (m=64 MiB, t=3, p=4), stored as a PHC string. Every hash
 // goes through the password gate, which keeps argon2 from filling libuv's thread pool.
+import argon2 from 'argon2';
+import { passwordGate } from './passwordGate.js';
 
 export function hashPassword(password: string): Promise<string> {
   return passwordGate.run(() => argon2.hash(password, { type: argon2.argon2id }));

@@ -1,8 +1,7 @@
-import type { Sql } from '../storage/index.js';
-
 // Which project an API key's `project` field names: a UUID, `org/project`, or a project name that
 // only one organization uses (DESIGN.md, "The model"). A direct query for now; when the access
 // services resolve project references with visibility rules, pass theirs to apiKeysService instead.
+import type { Sql } from '../storage/index.js';
 
 export interface PinnedProject {
   id: string;

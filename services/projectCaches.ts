@@ -1,11 +1,10 @@
+// The caches a project's builds use: its own subscriptions and its organization's (DESIGN.md,
+// "Organization subscriptions"). Mode 0 is read-write, 1 read-only, 2 write-only.
 import type { Sql } from 'postgres';
 import { storePathHashPart } from '../protocol/index.js';
 import { subscribedCacheRows } from '../storage/index.js';
 import type { BinaryCache } from './binaryCacheAccess.js';
 import { cachePublicKeyText } from './cacheKeys.js';
-
-// The caches a project's builds use: its own subscriptions and its organization's (DESIGN.md,
-// "Organization subscriptions"). Mode 0 is read-write, 1 read-only, 2 write-only.
 
 /** The serving shape's identity and key, with the subscription's mode. */
 export type ProjectCache = Pick<BinaryCache, 'id' | 'name' | 'public' | 'publicKey'> & { mode: number };

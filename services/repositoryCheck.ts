@@ -1,11 +1,10 @@
-import { execFile } from 'node:child_process';
-import { gitConfigArgs } from './repositoryPolicy.js';
-
 // POST …/check-repository: can kiln reach the repository? `git ls-remote` answers that without
 // cloning. Never interactive (no terminal prompt, ssh in batch mode), bounded in time, and the URL
 // always comes after `--` so it can never be read as an option. A failure is only "unreachable":
 // git's own text (connection refused, no route, wrong protocol) would turn the check into a port
 // scanner of whatever network the server sits in.
+import { execFile } from 'node:child_process';
+import { gitConfigArgs } from './repositoryPolicy.js';
 
 export type RepositoryCheck =
   | { ok: true; refs: { name: string; commit: string }[]; truncated: boolean }

@@ -1,11 +1,10 @@
+// The commit at the head of a branch (or of HEAD when no branch is set), asked with
+// `git ls-remote` as the repository check does: never interactive, bounded in time, URL after `--`,
+// and without git's text when it fails (see repositoryCheck.ts).
 import { execFile } from 'node:child_process';
 import { ApiError } from '../protocol/index.js';
 import { REPOSITORY_CHECK_TIMEOUT_MS } from './repositoryCheck.js';
 import { gitConfigArgs } from './repositoryPolicy.js';
-
-// The commit at the head of a branch (or of HEAD when no branch is set), asked with
-// `git ls-remote` as the repository check does: never interactive, bounded in time, URL after `--`,
-// and without git's text when it fails (see repositoryCheck.ts).
 
 /** `gitOptions`: vetRepository's `-c` options for this URL. */
 export function resolveHead(repository: string, branch: string | null, gitOptions: readonly string[]): Promise<string> {

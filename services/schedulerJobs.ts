@@ -1,11 +1,10 @@
+// The jobs this server process has handed to its workers: one job actor each (actors/workerJob.ts)
+// under the scheduler's supervisor, looked up by job id and by worker. The rows say what is
+// queued or done; this table says who is doing what right now.
 import { summarizeWorkerJob, workerJobMachine, type WorkerJobEvent, type WorkerJobMachine } from '../actors/index.js';
 import type { Supervisor, SupervisedActor } from '../supervisors/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { ConnectedWorker } from './workerConnections.js';
-
-// The jobs this server process has handed to its workers: one job actor each (actors/workerJob.ts)
-// under the scheduler's supervisor, looked up by job id and by worker. The rows say what is
-// queued or done; this table says who is doing what right now.
 
 export type JobActor = SupervisedActor<WorkerJobMachine>;
 export type EvalJobEntry = { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor };

@@ -1,7 +1,6 @@
+// The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
 import type { Sql } from 'postgres';
 import { LEASE_NAMESPACE } from '../storage/index.js';
-
-// The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
 
 export interface QueuedEvaluation {
   id: string;

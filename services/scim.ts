@@ -1,3 +1,6 @@
+// SCIM 2.0 provisioning of users (scim.enable) with its own bearer token (scim.tokenFile).
+// Disabling (active=false, or DELETE without scim.hardDelete) logs the user out everywhere and
+// refuses every sign-in and token of the account until it is active again.
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { readSecretFile } from '../config/index.js';
 import { ApiError, DisplayName, Email, ScimBooleanValue, SCIM_LIST_SCHEMA, Username, type ScimPatchBody, type ScimUserBody } from '../protocol/index.js';
@@ -6,10 +9,6 @@ import { fieldsOf, parseScimFilter, toScimUser, type ScimUser, type ScimUserFiel
 import type { Sessions } from './sessions.js';
 import { insertUser, userConflict } from './userCreation.js';
 import type { UserRow } from './userView.js';
-
-// SCIM 2.0 provisioning of users (scim.enable) with its own bearer token (scim.tokenFile).
-// Disabling (active=false, or DELETE without scim.hardDelete) logs the user out everywhere and
-// refuses every sign-in and token of the account until it is active again.
 
 const MAX_PAGE = 200;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

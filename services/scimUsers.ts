@@ -1,7 +1,6 @@
+// Between kiln's users table and the SCIM User resource (RFC 7643 §4.1).
 import { SCIM_USER_SCHEMA, type ScimUserBody } from '../protocol/index.js';
 import type { UserRow } from './userView.js';
-
-// Between kiln's users table and the SCIM User resource (RFC 7643 §4.1).
 
 export interface ScimUser {
   schemas: string[];

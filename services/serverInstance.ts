@@ -1,11 +1,10 @@
-import { hostname } from 'node:os';
-import type { Sql } from 'postgres';
-import { acquireInstanceLease } from '../storage/index.js';
-
 // This server process as the other processes on the database see it (migration 0014): a row
 // naming an instance lease (storage/events/instanceLease.ts), the advisory lock the process holds
 // on a connection of its own while it lives. Liveness is the lock, so a process killed with
 // SIGKILL is seen dead as soon as PostgreSQL drops its session.
+import { hostname } from 'node:os';
+import type { Sql } from 'postgres';
+import { acquireInstanceLease } from '../storage/index.js';
 
 export interface ServerInstance {
   readonly id: string;

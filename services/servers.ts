@@ -1,12 +1,11 @@
+// Build servers of an organization (/servers/{org}…), reached over SSH with the organization's
+// key. Members see them (viewOrg); Admins change them (manageServers).
 import { ApiError, type CreateServerBody, type UpdateServerBody } from '../protocol/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import { organizationSshKeyService } from './organizationSshKey.js';
 import type { Principal } from './principal.js';
 import { checkSshConnection, type ConnectionCheck } from './sshConnection.js';
 import { demandOrganization } from './targets.js';
-
-// Build servers of an organization (/servers/{org}…), reached over SSH with the organization's
-// key. Members see them (viewOrg); Admins change them (manageServers).
 
 export interface ServerView {
   id: string;

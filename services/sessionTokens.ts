@@ -1,10 +1,9 @@
-import { errors, jwtVerify, SignJWT } from 'jose';
-import type { Config } from '../config/index.js';
-import { resolveInstanceKey, type InstanceKeySpec, type Sql } from '../storage/index.js';
-
 // Session tokens are JWTs (HS256): sub = user id, jti = the session row's id, iat, exp, iss "kiln".
 // The signature makes forging one impossible; the session row (checked on every request) makes
 // logging out and disabling an account take effect at once.
+import { errors, jwtVerify, SignJWT } from 'jose';
+import type { Config } from '../config/index.js';
+import { resolveInstanceKey, type InstanceKeySpec, type Sql } from '../storage/index.js';
 
 const ISSUER = 'kiln';
 // Replacing secrets.jwtFile is allowed: it logs everyone out (docs/auth.md).

@@ -1,3 +1,8 @@
+// Source uploads for the CLI's build command (docs/builds.md, "Source uploads"): a tarball of a
+// working tree goes to blob storage under build-sources/, and the answer carries a capability URL
+// a worker fetches without an account (`GET /build-sources/{id}?token=…`, at the root like the
+// binary cache). The token is shown once and stored as a SHA-256 hash. Uploads expire after a day
+// and are swept when the next upload arrives.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { ApiError } from '../protocol/index.js';
@@ -5,12 +10,6 @@ import type { BlobRead, BlobStore } from '../storage/index.js';
 import { userIdOf } from './access.js';
 import type { Principal } from './principal.js';
 import { demandProjectPath } from './projectPath.js';
-
-// Source uploads for the CLI's build command (docs/builds.md, "Source uploads"): a tarball of a
-// working tree goes to blob storage under build-sources/, and the answer carries a capability URL
-// a worker fetches without an account (`GET /build-sources/{id}?token=…`, at the root like the
-// binary cache). The token is shown once and stored as a SHA-256 hash. Uploads expire after a day
-// and are swept when the next upload arrives.
 
 export const SOURCE_UPLOAD_TTL_SECS = 24 * 3600;
 const SNIFF_BYTES = 512;

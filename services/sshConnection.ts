@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
-import ssh2 from 'ssh2';
-
 // POST /servers/{org}/{server}/check-connection: log in with the organization's key and ask the
 // server for its Nix version. The host key is not pinned yet (kiln has no known_hosts store), so
 // its fingerprint is reported for the operator to compare.
+import { createHash } from 'node:crypto';
+import ssh2 from 'ssh2';
 
 export type ConnectionCheck =
   | { ok: true; host_key_fingerprint: string; nix_version: string | null }

@@ -1,3 +1,9 @@
+// Applying the state file at start, in one transaction, idempotently: applying the same file
+// twice leaves the same database (keys are generated only for new rows, a password hash is kept
+// while it still matches its file, expiry counts from the key's creation). Declared rows are
+// marked state_managed; the API then refuses to change them. Rows a previous file declared and
+// this one does not are released (state_managed = false), not deleted, except memberships,
+// subscriptions and API keys, which exist only because a file said so.
 import type { TransactionSql } from 'postgres';
 import type { Role, SubscriptionMode } from '../protocol/index.js';
 import { cacheIdNamed, declareCache, insertCache, releaseUndeclaredCaches } from '../storage/index.js';
@@ -9,13 +15,6 @@ import { vetRepository } from './repositoryPolicy.js';
 import { generateSshKeyPair } from './sshKeys.js';
 import { readSecretText, type StateFile } from './stateFileSchema.js';
 import { DEFAULT_TASK } from './tasks.js';
-
-// Applying the state file at start, in one transaction, idempotently: applying the same file
-// twice leaves the same database (keys are generated only for new rows, a password hash is kept
-// while it still matches its file, expiry counts from the key's creation). Declared rows are
-// marked state_managed; the API then refuses to change them. Rows a previous file declared and
-// this one does not are released (state_managed = false), not deleted, except memberships,
-// subscriptions and API keys, which exist only because a file said so.
 
 const lower = (s: string) => s.toLowerCase();
 

@@ -1,13 +1,12 @@
+// The declarative state file (`kiln serve --state-file FILE`, `kiln state check FILE`), one JSON
+// document; docs/state.md is its prose. Every reference (a project's organization, a member's
+// user, …) must name something the same file declares, so `kiln state check` can tell a typo
+// from a missing row without a database.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import {
   CidrBlock, Email, ProjectName, RepositoryUrl, ResourceName, Role, SubscriptionMode, Username, permissionNames,
 } from '../protocol/index.js';
-
-// The declarative state file (`kiln serve --state-file FILE`, `kiln state check FILE`), one JSON
-// document; docs/state.md is its prose. Every reference (a project's organization, a member's
-// user, …) must name something the same file declares, so `kiln state check` can tell a typo
-// from a missing row without a database.
 
 const Member = z.strictObject({ user: Username, role: Role });
 /** `org/project` */

@@ -1,7 +1,6 @@
+// Reading subscriptions and pending requests, for the project, organization and cache views.
 import type { Fragment } from 'postgres';
 import type { Queryable } from './queryable.js';
-
-// Reading subscriptions and pending requests, for the project, organization and cache views.
 
 export interface SubscriptionView {
   cache: string;

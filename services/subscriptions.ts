@@ -1,3 +1,10 @@
+// Subscriptions of projects and organizations to caches (spec, "States and transitions"):
+//   none → active            caller holds manageSubscriptions on the subscriber and manageCacheSubscriptions on the cache
+//   none → pending request   caller lacks manageCacheSubscriptions: "Subscription requested", grants nothing
+//   pending → active         a cache admin approves (manageCacheSubscriptions)
+//   pending → deleted        a cache admin denies, or the subscriber cancels (DELETE on the subscribe path)
+// An organization's subscription applies to all its projects, under the same rule with
+// manageSubscriptions on the organization (DESIGN.md).
 import { ApiError, type SubscriptionMode } from '../protocol/index.js';
 import { accessOf, notFound, userIdOf } from './access.js';
 import type { AccessDeps } from './accessDeps.js';
@@ -10,14 +17,6 @@ import {
   type ProjectSubscriptions, type SubscriberView, type SubscriptionRequestView,
 } from './subscriptionRows.js';
 import { cacheTarget, demandCache, demandOrganization, demandProjectRef, findCache, isUuid } from './targets.js';
-
-// Subscriptions of projects and organizations to caches (spec, "States and transitions"):
-//   none → active            caller holds manageSubscriptions on the subscriber and manageCacheSubscriptions on the cache
-//   none → pending request   caller lacks manageCacheSubscriptions: "Subscription requested", grants nothing
-//   pending → active         a cache admin approves (manageCacheSubscriptions)
-//   pending → deleted        a cache admin denies, or the subscriber cancels (DELETE on the subscribe path)
-// An organization's subscription applies to all its projects, under the same rule with
-// manageSubscriptions on the organization (DESIGN.md).
 
 export const SUBSCRIBED = 'Subscribed';
 export const SUBSCRIPTION_REQUESTED = 'Subscription requested';

@@ -1,12 +1,11 @@
+// Finding an organization, project or cache by the names in a path, together with the caller's
+// role on it, in one query each. `demand…` adds the permission check: 404 when missing or not
+// visible, 403 when visible without the permission.
 import type { Permission, Role } from '../protocol/index.js';
 import { cacheRowById, cacheRowNamed, type CacheRow } from '../storage/index.js';
 import { accessOf, demand, notFound, type Access, type AccessTarget } from './access.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
-
-// Finding an organization, project or cache by the names in a path, together with the caller's
-// role on it, in one query each. `demand…` adds the permission check: 404 when missing or not
-// visible, 403 when visible without the permission.
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (s: string): boolean => UUID.test(s);

@@ -1,3 +1,6 @@
+// Task actions: per-task receivers of the same envelopes as webhooks (/tasks/{project}/{task}/actions).
+// send_web_request posts a signed envelope like a webhook; send_mail e-mails it through SMTP. Each
+// run is reported as task.action.update. Managing them needs manageTasks on the project.
 import type { Sql } from 'postgres';
 import { ApiError, type CreateTaskActionBody, type DeliveryListQuery, type UpdateTaskActionBody } from '../protocol/index.js';
 import {
@@ -20,10 +23,6 @@ import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { newSigningSecret } from './signingSecret.js';
 import { demandProjectRef } from './targets.js';
-
-// Task actions: per-task receivers of the same envelopes as webhooks (/tasks/{project}/{task}/actions).
-// send_web_request posts a signed envelope like a webhook; send_mail e-mails it through SMTP. Each
-// run is reported as task.action.update. Managing them needs manageTasks on the project.
 
 export interface TaskActionView {
   id: string;

@@ -1,12 +1,11 @@
+// Tasks: /tasks/{project}… with a single-segment project (UUID or unique name). Every project
+// has the task `default`, created with it; it cannot be deleted.
 import { ApiError, type CreateTaskBody } from '../protocol/index.js';
 import { userIdOf } from './access.js';
 import type { AccessDeps } from './accessDeps.js';
 import type { Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandProjectRef, type ProjectRow } from './targets.js';
-
-// Tasks: /tasks/{project}… with a single-segment project (UUID or unique name). Every project
-// has the task `default`, created with it; it cannot be deleted.
 
 export interface TaskView {
   id: string;

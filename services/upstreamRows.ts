@@ -1,6 +1,5 @@
-import type { Queryable } from './queryable.js';
-
 // cache_upstreams rows (0007_cache_upstreams.sql): the binary caches a cache falls back to.
+import type { Queryable } from './queryable.js';
 
 export interface UpstreamRow {
   id: string;

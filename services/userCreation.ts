@@ -1,8 +1,7 @@
+// Inserting a user, shared by registration, OIDC's first sign-in and SCIM.
 import { ApiError } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
 import type { UserRow } from './userView.js';
-
-// Inserting a user, shared by registration, OIDC's first sign-in and SCIM.
 
 export interface NewUser {
   username: string;

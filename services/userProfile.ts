@@ -1,3 +1,4 @@
+// The signed-in account: GET/DELETE /user and GET/PATCH /user/settings.
 import { ApiError, type SettingsPatch } from '../protocol/index.js';
 import type { EmailVerification } from './emailVerification.js';
 import type { IdentityDeps } from './identityDeps.js';
@@ -7,8 +8,6 @@ import { requireSession, requireUser } from './principalGuards.js';
 import type { Sessions } from './sessions.js';
 import { userConflict } from './userCreation.js';
 import { toUserView, type UserRow, type UserView } from './userView.js';
-
-// The signed-in account: GET/DELETE /user and GET/PATCH /user/settings.
 
 export interface UserSettings {
   username: string;

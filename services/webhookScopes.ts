@@ -1,12 +1,11 @@
+// Who may manage which webhooks (spec: Webhooks): a project's need manageWebhooks on the project, a
+// cache's manageCacheWebhooks on the cache, the instance's a superuser. A caller who cannot see the
+// project or cache gets 404, as everywhere.
 import { ApiError, type EventScope } from '../protocol/index.js';
 import type { WebhookScope } from '../storage/index.js';
 import { isSuperuser, superuserRefusal, type Principal } from './principal.js';
 import type { Queryable } from './queryable.js';
 import { demandCache, demandProjectRef } from './targets.js';
-
-// Who may manage which webhooks (spec: Webhooks): a project's need manageWebhooks on the project, a
-// cache's manageCacheWebhooks on the cache, the instance's a superuser. A caller who cannot see the
-// project or cache gets 404, as everywhere.
 
 export type WebhookScopeRef = { kind: 'project'; project: string } | { kind: 'cache'; cache: string } | { kind: 'instance' };
 

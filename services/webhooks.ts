@@ -1,3 +1,5 @@
+// Webhooks of a project, a cache or the instance: CRUD, rotate-secret, a test ping and the
+// delivery history (spec: Webhooks). The secret is shown on create and rotate-secret only.
 import type { Sql } from 'postgres';
 import { ApiError, type CreateWebhookBody, type DeliveryListQuery, type UpdateWebhookBody } from '../protocol/index.js';
 import {
@@ -20,9 +22,6 @@ import { demandAllowedDestination } from './outboundDestination.js';
 import type { Principal } from './principal.js';
 import { newSigningSecret } from './signingSecret.js';
 import type { ResolvedWebhookScope, WebhookAuthorizer, WebhookScopeRef } from './webhookScopes.js';
-
-// Webhooks of a project, a cache or the instance: CRUD, rotate-secret, a test ping and the
-// delivery history (spec: Webhooks). The secret is shown on create and rotate-secret only.
 
 export interface WebhookView {
   id: string;

@@ -1,14 +1,13 @@
-import { createHash } from 'node:crypto';
-import argon2 from 'argon2';
-import type { Sql } from 'postgres';
-import { MAX_CHALLENGE_PROJECTS, type Hello, type ProjectToken } from '../protocol/index.js';
-
 // The two lookups of the /proto handshake (docs/proto.md, "Handshake"): which projects registered
 // this worker (rows made for its id, and rows made without one, which any worker may present),
 // and which presented tokens verify against those rows' argon2id hashes. A pair (stored hash,
 // presented token) that verified once is remembered by the token's SHA-256, so a fleet
 // reconnecting after a server restart costs one argon2 run per worker and process, not one per
 // handshake; the rows are still read every time, so a deleted registration stops matching at once.
+import { createHash } from 'node:crypto';
+import argon2 from 'argon2';
+import type { Sql } from 'postgres';
+import { MAX_CHALLENGE_PROJECTS, type Hello, type ProjectToken } from '../protocol/index.js';
 
 /** Remembered verified pairs per process; past this the memory starts over. */
 const MAX_REMEMBERED = 50_000;

@@ -1,13 +1,12 @@
+// The workers connected to this server process over /proto, and their connection history in
+// worker_connections. http/proto owns the sockets; this registry is what the scheduler and
+// GET /api/v1/workers see. A duplicate worker id is refused before anything is written.
 import type { Sql } from 'postgres';
 import { ApiError, type Hello, type Message, type Outgoing, type RejectCode } from '../protocol/index.js';
 import type { Principal } from './principal.js';
 import { summarizeWorkerConnection, workerConnectionMachine, type WorkerConnectionMachine } from '../actors/index.js';
 import type { Supervisor, SupervisedActor } from '../supervisors/index.js';
 import { isSuperuser, superuserRefusal } from './principal.js';
-
-// The workers connected to this server process over /proto, and their connection history in
-// worker_connections. http/proto owns the sockets; this registry is what the scheduler and
-// GET /api/v1/workers see. A duplicate worker id is refused before anything is written.
 
 /** How services reach one connection without touching the socket. */
 export interface WorkerLink {

@@ -1,3 +1,9 @@
+// NARs a worker pushes over /proto into a job's target caches (docs/proto.md, "NAR push"):
+// narPushStart → present if every target cache holds the path, else the room check and credit;
+// chunks go to a temporary file of the NAR staging area, one credit back per chunk written (so a
+// slow disk slows the worker, not the server's memory); narPushEnd → with an upload permit, the
+// ingest front door (narIngest.ts) puts it into each cache, which verifies NarHash/NarSize, signs
+// and stores (DESIGN.md: Nix never checks FileHash, so the server verifies every ingest).
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
@@ -5,13 +11,6 @@ import { isApiError, type MessageOf, type Narinfo } from '../protocol/index.js';
 import { activeCachesNamed } from '../storage/index.js';
 import type { IngestTarget, NarIngest } from './narIngest.js';
 import type { ConnectedWorker } from './workerConnections.js';
-
-// NARs a worker pushes over /proto into a job's target caches (docs/proto.md, "NAR push"):
-// narPushStart → present if every target cache holds the path, else the room check and credit;
-// chunks go to a temporary file of the NAR staging area, one credit back per chunk written (so a
-// slow disk slows the worker, not the server's memory); narPushEnd → with an upload permit, the
-// ingest front door (narIngest.ts) puts it into each cache, which verifies NarHash/NarSize, signs
-// and stores (DESIGN.md: Nix never checks FileHash, so the server verifies every ingest).
 
 const INITIAL_CREDIT = 4;
 

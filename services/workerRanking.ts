@@ -1,10 +1,9 @@
-import type { ConnectedWorker } from './workerConnections.js';
-
 // Which of the workers that fit a build gets it (scheduler.scoringPolicy, docs/builds.md).
 // simple: the least busy worker by its own build slots. resource-aware adds what the heartbeats
 // report (free memory, load per core, free store space), the worker's CPU speed, and the
 // derivation's preferLocalBuild, which favours the server's own local worker. Pure: the scheduler
 // passes the running-job counts it keeps.
+import type { ConnectedWorker } from './workerConnections.js';
 
 export type ScoringPolicy = 'simple' | 'resource-aware';
 

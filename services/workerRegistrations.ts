@@ -1,3 +1,6 @@
+// Worker peer tokens per project (POST /projects/{project}/workers): 48 random bytes, shown
+// once as base64url, kept only as an argon2id hash (DESIGN.md, "The model"). A worker presents
+// the token in the /proto handshake; workerAuth.ts verifies it against these rows.
 import { randomBytes } from 'node:crypto';
 import argon2 from 'argon2';
 import { ApiError, type RegisterWorkerBody } from '../protocol/index.js';
@@ -5,10 +8,6 @@ import { userIdOf } from './access.js';
 import type { AccessDeps } from './accessDeps.js';
 import type { Principal } from './principal.js';
 import { demandProjectRef, isUuid } from './targets.js';
-
-// Worker peer tokens per project (POST /projects/{project}/workers): 48 random bytes, shown
-// once as base64url, kept only as an argon2id hash (DESIGN.md, "The model"). A worker presents
-// the token in the /proto handshake; workerAuth.ts verifies it against these rows.
 
 export interface WorkerRegistrationView {
   id: string;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 const POSTGRES_DIR = 'postgres';
 
 /** The directories a server makes under baseDir, made owner-only up front rather than on first use. */
-export const SERVER_PRIVATE_DIRS = ['blobs', 'staging', 'proto-staging'] as const;
+export const SERVER_PRIVATE_DIRS = ['blobs', 'staging'] as const;
 
 /** Creates baseDir (0700 when new) and the server's directories, and takes group and other bits off every entry but PostgreSQL's. Returns the entries it changed. */
 export async function secureBaseDir(baseDir: string): Promise<string[]> {

@@ -1,12 +1,11 @@
-import type { IncomingMessage } from 'node:http';
-import { WebSocketServer, type WebSocket } from 'ws';
-import type { Logger } from '../config/index.js';
-import { serverTokenAccepted, type AcceptedServerToken } from './serverTokens.js';
-
 // worker.discoverable: the worker listens on worker.listenAddr:worker.port and a server connects
 // to /proto (docs/worker.md, "Discoverable workers"). The server proves itself with a token from
 // worker.acceptedServerTokensFile before the upgrade; then the usual handshake runs, the worker
 // speaking first. One server at a time: a second connection is refused while one is open.
+import type { IncomingMessage } from 'node:http';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { Logger } from '../config/index.js';
+import { serverTokenAccepted, type AcceptedServerToken } from './serverTokens.js';
 
 export interface ServerListenerOptions {
   listenAddr: string;

@@ -1,12 +1,11 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import argon2 from 'argon2';
-
 // worker.acceptedServerTokensFile (configuration.md): the tokens a server must present to connect
 // to a discoverable worker. One `peer_id:hash` per line, `#` comments; the hash is an argon2 PHC
 // string or the lowercase SHA-256 hex digest of the token; peer id `*` matches any. A server
 // presents `Authorization: Bearer <token>` and `X-Kiln-Peer: <its peer id>` (the project UUID
 // that registered this worker) when it opens /proto here.
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import argon2 from 'argon2';
 
 export interface AcceptedServerToken {
   peer: string;

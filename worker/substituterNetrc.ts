@@ -1,11 +1,10 @@
+// A build job's private substituters come with a read token (docs/builds.md, "Private caches in
+// build jobs"); Nix reads HTTP credentials from a netrc file, one entry per host. The file lives
+// in a private directory for the job's duration only.
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Substituter } from '../protocol/index.js';
-
-// A build job's private substituters come with a read token (docs/builds.md, "Private caches in
-// build jobs"); Nix reads HTTP credentials from a netrc file, one entry per host. The file lives
-// in a private directory for the job's duration only.
 
 /** netrc text for the substituters that carry a password; empty when none does. */
 export function netrcFor(substituters: readonly Substituter[]): string {

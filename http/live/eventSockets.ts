@@ -1,3 +1,13 @@
+// The event WebSockets: the firehose (/api/v1/metrics/events) and the live paths.
+//
+// What needs no database (the path, the globs, a token being there at all) is checked in the
+// upgrade handler: a failure is an HTTP error with the usual JSON envelope. The upgrade itself
+// happens at once, inside uWS's own handler: completing an upgrade later under res.cork() can
+// close the fresh socket (uWebSockets issue 1928, fixed upstream in PR 1929, not in the build kiln
+// uses). The token and the permission are checked right after the socket opens; until then it is
+// subscribed to nothing. Then the socket gets stream.open and its events, or a close with code
+// 4000 + the HTTP status (4401, 4403, 4404) and the reason "<error code>: <message>". A firehose
+// socket gets stream.open only when its globs match that name.
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
 import type { Logger } from 'pino';
@@ -9,17 +19,6 @@ import { FirehoseHub, type FirehoseSocketData } from './firehose.js';
 import { LiveLag, type LiveLagSocketData } from './liveLag.js';
 import { eventTopics, feedTopics } from './liveTopics.js';
 import { LIVE_PATHS, decodeParam, socketToken, type LivePath } from './socketRequest.js';
-
-// The event WebSockets: the firehose (/api/v1/metrics/events) and the live paths.
-//
-// What needs no database (the path, the globs, a token being there at all) is checked in the
-// upgrade handler: a failure is an HTTP error with the usual JSON envelope. The upgrade itself
-// happens at once, inside uWS's own handler: completing an upgrade later under res.cork() can
-// close the fresh socket (uWebSockets issue 1928, fixed upstream in PR 1929, not in the build kiln
-// uses). The token and the permission are checked right after the socket opens; until then it is
-// subscribed to nothing. Then the socket gets stream.open and its events, or a close with code
-// 4000 + the HTTP status (4401, 4403, 4404) and the reason "<error code>: <message>". A firehose
-// socket gets stream.open only when its globs match that name.
 
 export interface EventSocketsOptions {
   bus: EventBus;

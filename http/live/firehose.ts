@@ -1,7 +1,3 @@
-import type { WebSocket } from 'uWebSockets.js';
-import { compileEventGlobs, renderEnvelope, type EventMatcher } from '../../protocol/index.js';
-import type { BusEvent } from '../../storage/index.js';
-
 // The firehose (spec: Firehose): every event this process sees, filtered by globs. Subscribers
 // with the same globs share one filter, so an event is matched once per distinct filter. Each
 // subscriber is sent the frames itself, so that a lagging one can be told apart: once its unsent
@@ -10,6 +6,9 @@ import type { BusEvent } from '../../storage/index.js';
 // newest event. (uWS topics cannot tell which subscriber missed what, and leaving a topic from
 // uWS's `dropped` callback is not safe.) Frames published in one turn of the event loop go out
 // together, corked, so a socket costs one write per turn, not one per event.
+import type { WebSocket } from 'uWebSockets.js';
+import { compileEventGlobs, renderEnvelope, type EventMatcher } from '../../protocol/index.js';
+import type { BusEvent } from '../../storage/index.js';
 
 interface Group {
   matches: EventMatcher;

@@ -1,6 +1,3 @@
-import type { WebSocket } from 'uWebSockets.js';
-import { renderEnvelope } from '../../protocol/index.js';
-
 // Lag on the live paths (tasks, evaluations, builds, boards), which are fed by uWS topics so that
 // uWS copies each frame to the subscribers in C++. uWS's own limit (maxBackpressure) skips a slow
 // subscriber silently, and its `dropped` callback does not report every skipped message, so kiln
@@ -10,6 +7,8 @@ import { renderEnvelope } from '../../protocol/index.js';
 // instead of sent. Once its buffer has drained to half the bound it gets stream.lagged with that
 // count and rejoins its topics, continuing with the newest events. uWS's limit is set far above
 // the bound (eventSockets.ts), so it never skips anything kiln did not count.
+import type { WebSocket } from 'uWebSockets.js';
+import { renderEnvelope } from '../../protocol/index.js';
 
 export interface LiveLagMember {
   topics: readonly string[];

@@ -1,6 +1,3 @@
-import type { BusEvent } from '../../storage/index.js';
-import type { LiveFeed } from '../../services/index.js';
-
 // uWS topics of the live sockets (spec: Live updates), so one publish reaches every subscriber of
 // an evaluation, a task, a build or a board in C++, whatever their number:
 //   eval:<id>            evaluation.<phase>, evaluation.progress, build.status_changed
@@ -9,6 +6,8 @@ import type { LiveFeed } from '../../services/index.js';
 //   build:<id>           build.progress of one build
 //   board                worker.queue_depth, worker.job_dispatched, worker.connected, worker.disconnected
 //   caches, cache:<id>   cache.changed (every cache, one cache)
+import type { BusEvent } from '../../storage/index.js';
+import type { LiveFeed } from '../../services/index.js';
 
 const BOARD_EVENTS = new Set(['worker.queue_depth', 'worker.job_dispatched', 'worker.connected', 'worker.disconnected']);
 

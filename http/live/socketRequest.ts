@@ -1,9 +1,8 @@
-import { ApiError, splitEventGlobs } from '../../protocol/index.js';
-import type { LiveRequest } from '../../services/index.js';
-
 // The live WebSocket paths, their uWS patterns, and what each asks for. Tokens come in the header
 // `Authorization: Bearer <token>` or, for browsers (whose WebSocket API cannot set headers), in
 // the query parameter `token`.
+import { ApiError, splitEventGlobs } from '../../protocol/index.js';
+import type { LiveRequest } from '../../services/index.js';
 
 export interface LivePath {
   pattern: string;

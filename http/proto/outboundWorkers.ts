@@ -1,11 +1,10 @@
-import type { Logger } from 'pino';
-import type { OutboundWorkerTarget } from '../../services/index.js';
-import type { ProtoRoute } from './protoRoute.js';
-
 // The server side of worker.discoverable (docs/worker.md, "Discoverable workers"): the process
 // that holds the scheduler lock dials every registered worker endpoint and keeps the connection,
 // redialling with a doubling delay (at most 60 s) when it drops. One process dials, so a worker
 // is not fought over by every server process; the others take over with the lock.
+import type { Logger } from 'pino';
+import type { OutboundWorkerTarget } from '../../services/index.js';
+import type { ProtoRoute } from './protoRoute.js';
 
 export interface OutboundWorkersOptions {
   proto: Pick<ProtoRoute, 'dial'>;

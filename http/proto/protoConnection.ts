@@ -1,3 +1,6 @@
+// One /proto connection: the pure serverHandshake machine until `welcome`, then every message
+// goes to the worker registry. The socket is reached only through `SocketPort`, so this file has
+// no uWS in it. Async lookups come back as machine events; nothing is sent after the close.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import {
@@ -5,10 +8,6 @@ import {
   startServerHandshake, type Message, type Outgoing, type ProtoLimits, type RejectCode, type ServerHandshakeEvent, type ServerHandshakeState,
 } from '../../protocol/index.js';
 import type { ConnectedWorker, WorkerAuth, WorkerConnections } from '../../services/index.js';
-
-// One /proto connection: the pure serverHandshake machine until `welcome`, then every message
-// goes to the worker registry. The socket is reached only through `SocketPort`, so this file has
-// no uWS in it. Async lookups come back as machine events; nothing is sent after the close.
 
 export interface SocketPort {
   send(bytes: Uint8Array): void;

@@ -1,3 +1,6 @@
+// The /proto WebSocket route on uWS (docs/proto.md). Binary frames only, no compression. uWS
+// closes a frame over maxPayloadLength without a reason, so that limit is twice the protocol's
+// cap and the codec refuses anything between the two with message_too_large.
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { WebSocket as ClientSocket } from 'ws';
 import type { Logger } from 'pino';
@@ -5,10 +8,6 @@ import { closeFrameFor, DEFAULT_MAX_MESSAGE_BYTES, HEARTBEAT_INTERVAL_SECS, type
 import type { WorkerAuth, WorkerConnections } from '../../services/index.js';
 import { normalizeAddress } from '../clientAddress.js';
 import { ProtoConnection } from './protoConnection.js';
-
-// The /proto WebSocket route on uWS (docs/proto.md). Binary frames only, no compression. uWS
-// closes a frame over maxPayloadLength without a reason, so that limit is twice the protocol's
-// cap and the codec refuses anything between the two with message_too_large.
 
 export interface ProtoRouteOptions {
   auth: WorkerAuth;

@@ -1,11 +1,10 @@
+// SCIM 2.0 Users at /scim/v2/Users (RFC 7644), outside /api/v1: SCIM's own bearer token, SCIM's
+// media type, and SCIM's error body instead of kiln's envelope.
 import { ApiError, isApiError, SCIM_ERROR_SCHEMA, ScimPatchBody, ScimUserBody } from '../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../services/index.js';
 import { bytesReply, emptyReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
-
-// SCIM 2.0 Users at /scim/v2/Users (RFC 7644), outside /api/v1: SCIM's own bearer token, SCIM's
-// media type, and SCIM's error body instead of kiln's envelope.
 
 const scimJson = (status: number, body: unknown): Reply => bytesReply(status, JSON.stringify(body), { 'Content-Type': 'application/scim+json' });
 

@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { Username } from './names.js';
-
 // Request bodies of /auth/* and /user/settings. Bounds match the users table's checks, so a body
 // that passes here cannot fail on a constraint later.
+import { z } from 'zod';
+import { Username } from './names.js';
 
 export const DisplayName = z.string().max(200);
 export const Email = z.email('must be an e-mail address').max(254);

@@ -1,9 +1,8 @@
+// Caches (/api/v1/caches…): the cache object, create, update, the NAR management query and upstream caches.
+// docs/caches.md is the prose of these shapes.
 import { z } from 'zod';
 import { ResourceName, Username } from './names.js';
 import { Permission, Role } from './permissions.js';
-
-// Caches (/api/v1/caches…): the cache object, create, update, the NAR management query and upstream caches.
-// docs/caches.md is the prose of these shapes.
 
 export const CacheName = ResourceName;
 

@@ -1,6 +1,5 @@
-import { z } from 'zod';
-
 // Request bodies of the evaluation endpoints (spec: "Projects and tasks", "Evaluations and builds").
+import { z } from 'zod';
 
 /** a full git commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits */
 export const CommitId = z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, 'a commit is 40 or 64 lowercase hex digits');

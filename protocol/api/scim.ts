@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { Username } from './names.js';
-
 // SCIM 2.0 (RFC 7643/7644) User bodies, as identity providers send them. Objects are not strict:
 // providers add attributes of their own (enterprise extension, …), which kiln ignores.
+import { z } from 'zod';
+import { Username } from './names.js';
 
 export const SCIM_USER_SCHEMA = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const SCIM_LIST_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:ListResponse';

@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { EventGlobs } from '../events/index.js';
-
 // Request bodies of webhooks (/projects/{project}/webhooks, /caches/{cache}/webhooks,
 // /admin/webhooks) and task actions (/tasks/{project}/{task}/actions).
+import { z } from 'zod';
+import { EventGlobs } from '../events/index.js';
 
 /** Where deliveries go: an absolute http(s) URL without credentials (the signature authenticates kiln). */
 export const WebhookUrl = z

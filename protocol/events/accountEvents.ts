@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { Username, Uuid, type Defined } from './eventFields.js';
-
 // Account activity: durable, and delivered to instance webhooks only (spec: Events), whatever
 // project an API key is pinned to. Never a password, token or key secret.
+import { z } from 'zod';
+import { Username, Uuid, type Defined } from './eventFields.js';
 
 const Address = z.string().max(64);
 

@@ -1,9 +1,8 @@
-import { z } from 'zod';
-import { Bytes, Count, ProjectLabel, StorePath, TaskName, Uuid, durableEvent, transientEvent, type Defined } from './eventFields.js';
-
 // Builds, evaluations and the derivation graph (spec: Events). Build events carry build_id,
 // derivation_build, evaluation_id, status, task and project; derivation_build is the shared build
 // that worker.job_dispatched names as its build_id.
+import { z } from 'zod';
+import { Bytes, Count, ProjectLabel, StorePath, TaskName, Uuid, durableEvent, transientEvent, type Defined } from './eventFields.js';
 
 // aborted (a kiln extension): running when its evaluation was aborted, its job cancelled (docs/builds.md)
 export const buildStatuses = ['queued', 'started', 'completed', 'failed', 'substituted', 'aborted'] as const;

@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { Bytes, CacheLabel, Count, ProjectLabel, StorePath, Username, Uuid, durableEvent, transientEvent } from './eventFields.js';
-
 // Caches and garbage collection. Durable cache events reach the cache's webhooks; the traffic
 // events (fetched, served, signed, changed) are live-only.
+import { z } from 'zod';
+import { Bytes, CacheLabel, Count, ProjectLabel, StorePath, Username, Uuid, durableEvent, transientEvent } from './eventFields.js';
 
 const Role = z.enum(['Admin', 'Write', 'View']);
 const Changes = z.array(z.string().max(64)).max(64);

@@ -1,3 +1,5 @@
+// The catalog: every event name, whether it is durable, who may receive it and the schema of its
+// content. GET /api/v1/events/catalog shows it; emit() checks every content against it.
 import { z } from 'zod';
 import { parseFailure, parsedOk, type Parsed } from '../nix/parsed.js';
 import { describeIssue } from '../schema/index.js';
@@ -7,9 +9,6 @@ import { cacheEventDefinitions } from './cacheEvents.js';
 import type { Audience, Durability, EventDefinition } from './eventFields.js';
 import { resourceEventDefinitions } from './resourceEvents.js';
 import { eventPatterns, runtimeEventDefinitions, type ProtoMessageContent } from './runtimeEvents.js';
-
-// The catalog: every event name, whether it is durable, who may receive it and the schema of its
-// content. GET /api/v1/events/catalog shows it; emit() checks every content against it.
 
 export const eventDefinitions = {
   ...buildEventDefinitions,

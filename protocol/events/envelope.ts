@@ -1,6 +1,5 @@
-import { z } from 'zod';
-
 // One envelope for WebSocket frames, webhook bodies and task action bodies (spec: Events).
+import { z } from 'zod';
 
 export const Envelope = z.strictObject({
   event: z.string().min(1).max(200),

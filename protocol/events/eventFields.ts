@@ -1,7 +1,6 @@
-import { z } from 'zod';
-
 // Fields that several event families share. Contents are loose objects: the catalog checks the
 // fields it names and keeps any others an emitter adds, so a new field never breaks a receiver.
+import { z } from 'zod';
 
 export const Uuid = z.uuid();
 /** "org/project", how people and webhooks name a project. */

@@ -1,9 +1,8 @@
-import { z } from 'zod';
-
 // Event globs, as webhooks, task actions and the firehose take them: `*` matches any run of
 // characters, dots included (`build.*` matches build.queued and build.status_changed, `cache.*`
 // matches cache.nar.upload), `?` matches one character; everything else matches itself. An empty
 // list matches every event.
+import { z } from 'zod';
 
 export const EventGlob = z
   .string()

@@ -1,7 +1,6 @@
-import { z } from 'zod';
-
 // What an event concerns, by id: which webhooks may receive it (a project's, a cache's) and which
 // live topics carry it (a task's, an evaluation's, a build's). Not part of the envelope.
+import { z } from 'zod';
 
 export const EventScope = z.strictObject({
   organizationId: z.uuid().optional(),

@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { CacheLabel, Count, ProjectLabel, TaskName, Username, Uuid, durableEvent } from './eventFields.js';
-
 // Organizations, projects and tasks: durable. Project and task events reach the project's webhooks;
 // organization events have no project, so only instance webhooks receive them.
+import { z } from 'zod';
+import { CacheLabel, Count, ProjectLabel, TaskName, Username, Uuid, durableEvent } from './eventFields.js';
 
 const Role = z.enum(['Admin', 'Write', 'View']);
 /** the names of the fields a change touched (never their secret values) */

@@ -1,8 +1,7 @@
-import { z } from 'zod';
-import { Bytes, CacheLabel, Count, ProjectLabel, Uuid, transientEvent, type Defined } from './eventFields.js';
-
 // Workers, the worker protocol, webhook pings and the firehose's own notice. All live-only except
 // webhook.ping, which goes through the outbox to the one webhook being tested.
+import { z } from 'zod';
+import { Bytes, CacheLabel, Count, ProjectLabel, Uuid, transientEvent, type Defined } from './eventFields.js';
 
 const Worker = z.looseObject({
   worker: Uuid,

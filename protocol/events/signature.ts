@@ -1,6 +1,5 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
-
 // X-Service-Signature: sha256=<hex HMAC-SHA256 of the raw body, keyed with the signing secret>.
+import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export const SIGNATURE_HEADER = 'x-service-signature';
 

@@ -1,11 +1,10 @@
-import { BlockList, isIP } from 'node:net';
-
 // Which IP addresses are public: everything kiln may reach on a tenant's behalf (webhooks, task
 // actions, upstream caches) unless an operator lists more in outbound.allowedNetworks. A tenant
 // must not reach kiln's own host, its database, a cloud's metadata service (169.254.169.254) or
 // anything else on the private side of the network. The ranges are IANA's special-purpose
 // registries (RFC 6890 and its updates); an IPv6 form that carries an IPv4 address (mapped,
 // compatible, NAT64, 6to4) is judged by that IPv4 address.
+import { BlockList, isIP } from 'node:net';
 
 type Range = readonly [network: string, prefix: number, name: string];
 

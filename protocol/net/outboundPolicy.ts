@@ -1,9 +1,8 @@
-import { BlockList, isIP } from 'node:net';
-import { mappedIpv4, nonPublicRange } from './addressRanges.js';
-
 // The one rule for every destination kiln connects to on a tenant's behalf: a public address, or
 // one inside a network the operator listed in outbound.allowedNetworks. Pure: the caller resolves
 // names and asks about each address it would connect to.
+import { BlockList, isIP } from 'node:net';
+import { mappedIpv4, nonPublicRange } from './addressRanges.js';
 
 export const OUTBOUND_OPTION = 'outbound.allowedNetworks';
 

@@ -1,10 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import type { Logger } from 'pino';
-import type { EventScope } from '../../protocol/index.js';
-
 // The event bus: every event a process emits or relays, fanned out in this process (firehose, live
 // sockets) and relayed to the other server processes of the installation. Best effort: durable
 // delivery is the outbox's job, not the bus's. No ordering promise across processes.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { EventScope } from '../../protocol/index.js';
 
 /** One event on the bus. `frame` is the envelope's JSON text, rendered once and sent as is. */
 export interface BusEvent {

@@ -1,11 +1,10 @@
-import type { Sql } from 'postgres';
-import type { Logger } from 'pino';
-import { fromWire, toWire, wirePrefix, type BusEvent, type BusListener, type Relay } from './eventBus.js';
-
 // Events between server processes through PostgreSQL LISTEN/NOTIFY, when no Redis is configured.
 // Events published in one turn of the event loop share NOTIFY calls (a JSON array per payload);
 // NOTIFY payloads are limited to 8000 bytes, so a larger event goes into event_relay and the
 // NOTIFY carries its row id.
+import type { Sql } from 'postgres';
+import type { Logger } from 'pino';
+import { fromWire, toWire, wirePrefix, type BusEvent, type BusListener, type Relay } from './eventBus.js';
 
 export interface PostgresRelayOptions {
   sql: Sql;

@@ -1,10 +1,9 @@
-import { Redis } from 'ioredis';
-import type { Logger } from 'pino';
-import { fromWire, toWire, wirePrefix, type BusListener, type Relay } from './eventBus.js';
-
 // Events between server processes through Redis pub/sub (redis.url). Publishing is pipelined by
 // ioredis; while Redis is away, events are dropped (the bus is best effort) and one warning is
 // logged until it answers again. The subscriber reconnects and resubscribes by itself.
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { fromWire, toWire, wirePrefix, type BusListener, type Relay } from './eventBus.js';
 
 export interface RedisRelayOptions {
   url: string;

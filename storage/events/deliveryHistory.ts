@@ -1,7 +1,6 @@
+// The delivery history of one webhook or task action, newest first.
 import type { ISql } from 'postgres';
 import type { DeliveryTarget } from './outbox.js';
-
-// The delivery history of one webhook or task action, newest first.
 
 export interface DeliveryRow {
   id: string;

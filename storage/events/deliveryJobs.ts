@@ -1,6 +1,3 @@
-import type { PgBoss } from 'pg-boss';
-import type { ISql } from 'postgres';
-
 // The pg-boss queue that drives deliveries. A job says "these attempts are due": up to
 // JOB_ATTEMPTS deliveries, each with the number of the attempt that is due. A job is a trigger
 // only: the delivery row is the source of truth, and an attempt that no longer matches its row
@@ -8,6 +5,8 @@ import type { ISql } from 'postgres';
 // deliveries or records a failed attempt, so a rollback leaves no job behind. Grouping attempts
 // keeps pg-boss's work per delivery small: at a thousand deliveries a second, one job per
 // delivery costs more than the deliveries.
+import type { PgBoss } from 'pg-boss';
+import type { ISql } from 'postgres';
 
 export const DELIVERY_QUEUE = 'kiln-event-delivery';
 

@@ -1,10 +1,9 @@
-import type { Sql, TransactionSql } from 'postgres';
-import type { DueAttempt } from './deliveryJobs.js';
-import { leaseLostCondition } from './instanceLease.js';
-
 // The delivery rows as the WebhookDelivery actors move them: claim an attempt, record its outcome,
 // take back attempts whose process died. Every change checks the row's status and attempt count,
 // so a stale job or a late outcome changes nothing.
+import type { Sql, TransactionSql } from 'postgres';
+import type { DueAttempt } from './deliveryJobs.js';
+import { leaseLostCondition } from './instanceLease.js';
 
 export type AttemptStatus = 'delivered' | 'retrying' | 'dead';
 

@@ -1,10 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import type { PgBoss } from 'pg-boss';
-import type { Sql, TransactionSql } from 'postgres';
-import { checkEventContent, isDurable, renderEnvelope, type EventContent, type EventName, type EventScope } from '../../protocol/index.js';
-import type { EventBus } from '../bus/index.js';
-import { writeOutbox, writeRedelivery, type DeliveryTarget, type PreparedEvent, type WrittenDelivery } from './outbox.js';
-
 // How kiln emits events. A durable event is written to the outbox in the transaction of the change
 // it reports, with a pending delivery per matching webhook and task action; every event, durable
 // or not, goes on the bus after the commit. A rollback emits nothing.
@@ -14,6 +7,12 @@ import { writeOutbox, writeRedelivery, type DeliveryTarget, type PreparedEvent, 
 //     emit('cache.update', { cache: 'main', cache_id: id, changes: ['active'] }, { cacheId: id });
 //   });
 //   events.publish('worker.queue_depth', { queued: 12 });             // live-only, no transaction
+import { randomUUID } from 'node:crypto';
+import type { PgBoss } from 'pg-boss';
+import type { Sql, TransactionSql } from 'postgres';
+import { checkEventContent, isDurable, renderEnvelope, type EventContent, type EventName, type EventScope } from '../../protocol/index.js';
+import type { EventBus } from '../bus/index.js';
+import { writeOutbox, writeRedelivery, type DeliveryTarget, type PreparedEvent, type WrittenDelivery } from './outbox.js';
 
 export type Emit = <N extends EventName>(name: N, content: EventContent<N>, scope?: EventScope) => void;
 

@@ -1,10 +1,9 @@
-import { randomInt } from 'node:crypto';
-import type { Fragment, ISql, ReservedSql, Sql } from 'postgres';
-
 // Which server processes are alive. Each process holds a session-level advisory lock on a key of
 // its own for as long as it runs; a delivery being attempted names that key (claimed_by). When the
 // process dies, PostgreSQL ends its session and drops the lock, so any other process (or the same
 // one after a restart) sees at once that the attempt was interrupted, without waiting for a timeout.
+import { randomInt } from 'node:crypto';
+import type { Fragment, ISql, ReservedSql, Sql } from 'postgres';
 
 /** The first advisory lock key: "kiln" in ASCII, so the locks are recognisable in pg_locks. */
 export const LEASE_NAMESPACE = 0x6b696c6e;

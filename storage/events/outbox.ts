@@ -1,11 +1,10 @@
+// The transactional outbox: durable events become event_outbox rows and one pending delivery per
+// matching webhook and task action, with a pg-boss job each, all in the caller's transaction.
 import { randomUUID } from 'node:crypto';
 import type { PgBoss } from 'pg-boss';
 import type { TransactionSql } from 'postgres';
 import { eventMatcher, type Audience, type EventScope } from '../../protocol/index.js';
 import { enqueueDeliveries } from './deliveryJobs.js';
-
-// The transactional outbox: durable events become event_outbox rows and one pending delivery per
-// matching webhook and task action, with a pg-boss job each, all in the caller's transaction.
 
 /** An event checked against the catalog and rendered, not yet written or published. */
 export interface PreparedEvent {

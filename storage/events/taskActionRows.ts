@@ -1,7 +1,6 @@
-import type { ISql } from 'postgres';
-
 // Task action rows: per-task receivers of the same envelopes as webhooks. Every query names the
 // task, so an action id of another task is simply not found.
+import type { ISql } from 'postgres';
 
 export type TaskActionKind = 'send_web_request' | 'send_mail';
 

@@ -1,12 +1,11 @@
-import type { ClientRequest } from 'node:http';
-import type { OutboundClient } from '../outbound/index.js';
-
 // Sending one signed envelope to a receiver: a POST with keep-alive connections, bounded in time
 // (the whole exchange) and in what is read back. Redirects are not followed: a 3xx is a failure,
 // so a receiver cannot send kiln's signed body somewhere else. Connections go through the
 // outbound client, so a receiver on a refused address (outbound.allowedNetworks) is never reached.
 // Only the status and a short excerpt of the answer are kept: the delivery history is readable
 // by the webhook's owner, and must not become a way to read what some other server says.
+import type { ClientRequest } from 'node:http';
+import type { OutboundClient } from '../outbound/index.js';
 
 export interface WebRequest {
   url: string;

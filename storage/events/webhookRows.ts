@@ -1,7 +1,6 @@
-import type { ISql } from 'postgres';
-
 // Webhook rows. A webhook belongs to a project, a cache or the instance; every query names the
 // scope, so a webhook id from another scope is simply not found.
+import type { ISql } from 'postgres';
 
 export type WebhookScope = { kind: 'project'; projectId: string } | { kind: 'cache'; cacheId: string } | { kind: 'instance' };
 

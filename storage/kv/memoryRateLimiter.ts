@@ -1,7 +1,6 @@
+// Buckets in this process only: right for one server process, and what runs when no Redis is set.
 import { checkPolicy, refillSpanMs, takeToken, type BucketState, type RateDecision, type TokenBucketPolicy } from './tokenBucket.js';
 import type { RateLimiter } from './rateLimiter.js';
-
-// Buckets in this process only: right for one server process, and what runs when no Redis is set.
 
 /** Above this many buckets, full ones are dropped (a full bucket is the same as no bucket). */
 const SWEEP_ABOVE = 50_000;

@@ -1,11 +1,10 @@
+// Buckets in Redis, shared by every server process of an installation. The arithmetic is the one
+// of tokenBucket.ts, run inside Redis so that read, refill and take are one atomic step, and timed
+// by Redis's clock so that processes with drifting clocks agree.
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { checkPolicy, refillSpanMs, type RateDecision, type TokenBucketPolicy } from './tokenBucket.js';
 import type { RateLimiter } from './rateLimiter.js';
-
-// Buckets in Redis, shared by every server process of an installation. The arithmetic is the one
-// of tokenBucket.ts, run inside Redis so that read, refill and take are one atomic step, and timed
-// by Redis's clock so that processes with drifting clocks agree.
 
 const TAKE_SCRIPT = `
 local burst = tonumber(ARGV[1])

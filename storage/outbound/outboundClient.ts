@@ -1,14 +1,13 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import http from 'node:http';
-import https from 'node:https';
-import type { LookupFunction } from 'node:net';
-import { OutboundPolicy, urlHost } from '../../protocol/index.js';
-
 // Every connection kiln opens on a tenant's behalf (webhook deliveries, task actions, upstream
 // caches) goes through here. The policy is applied to the address actually connected to: an IP
 // literal before the request, a name inside the socket's own DNS lookup, so a name that resolves
 // to a public address when checked and to 127.0.0.1 when connecting (DNS rebinding) cannot slip
 // through. A name with any refused address is refused as a whole.
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import type { LookupFunction } from 'node:net';
+import { OutboundPolicy, urlHost } from '../../protocol/index.js';
 
 /** The error of a refused destination; `code` tells it from network faults. */
 export class OutboundRefusedError extends Error {

@@ -1,12 +1,11 @@
-import type { IncomingMessage } from 'node:http';
-import { Readable } from 'node:stream';
-import type { OutboundClient } from './outboundClient.js';
-
 // fetch() for GET and HEAD through the guarded client, for upstream caches. Global fetch dials by
 // itself and cannot be told which addresses are allowed; this one connects only where the
 // client's policy lets it, on every redirect hop too. Redirects are followed (an upstream kiln on
 // S3 answers NAR requests with a presigned URL) at most MAX_REDIRECTS times, to http(s) only, and
 // Authorization and Cookie are dropped when the origin changes, as fetch does.
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
+import type { OutboundClient } from './outboundClient.js';
 
 export type OutboundFetch = (input: string | URL, init?: OutboundFetchInit) => Promise<Response>;
 

@@ -1,7 +1,7 @@
 // What kiln keeps under baseDir is owner-only, except PostgreSQL's own directory, which the
 // embedded server (unprivileged when kiln is root) must reach through baseDir's o+x.
 import t from 'tap';
-import { chmodSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { secureBaseDir } from '../../storage/index.js';
@@ -26,7 +26,7 @@ t.test('every entry but postgres loses its group and other bits; the server\'s d
   const baseDir = olderBaseDir();
   const changed = await secureBaseDir(baseDir);
   t.same(changed.sort(), ['blobs', 'notes', 'staging', 'worker'].map((n) => join(baseDir, n)));
-  for (const name of ['blobs', 'staging', 'proto-staging', 'worker']) t.equal(modeOf(join(baseDir, name)), 0o700, name);
+  for (const name of ['blobs', 'staging', 'worker']) t.equal(modeOf(join(baseDir, name)), 0o700, name);
   t.equal(modeOf(join(baseDir, 'notes')), 0o600);
   t.equal(modeOf(join(baseDir, 'postgres')), 0o755, 'PostgreSQL\'s directory is its own business');
   t.equal(modeOf(baseDir), 0o701, 'baseDir keeps the search bit the embedded PostgreSQL needs');
@@ -37,11 +37,12 @@ t.test('a new baseDir is created 0700', async (t) => {
   const baseDir = join(mkdtempSync(join(tmpdir(), 'kiln-modes-')), 'fresh', 'base');
   await secureBaseDir(baseDir);
   t.equal(modeOf(baseDir), 0o700);
+  t.same(readdirSync(baseDir).sort(), ['blobs', 'staging'], 'only the directories a server uses (no proto-staging/)');
 });
 
 t.test('kiln serve tightens an older baseDir before it starts', async (t) => {
   const baseDir = olderBaseDir();
   await startTestKiln(t, { baseDir });
-  for (const name of ['blobs', 'staging', 'proto-staging', 'worker']) t.equal(modeOf(join(baseDir, name)), 0o700, name);
+  for (const name of ['blobs', 'staging', 'worker']) t.equal(modeOf(join(baseDir, name)), 0o700, name);
   t.equal(modeOf(join(baseDir, 'notes')), 0o600);
 });

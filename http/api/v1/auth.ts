@@ -1,3 +1,4 @@
+// /auth/*: registration, password sign-in, the username check, e-mail verification, logout.
 import { z } from 'zod';
 import { CheckUsernameBody, LoginBody, RegisterBody, ResendVerificationBody } from '../../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../../services/index.js';
@@ -5,8 +6,6 @@ import type { RateLimiter } from '../../../storage/index.js';
 import { authRateLimits, rateLimited } from '../../rateLimit.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
-
-// /auth/*: registration, password sign-in, the username check, e-mail verification, logout.
 
 const MALFORMED_TOKEN = 'the verification link\'s token is missing or malformed';
 const VerifyEmailQuery = z.object({ token: z.string(MALFORMED_TOKEN).min(1, MALFORMED_TOKEN).max(200, MALFORMED_TOKEN) });

@@ -1,9 +1,8 @@
+// GET /events/catalog, and a plain answer for the event WebSocket paths when they are fetched
+// without a WebSocket upgrade (uWS hands such requests to the router).
 import { ApiError, eventCatalog } from '../../../protocol/index.js';
 import type { Principal } from '../../../services/index.js';
 import type { Router } from '../../router.js';
-
-// GET /events/catalog, and a plain answer for the event WebSocket paths when they are fetched
-// without a WebSocket upgrade (uWS hands such requests to the router).
 
 const WEBSOCKET_PATHS = ['/metrics/events', '/tasks/:project/:task/live', '/evals/:evaluation/live', '/builds/:build/live', '/board/live', '/board/cache/live'];
 

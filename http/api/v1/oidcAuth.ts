@@ -1,13 +1,12 @@
+// OIDC sign-in. The callback hands the session token to the web frontend in the URL fragment
+// (`<frontend.url>/auth/callback#token=…`): a fragment never reaches a server, a log or a Referer.
+// Failures go the same way as `#error=<code>&message=…`. With frontend.enable off there is no page
+// to hand it to, and the callback answers the envelope itself (message: the token).
 import type { Config } from '../../../config/index.js';
 import { isApiError } from '../../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../../services/index.js';
 import { emptyReply } from '../../reply.js';
 import type { Router } from '../../router.js';
-
-// OIDC sign-in. The callback hands the session token to the web frontend in the URL fragment
-// (`<frontend.url>/auth/callback#token=…`): a fragment never reaches a server, a log or a Referer.
-// Failures go the same way as `#error=<code>&message=…`. With frontend.enable off there is no page
-// to hand it to, and the callback answers the envelope itself (message: the token).
 
 export const FRONTEND_CALLBACK_PATH = '/auth/callback';
 

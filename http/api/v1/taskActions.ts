@@ -1,11 +1,10 @@
+// Task actions: /tasks/{project}/{task}/actions with the sub-resources of webhooks (rotate-secret
+// for send_web_request actions, the delivery history).
 import { CreateTaskActionBody, ProjectRef, ResourceName, UpdateTaskActionBody } from '../../../protocol/index.js';
 import type { Principal, TaskActionsService } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 import { deliveryQuery } from './webhooks.js';
-
-// Task actions: /tasks/{project}/{task}/actions with the sub-resources of webhooks (rotate-secret
-// for send_web_request actions, the delivery history).
 
 export function taskActionsRoutes(r: Router<Principal>, actions: TaskActionsService): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);

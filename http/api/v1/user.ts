@@ -1,8 +1,7 @@
+// /user and /user/settings: the signed-in account. Deleting it and changing settings need a session.
 import { SettingsPatch } from '../../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../../services/index.js';
 import type { Router } from '../../router.js';
-
-// /user and /user/settings: the signed-in account. Deleting it and changing settings need a session.
 
 export function userRoutes(r: Router<Principal>, { profile }: Pick<IdentityServices, 'profile'>): void {
   r.get('/user', (req) => profile.get(req.principal));

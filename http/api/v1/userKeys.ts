@@ -1,10 +1,9 @@
+// /user/keys: list, create (the secret is in the answer, once), delete by name (`?name=` or a body
+// `{"name": …}`, since some clients cannot send a body with DELETE). Create and delete need a session.
 import { z } from 'zod';
 import { CreateApiKeyBody, DeleteApiKeyBody, KeyName } from '../../../protocol/index.js';
 import type { IdentityServices, Principal } from '../../../services/index.js';
 import type { Router } from '../../router.js';
-
-// /user/keys: list, create (the secret is in the answer, once), delete by name (`?name=` or a body
-// `{"name": …}`, since some clients cannot send a body with DELETE). Create and delete need a session.
 
 const DeleteKeyQuery = z.object({ name: KeyName.optional() });
 

@@ -1,8 +1,3 @@
-import { CreateWebhookBody, DeliveryListQuery, ProjectRef, ResourceName, UpdateWebhookBody } from '../../../protocol/index.js';
-import type { Principal, WebhookScopeRef, WebhooksService } from '../../../services/index.js';
-import type { Req } from '../../request.js';
-import type { Router } from '../../router.js';
-
 // Webhooks per scope (spec: Webhooks): /projects/{project}/webhooks, /caches/{cache}/webhooks and
 // /admin/webhooks, each with the same sub-resources:
 //   GET, PUT (or POST)              list, create (the answer carries the secret, once)
@@ -11,6 +6,10 @@ import type { Router } from '../../router.js';
 //   POST /{id}/test                 webhook.ping at once; answers the recorded delivery
 //   GET /{id}/deliveries[?page=&per_page=&status=], GET /{id}/deliveries/{delivery}
 //   POST /{id}/deliveries/{delivery}/redeliver   the event again, as a new delivery, at once
+import { CreateWebhookBody, DeliveryListQuery, ProjectRef, ResourceName, UpdateWebhookBody } from '../../../protocol/index.js';
+import type { Principal, WebhookScopeRef, WebhooksService } from '../../../services/index.js';
+import type { Req } from '../../request.js';
+import type { Router } from '../../router.js';
 
 type ScopeOf = (req: Req<Principal>) => WebhookScopeRef;
 
