@@ -1,3 +1,5 @@
+// /orgs/{org}/users. Organizations have no invitations (the spec invites to projects and caches):
+// an Admin adds members directly. A member may always leave; the last Admin may not.
 import type { MemberBody, RemoveMemberBody } from '../protocol/index.js';
 import type { AccessDeps } from './accessDeps.js';
 import { changeMemberRole, deleteMember, findUserId, insertMember, listMembers, type MemberView } from './memberships.js';
@@ -6,8 +8,6 @@ import type { Principal } from './principal.js';
 import { demandNotStateManaged } from './stateManaged.js';
 import { demandOrganization } from './targets.js';
 
-// /orgs/{org}/users. Organizations have no invitations (the spec invites to projects and caches):
-// an Admin adds members directly. A member may always leave; the last Admin may not.
 export function organizationMembersService({ sql, events }: AccessDeps) {
   const place = (row: { id: string; name: string }): MemberPlace => ({ scope: 'organization', id: row.id, name: row.name });
 

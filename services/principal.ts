@@ -1,8 +1,8 @@
-import type { Permission } from '../protocol/index.js';
-
 // Who is asking. Built by http's authenticator, passed to every service call. An API key's
 // restrictions travel with it: its permissions are intersected with the owner's role wherever
 // it is used, and a pinned key sees only its project or cache (404 elsewhere).
+import type { Permission } from '../protocol/index.js';
+
 export type Principal = Anonymous | SessionUser | KeyUser;
 
 export interface Anonymous {

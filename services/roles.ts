@@ -1,7 +1,7 @@
-import type { Permission, Role } from '../protocol/index.js';
-
 // The built-in roles. A role is held on an organization, a project or a cache, and means a set
 // of that scope's permissions. docs/permissions.md is the prose of this table; keep them together.
+import type { Permission, Role } from '../protocol/index.js';
+
 export type Scope = 'organization' | 'project' | 'cache';
 
 const organizationView: Permission[] = ['viewOrg'];

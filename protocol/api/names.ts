@@ -1,3 +1,4 @@
+// Names and references as paths and bodies carry them: resource names, usernames, project references.
 import { z } from 'zod';
 
 // The name rule of organizations, projects, tasks, caches and servers (0002_model.sql checks the

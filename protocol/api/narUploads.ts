@@ -1,3 +1,4 @@
+// The REST NAR upload API's shapes: the JSON narinfo, its check by the narinfo rules, and the answer.
 import { z } from 'zod';
 import { DEFAULT_STORE_DIR, parseNarinfo, type Narinfo, type Parsed } from '../nix/index.js';
 

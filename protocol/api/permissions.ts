@@ -1,3 +1,4 @@
+// The permission and role names that API keys, members and services speak in.
 import { z } from 'zod';
 
 // Permission names. The spec's nine (Authentication rule 8) plus the view/manage ones kiln

@@ -1,3 +1,4 @@
+// Project bodies and names: the reserved path words, repository URLs, create and update bodies.
 import { z } from 'zod';
 import { ResourceName } from './names.js';
 

@@ -1,10 +1,10 @@
+// A cache's upstream caches: GET lists, PUT adds (or updates the one with the same URL), DELETE
+// /{id} removes. Each answers with the list as it is afterwards.
 import { CacheName, UpstreamBody } from '../../../protocol/index.js';
 import type { CacheServices, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-// A cache's upstream caches: GET lists, PUT adds (or updates the one with the same URL), DELETE
-// /{id} removes. Each answers with the list as it is afterwards.
 export function cacheUpstreamsRoutes(r: Router<Principal>, { cacheUpstreams }: CacheServices): void {
   const cache = (req: Req<Principal>) => req.param('cache', CacheName);
   r.get('/caches/:cache/upstreams', (req) => cacheUpstreams.list(req.principal, cache(req)));

@@ -1,11 +1,11 @@
+// /caches…: create, list, read, change and delete caches, enable/disable them, and their public
+// key. Members are in members.ts and invitations.ts, NARs in cacheNars.ts, upstreams in
+// cacheUpstreams.ts.
 import { CacheName, CreateCacheBody, UpdateCacheBody } from '../../../protocol/index.js';
 import type { CacheServices, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-// /caches…: create, list, read, change and delete caches, enable/disable them, and their public
-// key. Members are in members.ts and invitations.ts, NARs in cacheNars.ts, upstreams in
-// cacheUpstreams.ts.
 export function cachesRoutes(r: Router<Principal>, { caches }: CacheServices): void {
   const cache = (req: Req<Principal>) => req.param('cache', CacheName);
   r.get('/caches', (req) => caches.list(req.principal));

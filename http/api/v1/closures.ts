@@ -1,9 +1,9 @@
+// ClosureGraph views (spec: Evaluations and builds): the build-time closure and the runtime closure
+// of one build or of an evaluation's entry points.
 import { BuildId, EvaluationId } from '../../../protocol/index.js';
 import type { BuildDataServices, Principal } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
-// ClosureGraph views (spec: Evaluations and builds): the build-time closure and the runtime closure
-// of one build or of an evaluation's entry points.
 export function closuresRoutes(r: Router<Principal>, { closures }: BuildDataServices): void {
   r.get('/builds/:build/closure', (req) => closures.build(req.principal, req.param('build', BuildId), false));
   r.get('/builds/:build/runtime-closure', (req) => closures.build(req.principal, req.param('build', BuildId), true));

@@ -1,3 +1,4 @@
+// Evaluations: start, read, abort; entry points and the store path of an attribute at a commit.
 import { z } from 'zod';
 import { CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
 import type { BuildViewsService, EvaluationsService, Principal } from '../../../services/index.js';
@@ -7,7 +8,6 @@ import type { Router } from '../../router.js';
 const AttributeAtCommitQuery = z.object({ commit: CommitId, attr: z.string().min(1).max(1000) });
 const EntryPointsQuery = z.object({ evaluation_id: EvaluationId.optional() });
 
-// Evaluations: start, read, abort; entry points and the store path of an attribute at a commit.
 export function evaluationsRoutes(r: Router<Principal>, evaluations: EvaluationsService, views: BuildViewsService): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   const project = (req: Req<Principal>) => req.param('project', ProjectName);

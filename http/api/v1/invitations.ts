@@ -1,10 +1,10 @@
+// Invitations (docs/permissions.md, "Invitations"): invite with POST on a member list, the
+// pending lists per project and cache, "My invites", and accept / decline / revoke by id.
 import { InviteBody, ProjectRef, ResourceName } from '../../../protocol/index.js';
 import type { AccessServices, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-// Invitations (docs/permissions.md, "Invitations"): invite with POST on a member list, the
-// pending lists per project and cache, "My invites", and accept / decline / revoke by id.
 export function invitationsRoutes(r: Router<Principal>, { invitations }: AccessServices): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);
   const cache = (req: Req<Principal>) => req.param('cache', ResourceName);

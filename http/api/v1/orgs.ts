@@ -1,3 +1,5 @@
+// /orgs…: organizations, their members (added directly; no invitations) and their SSH key.
+// Organization subscriptions are in subscriptions.ts.
 import {
   CreateOrganizationBody, MemberBody, RemoveMemberBody, ResourceName, UpdateOrganizationBody,
 } from '../../../protocol/index.js';
@@ -5,8 +7,6 @@ import type { AccessServices, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-// /orgs…: organizations, their members (added directly; no invitations) and their SSH key.
-// Organization subscriptions are in subscriptions.ts.
 export function orgsRoutes(r: Router<Principal>, { organizations, organizationMembers, organizationSshKey }: AccessServices): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   r.get('/orgs', (req) => organizations.list(req.principal));

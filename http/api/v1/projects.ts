@@ -1,11 +1,11 @@
+// /projects/{org}… (two segments). The single-segment routes (/projects/{project}/users,
+// …/subscribe, …/workers) are registered before these in routes.ts; the reserved project names
+// keep the two shapes apart.
 import { CreateProjectBody, ProjectName, ResourceName, UpdateProjectBody } from '../../../protocol/index.js';
 import type { AccessServices, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-// /projects/{org}… (two segments). The single-segment routes (/projects/{project}/users,
-// …/subscribe, …/workers) are registered before these in routes.ts; the reserved project names
-// keep the two shapes apart.
 export function projectsRoutes(r: Router<Principal>, { projects }: AccessServices): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   const project = (req: Req<Principal>) => req.param('project', ProjectName);

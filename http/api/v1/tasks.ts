@@ -1,10 +1,10 @@
+// /tasks/{project}… with a single-segment project (UUID or a name one organization uses), as
+// the spec's /tasks/{project}/{task}/evaluate.
 import { CreateTaskBody, ProjectRef, ResourceName } from '../../../protocol/index.js';
 import type { AccessServices, Principal } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-// /tasks/{project}… with a single-segment project (UUID or a name one organization uses), as
-// the spec's /tasks/{project}/{task}/evaluate.
 export function tasksRoutes(r: Router<Principal>, { tasks }: AccessServices): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);
   const task = (req: Req<Principal>) => req.param('task', ResourceName);
