@@ -2,7 +2,7 @@
 // lost answer, `nix copy` of a path the cache has); an upload of the same NAR saying something else
 // about it (name, references, deriver, CA) is a new narinfo and replaces the cache's own copy.
 import type { Narinfo } from '../../protocol/index.js';
-import type { IngestOutcome } from './ingest.js';
+import type { IngestOutcome } from './ingestOutcome.js';
 import type { HeldPath } from './sql/index.js';
 
 /** Whether the held copy is this NAR with exactly this narinfo, as ingest would store it. */

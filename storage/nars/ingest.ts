@@ -13,6 +13,7 @@ import type { NarFrameSets } from './narFrameSets.js';
 import type { StagingArea } from './narLocations.js';
 import type { CheckedNar } from './stagedCheck.js';
 import { heldOutcome, holdsExactly } from './heldCopy.js';
+import type { IngestOutcome } from './ingestOutcome.js';
 import { findHeldPath } from './sql/index.js';
 import { UploadProblem } from './uploadProblem.js';
 
@@ -42,18 +43,6 @@ export interface IngestRequest {
   framesDir?: string;
   /** the check pass of a chunked upload, run as its chunks arrived (stagedChecks.ts) */
   checked?: CheckedNar;
-}
-
-export interface IngestOutcome {
-  storePath: string;
-  narHash: string;
-  narSize: number;
-  fileHash: string;
-  fileSize: number;
-  /** added: stored and signed now (replacing the cache's copy with another narinfo, if any); held: the cache already held this NAR with this narinfo, nothing was done */
-  status: 'added' | 'held';
-  /** the file of the copy this upload replaced, which this process must forget */
-  replacedFileHash?: string;
 }
 
 export async function ingestIntoCache(deps: IngestDeps, request: IngestRequest): Promise<IngestOutcome> {

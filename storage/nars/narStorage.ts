@@ -18,7 +18,7 @@ import { STORED_ZSTD_LEVEL } from './ingest.js';
 import { deleteBlobIfUnreferenced, removePathFromCache, type PathRemoval } from './pathDeletion.js';
 import { localNarFile } from './storedNarFile.js';
 import { sweepNarStorage, type SweepReport } from './sweeper.js';
-import type { IngestOutcome } from './ingest.js';
+import type { IngestOutcome } from './ingestOutcome.js';
 import type { FinalizeRequest } from './narUploads.js';
 import { UploadProblem } from './uploadProblem.js';
 
