@@ -264,7 +264,7 @@ export class BuildScheduler implements WorkerListener {
     const leader = await this.lead();
     if (leader && Date.now() - this.sweptAt >= ORPHAN_SWEEP_MS) {
       this.sweptAt = Date.now();
-      const requeued = await requeueOrphanedJobs(this.deps.sql);
+      const requeued = await requeueOrphanedJobs(this.deps.events);
       if (requeued > 0) this.deps.log.info({ jobs: requeued }, 're-queued the jobs of server processes that are gone');
     }
     if (!leader && this.deps.workers.connected().length === 0) return;

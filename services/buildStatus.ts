@@ -1,7 +1,8 @@
 // Every status change of a shared derivation_build goes through here: the row, and build.<status>
 // for each evaluation's build that points at it, in one transaction (durable for entry points
 // only: the catalog's rule, DESIGN.md "Durability").
-import type { Events } from '../storage/index.js';
+import type { TransactionSql } from 'postgres';
+import type { Emit, Events } from '../storage/index.js';
 import type { BuildStatus, FailureClass } from '../protocol/index.js';
 import type { Queryable } from './queryable.js';
 import { checkBuildMove } from '../actors/index.js';
@@ -65,10 +66,18 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
   });
 }
 
-type Transaction = Parameters<Parameters<Events['transaction']>[0]>;
+/**
+ * The same change for several builds inside the caller's transaction (the re-queues of lost jobs
+ * and of builds an evaluation reaches again), each with its events; the ids it applied to.
+ */
+export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivationBuildIds: readonly string[], change: StatusChange): Promise<string[]> {
+  const applied: string[] = [];
+  for (const id of derivationBuildIds) if ((await applyStatusChange(tx, emit, id, change)) !== null) applied.push(id);
+  return applied;
+}
 
 /** One change inside the caller's transaction (the caller checked more than the status under a lock). */
-export async function applyStatusChange(tx: Transaction[0], emit: Transaction[1], derivationBuildId: string, change: StatusChange): Promise<number | null> {
+export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange): Promise<number | null> {
   checkBuildMove(change.from, change.to);
   const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted' || change.to === 'aborted';
   const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`

@@ -26,7 +26,7 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
   const { sql, events, jobs } = deps;
   if (message.t === 'evalBatch') {
     job.actor.send({ type: 'progress', amount: message.derivations.length });
-    job.chain = job.chain.then(() => recordEvalBatch(sql, job.evaluationId, message)).catch((error: unknown) => {
+    job.chain = job.chain.then(() => recordEvalBatch(events, job.evaluationId, message)).catch((error: unknown) => {
       job.failed = true;
       deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
     });

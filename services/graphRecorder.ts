@@ -3,11 +3,13 @@
 // derivation_build; each evaluation gets its own builds rows pointing at the shared ones.
 // Batches of one evaluation are recorded in order (the caller chains them), and derivations come
 // after their inputs, so every edge's target already has a row.
-import type { Sql } from 'postgres';
+import type { TransactionSql } from 'postgres';
+import type { Emit, Events } from '../storage/index.js';
+import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../protocol/index.js';
 
-export async function recordEvalBatch(sql: Sql, evaluationId: string, batch: MessageOf<'evalBatch'>): Promise<{ derivations: number }> {
-  return sql.begin(async (tx) => {
+export async function recordEvalBatch(events: Events, evaluationId: string, batch: MessageOf<'evalBatch'>): Promise<{ derivations: number }> {
+  return events.transaction(async (tx, emit) => {
     // One statement per table per batch, not one per derivation: a 50,000-derivation evaluation
     // took minutes as 100,000 round trips (bench/evalRecord.bench.ts). The batch travels as one
     // jsonb value, which keeps the array columns whole (unnest would flatten text[][]).
@@ -40,22 +42,13 @@ export async function recordEvalBatch(sql: Sql, evaluationId: string, batch: Mes
       await tx`
         insert into derivation_builds (derivation_id)
         select id from derivations where drv_path = any(${paths}) on conflict (derivation_id) do nothing`;
-      // A finished build whose output was deleted from the last cache holding it (evictedOutputs.ts)
-      // is queued again: substituted if a cache got the path back meanwhile, built otherwise.
-      await tx`
-        update derivation_builds db set status = 'queued', outputs_cached = true, not_before = null, finished_at = null, updated_at = now()
-        from derivations d
-        where d.id = db.derivation_id and d.drv_path = any(${paths}) and not db.outputs_cached and db.status in ('completed', 'substituted')`;
       await tx`
         insert into builds (evaluation_id, derivation_build_id)
         select ${evaluationId}, b.id from derivation_builds b join derivations d on d.id = b.derivation_id where d.drv_path = any(${paths})
         on conflict do nothing`;
-      // A build cancelled when another evaluation was aborted (buildAborts.ts) is wanted again. After
-      // the insert above, so an abort that checks for open evaluations afterwards sees this one.
-      await tx`
-        update derivation_builds db set status = 'queued', not_before = null, finished_at = null, updated_at = now()
-        from derivations d
-        where d.id = db.derivation_id and d.drv_path = any(${paths}) and db.status = 'aborted'`;
+      // After the insert above, so the re-queues' events reach this evaluation's builds too, and an
+      // abort that checks for open evaluations afterwards sees this one.
+      await requeueReachedBuilds(tx, emit, paths);
     }
     // The last attribute naming a derivation wins, as it did when each one was its own update.
     const attrs = new Map(batch.attributes.map((a) => [a.drvPath, formatAttributePath(a.path)]));
@@ -75,4 +68,20 @@ export async function recordEvalBatch(sql: Sql, evaluationId: string, batch: Mes
     }
     return { derivations: paths.length };
   });
+}
+
+/** Finished builds of these derivations that are wanted again go back to the queue (buildStatus.ts). */
+async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, paths: readonly string[]): Promise<void> {
+  // A finished build whose output was deleted from the last cache holding it (evictedOutputs.ts):
+  // substituted if a cache got the path back meanwhile, built otherwise.
+  const evicted = await tx<{ id: string }[]>`
+    select db.id from derivation_builds db join derivations d on d.id = db.derivation_id
+    where d.drv_path = any(${paths as string[]}) and not db.outputs_cached and db.status in ('completed', 'substituted')`;
+  const requeued = await applyStatusChanges(tx, emit, evicted.map((b) => b.id), { to: 'queued', from: ['completed', 'substituted'] });
+  if (requeued.length > 0) await tx`update derivation_builds set outputs_cached = true where id = any(${requeued}::uuid[])`;
+  // A build cancelled when another evaluation was aborted (buildAborts.ts).
+  const aborted = await tx<{ id: string }[]>`
+    select db.id from derivation_builds db join derivations d on d.id = db.derivation_id
+    where d.drv_path = any(${paths as string[]}) and db.status = 'aborted'`;
+  await applyStatusChanges(tx, emit, aborted.map((b) => b.id), { to: 'queued', from: ['aborted'] });
 }

@@ -1,6 +1,8 @@
 // The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
 import type { Sql } from 'postgres';
-import { LEASE_NAMESPACE } from '../storage/index.js';
+import { LEASE_NAMESPACE, type Events } from '../storage/index.js';
+import { applyStatusChanges } from './buildStatus.js';
+import { applyPhaseChanges } from './evaluationPhases.js';
 
 export interface QueuedEvaluation {
   id: string;
@@ -70,21 +72,24 @@ export const finishedEvaluations = (sql: Sql, opts: { derivationBuilds?: string[
 
 /**
  * Jobs whose worker has no open connection on a live server process (services/serverInstance.ts)
- * go back to the queue: the process that dispatched them died. Returns how many.
+ * go back to the queue, through the lifecycles and with their events: the process that dispatched
+ * them died. Returns how many.
  */
-export async function requeueOrphanedJobs(sql: Sql): Promise<number> {
-  const live = sql`
-    select wc.worker_id from worker_connections wc
-    join server_instances si on si.id = wc.server_instance_id
-    join pg_locks l on l.locktype = 'advisory' and l.granted and l.classid = ${LEASE_NAMESPACE}
-      and l.objid::bigint = si.lock_key and l.objsubid = 2
-      and l.database = (select oid from pg_database where datname = current_database())
-    where wc.disconnected_at is null`;
-  const builds = await sql`
-    update derivation_builds set status = 'queued', worker_id = null, updated_at = now()
-    where status = 'started' and (worker_id is null or worker_id not in (${live}))`;
-  const evaluations = await sql`
-    update evaluations set phase = 'queued', worker_id = null, updated_at = now()
-    where phase in ('evaluating', 'fetching') and (worker_id is null or worker_id not in (${live}))`;
-  return builds.count + evaluations.count;
+export async function requeueOrphanedJobs(events: Events): Promise<number> {
+  return events.transaction(async (tx, emit) => {
+    const live = tx`
+      select wc.worker_id from worker_connections wc
+      join server_instances si on si.id = wc.server_instance_id
+      join pg_locks l on l.locktype = 'advisory' and l.granted and l.classid = ${LEASE_NAMESPACE}
+        and l.objid::bigint = si.lock_key and l.objsubid = 2
+        and l.database = (select oid from pg_database where datname = current_database())
+      where wc.disconnected_at is null`;
+    const builds = await tx<{ id: string }[]>`
+      select id from derivation_builds where status = 'started' and (worker_id is null or worker_id not in (${live}))`;
+    const evaluations = await tx<{ id: string }[]>`
+      select id from evaluations where phase in ('evaluating', 'fetching') and (worker_id is null or worker_id not in (${live}))`;
+    const requeuedBuilds = await applyStatusChanges(tx, emit, builds.map((b) => b.id), { to: 'queued', from: ['started'], workerId: null });
+    const requeuedEvaluations = await applyPhaseChanges(tx, emit, evaluations.map((e) => e.id), { to: 'queued', from: ['evaluating', 'fetching'], workerId: null });
+    return requeuedBuilds.length + requeuedEvaluations.length;
+  });
 }

@@ -45,7 +45,7 @@ t.test('the last copy of an output', async (t) => {
   const [task] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
   const [evaluation] = await kiln.sql<{ id: string }[]>`
     insert into evaluations (task_id, repository, wildcard, phase) values (${task!.id}, 'file:///dev/null', '*', 'evaluating') returning id`;
-  await recordEvalBatch(kiln.sql, evaluation!.id, {
+  await recordEvalBatch(kiln.events.events, evaluation!.id, {
     v: PROTOCOL_VERSION, t: 'evalBatch', jobId: 'eval:1',
     derivations: [{
       drvPath, name: 'hello', outputs: { out: nar.info.storePath }, inputDrvs: {}, inputSrcs: [], system: 'x86_64-linux',
