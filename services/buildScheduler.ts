@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { ReservedSql, Sql } from 'postgres';
 import type { Message, RejectCode } from '../protocol/index.js';
 import type { Events } from '../storage/index.js';
-import type { Supervisor } from '../supervisors/index.js';
+import { CoalescingLoop, type Supervisor } from '../supervisors/index.js';
 import { JobTable, type BuildJobEntry, type Job } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
 import { BuildOutcomes } from './buildOutcomes.js';
@@ -97,15 +97,15 @@ export class BuildScheduler implements WorkerListener {
   private lock: ReservedSql | null = null;
   private readonly evaluationProgress: EvaluationProgress;
   private stopTicking: (() => void) | null = null;
-  private running: Promise<void> | null = null;
-  private again = false;
-  private stopped = false;
+  /** the scheduler's passes: never two at once, and a wake during one runs another after it */
+  private readonly loop: CoalescingLoop;
   private sweptAt = 0;
   private readonly outcomes: BuildOutcomes;
   private readonly cancellations: JobCancellations;
   private readonly evaluationJobs: EvaluationJobDeps;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
+    this.loop = new CoalescingLoop(() => this.pass(), (error: unknown) => deps.log.error({ err: error }, 'a scheduler pass failed'));
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
     this.evaluationProgress = new EvaluationProgress(deps.sql, deps.events, onError);
     const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);
@@ -125,9 +125,8 @@ export class BuildScheduler implements WorkerListener {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     this.stopTicking?.();
-    await this.running;
+    await this.loop.stop();
     await this.outcomes.settle();
     await this.evaluationProgress.stop();
     if (this.lock) {
@@ -143,24 +142,13 @@ export class BuildScheduler implements WorkerListener {
 
   /** Runs a pass soon; passes never overlap, and a wake during one runs another after it. */
   wake(): void {
-    if (this.stopped) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.pass().catch((error: unknown) => this.deps.log.error({ err: error }, 'a scheduler pass failed')).finally(() => {
-      this.running = null;
-      if (this.again) {
-        this.again = false;
-        this.wake();
-      }
-    });
+    this.loop.wake();
   }
 
   /** Resolves once a pass that began after this call has ended (a test that stepped the clock waits for it). */
   async passNow(): Promise<void> {
     this.wake();
-    while (this.running) await this.running;
+    await this.loop.settle();
   }
 
   /** onSubscriptionApproved: parked evaluations may now have their cache. */
@@ -341,7 +329,7 @@ export class BuildScheduler implements WorkerListener {
       }
       if (substituted) {
         await this.outcomes.finishEvaluations({ derivationBuilds: [build.id] });
-        this.again = true;
+        this.wake();
         continue;
       }
       const worker = this.pickWorker(candidates, build, planned);
