@@ -106,6 +106,7 @@ export class BuildScheduler implements WorkerListener {
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     this.loop = new CoalescingLoop(() => this.pass(), (error: unknown) => deps.log.error({ err: error }, 'a scheduler pass failed'));
+    deps.supervisor.watch({ id: 'scheduler-loop', kind: 'scheduler-loop', inspect: () => this.loop.inspect() });
     const onError = (error: unknown) => deps.log.warn({ err: error }, 'publishing progress failed');
     this.evaluationProgress = new EvaluationProgress(deps.sql, deps.events, onError);
     const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);

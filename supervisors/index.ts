@@ -2,7 +2,8 @@
 export { createRootSupervisor, Supervisor, type RootSupervisorOptions, type SupervisorOptions } from './supervisor.js';
 export type { ActorSpec, ActorStart, SupervisedActor } from './child.js';
 export { EscalationError } from './escalation.js';
-export { CoalescingLoop } from './coalescingLoop.js';
+export { CoalescingLoop, type LoopState } from './coalescingLoop.js';
+export type { Watched, WatchedState } from './watched.js';
 export { defaultRestartBudget, type RestartBudgetLimits } from './restartBudget.js';
 export type {
   ActorLifecycle,

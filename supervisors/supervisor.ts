@@ -9,6 +9,7 @@ import { EscalationError } from './escalation.js';
 import { TransitionFeed, type ActorTransition, type SupervisorNode, type SupervisorStatus, type TransitionListener } from './inspection.js';
 import { ActorRegistry, checkActorId } from './registry.js';
 import { RestartBudget, checkRestartBudget, defaultRestartBudget, type RestartBudgetLimits } from './restartBudget.js';
+import { watchedChild, type Watched } from './watched.js';
 
 export interface SupervisorOptions {
   /** Unique in the tree, like actor ids; becomes a segment of the path ("root/uploads"). */
@@ -98,6 +99,15 @@ export class Supervisor {
     const child = new Supervisor(options, this.tree, { supervisor: this });
     this.children.push(child.asChild);
     return child;
+  }
+
+  /** Lists something this supervisor does not run (a loop) among its children; returns the unlisting. */
+  watch(watched: Watched): () => void {
+    checkActorId(watched.id, `watched (kind ${JSON.stringify(watched.kind)})`);
+    this.mustBeRunning(`watch ${watched.id}`);
+    const child = watchedChild(watched, (c) => this.removeChild(c));
+    this.children.push(child);
+    return () => this.removeChild(child);
   }
 
   /** The live actor with this id anywhere in the tree, if it runs `logic` (which types the handle). */

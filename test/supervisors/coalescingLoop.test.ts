@@ -117,3 +117,19 @@ t.test('a failed pass goes to onError and later passes still run', async (t) => 
   await h.loop.settle();
   t.equal(h.errors.length, 1);
 });
+
+t.test('inspect shows the state, the passes run and the last error, for the actors tree', async (t) => {
+  const h = heldPasses((n) => n === 1);
+  t.same(h.loop.inspect(), { state: 'idle', status: 'running', mailbox: 0, summary: { passes: 0 } });
+  h.loop.wake();
+  t.equal(h.loop.inspect().state, 'running');
+  h.loop.wake();
+  t.same(h.loop.inspect(), { state: 'running-with-another-pass-pending', status: 'running', mailbox: 1, summary: { passes: 0 } });
+  await h.release();
+  t.same(h.loop.inspect(), { state: 'running', status: 'running', mailbox: 0, summary: { passes: 1 }, error: 'pass 1 failed' });
+  await h.release();
+  await h.loop.settle();
+  t.same(h.loop.inspect(), { state: 'idle', status: 'running', mailbox: 0, summary: { passes: 2 }, error: 'pass 1 failed' });
+  await h.loop.stop();
+  t.same(h.loop.inspect(), { state: 'stopped', status: 'stopped', mailbox: 0, summary: { passes: 2 }, error: 'pass 1 failed' });
+});

@@ -3,7 +3,7 @@ import { createMachine } from 'xstate';
 import { signUp } from '../../../support/accounts.js';
 import { startTestKiln } from '../../../support/kiln.js';
 
-interface Node { id: string; kind: string; restarts: number; state?: unknown; mailbox?: number; children?: Node[] }
+interface Node { id: string; kind: string; restarts: number; state?: unknown; mailbox?: number; summary?: { passes?: number }; children?: Node[] }
 const find = (node: Node, id: string): Node | undefined =>
   node.id === id ? node : (node.children ?? []).map((c) => find(c, id)).find(Boolean);
 
@@ -37,6 +37,15 @@ t.test('GET /admin/actors shows the tree, state values and restarts to a superus
   t.equal(budget?.state, 'idle');
   t.equal(budget?.mailbox, 0);
   t.equal(find(res.message, 'fragile')?.restarts, 1, 'the crash shows as one restart');
+
+  const loop = find(res.message, 'scheduler-loop');
+  t.equal(loop?.kind, 'scheduler-loop', "the scheduler's loop is listed");
+  t.match(loop?.state, /^(idle|running|running-with-another-pass-pending)$/);
+  const passesBefore = loop?.summary?.passes ?? -1;
+  t.ok(passesBefore >= 0, 'with its pass count');
+  await kiln.scheduler.passNow(); // a wake, and the pass it runs
+  const after = find((await kiln.api<Node>('GET', '/admin/actors', { token: admin.token })).message, 'scheduler-loop');
+  t.ok((after?.summary?.passes ?? -1) > passesBefore, 'the pass count grows after a wake');
 
   t.equal((await kiln.api('GET', '/admin/actors', { token: eve.token })).status, 403, 'not for other users');
   t.equal((await kiln.api('GET', '/admin/actors')).status, 401);
