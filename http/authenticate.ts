@@ -12,7 +12,7 @@ export interface Authenticator {
   /** A bearer token's principal, as seen from the client address `peerAddress`. */
   authenticateToken(token: string, peerAddress: string): Promise<Principal>;
   /**
-   * HTTP Basic for the binary cache routes (spec: Authentication 7): any user name, the password a
+   * HTTP Basic for the binary cache routes (spec: Authentication 7): whatever user name, the password a
    * session token or an API key. null when the header carries no Basic credentials.
    */
   authenticateBasic(header: string | undefined, peerAddress: string): Promise<Principal | null>;

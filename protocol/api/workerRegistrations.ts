@@ -4,7 +4,7 @@ import { z } from 'zod';
 /** POST /projects/{project}/workers. */
 export const RegisterWorkerBody = z.strictObject({
   name: z.string().max(100).optional(),
-  /** the worker UUID the token is for; absent: any worker presenting it */
+  /** the worker UUID the token is for; absent: whichever worker presents it */
   worker_id: z.uuid().optional(),
   /** a discoverable worker's /proto URL (ws:// or wss://): the server connects to it */
   endpoint: z.string().max(2000).regex(/^wss?:\/\/[^/?#@\s]+(\/[^?#\s]*)?$/, 'a ws:// or wss:// URL without credentials').optional(),

@@ -1,4 +1,4 @@
-// What the NAR readers take: any stream of byte chunks, a Node Readable, a web stream's async
+// What the NAR readers take: a stream of byte chunks, a Node Readable, a web stream's async
 // iterator, a generator, or a plain array of buffers in tests.
 export type ByteSource = AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
 
