@@ -5,8 +5,7 @@
 import t from 'tap';
 import { jobFailure } from '../../protocol/index.js';
 import { startTestKiln } from '../support/kiln.js';
-import { signUp } from '../support/accounts.js';
-import { createTestCache } from '../support/caches.js';
+import { subscribedProject } from '../support/subscribedProject.js';
 import { steppedClock } from '../support/clock.js';
 import { eventually } from '../support/events.js';
 import { handshake, testHello } from '../support/protoClient.js';
@@ -16,18 +15,13 @@ t.test('a transient failure waits build.retryBackoffSecs, doubled for every earl
   const clock = steppedClock(new Date());
   // the defaults: build.retryBackoffSecs 30, build.maxAttempts 3
   const kiln = await startTestKiln(t, { localWorker: true }, { clock });
-  const { token } = await signUp(kiln, 'ada');
-  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
-  await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: 'file:///nonexistent', wildcard: 'packages.x86_64-linux.*' } });
-  const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
-  const cache = await createTestCache(kiln.sql, 'main');
-  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
+  const { token, projectId, cache } = await subscribedProject(kiln);
   const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, testHello());
   t.teardown(() => worker.close());
   await worker.next('welcome');
 
   const flaky = derivationNode('flaky');
-  await kiln.api('POST', `/tasks/${project!.id}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
+  await kiln.api('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
   const evalJob = await worker.next('evalJob');
   worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [flaky.derivation], attributes: [{ path: ['packages', 'x86_64-linux', 'flaky'], drvPath: flaky.drvPath, outputs: { out: flaky.out } }], errors: [] });
   worker.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 1 });

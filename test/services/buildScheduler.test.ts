@@ -5,7 +5,7 @@ import t from 'tap';
 import { jobFailure, type Outgoing } from '../../protocol/index.js';
 import { startTestKiln } from '../support/kiln.js';
 import { signUp } from '../support/accounts.js';
-import { createTestCache } from '../support/caches.js';
+import { subscribedProject } from '../support/subscribedProject.js';
 import { handshake, testHello } from '../support/protoClient.js';
 import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
 import { eventually } from '../support/eventually.js';
@@ -14,12 +14,7 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, 'build.maxAttempts': 3, 'log.chunkBytes': 16 });
   const seen: string[] = [];
   kiln.events.bus.subscribe((event) => seen.push(event.event));
-  const { token } = await signUp(kiln, 'ada');
-  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
-  await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: 'file:///nonexistent', wildcard: 'packages.x86_64-linux.*' } });
-  const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
-  const cache = await createTestCache(kiln.sql, 'main');
-  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
+  const { token, projectId, cache } = await subscribedProject(kiln);
 
   const dep = derivationNode('dep');
   const top = derivationNode('top', [dep.drvPath]);
@@ -34,7 +29,7 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, testHello());
   t.teardown(() => worker.close());
   await worker.next('welcome');
-  const evaluated = await kiln.api<string>('POST', `/tasks/${project!.id}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
+  const evaluated = await kiln.api<string>('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
   t.equal(evaluated.status, 200, String(evaluated.message));
   const evaluationId = evaluated.message;
 
@@ -86,7 +81,7 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   const chunks = await kiln.sql`select seq from build_log_chunks where derivation_build_id = (select derivation_build_id from builds where id = ${of(dep).build_id}) and attempt = 2`;
   t.equal(chunks.length, 2, 'split at a line end past log.chunkBytes');
 
-  const entry = (await kiln.api<{ attr: string; build_status: string }[]>('GET', `/tasks/${project!.id}/default/entry-points?evaluation_id=${evaluationId}`, { token })).message;
+  const entry = (await kiln.api<{ attr: string; build_status: string }[]>('GET', `/tasks/${projectId}/default/entry-points?evaluation_id=${evaluationId}`, { token })).message;
   t.same(entry.map((e) => [e.attr, e.build_status]), [['packages.x86_64-linux.cached', 'substituted'], ['packages.x86_64-linux.top', 'failed']]);
 
   const phases = ['evaluation.queued', 'evaluation.evaluating', 'evaluation.building', 'evaluation.completed'];

@@ -6,8 +6,8 @@ import { jobFailure } from '../../protocol/index.js';
 import { openSecretBox } from '../../storage/index.js';
 import { cacheReadTokenOpens } from '../../services/index.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
-import { signUp } from '../support/accounts.js';
-import { createTestCache, type TestCache } from '../support/caches.js';
+import type { TestCache } from '../support/caches.js';
+import { subscribedProject } from '../support/subscribedProject.js';
 import { handshake, testHello, type ProtoClient } from '../support/protoClient.js';
 import { derivationNode, narHash, type DerivationNodeFixture } from '../support/derivationNodes.js';
 import { eventually } from '../support/eventually.js';
@@ -24,16 +24,11 @@ interface Setup { kiln: TestKiln; token: string; projectId: string; cache: TestC
 
 async function setUp(t: Test, overrides: Parameters<typeof startTestKiln>[1]): Promise<Setup> {
   const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, ...overrides });
-  const { token } = await signUp(kiln, 'ada');
-  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
-  await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: 'file:///nonexistent', wildcard: 'packages.x86_64-linux.*' } });
-  const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
-  const cache = await createTestCache(kiln.sql, 'main');
-  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
+  const { token, projectId, cache } = await subscribedProject(kiln);
   const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, testHello());
   t.teardown(() => worker.close());
   await worker.next('welcome');
-  return { kiln, token, projectId: project!.id, cache, worker };
+  return { kiln, token, projectId, cache, worker };
 }
 
 /** Signs `n`'s output into the cache, as if uploaded earlier. */
