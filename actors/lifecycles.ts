@@ -1,7 +1,7 @@
 // The transition tables of builds and evaluations (spec, "States and transitions"; docs/builds.md),
 // written once as xstate machines. A queued build of a 50,000-derivation evaluation is a row, not
 // a running actor, so these machines are not spawned per row: every status or phase change
-// (services/buildStatus.ts, services/evaluationPhases.ts) asks them whether the move exists, and
+// (services/builds/buildStatus.ts, services/builds/evaluationPhases.ts) asks them whether the move exists, and
 // the row update is the effect. In-flight work runs as actors (actors/workerJob.ts).
 import { setup, transition, type AnyStateMachine } from 'xstate';
 
@@ -24,10 +24,10 @@ export const buildLifecycle = setup({
     started: { on: { complete: 'completed', fail: 'failed', requeue: 'queued', abort: 'aborted' } },
     // a cache claimed the outputs but a worker could not fetch them (substitute miss)
     // requeue from substituted or completed: outputs deleted from the last cache that held them
-    // (services/evictedOutputs.ts) are built or substituted again when an evaluation reaches them
+    // (services/builds/evictedOutputs.ts) are built or substituted again when an evaluation reaches them
     substituted: { on: { requeue: 'queued' } },
     completed: { on: { requeue: 'queued' } },
-    // requeue from aborted: a later evaluation reaches the derivation again (services/graphRecorder.ts)
+    // requeue from aborted: a later evaluation reaches the derivation again (services/builds/graphRecorder.ts)
     aborted: { on: { requeue: 'queued' } },
     failed: {},
   },

@@ -1,4 +1,4 @@
-// ClosureGraph cost (services/closures.ts) on synthetic build graphs shaped like a package set:
+// ClosureGraph cost (services/builds/closures.ts) on synthetic build graphs shaped like a package set:
 // node i uses 3 inputs among the next 50 derivations plus one of the last 20 (a toolchain every
 // package shares). The baseline, in the same run, is the bare recursive CTE that lists the
 // closure's nodes: what any closure view costs before ranking nodes by accumulated closure size.
@@ -7,7 +7,7 @@
 //   npx tsx bench/closures.bench.ts [sizes=1000,3000,10000] [rounds=3]
 import postgres from 'postgres';
 import { migrate } from '../storage/index.js';
-import { closuresService } from '../services/closures.js';
+import { closuresService } from '../services/builds/closures.js';
 import type { BuildView, EvaluationsService } from '../services/index.js';
 import { anonymous } from '../services/index.js';
 

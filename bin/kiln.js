@@ -13,4 +13,4 @@ if (major < 22) {
 }
 const { register } = await import('tsx/esm/api');
 register();
-await import('../cli/main.ts');
+await import('../cli/main.js');

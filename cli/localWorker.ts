@@ -1,7 +1,7 @@
 // The local worker of `kiln serve` with worker.enable (kiln.dev.json sets it): `kiln worker` as a
 // child process connected to this server's /proto on loopback, in open mode (no peers file). The
 // server accepts open-mode workers only from loopback and only when localWorker is on
-// (services/workerAuth.ts), so this needs no token. Its id is derived from the host name, so it
+// (services/workers/workerAuth.ts), so this needs no token. Its id is derived from the host name, so it
 // stays the same across restarts. It is restarted with a doubling backoff capped at 60 s.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';

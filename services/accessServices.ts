@@ -1,15 +1,14 @@
-// The access services built together from one AccessDeps.
-import type { AccessDeps } from './accessDeps.js';
-import { invitationsService } from './invitations.js';
-import { membersService } from './members.js';
-import { organizationMembersService } from './organizationMembers.js';
-import { organizationSshKeyService } from './organizationSshKey.js';
-import { organizationsService } from './organizations.js';
-import { projectsService } from './projects.js';
-import { serversService } from './servers.js';
-import { subscriptionsService } from './subscriptions.js';
-import { tasksService } from './tasks.js';
-import { workerRegistrationsService } from './workerRegistrations.js';
+// The access services built together from one AccessDeps: organizations, projects, caches' subscriptions,
+// members and invitations are separate domains that share these dependencies.
+import { invitationsService, membersService, type AccessDeps } from './access/index.js';
+import { organizationMembersService } from './organizations/index.js';
+import { organizationSshKeyService } from './organizations/index.js';
+import { organizationsService } from './organizations/index.js';
+import { projectsService } from './projects/index.js';
+import { serversService } from './organizations/index.js';
+import { subscriptionsService } from './caches/index.js';
+import { tasksService } from './projects/index.js';
+import { workerRegistrationsService } from './workers/index.js';
 
 /** Organizations, projects, tasks, servers, members, invitations, subscriptions and worker registrations, built once at start. */
 export function createAccessServices(deps: AccessDeps) {

@@ -15,5 +15,4 @@ export type {
   SupervisorStatus,
   TransitionListener,
 } from './inspection.js';
-export { startDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions, type DeliverySenders } from './deliveryEngine.js';
-export type { TaskActionReport } from './deliveryRequests.js';
+export { systemClock, type Clock } from './clock.js';

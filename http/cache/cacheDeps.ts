@@ -15,7 +15,7 @@ export interface CacheRouteDeps {
   /** http.localIps: clients that get a cache's local_priority */
   localIps: CidrSet;
   extras: CacheExtras;
-  /** the cache's upstream caches: narinfo misses are asked there (services/upstreams.ts) */
+  /** the cache's upstream caches: narinfo misses are asked there (services/caches/upstreams.ts) */
   upstreams?: Pick<Upstreams, 'lookupUpstreamNarinfo' | 'knownToHaveNone' | 'openUpstreamNar'>;
   /** cache.narinfo.served and cache.nar.fetched: an append per request, published in batches */
   traffic?: Pick<CacheTraffic, 'served' | 'fetched'>;

@@ -3,7 +3,7 @@
 // byte. Small files come from memory; with S3, larger ones are a redirect to a presigned URL.
 import { ApiError, parseNarFileName } from '../../protocol/index.js';
 import type { BinaryCache, Principal } from '../../services/index.js';
-import { narBlobKey, type BlobRead } from '../../storage/index.js';
+import type { BlobRead } from '../../storage/index.js';
 import { bytesReply, emptyReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
@@ -82,7 +82,7 @@ async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: Bin
     if (bytes === null) throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
     return smallFileReply(req, cache, bytes);
   }
-  if ((await deps.nars.blobs.stat(narBlobKey(fileHash))) === null) {
+  if (!(await reads.narStored(fileHash))) {
     throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
   }
   const blobRange = range.kind === 'part' ? { start: range.start, end: range.end } : undefined;

@@ -9,7 +9,7 @@ import { readableCache, readableCacheInMemory } from './cacheGate.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT' };
-/** from an upstream cache (services/upstreams.ts) */
+/** from an upstream cache (services/caches/upstreams.ts) */
 const UPSTREAM_NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'MISS' };
 
 export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {

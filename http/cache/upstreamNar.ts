@@ -1,5 +1,5 @@
 // GET upstream/<upstream id>/<hash>/<path>: the NAR file of a narinfo served from an upstream
-// cache, proxied through kiln (services/upstreamNarinfo.ts). Streamed with its Content-Length
+// cache, proxied through kiln (services/caches/upstreamNarinfo.ts). Streamed with its Content-Length
 // (learned by HEAD before the first byte), a single Range as 206, 404 when the upstream does not
 // have it. Only files that a verified narinfo of the cache's own upstreams names are fetched.
 import { ApiError } from '../../protocol/index.js';

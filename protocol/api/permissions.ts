@@ -10,7 +10,7 @@ export const permissionNames = [
   // kiln
   'viewOrg', 'manageOrg', 'manageOrgMembers', 'manageServers', 'createProject', 'manageProject',
   'manageTasks', 'manageWorkers', 'viewCache', 'manageCache',
-  // instance: a superuser's key uses superuser powers only with it (services/principal.ts)
+  // instance: a superuser's key uses superuser powers only with it (services/access/principal.ts)
   'admin',
 ] as const;
 

@@ -28,7 +28,7 @@ export interface CacheRow {
   role: Role | null;
 }
 
-/** The columns a signing key is opened from (services/cacheKeys.ts); secret_key is sealed. */
+/** The columns a signing key is opened from (services/caches/cacheKeys.ts); secret_key is sealed. */
 export interface CacheKeyColumns {
   key_name: string;
   /** 32 bytes */
@@ -116,7 +116,7 @@ export async function activeCachesNamed(sql: ISql, names: readonly string[]): Pr
   return sql<Pick<CacheRow, 'id' | 'name'>[]>`select id, name from caches where name = any(${names as string[]}) and active`;
 }
 
-/** The sealed signing key of the cache `id`, or null when it is gone: the only read of secret_key (services/cacheSigningKeys.ts opens it). */
+/** The sealed signing key of the cache `id`, or null when it is gone: the only read of secret_key (services/caches/cacheSigningKeys.ts opens it). */
 export async function cacheSealedKey(sql: ISql, id: string): Promise<Pick<CacheKeyColumns, 'key_name' | 'secret_key'> | null> {
   const [row] = await sql<Pick<CacheKeyColumns, 'key_name' | 'secret_key'>[]>`select key_name, secret_key from caches where id = ${id}`;
   return row ?? null;

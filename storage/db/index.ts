@@ -11,3 +11,4 @@ export {
   insertCache, releaseUndeclaredCaches, setCacheActive, subscribedCacheRows, updateCacheSettings,
   type CacheKeyColumns, type CacheRow, type CacheSettings, type CacheServingRow, type NewCache, type SubscribedCacheRow,
 } from './caches.js';
+export type { Queryable } from './queryable.js';

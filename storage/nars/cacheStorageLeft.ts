@@ -2,7 +2,7 @@
 // cache limits still apply"): the cache's own max_storage_bytes against what the cache holds, and
 // the instance-wide cache.maxStorageGb against what all caches hold. Bytes are stored (zstd) file
 // sizes: a cache counts every path it holds, the instance counts each blob once, as it is stored.
-// Uploads are refused when they would not fit (services/cacheStorage.ts); a new evaluation waits
+// Uploads are refused when they would not fit (services/caches/cacheStorage.ts); a new evaluation waits
 // while every writable cache of a project has under 10 MiB left.
 import type { ISql } from 'postgres';
 

@@ -30,6 +30,8 @@ export interface NarReads {
   narFile(cacheId: string, fileHash: string): Promise<{ fileSize: number } | null>;
   /** A whole small NAR file from memory or storage; null when the blob is missing. */
   smallNar(fileHash: string): Promise<Buffer | null>;
+  /** Whether the NAR file's blob is in storage (a reply's status is chosen before its body is read). */
+  narStored(fileHash: string): Promise<boolean>;
   /** A NAR file (or a range of it) from storage, for a caller done with each chunk when it asks for the next. */
   openNar(fileHash: string, range?: BlobRange): Promise<BlobRead | null>;
   /** A URL the client may fetch the file from directly, or null when the store has none. */
@@ -143,6 +145,7 @@ export function narReads(deps: NarReadsDeps): NarReads {
       });
     },
 
+    narStored: async (fileHash) => (await blobs.stat(narBlobKey(fileHash))) !== null,
     openNar: (fileHash, range) => blobs.get(narBlobKey(fileHash), range, { reuseChunks: true }),
     presignedNar: (fileHash, expiresSecs) => blobs.presignedUrl(narBlobKey(fileHash), expiresSecs),
     listing: (cacheId, hashPart) => findListingRow(sql, cacheId, hashPart),

@@ -1,5 +1,5 @@
 // The worker fetches a project's repository itself, after the server vetted the URL
-// (services/repositoryPolicy.ts). The server's own git commands never follow a redirect; the
+// (services/projects/repositoryPolicy.ts). The server's own git commands never follow a redirect; the
 // worker's fetch must not either, or a public repository URL that answers "302 Location:
 // http://127.0.0.1:…/" (or a cloud's metadata address) makes the worker clone whatever the
 // internal side serves, and the evaluation's failure text reports what it found there.

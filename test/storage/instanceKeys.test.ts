@@ -4,7 +4,7 @@ import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { loadJwtSecret } from '../../services/sessionTokens.js';
+import { loadJwtSecret } from '../../services/accounts/sessionTokens.js';
 import { generatedKeyFile, keyFingerprint, openSecretBox, rawKeyFileText, secretBoxWithKey } from '../../storage/index.js';
 import { testDatabase } from '../support/db.js';
 

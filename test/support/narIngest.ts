@@ -1,4 +1,4 @@
-// The NAR ingest front door (services/narIngest.ts) on a test kiln's real parts: its storage, its
+// The NAR ingest front door (services/caches/narIngest.ts) on a test kiln's real parts: its storage, its
 // UploadBudget actor, its events; for tests that drive a path (a /proto push) without HTTP.
 import { uploadBudgetMachine, type UploadBudgetRef } from '../../actors/index.js';
 import { cacheSigningKeys, cacheStorageLimits, narIngest, type NarIngest } from '../../services/index.js';

@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import type { Test } from 'tap';
-import { generateSshKeyPair } from '../../services/sshKeys.js';
+import { generateSshKeyPair } from '../../services/organizations/sshKeys.js';
 import { freePort } from './kiln.js';
 import { eventually } from './eventually.js';
 

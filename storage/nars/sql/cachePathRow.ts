@@ -1,5 +1,5 @@
 // One path as a cache holds it: the shared cached_paths row and this cache's signature row. The
-// NAR management API (services/cacheNars.ts) lists and shows these.
+// NAR management API (services/caches/cacheNars.ts) lists and shows these.
 export interface CachePathRow {
   hashPart: string;
   storePath: string;

@@ -1,7 +1,8 @@
 import http from 'node:http';
 import type { LookupAddress } from 'node:dns';
 import t, { type Test } from 'tap';
-import { createOutboundClient, createWebRequestSender, outboundFetch, type OutboundClientOptions } from '../../../storage/index.js';
+import { createOutboundClient, outboundFetch, type OutboundClientOptions } from '../../../storage/index.js';
+import { createWebRequestSender } from '../../../services/events/index.js';
 
 // The connect-time half of outbound.allowedNetworks, on real sockets: what is refused never sees
 // a byte, a name is judged by what it resolves to when the socket connects (so a DNS answer that

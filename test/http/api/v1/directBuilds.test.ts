@@ -7,7 +7,7 @@ import { signUp, type TestAccount } from '../../../support/accounts.js';
 import { createTestCache, type TestCache } from '../../../support/caches.js';
 import { startTestKiln, type TestKiln } from '../../../support/kiln.js';
 import { exportStream, multipartBody, syntheticDrv, textFile, type ClosurePath } from '../../../support/directClosure.js';
-import { readyBuilds } from '../../../../services/schedulerQueries.js';
+import { readyBuilds } from '../../../../services/builds/schedulerQueries.js';
 
 interface BuildView { build_id: string; derivation_build: string; evaluation_id: string; drv_path: string; status: string; entry_point: boolean; failure: { reason: string } | null }
 

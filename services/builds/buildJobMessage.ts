@@ -1,0 +1,33 @@
+// The buildJob a worker gets (docs/builds.md, "Scheduler rules"): substituters are the caches the
+// project reads, at serveUrl; targets the caches it writes; time limits the derivation's own or
+// the server's defaults. Private caches are read with one token (Nix's netrc has one password per
+// host) that lasts the job: its time-out (a day without one) and an hour more.
+import type { Outgoing } from '../../protocol/index.js';
+import { readable, writable, type ProjectCache } from '../caches/index.js';
+import type { ReadyBuild } from './schedulerQueries.js';
+
+export interface BuildJobSettings {
+  serveUrl: string;
+  defaultTimeoutSecs: number;
+  defaultMaxSilentSecs: number;
+  readToken(cacheIds: readonly string[], ttlSecs: number): string;
+}
+
+/** The caches a build of this project pushes to; empty: it cannot be dispatched. */
+export const targetCaches = (caches: readonly ProjectCache[]): string[] => writable(caches).map((c) => c.name);
+
+export function buildJobMessage(jobId: string, build: ReadyBuild, caches: readonly ProjectCache[], settings: BuildJobSettings): Outgoing<'buildJob'> {
+  const timeoutSecs = build.timeout_secs ?? settings.defaultTimeoutSecs;
+  const privateIds = readable(caches).filter((c) => !c.public).map((c) => c.id);
+  const password = privateIds.length > 0 ? settings.readToken(privateIds, (timeoutSecs || 86_400) + 3600) : null;
+  const base = settings.serveUrl.replace(/\/$/, '');
+  return {
+    t: 'buildJob', jobId, drvPath: build.drv_path,
+    substituters: readable(caches).map((c) => ({
+      url: `${base}/cache/${c.name}`, publicKeys: [c.publicKey], ...(c.public || password === null ? {} : { password }),
+    })),
+    targetCaches: targetCaches(caches),
+    timeoutSecs,
+    maxSilentSecs: build.max_silent_secs ?? settings.defaultMaxSilentSecs,
+  };
+}

@@ -1,0 +1,112 @@
+// Every status change of a shared derivation_build goes through here: the row, and build.<status>
+// for each evaluation's build that points at it, in one transaction (durable for entry points
+// only: the catalog's rule, DESIGN.md "Durability").
+import type { TransactionSql } from 'postgres';
+import type { Emit, Events } from '../../storage/index.js';
+import type { BuildStatus, FailureClass } from '../../protocol/index.js';
+import type { Queryable } from '../../storage/index.js';
+import { checkBuildMove } from '../../actors/index.js';
+
+export interface StatusChange {
+  to: BuildStatus;
+  /** the statuses the build may be in for the change to apply */
+  from: readonly BuildStatus[];
+  workerId?: string | null;
+  failure?: { class: FailureClass; reason: string; message: string };
+  /** a transient failure's retry waits until then */
+  notBefore?: Date | null;
+  /** a dispatch counts an attempt */
+  countAttempt?: boolean;
+  logBytes?: number;
+  logDroppedBytes?: number;
+  /** also emit for this evaluation's build, though the evaluation is final (the one just aborted) */
+  evaluationId?: string;
+}
+
+/** A per-evaluation build that points at a derivation_build: what its events name and their scope. */
+export interface BuildRow {
+  build_id: string;
+  evaluation_id: string;
+  entry_point: boolean;
+  attr: string | null;
+  project: string;
+  project_id: string;
+  organization_id: string;
+  task: string;
+  task_id: string;
+  drv_path: string;
+}
+
+/** The builds of running evaluations (and of `alsoEvaluation`) that share this derivation_build. */
+export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string, alsoEvaluation: string | null = null): Promise<BuildRow[]> {
+  return sql<BuildRow[]>`
+    select b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
+           p.organization_id, t.name as task, t.id as task_id, d.drv_path
+    from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+    join organizations o on o.id = p.organization_id join derivation_builds db on db.id = b.derivation_build_id
+    join derivations d on d.id = db.derivation_id
+    where b.derivation_build_id = ${derivationBuildId} and (e.phase not in ('completed', 'failed', 'aborted') or e.id = ${alsoEvaluation}::uuid)`;
+}
+
+/** Applies the change when the build is in one of `from`; the new attempt number, or null when it did not apply. */
+export async function changeBuildStatus(events: Events, derivationBuildId: string, change: StatusChange): Promise<number | null> {
+  return events.transaction((tx, emit) => applyStatusChange(tx, emit, derivationBuildId, change));
+}
+
+/**
+ * Several changes in one transaction (the scheduler's batches: one commit instead of one per
+ * build); for each, the new attempt number or null when it did not apply.
+ */
+export async function changeBuildStatuses(events: Events, changes: readonly { id: string; change: StatusChange }[]): Promise<(number | null)[]> {
+  if (changes.length === 0) return [];
+  return events.transaction(async (tx, emit) => {
+    const results: (number | null)[] = [];
+    for (const { id, change } of changes) results.push(await applyStatusChange(tx, emit, id, change));
+    return results;
+  });
+}
+
+/**
+ * The same change for several builds inside the caller's transaction (the re-queues of lost jobs
+ * and of builds an evaluation reaches again), each with its events; the ids it applied to.
+ */
+export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivationBuildIds: readonly string[], change: StatusChange): Promise<string[]> {
+  const applied: string[] = [];
+  for (const id of derivationBuildIds) if ((await applyStatusChange(tx, emit, id, change)) !== null) applied.push(id);
+  return applied;
+}
+
+/** One change inside the caller's transaction (the caller checked more than the status under a lock). */
+export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange): Promise<number | null> {
+  checkBuildMove(change.from, change.to);
+  const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted' || change.to === 'aborted';
+  const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
+    update derivation_builds b set status = ${change.to}, updated_at = now(),
+      attempts = attempts + ${change.countAttempt ? 1 : 0},
+      worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
+      failure_class = ${change.failure?.class ?? null}, failure_reason = ${change.failure?.reason ?? null},
+      failure_message = ${change.failure?.message.slice(0, 20000) ?? null},
+      not_before = ${change.notBefore ?? null},
+      started_at = case when ${change.to === 'started'} then now() else started_at end,
+      finished_at = case when ${final} then now() when ${change.to === 'queued'} then null else finished_at end,
+      log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes)
+    from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
+    where b.id = ${derivationBuildId} and b.status = any(${change.from as string[]}) returning b.attempts, old.previous`;
+  if (!updated) return null;
+  const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
+  for (const build of builds) {
+    const identity = {
+      build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: change.to,
+      task: build.task, project: build.project,
+    };
+    const extra = { ...(change.failure ? { failure: change.failure.class } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
+    const scope = { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id };
+    emit(`build.${change.to}`, {
+      ...identity, entry_point: build.entry_point, drv_path: build.drv_path, attempt: updated.attempts,
+      ...(build.attr ? { attr: build.attr } : {}), ...extra,
+    }, scope);
+    // Every transition, entry point or not, for the live paths (never durable).
+    emit('build.status_changed', { ...identity, previous: updated.previous, entry_point: build.entry_point, ...extra }, scope);
+  }
+  return updated.attempts;
+}

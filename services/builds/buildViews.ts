@@ -1,0 +1,145 @@
+// Read side of builds: an evaluation's builds, one build, its log and direct dependencies, entry
+// points, and the store path of one attribute at one commit. A build is visible to whoever may
+// see its evaluation's project; anyone else gets 404.
+import type { Sql } from 'postgres';
+import { ApiError } from '../../protocol/index.js';
+import { readBuildLog } from './buildLogs.js';
+import type { EvaluationsService } from './evaluations.js';
+import type { Principal } from '../access/index.js';
+import { demandProject, demandProjectRef } from '../access/index.js';
+
+export interface BuildView {
+  build_id: string;
+  derivation_build: string;
+  evaluation_id: string;
+  drv_path: string;
+  name: string;
+  system: string;
+  status: string;
+  failure: { class: string; reason: string | null; message: string | null } | null;
+  attempts: number;
+  entry_point: boolean;
+  attr: string | null;
+  outputs: Record<string, string | null>;
+  worker: string | null;
+  log_bytes: number;
+  queued_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+/** An entry point: outputs.out once resolved; build_status is the build's status (completed: built and in the cache). */
+export interface EntryPointView {
+  build_id: string;
+  derivation_build: string;
+  evaluation_id: string;
+  attr: string | null;
+  drv_path: string;
+  outputs: Record<string, string | null>;
+  build_status: string;
+}
+
+interface BuildRow extends Omit<BuildView, 'failure' | 'log_bytes'> {
+  failure_class: string | null;
+  failure_reason: string | null;
+  failure_message: string | null;
+  log_bytes: string;
+}
+
+const columns = (sql: Sql) => sql`
+  b.id as build_id, db.id as derivation_build, b.evaluation_id, d.drv_path, d.name, d.system, db.status, db.failure_class, db.failure_reason,
+  db.failure_message, db.attempts, b.entry_point, b.attr, d.outputs, db.worker_id as worker, db.log_bytes, db.queued_at, db.started_at, db.finished_at`;
+const joins = (sql: Sql) => sql`builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id`;
+
+const toView = ({ failure_class, failure_reason, failure_message, log_bytes, ...rest }: BuildRow): BuildView => ({
+  ...rest,
+  log_bytes: Number(log_bytes),
+  failure: failure_class ? { class: failure_class, reason: failure_reason, message: failure_message } : null,
+});
+
+const toEntryPoint = (b: BuildView): EntryPointView => ({
+  build_id: b.build_id, derivation_build: b.derivation_build, evaluation_id: b.evaluation_id, attr: b.attr, drv_path: b.drv_path,
+  outputs: b.outputs, build_status: b.status,
+});
+
+export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService, 'visible'>) {
+  async function build(who: Principal, id: string): Promise<BuildView> {
+    const [row] = await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.id = ${id}`;
+    if (!row) throw new ApiError('not_found', `no build ${id}`);
+    // A key without viewProject still learns 403 from visible(), as on GET /evals/{id}.
+    await evaluations.visible(who, row.evaluation_id, 'viewProject').catch((e: unknown) => {
+      if (e instanceof ApiError && e.status !== 404) throw e;
+      throw new ApiError('not_found', `no build ${id}`);
+    });
+    return toView(row);
+  }
+
+  const entryPoints = async (evaluationId: string) =>
+    (await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.evaluation_id = ${evaluationId} and b.entry_point order by b.attr`).map(toView).map(toEntryPoint);
+
+  /** The newest evaluation of a task that recorded its graph. */
+  const latestEvaluation = async (taskId: string) => (await sql<{ id: string }[]>`
+    select id from evaluations where task_id = ${taskId} and phase in ('building', 'completed') order by created_at desc limit 1`)[0]?.id;
+
+  const taskId = async (projectId: string, task: string) => {
+    const [row] = await sql<{ id: string }[]>`select id from tasks where project_id = ${projectId} and name = ${task}`;
+    if (!row) throw new ApiError('not_found', `no task "${task}"`);
+    return row.id;
+  };
+
+  return {
+    build,
+
+    async evaluationBuilds(who: Principal, evaluationId: string): Promise<BuildView[]> {
+      await evaluations.visible(who, evaluationId, 'viewProject');
+      return (await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.evaluation_id = ${evaluationId} order by d.drv_path`).map(toView);
+    },
+
+    async log(who: Principal, id: string): Promise<Buffer> {
+      const found = await build(who, id);
+      return readBuildLog(sql, found.derivation_build);
+    },
+
+    /** The builds of the same evaluation that this one's derivation takes as inputs. */
+    async dependencies(who: Principal, id: string): Promise<BuildView[]> {
+      const found = await build(who, id);
+      return (await sql<BuildRow[]>`
+        select ${columns(sql)} from ${joins(sql)}
+        where b.evaluation_id = ${found.evaluation_id}
+          and d.id in (select x.depends_on from derivation_edges x join derivations me on me.id = x.derivation_id where me.drv_path = ${found.drv_path})
+        order by d.drv_path`).map(toView);
+    },
+
+    async projectEntryPoints(who: Principal, org: string, project: string): Promise<EntryPointView[]> {
+      const { row } = await demandProject(sql, who, org, project, 'viewProject');
+      const [task] = await sql<{ id: string }[]>`select id from tasks where project_id = ${row.id} and name = 'default'`;
+      const evaluation = task ? await latestEvaluation(task.id) : undefined;
+      return evaluation ? entryPoints(evaluation) : [];
+    },
+
+    async taskEntryPoints(who: Principal, project: string, task: string, evaluationId: string | null): Promise<EntryPointView[]> {
+      const { row } = await demandProjectRef(sql, who, project, 'viewProject');
+      const id = await taskId(row.id, task);
+      if (evaluationId) {
+        const [owned] = await sql`select 1 from evaluations where id = ${evaluationId} and task_id = ${id}`;
+        if (!owned) throw new ApiError('not_found', `no evaluation ${evaluationId} of task "${task}"`);
+        return entryPoints(evaluationId);
+      }
+      const latest = await latestEvaluation(id);
+      return latest ? entryPoints(latest) : [];
+    },
+
+    /** GET /tasks/{project}/{task}/evaluations?commit&attr: the newest evaluation at the commit that resolved the attribute. */
+    async attributeAtCommit(who: Principal, project: string, task: string, commit: string, attr: string): Promise<EntryPointView & { commit: string }> {
+      const { row } = await demandProjectRef(sql, who, project, 'viewProject');
+      const id = await taskId(row.id, task);
+      const [found] = await sql<BuildRow[]>`
+        select ${columns(sql)} from ${joins(sql)} join evaluations e on e.id = b.evaluation_id
+        where e.task_id = ${id} and e.commit = ${commit} and b.entry_point and b.attr = ${attr}
+        order by e.created_at desc limit 1`;
+      if (!found) throw new ApiError('not_found', `no evaluation of task "${task}" at ${commit} resolved the attribute ${attr}`);
+      return { ...toEntryPoint(toView(found)), commit };
+    },
+  };
+}
+export type BuildViewsService = ReturnType<typeof buildViewsService>;

@@ -1,0 +1,58 @@
+// What the messages of an evaluation job do (docs/builds.md): the derivation graph's batches are
+// recorded in order, the result moves the evaluation to building (or to failed when a batch could
+// not be recorded), and a FailedTransient failure with attempts left queues it again.
+import type { Logger } from 'pino';
+import type { Sql } from 'postgres';
+import type { Message } from '../../protocol/index.js';
+import type { Events } from '../../storage/index.js';
+import { changePhase } from './evaluationPhases.js';
+import { recordEvalBatch } from './graphRecorder.js';
+import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
+
+export interface EvaluationJobDeps {
+  sql: Sql;
+  events: Events;
+  jobs: JobTable;
+  log: Logger;
+  /** build.maxAttempts */
+  maxAttempts: number;
+  /** completes the evaluation if it has no open build */
+  finishEvaluation(evaluationId: string): Promise<void>;
+  /** the scheduler runs a pass: the evaluation's builds or the queued evaluation wait for one */
+  wake(): void;
+}
+
+export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJobEntry, message: Message): Promise<void> {
+  const { sql, events, jobs } = deps;
+  if (message.t === 'evalBatch') {
+    job.actor.send({ type: 'progress', amount: message.derivations.length });
+    job.chain = job.chain.then(() => recordEvalBatch(events, job.evaluationId, message)).catch((error: unknown) => {
+      job.failed = true;
+      deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
+    });
+    return;
+  }
+  if (message.t === 'evalResult') {
+    if (!jobs.end(job, { type: 'succeeded' })) return;
+    await job.chain;
+    if (job.failed) {
+      await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: 'the server could not record the derivation graph' });
+      return;
+    }
+    await changePhase(events, job.evaluationId, { to: 'building', from: ['evaluating'] });
+    await deps.finishEvaluation(job.evaluationId);
+    deps.wake();
+    return;
+  }
+  if (message.t === 'jobFailed') {
+    if (!jobs.end(job, { type: 'failed', reason: message.failure.reason })) return;
+    await job.chain;
+    const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
+    if (message.failure.class === 'FailedTransient' && (row?.attempts ?? 0) < deps.maxAttempts) {
+      await changePhase(events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
+    } else {
+      await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: `${message.failure.reason}: ${message.failure.message}` });
+    }
+    deps.wake();
+  }
+}

@@ -1,0 +1,71 @@
+// Every change of an evaluation's phase goes through here: the row and its evaluation.<phase>
+// event in one transaction (DESIGN.md, "Actors and supervision"). `from` guards the change, so a
+// phase moves only from the phases the caller expects (an aborted evaluation stays aborted).
+import type { Sql, TransactionSql } from 'postgres';
+import type { EvaluationPhase } from '../../protocol/index.js';
+import type { Emit, Events } from '../../storage/index.js';
+import { checkEvaluationMove } from '../../actors/index.js';
+
+export interface EvaluationLabel {
+  id: string;
+  project_id: string;
+  organization_id: string;
+  task_id: string;
+  project: string;
+  task: string;
+  commit: string | null;
+  wildcard: string;
+}
+
+export const FINAL_PHASES: readonly EvaluationPhase[] = ['completed', 'failed', 'aborted'];
+
+export async function evaluationLabel(sql: Sql | TransactionSql, id: string): Promise<EvaluationLabel | null> {
+  const [row] = await sql<EvaluationLabel[]>`
+    select e.id, p.id as project_id, p.organization_id, t.id as task_id, o.name || '/' || p.name as project, t.name as task, e.commit, e.wildcard
+    from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id join organizations o on o.id = p.organization_id
+    where e.id = ${id}`;
+  return row ?? null;
+}
+
+export interface PhaseChange {
+  to: EvaluationPhase;
+  from: readonly EvaluationPhase[];
+  reason?: string;
+  workerId?: string | null;
+}
+
+/** Moves an evaluation to `to` when it is in one of `from`; false when it was not. */
+export async function changePhase(events: Events, id: string, change: PhaseChange): Promise<boolean> {
+  return events.transaction((tx, emit) => applyPhaseChange(tx, emit, id, change));
+}
+
+/** The same change for several evaluations inside the caller's transaction (the re-queue of lost jobs); the ids it applied to. */
+export async function applyPhaseChanges(tx: TransactionSql, emit: Emit, ids: readonly string[], change: PhaseChange): Promise<string[]> {
+  const applied: string[] = [];
+  for (const id of ids) if (await applyPhaseChange(tx, emit, id, change)) applied.push(id);
+  return applied;
+}
+
+/** One change and its evaluation.<phase> event inside the caller's transaction; false when it did not apply. */
+export async function applyPhaseChange(tx: TransactionSql, emit: Emit, id: string, change: PhaseChange): Promise<boolean> {
+  checkEvaluationMove(change.from, change.to);
+  const final = FINAL_PHASES.includes(change.to);
+  const updated = await tx<{ id: string }[]>`
+    update evaluations set phase = ${change.to}, updated_at = now(),
+      error = coalesce(${change.to === 'failed' || change.to === 'aborted' ? (change.reason ?? null) : null}, error),
+      started_at = case when ${change.to === 'evaluating'} then coalesce(started_at, now()) else started_at end,
+      attempts = attempts + ${change.to === 'evaluating' ? 1 : 0},
+      worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
+      finished_at = case when ${final} then now() else finished_at end
+    where id = ${id} and phase = any(${change.from as string[]}) returning id`;
+  if (updated.length === 0) return false;
+  const label = await evaluationLabel(tx, id);
+  if (label) {
+    emit(`evaluation.${change.to}`, {
+      evaluation_id: id, project: label.project, task: label.task, phase: change.to,
+      ...(label.commit ? { commit: label.commit } : {}), attr: label.wildcard.slice(0, 1000),
+      ...(change.reason ? { reason: change.reason.slice(0, 4000) } : {}),
+    }, { projectId: label.project_id, organizationId: label.organization_id, taskId: label.task_id, evaluationId: id });
+  }
+  return true;
+}

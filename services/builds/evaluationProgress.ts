@@ -1,0 +1,85 @@
+// evaluation.progress (spec: Live updates): the counts of an evaluation's builds, live-only. Build
+// status changes come by the thousand in a big evaluation, so the scheduler only notes which
+// derivation_builds changed; once a second one grouped query counts the builds of every
+// evaluation that uses them (the last count comes after the evaluation completed), and each such
+// evaluation gets one event.
+import type { Sql } from 'postgres';
+import type { EvaluationPhase } from '../../protocol/index.js';
+import type { Events } from '../../storage/index.js';
+
+interface Counts {
+  evaluation_id: string;
+  project_id: string;
+  organization_id: string;
+  task_id: string;
+  project: string;
+  task: string;
+  phase: EvaluationPhase;
+  total: number;
+  done: number;
+  failed: number;
+  substituted: number;
+}
+
+export class EvaluationProgress {
+  private changed = new Set<string>();
+  private timer: NodeJS.Timeout | null = null;
+  private flushing: Promise<void> | null = null;
+  /** grows with the cost of the count, so a huge evaluation does not keep the database busy counting */
+  private delayMs: number;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly events: Pick<Events, 'publish'>,
+    private readonly onError: (error: unknown) => void,
+    private readonly intervalMs = 1000,
+  ) {
+    this.delayMs = intervalMs;
+  }
+
+  /** These derivation_builds changed status. */
+  touched(...derivationBuildIds: string[]): void {
+    for (const id of derivationBuildIds) this.changed.add(id);
+    if (this.timer === null && this.changed.size > 0) {
+      this.timer = setTimeout(() => {
+        this.timer = null;
+        this.flushing = this.flush().catch(this.onError).finally(() => (this.flushing = null));
+      }, this.delayMs);
+      this.timer.unref();
+    }
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.flushing;
+  }
+
+  /** Publishes the counts of every evaluation that uses a changed build. */
+  async flush(): Promise<void> {
+    const ids = [...this.changed];
+    this.changed = new Set();
+    if (ids.length === 0) return;
+    const started = Date.now();
+    const rows = await this.sql<Counts[]>`
+      with touched as (select distinct evaluation_id from builds where derivation_build_id = any(${ids}::uuid[]))
+      select e.id as evaluation_id, p.id as project_id, p.organization_id, t.id as task_id, o.name || '/' || p.name as project,
+             t.name as task, e.phase,
+             count(*)::int as total,
+             count(*) filter (where db.status in ('completed', 'failed', 'substituted', 'aborted'))::int as done,
+             count(*) filter (where db.status = 'failed')::int as failed,
+             count(*) filter (where db.status = 'substituted')::int as substituted
+      from touched x join evaluations e on e.id = x.evaluation_id
+      join tasks t on t.id = e.task_id join projects p on p.id = t.project_id join organizations o on o.id = p.organization_id
+      join builds b on b.evaluation_id = e.id join derivation_builds db on db.id = b.derivation_build_id
+      group by e.id, p.id, t.id, o.name`;
+    for (const r of rows) {
+      this.events.publish('evaluation.progress', {
+        evaluation_id: r.evaluation_id, project: r.project, task: r.task, phase: r.phase,
+        builds_total: r.total, builds_done: r.done, builds_failed: r.failed, builds_substituted: r.substituted,
+      }, { projectId: r.project_id, organizationId: r.organization_id, taskId: r.task_id, evaluationId: r.evaluation_id });
+    }
+    // at most a tenth of the time spent counting
+    this.delayMs = Math.min(30_000, Math.max(this.intervalMs, (Date.now() - started) * 10));
+  }
+}

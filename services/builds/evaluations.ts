@@ -1,0 +1,129 @@
+// Evaluations over REST: start (a project's default task at the head of its branch, or a task
+// at a commit and attribute), read, abort. The scheduler picks queued ones up (docs/builds.md).
+import type { Sql } from 'postgres';
+import { ApiError, type EvaluateTaskBody } from '../../protocol/index.js';
+import type { Events } from '../../storage/index.js';
+import { userIdOf } from '../access/index.js';
+import { abortUnwantedBuilds } from './buildAborts.js';
+import { changePhase, evaluationLabel } from './evaluationPhases.js';
+import type { Principal } from '../access/index.js';
+import { resolveHead } from '../projects/index.js';
+import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
+import { demandProject, demandProjectRef, type ProjectRow } from '../access/index.js';
+
+export interface EvaluationView {
+  id: string;
+  project: string;
+  task: string;
+  commit: string | null;
+  attr: string;
+  phase: string;
+  error: string | null;
+  attempts: number;
+  worker: string | null;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  builds: { total: number; queued: number; started: number; completed: number; failed: number; substituted: number; aborted: number };
+}
+
+export interface EvaluationsDeps {
+  sql: Sql;
+  events: Events;
+  /** the scheduler: a new evaluation is waiting, or an aborted one must stop (its jobs are cancelled) */
+  wake(): void;
+  cancel(evaluationId: string): void;
+  /** eval.maxKeep: prune the task's old evaluations after a new one (services/builds/evaluationRetention.ts) */
+  prune?(taskId: string): Promise<void>;
+  /** projects.allowLocalRepositories: checked again at each evaluation (the option or DNS may have changed since the project was saved) */
+  repositories: RepositoryPolicy;
+}
+
+async function taskOf(sql: Sql, project: ProjectRow, name: string): Promise<{ id: string; wildcard: string | null; branch: string | null }> {
+  if (name === 'default') {
+    await sql`insert into tasks (project_id, name) values (${project.id}, 'default') on conflict (project_id, name) do nothing`;
+  }
+  const [task] = await sql<{ id: string; wildcard: string | null; branch: string | null }[]>`
+    select id, wildcard, branch from tasks where project_id = ${project.id} and name = ${name}`;
+  if (!task) throw new ApiError('not_found', `no task "${name}" in project "${project.organization}/${project.name}"`);
+  return task;
+}
+
+export function evaluationsService(deps: EvaluationsDeps) {
+  const { sql } = deps;
+
+  async function start(who: Principal, project: ProjectRow, taskName: string, body: EvaluateTaskBody): Promise<string> {
+    if (!project.active) throw new ApiError('project_inactive', `project "${project.organization}/${project.name}" is disabled; enable it with POST /projects/${project.organization}/${project.name}/active`);
+    const task = await taskOf(sql, project, taskName);
+    const gitOptions = await vetRepository(project.repository, deps.repositories);
+    const commit = body.commit ?? (await resolveHead(project.repository, task.branch ?? project.default_branch, gitOptions));
+    const wildcard = body.attr ?? task.wildcard ?? project.wildcard;
+    return deps.events.transaction(async (tx, emit) => {
+      const [row] = await tx<{ id: string }[]>`
+        insert into evaluations (task_id, repository, commit, wildcard, created_by)
+        values (${task.id}, ${project.repository}, ${commit}, ${wildcard}, ${userIdOf(who)}) returning id`;
+      emit('evaluation.queued', {
+        evaluation_id: row!.id, project: `${project.organization}/${project.name}`, task: taskName, phase: 'queued', commit, attr: wildcard,
+      }, { projectId: project.id, organizationId: project.organization_id, taskId: task.id, evaluationId: row!.id });
+      return row!.id;
+    }).then(async (id) => {
+      deps.wake();
+      await deps.prune?.(task.id);
+      return id;
+    });
+  }
+
+  /** The evaluation and the project it belongs to, when `who` may see it (404 otherwise). */
+  async function visible(who: Principal, id: string, permission: 'viewProject' | 'triggerEvaluation') {
+    const label = await evaluationLabel(sql, id);
+    if (!label) throw new ApiError('not_found', `no evaluation ${id}`);
+    await demandProjectRef(sql, who, label.project_id, permission).catch((e: unknown) => {
+      if (e instanceof ApiError && e.status === 404) throw new ApiError('not_found', `no evaluation ${id}`);
+      throw e;
+    });
+    return label;
+  }
+
+  return {
+    visible,
+
+    async evaluateProject(who: Principal, org: string, name: string): Promise<string> {
+      const { row } = await demandProject(sql, who, org, name, 'triggerEvaluation');
+      return start(who, row, 'default', {});
+    },
+
+    async evaluateTask(who: Principal, project: string, task: string, body: EvaluateTaskBody): Promise<string> {
+      const { row } = await demandProjectRef(sql, who, project, 'triggerEvaluation');
+      return start(who, row, task, body);
+    },
+
+    async get(who: Principal, id: string): Promise<EvaluationView> {
+      const label = await visible(who, id, 'viewProject');
+      const [row] = await sql<Omit<EvaluationView, 'project' | 'task' | 'builds'>[]>`
+        select id, commit, wildcard as attr, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at
+        from evaluations where id = ${id}`;
+      const counts = await sql<{ status: string; n: number }[]>`
+        select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id
+        where b.evaluation_id = ${id} group by db.status`;
+      const builds = { total: 0, queued: 0, started: 0, completed: 0, failed: 0, substituted: 0, aborted: 0 };
+      for (const c of counts) {
+        builds.total += c.n;
+        if (c.status in builds) builds[c.status as keyof typeof builds] += c.n;
+      }
+      return { ...row!, project: label.project, task: label.task, builds };
+    },
+
+    async abort(who: Principal, id: string): Promise<string> {
+      await visible(who, id, 'triggerEvaluation');
+      const open = ['queued', 'waiting', 'approval_granted', 'fetching', 'evaluating', 'building'] as const;
+      if (!(await changePhase(deps.events, id, { to: 'aborted', from: open, reason: 'aborted by request' }))) {
+        const [row] = await sql<{ phase: string }[]>`select phase from evaluations where id = ${id}`;
+        throw new ApiError('evaluation_finished', `evaluation ${id} is already ${row?.phase ?? 'gone'} and cannot be aborted`);
+      }
+      await abortUnwantedBuilds(deps.events, deps.sql, id);
+      deps.cancel(id);
+      return 'Evaluation aborted';
+    },
+  };
+}
+export type EvaluationsService = ReturnType<typeof evaluationsService>;

@@ -1,0 +1,94 @@
+// The jobs this server process has handed to its workers: one job actor each (actors/workerJob.ts)
+// under the scheduler's supervisor, looked up by job id and by worker. The rows say what is
+// queued or done; this table says who is doing what right now.
+import { summarizeWorkerJob, workerJobMachine, type WorkerJobEvent, type WorkerJobMachine } from '../../actors/index.js';
+import type { Supervisor, SupervisedActor } from '../../supervisors/index.js';
+import type { BuildProgressReporter } from './buildProgress.js';
+import type { ConnectedWorker } from '../workers/index.js';
+
+export type JobActor = SupervisedActor<WorkerJobMachine>;
+export type EvalJobEntry = { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor };
+export type BuildJobEntry = {
+  kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string>; actor: JobActor;
+  /** what build.progress last said: log bytes while building, NAR bytes and paths while uploading */
+  progress: { phase: 'building' | 'uploading'; bytes: number; paths: number; reportedAt: number };
+};
+export type Job = EvalJobEntry | BuildJobEntry;
+export type JobEnd = Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>;
+
+type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: number }) | Omit<BuildJobEntry, 'actor' | 'progress'>;
+
+export class JobTable {
+  private readonly jobs = new Map<string, Job>();
+
+  constructor(
+    private readonly supervisor: Supervisor,
+    private readonly buildProgress: BuildProgressReporter,
+    private readonly workerOf: (workerId: string) => ConnectedWorker | undefined,
+  ) {}
+
+  get(jobId: string): Job | undefined {
+    return this.jobs.get(jobId);
+  }
+
+  all(): Job[] {
+    return [...this.jobs.values()];
+  }
+
+  /** Records a dispatched job and starts its actor. */
+  add(job: NewJob, worker: ConnectedWorker): Job {
+    worker.actor?.send({ type: 'jobStarted' });
+    const subject = job.kind === 'eval' ? job.evaluationId : job.derivationBuildId;
+    const actor = this.supervisor.spawn({
+      id: job.jobId, kind: `${job.kind}-job`, logic: workerJobMachine, summarize: summarizeWorkerJob,
+      input: { kind: job.kind, jobId: job.jobId, workerId: worker.hello.workerId, subject, attempt: job.attempt, dispatchedAt: Date.now() },
+      // the rows are the truth: a job whose actor crashed is re-queued with the worker's other jobs when it is lost
+      rehydrate: () => null,
+    });
+    const entry: Job = job.kind === 'eval'
+      ? { ...job, chain: Promise.resolve(), failed: false, actor }
+      : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 } };
+    this.jobs.set(job.jobId, entry);
+    return entry;
+  }
+
+  /**
+   * Ends a job once: false when its actor says the job already ended (a result after a loss, a
+   * second result), and the caller then does nothing.
+   */
+  end(job: Job, event: JobEnd): boolean {
+    if (!job.actor.getSnapshot().can(event)) return false;
+    job.actor.send(event);
+    this.jobs.delete(job.jobId);
+    this.workerOf(job.workerId)?.actor?.send({ type: 'jobEnded' });
+    return true;
+  }
+
+  running(worker: ConnectedWorker, kind: Job['kind']): number {
+    let n = 0;
+    for (const job of this.jobs.values()) if (job.kind === kind && job.workerId === worker.hello.workerId) n++;
+    return n;
+  }
+
+  ofWorker(workerId: string): Job[] {
+    return this.all().filter((j) => j.workerId === workerId);
+  }
+
+  /** The caches a worker may push into: the targets of its running builds. */
+  writableFor(worker: ConnectedWorker): Set<string> {
+    const names = new Set<string>();
+    for (const job of this.jobs.values()) if (job.kind === 'build' && job.workerId === worker.hello.workerId) for (const c of job.targetCaches) names.add(c);
+    return names;
+  }
+
+  /** build.progress, at most once a second per job and phase (the first report of a phase goes at once). */
+  reportProgress(job: BuildJobEntry, phase: 'building' | 'uploading', bytes: number, paths: number): void {
+    const p = job.progress;
+    if (p.phase !== phase) Object.assign(p, { phase, bytes: 0, paths: 0, reportedAt: 0 });
+    p.bytes += bytes;
+    p.paths += paths;
+    if (Date.now() - p.reportedAt < 1000) return;
+    p.reportedAt = Date.now();
+    void this.buildProgress.report({ derivationBuildId: job.derivationBuildId, status: 'started', phase, bytes: p.bytes, paths: p.paths });
+  }
+}

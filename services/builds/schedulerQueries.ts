@@ -1,0 +1,95 @@
+// The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
+import type { Sql } from 'postgres';
+import { LEASE_NAMESPACE, type Events } from '../../storage/index.js';
+import { applyStatusChanges } from './buildStatus.js';
+import { applyPhaseChanges } from './evaluationPhases.js';
+
+export interface QueuedEvaluation {
+  id: string;
+  repository: string;
+  commit: string;
+  wildcard: string;
+  project_id: string;
+  attempts: number;
+}
+
+export const queuedEvaluations = (sql: Sql, phase: 'queued' | 'waiting') => sql<QueuedEvaluation[]>`
+  select e.id, e.repository, e.commit, e.wildcard, t.project_id, e.attempts
+  from evaluations e join tasks t on t.id = e.task_id
+  where e.phase = ${phase} and e.commit is not null order by e.created_at limit 200`;
+
+export interface ReadyBuild {
+  id: string;
+  drv_path: string;
+  system: string;
+  required_features: string[];
+  outputs: Record<string, string | null>;
+  timeout_secs: number | null;
+  max_silent_secs: number | null;
+  attempts: number;
+  prefer_local_build: boolean;
+  /** times a cache claimed the outputs but a worker could not fetch them (migration 0013) */
+  substitute_misses: number;
+  projects: string[];
+}
+
+/**
+ * Queued builds of evaluations that are building, whose inputs are all built or substituted and
+ * whose retry backoff has passed at `now` (the scheduler's clock, which wrote not_before), oldest first.
+ */
+export const readyBuilds = (sql: Sql, limit: number, now: Date) => sql<ReadyBuild[]>`
+  select db.id, d.drv_path, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
+         d.prefer_local_build, db.substitute_misses,
+         array_agg(distinct t.project_id) as projects
+  from derivation_builds db join derivations d on d.id = db.derivation_id
+  join builds b on b.derivation_build_id = db.id
+  join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
+  join tasks t on t.id = e.task_id
+  where db.status = 'queued' and (db.not_before is null or db.not_before <= ${now})
+    and not exists (
+      select 1 from derivation_edges x join derivation_builds dep on dep.derivation_id = x.depends_on
+      where x.derivation_id = d.id and dep.status not in ('completed', 'substituted'))
+  group by db.id, d.id order by min(db.queued_at) limit ${limit}`;
+
+/** Queued builds that depend, directly or not, on this one. */
+export const queuedDependents = (sql: Sql, derivationBuildId: string) => sql<{ id: string }[]>`
+  with recursive dependents(derivation_id) as (
+    select x.derivation_id from derivation_edges x join derivation_builds db on db.derivation_id = x.depends_on where db.id = ${derivationBuildId}
+    union
+    select x.derivation_id from derivation_edges x join dependents d on x.depends_on = d.derivation_id)
+  select db.id from derivation_builds db join dependents d on d.derivation_id = db.derivation_id where db.status = 'queued'`;
+
+/** Building evaluations, among those that use these builds, none of whose builds is still open. */
+export const finishedEvaluations = (sql: Sql, opts: { derivationBuilds?: string[]; evaluation?: string }) => sql<{ id: string }[]>`
+  select e.id from evaluations e
+  where e.phase = 'building'
+    and (${opts.evaluation ?? null}::uuid is null or e.id = ${opts.evaluation ?? null})
+    and (${opts.derivationBuilds ?? null}::uuid[] is null
+         or e.id in (select evaluation_id from builds where derivation_build_id = any(${opts.derivationBuilds ?? null}::uuid[])))
+    and not exists (
+      select 1 from builds b join derivation_builds db on db.id = b.derivation_build_id
+      where b.evaluation_id = e.id and db.status in ('queued', 'started'))`;
+
+/**
+ * Jobs whose worker has no open connection on a live server process (services/workers/serverInstance.ts)
+ * go back to the queue, through the lifecycles and with their events: the process that dispatched
+ * them died. Returns how many.
+ */
+export async function requeueOrphanedJobs(events: Events): Promise<number> {
+  return events.transaction(async (tx, emit) => {
+    const live = tx`
+      select wc.worker_id from worker_connections wc
+      join server_instances si on si.id = wc.server_instance_id
+      join pg_locks l on l.locktype = 'advisory' and l.granted and l.classid = ${LEASE_NAMESPACE}
+        and l.objid::bigint = si.lock_key and l.objsubid = 2
+        and l.database = (select oid from pg_database where datname = current_database())
+      where wc.disconnected_at is null`;
+    const builds = await tx<{ id: string }[]>`
+      select id from derivation_builds where status = 'started' and (worker_id is null or worker_id not in (${live}))`;
+    const evaluations = await tx<{ id: string }[]>`
+      select id from evaluations where phase in ('evaluating', 'fetching') and (worker_id is null or worker_id not in (${live}))`;
+    const requeuedBuilds = await applyStatusChanges(tx, emit, builds.map((b) => b.id), { to: 'queued', from: ['started'], workerId: null });
+    const requeuedEvaluations = await applyPhaseChanges(tx, emit, evaluations.map((e) => e.id), { to: 'queued', from: ['evaluating', 'fetching'], workerId: null });
+    return requeuedBuilds.length + requeuedEvaluations.length;
+  });
+}

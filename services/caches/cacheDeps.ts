@@ -1,0 +1,22 @@
+// What the cache services are built from.
+import type { Sql } from 'postgres';
+import type { Config, Logger } from '../../config/index.js';
+import type { Events, NarStorage, SecretBox } from '../../storage/index.js';
+
+/** What the cache services (caches, NAR management, upstreams) are built from. */
+export interface CacheDeps {
+  /** the web pool (database.web.*) */
+  sql: Sql;
+  config: Config;
+  log: Logger;
+  secretBox: SecretBox;
+  /** cache.* events: durable ones in the transaction of the change (docs/caches.md, "Events") */
+  events: Events;
+  /** the binary cache's storage: deleting a path goes through it, so this process forgets it at once */
+  nars: NarStorage;
+  /**
+   * Tells the binary cache routes of this process to forget what they remember of a cache (its
+   * settings, who may see it), after it changed or was deleted (BinaryCacheAccess.forgetCache).
+   */
+  forgetCache(name: string): void;
+}

@@ -1,0 +1,71 @@
+// The two lookups of the /proto handshake (docs/proto.md, "Handshake"): which projects registered
+// this worker (rows made for its id, and rows made without one, which any worker may present),
+// and which presented tokens verify against those rows' argon2id hashes. A pair (stored hash,
+// presented token) that verified once is remembered by the token's SHA-256, so a fleet
+// reconnecting after a server restart costs one argon2 run per worker and process, not one per
+// handshake; the rows are still read every time, so a deleted registration stops matching at once.
+import { createHash } from 'node:crypto';
+import argon2 from 'argon2';
+import type { Sql } from 'postgres';
+import { MAX_CHALLENGE_PROJECTS, type Hello, type ProjectToken } from '../../protocol/index.js';
+
+/** Remembered verified pairs per process; past this the memory starts over. */
+const MAX_REMEMBERED = 50_000;
+
+export interface WorkerAuth {
+  /** project UUIDs to challenge the worker with */
+  projectsFor(hello: Hello): Promise<string[]>;
+  /** what open mode grants a worker at this address; null refuses open mode */
+  openModeProjects(hello: Hello, loopback: boolean): Promise<string[] | null>;
+  /** the projects whose token verified */
+  verify(hello: Hello, tokens: readonly ProjectToken[]): Promise<string[]>;
+}
+
+export function workerAuth(sql: Sql, opts: { localWorker: boolean }): WorkerAuth {
+  const verifiedPairs = new Set<string>();
+  const verifies = async (hash: string, token: string): Promise<boolean> => {
+    const pair = `${hash}\n${createHash('sha256').update(token).digest('base64')}`;
+    if (verifiedPairs.has(pair)) return true;
+    if (!(await argon2.verify(hash, token).catch(() => false))) return false;
+    if (verifiedPairs.size >= MAX_REMEMBERED) verifiedPairs.clear();
+    verifiedPairs.add(pair);
+    return true;
+  };
+  return {
+    async projectsFor(hello) {
+      const rows = await sql<{ project_id: string }[]>`
+        select distinct r.project_id from worker_registrations r join projects p on p.id = r.project_id
+        where p.active and (r.worker_id = ${hello.workerId} or r.worker_id is null)
+        order by r.project_id limit ${MAX_CHALLENGE_PROJECTS}`;
+      return rows.map((r) => r.project_id);
+    },
+
+    // Open mode is for the local worker only (docs/builds.md): a worker without a peers file on
+    // the loopback interface of a server that runs one, serving every active project.
+    async openModeProjects(_hello, loopback) {
+      if (!opts.localWorker || !loopback) return null;
+      const rows = await sql<{ id: string }[]>`select id from projects where active order by created_at limit ${MAX_CHALLENGE_PROJECTS}`;
+      return rows.map((r) => r.id);
+    },
+
+    async verify(hello, tokens) {
+      const projects = [...new Set(tokens.map((t) => t.project.toLowerCase()))];
+      if (projects.length === 0) return [];
+      const rows = await sql<{ project_id: string; token_hash: string }[]>`
+        select project_id, token_hash from worker_registrations
+        where project_id = any(${projects}::uuid[]) and (worker_id = ${hello.workerId} or worker_id is null)`;
+      const verified = new Set<string>();
+      for (const token of tokens) {
+        const project = token.project.toLowerCase();
+        if (verified.has(project)) continue;
+        for (const row of rows.filter((r) => r.project_id === project)) {
+          if (await verifies(row.token_hash, token.token)) {
+            verified.add(project);
+            break;
+          }
+        }
+      }
+      return [...verified];
+    },
+  };
+}
