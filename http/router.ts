@@ -86,11 +86,21 @@ function matchSegments(segments: Segment[], parts: string[]): Record<string, str
   return segments.length === parts.length ? params : null;
 }
 
+/**
+ * Answers a GET or HEAD that no route matched, from the decoded path segments and a header reader,
+ * or undefined for the usual 404 (the web UI's files and index.html: http/frontend/).
+ */
+export type Fallback = (parts: readonly string[], header: (name: string) => string | undefined) => Reply | undefined;
+
 export type Match<P> = { route: Route<P>; params: Record<string, string> } | { allowed: Method[] } | null;
 
 export class RouteTable<P> {
   private readonly routes: Route<P>[] = [];
   readonly lanes: LaneRoute[] = [];
+  /** what a GET no route matched gets instead of the 404, when set */
+  fallback: Fallback | null = null;
+  /** what the operator should hear once the server listens (say, the web UI is not built) */
+  readonly notices: string[] = [];
 
   add(route: Route<P>): void {
     this.routes.push(route);
@@ -111,6 +121,13 @@ export class RouteTable<P> {
       (allowed ??= new Set()).add(route.method);
     }
     return allowed ? { allowed: [...allowed] } : null;
+  }
+
+  /** The literal first path segments of the routes ("api", "cache", …): paths the table owns. */
+  firstSegments(): Set<string> {
+    const first = new Set<string>();
+    for (const route of this.routes) if (route.segments[0]?.kind === 'literal') first.add(route.segments[0].text);
+    return first;
   }
 
   list(): readonly Route<P>[] {

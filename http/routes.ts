@@ -37,6 +37,7 @@ import { sourceUploadRoutes } from './api/v1/sourceUploads.js';
 import { commitsRoutes } from './api/v1/commits.js';
 import type { CommitsService, DirectBuildsService, SourceUploadsService } from '../services/index.js';
 import { closuresRoutes } from './api/v1/closures.js';
+import { frontendRoutes } from './frontend/frontendRoutes.js';
 
 export interface RouteDeps {
   config: Config;
@@ -124,5 +125,7 @@ export function buildRoutes(deps: RouteDeps): RouteTable<Principal> {
   cacheNarsRoutes(api, deps.caches);
   cacheUpstreamsRoutes(api, deps.caches);
   narUploadRoutes(api, { uploads: deps.narUploads, config: deps.config });
+  // Last: the UI answers only what no route above owns.
+  frontendRoutes(table, deps.config);
   return table;
 }

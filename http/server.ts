@@ -156,6 +156,11 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     }
     const match = opts.routes.match(method, parts);
     if (!match) {
+      const fallback = method === 'get' ? opts.routes.fallback?.(parts, (name) => headers[name]) : undefined;
+      if (fallback) {
+        respondComplete(res, state, fallback, head, false, true);
+        return;
+      }
       failNow(res, state, new ApiError('not_found', `no route for ${rawMethod.toUpperCase()} ${url}`), head);
       return;
     }
@@ -251,6 +256,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       }
       const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
       log.info({ address: opts.listenAddr, port }, 'listening');
+      for (const notice of opts.routes.notices) log.warn(notice);
       resolve({
         port,
         app,

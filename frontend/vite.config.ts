@@ -1,0 +1,15 @@
+// Vite for the frontend: SvelteKit's plugin, and in `npm run dev` a proxy to a running kiln.
+import { sveltekit } from '@sveltejs/kit/vite';
+import { defineConfig } from 'vite';
+
+// KILN_DEV_API is where `npm run dev` sends /api (REST and the live WebSockets): a kiln from `npm start`.
+const api = process.env['KILN_DEV_API'] ?? 'http://127.0.0.1:3000';
+
+export default defineConfig({
+  plugins: [sveltekit()],
+  server: {
+    proxy: { '/api': { target: api, ws: true, changeOrigin: false } },
+    fs: { allow: ['../protocol'] },
+  },
+  build: { target: 'es2022', reportCompressedSize: false },
+});
