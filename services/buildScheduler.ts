@@ -19,7 +19,6 @@ import { systemClock, type Clock } from './clock.js';
 import { EvaluationProgress } from './evaluationProgress.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
-import { inputsLoops } from './freeRequeues.js';
 import { JobCancellations } from './jobCancellations.js';
 import { rankWorkers, type ScoringPolicy } from './workerRanking.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
@@ -111,8 +110,8 @@ export class BuildScheduler implements WorkerListener {
     this.evaluationProgress = new EvaluationProgress(deps.sql, deps.events, onError);
     const buildProgress = buildProgressReporter(deps.sql, deps.events, systemClock, onError);
     this.jobs = new JobTable(deps.supervisor, buildProgress, (id) => deps.workers.connected().find((w) => w.hello.workerId === id));
-    const { maxAttempts, retryBackoffSecs } = deps.settings;
-    this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake(), { maxAttempts, retryBackoffSecs, clock: deps.clock });
+    const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = deps.settings;
+    this.outcomes = new BuildOutcomes(deps.sql, deps.events, this.evaluationProgress, buildProgress, () => this.wake(), { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock: deps.clock });
     this.cancellations = new JobCancellations(deps.sql, this.jobs, deps.workers, deps.logs);
     this.evaluationJobs = {
       sql: deps.sql, events: deps.events, jobs: this.jobs, log: deps.log, maxAttempts,
@@ -175,10 +174,10 @@ export class BuildScheduler implements WorkerListener {
       for (const job of mine) {
         this.cancellations.forget(job);
         if (!this.jobs.end(job, { type: 'lost' })) continue;
-        if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
+        if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why: 'lost' }, workerId: null });
         else {
           await this.deps.logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
-          await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+          await this.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why: 'lost' }, workerId: null });
         }
       }
       this.wake();
@@ -217,8 +216,8 @@ export class BuildScheduler implements WorkerListener {
   private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
     if (!this.jobs.end(job, { type: 'refused' })) return;
     this.refusedUntil.set(worker.hello.workerId, Date.now() + REFUSAL_PAUSE_MS);
-    if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
-    else await this.outcomes.setStatus(job.derivationBuildId, { to: 'queued', from: ['started'], workerId: null });
+    if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why: 'refused' }, workerId: null });
+    else await this.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why: 'refused' }, workerId: null });
   }
 
   private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
@@ -239,11 +238,9 @@ export class BuildScheduler implements WorkerListener {
     if (message.t === 'buildResult') {
       // the common case, batched: results that arrive together complete in one transaction
       return this.outcomes.completeSoon(job.derivationBuildId, logSizes);
-    } else if (message.failure.reason === 'inputs_unavailable' && (await inputsLoops(this.deps.sql, job.derivationBuildId)) < settings.inputsUnavailableMaxLoops) {
-      const requeued = await this.outcomes.inputsUnavailable(job.derivationBuildId, message.failure, logSizes);
-      for (const id of requeued) this.substitutionChecked.delete(id);
     } else {
-      await this.outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
+      const requeued = await this.outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
+      for (const id of requeued) this.substitutionChecked.delete(id);
     }
     await this.outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.wake();
@@ -282,19 +279,19 @@ export class BuildScheduler implements WorkerListener {
   private async dispatchEvaluations(): Promise<void> {
     const { sql, events, workers } = this.deps;
     for (const waiting of await queuedEvaluations(sql, 'waiting')) {
-      if ((await evaluationWaitReason(this.deps.sql, this.deps.storage, this.deps.settings.maxStorageGb, waiting.project_id)) === null) await changePhase(events, waiting.id, { to: 'queued', from: ['waiting'] });
+      if ((await evaluationWaitReason(this.deps.sql, this.deps.storage, this.deps.settings.maxStorageGb, waiting.project_id)) === null) await changePhase(events, waiting.id, { event: { type: 'requeue', why: 'room' } });
     }
     for (const evaluation of await queuedEvaluations(sql, 'queued')) {
       const reason = await evaluationWaitReason(this.deps.sql, this.deps.storage, this.deps.settings.maxStorageGb, evaluation.project_id);
       if (reason !== null) {
-        await changePhase(events, evaluation.id, { to: 'waiting', from: ['queued'], reason });
+        await changePhase(events, evaluation.id, { event: { type: 'wait' }, reason });
         continue;
       }
       const worker = workers.connected().find((w) =>
         w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && this.jobs.running(w, 'eval') < w.hello.maxConcurrentEvals);
       if (!worker) continue;
       const jobId = `eval:${evaluation.id}:${evaluation.attempts + 1}`;
-      if (!(await changePhase(events, evaluation.id, { to: 'evaluating', from: ['queued'], workerId: worker.hello.workerId }))) continue;
+      if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
       this.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt: evaluation.attempts + 1 }, worker);
       worker.link.send({ t: 'evalJob', jobId, project: evaluation.project_id, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
@@ -324,7 +321,7 @@ export class BuildScheduler implements WorkerListener {
       if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
       for (const project of unchecked ? build.projects : []) {
         if (await outputsCached(sql, outputs, readable(await cachesOf(project)))) {
-          substituted = (await this.outcomes.setStatus(build.id, { to: 'substituted', from: ['queued'] })) !== null;
+          substituted = (await this.outcomes.setStatus(build.id, { event: { type: 'substitute' } })) !== null;
           break;
         }
       }

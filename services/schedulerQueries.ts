@@ -88,8 +88,8 @@ export async function requeueOrphanedJobs(events: Events): Promise<number> {
       select id from derivation_builds where status = 'started' and (worker_id is null or worker_id not in (${live}))`;
     const evaluations = await tx<{ id: string }[]>`
       select id from evaluations where phase in ('evaluating', 'fetching') and (worker_id is null or worker_id not in (${live}))`;
-    const requeuedBuilds = await applyStatusChanges(tx, emit, builds.map((b) => b.id), { to: 'queued', from: ['started'], workerId: null });
-    const requeuedEvaluations = await applyPhaseChanges(tx, emit, evaluations.map((e) => e.id), { to: 'queued', from: ['evaluating', 'fetching'], workerId: null });
+    const requeuedBuilds = await applyStatusChanges(tx, emit, builds.map((b) => b.id), { event: { type: 'requeue', why: 'orphaned' }, workerId: null });
+    const requeuedEvaluations = await applyPhaseChanges(tx, emit, evaluations.map((e) => e.id), { event: { type: 'requeue', why: 'orphaned' }, workerId: null });
     return requeuedBuilds.length + requeuedEvaluations.length;
   });
 }
