@@ -1,17 +1,17 @@
 // The scheduler's leader: one process per database, the holder of a PostgreSQL advisory lock,
 // re-queues the jobs of server processes that died (services/serverInstance.ts) every few seconds;
-// the others try the lock on each pass. The lock is a session lock on a reserved connection, so
-// PostgreSQL hands it to another process as soon as the leader's session ends.
+// the others try the lock on each pass. The lock is a session lock on a connection of its own
+// (storage/db/advisoryLocks.ts), so another process can take it as soon as the leader's session ends.
 import type { Logger } from 'pino';
-import type { ReservedSql, Sql } from 'postgres';
-import type { Events } from '../storage/index.js';
+import type { Sql } from 'postgres';
+import { trySessionLock, type Events, type HeldLock } from '../storage/index.js';
 import { requeueOrphanedJobs } from './schedulerQueries.js';
 
-const SCHEDULER_LOCK = 7_414_101;
+const SCHEDULER_LOCK = { single: 7_414_101 };
 const ORPHAN_SWEEP_MS = 5000;
 
 export class SchedulerLeadership {
-  private lock: ReservedSql | null = null;
+  private lock: HeldLock | null = null;
   private sweptAt = 0;
 
   constructor(
@@ -37,22 +37,16 @@ export class SchedulerLeadership {
 
   private async lead(): Promise<boolean> {
     if (this.lock) return true;
-    const reserved = await this.sql.reserve();
-    const [row] = await reserved<{ locked: boolean }[]>`select pg_try_advisory_lock(${SCHEDULER_LOCK}) as locked`;
-    if (!row?.locked) {
-      reserved.release();
-      return false;
-    }
-    this.lock = reserved;
+    this.lock = await trySessionLock(this.sql, SCHEDULER_LOCK);
+    if (!this.lock) return false;
     // a new leader sweeps at once: the previous one may have died with orphans to re-queue
     this.sweptAt = 0;
     return true;
   }
 
   async release(): Promise<void> {
-    if (!this.lock) return;
-    await this.lock`select pg_advisory_unlock(${SCHEDULER_LOCK})`.catch(() => undefined);
-    this.lock.release();
+    const lock = this.lock;
     this.lock = null;
+    await lock?.release();
   }
 }
