@@ -91,7 +91,9 @@ export class BuildOutcomes {
    */
   async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: LogSizes): Promise<string[]> {
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock } = this.retry;
-    const context: BuildContext = { attempts: attempt, maxAttempts, inputsLoops: await inputsLoops(this.sql, derivationBuildId), maxInputsLoops: inputsUnavailableMaxLoops };
+    // the loop count matters only to a missing-inputs failure: the others skip the read
+    const loops = failure.reason === 'inputs_unavailable' ? await inputsLoops(this.sql, derivationBuildId) : 0;
+    const context: BuildContext = { attempts: attempt, maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
     const outcome = decideBuildOutcome(context, failure, retryBackoffSecs);
     const change: StatusChange = { event: { type: 'fail', class: failure.class, reason: failure.reason }, context, failure, ...logSizes };
     if (outcome.kind === 'awaitInputs') {
