@@ -41,4 +41,22 @@ export {
   type WorkerConnectionMachine,
   type WorkerConnectionSnapshot,
 } from './workerConnection.js';
-export { buildLifecycle, evaluationLifecycle, checkBuildMove, checkEvaluationMove } from './lifecycles.js';
+export {
+  buildLifecycle,
+  evaluationLifecycle,
+  buildMove,
+  evaluationMove,
+  decideBuildOutcome,
+  retryBackoffMs,
+  retryable,
+  attemptsLeft,
+  inputsUnavailable,
+  type BuildEvent,
+  type BuildContext,
+  type BuildOutcome,
+  type BuildRequeueWhy,
+  type EvaluationEvent,
+  type EvaluationContext,
+  type EvaluationRequeueWhy,
+  type Move,
+} from './lifecycles.js';

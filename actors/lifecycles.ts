@@ -1,79 +1,214 @@
-// The transition tables of builds and evaluations (spec, "States and transitions"; docs/builds.md),
+// The lifecycles of builds and evaluations (spec, "States and transitions"; docs/builds.md): the
+// events that move them, the guards that decide where a failure leads, and the retry policy,
 // written once as xstate machines. A queued build of a 50,000-derivation evaluation is a row, not
-// a running actor, so these machines are not spawned per row: every status or phase change
-// (services/builds/buildStatus.ts, services/builds/evaluationPhases.ts) asks them whether the move exists, and
-// the row update is the effect. In-flight work runs as actors (actors/workerJob.ts).
-import { setup, transition, type AnyStateMachine } from 'xstate';
+// a running actor, so these machines are not spawned per row: a status or phase write
+// (services/builds/buildStatus.ts, services/builds/evaluationPhases.ts) names an event, asks the machine which
+// statuses it moves the row from and to, and the guarded row update is the effect. In-flight work
+// runs as actors (actors/workerJob.ts).
+import { and, setup, transition, type AnyStateMachine } from 'xstate';
+import type { BuildStatus, EvaluationPhase, FailureClass } from '../protocol/index.js';
 
-type BuildStatus = 'queued' | 'started' | 'completed' | 'failed' | 'substituted' | 'aborted';
-type EvaluationPhase = 'queued' | 'waiting' | 'approval_granted' | 'fetching' | 'evaluating' | 'building' | 'completed' | 'failed' | 'aborted';
+/** Why a build or evaluation goes back to the queue without having failed itself. */
+export type BuildRequeueWhy =
+  /** its worker's connection was lost, the worker refused the job, or the process that dispatched it died */
+  | 'lost' | 'refused' | 'orphaned'
+  /** a cache claimed the outputs but a worker could not fetch them */
+  | 'substitute_miss'
+  /** its outputs were deleted from the last cache that held them and an evaluation reaches it again */
+  | 'evicted'
+  /** aborted with another evaluation, and a later evaluation reaches the derivation again */
+  | 'reached_again';
 
-/** The event that moves a build into each status. */
-const BUILD_EVENTS = { queued: 'requeue', started: 'dispatch', completed: 'complete', failed: 'fail', substituted: 'substitute', aborted: 'abort' } as const;
+export type BuildEvent =
+  | { type: 'dispatch' }
+  | { type: 'substitute' }
+  | { type: 'succeed' }
+  | { type: 'fail'; class: FailureClass; reason: string }
+  | { type: 'requeue'; why: BuildRequeueWhy }
+  | { type: 'abort' };
+
+/** What the guards of a failure look at: the row's attempts and the limits of build.* settings. */
+export interface BuildContext {
+  /** the attempt that failed (1-based) */
+  attempts: number;
+  /** build.maxAttempts */
+  maxAttempts: number;
+  /** how often the build already went back to wait for its inputs */
+  inputsLoops: number;
+  /** build.inputsUnavailableMaxLoops */
+  maxInputsLoops: number;
+}
+
+/** No attempts or loops left: a failure without context is final (a write that only names the event). */
+const FINAL_CONTEXT: BuildContext = { attempts: 0, maxAttempts: 0, inputsLoops: 0, maxInputsLoops: 0 };
+
+type Failure = { class: FailureClass; reason: string };
+const failureOf = (event: { type: string }): Failure | null => (event.type === 'fail' ? (event as Failure & { type: 'fail' }) : null);
+const whyOf = (event: { type: string }): string | null => (event.type === 'requeue' ? (event as { type: string; why: string }).why : null);
+
+/** Only FailedTransient is retried (spec, "Build failure outcomes"). */
+export const retryable = (failure: Failure): boolean => failure.class === 'FailedTransient';
+export const attemptsLeft = (context: Pick<BuildContext, 'attempts' | 'maxAttempts'>): boolean => context.attempts < context.maxAttempts;
+/** The worker could not get the inputs, and the build has not waited for them too often yet (build.inputsUnavailableMaxLoops). */
+export const inputsUnavailable = (context: BuildContext, failure: Failure): boolean =>
+  failure.reason === 'inputs_unavailable' && context.inputsLoops < context.maxInputsLoops;
 
 export const buildLifecycle = setup({
-  types: { events: {} as { type: (typeof BUILD_EVENTS)[BuildStatus] } },
+  types: { context: {} as BuildContext, events: {} as BuildEvent },
+  guards: {
+    retryable: ({ event }) => failureOf(event) !== null && retryable(failureOf(event)!),
+    attemptsLeft: ({ context }) => attemptsLeft(context),
+    inputsUnavailable: ({ context, event }) => failureOf(event) !== null && inputsUnavailable(context, failureOf(event)!),
+    inputFailed: ({ event }) => failureOf(event)?.reason === 'dependency_failed',
+    workerGone: ({ event }) => ['lost', 'refused', 'orphaned'].includes(whyOf(event) ?? ''),
+    outputsMissing: ({ event }) => whyOf(event) === 'substitute_miss' || whyOf(event) === 'evicted',
+    evicted: ({ event }) => whyOf(event) === 'evicted',
+    reachedAgain: ({ event }) => whyOf(event) === 'reached_again',
+  },
 }).createMachine({
   id: 'build',
   initial: 'queued',
+  context: FINAL_CONTEXT,
   states: {
     // fail from queued: an input failed (dependency_failed)
-    queued: { on: { dispatch: 'started', substitute: 'substituted', fail: 'failed' } },
-    // requeue from started: a retry, a lost worker, a refusal, missing inputs
-    // abort from started: its only open evaluations were aborted and its job was cancelled
-    started: { on: { complete: 'completed', fail: 'failed', requeue: 'queued', abort: 'aborted' } },
-    // a cache claimed the outputs but a worker could not fetch them (substitute miss)
-    // requeue from substituted or completed: outputs deleted from the last cache that held them
-    // (services/builds/evictedOutputs.ts) are built or substituted again when an evaluation reaches them
-    substituted: { on: { requeue: 'queued' } },
-    completed: { on: { requeue: 'queued' } },
-    // requeue from aborted: a later evaluation reaches the derivation again (services/builds/graphRecorder.ts)
-    aborted: { on: { requeue: 'queued' } },
+    queued: { on: { dispatch: 'started', substitute: 'substituted', fail: { guard: 'inputFailed', target: 'failed' } } },
+    started: {
+      on: {
+        succeed: 'completed',
+        // the inputs first (they are not the build's fault), then a transient failure with attempts left;
+        // an input's failure leaves a running build alone (it started after all its inputs ended)
+        fail: [
+          { guard: 'inputFailed' },
+          { guard: 'inputsUnavailable', target: 'queued' },
+          { guard: and(['retryable', 'attemptsLeft']), target: 'queued' },
+          { target: 'failed' },
+        ],
+        requeue: { guard: 'workerGone', target: 'queued' },
+        // its only open evaluations were aborted and its job was cancelled
+        abort: 'aborted',
+      },
+    },
+    // outputs deleted from the last cache that held them (services/caches/evictedOutputs.ts) are built or
+    // substituted again when an evaluation reaches them
+    substituted: { on: { requeue: { guard: 'outputsMissing', target: 'queued' } } },
+    completed: { on: { requeue: { guard: 'evicted', target: 'queued' } } },
+    aborted: { on: { requeue: { guard: 'reachedAgain', target: 'queued' } } },
     failed: {},
   },
 });
 
-/** The event that moves an evaluation into each phase. */
-const EVALUATION_EVENTS = {
-  queued: 'queue', waiting: 'wait', approval_granted: 'approve', fetching: 'fetch', evaluating: 'evaluate',
-  building: 'build', completed: 'complete', failed: 'fail', aborted: 'abort',
-} as const;
+export type EvaluationRequeueWhy =
+  /** a writable cache has room again (it waited for one) */
+  | 'room'
+  /** its subscription was approved */
+  | 'approved'
+  | 'lost' | 'refused' | 'orphaned';
+
+export type EvaluationEvent =
+  | { type: 'wait' }
+  | { type: 'requeue'; why: EvaluationRequeueWhy }
+  | { type: 'fetch' }
+  | { type: 'dispatch' }
+  | { type: 'succeed' }
+  | { type: 'fail'; class: FailureClass; reason: string }
+  /** the server fails it without a job (queued, or building) */
+  | { type: 'reject' }
+  | { type: 'complete' }
+  | { type: 'abort' };
+
+export type EvaluationContext = Pick<BuildContext, 'attempts' | 'maxAttempts'>;
 
 export const evaluationLifecycle = setup({
-  types: { events: {} as { type: (typeof EVALUATION_EVENTS)[EvaluationPhase] } },
+  types: { context: {} as EvaluationContext, events: {} as EvaluationEvent },
+  guards: {
+    retryable: ({ event }) => failureOf(event) !== null && retryable(failureOf(event)!),
+    attemptsLeft: ({ context }) => attemptsLeft(context),
+    room: ({ event }) => whyOf(event) === 'room',
+    approved: ({ event }) => whyOf(event) === 'approved',
+    workerGone: ({ event }) => ['lost', 'refused', 'orphaned'].includes(whyOf(event) ?? ''),
+  },
 }).createMachine({
   id: 'evaluation',
   initial: 'queued',
+  context: { attempts: 0, maxAttempts: 0 },
   states: {
-    queued: { on: { wait: 'waiting', evaluate: 'evaluating', fetch: 'fetching', fail: 'failed', abort: 'aborted' } },
-    // no writable cache subscription, or every writable cache nearly full
-    waiting: { on: { queue: 'queued', abort: 'aborted' } },
-    approval_granted: { on: { queue: 'queued', abort: 'aborted' } },
-    fetching: { on: { evaluate: 'evaluating', queue: 'queued', fail: 'failed', abort: 'aborted' } },
-    // queue: a lost worker, a refusal, a transient failure retried
-    evaluating: { on: { build: 'building', queue: 'queued', fail: 'failed', abort: 'aborted' } },
-    building: { on: { complete: 'completed', fail: 'failed', abort: 'aborted' } },
+    // wait: no writable cache subscription, or every writable cache nearly full
+    queued: { on: { wait: 'waiting', dispatch: 'evaluating', fetch: 'fetching', reject: 'failed', abort: 'aborted' } },
+    waiting: { on: { requeue: { guard: 'room', target: 'queued' }, abort: 'aborted' } },
+    approval_granted: { on: { requeue: { guard: 'approved', target: 'queued' }, abort: 'aborted' } },
+    fetching: {
+      on: {
+        dispatch: 'evaluating', requeue: { guard: 'workerGone', target: 'queued' }, abort: 'aborted',
+        fail: [{ guard: and(['retryable', 'attemptsLeft']), target: 'queued' }, { target: 'failed' }],
+      },
+    },
+    evaluating: {
+      on: {
+        succeed: 'building', requeue: { guard: 'workerGone', target: 'queued' }, abort: 'aborted',
+        fail: [{ guard: and(['retryable', 'attemptsLeft']), target: 'queued' }, { target: 'failed' }],
+      },
+    },
+    // complete: every build of the evaluation has ended
+    building: { on: { complete: 'completed', reject: 'failed', abort: 'aborted' } },
     completed: {},
     failed: {},
     aborted: {},
   },
 });
 
-function allows(machine: AnyStateMachine, event: string, from: string, to: string): boolean {
-  const snapshot = machine.resolveState({ value: from, context: {} });
-  if (!snapshot.can({ type: event })) return false;
-  return transition(machine, snapshot, { type: event })[0].value === to;
+/** A move an event makes: from any of `from` to `to`. */
+export interface Move<S extends string> {
+  from: S[];
+  to: S;
 }
 
-/** Throws when a caller asks for a build move the lifecycle does not have (a bug, never input). */
-export function checkBuildMove(from: readonly BuildStatus[], to: BuildStatus): void {
-  for (const f of from) {
-    if (!allows(buildLifecycle, BUILD_EVENTS[to], f, to)) throw new Error(`a build cannot move from ${f} to ${to} (actors/lifecycles.ts)`);
+/**
+ * The move the event makes in the machine under `context`: the states it leaves and the one it
+ * reaches. Every event leads to one state, so a row write is one guarded update; an event no state
+ * accepts, or one that would lead to two, is a bug in the caller or the machine and throws.
+ */
+function moveOf<S extends string>(machine: AnyStateMachine, states: readonly S[], event: { type: string }, context: object): Move<S> {
+  const from: S[] = [];
+  let to: S | null = null;
+  for (const state of states) {
+    const snapshot = machine.resolveState({ value: state, context });
+    if (!snapshot.can(event)) continue;
+    const next = transition(machine, snapshot, event)[0].value as S;
+    if (next === state) continue;
+    if (to !== null && next !== to) throw new Error(`the event ${JSON.stringify(event)} leads to both ${to} and ${next} (actors/lifecycles.ts)`);
+    to = next;
+    from.push(state);
   }
+  if (to === null) throw new Error(`no state accepts the event ${JSON.stringify(event)} (actors/lifecycles.ts)`);
+  return { from, to };
 }
 
-export function checkEvaluationMove(from: readonly EvaluationPhase[], to: EvaluationPhase): void {
-  for (const f of from) {
-    if (!allows(evaluationLifecycle, EVALUATION_EVENTS[to], f, to)) throw new Error(`an evaluation cannot move from ${f} to ${to} (actors/lifecycles.ts)`);
-  }
+const BUILD_STATUSES: readonly BuildStatus[] = ['queued', 'started', 'completed', 'failed', 'substituted', 'aborted'];
+const EVALUATION_PHASES: readonly EvaluationPhase[] = ['queued', 'waiting', 'approval_granted', 'fetching', 'evaluating', 'building', 'completed', 'failed', 'aborted'];
+
+/** The move a build event makes; a failure's target depends on `context` (without one, a failure is final). */
+export function buildMove(event: BuildEvent, context: Partial<BuildContext> = {}): Move<BuildStatus> {
+  return moveOf(buildLifecycle, BUILD_STATUSES, event, { ...FINAL_CONTEXT, ...context });
+}
+
+export function evaluationMove(event: EvaluationEvent, context: Partial<EvaluationContext> = {}): Move<EvaluationPhase> {
+  return moveOf(evaluationLifecycle, EVALUATION_PHASES, event, { attempts: 0, maxAttempts: 0, ...context });
+}
+
+/** spec, build.retryBackoffSecs: the wait after failed attempt `attempt` (1-based), doubled for every earlier attempt. */
+export const retryBackoffMs = (retryBackoffSecs: number, attempt: number): number => retryBackoffSecs * 1000 * 2 ** (attempt - 1);
+
+/**
+ * What follows a started build's failure: `awaitInputs` (back to the queue, the attempt not
+ * counted, until the inputs a cache claimed are there), `retry` after a backoff, or `fail` (and
+ * the builds that need it fail with it).
+ */
+export type BuildOutcome = { kind: 'awaitInputs' } | { kind: 'retry'; backoffMs: number } | { kind: 'fail' };
+
+export function decideBuildOutcome(context: BuildContext, failure: Failure, retryBackoffSecs: number): BuildOutcome {
+  const started = buildLifecycle.resolveState({ value: 'started', context });
+  const [next] = transition(buildLifecycle, started, { type: 'fail', ...failure });
+  if (next.value === 'failed') return { kind: 'fail' };
+  if (inputsUnavailable(context, failure)) return { kind: 'awaitInputs' };
+  return { kind: 'retry', backoffMs: retryBackoffMs(retryBackoffSecs, context.attempts) };
 }

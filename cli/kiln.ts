@@ -106,9 +106,14 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const rateLimiter = await openRateLimiter(config, log, opts.rateLimitClock);
     stack.push(() => rateLimiter.close());
     const secretBox = await openSecretBox(db.web, config);
+    // The process's one instance lease (storage/db/advisoryLocks.ts), registered before the event
+    // system and the NAR storage, which claim delivery attempts and staged uploads under its key,
+    // and so closed after them: the lease outlives everything this process works on.
+    const instance = await registerServerInstance(db.scheduler);
+    stack.push(() => instance.close());
     // Opened before the services that emit into it (accounts, projects, …).
     const events = await openEventSystem(
-      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}`, clock },
+      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}`, clock, leaseKey: instance.leaseKey },
       opts.events,
     );
     stack.push(() => events.close());
@@ -124,10 +129,6 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const access = createAccessServices(accessDeps);
     const blobs = await openBlobStore(config);
     stack.push(() => blobs.close());
-    // Registered before the NAR storage, which claims staged uploads under the instance's lease
-    // key, and so closed after it: the lease outlives every upload this process works on.
-    const instance = await registerServerInstance(db.scheduler);
-    stack.push(() => instance.close());
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
     const binaryCache = binaryCacheAccess({ sql: db.cache, secretBox: accessDeps.secretBox, authenticateBasic: authenticator.authenticateBasic });

@@ -28,7 +28,7 @@ export async function abortUnwantedBuilds(events: Events, sql: Sql, evaluationId
         for update`;
       if (!unwanted) return null;
       return applyStatusChange(tx, emit, id, {
-        to: 'aborted', from: ['started'], evaluationId,
+        event: { type: 'abort' }, evaluationId,
         failure: { class: 'FailedTransient', reason: 'cancelled', message: `evaluation ${evaluationId} was aborted while this build ran` },
       });
     });

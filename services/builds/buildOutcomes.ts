@@ -1,17 +1,19 @@
 // What a build's status change sets off, for the scheduler: the guarded row update and its events
 // (buildStatus.ts), the evaluations' progress, the end of a build's progress reports, failing the
-// builds that wait on a failed one, retrying a transient failure after its backoff, re-queueing a
-// build whose inputs could not be fetched, and completing evaluations whose builds are all done.
-// Results that arrive together complete in one transaction.
+// builds that wait on a failed one, and completing evaluations whose builds are all done. What a
+// failure leads to (wait for the inputs, retry after a backoff, fail) is the lifecycle's decision
+// (decideBuildOutcome, actors/lifecycles.ts); this file carries it out. Results that arrive
+// together complete in one transaction.
 import type { Sql } from 'postgres';
 import type { JobFailure } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { Clock } from '../../supervisors/index.js';
+import { decideBuildOutcome, type BuildContext } from '../../actors/index.js';
 import { changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
-import { countInputsLoop, countSubstituteMisses } from './freeRequeues.js';
+import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
 import { finishedEvaluations, queuedDependents } from './schedulerQueries.js';
 
 export interface LogSizes {
@@ -24,12 +26,11 @@ export interface RetryPolicy {
   maxAttempts: number;
   /** build.retryBackoffSecs: the wait before a retry, doubled per earlier attempt */
   retryBackoffSecs: number;
+  /** build.inputsUnavailableMaxLoops */
+  inputsUnavailableMaxLoops: number;
   /** the time a retry's not_before counts from (the scheduler compares it with the same clock) */
   clock: Clock;
 }
-
-/** spec, build.retryBackoffSecs: the wait after failed attempt `attempt` (1-based), doubled for every earlier attempt. */
-export const retryBackoffMs = (retryBackoffSecs: number, attempt: number): number => retryBackoffSecs * 1000 * 2 ** (attempt - 1);
 
 export class BuildOutcomes {
   /** build results waiting for the next batch (completeSoon) */
@@ -50,14 +51,14 @@ export class BuildOutcomes {
   async setStatus(derivationBuildId: string, change: StatusChange): Promise<number | null> {
     const applied = await changeBuildStatus(this.events, derivationBuildId, change);
     if (applied !== null) this.evaluationProgress.touched(derivationBuildId);
-    if (applied !== null && change.to !== 'started') this.buildProgress.forget(derivationBuildId);
+    if (applied !== null && change.event.type !== 'dispatch') this.buildProgress.forget(derivationBuildId);
     return applied;
   }
 
   /** Several builds started in one transaction; the attempt of each, or null where it was not queued. */
   async startAll(starts: readonly { id: string; workerId: string }[]): Promise<(number | null)[]> {
     const attempts = await changeBuildStatuses(this.events, starts.map(({ id, workerId }) => ({
-      id, change: { to: 'started' as const, from: ['queued' as const], workerId, countAttempt: true },
+      id, change: { event: { type: 'dispatch' as const }, workerId },
     })));
     starts.forEach(({ id }, i) => {
       if (attempts[i] !== null && attempts[i] !== undefined) this.evaluationProgress.touched(id);
@@ -67,7 +68,7 @@ export class BuildOutcomes {
 
   /** A successful build, completed with the others that arrive in the same event-loop turn. */
   completeSoon(derivationBuildId: string, logSizes: LogSizes): Promise<void> {
-    this.completions.push({ id: derivationBuildId, change: { to: 'completed', from: ['started'], ...logSizes } });
+    this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, ...logSizes } });
     this.completing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
       const batch = this.completions.splice(0);
       this.completing = null;
@@ -82,34 +83,35 @@ export class BuildOutcomes {
   }
 
   /**
-   * The worker could not get the build's inputs. Inputs a cache claimed (substituted) are the
-   * suspects: they go back to the queue, counted as substitute misses, and past
-   * build.substituteMissEscalationThreshold they are built instead. The build itself waits for
-   * them, without the attempt counting (build.inputsUnavailableMaxLoops bounds this loop).
-   * The suspects sent back to the queue.
+   * Attempt `attempt` failed; the lifecycle decides what follows. Waiting for inputs: the inputs a
+   * cache claimed (substituted) are the suspects, they go back to the queue counted as substitute
+   * misses (past build.substituteMissEscalationThreshold they are built instead), and the build
+   * waits for them without the attempt counting. A retry waits for its backoff. A failure fails
+   * the builds that need it too. The suspects sent back to the queue.
    */
-  async inputsUnavailable(derivationBuildId: string, failure: JobFailure, logSizes: LogSizes): Promise<string[]> {
-    const suspects = await countSubstituteMisses(this.sql, derivationBuildId);
-    for (const id of suspects) await this.setStatus(id, { to: 'queued', from: ['substituted'] });
-    // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
-    const notBefore = suspects.length > 0 ? null : new Date(this.retry.clock.now().getTime() + this.retry.retryBackoffSecs * 1000);
-    await this.setStatus(derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
-    await countInputsLoop(this.sql, derivationBuildId);
-    return suspects;
-  }
-
-  /**
-   * Attempt `attempt` failed: a FailedTransient failure with attempts left goes back to the queue
-   * until its backoff has passed; any other fails the build and the builds that need it.
-   */
-  async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: LogSizes): Promise<void> {
-    if (failure.class === 'FailedTransient' && attempt < this.retry.maxAttempts) {
-      const notBefore = new Date(this.retry.clock.now().getTime() + retryBackoffMs(this.retry.retryBackoffSecs, attempt));
-      await this.setStatus(derivationBuildId, { to: 'queued', from: ['started'], failure, notBefore, ...logSizes });
-      return;
+  async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: LogSizes): Promise<string[]> {
+    const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock } = this.retry;
+    // the loop count matters only to a missing-inputs failure: the others skip the read
+    const loops = failure.reason === 'inputs_unavailable' ? await inputsLoops(this.sql, derivationBuildId) : 0;
+    const context: BuildContext = { attempts: attempt, maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
+    const outcome = decideBuildOutcome(context, failure, retryBackoffSecs);
+    const change: StatusChange = { event: { type: 'fail', class: failure.class, reason: failure.reason }, context, failure, ...logSizes };
+    if (outcome.kind === 'awaitInputs') {
+      const suspects = await countSubstituteMisses(this.sql, derivationBuildId);
+      for (const id of suspects) await this.setStatus(id, { event: { type: 'requeue', why: 'substitute_miss' } });
+      // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
+      const notBefore = suspects.length > 0 ? null : new Date(clock.now().getTime() + retryBackoffSecs * 1000);
+      await this.setStatus(derivationBuildId, { ...change, notBefore });
+      await countInputsLoop(this.sql, derivationBuildId);
+      return suspects;
     }
-    await this.setStatus(derivationBuildId, { to: 'failed', from: ['started'], failure, ...logSizes });
+    if (outcome.kind === 'retry') {
+      await this.setStatus(derivationBuildId, { ...change, notBefore: new Date(clock.now().getTime() + outcome.backoffMs) });
+      return [];
+    }
+    await this.setStatus(derivationBuildId, change);
     await this.failDependents(derivationBuildId);
+    return [];
   }
 
   /** Fails the queued builds that need a failed one, then completes what that finishes. */
@@ -117,7 +119,7 @@ export class BuildOutcomes {
     const dependents = await queuedDependents(this.sql, derivationBuildId);
     for (const { id } of dependents) {
       await this.setStatus(id, {
-        to: 'failed', from: ['queued'],
+        event: { type: 'fail', class: 'FailedPermanent', reason: 'dependency_failed' },
         failure: { class: 'FailedPermanent', reason: 'dependency_failed', message: `an input of this derivation failed (derivation_build ${derivationBuildId})` },
       });
     }
@@ -127,7 +129,7 @@ export class BuildOutcomes {
   /** Completes the building evaluations whose builds have all ended. */
   async finishEvaluations(opts: { derivationBuilds?: string[]; evaluation?: string }): Promise<void> {
     for (const { id } of await finishedEvaluations(this.sql, opts)) {
-      await changePhase(this.events, id, { to: 'completed', from: ['building'] });
+      await changePhase(this.events, id, { event: { type: 'complete' } });
     }
   }
 

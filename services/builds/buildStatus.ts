@@ -5,18 +5,17 @@ import type { TransactionSql } from 'postgres';
 import type { Emit, Events } from '../../storage/index.js';
 import type { BuildStatus, FailureClass } from '../../protocol/index.js';
 import type { Queryable } from '../../storage/index.js';
-import { checkBuildMove } from '../../actors/index.js';
+import { buildMove, type BuildContext, type BuildEvent } from '../../actors/index.js';
 
 export interface StatusChange {
-  to: BuildStatus;
-  /** the statuses the build may be in for the change to apply */
-  from: readonly BuildStatus[];
+  /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
+  event: BuildEvent;
+  /** what the lifecycle's guards look at when the event is a failure (attempts and loops left) */
+  context?: Partial<BuildContext>;
   workerId?: string | null;
   failure?: { class: FailureClass; reason: string; message: string };
   /** a transient failure's retry waits until then */
   notBefore?: Date | null;
-  /** a dispatch counts an attempt */
-  countAttempt?: boolean;
   logBytes?: number;
   logDroppedBytes?: number;
   /** also emit for this evaluation's build, though the evaluation is final (the one just aborted) */
@@ -48,7 +47,7 @@ export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: strin
     where b.derivation_build_id = ${derivationBuildId} and (e.phase not in ('completed', 'failed', 'aborted') or e.id = ${alsoEvaluation}::uuid)`;
 }
 
-/** Applies the change when the build is in one of `from`; the new attempt number, or null when it did not apply. */
+/** Applies the change when the build is in a status its event leaves; the new attempt number, or null when it did not apply. */
 export async function changeBuildStatus(events: Events, derivationBuildId: string, change: StatusChange): Promise<number | null> {
   return events.transaction((tx, emit) => applyStatusChange(tx, emit, derivationBuildId, change));
 }
@@ -76,32 +75,32 @@ export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivat
   return applied;
 }
 
-/** One change inside the caller's transaction (the caller checked more than the status under a lock). */
+/** One change and its build events inside the caller's transaction (the caller checked more than the status under a lock). */
 export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange): Promise<number | null> {
-  checkBuildMove(change.from, change.to);
-  const final = change.to === 'completed' || change.to === 'failed' || change.to === 'substituted' || change.to === 'aborted';
+  const { from, to } = buildMove(change.event, change.context);
+  const final = to === 'completed' || to === 'failed' || to === 'substituted' || to === 'aborted';
   const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
-    update derivation_builds b set status = ${change.to}, updated_at = now(),
-      attempts = attempts + ${change.countAttempt ? 1 : 0},
+    update derivation_builds b set status = ${to}, updated_at = now(),
+      attempts = attempts + ${change.event.type === 'dispatch' ? 1 : 0},
       worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
       failure_class = ${change.failure?.class ?? null}, failure_reason = ${change.failure?.reason ?? null},
       failure_message = ${change.failure?.message.slice(0, 20000) ?? null},
       not_before = ${change.notBefore ?? null},
-      started_at = case when ${change.to === 'started'} then now() else started_at end,
-      finished_at = case when ${final} then now() when ${change.to === 'queued'} then null else finished_at end,
+      started_at = case when ${to === 'started'} then now() else started_at end,
+      finished_at = case when ${final} then now() when ${to === 'queued'} then null else finished_at end,
       log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes)
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
-    where b.id = ${derivationBuildId} and b.status = any(${change.from as string[]}) returning b.attempts, old.previous`;
+    where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous`;
   if (!updated) return null;
   const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
   for (const build of builds) {
     const identity = {
-      build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: change.to,
+      build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: to,
       task: build.task, project: build.project,
     };
     const extra = { ...(change.failure ? { failure: change.failure.class } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
     const scope = { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id };
-    emit(`build.${change.to}`, {
+    emit(`build.${to}`, {
       ...identity, entry_point: build.entry_point, drv_path: build.drv_path, attempt: updated.attempts,
       ...(build.attr ? { attr: build.attr } : {}), ...extra,
     }, scope);

@@ -102,13 +102,13 @@ export function directBuildsService(deps: DirectBuildsDeps) {
     for (const { id } of failed) {
       for (const dependent of await queuedDependents(sql, id)) {
         await changeBuildStatus(deps.events, dependent.id, {
-          to: 'failed', from: ['queued'],
+          event: { type: 'fail', class: 'FailedPermanent', reason: 'dependency_failed' },
           failure: { class: 'FailedPermanent', reason: 'dependency_failed', message: `an input of this derivation failed (derivation_build ${id})` },
         });
       }
     }
     for (const { id } of await finishedEvaluations(sql, { evaluation: evaluationId })) {
-      await changePhase(deps.events, id, { to: 'completed', from: ['building'] });
+      await changePhase(deps.events, id, { event: { type: 'complete' } });
     }
   }
 

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
+import { evaluationMove } from '../../actors/index.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
 import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
@@ -36,10 +37,12 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
     if (!jobs.end(job, { type: 'succeeded' })) return;
     await job.chain;
     if (job.failed) {
-      await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: 'the server could not record the derivation graph' });
+      await changePhase(events, job.evaluationId, {
+        event: { type: 'fail', class: 'FailedPermanent', reason: 'server_error' }, reason: 'the server could not record the derivation graph',
+      });
       return;
     }
-    await changePhase(events, job.evaluationId, { to: 'building', from: ['evaluating'] });
+    await changePhase(events, job.evaluationId, { event: { type: 'succeed' } });
     await deps.finishEvaluation(job.evaluationId);
     deps.wake();
     return;
@@ -48,11 +51,11 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
     if (!jobs.end(job, { type: 'failed', reason: message.failure.reason })) return;
     await job.chain;
     const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
-    if (message.failure.class === 'FailedTransient' && (row?.attempts ?? 0) < deps.maxAttempts) {
-      await changePhase(events, job.evaluationId, { to: 'queued', from: ['evaluating'], workerId: null });
-    } else {
-      await changePhase(events, job.evaluationId, { to: 'failed', from: ['evaluating'], reason: `${message.failure.reason}: ${message.failure.message}` });
-    }
+    // the lifecycle decides: a FailedTransient failure with attempts left goes back to the queue
+    const event = { type: 'fail' as const, class: message.failure.class, reason: message.failure.reason };
+    const context = { attempts: row?.attempts ?? 0, maxAttempts: deps.maxAttempts };
+    if (evaluationMove(event, context).to === 'queued') await changePhase(events, job.evaluationId, { event, context, workerId: null });
+    else await changePhase(events, job.evaluationId, { event, context, reason: `${message.failure.reason}: ${message.failure.message}` });
     deps.wake();
   }
 }

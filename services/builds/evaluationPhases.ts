@@ -1,10 +1,11 @@
 // Every change of an evaluation's phase goes through here: the row and its evaluation.<phase>
-// event in one transaction (DESIGN.md, "Actors and supervision"). `from` guards the change, so a
-// phase moves only from the phases the caller expects (an aborted evaluation stays aborted).
+// event in one transaction (DESIGN.md, "Actors and supervision"). The change names an event; the
+// lifecycle (actors/lifecycles.ts) says which phases it leaves and the one it reaches, and the
+// update applies only from those (an aborted evaluation stays aborted).
 import type { Sql, TransactionSql } from 'postgres';
 import type { EvaluationPhase } from '../../protocol/index.js';
 import type { Emit, Events } from '../../storage/index.js';
-import { checkEvaluationMove } from '../../actors/index.js';
+import { evaluationMove, type EvaluationContext, type EvaluationEvent } from '../../actors/index.js';
 
 export interface EvaluationLabel {
   id: string;
@@ -28,13 +29,15 @@ export async function evaluationLabel(sql: Sql | TransactionSql, id: string): Pr
 }
 
 export interface PhaseChange {
-  to: EvaluationPhase;
-  from: readonly EvaluationPhase[];
+  event: EvaluationEvent;
+  /** what the lifecycle's guards look at when the event is a failure (attempts left) */
+  context?: Partial<EvaluationContext>;
+  /** stored as the error of a failed or aborted evaluation, and sent with its event */
   reason?: string;
   workerId?: string | null;
 }
 
-/** Moves an evaluation to `to` when it is in one of `from`; false when it was not. */
+/** Applies the change when the evaluation is in a phase its event leaves; false when it was not. */
 export async function changePhase(events: Events, id: string, change: PhaseChange): Promise<boolean> {
   return events.transaction((tx, emit) => applyPhaseChange(tx, emit, id, change));
 }
@@ -48,21 +51,21 @@ export async function applyPhaseChanges(tx: TransactionSql, emit: Emit, ids: rea
 
 /** One change and its evaluation.<phase> event inside the caller's transaction; false when it did not apply. */
 export async function applyPhaseChange(tx: TransactionSql, emit: Emit, id: string, change: PhaseChange): Promise<boolean> {
-  checkEvaluationMove(change.from, change.to);
-  const final = FINAL_PHASES.includes(change.to);
+  const { from, to } = evaluationMove(change.event, change.context);
+  const final = FINAL_PHASES.includes(to);
   const updated = await tx<{ id: string }[]>`
-    update evaluations set phase = ${change.to}, updated_at = now(),
-      error = coalesce(${change.to === 'failed' || change.to === 'aborted' ? (change.reason ?? null) : null}, error),
-      started_at = case when ${change.to === 'evaluating'} then coalesce(started_at, now()) else started_at end,
-      attempts = attempts + ${change.to === 'evaluating' ? 1 : 0},
+    update evaluations set phase = ${to}, updated_at = now(),
+      error = coalesce(${to === 'failed' || to === 'aborted' ? (change.reason ?? null) : null}, error),
+      started_at = case when ${to === 'evaluating'} then coalesce(started_at, now()) else started_at end,
+      attempts = attempts + ${to === 'evaluating' ? 1 : 0},
       worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
       finished_at = case when ${final} then now() else finished_at end
-    where id = ${id} and phase = any(${change.from as string[]}) returning id`;
+    where id = ${id} and phase = any(${from as string[]}) returning id`;
   if (updated.length === 0) return false;
   const label = await evaluationLabel(tx, id);
   if (label) {
-    emit(`evaluation.${change.to}`, {
-      evaluation_id: id, project: label.project, task: label.task, phase: change.to,
+    emit(`evaluation.${to}`, {
+      evaluation_id: id, project: label.project, task: label.task, phase: to,
       ...(label.commit ? { commit: label.commit } : {}), attr: label.wildcard.slice(0, 1000),
       ...(change.reason ? { reason: change.reason.slice(0, 4000) } : {}),
     }, { projectId: label.project_id, organizationId: label.organization_id, taskId: label.task_id, evaluationId: id });

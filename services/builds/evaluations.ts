@@ -115,8 +115,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
 
     async abort(who: Principal, id: string): Promise<string> {
       await visible(who, id, 'triggerEvaluation');
-      const open = ['queued', 'waiting', 'approval_granted', 'fetching', 'evaluating', 'building'] as const;
-      if (!(await changePhase(deps.events, id, { to: 'aborted', from: open, reason: 'aborted by request' }))) {
+      if (!(await changePhase(deps.events, id, { event: { type: 'abort' }, reason: 'aborted by request' }))) {
         const [row] = await sql<{ phase: string }[]>`select phase from evaluations where id = ${id}`;
         throw new ApiError('evaluation_finished', `evaluation ${id} is already ${row?.phase ?? 'gone'} and cannot be aborted`);
       }

@@ -77,11 +77,11 @@ async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, paths: reado
   const evicted = await tx<{ id: string }[]>`
     select db.id from derivation_builds db join derivations d on d.id = db.derivation_id
     where d.drv_path = any(${paths as string[]}) and not db.outputs_cached and db.status in ('completed', 'substituted')`;
-  const requeued = await applyStatusChanges(tx, emit, evicted.map((b) => b.id), { to: 'queued', from: ['completed', 'substituted'] });
+  const requeued = await applyStatusChanges(tx, emit, evicted.map((b) => b.id), { event: { type: 'requeue', why: 'evicted' } });
   if (requeued.length > 0) await tx`update derivation_builds set outputs_cached = true where id = any(${requeued}::uuid[])`;
   // A build cancelled when another evaluation was aborted (buildAborts.ts).
   const aborted = await tx<{ id: string }[]>`
     select db.id from derivation_builds db join derivations d on d.id = db.derivation_id
     where d.drv_path = any(${paths as string[]}) and db.status = 'aborted'`;
-  await applyStatusChanges(tx, emit, aborted.map((b) => b.id), { to: 'queued', from: ['aborted'] });
+  await applyStatusChanges(tx, emit, aborted.map((b) => b.id), { event: { type: 'requeue', why: 'reached_again' } });
 }

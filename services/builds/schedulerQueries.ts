@@ -1,6 +1,6 @@
 // The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
 import type { Sql } from 'postgres';
-import { LEASE_NAMESPACE, type Events } from '../../storage/index.js';
+import { leaseHeldCondition, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { applyPhaseChanges } from './evaluationPhases.js';
 
@@ -80,16 +80,13 @@ export async function requeueOrphanedJobs(events: Events): Promise<number> {
     const live = tx`
       select wc.worker_id from worker_connections wc
       join server_instances si on si.id = wc.server_instance_id
-      join pg_locks l on l.locktype = 'advisory' and l.granted and l.classid = ${LEASE_NAMESPACE}
-        and l.objid::bigint = si.lock_key and l.objsubid = 2
-        and l.database = (select oid from pg_database where datname = current_database())
-      where wc.disconnected_at is null`;
+      where wc.disconnected_at is null and ${leaseHeldCondition(tx, tx`si.lock_key`)}`;
     const builds = await tx<{ id: string }[]>`
       select id from derivation_builds where status = 'started' and (worker_id is null or worker_id not in (${live}))`;
     const evaluations = await tx<{ id: string }[]>`
       select id from evaluations where phase in ('evaluating', 'fetching') and (worker_id is null or worker_id not in (${live}))`;
-    const requeuedBuilds = await applyStatusChanges(tx, emit, builds.map((b) => b.id), { to: 'queued', from: ['started'], workerId: null });
-    const requeuedEvaluations = await applyPhaseChanges(tx, emit, evaluations.map((e) => e.id), { to: 'queued', from: ['evaluating', 'fetching'], workerId: null });
+    const requeuedBuilds = await applyStatusChanges(tx, emit, builds.map((b) => b.id), { event: { type: 'requeue', why: 'orphaned' }, workerId: null });
+    const requeuedEvaluations = await applyPhaseChanges(tx, emit, evaluations.map((e) => e.id), { event: { type: 'requeue', why: 'orphaned' }, workerId: null });
     return requeuedBuilds.length + requeuedEvaluations.length;
   });
 }

@@ -17,7 +17,6 @@ import {
 } from '../../actors/index.js';
 import {
   DELIVERY_QUEUE,
-  acquireInstanceLease,
   claimAttempts,
   deleteExpired,
   deliveryState,
@@ -44,6 +43,8 @@ export interface DeliveryEngineOptions {
   root: Supervisor;
   /** the scheduler pool */
   sql: Sql;
+  /** this process's instance lease key (services/workers/serverInstance.ts): attempts are claimed under it */
+  leaseKey: number;
   boss: PgBoss;
   events: Events;
   senders: DeliverySenders;
@@ -88,7 +89,7 @@ export async function startDeliveryEngine(opts: DeliveryEngineOptions): Promise<
   const now = opts.now ?? Date.now;
   const policy = opts.policy ?? defaultDeliveryPolicy;
   await ensureDeliveryQueue(boss);
-  const lease = await acquireInstanceLease(sql);
+  const lease = { key: opts.leaseKey };
   const supervisor = opts.root.supervise({ id: 'deliveries', restartBudget: { maxRestarts: 100, withinMs: 10_000 } });
   const recorder = createDeliveryRecorder(sql, boss, opts.events);
   const requestContext: RequestContext = { openSecret: opts.openSecret, userAgent: opts.userAgent ?? 'kiln-webhooks', now };
@@ -231,9 +232,9 @@ export async function startDeliveryEngine(opts: DeliveryEngineOptions): Promise<
       clearTimeout(firstSweep);
       await boss.offWork(DELIVERY_QUEUE, { wait: false }).catch(() => undefined);
       supervisor.stop();
+      // The lease is the process's and outlives the engine: once the process ends, any other takes
+      // back what this one left half-done.
       await recorder.flush().catch(() => undefined);
-      // Once the lease is gone, any process takes back what this one left half-done.
-      await lease.release();
     },
   };
 }

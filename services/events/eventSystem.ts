@@ -34,6 +34,8 @@ export interface EventSystemDeps {
   userAgent: string;
   /** event times and attempt schedules */
   clock: Clock;
+  /** this process's instance lease key (services/workers/serverInstance.ts): delivery attempts are claimed under it */
+  leaseKey: number;
 }
 
 /** Tuning for tests and benchmarks; production uses the defaults. */
@@ -89,6 +91,7 @@ export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOp
     const engine = await startDeliveryEngine({
       root,
       sql: db.scheduler,
+      leaseKey: deps.leaseKey,
       boss,
       events: events.withPool(db.scheduler),
       senders: { web: (request) => web.send(request), mail: mailSender(mailer) },

@@ -1,5 +1,5 @@
 // This server process as the other processes on the database see it (migration 0014): a row
-// naming an instance lease (storage/events/instanceLease.ts), the advisory lock the process holds
+// naming an instance lease (storage/db/advisoryLocks.ts), the advisory lock the process holds
 // on a connection of its own while it lives. Liveness is the lock, so a process killed with
 // SIGKILL is seen dead as soon as PostgreSQL drops its session.
 import { hostname } from 'node:os';

@@ -7,6 +7,10 @@ export { localDbSettings, LOCAL_DB_DEFAULTS } from './localDbSettings.js';
 export { parseDatabaseUrl, describeTarget, nodePostgresOptions, type DatabaseTarget, type NodePostgresOptions } from './databaseUrl.js';
 export type { Sql } from 'postgres';
 export {
+  acquireInstanceLease, leaseHeldCondition, leaseLostCondition, trySessionLock, LEASE_NAMESPACE,
+  type AdvisoryKey, type HeldLock, type InstanceLease,
+} from './advisoryLocks.js';
+export {
   activeCachesNamed, allCacheRows, cacheIdNamed, cacheNameOf, cacheRowById, cacheRowNamed, cacheSealedKey, cacheServingRow, candidateCacheRows, declareCache, deleteCache,
   insertCache, releaseUndeclaredCaches, setCacheActive, subscribedCacheRows, updateCacheSettings,
   type CacheKeyColumns, type CacheRow, type CacheSettings, type CacheServingRow, type NewCache, type SubscribedCacheRow,

@@ -3,7 +3,7 @@
 // so a stale job or a late outcome changes nothing.
 import type { Sql, TransactionSql } from 'postgres';
 import type { DueAttempt } from './deliveryJobs.js';
-import { leaseLostCondition } from './instanceLease.js';
+import { leaseLostCondition } from '../db/index.js';
 
 export type AttemptStatus = 'delivered' | 'retrying' | 'dead';
 

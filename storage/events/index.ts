@@ -17,7 +17,6 @@ export {
   type RecoveredRow,
 } from './deliveryLedger.js';
 export { findDelivery, listDeliveries, type AttemptRow, type DeliveryQuery, type DeliveryRow } from './deliveryHistory.js';
-export { acquireInstanceLease, leaseLostCondition, LEASE_NAMESPACE, type InstanceLease } from './instanceLease.js';
 export {
   deleteWebhook,
   findWebhook,

@@ -35,7 +35,7 @@ export interface NarStorageDeps {
   config: NarStorageConfig;
   log: Logger;
   /**
-   * The key of this process's instance lease (storage/events/instanceLease.ts), held for as long
+   * The key of this process's instance lease (storage/db/advisoryLocks.ts), held for as long
    * as the storage is open: a staged upload this process works on is claimed under it, so that
    * server processes sharing the database and baseDir never work on one upload at once.
    */

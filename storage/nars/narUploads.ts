@@ -42,7 +42,7 @@ export interface NarUploadsDeps extends IngestDeps {
   checks: StagedChecks;
   /** nar.maxUploadSize */
   maxUploadSize: number;
-  /** this process's instance lease key (storage/events/instanceLease.ts): the claim it puts on the uploads it works on */
+  /** this process's instance lease key (storage/db/advisoryLocks.ts): the claim it puts on the uploads it works on */
   leaseKey: number;
   /** the crash test's hold on finalize's steps (crashPoints.ts) */
   crashPoints?: CrashPoints;

@@ -1,6 +1,6 @@
 // One query on the NAR tables: claims a staged upload for one writer.
 import type { ISql } from 'postgres';
-import { leaseLostCondition } from '../../events/index.js';
+import { leaseLostCondition } from '../../db/index.js';
 import { toStagedUpload, type StagedUploadColumns, type StagedUploadRow } from './stagedUploadRow.js';
 
 /**

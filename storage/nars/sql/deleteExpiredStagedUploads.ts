@@ -1,6 +1,6 @@
 // One query on the NAR tables: deletes staged uploads older than the partial TTL.
 import type { ISql } from 'postgres';
-import { leaseLostCondition } from '../../events/index.js';
+import { leaseLostCondition } from '../../db/index.js';
 
 /**
  * Forgets staged uploads not written to since `olderThan`, except those a live process is working

@@ -1,6 +1,6 @@
 // One query on the NAR tables: starts a staged upload over.
 import type { ISql } from 'postgres';
-import { leaseLostCondition } from '../../events/index.js';
+import { leaseLostCondition } from '../../db/index.js';
 
 /**
  * A whole file staged in one request (nix copy's NAR PUT): the row says so, replacing any earlier

@@ -34,7 +34,7 @@ t.test('a status change: build.<status> durable for entry points, build.status_c
   const dependency = await build(e2, false);
   const next = outboxReader(sql);
 
-  t.equal(await changeBuildStatus(events, derivationBuild, { to: 'started', from: ['queued'], countAttempt: true }), 1);
+  t.equal(await changeBuildStatus(events, derivationBuild, { event: { type: 'dispatch' } }), 1);
   const live = published.filter((e) => e.event === 'build.status_changed');
   t.equal(live.length, 2, 'one per evaluation\'s build');
   for (const [buildId, evaluationId, entry] of [[root, e1, true], [dependency, e2, false]] as const) {
@@ -49,11 +49,11 @@ t.test('a status change: build.<status> durable for entry points, build.status_c
   t.match(await next(), [{ event: 'build.started', content: { build_id: root, entry_point: true, attr: 'packages.x86_64-linux.a' } }], 'only the entry point\'s is durable');
 
   const before = published.length;
-  t.equal(await changeBuildStatus(events, derivationBuild, { to: 'substituted', from: ['queued'] }), null, 'not in a `from` status: no change');
+  t.equal(await changeBuildStatus(events, derivationBuild, { event: { type: 'substitute' } }), null, 'not in a status the event leaves: no change');
   t.equal(published.length, before, 'and no event');
   t.same(await next(), []);
 
-  await changeBuildStatus(events, derivationBuild, { to: 'failed', from: ['started'], failure: { class: 'FailedPermanent', reason: 'exit', message: 'exit 1' } });
+  await changeBuildStatus(events, derivationBuild, { event: { type: 'fail', class: 'FailedPermanent', reason: 'builder_failed' }, failure: { class: 'FailedPermanent', reason: 'exit', message: 'exit 1' } });
   t.match(JSON.parse(published.filter((e) => e.event === 'build.status_changed').at(-1)!.frame), { content: { status: 'failed', previous: 'started', failure: 'FailedPermanent' } });
 });
 

@@ -1,0 +1,169 @@
+// Where the scheduler's work goes (docs/builds.md, "Scheduler rules"): queued evaluations to
+// eval-capable workers, waiting ones back to the queue when a cache has room; ready builds either
+// substituted (a readable cache has the outputs) or placed on the best-ranked worker whose
+// architectures and system features fit, then started in one transaction and sent. Only workers
+// connected to this process are candidates; the guarded status change lets one process win a job.
+import type { Sql } from 'postgres';
+import type { Events } from '../../storage/index.js';
+import type { BuildOutcomes } from './buildOutcomes.js';
+import { buildJobMessage, targetCaches, type BuildJobSettings } from './buildJobMessage.js';
+import type { Clock } from '../../supervisors/index.js';
+import type { CacheStorageLimits } from '../caches/index.js';
+import { changePhase } from './evaluationPhases.js';
+import { evaluationWaitReason } from './evaluationWait.js';
+import { outputsCached, projectCaches, readable, type ProjectCache } from '../caches/index.js';
+import type { JobTable } from './schedulerJobs.js';
+import { queuedEvaluations, readyBuilds, type QueuedEvaluation, type ReadyBuild } from './schedulerQueries.js';
+import type { ConnectedWorker, WorkerConnections } from '../workers/index.js';
+import { rankWorkers, type ScoringPolicy } from '../workers/index.js';
+
+/** How long a worker that refused a job gets no other. */
+const REFUSAL_PAUSE_MS = 2000;
+/** Builds a pass places at most. */
+const PASS_BUILDS = 500;
+
+/**
+ * Open mode is granted only to the local worker (services/workers/workerAuth.ts), which serves every active
+ * project, including those created after it connected.
+ */
+const serves = (worker: ConnectedWorker, projectId: string) => worker.open || worker.projects.includes(projectId);
+
+export interface PlacementSettings extends Omit<BuildJobSettings, 'readToken'> {
+  substituteMissEscalationThreshold: number;
+  scoringPolicy: ScoringPolicy;
+  /** cache.maxStorageGb: when non-zero, new evaluations wait while every writable cache is nearly full */
+  maxStorageGb: number;
+}
+
+export interface BuildPlacementDeps {
+  sql: Sql;
+  events: Events;
+  workers: WorkerConnections;
+  jobs: JobTable;
+  outcomes: BuildOutcomes;
+  storage: CacheStorageLimits;
+  readToken: BuildJobSettings['readToken'];
+  settings: PlacementSettings;
+  /** what a ready build's retry backoff is compared with */
+  clock: Clock;
+  /** another pass soon: a substitution may have made builds ready */
+  wake(): void;
+}
+
+type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] };
+
+export class BuildPlacement {
+  private readonly refusedUntil = new Map<string, number>();
+  /** builds looked up in the caches once when they became ready, not on every pass while they wait for a worker */
+  private readonly substitutionChecked = new Set<string>();
+
+  constructor(private readonly deps: BuildPlacementDeps) {}
+
+  /** The worker refused a job: it gets none for a moment. */
+  refused(workerId: string): void {
+    this.refusedUntil.set(workerId, Date.now() + REFUSAL_PAUSE_MS);
+  }
+
+  /** These builds went back to the queue as substitute misses: look them up in the caches again. */
+  recheck(derivationBuildIds: readonly string[]): void {
+    for (const id of derivationBuildIds) this.substitutionChecked.delete(id);
+  }
+
+  private available(worker: ConnectedWorker): boolean {
+    return (this.refusedUntil.get(worker.hello.workerId) ?? 0) <= Date.now();
+  }
+
+  async dispatchEvaluations(): Promise<void> {
+    const { sql, events, workers, jobs, storage, settings } = this.deps;
+    for (const waiting of await queuedEvaluations(sql, 'waiting')) {
+      if ((await evaluationWaitReason(sql, storage, settings.maxStorageGb, waiting.project_id)) === null) {
+        await changePhase(events, waiting.id, { event: { type: 'requeue', why: 'room' } });
+      }
+    }
+    for (const evaluation of await queuedEvaluations(sql, 'queued')) {
+      const reason = await evaluationWaitReason(sql, storage, settings.maxStorageGb, evaluation.project_id);
+      if (reason !== null) {
+        await changePhase(events, evaluation.id, { event: { type: 'wait' }, reason });
+        continue;
+      }
+      const worker = workers.connected().find((w) =>
+        w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && jobs.running(w, 'eval') < w.hello.maxConcurrentEvals);
+      if (!worker) continue;
+      if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
+      this.sendEvaluation(worker, evaluation);
+    }
+  }
+
+  private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation): void {
+    const attempt = evaluation.attempts + 1;
+    const jobId = `eval:${evaluation.id}:${attempt}`;
+    this.deps.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt }, worker);
+    worker.link.send({ t: 'evalJob', jobId, project: evaluation.project_id, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
+    this.deps.events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
+  }
+
+  async dispatchBuilds(): Promise<void> {
+    const { sql, workers, outcomes, settings } = this.deps;
+    const candidates = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
+    if (candidates.length === 0) return;
+    const caches = new Map<string, ProjectCache[]>();
+    const cachesOf = async (projectId: string) => {
+      let found = caches.get(projectId);
+      if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
+      return found;
+    };
+    const assignments: Assignment[] = [];
+    // builds this pass gives each worker, on top of what it runs
+    const planned = new Map<ConnectedWorker, number>();
+    for (const build of await readyBuilds(sql, PASS_BUILDS, this.deps.clock.now())) {
+      const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
+      let substituted = false;
+      // Past build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.
+      const unchecked = !this.substitutionChecked.has(build.id) && build.substitute_misses < settings.substituteMissEscalationThreshold;
+      this.substitutionChecked.add(build.id);
+      if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
+      for (const project of unchecked ? build.projects : []) {
+        if (await outputsCached(sql, outputs, readable(await cachesOf(project)))) {
+          substituted = (await outcomes.setStatus(build.id, { event: { type: 'substitute' } })) !== null;
+          break;
+        }
+      }
+      if (substituted) {
+        await outcomes.finishEvaluations({ derivationBuilds: [build.id] });
+        this.deps.wake();
+        continue;
+      }
+      const worker = this.pickWorker(candidates, build, planned);
+      if (!worker) continue;
+      const caches = await cachesOf(build.projects.find((p) => serves(worker, p))!);
+      if (targetCaches(caches).length === 0) continue;
+      planned.set(worker, (planned.get(worker) ?? 0) + 1);
+      assignments.push({ worker, build, caches });
+    }
+    await this.startBuilds(assignments);
+  }
+
+  private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, planned: ReadonlyMap<ConnectedWorker, number>): ConnectedWorker | undefined {
+    const busy = (w: ConnectedWorker) => this.deps.jobs.running(w, 'build') + (planned.get(w) ?? 0);
+    const fits = candidates.filter((w) =>
+      (build.system === 'builtin' || w.hello.architectures.includes(build.system))
+      && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
+      && build.projects.some((p) => serves(w, p))
+      && busy(w) < w.hello.maxConcurrentBuilds);
+    return rankWorkers(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, busy)[0];
+  }
+
+  /** Starts a pass's builds in one transaction (one commit, not one per build), then sends the jobs. */
+  private async startBuilds(assignments: readonly Assignment[]): Promise<void> {
+    const { events, jobs, outcomes, settings, readToken } = this.deps;
+    const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId })));
+    assignments.forEach(({ worker, build, caches }, i) => {
+      const attempt = attempts[i];
+      if (attempt === null || attempt === undefined) return;
+      const jobId = `build:${build.id}:${attempt}`;
+      jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)) }, worker);
+      worker.link.send(buildJobMessage(jobId, build, caches, { ...settings, readToken }));
+      events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
+    });
+  }
+}

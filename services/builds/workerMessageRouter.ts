@@ -1,0 +1,113 @@
+// Where what a worker says goes (docs/proto.md): NAR pushes to the worker NAR receiver, a job's
+// messages to that job's handler (evaluation batches and results, build logs and results), a
+// refusal or a lost connection back to the queue. A message about a job this process did not give
+// that worker, or one that already ended (the job actor says so), is dropped.
+import type { Logger } from 'pino';
+import type { Message, RejectCode } from '../../protocol/index.js';
+import type { Events } from '../../storage/index.js';
+import type { BuildLogs } from './buildLogs.js';
+import type { BuildOutcomes } from './buildOutcomes.js';
+import type { BuildPlacement } from './buildPlacement.js';
+import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
+import { changePhase } from './evaluationPhases.js';
+import type { JobCancellations } from './jobCancellations.js';
+import type { BuildJobEntry, Job, JobTable } from './schedulerJobs.js';
+import type { ConnectedWorker } from '../workers/index.js';
+import type { WorkerNars } from '../workers/index.js';
+
+export interface WorkerMessageRouterDeps {
+  events: Events;
+  jobs: JobTable;
+  nars: WorkerNars;
+  logs: BuildLogs;
+  outcomes: BuildOutcomes;
+  cancellations: JobCancellations;
+  placement: BuildPlacement;
+  evaluationJobs: EvaluationJobDeps;
+  log: Logger;
+  /** the scheduler runs a pass: a job ended, so a worker has room or builds became ready */
+  wake(): void;
+}
+
+export class WorkerMessageRouter {
+  constructor(private readonly deps: WorkerMessageRouterDeps) {}
+
+  received(worker: ConnectedWorker, message: Message): void {
+    void this.route(worker, message).catch((error: unknown) => {
+      this.deps.log.error({ err: error, worker: worker.hello.workerId, message: message.t }, 'handling a worker message failed');
+    });
+  }
+
+  /** The worker's connection is gone: its jobs go back to the queue. */
+  lost(worker: ConnectedWorker, code: RejectCode, reason: string): void {
+    const { jobs, nars, cancellations, logs, log } = this.deps;
+    const mine = jobs.ofWorker(worker.hello.workerId);
+    log.info({ worker: worker.hello.workerId, code, reason, jobs: mine.length }, 'worker lost; re-queueing its jobs');
+    void (async () => {
+      await nars.lost(worker);
+      for (const job of mine) {
+        cancellations.forget(job);
+        if (!jobs.end(job, { type: 'lost' })) continue;
+        if (job.kind === 'build') await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+        await this.requeue(job, 'lost');
+      }
+      this.deps.wake();
+    })().catch((error: unknown) => log.error({ err: error }, 're-queueing a lost worker\'s jobs failed'));
+  }
+
+  private async requeue(job: Job, why: 'lost' | 'refused'): Promise<void> {
+    if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why }, workerId: null });
+    else await this.deps.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why }, workerId: null });
+  }
+
+  private async route(worker: ConnectedWorker, message: Message): Promise<void> {
+    const { nars, jobs } = this.deps;
+    switch (message.t) {
+      case 'narPushStart': {
+        const job = jobs.get(message.jobId);
+        if (job?.kind === 'build' && job.workerId === worker.hello.workerId) jobs.reportProgress(job, 'uploading', message.info.narSize, 1);
+        return nars.start(worker, message, jobs.writableFor(worker));
+      }
+      case 'narChunk': return nars.chunk(worker, message);
+      case 'narPushEnd': return nars.end(worker, message);
+      case 'narAbort': return nars.abort(worker, message.transferId);
+      case 'heartbeat': case 'pushResult': case 'error': return;
+      default:
+    }
+    if (!('jobId' in message) || message.jobId === undefined) return;
+    const job = jobs.get(message.jobId);
+    if (!job || job.workerId !== worker.hello.workerId) return;
+    if (message.t === 'jobAccepted') return job.actor.send({ type: 'accepted' });
+    if (message.t === 'jobRefused') return this.refused(worker, job);
+    if (job.kind === 'eval') return evaluationJobMessage(this.deps.evaluationJobs, job, message);
+    return this.buildMessage(job, message);
+  }
+
+  private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
+    if (!this.deps.jobs.end(job, { type: 'refused' })) return;
+    this.deps.placement.refused(worker.hello.workerId);
+    await this.requeue(job, 'refused');
+  }
+
+  private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
+    const { logs, jobs, outcomes } = this.deps;
+    if (message.t === 'buildLog') {
+      job.actor.send({ type: 'progress', amount: message.data.length });
+      jobs.reportProgress(job, 'building', message.data.length, 0);
+      return logs.append(job.derivationBuildId, job.attempt, message.data);
+    }
+    if (message.t !== 'buildResult' && message.t !== 'jobFailed') return;
+    if (await this.deps.cancellations.answered(job)) {
+      this.deps.wake();
+      return;
+    }
+    if (!jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
+    await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
+    const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
+    // the common case, batched: results that arrive together complete in one transaction
+    if (message.t === 'buildResult') return outcomes.completeSoon(job.derivationBuildId, logSizes);
+    this.deps.placement.recheck(await outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes));
+    await outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
+    this.deps.wake();
+  }
+}
