@@ -3,6 +3,7 @@ export { anonymous, isSuperuser, superuserRefusal, type Anonymous, type KeyUser,
 export { openIdentityServices, type IdentityOptions, type IdentityServices } from './identity.js';
 export type { IdentityDeps } from './identityDeps.js';
 export { looksLikeApiKey } from './apiKeySecret.js';
+export { createTokenAuthentication, type TokenAuthentication } from './tokenAuthentication.js';
 export { SESSION_LIFETIME_MS } from './sessions.js';
 export { passwordGate, PasswordGate, PASSWORD_BUSY_RETRY_AFTER_SECS, type PasswordGateStats } from './passwordGate.js';
 export type { ResolvePinnedProject, PinnedProject } from './pinnedProject.js';
@@ -27,7 +28,7 @@ export { registerServerInstance, type ServerInstance } from './serverInstance.js
 export { type CacheTraffic } from './cacheTraffic.js';
 export { upstreamService, type UpstreamBytes, type UpstreamCache, type UpstreamDeps, type UpstreamFile, type Upstreams } from './upstreams.js';
 export { openEventSystem, type EventSystem, type EventSystemDeps, type EventSystemOptions } from './eventSystem.js';
-export { checkLiveRequest, eventStreamsService, unknownEvaluations, type EventStreams, type LiveFeed, type LiveRequest, type LiveResolvers } from './eventStreams.js';
+export { checkLiveRequest, eventStreamsService, type EventStreams, type LiveFeed, type LiveRequest, type LiveResolvers } from './eventStreams.js';
 export { webhooksService, type WebhookView, type WebhookWithSecret, type WebhooksDeps, type WebhooksService } from './webhooks.js';
 export { accessWebhookAuthorizer, type ResolvedWebhookScope, type WebhookAuthorizer, type WebhookScopeRef } from './webhookScopes.js';
 export { taskActionsService, type TaskActionView, type TaskActionWithSecret, type TaskActionsService } from './taskActions.js';
@@ -55,3 +56,5 @@ export { sourceUploadsService, sourceFormat, SOURCE_UPLOAD_TTL_SECS, type Source
 export { commitsService, type CommitView, type CommitsService } from './commits.js';
 export { pruneTaskEvaluations, evaluationPruner, effectiveKeep } from './evaluationRetention.js';
 export { buildProgressReporter, emitBuildProgress, type BuildProgress, type BuildProgressReporter } from './buildProgress.js';
+export { createServices, type OpenedResources, type ServiceOptions, type Services } from './createServices.js';
+export type { RunningScheduler, SchedulerPort } from './schedulerPort.js';
