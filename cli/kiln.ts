@@ -2,7 +2,7 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, registerServerInstance, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type WorkerConnections } from '../services/index.js';
+import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type WorkerConnections } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -118,7 +118,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => blobs.close());
     // Registered before the NAR storage, which claims staged uploads under the instance's lease
     // key, and so closed after it: the lease outlives every upload this process works on.
-    const instance = await registerServerInstance(db.scheduler);
+    const instance = await openServerInstance(db.scheduler);
     stack.push(() => instance.close());
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());

@@ -69,7 +69,7 @@ interface Decision {
 
 const principalKey = (p: Principal): string => (p.kind === 'user' ? (p.via === 'key' ? `k:${p.keyId}` : `s:${p.sessionId}`) : 'anonymous');
 
-export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAccess {
+export function createBinaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAccess {
   const now = deps.now ?? Date.now;
   const caches = new TtlMap<BinaryCache | null>(REMEMBERED_MAX, now);
   const credentials = new TtlMap<Principal>(REMEMBERED_MAX, now);

@@ -5,7 +5,7 @@ import { cachesService } from './caches.js';
 import { cacheTraffic } from './cacheTraffic.js';
 import { cacheUpstreamsService } from './cacheUpstreams.js';
 import { createOutboundClient, outboundFetch, type EventBus, type OutboundClient } from '../storage/index.js';
-import { upstreamService } from './upstreams.js';
+import { createUpstreams } from './upstreams.js';
 
 export interface CacheServicesDeps extends CacheDeps {
   /** where upstream lookups hear that a cache's upstream list changed */
@@ -17,7 +17,7 @@ export interface CacheServicesDeps extends CacheDeps {
 export function createCacheServices(deps: CacheServicesDeps) {
   // Upstream URLs are checked against outbound.allowedNetworks when saved and on every connection.
   const outbound = deps.outbound ?? createOutboundClient({ allowedNetworks: deps.config['outbound.allowedNetworks'] });
-  const upstreams = upstreamService({
+  const upstreams = createUpstreams({
     sql: deps.sql,
     log: deps.log,
     secretBox: deps.secretBox,

@@ -6,7 +6,7 @@ import { summarizeUploadBudget, uploadBudgetMachine } from '../actors/index.js';
 import type { Supervisor } from '../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, Database, NarStorage, RateLimiter, SecretBox } from '../storage/index.js';
 import { createAccessServices, type AccessServices } from './accessServices.js';
-import { binaryCacheAccess, type BinaryCacheAccess } from './binaryCacheAccess.js';
+import { createBinaryCacheAccess, type BinaryCacheAccess } from './binaryCacheAccess.js';
 import { buildDataServices, type BuildDataServices } from './buildData.js';
 import { BuildLogFeed } from './buildLogFeed.js';
 import { BuildLogs } from './buildLogs.js';
@@ -30,7 +30,7 @@ import type { RunningScheduler } from './schedulerPort.js';
 import type { ServerInstance } from './serverInstance.js';
 import { sourceUploadsService, type SourceUploadsService } from './sourceUploads.js';
 import { createTokenAuthentication, type TokenAuthentication } from './tokenAuthentication.js';
-import { workerAuth, type WorkerAuth } from './workerAuth.js';
+import { createWorkerAuth, type WorkerAuth } from './workerAuth.js';
 import { WorkerConnections } from './workerConnections.js';
 import { WorkerNars } from './workerNars.js';
 
@@ -114,7 +114,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     summarize: summarizeUploadBudget,
   });
   const tokens = createTokenAuthentication(identity);
-  const binaryCache = binaryCacheAccess({
+  const binaryCache = createBinaryCacheAccess({
     sql: db.cache, secretBox, authenticateBasic: tokens.authenticateBasic, bus: events.bus,
     ...(opts.cacheAccessClock ? { now: () => opts.cacheAccessClock!.now() } : {}),
   });
@@ -191,7 +191,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   return {
     config, log, version: opened.version, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
-    workerAuth: workerAuth(db.scheduler, { localWorker: config['localWorker'] }),
+    workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
     scheduler, logFeed, builds: { evaluations, views, data }, buildRequests,
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
   };

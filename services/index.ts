@@ -13,7 +13,7 @@ export type { AccessDeps } from './accessDeps.js';
 export { generateCacheKey, openCacheKey, cachePublicKeyText, cacheKeyName, keyHost, type CacheKeyColumns } from './cacheKeys.js';
 export { applyStateFile, type StateApplied } from './stateFile.js';
 export { readStateFile, StateFile, StateFileError } from './stateFileSchema.js';
-export { binaryCacheAccess, CACHE_SETTINGS_TTL_MS, CREDENTIALS_TTL_MS, type BinaryCache, type BinaryCacheAccess, type CacheAccess } from './binaryCacheAccess.js';
+export { createBinaryCacheAccess, CACHE_SETTINGS_TTL_MS, CREDENTIALS_TTL_MS, type BinaryCache, type BinaryCacheAccess, type CacheAccess } from './binaryCacheAccess.js';
 export { narUploadService, type NarUploadService, type SingleShotReader } from './narUploads.js';
 export { narIngest, type IngestTarget, type NarIngest, type NarIngestDeps } from './narIngest.js';
 export { cacheSigningKeys, type CacheSigningKeys } from './cacheSigningKeys.js';
@@ -24,9 +24,9 @@ export type { UpstreamView } from './cacheUpstreams.js';
 export { LOW_STORAGE_BYTES, cacheStorageLimits, type CacheStorageLimits } from './cacheStorage.js';
 export { mintCacheReadToken, cacheReadTokenOpens } from './cacheReadTokens.js';
 export type { OutboundWorkerTarget, WorkerRegistrationView } from './workerRegistrations.js';
-export { registerServerInstance, type ServerInstance } from './serverInstance.js';
+export { openServerInstance, type ServerInstance } from './serverInstance.js';
 export { type CacheTraffic } from './cacheTraffic.js';
-export { upstreamService, type UpstreamBytes, type UpstreamCache, type UpstreamDeps, type UpstreamFile, type Upstreams } from './upstreams.js';
+export { createUpstreams, type UpstreamBytes, type UpstreamCache, type UpstreamDeps, type UpstreamFile, type Upstreams } from './upstreams.js';
 export { openEventSystem, type EventSystem, type EventSystemDeps, type EventSystemOptions } from './eventSystem.js';
 export { checkLiveRequest, eventStreamsService, type EventStreams, type LiveFeed, type LiveRequest, type LiveResolvers } from './eventStreams.js';
 export { webhooksService, type WebhookView, type WebhookWithSecret, type WebhooksDeps, type WebhooksService } from './webhooks.js';
@@ -36,7 +36,7 @@ export type { DeliveryDetail, DeliveryPage, DeliveryView } from './deliveryViews
 export { accessOf, demand, forbidden, notFound, type Access, type AccessTarget } from './access.js';
 export { cacheTarget, demandCache, findCache, type CacheRow } from './targets.js';
 export { rolePermissions, permissionsOfRole, type Scope } from './roles.js';
-export { workerAuth, type WorkerAuth } from './workerAuth.js';
+export { createWorkerAuth, type WorkerAuth } from './workerAuth.js';
 export {
   WorkerConnections, type ConnectedWorker, type WorkerEventContent, type WorkerEventEmitter, type WorkerLink, type WorkerListener, type WorkerView,
 } from './workerConnections.js';

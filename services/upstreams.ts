@@ -102,7 +102,7 @@ const authorizedFetch = (fetchFn: FetchFunction, authorization: string): FetchFu
     return fetchFn(input, { ...init, headers });
   };
 
-export function upstreamService(deps: UpstreamDeps): Upstreams {
+export function createUpstreams(deps: UpstreamDeps): Upstreams {
   const fetchFn = deps.fetch;
   const now = deps.now ?? Date.now;
   const timeoutMs = deps.timeoutMs ?? 10_000;
