@@ -1,14 +1,13 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
-import { uploadBudgetMachine, summarizeUploadBudget } from '../actors/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, binaryCacheAccess, cacheSigningKeys, narIngest, createAccessServices, narUploadService, openIdentityServices, readStateFile, systemClock, type Clock, createCacheServices, openEventSystem, workerAuth, WorkerConnections, BuildLogs, BuildLogFeed, buildDataServices, BuildScheduler, WorkerNars, cacheStorageLimits, mintCacheReadToken, registerServerInstance, buildViewsService, evaluationsService, type EventSystem, type EventSystemOptions, type SchedulerTicker } from '../services/index.js';
+import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type WorkerConnections } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
-import { anonymous, commitsService, directBuildsService, evaluationPruner, sourceUploadsService } from '../services/index.js';
-import { buildRoutes, createAuthenticator, eventSockets, protoRoute, RATE_WINDOW_MS, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
+import { anonymous } from '../services/index.js';
+import { buildRoutes, eventSockets, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -24,7 +23,7 @@ export interface Kiln {
   /** workers connected over /proto */
   readonly workers: WorkerConnections;
   /** dispatches evaluations and builds to them */
-  readonly scheduler: BuildScheduler;
+  readonly scheduler: RunningScheduler;
   stop(): Promise<void>;
 }
 
@@ -45,6 +44,8 @@ export interface StartKilnOptions {
   protoHandshakeTimeoutSecs?: number;
   /** the clock of in-process rate limits (no effect with redis.url); tests step it */
   rateLimitClock?: { now(): number };
+  /** the clock the binary cache's access memo measures its TTLs with; a test holds it to see a change arrive without the TTL */
+  cacheAccessClock?: { now(): number };
   /**
    * The clock of the services: build retry backoffs, event times and webhook attempt schedules,
    * session, key and invitation expiry (default: the system's). Tests step it.
@@ -76,7 +77,6 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     }
     stack.length = 0;
   };
-  let scheduler: BuildScheduler | null = null;
   try {
     // Before anything writes there: tenants' NARs, staged uploads and the local worker's clones are owner-only (docs/storage.md).
     for (const path of await secureBaseDir(config['baseDir'])) log.warn({ path }, 'took group and other permissions off this entry of baseDir: only kiln may read it');
@@ -96,20 +96,13 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       },
     });
     stack.push(() => root.stop());
-    const uploadBudget = root.spawn({
-      id: 'upload-budget',
-      kind: 'upload-budget',
-      logic: uploadBudgetMachine,
-      input: { concurrency: config['upload.concurrency'], bytesBudget: config['upload.bytesBudget'] },
-      summarize: summarizeUploadBudget,
-    });
     const rateLimiter = await openRateLimiter(config, log, opts.rateLimitClock);
     stack.push(() => rateLimiter.close());
     const secretBox = await openSecretBox(db.web, config);
     // The process's one instance lease (storage/db/advisoryLocks.ts), registered before the event
     // system and the NAR storage, which claim delivery attempts and staged uploads under its key,
     // and so closed after them: the lease outlives everything this process works on.
-    const instance = await registerServerInstance(db.scheduler);
+    const instance = await openServerInstance(db.scheduler);
     stack.push(() => instance.close());
     // Opened before the services that emit into it (accounts, projects, …).
     const events = await openEventSystem(
@@ -119,97 +112,39 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => events.close());
     const identity = await openIdentityServices({ sql: db.web, config, log: componentLogger(log, 'web'), clock, events: events.events });
     stack.push(() => identity.close());
-    const authenticator = createAuthenticator(identity);
-    const accessDeps = {
-      sql: db.web, config, log: componentLogger(log, 'web'), clock, secretBox, events: events.events,
-      // evaluations parked for want of a cache go back to the queue
-      onSubscriptionApproved: () => scheduler?.requeueWaiting(),
-    };
-    if (opts.stateFile) await applyStateFile(accessDeps, readStateFile(opts.stateFile));
-    const access = createAccessServices(accessDeps);
+    if (opts.stateFile) {
+      await applyStateFile(
+        // The scheduler has not started: its first pass sees every evaluation parked for want of a cache.
+        { sql: db.web, config, log: componentLogger(log, 'web'), clock, secretBox, events: events.events, onSubscriptionApproved: () => undefined },
+        readStateFile(opts.stateFile),
+      );
+    }
     const blobs = await openBlobStore(config);
     stack.push(() => blobs.close());
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
-    const binaryCache = binaryCacheAccess({ sql: db.cache, secretBox: accessDeps.secretBox, authenticateBasic: authenticator.authenticateBasic });
-    // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds, the scheduler's for /proto pushes.
-    const ingestOn = (sql: typeof db.web, on: EventSystem['events']) => narIngest({
-      nars, keys: cacheSigningKeys(sql, accessDeps.secretBox), uploadBudget, restWaitSecs: config['upload.restWaitSecs'],
-      storageLimits: cacheStorageLimits(sql, config['cache.maxStorageGb']), events: on,
-    });
-    const webIngest = ingestOn(db.web, events.events);
-    const narUploads = narUploadService({ sql: db.web, nars, ingest: webIngest, maxUploadSize: config['nar.maxUploadSize'] });
-    const caches = createCacheServices({
-      sql: db.web, config, log: componentLogger(log, 'cache'), secretBox: accessDeps.secretBox, nars, forgetCache: (name) => binaryCache.forgetCache(name),
-      events: events.events,
-    });
+    const services = createServices(
+      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars },
+      {
+        ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
+        ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
+        ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
+      },
+    );
+    const { scheduler, workers } = services;
+    scheduler.start();
+    stack.push(() => scheduler.stop());
     const sockets = eventSockets({
-      bus: events.bus, streams: events.streams, authenticateToken: authenticator.authenticateToken,
+      bus: events.bus, streams: services.streams, authenticateToken: services.tokens.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
       ...(opts.firehoseLagBytes ? { lagBytes: opts.firehoseLagBytes } : {}),
     });
-    // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
-    const schedulerEvents = events.events.withPool(db.scheduler);
-    const workers = new WorkerConnections(db.scheduler, {
-      instanceId: instance.id,
-      publicStats: config['publicStats'],
-      emit: (name, content) => events.events.publish(name, { ...content }),
-      supervisor: root.supervise({ id: 'workers', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
-    });
-    // Live log readers (POST /builds/{id}/log) hear of new log bytes at once in this process, and of status changes from any.
-    const logFeed = new BuildLogFeed();
-    logFeed.listen(events.bus);
-    const buildLogs = new BuildLogs(db.scheduler, config['log.chunkBytes'], (id) => logFeed.notify(id));
-    scheduler = new BuildScheduler({
-      sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'), clock,
-      nars: new WorkerNars({
-        sql: db.scheduler, ingest: ingestOn(db.scheduler, schedulerEvents), maxUploadSize: config['nar.maxUploadSize'], log: componentLogger(log, 'proto'),
-      }),
-      logs: buildLogs,
-      storage: cacheStorageLimits(db.scheduler, config['cache.maxStorageGb']),
-      readToken: (cacheIds, ttlSecs) => mintCacheReadToken(accessDeps.secretBox, cacheIds, ttlSecs),
-      supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
-      settings: {
-        maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],
-        defaultTimeoutSecs: config['build.defaultTimeoutSecs'], defaultMaxSilentSecs: config['build.defaultMaxSilentSecs'], serveUrl: config['serveUrl'],
-        inputsUnavailableMaxLoops: config['build.inputsUnavailableMaxLoops'],
-        substituteMissEscalationThreshold: config['build.substituteMissEscalationThreshold'],
-        scoringPolicy: config['scheduler.scoringPolicy'], maxStorageGb: config['cache.maxStorageGb'],
-      },
-      ...(opts.schedulerTicker ? { ticker: opts.schedulerTicker } : {}),
-    });
-    workers.setListener(scheduler);
-    const running = scheduler;
-    running.start();
-    stack.push(() => running.stop());
-    const prune = evaluationPruner(db.web, config['eval.maxKeep']);
-    const evaluations = evaluationsService({ sql: db.web, events: events.events, wake: () => running.wake(), cancel: (id) => running.cancelEvaluation(id), prune,
-      repositories: { allowLocal: config['projects.allowLocalRepositories'] },
-    });
-    const views = buildViewsService(db.web, evaluations);
-    const builds = { evaluations, views, data: buildDataServices({ sql: db.web, nars, evaluations, views, feed: logFeed, logs: buildLogs }) };
-    // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id},
-    // always: no option replaces these checks (test/http/live/liveSocketAuthorization.test.ts).
-    events.streams.resolveWith({
-      evaluation: async (who, id) => (await evaluations.visible(who, id, 'viewProject'), { evaluationId: id }),
-      build: async (who, id) => {
-        const found = await builds.views.build(who, id);
-        return { buildId: found.build_id, evaluationId: found.evaluation_id };
-      },
-    });
     const proto = protoRoute({
-      auth: workerAuth(db.scheduler, { localWorker: config['localWorker'] }), workers, log: componentLogger(log, 'proto'), software: `kiln ${version}`,
+      auth: services.workerAuth, workers, log: componentLogger(log, 'proto'), software: `kiln ${version}`,
       maxConnections: config['proto.maxConnections'], heartbeatTimeoutSecs: config['proto.workerHeartbeatTimeoutSecs'],
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
-    const startedAt = new Date();
-    const buildRequests = {
-      direct: directBuildsService({ sql: db.web, events: events.events, ingest: webIngest, views: builds.views, wake: () => running.wake(), prune }),
-      sources: sourceUploadsService({ sql: db.web, blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
-      commits: commitsService(db.web),
-    };
-    const routes = buildRoutes({ config, db, root, startedAt, version, identity, rateLimiter, access, nars, binaryCache, narUploads, caches, events, workers, builds, buildRequests, ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}) });
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: config['port'],
@@ -220,20 +155,20 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         clock: opts.bodyRateClock ?? systemTimerClock,
       },
       log: componentLogger(log, 'web'),
-      routes,
+      routes: buildRoutes(services),
       anonymous,
-      authenticate: authenticator.authenticate,
+      authenticate: requestAuthenticator(services.tokens),
       websockets: (app) => {
         sockets.register(app);
         proto.register(app);
       },
     });
     stack.push(() => http.close());
-    stack.push(() => logFeed.close()); // before the HTTP server waits for its requests: live logs end
+    stack.push(() => services.logFeed.close()); // before the HTTP server waits for its requests: live logs end
     stack.push(() => proto.close());
     stack.push(() => sockets.close());
     const outbound = startOutboundWorkers({
-      proto, targets: () => access.workerRegistrations.outboundTargets(), isLeader: () => running.isLeader, log: componentLogger(log, 'proto'),
+      proto, targets: () => services.access.workerRegistrations.outboundTargets(), isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),
     });
     stack.push(() => outbound.stop());
     if (config['worker.enable']) {
@@ -245,7 +180,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler: running, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -3,23 +3,27 @@ import { ApiError } from '../../protocol/index.js';
 import type { Principal } from '../../services/index.js';
 import { rateLimited } from '../rateLimit.js';
 import type { Router } from '../router.js';
-import type { CacheRouteDeps } from './cacheDeps.js';
+import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache } from './cacheGate.js';
 import { cacheRateLimits } from './cacheRateLimits.js';
+import { noCacheExtras } from './extras.js';
 import { sandboxed } from './untrustedContent.js';
+import { upstreamExtras } from './upstreamExtras.js';
 
-export function extrasRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
-  r.get('/log/:drv', sandboxed(rateLimited(deps.rateLimiter, cacheRateLimits.log, async (req) => {
-    const cache = await readableCache(deps.access, req);
+export function extrasRoutes(r: Router<Principal>, services: CacheRouteServices): void {
+  // Nothing here provides build logs or debug info itself: a cache's upstreams may have them.
+  const extras = upstreamExtras(services.caches.upstreams, noCacheExtras);
+  r.get('/log/:drv', sandboxed(rateLimited(services.rateLimiter, cacheRateLimits.log, async (req) => {
+    const cache = await readableCache(services.binaryCache, req);
     const drv = req.param<string>('drv');
-    const log = await deps.extras.log(cache, drv);
+    const log = await extras.log(cache, drv);
     if (log === null) throw new ApiError('not_found', `cache "${cache.name}" has no build log of ${drv}`);
     return log;
   })));
   r.get('/debuginfo/:buildId', sandboxed(async (req) => {
-    const cache = await readableCache(deps.access, req);
+    const cache = await readableCache(services.binaryCache, req);
     const buildId = req.param<string>('buildId');
-    const debuginfo = await deps.extras.debuginfo(cache, buildId);
+    const debuginfo = await extras.debuginfo(cache, buildId);
     if (debuginfo === null) throw new ApiError('not_found', `cache "${cache.name}" has no debug info for build ID ${buildId}`);
     return debuginfo;
   }));

@@ -8,7 +8,7 @@ import { bytesReply, emptyReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import { parseRange } from './byteRange.js';
-import type { CacheRouteDeps } from './cacheDeps.js';
+import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache, readableCacheInMemory } from './cacheGate.js';
 import { stagedNixFile } from './stagedNixFile.js';
 
@@ -53,31 +53,31 @@ function smallFileReply(req: Req<Principal>, cache: BinaryCache, bytes: Buffer):
  * A small stored file this process holds in memory, answered without one await (most NAR requests
  * of a busy cache); undefined when only the full lookup can tell.
  */
-function fromMemory(deps: CacheRouteDeps, req: Req<Principal>): Reply | undefined {
-  const cache = readableCacheInMemory(deps.access, req);
+function fromMemory(services: CacheRouteServices, req: Req<Principal>): Reply | undefined {
+  const cache = readableCacheInMemory(services.binaryCache, req);
   if (cache === undefined) return undefined;
   const fileHash = parseNarFileName(req.param<string>('file'));
   if (fileHash === undefined) return undefined;
-  const known = deps.nars.reads.narFileInMemory(cache.id, fileHash);
-  if (!known || known.fileSize > deps.config['nar.smallBytes']) return undefined;
-  const bytes = deps.nars.reads.smallNarInMemory(fileHash);
+  const known = services.nars.reads.narFileInMemory(cache.id, fileHash);
+  if (!known || known.fileSize > services.config['nar.smallBytes']) return undefined;
+  const bytes = services.nars.reads.smallNarInMemory(fileHash);
   if (bytes === undefined) return undefined;
-  if (!req.isHead) deps.traffic?.fetched(cache, fileHash, known.fileSize);
+  if (!req.isHead) services.caches.traffic.fetched(cache, fileHash, known.fileSize);
   return smallFileReply(req, cache, bytes);
 }
 
-async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: BinaryCache, fileHash: string, fileSize: number): Promise<Reply> {
+async function serveStored(services: CacheRouteServices, req: Req<Principal>, cache: BinaryCache, fileHash: string, fileSize: number): Promise<Reply> {
   const headers = cache.public ? PUBLIC_NAR : PRIVATE_NAR;
   const range = parseRange(req.header('range'), fileSize);
   if (range.kind === 'unsatisfiable') throw unsatisfiable(req, fileSize);
-  const { reads } = deps.nars;
-  if (fileSize > deps.config['nar.smallBytes'] && deps.config['s3.enable']) {
+  const { reads } = services.nars;
+  if (fileSize > services.config['nar.smallBytes'] && services.config['s3.enable']) {
     const url = await reads.presignedNar(fileHash, PRESIGN_SECS);
     if (url !== null) return emptyReply(302, { Location: url, 'Cache-Control': 'no-store' });
   }
   const part: Record<string, string> = range.kind === 'part' ? { 'Content-Range': `bytes ${range.start}-${range.end}/${fileSize}` } : {};
   const status = range.kind === 'part' ? 206 : 200;
-  if (fileSize <= deps.config['nar.smallBytes']) {
+  if (fileSize <= services.config['nar.smallBytes']) {
     const bytes = await reads.smallNar(fileHash);
     if (bytes === null) throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
     return smallFileReply(req, cache, bytes);
@@ -90,20 +90,20 @@ async function serveStored(deps: CacheRouteDeps, req: Req<Principal>, cache: Bin
   return streamReply(status, length, lazyBody(() => reads.openNar(fileHash, blobRange), `NAR file ${fileHash}`), { ...headers, ...part });
 }
 
-export function narFileRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
-  r.get('/nar/:file', (req) => fromMemory(deps, req) ?? lookup(req));
+export function narFileRoutes(r: Router<Principal>, services: CacheRouteServices): void {
+  r.get('/nar/:file', (req) => fromMemory(services, req) ?? lookup(req));
 
   async function lookup(req: Req<Principal>): Promise<Reply> {
-    const cache = await readableCache(deps.access, req);
+    const cache = await readableCache(services.binaryCache, req);
     const file = req.param<string>('file');
     const fileHash = parseNarFileName(file);
-    const known = fileHash !== undefined ? await deps.nars.reads.narFile(cache.id, fileHash) : null;
+    const known = fileHash !== undefined ? await services.nars.reads.narFile(cache.id, fileHash) : null;
     if (fileHash !== undefined && known) {
-      if (!req.isHead) deps.traffic?.fetched(cache, fileHash, known.fileSize);
-      return serveStored(deps, req, cache, fileHash, known.fileSize);
+      if (!req.isHead) services.caches.traffic.fetched(cache, fileHash, known.fileSize);
+      return serveStored(services, req, cache, fileHash, known.fileSize);
     }
     // `nix copy` asks (HEAD) whether a file it is about to upload is there yet.
-    const staged = await stagedNixFile(deps, req, cache, file);
+    const staged = await stagedNixFile(services, req, cache, file);
     if (staged === null) throw new ApiError('not_found', `cache "${cache.name}" has no file nar/${file}`);
     return staged;
   }

@@ -4,7 +4,7 @@ import type { BinaryCache, Principal } from '../../services/index.js';
 import { bytesReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
-import type { CacheRouteDeps } from './cacheDeps.js';
+import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache, readableCacheInMemory } from './cacheGate.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -12,11 +12,11 @@ const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT'
 /** from an upstream cache (services/caches/upstreams.ts) */
 const UPSTREAM_NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'MISS' };
 
-export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
+export function narinfoRoutes(r: Router<Principal>, services: CacheRouteServices): void {
   const missPrefixes = new Map<string, string>();
   const notFound = (cache: BinaryCache, hash: string): Reply => {
     if (!isStorePathHashPart(hash)) throw new ApiError('not_found', `cache "${cache.name}" has no path ${hash}`);
-    deps.traffic?.served(cache, hash, false);
+    services.caches.traffic.served(cache, hash, false);
     // The envelope http/server.ts would make of that ApiError, as text (a valid hash needs no
     // escaping): on a busy cache a miss is as common as a hit.
     let prefix = missPrefixes.get(cache.name);
@@ -28,23 +28,23 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
     return bytesReply(404, `${prefix}${hash}","code":"not_found"}`, JSON_HEADERS);
   };
   const found = (cache: BinaryCache, hash: string, text: Uint8Array, headers: Record<string, string>) => {
-    deps.traffic?.served(cache, hash, true);
+    services.caches.traffic.served(cache, hash, true);
     return bytesReply(200, text, headers);
   };
 
   /** The answer this process knows without waiting: a cached narinfo, a known miss; undefined when only a lookup can tell. */
   const fromMemory = (cache: BinaryCache, hash: string): Reply | undefined => {
     if (!isStorePathHashPart(hash)) return undefined; // rare: the lookup refuses it
-    const text = deps.nars.reads.narinfoInMemory(cache.id, hash);
+    const text = services.nars.reads.narinfoInMemory(cache.id, hash);
     if (text) return found(cache, hash, text, NARINFO_HEADERS);
-    if (text === null && (!deps.upstreams || deps.upstreams.knownToHaveNone(cache.id))) return notFound(cache, hash);
+    if (text === null && services.caches.upstreams.knownToHaveNone(cache.id)) return notFound(cache, hash);
     return undefined;
   };
 
   // Hits and misses this process already knows are answered without a single await: on a busy
   // cache they are nearly every request, and each await is a turn of the microtask queue.
   const inMemory = (req: Req<Principal>): Reply | undefined => {
-    const cache = readableCacheInMemory(deps.access, req);
+    const cache = readableCacheInMemory(services.binaryCache, req);
     if (cache === undefined) return undefined;
     return fromMemory(cache, req.param<string>('hash'));
   };
@@ -53,7 +53,7 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
   // router; anything else it leaves to the route below, which answers the same.
   r.lane('/:file', ([name = '', file = ''], header) => {
     if (!file.endsWith('.narinfo') || header('authorization') !== '' || name.includes('%') || file.includes('%')) return undefined;
-    const decision = deps.access.peek(name, undefined, '');
+    const decision = services.binaryCache.peek(name, undefined, '');
     if (decision?.kind !== 'visible' || !decision.canRead) return undefined;
     return fromMemory(decision.cache, file.slice(0, -'.narinfo'.length));
   });
@@ -61,12 +61,12 @@ export function narinfoRoutes(r: Router<Principal>, deps: CacheRouteDeps): void 
   r.get('/:hash.narinfo', (req) => inMemory(req) ?? lookup(req));
 
   async function lookup(req: Req<Principal>): Promise<Reply> {
-    const cache = await readableCache(deps.access, req);
+    const cache = await readableCache(services.binaryCache, req);
     const hash = req.param<string>('hash');
     const valid = isStorePathHashPart(hash);
-    const text = valid ? await deps.nars.reads.narinfo(cache.id, hash) : null;
+    const text = valid ? await services.nars.reads.narinfo(cache.id, hash) : null;
     if (text !== null) return found(cache, hash, text, NARINFO_HEADERS);
-    const upstream = valid && deps.upstreams ? await deps.upstreams.lookupUpstreamNarinfo(cache, hash) : null;
+    const upstream = valid ? await services.caches.upstreams.lookupUpstreamNarinfo(cache, hash) : null;
     if (upstream !== null) return found(cache, hash, upstream, UPSTREAM_NARINFO_HEADERS);
     return notFound(cache, hash);
   }

@@ -11,7 +11,7 @@ import { chunkedReply, emptyReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import { ArchiveBuilds } from './archiveBuilds.js';
-import type { CacheRouteDeps } from './cacheDeps.js';
+import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache } from './cacheGate.js';
 import { cacheRateLimits } from './cacheRateLimits.js';
 import { contentTypeOf } from './contentType.js';
@@ -41,20 +41,20 @@ async function* boundedArchive(builds: ArchiveBuilds, pack: () => AsyncGenerator
   }
 }
 
-export function serveRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
-  const builds = new ArchiveBuilds(deps.config['cache.serveArchiveConcurrency']);
+export function serveRoutes(r: Router<Principal>, services: CacheRouteServices): void {
+  const builds = new ArchiveBuilds(services.config['cache.serveArchiveConcurrency']);
   const handler = async (req: Req<Principal>): Promise<Reply> => {
-    const cache = await readableCache(deps.access, req);
+    const cache = await readableCache(services.binaryCache, req);
     const hash = req.param<string>('hash');
     const path = req.params['path'] ?? '';
     const notFound = () => new ApiError('not_found', `cache "${cache.name}" has no ${hash}/${path}`);
-    const row = isStorePathHashPart(hash) ? await deps.nars.reads.listing(cache.id, hash) : null;
+    const row = isStorePathHashPart(hash) ? await services.nars.reads.listing(cache.id, hash) : null;
     if (row === null) throw notFound();
     const listing = parseNarListing(row.listing);
     if (!listing.ok) throw new Error(`the stored listing of ${hash} does not parse: ${listing.field}: ${listing.reason}`);
     const found = lookupNarListing(listing.value, path);
     if (found === undefined) throw notFound();
-    const blobs = deps.nars.blobs;
+    const blobs = services.nars.blobs;
     switch (found.type) {
       case 'regular':
         return streamReply(200, found.size, narSlice(blobs, row.fileHash, found.narOffset, found.size), {
@@ -72,13 +72,13 @@ export function serveRoutes(r: Router<Principal>, deps: CacheRouteDeps): void {
         const prefix = path.split('/').filter((s) => s !== '').join('/');
         const name = prefix.split('/').pop() || hash;
         const headers = untrustedFileHeaders('application/zstd', `${name}.tar.zst`);
-        const pack = () => directoryArchive(blobs, row.fileHash, prefix, deps.archiveProgress);
+        const pack = () => directoryArchive(blobs, row.fileHash, prefix, services.archiveProgress);
         return chunkedReply(200, req.isHead ? noBody() : boundedArchive(builds, pack), headers);
       }
     }
   };
   // The rest parameter also matches nothing: serve/{hash} is the path's root.
-  r.get('/serve/:hash/*path', sandboxed(rateLimited(deps.rateLimiter, cacheRateLimits.files, handler)));
+  r.get('/serve/:hash/*path', sandboxed(rateLimited(services.rateLimiter, cacheRateLimits.files, handler)));
 }
 
 /** A HEAD answer's body: never read (respond.ts sends headers only), and packs nothing if it were. */

@@ -5,19 +5,19 @@ import { isApiError } from '../../protocol/index.js';
 import type { BinaryCache, Principal } from '../../services/index.js';
 import { streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
-import type { CacheRouteDeps } from './cacheDeps.js';
+import type { CacheRouteServices } from './cacheDeps.js';
 import { writableCache } from './cacheGate.js';
 
 const NIX_FILE = /^[0-9a-z]{1,64}\.nar(\.[a-z0-9]{1,5})?$/;
 
-export async function stagedNixFile(deps: CacheRouteDeps, req: Req<Principal>, cache: BinaryCache, file: string): Promise<Reply | null> {
+export async function stagedNixFile(services: CacheRouteServices, req: Req<Principal>, cache: BinaryCache, file: string): Promise<Reply | null> {
   if (!NIX_FILE.test(file) || !req.header('authorization')) return null;
   // Someone who may not write the cache is answered as if nothing were staged.
-  const writer = await writableCache(deps.access, req).catch((e: unknown) => {
+  const writer = await writableCache(services.binaryCache, req).catch((e: unknown) => {
     if (isApiError(e)) return null;
     throw e;
   });
   if (writer === null || writer.id !== cache.id) return null;
-  const staged = await deps.uploads.nixStagedFile(writer, file);
+  const staged = await services.narUploads.nixStagedFile(writer, file);
   return staged === null ? null : streamReply(200, staged.size, staged.body, { 'Content-Type': 'application/x-nix-nar' });
 }

@@ -3,17 +3,12 @@
 // (learned by HEAD before the first byte), a single Range as 206, 404 when the upstream does not
 // have it. Only files that a verified narinfo of the cache's own upstreams names are fetched.
 import { ApiError } from '../../protocol/index.js';
-import type { BinaryCache, Principal, Upstreams } from '../../services/index.js';
+import type { BinaryCache, Principal } from '../../services/index.js';
 import { streamReply } from '../reply.js';
 import type { Router } from '../router.js';
 import { parseRange } from './byteRange.js';
-import type { CacheRouteDeps } from './cacheDeps.js';
+import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache } from './cacheGate.js';
-
-export interface UpstreamRouteDeps {
-  access: CacheRouteDeps['access'];
-  upstreams: Pick<Upstreams, 'openUpstreamNar'>;
-}
 
 const headersFor = (cache: BinaryCache, path: string) => ({
   'Content-Type': path.includes('.nar') ? 'application/x-nix-nar' : 'application/octet-stream',
@@ -22,11 +17,11 @@ const headersFor = (cache: BinaryCache, path: string) => ({
   'Cache-Control': `${cache.public ? 'public' : 'private'}, max-age=3600`,
 });
 
-export function upstreamNarRoutes(r: Router<Principal>, deps: UpstreamRouteDeps): void {
+export function upstreamNarRoutes(r: Router<Principal>, services: CacheRouteServices): void {
   r.get('/upstream/:upstream/:hash/*path', async (req) => {
-    const cache = await readableCache(deps.access, req);
+    const cache = await readableCache(services.binaryCache, req);
     const path = req.param<string>('path');
-    const file = await deps.upstreams.openUpstreamNar(cache, req.param<string>('upstream'), req.param<string>('hash'), path);
+    const file = await services.caches.upstreams.openUpstreamNar(cache, req.param<string>('upstream'), req.param<string>('hash'), path);
     if (file === null) throw new ApiError('not_found', `no upstream of cache "${cache.name}" has ${path}`);
     const range = parseRange(req.header('range'), file.size);
     if (range.kind === 'unsatisfiable') {

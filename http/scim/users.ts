@@ -1,7 +1,7 @@
 // SCIM 2.0 Users at /scim/v2/Users (RFC 7644), outside /api/v1: SCIM's own bearer token, SCIM's
 // media type, and SCIM's error body instead of kiln's envelope.
 import { ApiError, isApiError, SCIM_ERROR_SCHEMA, ScimPatchBody, ScimUserBody } from '../../protocol/index.js';
-import type { IdentityServices, Principal } from '../../services/index.js';
+import type { Principal, Services } from '../../services/index.js';
 import { bytesReply, emptyReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
@@ -23,7 +23,7 @@ function scimError(e: ApiError): Reply {
   return scimJson(e.status, { schemas: [SCIM_ERROR_SCHEMA], status: String(e.status), ...(scimType ? { scimType } : {}), detail: e.message });
 }
 
-export function scimRoutes(root: Router<Principal>, { scim }: Pick<IdentityServices, 'scim'>): void {
+export function scimRoutes(root: Router<Principal>, { identity: { scim } }: Pick<Services, 'identity'>): void {
   const r = root.scope('/scim/v2', { auth: 'none' });
   const handle = (work: (req: Req<Principal>) => Promise<Reply>) => async (req: Req<Principal>): Promise<Reply> => {
     try {

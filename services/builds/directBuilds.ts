@@ -16,6 +16,8 @@ import { projectCaches, writable, type ProjectCache } from '../caches/index.js';
 import { finishedEvaluations, queuedDependents } from './schedulerQueries.js';
 import { demandProjectPath } from '../projects/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
+import type { SchedulerPort } from './schedulerPort.js';
+
 
 /** The task that holds a project's direct builds; created on first use, like "default". */
 export const DIRECT_TASK = 'direct';
@@ -38,7 +40,7 @@ export interface DirectBuildsDeps {
   ingest: NarIngest;
   views: Pick<BuildViewsService, 'build'>;
   /** the scheduler: there are builds to dispatch */
-  wake(): void;
+  scheduler: Pick<SchedulerPort, 'wake'>;
   /** eval.maxKeep: prune the task's old evaluations */
   prune?(taskId: string): Promise<void>;
 }
@@ -151,7 +153,7 @@ export function directBuildsService(deps: DirectBuildsDeps) {
         return { evaluationId: id, taskId: task!.id, buildId };
       });
       await settle(evaluationId);
-      deps.wake();
+      deps.scheduler.wake();
       await deps.prune?.(taskId);
       return deps.views.build(who, buildId);
     },

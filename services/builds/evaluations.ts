@@ -10,6 +10,8 @@ import type { Principal } from '../access/index.js';
 import { resolveHead } from '../projects/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
 import { demandProject, demandProjectRef, type ProjectRow } from '../access/index.js';
+import type { SchedulerPort } from './schedulerPort.js';
+
 
 export interface EvaluationView {
   id: string;
@@ -31,8 +33,7 @@ export interface EvaluationsDeps {
   sql: Sql;
   events: Events;
   /** the scheduler: a new evaluation is waiting, or an aborted one must stop (its jobs are cancelled) */
-  wake(): void;
-  cancel(evaluationId: string): void;
+  scheduler: Pick<SchedulerPort, 'wake' | 'cancelEvaluation'>;
   /** eval.maxKeep: prune the task's old evaluations after a new one (services/builds/evaluationRetention.ts) */
   prune?(taskId: string): Promise<void>;
   /** projects.allowLocalRepositories: checked again at each evaluation (the option or DNS may have changed since the project was saved) */
@@ -67,7 +68,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
       }, { projectId: project.id, organizationId: project.organization_id, taskId: task.id, evaluationId: row!.id });
       return row!.id;
     }).then(async (id) => {
-      deps.wake();
+      deps.scheduler.wake();
       await deps.prune?.(task.id);
       return id;
     });
@@ -120,7 +121,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
         throw new ApiError('evaluation_finished', `evaluation ${id} is already ${row?.phase ?? 'gone'} and cannot be aborted`);
       }
       await abortUnwantedBuilds(deps.events, deps.sql, id);
-      deps.cancel(id);
+      deps.scheduler.cancelEvaluation(id);
       return 'Evaluation aborted';
     },
   };

@@ -1,11 +1,13 @@
 // Who may read or write a cache at the binary cache paths (spec: Authentication 7): public caches
 // are open, private ones take HTTP Basic with any user name and a session token or API key as the
 // password. These answers are asked for on every narinfo and NAR request, so they are remembered
-// briefly: a cache change or a revoked credential takes effect here within seconds.
+// briefly: a revoked credential takes effect here within seconds, and a cache's change at once, in
+// every server process (the memo listens for cache.changed on the event bus).
 import { createHash } from 'node:crypto';
 import type { Sql } from 'postgres';
-import { cacheServingRow, TtlMap, type SecretBox } from '../../storage/index.js';
+import { cacheServingRow, TtlMap, type EventBus, type SecretBox } from '../../storage/index.js';
 import { accessOf } from '../access/index.js';
+import { CACHE_SETTINGS_REASONS, onCacheChanged } from './cacheChanges.js';
 import { cachePublicKeyText } from './cacheKeys.js';
 import { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken } from './cacheReadTokens.js';
 import { anonymous, type Principal } from '../access/index.js';
@@ -47,6 +49,8 @@ export interface BinaryCacheAccessDeps {
   secretBox: SecretBox;
   /** the identity helper's HTTP Basic check (http/authenticate.ts); null without Basic credentials */
   authenticateBasic(header: string | undefined, peerAddress: string): Promise<Principal | null>;
+  /** where cache.changed arrives from this process and the others: what is remembered of that cache is forgotten */
+  bus: Pick<EventBus, 'subscribe'>;
   now?: () => number;
 }
 
@@ -55,8 +59,6 @@ export interface BinaryCacheAccess {
   peek(name: string, authorization: string | undefined, peerAddress: string): CacheAccess | undefined;
   /** The cache `name` as the request's Authorization header may see it. ApiError 401/403 for bad credentials. */
   resolve(name: string, authorization: string | undefined, peerAddress: string): Promise<CacheAccess>;
-  /** Forgets what this process remembers of a cache (after its settings changed or it was deleted). */
-  forgetCache(name: string): void;
 }
 
 interface Decision {
@@ -67,7 +69,7 @@ interface Decision {
 
 const principalKey = (p: Principal): string => (p.kind === 'user' ? (p.via === 'key' ? `k:${p.keyId}` : `s:${p.sessionId}`) : 'anonymous');
 
-export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAccess {
+export function createBinaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAccess {
   const now = deps.now ?? Date.now;
   const caches = new TtlMap<BinaryCache | null>(REMEMBERED_MAX, now);
   const credentials = new TtlMap<Principal>(REMEMBERED_MAX, now);
@@ -75,6 +77,13 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
   // The whole answer per (cache, credentials, address): a narinfo request then costs one lookup.
   const answers = new TtlMap<CacheAccess>(REMEMBERED_MAX, now);
   const resolving = new Map<string, Promise<CacheAccess>>();
+  // A cache's settings decide every answer that names it and every decision on it: they all go.
+  onCacheChanged(deps.bus, CACHE_SETTINGS_REASONS, ({ cache }) => {
+    caches.delete(cache.toLowerCase());
+    answers.clear();
+    resolving.clear();
+    decisions.clear();
+  });
 
   async function cacheNamed(name: string): Promise<BinaryCache | null> {
     const key = name.toLowerCase();
@@ -149,12 +158,6 @@ export function binaryCacheAccess(deps: BinaryCacheAccessDeps): BinaryCacheAcces
       });
       resolving.set(key, started);
       return started;
-    },
-    forgetCache(name) {
-      caches.delete(name.toLowerCase());
-      answers.clear();
-      resolving.clear();
-      decisions.clear();
     },
   };
 

@@ -14,9 +14,4 @@ export interface CacheDeps {
   events: Events;
   /** the binary cache's storage: deleting a path goes through it, so this process forgets it at once */
   nars: NarStorage;
-  /**
-   * Tells the binary cache routes of this process to forget what they remember of a cache (its
-   * settings, who may see it), after it changed or was deleted (BinaryCacheAccess.forgetCache).
-   */
-  forgetCache(name: string): void;
 }

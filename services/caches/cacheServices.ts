@@ -2,17 +2,22 @@
 import type { CacheDeps } from './cacheDeps.js';
 import { cacheNarsService } from './cacheNars.js';
 import { cachesService } from './caches.js';
-import { cacheStorageLimits } from './cacheStorage.js';
 import { cacheTraffic } from './cacheTraffic.js';
 import { cacheUpstreamsService } from './cacheUpstreams.js';
-import { createOutboundClient, outboundFetch, type OutboundClient } from '../../storage/index.js';
-import { upstreamService } from './upstreams.js';
+import { createOutboundClient, outboundFetch, type EventBus, type OutboundClient } from '../../storage/index.js';
+import { createUpstreams } from './upstreams.js';
 
-/** Caches, their NARs, their upstreams and storage limits, built once at start (cli/kiln.ts). */
-export function createCacheServices(deps: CacheDeps & { outbound?: OutboundClient }) {
+export interface CacheServicesDeps extends CacheDeps {
+  /** where upstream lookups hear that a cache's upstream list changed */
+  bus: Pick<EventBus, 'subscribe'>;
+  outbound?: OutboundClient;
+}
+
+/** Caches, their NARs and their upstreams, built once at start (services/createServices.ts). */
+export function createCacheServices(deps: CacheServicesDeps) {
   // Upstream URLs are checked against outbound.allowedNetworks when saved and on every connection.
   const outbound = deps.outbound ?? createOutboundClient({ allowedNetworks: deps.config['outbound.allowedNetworks'] });
-  const upstreams = upstreamService({
+  const upstreams = createUpstreams({
     sql: deps.sql,
     log: deps.log,
     secretBox: deps.secretBox,
@@ -20,13 +25,13 @@ export function createCacheServices(deps: CacheDeps & { outbound?: OutboundClien
     maxNarBytes: deps.config['nar.maxUploadSize'],
     tempFile: (suffix) => deps.nars.staging.tempFile(suffix),
     fetch: outboundFetch(outbound),
+    bus: deps.bus,
   });
   return {
     caches: cachesService(deps),
     cacheNars: cacheNarsService(deps),
-    cacheUpstreams: cacheUpstreamsService({ ...deps, outbound, forgetUpstreams: (cacheId) => upstreams.forget(cacheId) }),
+    cacheUpstreams: cacheUpstreamsService({ ...deps, outbound }),
     upstreams,
-    storageLimits: cacheStorageLimits(deps.sql, deps.config['cache.maxStorageGb']),
     /** cache.narinfo.served and cache.nar.fetched, batched off the serving path */
     traffic: cacheTraffic(deps.events),
   };

@@ -28,8 +28,6 @@ const toView = (row: UpstreamRow, auth: UpstreamAuth): UpstreamView => ({
 export const normalizeUpstreamUrl = (url: string): string => url.replace(/\/+$/, '');
 
 export interface CacheUpstreamsDeps extends CacheDeps {
-  /** forgets this process's memory of the cache's upstreams and of their answers (upstreams.ts) */
-  forgetUpstreams(cacheId: string): void;
   /** where upstreams may be (outbound.allowedNetworks) */
   outbound: Pick<OutboundClient, 'refusalOf'>;
 }
@@ -40,6 +38,9 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
   const viewsOf = async (cacheId: string): Promise<UpstreamView[]> =>
     (await listUpstreamRows(sql, cacheId)).map((row) =>
       toView(row, row.credentials === null ? null : upstreamAuthOf(openUpstreamCredentials(deps.secretBox, row.credentials))));
+  // Every process's memo of the cache's upstreams and of their answers hears of it (upstreams.ts).
+  const changed = (row: { id: string; name: string }, reason: 'upstream.put' | 'upstream.delete') =>
+    deps.events.publish('cache.changed', { cache: row.name, reason }, { cacheId: row.id });
   return {
     async list(who: Principal, cache: string): Promise<UpstreamView[]> {
       const { row } = await caches.demandRecord(who, cache, 'viewCache');
@@ -60,7 +61,7 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
         url, public_key: key.value.toString(), priority: body.priority,
         ...(body.credentials === undefined ? {} : { credentials: body.credentials === null ? null : sealUpstreamCredentials(deps.secretBox, body.credentials) }),
       });
-      deps.forgetUpstreams(row.id);
+      changed(row, 'upstream.put');
       return viewsOf(row.id);
     },
 
@@ -69,7 +70,7 @@ export function cacheUpstreamsService(deps: CacheUpstreamsDeps) {
       if (!isUuid(id) || !(await deleteUpstreamRow(sql, row.id, id))) {
         throw new ApiError('upstream_not_found', `cache "${row.name}" has no upstream ${id}`);
       }
-      deps.forgetUpstreams(row.id);
+      changed(row, 'upstream.delete');
       return viewsOf(row.id);
     },
   };

@@ -26,7 +26,7 @@ export function demandOwner(who: Principal, row: CacheRow, access: Access, what:
 /** The names of the settings a PATCH body changes, for cache.update's `changes`. */
 const changedSettings = (body: UpdateCacheBody): string[] => Object.entries(body).filter(([, value]) => value !== undefined).map(([name]) => name);
 
-export function cachesService({ sql, config, secretBox, forgetCache, events }: CacheDeps) {
+export function cachesService({ sql, config, secretBox, events }: CacheDeps) {
   const serveUrl = config['serveUrl'].replace(/\/+$/, '');
   const toView = (row: CacheRow, access: Access): CacheView => ({
     id: row.id,
@@ -83,10 +83,10 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
             name: body.name, description: body.description ?? '', public: body.public, priority: body.priority, owner_id: userId, ...key,
           });
           emit('cache.create', { cache: body.name, cache_id: inserted, public: body.public }, { cacheId: inserted });
+          // also makes every process forget a miss it remembers for this name (binaryCacheAccess.ts)
           emit('cache.changed', { cache: body.name, reason: 'create' }, { cacheId: inserted });
           return inserted;
         });
-        forgetCache(body.name); // a miss for this name may be remembered from before it existed
         return viewById(who, id);
       } catch (e) {
         if (isUniqueViolation(e)) throw new ApiError('cache_exists', `a cache named "${body.name}" exists`);
@@ -117,7 +117,6 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
         emit('cache.update', { cache: row.name, cache_id: row.id, public: body.public ?? row.public, changes }, { cacheId: row.id });
         emit('cache.changed', { cache: row.name, reason: 'update' }, { cacheId: row.id });
       });
-      forgetCache(row.name);
       return viewById(who, row.id);
     },
 
@@ -132,7 +131,6 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
         emit('cache.changed', { cache: row.name, reason: 'delete' }, { cacheId: row.id });
         await deleteCache(tx, row.id);
       });
-      forgetCache(row.name);
       return `cache "${row.name}" deleted`;
     },
 
@@ -144,7 +142,6 @@ export function cachesService({ sql, config, secretBox, forgetCache, events }: C
         emit('cache.update', { cache: row.name, cache_id: row.id, public: row.public, changes: ['active'], active }, { cacheId: row.id });
         emit('cache.changed', { cache: row.name, reason: active ? 'enabled' : 'disabled' }, { cacheId: row.id });
       });
-      forgetCache(row.name);
       return viewById(who, row.id);
     },
 

@@ -9,7 +9,8 @@ import { rm, stat } from 'node:fs/promises';
 import type { Sql } from 'postgres';
 import type { Logger } from '../../config/index.js';
 import { isStorePathHashPart, VerifyingKey } from '../../protocol/index.js';
-import { TtlMap, type SecretBox } from '../../storage/index.js';
+import { TtlMap, type EventBus, type SecretBox } from '../../storage/index.js';
+import { onCacheChanged } from './cacheChanges.js';
 import { cacheSigningKeys } from './cacheSigningKeys.js';
 import type { BinaryCache } from './binaryCacheAccess.js';
 import { Semaphore } from './semaphore.js';
@@ -43,6 +44,8 @@ export interface UpstreamDeps {
   timeoutMs?: number;
   /** how upstreams are fetched: outboundFetch over the instance's outbound client */
   fetch: FetchFunction;
+  /** where cache.changed arrives from this process and the others: an upstream list that changed is read again */
+  bus: Pick<EventBus, 'subscribe'>;
   now?: () => number;
 }
 
@@ -77,9 +80,10 @@ export interface Upstreams {
   openUpstreamNar(cache: UpstreamCache, upstreamId: string, hashPart: string, path: string): Promise<UpstreamFile | null>;
   /** `log/<drv>` or `debuginfo/<build id>` from the first upstream that has it. */
   fetchUpstreamExtra(cacheId: string, path: string): Promise<UpstreamBytes | null>;
-  /** Forgets the cache's upstream list and their answers (after the list changed). */
-  forget(cacheId: string): void;
 }
+
+/** Changes after which a cache's upstream list and the answers of its upstreams are forgotten. */
+const UPSTREAM_LIST_REASONS: ReadonlySet<string> = new Set(['upstream.put', 'upstream.delete', 'delete']);
 
 interface KnownUpstream extends UpstreamSource {
   priority: number;
@@ -98,7 +102,7 @@ const authorizedFetch = (fetchFn: FetchFunction, authorization: string): FetchFu
     return fetchFn(input, { ...init, headers });
   };
 
-export function upstreamService(deps: UpstreamDeps): Upstreams {
+export function createUpstreams(deps: UpstreamDeps): Upstreams {
   const fetchFn = deps.fetch;
   const now = deps.now ?? Date.now;
   const timeoutMs = deps.timeoutMs ?? 10_000;
@@ -109,6 +113,12 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
   const inflight = new Map<string, Promise<Buffer | null>>();
 
   const loadingLists = new Map<string, Promise<KnownUpstream[]>>();
+  onCacheChanged(deps.bus, UPSTREAM_LIST_REASONS, ({ cacheId }) => {
+    if (cacheId === null) return;
+    lists.delete(cacheId);
+    loadingLists.delete(cacheId);
+    answers.deletePrefix(`${cacheId}/`);
+  });
   function upstreamsOf(cacheId: string): Promise<KnownUpstream[]> {
     const known = lists.get(cacheId);
     if (known !== undefined) return Promise.resolve(known);
@@ -184,7 +194,7 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
     knownToHaveNone(cacheId) {
       const known = lists.peek(cacheId);
       if (known === undefined || known.value.length > 0) return false;
-      // An expired "none" is believed once more while the list is read again (forget() drops it at once).
+      // An expired "none" is believed once more while the list is read again (a cache.changed for its upstreams drops it at once).
       if (!known.fresh) {
         upstreamsOf(cacheId).catch((err: unknown) => deps.log.warn({ err, cacheId }, 'the upstream list could not be read again; the old one stays in use'));
       }
@@ -224,12 +234,6 @@ export function upstreamService(deps: UpstreamDeps): Upstreams {
         }
       }
       return null;
-    },
-
-    forget(cacheId) {
-      lists.delete(cacheId);
-      loadingLists.delete(cacheId);
-      answers.deletePrefix(`${cacheId}/`);
     },
   };
 

@@ -27,22 +27,14 @@ export type LiveFeed =
   | { kind: 'boardCache'; cacheIds: string[] | 'all' };
 
 /**
- * Evaluations and builds are resolved by the evaluation and build services (wired in cli/kiln.ts): each
- * returns ids when the caller may view the evaluation's project, and throws ApiError 404 otherwise.
+ * Evaluations and builds are resolved by the evaluation and build services (services/createServices.ts
+ * builds them first): each returns ids when the caller may view the evaluation's project, and throws
+ * ApiError 404 otherwise.
  */
 export interface LiveResolvers {
   evaluation(who: Principal, id: string): Promise<{ evaluationId: string }>;
   build(who: Principal, id: string): Promise<{ buildId: string; evaluationId: string }>;
 }
-
-export const unknownEvaluations: LiveResolvers = {
-  evaluation: async (_who, id) => {
-    throw new ApiError('not_found', `no evaluation ${id}`);
-  },
-  build: async (_who, id) => {
-    throw new ApiError('not_found', `no build ${id}`);
-  },
-};
 
 /** What can be checked without a database: the firehose's globs. Throws ApiError 400. */
 export function checkLiveRequest(request: LiveRequest): void {
@@ -57,8 +49,7 @@ const superuserOnly = (who: Principal, what: string): void => {
   if (!isSuperuser(who)) throw new ApiError('forbidden', superuserRefusal(who, `${what} is for superusers`));
 };
 
-export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolvers = unknownEvaluations) {
-  let resolvers = initialResolvers;
+export function eventStreamsService(sql: Queryable, resolvers: LiveResolvers) {
   async function visibleCaches(who: Principal): Promise<string[]> {
     const rows = await allCacheRows(sql, userOf(who));
     // viewCache among the caller's permissions, so a key without it is not told about the cache
@@ -66,11 +57,6 @@ export function eventStreamsService(sql: Queryable, initialResolvers: LiveResolv
   }
 
   return {
-    /** Sets how evaluations and builds are found, once the services that know them exist. */
-    resolveWith(next: LiveResolvers): void {
-      resolvers = next;
-    },
-
     async authorize(who: Principal, request: LiveRequest): Promise<LiveFeed> {
       if (who.kind !== 'user') throw new ApiError('unauthorized', 'live updates need a token: the header Authorization: Bearer <token> or the query parameter token');
       switch (request.kind) {

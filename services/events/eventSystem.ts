@@ -1,5 +1,5 @@
 // The event system of a server process, built once at start (cli/kiln.ts): the bus, the emitter
-// services use, the delivery engine, and the webhook, task action and live-feed services.
+// services use, the delivery engine, and the webhook and task action services.
 import type { PgBoss } from 'pg-boss';
 import type { Config, Logger } from '../../config/index.js';
 import type { Clock } from '../../supervisors/index.js';
@@ -16,7 +16,6 @@ import {
 import type { Supervisor } from '../../supervisors/index.js';
 import { startDeliveryEngine, type DeliveryEngine } from './deliveryEngine.js';
 import { createWebRequestSender } from './webRequest.js';
-import { eventStreamsService, type EventStreams } from './eventStreams.js';
 import { createMailer, type Mailer } from '../accounts/index.js';
 import { openSigningSecret } from './signingSecret.js';
 import { taskActionsService, type TaskActionsService } from './taskActions.js';
@@ -61,7 +60,6 @@ export interface EventSystem {
   engine: DeliveryEngine;
   webhooks: WebhooksService;
   taskActions: TaskActionsService;
-  streams: EventStreams;
   close(): Promise<void>;
 }
 
@@ -113,7 +111,6 @@ export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOp
       engine,
       webhooks: webhooksService({ sql: db.web, events, engine, secretBox, authorize: opts.authorizeWebhooks ?? accessWebhookAuthorizer(db.web), outbound }),
       taskActions: taskActionsService({ sql: db.web, events, secretBox, outbound }),
-      streams: eventStreamsService(db.web),
       close,
     };
   } catch (error) {

@@ -13,7 +13,7 @@ export interface ServerInstance {
   close(): Promise<void>;
 }
 
-export async function registerServerInstance(sql: Sql): Promise<ServerInstance> {
+export async function openServerInstance(sql: Sql): Promise<ServerInstance> {
   const lease = await acquireInstanceLease(sql);
   try {
     // A row left by a dead process may name the key: the lock says it is ours now.

@@ -21,7 +21,7 @@ export interface WorkerAuth {
   verify(hello: Hello, tokens: readonly ProjectToken[]): Promise<string[]>;
 }
 
-export function workerAuth(sql: Sql, opts: { localWorker: boolean }): WorkerAuth {
+export function createWorkerAuth(sql: Sql, opts: { localWorker: boolean }): WorkerAuth {
   const verifiedPairs = new Set<string>();
   const verifies = async (hash: string, token: string): Promise<boolean> => {
     const pair = `${hash}\n${createHash('sha256').update(token).digest('base64')}`;

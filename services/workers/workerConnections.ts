@@ -28,7 +28,7 @@ export interface ConnectedWorker {
   readonly actor?: SupervisedActor<WorkerConnectionMachine>;
 }
 
-/** What the scheduler hears about workers; the default does nothing. */
+/** What the scheduler hears about workers (WorkerConnections.subscribe). */
 export interface WorkerListener {
   connected(worker: ConnectedWorker): void;
   received(worker: ConnectedWorker, message: Message): void;
@@ -68,7 +68,7 @@ const eventContent = (hello: Hello, reason?: string): WorkerEventContent => ({
 
 export class WorkerConnections {
   private readonly byId = new Map<string, ConnectedWorker | 'joining'>();
-  private listener: WorkerListener | null = null;
+  private readonly listeners = new Set<WorkerListener>();
 
   constructor(
     private readonly sql: Sql,
@@ -79,8 +79,10 @@ export class WorkerConnections {
     },
   ) {}
 
-  setListener(listener: WorkerListener): void {
-    this.listener = listener;
+  /** The listener hears of every connection, message and loss from now on; the function returned ends that. */
+  subscribe(listener: WorkerListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
   }
 
   get size(): number {
@@ -116,7 +118,7 @@ export class WorkerConnections {
     };
     this.byId.set(hello.workerId, worker);
     this.opts.emit?.('worker.connected', eventContent(hello));
-    this.listener?.connected(worker);
+    for (const listener of this.listeners) listener.connected(worker);
     return worker;
   }
 
@@ -128,7 +130,7 @@ export class WorkerConnections {
       worker.link.send({ t: 'heartbeatAck', seq: message.seq });
       return;
     }
-    this.listener?.received(worker, message);
+    for (const listener of this.listeners) listener.received(worker, message);
   }
 
   async disconnect(worker: ConnectedWorker, code: RejectCode, reason: string): Promise<void> {
@@ -141,7 +143,7 @@ export class WorkerConnections {
         update worker_connections set disconnected_at = now(), last_seen_at = ${new Date(worker.lastSeen)}, close_code = ${code}, close_reason = ${reason.slice(0, 500)}
         where id = ${worker.connectionId}`;
     } finally {
-      this.listener?.lost(worker, code, reason);
+      for (const listener of this.listeners) listener.lost(worker, code, reason);
       this.opts.emit?.(code === 'heartbeat_timeout' ? 'worker.dead' : 'worker.disconnected', eventContent(worker.hello, `${code}: ${reason}`));
     }
   }

@@ -8,7 +8,7 @@ export { parseDatabaseUrl, describeTarget, nodePostgresOptions, type DatabaseTar
 export type { Sql } from 'postgres';
 export {
   acquireInstanceLease, leaseHeldCondition, leaseLostCondition, trySessionLock, LEASE_NAMESPACE,
-  type AdvisoryKey, type HeldLock, type InstanceLease,
+  type HeldLock,
 } from './advisoryLocks.js';
 export {
   activeCachesNamed, allCacheRows, cacheIdNamed, cacheNameOf, cacheRowById, cacheRowNamed, cacheSealedKey, cacheServingRow, candidateCacheRows, declareCache, deleteCache,

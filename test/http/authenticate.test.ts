@@ -1,8 +1,8 @@
+// Bearer tokens and HTTP Basic passwords resolved to principals (services/accounts/tokenAuthentication.ts).
 import t, { type Test } from 'tap';
 import pino from 'pino';
 import { loadConfig } from '../../config/index.js';
-import { createAuthenticator } from '../../http/index.js';
-import { openIdentityServices, systemClock, type KeyUser, type Principal, type SessionUser } from '../../services/index.js';
+import { createTokenAuthentication, openIdentityServices, systemClock, type KeyUser, type Principal, type SessionUser } from '../../services/index.js';
 import { testDatabase } from '../support/db.js';
 import { testEvents } from '../support/testEvents.js';
 import { insertCache, insertProject } from '../support/modelRows.js';
@@ -14,7 +14,7 @@ async function setup(t: Test) {
   const config = loadConfig({ scope: 'server', env: {}, overrides: { useTls: false, baseDir: '/nonexistent' } }).values;
   const identity = await openIdentityServices({ sql, config, log: pino({ level: 'silent' }), clock: systemClock, events });
   t.teardown(() => identity.close());
-  return { sql, identity, auth: createAuthenticator(identity) };
+  return { sql, identity, auth: createTokenAuthentication(identity) };
 }
 
 t.test('bearer tokens and HTTP Basic for the cache routes', async (t) => {

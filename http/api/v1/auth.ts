@@ -1,8 +1,7 @@
 // /auth/*: registration, password sign-in, the username check, e-mail verification, logout.
 import { z } from 'zod';
 import { CheckUsernameBody, LoginBody, RegisterBody, ResendVerificationBody } from '../../../protocol/index.js';
-import type { IdentityServices, Principal } from '../../../services/index.js';
-import type { RateLimiter } from '../../../storage/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import { authRateLimits, rateLimited } from '../../rateLimit.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
@@ -10,14 +9,9 @@ import type { Router } from '../../router.js';
 const MALFORMED_TOKEN = 'the verification link\'s token is missing or malformed';
 const VerifyEmailQuery = z.object({ token: z.string(MALFORMED_TOKEN).min(1, MALFORMED_TOKEN).max(200, MALFORMED_TOKEN) });
 
-export interface AuthRouteDeps {
-  identity: IdentityServices;
-  rateLimiter: RateLimiter;
-}
-
 const origin = (req: Req<Principal>) => ({ userAgent: req.header('user-agent'), address: req.peerAddress });
 
-export function authRoutes(r: Router<Principal>, { identity, rateLimiter }: AuthRouteDeps): void {
+export function authRoutes(r: Router<Principal>, { identity, rateLimiter }: Pick<Services, 'identity' | 'rateLimiter'>): void {
   const open = { auth: 'none' } as const;
   r.post('/auth/basic/register', rateLimited(rateLimiter, authRateLimits.register, async (req) =>
     identity.accounts.register(await req.body(RegisterBody))), open);

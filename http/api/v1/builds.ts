@@ -1,7 +1,7 @@
 // /api/v1/builds routes.
 import { z } from 'zod';
 import { BuildId, EvaluationId } from '../../../protocol/index.js';
-import type { BuildDataServices, BuildViewsService, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import { contentTypeOf } from '../../cache/contentType.js';
 import { bytesReply, chunkedReply, streamReply } from '../../reply.js';
 import type { Req } from '../../request.js';
@@ -11,7 +11,7 @@ const ProductFilename = z.string().min(1, 'must not be empty').max(255, 'must be
 
 // One build: its record, its stored log (text/plain) and its direct dependencies; with the build
 // data services, the streamed logs, the dependency graph and the build products (docs/builds.md).
-export function buildsRoutes(r: Router<Principal>, views: BuildViewsService, data?: BuildDataServices): void {
+export function buildsRoutes(r: Router<Principal>, { builds: { views, data } }: Pick<Services, 'builds'>): void {
   const id = (req: Req<Principal>) => req.param('id', BuildId);
   r.get('/builds/:id', (req) => views.build(req.principal, id(req)));
   r.get('/builds/:id/log', async (req) => bytesReply(200, await views.log(req.principal, id(req)), { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }));

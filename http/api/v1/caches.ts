@@ -2,11 +2,11 @@
 // key. Members are in members.ts and invitations.ts, NARs in cacheNars.ts, upstreams in
 // cacheUpstreams.ts.
 import { CacheName, CreateCacheBody, UpdateCacheBody } from '../../../protocol/index.js';
-import type { CacheServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function cachesRoutes(r: Router<Principal>, { caches }: CacheServices): void {
+export function cachesRoutes(r: Router<Principal>, { caches: { caches } }: Pick<Services, 'caches'>): void {
   const cache = (req: Req<Principal>) => req.param('cache', CacheName);
   r.get('/caches', (req) => caches.list(req.principal));
   r.put('/caches', async (req) => caches.create(req.principal, await req.body(CreateCacheBody)));

@@ -1,7 +1,7 @@
 // GET /workers: the workers connected to this server process (superuser, or anyone with publicStats).
-import type { Principal, WorkerConnections } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
-export function connectedWorkersRoutes(r: Router<Principal>, workers: WorkerConnections): void {
+export function connectedWorkersRoutes(r: Router<Principal>, { workers }: Pick<Services, 'workers'>): void {
   r.get('/workers', (req) => workers.list(req.principal), { auth: 'optional' });
 }

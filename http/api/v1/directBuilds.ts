@@ -4,7 +4,7 @@
 // Limits: "Blob upload cap for build requests"), whatever http.maxRequestSize says.
 import { z } from 'zod';
 import { ApiError, describeIssue, DrvPathText } from '../../../protocol/index.js';
-import type { DirectBuildsService, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import { multipartBoundary, readMultipart } from '../../multipart.js';
 import type { Router } from '../../router.js';
 
@@ -29,7 +29,7 @@ async function collect(body: AsyncIterable<Uint8Array>, limit: number, name: str
 
 const RecentQuery = z.object({ limit: z.coerce.number('a whole number from 1 to 200').int('a whole number from 1 to 200').min(1, 'a whole number from 1 to 200').max(200, 'a whole number from 1 to 200').default(50) });
 
-export function directBuildsRoutes(api: Router<Principal>, service: DirectBuildsService): void {
+export function directBuildsRoutes(api: Router<Principal>, { buildRequests: { direct: service } }: Pick<Services, 'buildRequests'>): void {
   api.post('/builds', async (req) => {
     const boundary = multipartBoundary(req.header('content-type'));
     const text: Partial<Record<TextPart, string>> = {};

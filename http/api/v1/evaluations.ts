@@ -1,14 +1,14 @@
 // Evaluations: start, read, abort; entry points and the store path of an attribute at a commit.
 import { z } from 'zod';
 import { CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
-import type { BuildViewsService, EvaluationsService, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
 const AttributeAtCommitQuery = z.object({ commit: CommitId, attr: z.string().min(1).max(1000) });
 const EntryPointsQuery = z.object({ evaluation_id: EvaluationId.optional() });
 
-export function evaluationsRoutes(r: Router<Principal>, evaluations: EvaluationsService, views: BuildViewsService): void {
+export function evaluationsRoutes(r: Router<Principal>, { builds: { evaluations, views } }: Pick<Services, 'builds'>): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   const project = (req: Req<Principal>) => req.param('project', ProjectName);
   const projectRef = (req: Req<Principal>) => req.param('project', ProjectRef);

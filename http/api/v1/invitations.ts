@@ -1,11 +1,11 @@
 // Invitations (docs/permissions.md, "Invitations"): invite with POST on a member list, the
 // pending lists per project and cache, "My invites", and accept / decline / revoke by id.
 import { InviteBody, ProjectRef, ResourceName } from '../../../protocol/index.js';
-import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function invitationsRoutes(r: Router<Principal>, { invitations }: AccessServices): void {
+export function invitationsRoutes(r: Router<Principal>, { access: { invitations } }: Pick<Services, 'access'>): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);
   const cache = (req: Req<Principal>) => req.param('cache', ResourceName);
   const id = (req: Req<Principal>) => req.param<string>('id');

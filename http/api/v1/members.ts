@@ -1,11 +1,11 @@
 // Member lists of projects and caches: GET lists, PATCH changes a role, DELETE removes (body
 // {user}). POST (inviting) is in invitations.ts.
 import { MemberBody, ProjectRef, RemoveMemberBody, ResourceName } from '../../../protocol/index.js';
-import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function membersRoutes(r: Router<Principal>, { members }: AccessServices): void {
+export function membersRoutes(r: Router<Principal>, { access: { members } }: Pick<Services, 'access'>): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);
   const cache = (req: Req<Principal>) => req.param('cache', ResourceName);
   r.get('/projects/:project/users', (req) => members.list(req.principal, 'project', project(req)));

@@ -3,18 +3,12 @@
 // http.maxRequestSize does not apply: these routes have nar.maxUploadSize as their limit.
 import { z } from 'zod';
 import { ApiError, describeIssue, NarUploadInfo, StorePathHash, type Narinfo } from '../../../protocol/index.js';
-import type { NarUploadService, Principal } from '../../../services/index.js';
-import type { Config } from '../../../config/index.js';
+import type { NarUploadService, Principal, Services } from '../../../services/index.js';
 import { readMultipart, multipartBoundary } from '../../multipart.js';
 import type { Router } from '../../router.js';
 
 /** The narinfo part is small JSON; anything bigger is a mistake, not a narinfo. */
 const MAX_NARINFO_PART_BYTES = 1 << 20;
-
-export interface NarUploadRouteDeps {
-  uploads: NarUploadService;
-  config: Pick<Config, 'nar.maxUploadSize'>;
-}
 
 const NOT_AN_OFFSET = 'expected the number of bytes already staged (?offset=N)';
 const ChunkQuery = z.object({
@@ -50,9 +44,8 @@ function narinfoOfPart(uploads: NarUploadService, value: unknown): Narinfo {
   return uploads.parseUploadInfo(parsed.data);
 }
 
-export function narUploadRoutes(api: Router<Principal>, deps: NarUploadRouteDeps): void {
-  const { uploads } = deps;
-  const maxUpload = deps.config['nar.maxUploadSize'];
+export function narUploadRoutes(api: Router<Principal>, { narUploads: uploads, config }: Pick<Services, 'narUploads' | 'config'>): void {
+  const maxUpload = config['nar.maxUploadSize'];
 
   api.post('/caches/:cache/nars', async (req): Promise<unknown> => {
     const target = await uploads.restTarget(req.principal, req.param<string>('cache'));

@@ -2,15 +2,14 @@
 // (`<frontend.url>/auth/callback#token=…`): a fragment never reaches a server, a log or a Referer.
 // Failures go the same way as `#error=<code>&message=…`. With frontend.enable off there is no page
 // to hand it to, and the callback answers the envelope itself (message: the token).
-import type { Config } from '../../../config/index.js';
 import { isApiError } from '../../../protocol/index.js';
-import type { IdentityServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import { emptyReply } from '../../reply.js';
 import type { Router } from '../../router.js';
 
 export const FRONTEND_CALLBACK_PATH = '/auth/callback';
 
-export function oidcRoutes(r: Router<Principal>, { oidc }: Pick<IdentityServices, 'oidc'>, config: Config): void {
+export function oidcRoutes(r: Router<Principal>, { identity: { oidc }, config }: Pick<Services, 'identity' | 'config'>): void {
   const open = { auth: 'none' } as const;
   const frontend = config['frontend.enable'] ? config['frontend.url'].replace(/\/$/, '') + FRONTEND_CALLBACK_PATH : null;
 

@@ -3,11 +3,11 @@
 import {
   CreateOrganizationBody, MemberBody, RemoveMemberBody, ResourceName, UpdateOrganizationBody,
 } from '../../../protocol/index.js';
-import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function orgsRoutes(r: Router<Principal>, { organizations, organizationMembers, organizationSshKey }: AccessServices): void {
+export function orgsRoutes(r: Router<Principal>, { access: { organizations, organizationMembers, organizationSshKey } }: Pick<Services, 'access'>): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   r.get('/orgs', (req) => organizations.list(req.principal));
   r.put('/orgs', async (req) => organizations.create(req.principal, await req.body(CreateOrganizationBody)));

@@ -2,11 +2,11 @@
 // …/subscribe, …/workers) are registered before these in routes.ts; the reserved project names
 // keep the two shapes apart.
 import { CreateProjectBody, ProjectName, ResourceName, UpdateProjectBody } from '../../../protocol/index.js';
-import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function projectsRoutes(r: Router<Principal>, { projects }: AccessServices): void {
+export function projectsRoutes(r: Router<Principal>, { access: { projects } }: Pick<Services, 'access'>): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   const project = (req: Req<Principal>) => req.param('project', ProjectName);
   r.get('/projects/:org', (req) => projects.list(req.principal, org(req)));

@@ -1,10 +1,10 @@
 // /api/v1 routes of an organization's build servers.
 import { CreateServerBody, ResourceName, UpdateServerBody } from '../../../protocol/index.js';
-import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function serversRoutes(r: Router<Principal>, { servers }: AccessServices): void {
+export function serversRoutes(r: Router<Principal>, { access: { servers } }: Pick<Services, 'access'>): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   const server = (req: Req<Principal>) => req.param('server', ResourceName);
   r.get('/servers/:org', (req) => servers.list(req.principal, org(req)));

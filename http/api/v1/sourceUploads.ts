@@ -2,7 +2,7 @@
 // the tarball as the raw body, up to http.maxSourceUploadSize; the answer's url is a capability
 // URL at the root, GET /build-sources/{id}?token=…, which a worker fetches without an account.
 import { z } from 'zod';
-import type { Principal, SourceUploadsService } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import { streamReply } from '../../reply.js';
 import type { Router } from '../../router.js';
 
@@ -11,7 +11,10 @@ const NO_PROJECT = 'name the project the source is for (?project=org/project or 
 const UploadQuery = z.object({ project: z.string(NO_PROJECT).min(1, NO_PROJECT) });
 const FetchQuery = z.object({ token: z.string().optional() });
 
-export function sourceUploadRoutes(api: Router<Principal>, root: Router<Principal>, service: SourceUploadsService, maxBytes: number): void {
+/** `root` is the router at /: the capability URL lives outside /api/v1. */
+export function sourceUploadRoutes(root: Router<Principal>, { buildRequests: { sources: service }, config }: Pick<Services, 'buildRequests' | 'config'>): void {
+  const api = root.scope('/api/v1');
+  const maxBytes = config['http.maxSourceUploadSize'];
   api.post('/build-requests/source', (req) => {
     const { project } = req.query(UploadQuery);
     return service.upload(req.principal, project, req.stream());

@@ -1,10 +1,10 @@
 // Subscriptions of projects and organizations to caches, and the cache side's requests.
 import { ProjectRef, ResourceName, SubscribeBody } from '../../../protocol/index.js';
-import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function subscriptionsRoutes(r: Router<Principal>, { subscriptions }: AccessServices): void {
+export function subscriptionsRoutes(r: Router<Principal>, { access: { subscriptions } }: Pick<Services, 'access'>): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);
   const org = (req: Req<Principal>) => req.param('org', ResourceName);
   const cache = (req: Req<Principal>) => req.param('cache', ResourceName);

@@ -1,12 +1,12 @@
 // Task actions: /tasks/{project}/{task}/actions with the sub-resources of webhooks (rotate-secret
 // for send_web_request actions, the delivery history).
 import { CreateTaskActionBody, ProjectRef, ResourceName, UpdateTaskActionBody } from '../../../protocol/index.js';
-import type { Principal, TaskActionsService } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 import { deliveryQuery } from './webhooks.js';
 
-export function taskActionsRoutes(r: Router<Principal>, actions: TaskActionsService): void {
+export function taskActionsRoutes(r: Router<Principal>, { events: { taskActions: actions } }: Pick<Services, 'events'>): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);
   const task = (req: Req<Principal>) => req.param('task', ResourceName);
   const id = (req: Req<Principal>) => req.param<string>('id');

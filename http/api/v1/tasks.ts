@@ -1,11 +1,11 @@
 // /tasks/{project}… with a single-segment project (UUID or a name one organization uses), as
 // the spec's /tasks/{project}/{task}/evaluate.
 import { CreateTaskBody, ProjectRef, ResourceName } from '../../../protocol/index.js';
-import type { AccessServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-export function tasksRoutes(r: Router<Principal>, { tasks }: AccessServices): void {
+export function tasksRoutes(r: Router<Principal>, { access: { tasks } }: Pick<Services, 'access'>): void {
   const project = (req: Req<Principal>) => req.param('project', ProjectRef);
   const task = (req: Req<Principal>) => req.param('task', ResourceName);
   r.get('/tasks/:project', (req) => tasks.list(req.principal, project(req)));

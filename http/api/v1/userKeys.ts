@@ -2,12 +2,12 @@
 // `{"name": …}`, since some clients cannot send a body with DELETE). Create and delete need a session.
 import { z } from 'zod';
 import { CreateApiKeyBody, DeleteApiKeyBody, KeyName } from '../../../protocol/index.js';
-import type { IdentityServices, Principal } from '../../../services/index.js';
+import type { Principal, Services } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
 const DeleteKeyQuery = z.object({ name: KeyName.optional() });
 
-export function userKeysRoutes(r: Router<Principal>, { apiKeys }: Pick<IdentityServices, 'apiKeys'>): void {
+export function userKeysRoutes(r: Router<Principal>, { identity: { apiKeys } }: Pick<Services, 'identity'>): void {
   r.get('/user/keys', (req) => apiKeys.list(req.principal));
   r.post('/user/keys', async (req) => apiKeys.create(req.principal, await req.body(CreateApiKeyBody)));
   r.del('/user/keys', async (req) => {

@@ -7,7 +7,7 @@
 //   GET /{id}/deliveries[?page=&per_page=&status=], GET /{id}/deliveries/{delivery}
 //   POST /{id}/deliveries/{delivery}/redeliver   the event again, as a new delivery, at once
 import { CreateWebhookBody, DeliveryListQuery, ProjectRef, ResourceName, UpdateWebhookBody } from '../../../protocol/index.js';
-import type { Principal, WebhookScopeRef, WebhooksService } from '../../../services/index.js';
+import type { Principal, WebhookScopeRef, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
@@ -23,7 +23,7 @@ export function deliveryQuery(req: Req<Principal>): DeliveryListQuery {
   return req.query(DeliveryListQuery);
 }
 
-export function webhooksRoutes(r: Router<Principal>, webhooks: WebhooksService): void {
+export function webhooksRoutes(r: Router<Principal>, { events: { webhooks } }: Pick<Services, 'events'>): void {
   for (const { prefix, scope } of scopes) {
     const id = (req: Req<Principal>) => req.param<string>('id');
     const create = async (req: Req<Principal>) => webhooks.create(req.principal, scope(req), await req.body(CreateWebhookBody));

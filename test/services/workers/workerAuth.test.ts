@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import argon2 from 'argon2';
 import t from 'tap';
-import { workerAuth } from '../../../services/index.js';
+import { createWorkerAuth } from '../../../services/index.js';
 import { testDatabase } from '../../support/db.js';
 import { insertProject } from '../../support/modelRows.js';
 import { testHello } from '../../support/protoClient.js';
@@ -17,7 +17,7 @@ t.test('verified tokens are remembered, rows are not', async (t) => {
   const token = 'a'.repeat(64);
   const [row] = await sql<{ id: string }[]>`
     insert into worker_registrations (project_id, token_hash) values (${project}, ${await argon2.hash(token, { type: argon2.argon2id })}) returning id`;
-  const auth = workerAuth(sql, { localWorker: false });
+  const auth = createWorkerAuth(sql, { localWorker: false });
   const hello = { v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, ...testHello({ workerId: randomUUID() }) };
   t.same(await auth.projectsFor(hello), [project]);
   t.same(await auth.verify(hello, [{ project, token }]), [project]);

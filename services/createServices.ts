@@ -1,0 +1,198 @@
+// The service graph of a server process, built once in dependency order from what cli/kiln.ts opened:
+// each service gets finished services only, so nothing is wired after the fact. Cross-cutting
+// notifications (a cache changed) travel over the event bus, subscribed to by whoever listens.
+import { componentLogger, type Config, type Logger } from '../config/index.js';
+import { summarizeUploadBudget, uploadBudgetMachine } from '../actors/index.js';
+import type { Supervisor } from '../supervisors/index.js';
+import type { ArchiveProgress, BlobStore, Database, NarStorage, RateLimiter, SecretBox } from '../storage/index.js';
+import { createAccessServices, type AccessServices } from './accessServices.js';
+import { createBinaryCacheAccess, type BinaryCacheAccess } from './caches/index.js';
+import { buildDataServices, type BuildDataServices } from './builds/index.js';
+import { BuildLogFeed } from './builds/index.js';
+import { BuildLogs } from './builds/index.js';
+import { BuildScheduler, type SchedulerTicker } from './builds/index.js';
+import { buildViewsService, type BuildViewsService } from './builds/index.js';
+import { mintCacheReadToken } from './caches/index.js';
+import { createCacheServices, type CacheServices } from './caches/index.js';
+import { cacheSigningKeys } from './caches/index.js';
+import { cacheStorageLimits } from './caches/index.js';
+import type { Clock } from '../supervisors/index.js';
+import { commitsService, type CommitsService } from './builds/index.js';
+import { directBuildsService, type DirectBuildsService } from './builds/index.js';
+import { evaluationPruner } from './builds/index.js';
+import { evaluationsService, type EvaluationsService } from './builds/index.js';
+import { eventStreamsService, type EventStreams } from './events/index.js';
+import type { EventSystem } from './events/index.js';
+import type { IdentityServices } from './accounts/index.js';
+import { narIngest, type NarIngest } from './caches/index.js';
+import { narUploadService, type NarUploadService } from './caches/index.js';
+import type { RunningScheduler } from './builds/index.js';
+import type { ServerInstance } from './workers/index.js';
+import { sourceUploadsService, type SourceUploadsService } from './builds/index.js';
+import { createTokenAuthentication, type TokenAuthentication } from './accounts/index.js';
+import { createWorkerAuth, type WorkerAuth } from './workers/index.js';
+import { WorkerConnections } from './workers/index.js';
+import { WorkerNars } from './workers/index.js';
+
+/** What the composition root opened before the services: each owns resources and is closed by it. */
+export interface OpenedResources {
+  config: Config;
+  log: Logger;
+  clock: Clock;
+  /** kiln's version, for GET /health and the worker handshake */
+  version: string;
+  db: Database;
+  root: Supervisor;
+  rateLimiter: RateLimiter;
+  secretBox: SecretBox;
+  events: EventSystem;
+  identity: IdentityServices;
+  blobs: BlobStore;
+  instance: ServerInstance;
+  nars: NarStorage;
+}
+
+/** Tuning for tests; production passes none. */
+export interface ServiceOptions {
+  /** the scheduler's periodic pass (every second by default) */
+  schedulerTicker?: SchedulerTicker;
+  /** what the binary cache's access memo measures its TTLs with (default Date.now) */
+  cacheAccessClock?: { now(): number };
+  /** watches serve/ directory archives being packed */
+  archiveProgress?: ArchiveProgress;
+}
+
+/** Every service of a server process: what the HTTP routes, the sockets and the composition root take. */
+export interface Services {
+  config: Config;
+  log: Logger;
+  version: string;
+  startedAt: Date;
+  db: Database;
+  root: Supervisor;
+  /** token buckets of the auth endpoints and the binary cache routes */
+  rateLimiter: RateLimiter;
+  identity: IdentityServices;
+  /** bearer tokens and HTTP Basic passwords to principals */
+  tokens: TokenAuthentication;
+  /** organizations, projects, tasks, servers, members, invitations, subscriptions, worker tokens */
+  access: AccessServices;
+  /** the binary cache's storage: reads, uploads, hot cache */
+  nars: NarStorage;
+  /** who may read and write a cache at /cache/{cache} (HTTP Basic) */
+  binaryCache: BinaryCacheAccess;
+  narUploads: NarUploadService;
+  /** caches, their NARs (management API) and upstreams */
+  caches: CacheServices;
+  /** the bus, the emitter, webhooks and task actions */
+  events: EventSystem;
+  /** who may watch which live feed */
+  streams: EventStreams;
+  /** workers connected over /proto */
+  workers: WorkerConnections;
+  /** who a connecting worker is */
+  workerAuth: WorkerAuth;
+  scheduler: RunningScheduler;
+  /** live log readers in this process hear of new bytes and of status changes */
+  logFeed: BuildLogFeed;
+  /** evaluations and the read side of builds */
+  builds: { evaluations: EvaluationsService; views: BuildViewsService; data: BuildDataServices };
+  /** direct builds, source uploads and commits (docs/builds.md) */
+  buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
+  /** tests: watches serve/ directory archives being packed */
+  archiveProgress?: ArchiveProgress;
+}
+
+export function createServices(opened: OpenedResources, opts: ServiceOptions = {}): Services {
+  const { config, log, clock, db, root, secretBox, events, identity, nars } = opened;
+  const webLog = componentLogger(log, 'web');
+  const uploadBudget = root.spawn({
+    id: 'upload-budget',
+    kind: 'upload-budget',
+    logic: uploadBudgetMachine,
+    input: { concurrency: config['upload.concurrency'], bytesBudget: config['upload.bytesBudget'] },
+    summarize: summarizeUploadBudget,
+  });
+  const tokens = createTokenAuthentication(identity);
+  const binaryCache = createBinaryCacheAccess({
+    sql: db.cache, secretBox, authenticateBasic: tokens.authenticateBasic, bus: events.bus,
+    ...(opts.cacheAccessClock ? { now: () => opts.cacheAccessClock!.now() } : {}),
+  });
+  // Room checks count what the NAR storage holds, on its pool; every ingest path shares them.
+  const storageLimits = cacheStorageLimits(db.cache, config['cache.maxStorageGb']);
+  // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds, the scheduler's for /proto pushes.
+  const ingestOn = (sql: Database['web'], on: EventSystem['events']): NarIngest => narIngest({
+    nars, keys: cacheSigningKeys(sql, secretBox), uploadBudget, restWaitSecs: config['upload.restWaitSecs'], storageLimits, events: on,
+  });
+  const webIngest = ingestOn(db.web, events.events);
+  const narUploads = narUploadService({ sql: db.web, nars, ingest: webIngest, maxUploadSize: config['nar.maxUploadSize'] });
+  const caches = createCacheServices({
+    sql: db.web, config, log: componentLogger(log, 'cache'), secretBox, nars, events: events.events, bus: events.bus,
+  });
+
+  // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
+  const schedulerEvents = events.events.withPool(db.scheduler);
+  const workers = new WorkerConnections(db.scheduler, {
+    instanceId: opened.instance.id,
+    publicStats: config['publicStats'],
+    emit: (name, content) => events.events.publish(name, { ...content }),
+    supervisor: root.supervise({ id: 'workers', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
+  });
+  // Live log readers (POST /builds/{id}/log) hear of new log bytes at once in this process, and of status changes from any.
+  const logFeed = new BuildLogFeed();
+  logFeed.listen(events.bus);
+  const buildLogs = new BuildLogs(db.scheduler, config['log.chunkBytes'], (id) => logFeed.notify(id));
+  const scheduler = new BuildScheduler({
+    sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'), clock,
+    nars: new WorkerNars({
+      sql: db.scheduler, ingest: ingestOn(db.scheduler, schedulerEvents), maxUploadSize: config['nar.maxUploadSize'], log: componentLogger(log, 'proto'),
+    }),
+    logs: buildLogs,
+    storage: storageLimits,
+    readToken: (cacheIds, ttlSecs) => mintCacheReadToken(secretBox, cacheIds, ttlSecs),
+    supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
+    settings: {
+      maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],
+      defaultTimeoutSecs: config['build.defaultTimeoutSecs'], defaultMaxSilentSecs: config['build.defaultMaxSilentSecs'], serveUrl: config['serveUrl'],
+      inputsUnavailableMaxLoops: config['build.inputsUnavailableMaxLoops'],
+      substituteMissEscalationThreshold: config['build.substituteMissEscalationThreshold'],
+      scoringPolicy: config['scheduler.scoringPolicy'], maxStorageGb: config['cache.maxStorageGb'],
+    },
+    ...(opts.schedulerTicker ? { ticker: opts.schedulerTicker } : {}),
+  });
+  // The scheduler hears of every worker connection, message and loss.
+  workers.subscribe(scheduler);
+
+  const access = createAccessServices({
+    sql: db.web, config, log: webLog, clock, secretBox, events: events.events,
+    // evaluations parked for want of a cache go back to the queue
+    onSubscriptionApproved: () => scheduler.requeueWaiting(),
+  });
+  const prune = evaluationPruner(db.web, config['eval.maxKeep']);
+  const evaluations = evaluationsService({
+    sql: db.web, events: events.events, scheduler, prune, repositories: { allowLocal: config['projects.allowLocalRepositories'] },
+  });
+  const views = buildViewsService(db.web, evaluations);
+  const data = buildDataServices({ sql: db.web, nars, evaluations, views, feed: logFeed, logs: buildLogs });
+  // Live sockets of evaluations and builds are authorised like GET /evals/{id} and GET /builds/{id},
+  // always: no option replaces these checks (test/http/live/liveSocketAuthorization.test.ts).
+  const streams = eventStreamsService(db.web, {
+    evaluation: async (who, id) => (await evaluations.visible(who, id, 'viewProject'), { evaluationId: id }),
+    build: async (who, id) => {
+      const found = await views.build(who, id);
+      return { buildId: found.build_id, evaluationId: found.evaluation_id };
+    },
+  });
+  const buildRequests = {
+    direct: directBuildsService({ sql: db.web, events: events.events, ingest: webIngest, views, scheduler, prune }),
+    sources: sourceUploadsService({ sql: db.web, blobs: opened.blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
+    commits: commitsService(db.web),
+  };
+  return {
+    config, log, version: opened.version, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
+    identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
+    workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
+    scheduler, logFeed, builds: { evaluations, views, data }, buildRequests,
+    ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
+  };
+}
