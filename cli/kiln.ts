@@ -145,6 +145,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const sockets = eventSockets({
       bus: events.bus, streams: events.streams, authenticateToken: authenticator.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
+      actorTransitions: (listener) => root.onTransition(listener),
       ...(opts.firehoseLagBytes ? { lagBytes: opts.firehoseLagBytes } : {}),
     });
     // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
