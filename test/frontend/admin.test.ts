@@ -53,6 +53,8 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     await page.getByRole('heading', { name: 'Actors', exact: true }).waitFor();
     await page.locator('[data-actor="upload-budget"]').waitFor();
     await page.getByText('Live', { exact: false }).first().waitFor();
+    await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Admin' }).waitFor();
+    t.pass('a superuser has Admin in the nav');
 
     // An actor spawned after the page loaded: it arrives over the live socket.
     const actor = kiln.root.spawn({ id: 'fragile-ui', kind: 'test-fragile', logic: fragile, input: undefined });
