@@ -137,6 +137,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const sockets = eventSockets({
       bus: events.bus, streams: services.streams, authenticateToken: services.tokens.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
+      actorTransitions: (listener) => root.onTransition(listener),
       ...(opts.firehoseLagBytes ? { lagBytes: opts.firehoseLagBytes } : {}),
     });
     const proto = protoRoute({

@@ -33,6 +33,8 @@ export interface SupervisorNode {
   kind: 'supervisor';
   status: SupervisorStatus;
   restarts: number;
+  /** Its restart budget (counted over all its children) and the restarts inside the window now. */
+  restartBudget: { maxRestarts: number; withinMs: number; recent: number };
   children: InspectNode[];
   /** Message of the last escalation. */
   error?: string;

@@ -39,6 +39,12 @@ export class RestartBudget {
     return true;
   }
 
+  /** Restarts still inside the window now: how much of the budget is spent. */
+  recent(): number {
+    const now = this.now();
+    return this.restartTimes.filter((at) => at > now - this.limits.withinMs).length;
+  }
+
   /** A supervisor restarted by its parent starts with a full budget, like a new process. */
   reset(): void {
     this.restartTimes = [];

@@ -133,6 +133,7 @@ export class Supervisor {
       kind: 'supervisor',
       status: this.status,
       restarts: this.restartCount,
+      restartBudget: { ...this.budget.limits, recent: this.budget.recent() },
       children: this.children.map((child) => child.inspect()),
     };
     if (this.lastError !== undefined) node.error = this.lastError;

@@ -1,4 +1,5 @@
-// The event WebSockets: the firehose (/api/v1/metrics/events) and the live paths.
+// The event WebSockets: the firehose (/api/v1/metrics/events), the live paths, and the supervision
+// tree's transitions (/api/v1/admin/actors/live).
 //
 // What needs no database (the path, the globs, a token being there at all) is checked in the
 // upgrade handler: a failure is an HTTP error with the usual JSON envelope. The upgrade itself
@@ -14,10 +15,11 @@ import type { Logger } from 'pino';
 import { ApiError, isApiError, renderEnvelope } from '../../protocol/index.js';
 import { checkLiveRequest, type EventStreams, type LiveFeed, type LiveRequest, type Principal } from '../../services/index.js';
 import type { EventBus } from '../../storage/index.js';
+import type { ActorTransition } from '../../supervisors/index.js';
 import { CidrSet, clientAddress, normalizeAddress } from '../clientAddress.js';
 import { FirehoseHub, type FirehoseSocketData } from './firehose.js';
 import { LiveLag, type LiveLagSocketData } from './liveLag.js';
-import { eventTopics, feedTopics } from './liveTopics.js';
+import { ACTORS_TOPIC, eventTopics, feedTopics } from './liveTopics.js';
 import { LIVE_PATHS, decodeParam, socketToken, type LivePath } from './socketRequest.js';
 
 export interface EventSocketsOptions {
@@ -28,6 +30,8 @@ export interface EventSocketsOptions {
   log: Logger;
   /** unsent bytes past which a firehose or live subscriber lags (default 1 MiB) */
   lagBytes?: number;
+  /** The supervision tree's steps for /admin/actors/live (root.onTransition); returns the unsubscribing. */
+  actorTransitions?(listener: (transition: ActorTransition) => void): () => void;
 }
 
 interface SocketData extends FirehoseSocketData, LiveLagSocketData {
@@ -62,6 +66,7 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
   const liveLag = new LiveLag(lagBytes);
   const trusted = new CidrSet(opts.trustedProxies);
   let unsubscribe: (() => void) | null = null;
+  let unsubscribeActors: (() => void) | null = null;
 
   const asApiError = (error: unknown): ApiError => {
     if (isApiError(error)) return error;
@@ -148,10 +153,17 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
         liveLag.observe(topics);
         hub.publish(event);
       });
+      // Not bus events: the tree is this process's, so its steps go only to this process's sockets.
+      unsubscribeActors = opts.actorTransitions?.((transition) => {
+        app.publish(ACTORS_TOPIC, renderEnvelope('actor.transition', transition.at, { ...transition }));
+        liveLag.observe([ACTORS_TOPIC]);
+      }) ?? null;
     },
     close() {
       unsubscribe?.();
       unsubscribe = null;
+      unsubscribeActors?.();
+      unsubscribeActors = null;
     },
     get firehoseSubscribers() {
       return hub.size;

@@ -6,8 +6,12 @@
 //   build:<id>           build.progress of one build
 //   board                worker.queue_depth, worker.job_dispatched, worker.connected, worker.disconnected
 //   caches, cache:<id>   cache.changed (every cache, one cache)
+//   actors               actor.transition: a step of the supervision tree (not a bus event)
 import type { BusEvent } from '../../storage/index.js';
 import type { LiveFeed } from '../../services/index.js';
+
+/** The topic of the supervision tree's transitions, which come from the tree, not the event bus. */
+export const ACTORS_TOPIC = 'actors';
 
 const BOARD_EVENTS = new Set(['worker.queue_depth', 'worker.job_dispatched', 'worker.connected', 'worker.disconnected']);
 
@@ -24,6 +28,8 @@ export function feedTopics(feed: LiveFeed): string[] {
       return ['board'];
     case 'boardCache':
       return feed.cacheIds === 'all' ? ['caches'] : feed.cacheIds.map((id) => `cache:${id}`);
+    case 'actors':
+      return [ACTORS_TOPIC];
     case 'firehose':
       return [];
   }

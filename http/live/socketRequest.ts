@@ -17,6 +17,7 @@ export const LIVE_PATHS: readonly LivePath[] = [
   { pattern: '/api/v1/builds/:build/live', request: ([build]) => ({ kind: 'build', build: uuid(build!, 'build') }) },
   { pattern: '/api/v1/board/live', request: () => ({ kind: 'board' }) },
   { pattern: '/api/v1/board/cache/live', request: () => ({ kind: 'boardCache' }) },
+  { pattern: '/api/v1/admin/actors/live', request: () => ({ kind: 'actors' }) },
 ];
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -82,3 +82,46 @@ export const UpdateTaskActionBody = z.strictObject({
 });
 export type UpdateTaskActionBody = z.infer<typeof UpdateTaskActionBody>;
 
+
+const Time = z.iso.datetime({ offset: true });
+
+/** A webhook as GET/PUT/PATCH …/webhooks answer it (the secret only on create and rotate-secret). */
+export const WebhookView = z.strictObject({
+  id: z.uuid(),
+  scope: z.enum(['project', 'cache', 'instance']),
+  project: z.string().optional(),
+  cache: z.string().optional(),
+  url: z.string(),
+  events: z.array(z.string()),
+  active: z.boolean(),
+  description: z.string(),
+  created_at: Time,
+  updated_at: Time,
+  last_delivery: z.strictObject({ status: z.string(), at: Time }).nullable(),
+});
+export type WebhookView = z.infer<typeof WebhookView>;
+
+/** One delivery of an event to a webhook or task action, as its history lists it. */
+export const DeliveryView = z.strictObject({
+  id: z.uuid(),
+  event: z.string(),
+  event_id: z.string(),
+  status: DeliveryStatus,
+  attempts: z.int().min(0),
+  max_attempts: z.int().min(1),
+  next_attempt_at: Time.nullable(),
+  last_response_status: z.int().nullable(),
+  last_error: z.string().nullable(),
+  created_at: Time,
+  finished_at: Time.nullable(),
+});
+export type DeliveryView = z.infer<typeof DeliveryView>;
+
+/** GET …/{id}/deliveries: one page of the history, newest first. */
+export const DeliveryPage = z.strictObject({
+  deliveries: z.array(DeliveryView),
+  page: z.int().min(1),
+  per_page: z.int().min(1),
+  total: z.int().min(0),
+});
+export type DeliveryPage = z.infer<typeof DeliveryPage>;

@@ -1,5 +1,5 @@
-// Workers, the worker protocol, webhook pings and the firehose's own notice. All live-only except
-// webhook.ping, which goes through the outbox to the one webhook being tested.
+// Workers, the worker protocol, webhook pings, the supervision tree's steps and the live sockets' own
+// notices. All live-only except webhook.ping, which goes through the outbox to the one webhook being tested.
 import { z } from 'zod';
 import { Bytes, CacheLabel, Count, ProjectLabel, Uuid, transientEvent, type Defined } from './eventFields.js';
 
@@ -32,7 +32,7 @@ export const WebhookPingContent = z.looseObject({
 export const StreamLaggedContent = z.looseObject({ skipped: Count });
 
 export const StreamOpenContent = z.looseObject({
-  /** firehose, task, evaluation, build, board or boardCache */
+  /** firehose, task, evaluation, build, board, boardCache or actors */
   feed: z.string().max(32),
   /** the firehose's globs */
   events: z.array(z.string()).optional(),
@@ -56,6 +56,10 @@ export const runtimeEventDefinitions = {
     description: 'POST …/webhooks/{id}/test: sent at once to that one webhook',
     content: WebhookPingContent,
   } satisfies Defined<typeof WebhookPingContent>,
+  'actor.transition': transientEvent('actor', 'a step of an actor or supervisor of this process\'s supervision tree; only on /admin/actors/live, never on the bus or the firehose', z.looseObject({
+    supervisor: z.string().max(500), id: z.string().max(200), kind: z.string().max(100), event: z.string().max(200),
+    state: z.json(), status: z.string().max(32), restarts: Count, at: z.number(), error: z.string().optional(),
+  })),
   'stream.open': transientEvent('stream', 'the first frame of a live socket: it is authorised and subscribed; events follow (on the firehose only when its globs match stream.open)', StreamOpenContent),
   'stream.lagged': transientEvent('stream', 'the firehose dropped events for a slow subscriber; it continues from the newest', StreamLaggedContent),
 };

@@ -1,6 +1,6 @@
 // Who may watch which live feed (spec: Firehose, Live updates). Each WebSocket is authorised like
-// the GET it mirrors: a task's and an evaluation's like viewing the project, the board and the
-// firehose for superusers, the cache board for the caches the caller can view.
+// the GET it mirrors: a task's and an evaluation's like viewing the project, the board, the actor
+// transitions and the firehose for superusers, the cache board for the caches the caller can view.
 import { ApiError, describeIssue, EventGlob } from '../../protocol/index.js';
 import { allCacheRows } from '../../storage/index.js';
 import { accessOf } from '../access/index.js';
@@ -15,7 +15,8 @@ export type LiveRequest =
   | { kind: 'evaluation'; evaluation: string }
   | { kind: 'build'; build: string }
   | { kind: 'board' }
-  | { kind: 'boardCache' };
+  | { kind: 'boardCache' }
+  | { kind: 'actors' };
 
 /** What a socket receives, by id. */
 export type LiveFeed =
@@ -24,7 +25,8 @@ export type LiveFeed =
   | { kind: 'evaluation'; evaluationId: string }
   | { kind: 'build'; buildId: string; evaluationId: string }
   | { kind: 'board' }
-  | { kind: 'boardCache'; cacheIds: string[] | 'all' };
+  | { kind: 'boardCache'; cacheIds: string[] | 'all' }
+  | { kind: 'actors' };
 
 /**
  * Evaluations and builds are resolved by the evaluation and build services (services/createServices.ts
@@ -80,6 +82,9 @@ export function eventStreamsService(sql: Queryable, resolvers: LiveResolvers) {
           return { kind: 'board' };
         case 'boardCache':
           return { kind: 'boardCache', cacheIds: isSuperuser(who) ? 'all' : await visibleCaches(who) };
+        case 'actors':
+          superuserOnly(who, 'the supervision tree');
+          return { kind: 'actors' };
       }
     },
   };

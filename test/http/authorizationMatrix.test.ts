@@ -369,6 +369,7 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/board/live', scope: 'superuser', permission: 'admin', socket: true },
+  { method: 'GET', path: '/admin/actors/live', scope: 'superuser', permission: 'admin', socket: true },
   // the live paths of a project (issue 16): authorised like GET /tasks/…, /evals/{id}, /builds/{id}
   { method: 'GET', path: '/tasks/web/default/live', scope: 'project', role: 'View', permission: 'viewProject', socket: true },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/live`, scope: 'project', role: 'View', permission: 'viewProject', socket: true },

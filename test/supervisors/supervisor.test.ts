@@ -100,6 +100,7 @@ t.test('inspect() shows each actor with kind, state, status, restarts, mailbox a
     kind: 'supervisor',
     status: 'running',
     restarts: 0,
+    restartBudget: { maxRestarts: 5, withinMs: 10_000, recent: 0 },
     children: [
       { id: 'counter-1', kind: 'counter', state: 'counting', status: 'running', restarts: 0, mailbox: 0, summary: { count: 4 } },
       {
@@ -107,6 +108,7 @@ t.test('inspect() shows each actor with kind, state, status, restarts, mailbox a
         kind: 'supervisor',
         status: 'running',
         restarts: 0,
+        restartBudget: { maxRestarts: 5, withinMs: 10_000, recent: 0 },
         children: [{ id: 'counter-2', kind: 'counter', state: 'paused', status: 'running', restarts: 0, mailbox: 0, summary: { count: 0 } }],
       },
     ],
@@ -210,6 +212,9 @@ t.test('the budget is a sliding window: old restarts stop counting', async (t) =
     await back;
   }
   t.equal(actorNode(root.inspect(), 'counter').restarts, 3);
+  t.same(root.inspect().restartBudget, { maxRestarts: 1, withinMs: 1000, recent: 1 }, 'only the last restart is inside the window');
+  clock = 3000;
+  t.equal(root.inspect().restartBudget.recent, 0, 'and it leaves the window in turn');
   t.same(escalations, []);
 });
 
@@ -272,7 +277,7 @@ t.test('stop() stops children in reverse start order, deepest first, and frees t
   root.onTransition((tr) => tr.event === 'xstate.stop' && stopped.push(tr.id));
   root.stop();
   t.same(stopped, ['d', 'c', 'b', 'a']);
-  t.same(root.inspect(), { id: 'root', kind: 'supervisor', status: 'stopped', restarts: 0, children: [] });
+  t.same(root.inspect(), { id: 'root', kind: 'supervisor', status: 'stopped', restarts: 0, restartBudget: { maxRestarts: 5, withinMs: 10_000, recent: 0 }, children: [] });
   t.equal(root.lookup('a', counterMachine), undefined);
   d.send({ type: 'inc' }); // dropped
   t.throws(() => group.spawn(counterSpec('e')), /supervisor root\/group is stopped/);

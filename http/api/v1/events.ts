@@ -4,7 +4,7 @@ import { ApiError, eventCatalog } from '../../../protocol/index.js';
 import type { Principal } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
-const WEBSOCKET_PATHS = ['/metrics/events', '/tasks/:project/:task/live', '/evals/:evaluation/live', '/builds/:build/live', '/board/live', '/board/cache/live'];
+const WEBSOCKET_PATHS = ['/metrics/events', '/tasks/:project/:task/live', '/evals/:evaluation/live', '/builds/:build/live', '/board/live', '/board/cache/live', '/admin/actors/live'];
 
 export function eventRoutes(r: Router<Principal>): void {
   r.get('/events/catalog', () => eventCatalog());

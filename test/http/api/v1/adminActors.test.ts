@@ -1,6 +1,7 @@
 import t from 'tap';
 import { createMachine } from 'xstate';
 import { signUp } from '../../../support/accounts.js';
+import { eventually, openLive, type LiveRefusal } from '../../../support/events.js';
 import { startTestKiln } from '../../../support/kiln.js';
 
 interface Node { id: string; kind: string; restarts: number; state?: unknown; mailbox?: number; summary?: { passes?: number }; children?: Node[] }
@@ -50,3 +51,27 @@ t.test('GET /admin/actors shows the tree, state values and restarts to a superus
   t.equal((await kiln.api('GET', '/admin/actors', { token: eve.token })).status, 403, 'not for other users');
   t.equal((await kiln.api('GET', '/admin/actors')).status, 401);
 });
+
+t.test('/admin/actors/live streams the tree\'s transitions to superusers only', async (t) => {
+  const kiln = await startTestKiln(t);
+  const admin = await signUp(kiln, 'ada');
+  const eve = await signUp(kiln, 'eve');
+  const refusal = await openLive(kiln, '/admin/actors/live', eve.token, 'query').then(
+    (c) => (c.close(), null),
+    (e: LiveRefusal) => e,
+  );
+  t.match(refusal, { status: 403, body: { code: 'forbidden' } }, 'not for other users');
+
+  const feed = await openLive(kiln, '/admin/actors/live', admin.token, 'query');
+  t.teardown(() => feed.close());
+  const actor = kiln.root.spawn({ id: 'fragile-live', kind: 'test-fragile', logic: fragile, input: undefined });
+  actor.send({ type: 'crash' });
+  const restart = await eventually('the restart on the feed', async () =>
+    feed.frames.find((f) => f.content['id'] === 'fragile-live' && f.content['event'] === 'xstate.init' && f.content['restarts'] === 1));
+  t.equal(restart.event, 'actor.transition');
+  t.match(restart.content, { supervisor: 'root', kind: 'test-fragile', state: 'idle', status: 'running' });
+  t.ok(feed.frames.some((f) => f.content['id'] === 'fragile-live' && f.content['event'] === 'xstate.error'), 'the crash came first');
+  const tree = await kiln.api<{ restartBudget: { maxRestarts: number; withinMs: number; recent: number } }>('GET', '/admin/actors', { token: admin.token });
+  t.match(tree.message.restartBudget, { maxRestarts: Number, withinMs: Number, recent: 1 }, "the root's budget shows the restart");
+});
+
