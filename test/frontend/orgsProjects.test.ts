@@ -130,6 +130,7 @@ t.test('organization and project pages', async (t) => {
     const subs = await parsed(kiln, ada.token, '/orgs/acme/subscribe', SubscriptionsView);
     t.same(subs.subscriptions.map((s) => s.cache), ['main']);
     t.same(await seriousAccessibilityViolations(page), [], 'organization page: no serious or critical axe violations');
+    await page.evaluate('window.scrollTo(0, 0)');
     await screenshot(page, 'organization');
   });
 
@@ -217,6 +218,7 @@ t.test('organization and project pages', async (t) => {
     await page.getByRole('button', { name: 'Send invitation' }).click();
     await page.getByRole('alert').filter({ hasText: /already has an open invitation/ }).waitFor();
     t.same(await seriousAccessibilityViolations(page), [], 'project page: no serious or critical axe violations');
+    await page.evaluate('window.scrollTo(0, 0)');
     await screenshot(page, 'project');
     await page.getByRole('button', { name: 'Revoke invitation of bea' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Revoke' }).click();
