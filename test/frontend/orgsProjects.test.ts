@@ -12,7 +12,7 @@ import { ProjectEvaluationsPage } from '../../protocol/api/projectEvaluations.js
 import { ProjectDetails, ProjectView } from '../../protocol/api/projects.js';
 import { ServerView } from '../../protocol/api/servers.js';
 import { SubscriptionsView } from '../../protocol/api/subscriptions.js';
-import { DeliveryPage, WebhookView } from '../../protocol/api/webhooks.js';
+import { DeliveryPage, TaskActionView, WebhookView } from '../../protocol/api/webhooks.js';
 import { WorkerRegistrationView } from '../../protocol/api/workerRegistrations.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
 import { launchBrowser, openPage, screenshot, seriousAccessibilityViolations } from '../support/browser.js';
@@ -172,6 +172,21 @@ t.test('organization and project pages', async (t) => {
     t.equal(await page.getByTestId('stars-default').textContent(), '1');
     const details = await parsed(kiln, ada.token, '/projects/acme/web/details', ProjectDetails);
     t.match(details.tasks[0], { name: 'default', stars: 1, starred: true });
+    t.same((await parsed(kiln, ada.token, '/projects/acme', z.array(ProjectView))).map((p) => p.name), ['web']);
+  });
+
+  await t.test('task actions: add a web request to the default task', async (t) => {
+    await page.getByRole('button', { name: 'Actions of default' }).click();
+    const actions = page.getByTestId('actions-default');
+    await actions.getByText('No actions.').waitFor();
+    await actions.getByLabel('Action name').fill('notify');
+    await actions.getByLabel('URL').fill(receiver.url);
+    await actions.getByLabel(/^Events/).fill('evaluation.*');
+    await actions.getByRole('button', { name: 'Add action' }).click();
+    await actions.getByRole('listitem').filter({ hasText: 'notify' }).waitFor();
+    t.ok((await actions.getByRole('textbox', { name: 'Action signing secret' }).inputValue()).length >= 32, 'its secret, once');
+    const [action] = await parsed(kiln, ada.token, '/tasks/web/default/actions', z.array(TaskActionView));
+    t.match(action, { name: 'notify', kind: 'send_web_request', events: ['evaluation.*'] });
   });
 
   await t.test('webhooks: the secret once, a test ping in the delivery history, redeliver', async (t) => {
