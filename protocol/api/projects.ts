@@ -1,6 +1,10 @@
-// Project bodies and names: the reserved path words, repository URLs, create and update bodies.
+// Project bodies, names and views: the reserved path words, repository URLs, create and update bodies, what the API answers.
 import { z } from 'zod';
 import { ResourceName } from './names.js';
+import { MemberView } from './organizations.js';
+import { Permission, Role } from './permissions.js';
+import { SubscriptionsView } from './subscriptions.js';
+import { TaskView } from './tasks.js';
 
 // Second path segments of the single-segment project routes (/projects/{project}/users, …).
 // A project with one of these names could not be told apart from them, so they are refused.
@@ -40,3 +44,40 @@ export const UpdateProjectBody = z.strictObject({
   default_branch: Branch.nullable().optional(),
 });
 export type UpdateProjectBody = z.infer<typeof UpdateProjectBody>;
+
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** A project as GET/PUT/PATCH /projects/{org}… answer it, for the caller asking. */
+export const ProjectView = z.strictObject({
+  id: z.uuid(),
+  organization: ResourceName,
+  name: ResourceName,
+  display_name: z.string(),
+  description: z.string(),
+  repository: z.string(),
+  wildcard: z.string(),
+  default_branch: z.string().nullable(),
+  active: z.boolean(),
+  state_managed: z.boolean(),
+  created_at: Timestamp,
+  /** the caller's role and what it may do here */
+  role: Role.nullable(),
+  permissions: z.array(Permission),
+});
+export type ProjectView = z.infer<typeof ProjectView>;
+
+/** GET /projects/{org}/{project}/details: what a project page shows, in one call. */
+export const ProjectDetails = z.strictObject({
+  project: ProjectView,
+  tasks: z.array(TaskView),
+  subscriptions: SubscriptionsView,
+  members: z.array(MemberView),
+});
+export type ProjectDetails = z.infer<typeof ProjectDetails>;
+
+/** POST /projects/{org}/{project}/check-repository: the refs git ls-remote saw, or why it could not. */
+export const RepositoryCheck = z.union([
+  z.strictObject({ ok: z.literal(true), refs: z.array(z.strictObject({ name: z.string(), commit: z.string() })), truncated: z.boolean() }),
+  z.strictObject({ ok: z.literal(false), reason: z.string() }),
+]);
+export type RepositoryCheck = z.infer<typeof RepositoryCheck>;

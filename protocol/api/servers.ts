@@ -1,4 +1,4 @@
-// Request bodies of build server routes.
+// Request bodies and views of build server routes.
 import { z } from 'zod';
 import { ResourceName } from './names.js';
 
@@ -19,3 +19,26 @@ export type CreateServerBody = z.infer<typeof CreateServerBody>;
 
 export const UpdateServerBody = CreateServerBody.omit({ name: true }).partial();
 export type UpdateServerBody = z.infer<typeof UpdateServerBody>;
+
+/** A build server as GET/PUT/PATCH /servers/{org}… answer it. */
+export const ServerView = z.strictObject({
+  id: z.uuid(),
+  organization: z.string(),
+  name: ResourceName,
+  host: z.string(),
+  port: z.number().int(),
+  username: z.string(),
+  architectures: z.array(z.string()),
+  features: z.array(z.string()),
+  max_jobs: z.number().int(),
+  active: z.boolean(),
+  created_at: z.iso.datetime({ offset: true }),
+});
+export type ServerView = z.infer<typeof ServerView>;
+
+/** POST /servers/{org}/{server}/check-connection: the host key kiln saw and Nix's version, or why it failed. */
+export const ConnectionCheck = z.union([
+  z.strictObject({ ok: z.literal(true), host_key_fingerprint: z.string(), nix_version: z.string().nullable() }),
+  z.strictObject({ ok: z.literal(false), host_key_fingerprint: z.string().nullable(), reason: z.string() }),
+]);
+export type ConnectionCheck = z.infer<typeof ConnectionCheck>;

@@ -1,4 +1,4 @@
-// Request bodies of task routes.
+// Request bodies and the view of task routes.
 import { z } from 'zod';
 import { ResourceName } from './names.js';
 
@@ -12,3 +12,19 @@ export const CreateTaskBody = z.strictObject({
   requires_approval: z.boolean().optional(),
 });
 export type CreateTaskBody = z.infer<typeof CreateTaskBody>;
+
+/** A task as GET /tasks/{project}…, the star routes and project details answer it. */
+export const TaskView = z.strictObject({
+  id: z.uuid(),
+  name: ResourceName,
+  description: z.string(),
+  wildcard: z.string().nullable(),
+  branch: z.string().nullable(),
+  keep_evaluations: z.number().int(),
+  requires_approval: z.boolean(),
+  created_at: z.iso.datetime({ offset: true }),
+  stars: z.number().int(),
+  /** whether the caller starred it */
+  starred: z.boolean(),
+});
+export type TaskView = z.infer<typeof TaskView>;

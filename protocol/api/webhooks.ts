@@ -1,4 +1,4 @@
-// Request bodies of webhooks (/projects/{project}/webhooks, /caches/{cache}/webhooks,
+// Request bodies and views of webhooks (/projects/{project}/webhooks, /caches/{cache}/webhooks,
 // /admin/webhooks) and task actions (/tasks/{project}/{task}/actions).
 import { z } from 'zod';
 import { EventGlobs } from '../events/index.js';
@@ -83,9 +83,10 @@ export const UpdateTaskActionBody = z.strictObject({
 export type UpdateTaskActionBody = z.infer<typeof UpdateTaskActionBody>;
 
 
-const Time = z.iso.datetime({ offset: true });
+const Timestamp = z.iso.datetime({ offset: true });
+const LastDelivery = z.strictObject({ status: z.string(), at: Timestamp }).nullable();
 
-/** A webhook as GET/PUT/PATCH …/webhooks answer it (the secret only on create and rotate-secret). */
+/** A webhook as GET/PATCH …/webhooks answer it; create adds its secret (WebhookWithSecret), once. */
 export const WebhookView = z.strictObject({
   id: z.uuid(),
   scope: z.enum(['project', 'cache', 'instance']),
@@ -95,33 +96,51 @@ export const WebhookView = z.strictObject({
   events: z.array(z.string()),
   active: z.boolean(),
   description: z.string(),
-  created_at: Time,
-  updated_at: Time,
-  last_delivery: z.strictObject({ status: z.string(), at: Time }).nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_delivery: LastDelivery,
 });
 export type WebhookView = z.infer<typeof WebhookView>;
 
-/** One delivery of an event to a webhook or task action, as its history lists it. */
+export const WebhookWithSecret = WebhookView.extend({ secret: z.string() });
+export type WebhookWithSecret = z.infer<typeof WebhookWithSecret>;
+
+/** One delivery of a webhook or task action (…/deliveries). */
 export const DeliveryView = z.strictObject({
   id: z.uuid(),
   event: z.string(),
   event_id: z.string(),
   status: DeliveryStatus,
-  attempts: z.int().min(0),
-  max_attempts: z.int().min(1),
-  next_attempt_at: Time.nullable(),
-  last_response_status: z.int().nullable(),
+  attempts: z.number().int(),
+  max_attempts: z.number().int(),
+  next_attempt_at: Timestamp.nullable(),
+  last_response_status: z.number().int().nullable(),
   last_error: z.string().nullable(),
-  created_at: Time,
-  finished_at: Time.nullable(),
+  created_at: Timestamp,
+  finished_at: Timestamp.nullable(),
 });
 export type DeliveryView = z.infer<typeof DeliveryView>;
 
-/** GET …/{id}/deliveries: one page of the history, newest first. */
+/** GET …/deliveries: one page of the history, newest first. */
 export const DeliveryPage = z.strictObject({
   deliveries: z.array(DeliveryView),
-  page: z.int().min(1),
-  per_page: z.int().min(1),
-  total: z.int().min(0),
+  page: z.number().int(),
+  per_page: z.number().int(),
+  total: z.number().int(),
 });
 export type DeliveryPage = z.infer<typeof DeliveryPage>;
+
+/** A task action as GET /tasks/{project}/{task}/actions answers it. */
+export const TaskActionView = z.strictObject({
+  id: z.uuid(),
+  name: z.string(),
+  kind: z.enum(['send_web_request', 'send_mail']),
+  events: z.array(z.string()),
+  url: z.string().optional(),
+  to: z.array(z.string()).optional(),
+  active: z.boolean(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_delivery: LastDelivery,
+});
+export type TaskActionView = z.infer<typeof TaskActionView>;

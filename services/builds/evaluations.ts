@@ -1,7 +1,7 @@
 // Evaluations over REST: start (a project's default task at the head of its branch, or a task
 // at a commit and attribute), read, abort. The scheduler picks queued ones up (docs/builds.md).
 import type { Sql } from 'postgres';
-import { ApiError, type EvaluateTaskBody } from '../../protocol/index.js';
+import { ApiError, type EvaluateTaskBody, type ProjectEvaluationsQuery } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
 import { userIdOf } from '../access/index.js';
 import { abortUnwantedBuilds } from './buildAborts.js';
@@ -10,6 +10,7 @@ import type { Principal } from '../access/index.js';
 import { resolveHead } from '../projects/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
 import { demandProject, demandProjectRef, type ProjectRow } from '../access/index.js';
+import { listProjectEvaluations, type ProjectEvaluationsPageView } from './projectEvaluations.js';
 import type { SchedulerPort } from './schedulerPort.js';
 
 
@@ -96,6 +97,12 @@ export function evaluationsService(deps: EvaluationsDeps) {
     async evaluateTask(who: Principal, project: string, task: string, body: EvaluateTaskBody): Promise<string> {
       const { row } = await demandProjectRef(sql, who, project, 'triggerEvaluation');
       return start(who, row, task, body);
+    },
+
+    /** The project's evaluations of every task, newest first. */
+    async listProject(who: Principal, org: string, name: string, query: ProjectEvaluationsQuery): Promise<ProjectEvaluationsPageView> {
+      const { row } = await demandProject(sql, who, org, name, 'viewProject');
+      return listProjectEvaluations(sql, row.id, query);
     },
 
     async get(who: Principal, id: string): Promise<EvaluationView> {

@@ -1,6 +1,6 @@
-// Evaluations: start, read, abort; entry points and the store path of an attribute at a commit.
+// Evaluations: start, list a project's, read, abort; entry points and the store path of an attribute at a commit.
 import { z } from 'zod';
-import { CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
+import { CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, ProjectEvaluationsQuery, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
 import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
@@ -16,6 +16,7 @@ export function evaluationsRoutes(r: Router<Principal>, { builds: { evaluations,
   const id = (req: Req<Principal>) => req.param('id', EvaluationId);
 
   r.post('/projects/:org/:project/evaluate', (req) => evaluations.evaluateProject(req.principal, org(req), project(req)));
+  r.get('/projects/:org/:project/evaluations', (req) => evaluations.listProject(req.principal, org(req), project(req), req.query(ProjectEvaluationsQuery)));
   r.get('/projects/:org/:project/entry-points', (req) => views.projectEntryPoints(req.principal, org(req), project(req)));
   r.post('/tasks/:project/:task/evaluate', async (req) =>
     evaluations.evaluateTask(req.principal, projectRef(req), task(req), await req.body(EvaluateTaskBody)));
