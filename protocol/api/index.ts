@@ -17,3 +17,9 @@ export { NarUploadInfo, StorePathHash, narinfoOfUpload, type NarUploadResult } f
 export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryStatus, deliveryStatuses, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl } from './webhooks.js';
 export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_SIZE_MAX, NarListQuery, narSortKeys, UpdateCacheBody, UpstreamBody, UpstreamCredentials } from './caches.js';
 export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId } from './evaluations.js';
+export { CacheStatsView, NarDeletionView, NarDetailView, NarPageView, NarView, UpstreamView } from './caches.js';
+export { InvitationView, MemberView } from './invitations.js';
+export { SubscriberView, SubscriptionRequestView } from './subscriptions.js';
+export { UserSettingsView, UserView } from './accounts.js';
+export { ApiKeyView, CreatedApiKeyView } from './apiKeys.js';
+export { WebhookView, WebhookWithSecretView } from './webhooks.js';

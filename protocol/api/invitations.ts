@@ -9,3 +9,29 @@ export type InviteBody = z.infer<typeof InviteBody>;
 
 /** An invitation lasts 7 days (spec, Limits). */
 export const INVITATION_LIFETIME_MS = 7 * 24 * 3600 * 1000;
+
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** An open invitation, as /user/invitations and the project's or cache's /invitations list it. */
+export const InvitationView = z.strictObject({
+  id: z.uuid(),
+  /** `org/project`, or null for a cache invitation */
+  project: z.string().nullable(),
+  cache: z.string().nullable(),
+  /** the invited username */
+  user: z.string(),
+  role: Role,
+  inviter: z.string().nullable(),
+  created_at: Timestamp,
+  expires_at: Timestamp,
+});
+export type InvitationView = z.infer<typeof InvitationView>;
+
+/** A member as GET /projects/{project}/users and /caches/{cache}/users list them. */
+export const MemberView = z.strictObject({
+  user: z.string(),
+  name: z.string(),
+  role: Role,
+  created_at: Timestamp,
+});
+export type MemberView = z.infer<typeof MemberView>;

@@ -7,3 +7,29 @@ export type SubscriptionMode = z.infer<typeof SubscriptionMode>;
 
 export const SubscribeBody = z.strictObject({ mode: SubscriptionMode.default(0) });
 export type SubscribeBody = z.infer<typeof SubscribeBody>;
+
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** A pending request to subscribe to a cache (GET /caches/{cache}/subscription-requests). */
+export const SubscriptionRequestView = z.strictObject({
+  id: z.uuid(),
+  /** `org/project`, or null for an organization's request */
+  project: z.string().nullable(),
+  organization: z.string(),
+  cache: z.string(),
+  mode: SubscriptionMode,
+  requester: z.string().nullable(),
+  created_at: Timestamp,
+});
+export type SubscriptionRequestView = z.infer<typeof SubscriptionRequestView>;
+
+/** A project or organization subscribed to a cache (GET /caches/{cache}/subscriptions). */
+export const SubscriberView = z.strictObject({
+  /** `org/project`, or null when the whole organization subscribes */
+  project: z.string().nullable(),
+  organization: z.string(),
+  mode: SubscriptionMode,
+  state_managed: z.boolean(),
+  created_at: Timestamp,
+});
+export type SubscriberView = z.infer<typeof SubscriberView>;

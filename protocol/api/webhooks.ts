@@ -82,3 +82,25 @@ export const UpdateTaskActionBody = z.strictObject({
 });
 export type UpdateTaskActionBody = z.infer<typeof UpdateTaskActionBody>;
 
+
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** A webhook as its scope's GET/PATCH answers it (the secret only on create and rotate-secret). */
+export const WebhookView = z.strictObject({
+  id: z.uuid(),
+  scope: z.enum(['project', 'cache', 'instance']),
+  project: z.string().optional(),
+  cache: z.string().optional(),
+  url: z.string(),
+  events: z.array(z.string()),
+  active: z.boolean(),
+  description: z.string(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_delivery: z.strictObject({ status: z.string(), at: Timestamp }).nullable(),
+});
+export type WebhookView = z.infer<typeof WebhookView>;
+
+/** Create and rotate-secret: the webhook and its signing secret, shown this once. */
+export const WebhookWithSecretView = WebhookView.extend({ secret: z.string() });
+export type WebhookWithSecretView = z.infer<typeof WebhookWithSecretView>;
