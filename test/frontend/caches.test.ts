@@ -10,6 +10,7 @@ import { ApiKeyView, CreatedApiKeyView } from '../../protocol/api/apiKeys.js';
 import { CacheStatsView, NarPageView, UpstreamView } from '../../protocol/api/caches.js';
 import { InvitationView, MemberView } from '../../protocol/api/invitations.js';
 import { SubscriberView, SubscriptionRequestView } from '../../protocol/api/subscriptions.js';
+import { WebhookView } from '../../protocol/api/webhooks.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
 import { launchBrowser, openPage, screenshot, seriousAccessibilityViolations } from '../support/browser.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
@@ -49,6 +50,8 @@ async function parsed<S extends z.ZodType>(t: Test, kiln: TestKiln, token: strin
 
 async function checkPage(t: Test, page: Page, name: string): Promise<void> {
   t.same(await seriousAccessibilityViolations(page), [], `${name}: no serious or critical axe violations`);
+  // Clicks scroll the page; the reviewer's screenshot starts at the top.
+  await page.evaluate(() => window.scrollTo(0, 0));
   await screenshot(page, name);
 }
 
@@ -153,6 +156,25 @@ t.test('cache pages, invitations and settings', async (t) => {
     await page.getByRole('dialog').getByRole('button', { name: 'Remove' }).click();
     await page.getByText('No upstreams.').waitFor();
     t.same(problems.filter((p) => !/status of 400/.test(p)), []);
+  });
+
+  t.test('webhooks: created with its secret shown once, then deleted (confirmed)', async (t) => {
+    const { page, problems } = fresh(adaSession);
+    await page.goto(kiln.url + '/caches/pub/webhooks');
+    await page.getByLabel('URL').fill('http://127.0.0.1:9/hook');
+    await page.getByLabel(/^Events/).fill('cache.*');
+    await page.getByRole('button', { name: 'Add webhook' }).click();
+    const secret = (await page.getByLabel('webhook signing secret').textContent()) ?? '';
+    t.ok(secret.length >= 16, 'the signing secret is shown');
+    const hooks = await parsed(t, kiln, ada.token, '/caches/pub/webhooks', WebhookView.array());
+    t.match(hooks, [{ url: 'http://127.0.0.1:9/hook', events: ['cache.*'], scope: 'cache' }]);
+    t.notOk(JSON.stringify(hooks).includes(secret), 'the list never carries the secret');
+    await page.getByTestId('webhooks').getByRole('cell', { name: 'cache.*' }).waitFor();
+    await checkPage(t, page, 'cache-webhooks');
+    await page.getByRole('button', { name: 'Delete' }).click();
+    await page.getByRole('dialog').getByRole('button', { name: 'Delete' }).click();
+    await page.getByText('No webhooks.').waitFor();
+    t.same(problems, []);
   });
 
   t.test('a private cache: its netrc line; another user gets the not-found page', async (t) => {
