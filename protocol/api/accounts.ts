@@ -49,3 +49,30 @@ export const SettingsPatch = z
     message: 'is required to set new_password',
   });
 export type SettingsPatch = z.infer<typeof SettingsPatch>;
+
+/** GET /user: the signed-in account. */
+export const UserView = z.strictObject({
+  id: z.uuid(),
+  username: z.string(),
+  name: z.string(),
+  email: z.string().nullable(),
+  email_verified: z.boolean(),
+  superuser: z.boolean(),
+  /** whether the account can sign in with a password (OIDC-only accounts cannot) */
+  has_password: z.boolean(),
+  oidc_linked: z.boolean(),
+  state_managed: z.boolean(),
+  created_at: z.iso.datetime({ offset: true }),
+});
+export type UserView = z.infer<typeof UserView>;
+
+/** GET and PATCH /user/settings. */
+export const UserSettingsView = z.strictObject({
+  username: z.string(),
+  name: z.string(),
+  email: z.string().nullable(),
+  email_verified: z.boolean(),
+  has_password: z.boolean(),
+  preferences: z.record(z.string(), z.unknown()),
+});
+export type UserSettingsView = z.infer<typeof UserSettingsView>;

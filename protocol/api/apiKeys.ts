@@ -37,3 +37,27 @@ export type CreateApiKeyBody = z.infer<typeof CreateApiKeyBody>;
 /** DELETE /user/keys: the key's name, in the body or as ?name=. */
 export const DeleteApiKeyBody = z.strictObject({ name: KeyName });
 export type DeleteApiKeyBody = z.infer<typeof DeleteApiKeyBody>;
+
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** An API key as GET /user/keys lists it: never the secret. */
+export const ApiKeyView = z.strictObject({
+  id: z.uuid(),
+  name: z.string(),
+  /** the first characters of the secret, to tell keys apart */
+  prefix: z.string(),
+  permissions: z.array(z.string()),
+  /** `org/project` when pinned to a project */
+  project: z.string().nullable(),
+  cache: z.string().nullable(),
+  allowed_ips: z.array(z.string()),
+  expires_at: Timestamp.nullable(),
+  last_used_at: Timestamp.nullable(),
+  created_at: Timestamp,
+  state_managed: z.boolean(),
+});
+export type ApiKeyView = z.infer<typeof ApiKeyView>;
+
+/** POST /user/keys: the key with its secret, the only time the secret is shown. */
+export const CreatedApiKeyView = ApiKeyView.extend({ secret: z.string() });
+export type CreatedApiKeyView = z.infer<typeof CreatedApiKeyView>;

@@ -102,3 +102,79 @@ export const UpstreamBody = z.strictObject({
   credentials: UpstreamCredentials.nullable().optional(),
 });
 export type UpstreamBody = z.infer<typeof UpstreamBody>;
+
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** One cached path as GET /caches/{cache}/nars lists it (docs/caches.md, "NAR management"). */
+export const NarView = z.strictObject({
+  /** the store path's hash part: how the API and the binary cache name the path */
+  hash: z.string(),
+  store_path: z.string(),
+  /** the name part of the store path */
+  package: z.string(),
+  nar_hash: z.string(),
+  nar_size: z.number().int(),
+  file_hash: z.string(),
+  file_size: z.number().int(),
+  /** relative to the cache's root, as the narinfo's URL line */
+  url: z.string(),
+  references: z.array(z.string()),
+  deriver: z.string().nullable(),
+  ca: z.string().nullable(),
+  signature: z.string(),
+  created_at: Timestamp,
+  last_fetched_at: Timestamp.nullable(),
+});
+export type NarView = z.infer<typeof NarView>;
+
+/** GET /caches/{cache}/nars: one page of paths and how many match the filters. */
+export const NarPageView = z.strictObject({
+  items: z.array(NarView),
+  page: z.number().int(),
+  per_page: z.number().int(),
+  total: z.number().int(),
+  pages: z.number().int(),
+});
+export type NarPageView = z.infer<typeof NarPageView>;
+
+/** GET /caches/{cache}/nars/{hash}: the path and how many caches hold it. */
+export const NarDetailView = NarView.extend({ caches: z.number().int() });
+export type NarDetailView = z.infer<typeof NarDetailView>;
+
+/** DELETE /caches/{cache}/nars/{hash}. */
+export const NarDeletionView = z.strictObject({
+  hash: z.string(),
+  store_path: z.string(),
+  cache: z.string(),
+  /** no cache holds the path any more: its NAR file goes too */
+  last_copy: z.boolean(),
+});
+export type NarDeletionView = z.infer<typeof NarDeletionView>;
+
+/** GET /caches/{cache}/stats. */
+export const CacheStatsView = z.strictObject({
+  cache: z.string(),
+  paths: z.number().int(),
+  /** sum of NarSize: what clients unpack */
+  nar_bytes: z.number().int(),
+  /** sum of the stored (zstd) file sizes: what storage limits count */
+  stored_bytes: z.number().int(),
+  last_upload_at: Timestamp.nullable(),
+  last_fetched_at: Timestamp.nullable(),
+  max_storage_bytes: z.number().int().nullable(),
+  /** what the cache may still store under its own limit and cache.maxStorageGb; null when neither is set */
+  bytes_left: z.number().int().nullable(),
+});
+export type CacheStatsView = z.infer<typeof CacheStatsView>;
+
+/** An upstream as GET/PUT /caches/{cache}/upstreams list it; the credentials are never shown. */
+export const UpstreamView = z.strictObject({
+  id: z.uuid(),
+  url: z.string(),
+  public_key: z.string(),
+  priority: z.number().int(),
+  /** how kiln authenticates to it, null for none */
+  auth: z.enum(['basic', 'bearer']).nullable(),
+  created_at: Timestamp,
+});
+export type UpstreamView = z.infer<typeof UpstreamView>;

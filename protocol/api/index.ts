@@ -19,3 +19,8 @@ export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_
 export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId } from './evaluations.js';
 export { ActorNodeView, ActorTransitionView, ConnectedWorkerView, RestartBudgetView, SupervisorNodeView, type InspectNodeView } from './admin.js';
 export { EvaluationSummary, ProjectEvaluationsPage, ProjectEvaluationsQuery } from './projectEvaluations.js';
+export { CacheStatsView, NarDeletionView, NarDetailView, NarPageView, NarView, UpstreamView } from './caches.js';
+export { InvitationView } from './invitations.js';
+export { SubscriberView, SubscriptionRequestView } from './subscriptions.js';
+export { UserSettingsView, UserView } from './accounts.js';
+export { ApiKeyView, CreatedApiKeyView } from './apiKeys.js';

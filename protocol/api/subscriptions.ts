@@ -40,3 +40,14 @@ export const SubscriptionsView = z.strictObject({
   requests: z.array(SubscriptionRequestView),
 });
 export type SubscriptionsView = z.infer<typeof SubscriptionsView>;
+
+/** A project or organization subscribed to a cache (GET /caches/{cache}/subscriptions). */
+export const SubscriberView = z.strictObject({
+  /** `org/project`, or null when the whole organization subscribes */
+  project: z.string().nullable(),
+  organization: z.string(),
+  mode: SubscriptionMode,
+  state_managed: z.boolean(),
+  created_at: Timestamp,
+});
+export type SubscriberView = z.infer<typeof SubscriberView>;
