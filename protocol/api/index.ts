@@ -17,3 +17,4 @@ export { NarUploadInfo, StorePathHash, narinfoOfUpload, type NarUploadResult } f
 export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryStatus, deliveryStatuses, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl } from './webhooks.js';
 export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_SIZE_MAX, NarListQuery, narSortKeys, UpdateCacheBody, UpstreamBody, UpstreamCredentials } from './caches.js';
 export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId } from './evaluations.js';
+export { BuildProductView, BuildView, ClosureGraphView, EvaluationView } from './evaluations.js';
