@@ -17,3 +17,85 @@ export type EvaluationActionBody = z.infer<typeof EvaluationActionBody>;
 
 export const EvaluationId = z.uuid({ message: 'an evaluation id is a UUID' });
 export const BuildId = z.uuid({ message: 'a build id is a UUID' });
+
+// Response views (docs/builds.md): what GET /evals/{id}, /evals/{id}/builds, /builds/{id},
+// /builds/{id}/downloads and the closure routes answer. Dates are ISO strings on the wire.
+const Timestamp = z.iso.datetime({ offset: true });
+
+/** GET /evals/{id} */
+export const EvaluationView = z.strictObject({
+  id: z.uuid(),
+  /** `<org>/<project>` */
+  project: z.string(),
+  task: z.string(),
+  commit: z.string().nullable(),
+  attr: z.string(),
+  phase: z.string(),
+  error: z.string().nullable(),
+  attempts: z.number().int(),
+  worker: z.string().nullable(),
+  created_at: Timestamp,
+  started_at: Timestamp.nullable(),
+  finished_at: Timestamp.nullable(),
+  builds: z.strictObject({
+    total: z.number().int(), queued: z.number().int(), started: z.number().int(), completed: z.number().int(),
+    failed: z.number().int(), substituted: z.number().int(), aborted: z.number().int(),
+  }),
+});
+export type EvaluationView = z.infer<typeof EvaluationView>;
+
+/** GET /evals/{id}/builds (each), GET /builds/{id}, GET /builds/{id}/dependencies (each) */
+export const BuildView = z.strictObject({
+  build_id: z.uuid(),
+  /** the shared build of the derivation, which worker.job_dispatched names */
+  derivation_build: z.uuid(),
+  evaluation_id: z.uuid(),
+  drv_path: z.string(),
+  name: z.string(),
+  system: z.string(),
+  status: z.string(),
+  failure: z.strictObject({ class: z.string(), reason: z.string().nullable(), message: z.string().nullable() }).nullable(),
+  attempts: z.number().int(),
+  entry_point: z.boolean(),
+  attr: z.string().nullable(),
+  /** output name → store path */
+  outputs: z.record(z.string(), z.string().nullable()),
+  worker: z.string().nullable(),
+  log_bytes: z.number().int(),
+  queued_at: Timestamp,
+  started_at: Timestamp.nullable(),
+  finished_at: Timestamp.nullable(),
+});
+export type BuildView = z.infer<typeof BuildView>;
+
+/** GET /builds/{id}/downloads (each): a file named by the output's nix-support/hydra-build-products */
+export const BuildProductView = z.strictObject({
+  filename: z.string(),
+  type: z.string(),
+  subtype: z.string(),
+  path: z.string(),
+  output: z.string(),
+  size: z.number().int(),
+  executable: z.boolean(),
+});
+export type BuildProductView = z.infer<typeof BuildProductView>;
+
+/** GET /builds/{id}/closure, /runtime-closure, /evals/{id}/closure, /runtime-closure */
+export const ClosureGraphView = z.strictObject({
+  roots: z.array(z.string()),
+  /** of the whole closure, even when the node list was cut */
+  total_size_bytes: z.number().int(),
+  node_count: z.number().int(),
+  edge_count: z.number().int(),
+  /** the largest 500 nodes by closure size are listed; the rest are not */
+  truncated: z.boolean(),
+  nodes: z.array(z.strictObject({
+    id: z.string(), name: z.string(), path: z.string(),
+    /** null when nothing of it is cached */
+    nar_size: z.number().int().nullable(),
+    closure_size: z.number().int(),
+  })),
+  /** target depends on source */
+  edges: z.array(z.strictObject({ source: z.string(), target: z.string() })),
+});
+export type ClosureGraphView = z.infer<typeof ClosureGraphView>;

@@ -24,3 +24,4 @@ export { InvitationView } from './invitations.js';
 export { SubscriberView, SubscriptionRequestView } from './subscriptions.js';
 export { UserSettingsView, UserView } from './accounts.js';
 export { ApiKeyView, CreatedApiKeyView } from './apiKeys.js';
+export { BuildProductView, BuildView, ClosureGraphView, EvaluationView } from './evaluations.js';
