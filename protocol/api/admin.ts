@@ -49,6 +49,7 @@ export const SupervisorNodeView: z.ZodType<SupervisorNodeView> = z.strictObject(
   },
   error: z.string().optional(),
 });
+/** @public the web UI's actor tree (frontend/src/lib/admin) reads nodes of either kind. */
 export type InspectNodeView = ActorNodeView | SupervisorNodeView;
 
 /** The content of an actor.transition frame on /admin/actors/live: one step of an actor or supervisor. */

@@ -14,14 +14,7 @@ export { CheckUsernameBody, DisplayName, Email, LoginBody, Password, RegisterBod
 export { CidrBlock, CreateApiKeyBody, DeleteApiKeyBody, KeyName } from './apiKeys.js';
 export { SCIM_ERROR_SCHEMA, SCIM_LIST_SCHEMA, SCIM_PATCH_SCHEMA, SCIM_USER_SCHEMA, ScimBooleanValue, ScimPatchBody, ScimUserBody } from './scim.js';
 export { NarUploadInfo, StorePathHash, narinfoOfUpload, type NarUploadResult } from './narUploads.js';
-export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPage, DeliveryStatus, deliveryStatuses, DeliveryView, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl, WebhookView } from './webhooks.js';
+export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPage, DeliveryStatus, deliveryStatuses, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl, WebhookView } from './webhooks.js';
 export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_SIZE_MAX, NarListQuery, narSortKeys, UpdateCacheBody, UpstreamBody, UpstreamCredentials } from './caches.js';
 export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId } from './evaluations.js';
-export { ActorNodeView, ActorTransitionView, ConnectedWorkerView, RestartBudgetView, SupervisorNodeView, type InspectNodeView } from './admin.js';
-export { EvaluationSummary, ProjectEvaluationsPage, ProjectEvaluationsQuery } from './projectEvaluations.js';
-export { CacheStatsView, NarDeletionView, NarDetailView, NarPageView, NarView, UpstreamView } from './caches.js';
-export { InvitationView } from './invitations.js';
-export { SubscriberView, SubscriptionRequestView } from './subscriptions.js';
-export { UserSettingsView, UserView } from './accounts.js';
-export { ApiKeyView, CreatedApiKeyView } from './apiKeys.js';
-export { BuildProductView, BuildView, ClosureGraphView, EvaluationView } from './evaluations.js';
+export { ProjectEvaluationsQuery } from './projectEvaluations.js';
