@@ -3,36 +3,16 @@
 // notifications (a cache changed) travel over the event bus, subscribed to by whoever listens.
 import { componentLogger, type Config, type Logger } from '../config/index.js';
 import { summarizeUploadBudget, uploadBudgetMachine } from '../actors/index.js';
-import type { Supervisor } from '../supervisors/index.js';
+import type { Clock, Supervisor } from '../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, Database, NarStorage, RateLimiter, SecretBox } from '../storage/index.js';
-import { createAccessServices, type AccessServices } from './accessServices.js';
-import { createBinaryCacheAccess, type BinaryCacheAccess } from './caches/index.js';
-import { buildDataServices, type BuildDataServices } from './builds/index.js';
-import { BuildLogFeed } from './builds/index.js';
-import { BuildLogs } from './builds/index.js';
-import { BuildScheduler, type SchedulerTicker } from './builds/index.js';
-import { buildViewsService, type BuildViewsService } from './builds/index.js';
-import { mintCacheReadToken } from './caches/index.js';
-import { createCacheServices, type CacheServices } from './caches/index.js';
-import { cacheSigningKeys } from './caches/index.js';
-import { cacheStorageLimits } from './caches/index.js';
-import type { Clock } from '../supervisors/index.js';
-import { commitsService, type CommitsService } from './builds/index.js';
-import { directBuildsService, type DirectBuildsService } from './builds/index.js';
-import { evaluationPruner } from './builds/index.js';
-import { evaluationsService, type EvaluationsService } from './builds/index.js';
-import { eventStreamsService, type EventStreams } from './events/index.js';
-import type { EventSystem } from './events/index.js';
-import type { IdentityServices } from './accounts/index.js';
-import { narIngest, type NarIngest } from './caches/index.js';
-import { narUploadService, type NarUploadService } from './caches/index.js';
-import type { RunningScheduler } from './builds/index.js';
-import type { ServerInstance } from './workers/index.js';
-import { sourceUploadsService, type SourceUploadsService } from './builds/index.js';
-import { createTokenAuthentication, type TokenAuthentication } from './accounts/index.js';
-import { createWorkerAuth, type WorkerAuth } from './workers/index.js';
-import { WorkerConnections } from './workers/index.js';
-import { WorkerNars } from './workers/index.js';
+import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from './caches/index.js';
+import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from './builds/index.js';
+import { type EventStreams, eventStreamsService, type EventSystem } from './events/index.js';
+import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from './accounts/index.js';
+import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnections, WorkerNars, workerRegistrationsService } from './workers/index.js';
+import { type AccessDeps, invitationsService, membersService } from './access/index.js';
+import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from './organizations/index.js';
+import { projectsService, tasksService } from './projects/index.js';
 
 /** What the composition root opened before the services: each owns resources and is closed by it. */
 export interface OpenedResources {
@@ -196,3 +176,20 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
   };
 }
+
+/** Organizations, projects, tasks, servers, members, invitations, subscriptions and worker registrations, built once at start. */
+export function createAccessServices(deps: AccessDeps) {
+  return {
+    organizations: organizationsService(deps),
+    organizationMembers: organizationMembersService(deps),
+    organizationSshKey: organizationSshKeyService(deps),
+    projects: projectsService(deps),
+    tasks: tasksService(deps),
+    servers: serversService(deps),
+    members: membersService(deps),
+    invitations: invitationsService(deps),
+    subscriptions: subscriptionsService(deps),
+    workerRegistrations: workerRegistrationsService(deps),
+  };
+}
+export type AccessServices = ReturnType<typeof createAccessServices>;

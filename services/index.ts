@@ -4,7 +4,7 @@ export { openIdentityServices } from './accounts/index.js';
 export { createTokenAuthentication, type TokenAuthentication } from './accounts/index.js';
 export { passwordGate, PasswordGate } from './accounts/index.js';
 export { systemClock, type Clock } from '../supervisors/index.js';
-export { createAccessServices, type AccessServices } from './accessServices.js';
+export { createAccessServices, type AccessServices } from './createServices.js';
 export type { AccessDeps } from './access/index.js';
 export { generateCacheKey, openCacheKey, cachePublicKeyText, cacheKeyName, keyHost } from './caches/index.js';
 export { applyStateFile } from './state/index.js';
