@@ -99,7 +99,11 @@ t.test('an input locked in flake.nix but absent from flake.lock is refused', asy
 });
 
 t.test('a path: input inside /nix/store evaluates as before', async (t) => {
-  const depDir = join(dir, 'dep');
+  // Named `source`: Nix 2.8's path fetcher takes lastModified from the files' mtimes (1 in the
+  // store) when it copies the input into /nix/store/<hash>-source, and 0 when that path is already
+  // valid. Adding the input under that name first makes the lock's lastModified 0 right on a fresh
+  // store as on a used one.
+  const depDir = join(dir, 'source');
   mkdirSync(depDir);
   writeFileSync(join(depDir, 'word'), 'fromstore');
   const storePath = execFileSync('nix-store', ['--add', depDir], { env, encoding: 'utf8' }).trim();
