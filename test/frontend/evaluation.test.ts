@@ -11,32 +11,16 @@ import { z } from 'zod';
 import { BuildProductView, BuildView, ClosureGraphView, EvaluationView } from '../../protocol/api/evaluations.js';
 import { signUp } from '../support/accounts.js';
 import { launchBrowser, openPage, screenshot, seriousAccessibilityViolations } from '../support/browser.js';
-import { createFlakeRepo } from '../support/flakeRepo.js';
+import { createFlakeRepo, shellFlake } from '../support/flakeRepo.js';
 import { startTestKiln } from '../support/kiln.js';
 import { requireNix } from '../support/nixStore.js';
 import { spawnWorker } from '../support/workerProcess.js';
 
 requireNix();
 
-const flake = (nonce: string) => `{
-  outputs = { self }: let
-    system = "x86_64-linux";
-    mk = name: script: derivation {
-      inherit name system;
-      builder = "/bin/sh";
-      args = [ "-c" script ];
-      PATH = "/bin:/usr/bin";
-      nonce = "${nonce}";
-    };
-  in {
-    packages.\${system} = rec {
-      base = mk "kiln-ui-base" "echo building base; mkdir $out; echo base > $out/data";
+const flake = (nonce: string) => shellFlake(nonce, `      base = mk "kiln-ui-base" "echo building base; mkdir $out; echo base > $out/data";
       app = mk "kiln-ui-app" "echo building app; printf '\\\\033[31mred words\\\\033[0m\\\\n'; mkdir -p $out/nix-support; cat \${base}/data > $out/copied; echo \${base} > $out/base-path; echo file binary-dist $out/copied > $out/nix-support/hydra-build-products";
-      broken = mk "kiln-ui-broken" "echo about to fail; exit 3";
-    };
-  };
-}
-`;
+      broken = mk "kiln-ui-broken" "echo about to fail; exit 3";`);
 
 // Real Nix builds on a shared machine: generous, like the other flow tests (KILN_FLOW_TIMEOUT).
 t.test('evaluation and build pages', { timeout: Number(process.env['KILN_FLOW_TIMEOUT'] ?? 300_000) }, async (t) => {

@@ -22,10 +22,12 @@ export function createFlakeRepo(dir: string, files: Record<string, string>): Fla
 }
 
 /**
- * A flake without inputs whose derivations use /bin/sh (Nix 2.8 builders get an empty PATH).
- * `nonce` goes into every derivation so each test run builds afresh instead of finding old outputs.
+ * A flake without inputs whose `packages.x86_64-linux` is the `rec` attribute set `packages`, in
+ * which `mk name script` is a derivation running `script` with /bin/sh (Nix 2.8 builders get an
+ * empty PATH). `nonce` goes into every derivation so each test run builds afresh instead of
+ * finding old outputs.
  */
-export function testFlake(nonce: string): string {
+export function shellFlake(nonce: string, packages: string): string {
   return `{
   outputs = { self }: let
     system = "x86_64-linux";
@@ -38,16 +40,21 @@ export function testFlake(nonce: string): string {
     };
   in {
     packages.\${system} = rec {
-      base = mk "kiln-test-base" "echo building base; mkdir $out; echo base > $out/data";
+${packages}
+    };
+  };
+}
+`;
+}
+
+/** The flake most scheduler tests evaluate: a dependency chain, a failure, slow builds and attributes that do not evaluate. */
+export function testFlake(nonce: string): string {
+  return shellFlake(nonce, `      base = mk "kiln-test-base" "echo building base; mkdir $out; echo base > $out/data";
       app = mk "kiln-test-app" "echo building app; mkdir $out; echo \${base} > $out/base-path; cat \${base}/data > $out/copied";
       broken = mk "kiln-test-broken" "echo about to fail; exit 3";
       slow = mk "kiln-test-slow" "echo slow starts; sleep 60; touch $out";
       quiet = mk "kiln-test-quiet" "echo quiet starts; sleep 60; touch $out";
       bad = throw "this attribute does not evaluate";
       skipped = throw "an excluded attribute is never evaluated";
-      notADerivation = "a string";
-    };
-  };
-}
-`;
+      notADerivation = "a string";`);
 }

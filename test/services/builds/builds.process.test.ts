@@ -9,7 +9,7 @@ import t from 'tap';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
-import { createFlakeRepo } from '../../support/flakeRepo.js';
+import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
 import { spawnWorker } from '../../support/workerProcess.js';
 import { requireNix } from '../../support/nixStore.js';
 import { freshStore, nixOk, runNix } from '../../support/nixClient.js';
@@ -17,25 +17,9 @@ import { eventually } from '../../support/eventually.js';
 
 requireNix();
 
-const flake = (nonce: string) => `{
-  outputs = { self }: let
-    system = "x86_64-linux";
-    mk = name: script: derivation {
-      inherit name system;
-      builder = "/bin/sh";
-      args = [ "-c" script ];
-      PATH = "/bin:/usr/bin";
-      nonce = "${nonce}";
-    };
-  in {
-    packages.\${system} = rec {
-      base = mk "kiln-flow-base" "echo building base; mkdir $out; echo base > $out/data";
+const flake = (nonce: string) => shellFlake(nonce, `      base = mk "kiln-flow-base" "echo building base; mkdir $out; echo base > $out/data";
       app = mk "kiln-flow-app" "echo building app; mkdir -p $out/nix-support; cat \${base}/data > $out/copied; echo \${base} > $out/base-path; echo file binary-dist $out/copied > $out/nix-support/hydra-build-products";
-      broken = mk "kiln-flow-broken" "echo about to fail; exit 3";
-    };
-  };
-}
-`;
+      broken = mk "kiln-flow-broken" "echo about to fail; exit 3";`);
 
 interface Evaluation { id: string; phase: string; error: string | null; builds: { total: number; completed: number; failed: number; substituted: number } }
 interface Build { build_id: string; drv_path: string; status: string; attr: string | null; entry_point: boolean; failure: { class: string } | null; outputs: Record<string, string> }
