@@ -8,8 +8,8 @@ import { ROOT, cycles, importEdges } from './importGraph.js';
 
 const LAYERS = ['protocol', 'config', 'storage', 'actors', 'supervisors', 'services', 'http', 'cli'];
 const WORKER_MAY_USE = ['protocol', 'config'];
-/** services/ beside its domain folders: its public face and the composition root. */
-const SERVICES_TOP_FILES = ['index.ts', 'createServices.ts'];
+/** services/ beside its domain folders: only its public face. */
+const SERVICES_TOP_FILES = ['index.ts'];
 
 const edges = importEdges();
 const folderOf = (file: string): string => file.split('/')[0]!;

@@ -1,18 +1,18 @@
 // The service graph of a server process, built once in dependency order from what cli/kiln.ts opened:
 // each service gets finished services only, so nothing is wired after the fact. Cross-cutting
 // notifications (a cache changed) travel over the event bus, subscribed to by whoever listens.
-import { componentLogger, type Config, type Logger } from '../config/index.js';
-import { summarizeUploadBudget, uploadBudgetMachine } from '../actors/index.js';
-import type { Clock, Supervisor } from '../supervisors/index.js';
-import type { ArchiveProgress, BlobStore, Database, NarStorage, RateLimiter, SecretBox } from '../storage/index.js';
-import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from './caches/index.js';
-import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from './builds/index.js';
-import { type EventStreams, eventStreamsService, type EventSystem } from './events/index.js';
-import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from './accounts/index.js';
-import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnections, WorkerNars, workerRegistrationsService } from './workers/index.js';
-import { type AccessDeps, invitationsService, membersService } from './access/index.js';
-import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from './organizations/index.js';
-import { projectsService, tasksService } from './projects/index.js';
+import { componentLogger, type Config, type Logger } from '../../config/index.js';
+import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
+import type { Clock, Supervisor } from '../../supervisors/index.js';
+import type { ArchiveProgress, BlobStore, Database, NarStorage, RateLimiter, SecretBox } from '../../storage/index.js';
+import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
+import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from '../builds/index.js';
+import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
+import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
+import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnections, WorkerNars, workerRegistrationsService } from '../workers/index.js';
+import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
+import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
+import { projectsService, tasksService } from '../projects/index.js';
 
 /** What the composition root opened before the services: each owns resources and is closed by it. */
 export interface OpenedResources {
