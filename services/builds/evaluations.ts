@@ -13,7 +13,6 @@ import { demandProject, demandProjectRef, type ProjectRow } from '../access/inde
 import { listProjectEvaluations, type ProjectEvaluationsPageView } from './projectEvaluations.js';
 import type { SchedulerPort } from './schedulerPort.js';
 
-
 export interface EvaluationView {
   id: string;
   project: string;

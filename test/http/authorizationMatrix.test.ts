@@ -215,6 +215,7 @@ const endpoints: Endpoint[] = [
     before: (c) => c.kiln.sql`insert into projects (organization_id, name, repository) values (${c.ids['acme']!}, 'doomed', 'file:///x') on conflict do nothing`,
   },
   { method: 'GET', path: '/projects/acme/web/details', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: '/projects/acme/web/evaluations', scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'POST', path: '/projects/acme/web/active', scope: 'project', role: 'Admin', permission: 'manageProject' },
   { method: 'DELETE', path: '/projects/acme/web/active', scope: 'project', role: 'Admin', permission: 'manageProject' },
   { method: 'POST', path: '/projects/acme/web/check-repository', scope: 'project', role: 'Admin', permission: 'manageProject' },
