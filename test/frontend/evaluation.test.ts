@@ -19,7 +19,7 @@ import { spawnWorker } from '../support/workerProcess.js';
 requireNix();
 
 const flake = (nonce: string) => shellFlake(nonce, `      base = mk "kiln-ui-base" "echo building base; mkdir $out; echo base > $out/data";
-      app = mk "kiln-ui-app" "echo building app; printf '\\\\033[31mred words\\\\033[0m\\\\n'; mkdir -p $out/nix-support; cat \${base}/data > $out/copied; echo \${base} > $out/base-path; echo file binary-dist $out/copied > $out/nix-support/hydra-build-products";
+      app = mk "kiln-ui-app" "echo building app; printf '\\\\033[31mred words\\\\033[0m\\\\n'; echo '<img src=x onerror=alert(1)><b>tenant markup</b>'; mkdir -p $out/nix-support; cat \${base}/data > $out/copied; echo \${base} > $out/base-path; echo file binary-dist $out/copied > $out/nix-support/hydra-build-products";
       broken = mk "kiln-ui-broken" "echo about to fail; exit 3";`);
 
 // Real Nix builds on a shared machine: generous, like the other flow tests (KILN_FLOW_TIMEOUT).
@@ -98,6 +98,8 @@ t.test('evaluation and build pages', { timeout: Number(process.env['KILN_FLOW_TI
     t.equal(await red.getAttribute('class'), 'ansi-red-fg', 'ANSI red becomes a class');
     t.equal(await red.evaluate((e) => e.ownerDocument.defaultView!.getComputedStyle(e).color), 'rgb(255, 123, 114)', "drawn in the log's red");
     t.match(await log.textContent(), /^(?!.*\x1b)/s, 'no escape codes are shown');
+    await log.getByText('<img src=x onerror=alert(1)><b>tenant markup</b>').waitFor();
+    t.equal(await log.locator('img, b').count(), 0, "a log's markup is shown as text, never rendered");
     await page.getByTestId('dependencies').getByRole('link', { name: 'kiln-ui-base' }).waitFor();
 
     const download = page.waitForEvent('download');
