@@ -1,6 +1,7 @@
 // `kiln cache …`: the client commands of the spec ("Client commands for cached NARs") against a
 // server found by clientConfig.ts: `cache nar list|show|delete|stats`, `cache upload` (in
-// cacheUpload.ts), and `cache list|key` to find a cache and the key to trust.
+// cacheUpload.ts), `cache list|key|keys` to find a cache and the keys to trust, and `cache
+// rotate-key` to give a cache a new signing key.
 import { Command, Option } from 'commander';
 import { storePathName } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
@@ -31,7 +32,22 @@ interface NarPage {
   pages: number;
 }
 
+interface CacheKeys {
+  public_key: string;
+  previous: { public_key: string; rotated_at: string; listed_until: string } | null;
+}
+
 const jsonOption = () => new Option('--json', 'print the result as JSON');
+
+/** The keys to trust, one per line, the previous one with its end. */
+const showKeys = (k: CacheKeys): string =>
+  [`Current:   ${k.public_key}`, ...(k.previous ? [`Previous:  ${k.previous.public_key} (listed until ${k.previous.listed_until})`] : [])].join('\n');
+
+function overlapHours(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n > 8760) throw new UsageError(`--overlap-hours: ${JSON.stringify(text)} is not a whole number of hours from 0 to 8760`);
+  return n;
+}
 
 /** A store path's hash part, from the hash itself, a base name or a full store path. */
 export function hashArgument(text: string): string {
@@ -70,6 +86,24 @@ export function cacheCommands(program: Command): void {
     .action(async (opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const caches = await (await connect()).call<{ name: string; public: boolean; priority: number; owner: string | null; url: string }[]>('GET', '/caches');
       out.result(caches, (cs) => formatTable(['NAME', 'VISIBILITY', 'PRIORITY', 'OWNER', 'URL'], cs.map((c) => [c.name, c.public ? 'public' : 'private', String(c.priority), c.owner ?? '-', c.url])));
+    }));
+
+  cache.command('keys').description('the public keys a client may trust now: the current one, and the previous one during a rotation\'s overlap').argument('<cache>').addOption(jsonOption())
+    .action(async (name: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      out.result(await (await connect()).call<CacheKeys>('GET', `${cachePath(name)}/keys`), showKeys);
+    }));
+
+  cache.command('rotate-key').description('give a cache a new signing key; the old one stays listed for the overlap (manageCache)').argument('<cache>')
+    .option('--overlap-hours <hours>', 'hours the old key stays listed (default: the server\'s cache.keyOverlapHours)')
+    .option('-y, --yes', 'do not ask for confirmation (required with --json)')
+    .addOption(jsonOption())
+    .action(async (name: string, opts: { overlapHours?: string; yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const body = opts.overlapHours === undefined ? {} : { overlap_hours: overlapHours(opts.overlapHours) };
+      const client = await connect();
+      if (!(await confirm(`Rotate the signing key of cache "${name}"? Clients must trust the new key before the overlap ends.`, { yes: opts.yes === true, json: opts.json === true }))) {
+        throw new UsageError('not rotated: not confirmed (pass --yes to skip the question)', 'not_confirmed');
+      }
+      out.result(await client.call<CacheKeys>('POST', `${cachePath(name)}/key/rotate`, { body }), showKeys);
     }));
 
   cache.command('key').description('the public key to add to Nix\'s trusted-public-keys').argument('<cache>').addOption(jsonOption())

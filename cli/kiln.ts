@@ -2,7 +2,7 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type WorkerConnections } from '../services/index.js';
+import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -24,6 +24,8 @@ export interface Kiln {
   readonly workers: WorkerConnections;
   /** dispatches evaluations and builds to them */
   readonly scheduler: RunningScheduler;
+  /** the sign sweep, debug index, graph consistency and retention passes (tests run them by hand) */
+  readonly upkeep: Upkeep;
   stop(): Promise<void>;
 }
 
@@ -134,6 +136,11 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const { scheduler, workers } = services;
     scheduler.start();
     stack.push(() => scheduler.stop());
+    const upkeep = startUpkeep({
+      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus,
+      supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
+    });
+    stack.push(() => upkeep.stop());
     const sockets = eventSockets({
       bus: events.bus, streams: services.streams, authenticateToken: services.tokens.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
@@ -181,7 +188,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -8,6 +8,11 @@ export const cacheOptions = {
     positiveInt(), 300,
     'seconds between backfill passes of the debug build-ID index; uploads are indexed immediately',
   ),
+  'cache.keyOverlapHours': option(
+    unsignedInt(), 168,
+    'hours a cache\'s previous signing key stays listed after POST /caches/{cache}/key/rotate, its signatures served beside the new key\'s so clients trusting either keep working; 0 drops it at once',
+    { extension: true },
+  ),
   'cache.maxStorageGb': option(
     unsignedInt(), 0,
     'instance-wide limit on cached NAR storage in GB; new evaluations wait while every writable cache of a project has under 10 MiB left; 0 disables; per-cache limits still apply',

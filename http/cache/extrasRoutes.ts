@@ -1,4 +1,5 @@
-// log/{drv} and debuginfo/{build_id}: 404 until something provides them (extras.ts).
+// log/{drv} and debuginfo/{build_id}: debug info from the cache's own debug build-ID index
+// (services/caches/debugIndex.ts), else from its upstreams; build logs from the upstreams only.
 import { ApiError } from '../../protocol/index.js';
 import type { Principal } from '../../services/index.js';
 import { rateLimited } from '../rateLimit.js';
@@ -7,12 +8,19 @@ import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache } from './cacheGate.js';
 import { cacheRateLimits } from './cacheRateLimits.js';
 import { noCacheExtras } from './extras.js';
+import { bytesReply } from '../reply.js';
 import { sandboxed } from './untrustedContent.js';
 import { upstreamExtras } from './upstreamExtras.js';
 
 export function extrasRoutes(r: Router<Principal>, services: CacheRouteServices): void {
-  // Nothing here provides build logs or debug info itself: a cache's upstreams may have them.
-  const extras = upstreamExtras(services.caches.upstreams, noCacheExtras);
+  // The document Nix's index-debug-info writes, as bare JSON (not the API's envelope).
+  const extras = upstreamExtras(services.caches.upstreams, {
+    ...noCacheExtras,
+    debuginfo: async (cache, buildId) => {
+      const found = await services.caches.debugInfo(cache.id, buildId);
+      return found === null ? null : bytesReply(200, JSON.stringify(found), { 'Content-Type': 'application/json' });
+    },
+  });
   r.get('/log/:drv', sandboxed(rateLimited(services.rateLimiter, cacheRateLimits.log, async (req) => {
     const cache = await readableCache(services.binaryCache, req);
     const drv = req.param<string>('drv');

@@ -5,3 +5,4 @@ export { createMailer, type Mailer } from './mailer.js';
 export { passwordGate, PasswordGate } from './passwordGate.js';
 export { hashPassword, verifyPassword } from './passwords.js';
 export { createTokenAuthentication, type TokenAuthentication } from './tokenAuthentication.js';
+export { deleteExpiredSessions } from './sessionRetention.js';

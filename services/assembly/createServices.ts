@@ -107,7 +107,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const webIngest = ingestOn(db.web, events.events);
   const narUploads = narUploadService({ sql: db.web, nars, ingest: webIngest, maxUploadSize: config['nar.maxUploadSize'] });
   const caches = createCacheServices({
-    sql: db.web, config, log: componentLogger(log, 'cache'), secretBox, nars, events: events.events, bus: events.bus,
+    sql: db.web, config, log: componentLogger(log, 'cache'), secretBox, nars, events: events.events, bus: events.bus, clock,
   });
 
   // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.

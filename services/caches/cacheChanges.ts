@@ -3,7 +3,7 @@
 // of the installation reaches them (the bus relays over Redis or PostgreSQL, storage/bus/).
 import type { BusEvent, EventBus } from '../../storage/index.js';
 
-/** One `cache.changed` event: which cache, and why (create, update, delete, enabled, disabled, nar.upload, upstream.put, …). */
+/** One `cache.changed` event: which cache, and why (create, update, delete, enabled, disabled, key, nar.upload, upstream.put, …). */
 export interface CacheChange {
   cacheId: string | null;
   cache: string;
@@ -11,7 +11,10 @@ export interface CacheChange {
 }
 
 /** Reasons that change who may see a cache or what it serves under its name: access memos forget on these. */
-export const CACHE_SETTINGS_REASONS: ReadonlySet<string> = new Set(['create', 'update', 'delete', 'enabled', 'disabled']);
+export const CACHE_SETTINGS_REASONS: ReadonlySet<string> = new Set(['create', 'update', 'delete', 'enabled', 'disabled', 'key']);
+
+/** A key rotation: the memos forget the public key, the sign sweep of every process wakes (signSweep.ts). */
+export const KEY_ROTATED_REASONS: ReadonlySet<string> = new Set(['key']);
 
 function cacheChangeOf(event: BusEvent): CacheChange | null {
   if (event.event !== 'cache.changed') return null;

@@ -1,6 +1,7 @@
-// A cache's Ed25519 signing key, generated once when the cache is created (API or state file).
-// The key name is `<host>-<cache>-1`, what `trusted-public-keys` shows the user; the secret half
-// is sealed with the installation's secret box before it reaches the database.
+// A cache's Ed25519 signing key, generated when the cache is created (API or state file) and anew
+// at each rotation. The key name is `<host>-<cache>-N`, N counting from 1 up with each rotation,
+// what `trusted-public-keys` shows the user; the secret half is sealed with the installation's
+// secret box before it reaches the database.
 import { SigningKey } from '../../protocol/index.js';
 import type { CacheKeyColumns, SecretBox } from '../../storage/index.js';
 
@@ -16,8 +17,14 @@ export function cacheKeyName(host: string, cache: string, generation = 1): strin
   return `${host}-${cache}-${generation}`;
 }
 
-export function generateCacheKey(box: SecretBox, host: string, cache: string): CacheKeyColumns {
-  const key = SigningKey.generate(cacheKeyName(host, cache));
+/** The generation a key name ends in (`…-N`); 1 for a name without one. */
+export function keyGeneration(keyName: string): number {
+  const match = /-(\d{1,9})$/.exec(keyName);
+  return match ? Number(match[1]) : 1;
+}
+
+export function generateCacheKey(box: SecretBox, host: string, cache: string, generation = 1): CacheKeyColumns {
+  const key = SigningKey.generate(cacheKeyName(host, cache, generation));
   const secret = Buffer.from(key.toString().slice(key.name.length + 1), 'base64');
   return {
     key_name: key.name,

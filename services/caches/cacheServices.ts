@@ -6,11 +6,16 @@ import { cacheTraffic } from './cacheTraffic.js';
 import { cacheUpstreamsService } from './cacheUpstreams.js';
 import { createOutboundClient, outboundFetch, type EventBus, type OutboundClient } from '../../storage/index.js';
 import { createUpstreams } from './upstreams.js';
+import { cacheKeyRotationService } from './cacheKeyRotation.js';
+import { debugInfoDocument } from './debugIndex.js';
+import type { Clock } from '../../supervisors/index.js';
 
 export interface CacheServicesDeps extends CacheDeps {
   /** where upstream lookups hear that a cache's upstream list changed */
   bus: Pick<EventBus, 'subscribe'>;
   outbound?: OutboundClient;
+  /** key rotation times and overlaps */
+  clock: Clock;
 }
 
 /** Caches, their NARs and their upstreams, built once at start (services/createServices.ts). */
@@ -32,6 +37,10 @@ export function createCacheServices(deps: CacheServicesDeps) {
     cacheNars: cacheNarsService(deps),
     cacheUpstreams: cacheUpstreamsService({ ...deps, outbound }),
     upstreams,
+    /** POST /caches/{cache}/key/rotate and GET /caches/{cache}/keys */
+    keyRotation: cacheKeyRotationService(deps),
+    /** debuginfo/{build_id} from the debug build-ID index */
+    debugInfo: (cacheId: string, buildId: string) => debugInfoDocument(deps.sql, cacheId, buildId),
     /** cache.narinfo.served and cache.nar.fetched, batched off the serving path */
     traffic: cacheTraffic(deps.events),
   };

@@ -5,3 +5,4 @@ export { type ConnectedWorker, WorkerConnections, type WorkerListener } from './
 export { WorkerNars } from './workerNars.js';
 export { rankWorkers, type ScoringPolicy } from './workerRanking.js';
 export { type OutboundWorkerTarget, workerRegistrationsService } from './workerRegistrations.js';
+export { deleteOldWorkerConnections } from './connectionRetention.js';

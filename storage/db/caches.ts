@@ -1,6 +1,7 @@
 // The caches table: every query on it and the one row shape it reads as (docs/architecture.md,
 // "Who owns the SQL"). Services decide permissions, transactions and events; they pass a pool or
-// a transaction here and get rows back. The sealed secret key is read only by cacheSealedKey.
+// a transaction here and get rows back. Sealed secret keys are read only by cacheSealedKey and
+// cachePreviousSealedKey; the key ring (the previous key of a rotation) is here too.
 import type { ISql } from 'postgres';
 import type { Role } from '../../protocol/index.js';
 
@@ -120,6 +121,64 @@ export async function activeCachesNamed(sql: ISql, names: readonly string[]): Pr
 export async function cacheSealedKey(sql: ISql, id: string): Promise<Pick<CacheKeyColumns, 'key_name' | 'secret_key'> | null> {
   const [row] = await sql<Pick<CacheKeyColumns, 'key_name' | 'secret_key'>[]>`select key_name, secret_key from caches where id = ${id}`;
   return row ?? null;
+}
+
+/** A cache's key before its last rotation, listed until `listed_until` (cache_previous_keys). */
+export interface PreviousKeyRow {
+  key_name: string;
+  /** 32 bytes */
+  public_key: Buffer;
+  rotated_at: Date;
+  listed_until: Date;
+}
+
+/**
+ * Moves the cache's key to cache_previous_keys (replacing an older previous key, whose overlap ends
+ * now) and installs `next`. Inside the caller's transaction; the cache row is locked first, so two
+ * rotations at once run one after the other. False when the cache is gone.
+ */
+export async function rotateCacheKey(sql: ISql, id: string, next: CacheKeyColumns, rotatedAt: Date, listedUntil: Date): Promise<boolean> {
+  const [locked] = await sql<{ id: string }[]>`select id from caches where id = ${id} for update`;
+  if (!locked) return false;
+  await sql`
+    insert into cache_previous_keys (cache_id, key_name, public_key, secret_key, rotated_at, listed_until)
+    select id, key_name, public_key, secret_key, ${rotatedAt}, ${listedUntil} from caches where id = ${id}
+    on conflict (cache_id) do update set key_name = excluded.key_name, public_key = excluded.public_key,
+      secret_key = excluded.secret_key, rotated_at = excluded.rotated_at, listed_until = excluded.listed_until`;
+  await sql`update caches set key_name = ${next.key_name}, public_key = ${next.public_key}, secret_key = ${next.secret_key} where id = ${id}`;
+  return true;
+}
+
+/** The cache's previous key while it is listed at `at`, or null. */
+export async function cachePreviousKey(sql: ISql, id: string, at: Date): Promise<PreviousKeyRow | null> {
+  const [row] = await sql<PreviousKeyRow[]>`
+    select key_name, public_key, rotated_at, listed_until from cache_previous_keys where cache_id = ${id} and listed_until > ${at}`;
+  return row ?? null;
+}
+
+/** The previous key's sealed secret while it is listed at `at` (services/caches/cacheSigningKeys.ts opens it), or null. */
+export async function cachePreviousSealedKey(sql: ISql, id: string, at: Date): Promise<Pick<CacheKeyColumns, 'key_name' | 'secret_key'> | null> {
+  const [row] = await sql<Pick<CacheKeyColumns, 'key_name' | 'secret_key'>[]>`
+    select key_name, secret_key from cache_previous_keys where cache_id = ${id} and listed_until > ${at}`;
+  return row ?? null;
+}
+
+/** What the sign sweep walks: every cache with its key name and its previous key's name while listed at `at`. */
+export async function cacheKeyNames(sql: ISql, at: Date): Promise<{ id: string; key_name: string; previous_key_name: string | null }[]> {
+  return sql<{ id: string; key_name: string; previous_key_name: string | null }[]>`
+    select c.id, c.key_name, k.key_name as previous_key_name
+    from caches c left join cache_previous_keys k on k.cache_id = c.id and k.listed_until > ${at}
+    order by c.id`;
+}
+
+/** Previous keys whose overlap ended by `at`: their signatures leave the narinfos, then the row goes (endPreviousKey). */
+export async function endedPreviousKeys(sql: ISql, at: Date): Promise<{ cache_id: string; key_name: string }[]> {
+  return sql<{ cache_id: string; key_name: string }[]>`select cache_id, key_name from cache_previous_keys where listed_until <= ${at}`;
+}
+
+/** Removes the previous key `keyName` of the cache, unless a newer rotation replaced it meanwhile. */
+export async function endPreviousKey(sql: ISql, cacheId: string, keyName: string): Promise<void> {
+  await sql`delete from cache_previous_keys where cache_id = ${cacheId} and key_name = ${keyName}`;
 }
 
 /** The active caches a project subscribes to, itself or through its organization, by name. */

@@ -10,7 +10,7 @@ import type { Sql } from 'postgres';
 import type { BlobStore } from '../blobs/index.js';
 import { narBlobKey } from './narLocations.js';
 import { deleteBlobIfUnreferenced } from './pathDeletion.js';
-import { deleteUnsignedCachedPath, fileIsReferenced, insertCachedPath, insertPathSignature, lockCachedPath, lockNarFile, type CachedPathInsert } from './sql/index.js';
+import { deleteUnsignedCachedPath, fileIsReferenced, indexDebugBuildIds, insertCachedPath, insertPathSignature, lockCachedPath, lockNarFile, type CachedPathInsert } from './sql/index.js';
 import { UploadProblem } from './uploadProblem.js';
 
 export interface IngestCommit extends CachedPathInsert {
@@ -40,7 +40,10 @@ export async function commitIngest(sql: Sql, blobs: BlobStore, commit: IngestCom
         // A referenced blob exists (the invariant), so identical bytes are not stored twice.
         if (!(await fileIsReferenced(tx, commit.fileHash))) await blobs.put(narBlobKey(commit.fileHash), commit.zstdFile, commit.fileSize);
         // A concurrent upload may have inserted it since the lookup: insertCachedPath returns that row then.
-        stored = await insertCachedPath(tx, commit);
+        const inserted = await insertCachedPath(tx, commit);
+        // Uploads are indexed at once (cache.debugIndexIntervalSecs only backfills): debuginfo/{build_id} finds them.
+        if (!inserted.debugIndexed) await indexDebugBuildIds(tx, inserted.id, commit.listing);
+        stored = inserted;
       }
       const signed = await insertPathSignature(tx, { cacheId: commit.cacheId, hashPart: commit.hashPart, cachedPathId: stored.id, signature: commit.signature });
       if (signed.outcome === 'conflict') {

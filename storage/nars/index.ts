@@ -18,3 +18,5 @@ export { listCachePaths, type CachePathQuery } from './sql/listCachePaths.js';
 export { findCachePath } from './sql/findCachePath.js';
 export { cacheContentStats, type CacheContentStats } from './sql/cacheContentStats.js';
 export { type CachePathRow } from './sql/cachePathRow.js';
+export { findSignatureWork, writeSignatures, type SignatureWork, type SignatureWrite } from './sql/index.js';
+export { findDebugInfo, indexDebugBuildIds, unindexedCachedPaths } from './sql/index.js';

@@ -66,7 +66,8 @@ export function renderStoredNarinfo(row: NarinfoRow): string {
     narSize: row.narSize,
     references: row.references,
     ...(row.deriver === null ? {} : { deriver: row.deriver }),
-    sigs: [row.signature],
+    // Nix accepts a narinfo when any one Sig verifies: clients trusting either key of a rotation do.
+    sigs: row.previousSignature === null ? [row.signature] : [row.signature, row.previousSignature],
     ...(row.ca === null ? {} : { ca: row.ca }),
   });
 }

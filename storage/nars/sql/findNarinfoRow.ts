@@ -1,7 +1,7 @@
 // One query on the NAR tables: finds what a cache's narinfo of a path is rendered from.
 import type { ISql } from 'postgres';
 
-/** What a cache's narinfo is made of: the path's row and this cache's signature. */
+/** What a cache's narinfo is made of: the path's row and this cache's signatures. */
 export interface NarinfoRow {
   storePath: string;
   narHash: string;
@@ -12,11 +12,13 @@ export interface NarinfoRow {
   fileHash: string;
   fileSize: number;
   signature: string;
+  /** by the cache's previous key during a key rotation's overlap (migration 0023), else null */
+  previousSignature: string | null;
 }
 
 export async function findNarinfoRow(sql: ISql, cacheId: string, hashPart: string): Promise<NarinfoRow | null> {
-  const [row] = await sql<{ store_path: string; nar_hash: string; nar_size: string; refs: string[]; deriver: string | null; ca: string | null; file_hash: string; file_size: string; signature: string }[]>`
-    select p.store_path, p.nar_hash, p.nar_size, p.refs, p.deriver, p.ca, p.file_hash, p.file_size, s.signature
+  const [row] = await sql<{ store_path: string; nar_hash: string; nar_size: string; refs: string[]; deriver: string | null; ca: string | null; file_hash: string; file_size: string; signature: string; previous_signature: string | null }[]>`
+    select p.store_path, p.nar_hash, p.nar_size, p.refs, p.deriver, p.ca, p.file_hash, p.file_size, s.signature, s.previous_signature
     from path_signatures s join cached_paths p on p.id = s.cached_path_id
     where s.cache_id = ${cacheId} and s.hash_part = ${hashPart}`;
   if (!row) return null;
@@ -30,5 +32,6 @@ export async function findNarinfoRow(sql: ISql, cacheId: string, hashPart: strin
     fileHash: row.file_hash,
     fileSize: Number(row.file_size),
     signature: row.signature,
+    previousSignature: row.previous_signature,
   };
 }

@@ -1,0 +1,100 @@
+// The periodic upkeep of a server process (issue 20, items 7, 9 and 10; docs/operations.md,
+// "Background upkeep"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
+// key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
+// the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
+// record retention (retentionDays: expired sessions and worker connection history; deliveries
+// have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
+// supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
+// so no process needs to lead. Times come from the injected clock; tests run passes by hand.
+import type { Config, Logger } from '../../config/index.js';
+import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
+import type { EventBus, NarStorage, Sql } from '../../storage/index.js';
+import { cacheSigningKeys, KEY_ROTATED_REASONS, onCacheChanged, runDebugIndexBackfill, runSignSweep, type DebugIndexReport, type SignSweepReport } from '../caches/index.js';
+import { runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
+import { deleteExpiredSessions } from '../accounts/index.js';
+import { deleteOldWorkerConnections } from '../workers/index.js';
+import type { SecretBox } from '../../storage/index.js';
+
+/** Retention runs hourly: retentionDays counts days, an hour late is within its precision. */
+const RETENTION_INTERVAL_MS = 3_600_000;
+
+export interface RetentionReport {
+  sessions: number;
+  workerConnections: number;
+}
+
+export interface UpkeepDeps {
+  config: Pick<Config, 'cache.signSweepIntervalSecs' | 'cache.debugIndexIntervalSecs' | 'metrics.graphConsistencyIntervalSecs' | 'retentionDays'>;
+  log: Logger;
+  clock: Clock;
+  /** the binary cache's pool: signatures and the debug index */
+  cacheSql: Sql;
+  /** the scheduler's pool: the build graph, sessions and worker connections */
+  sql: Sql;
+  secretBox: SecretBox;
+  nars: Pick<NarStorage, 'reads'>;
+  bus: Pick<EventBus, 'subscribe'>;
+  supervisor: Supervisor;
+}
+
+/** The passes, for tests and operators' tools: each runs once now and resolves with what it did. */
+export interface Upkeep {
+  signSweep(): Promise<SignSweepReport>;
+  debugIndex(): Promise<DebugIndexReport>;
+  /** null when metrics.graphConsistencyIntervalSecs is 0 */
+  graphConsistency(): Promise<GraphConsistencyReport | null>;
+  retention(): Promise<RetentionReport>;
+  /** Resolves once the passes the timers and wakes started have ended. */
+  settle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export function startUpkeep(deps: UpkeepDeps): Upkeep {
+  const { config, log, clock, cacheSql, sql } = deps;
+  const keys = cacheSigningKeys(cacheSql, deps.secretBox);
+  const graphIntervalSecs = config['metrics.graphConsistencyIntervalSecs'];
+
+  const passes = {
+    signSweep: () => runSignSweep({ sql: cacheSql, keys, reads: deps.nars.reads }, clock.now()),
+    debugIndex: () => runDebugIndexBackfill(cacheSql),
+    graphConsistency: async () => (graphIntervalSecs === 0 ? null : runGraphConsistencyCheck(sql)),
+    retention: async (): Promise<RetentionReport> => ({
+      sessions: await deleteExpiredSessions(sql, config['retentionDays'], clock.now()),
+      workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
+    }),
+  };
+
+  const loops: CoalescingLoop[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  const loopOf = (id: string, intervalMs: number, pass: () => Promise<object | null>): CoalescingLoop => {
+    const loop = new CoalescingLoop(async () => {
+      const report = await pass();
+      if (report !== null && Object.values(report).some((n) => n !== 0)) log.info({ upkeep: id, ...report }, `${id} pass done`);
+    }, (err) => log.error({ err, upkeep: id }, `the ${id} pass failed; it runs again at the next interval`));
+    loops.push(loop);
+    deps.supervisor.watch({ id, kind: 'upkeep-loop', inspect: () => loop.inspect() });
+    const timer = setInterval(() => loop.wake(), intervalMs);
+    timer.unref();
+    timers.push(timer);
+    return loop;
+  };
+
+  const signLoop = loopOf('sign-sweep', config['cache.signSweepIntervalSecs'] * 1000, passes.signSweep);
+  loopOf('debug-index', config['cache.debugIndexIntervalSecs'] * 1000, passes.debugIndex);
+  if (graphIntervalSecs > 0) loopOf('graph-consistency', graphIntervalSecs * 1000, passes.graphConsistency);
+  if (config['retentionDays'] > 0) loopOf('record-retention', RETENTION_INTERVAL_MS, passes.retention);
+  // A rotation in any process: re-sign now rather than at the next interval.
+  const unsubscribe = onCacheChanged(deps.bus, KEY_ROTATED_REASONS, () => signLoop.wake());
+
+  return {
+    ...passes,
+    settle: async () => {
+      await Promise.all(loops.map((l) => l.settle()));
+    },
+    async stop() {
+      unsubscribe();
+      for (const timer of timers) clearInterval(timer);
+      await Promise.all(loops.map((l) => l.stop()));
+    },
+  };
+}
