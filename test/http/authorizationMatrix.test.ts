@@ -309,6 +309,8 @@ const endpoints: Endpoint[] = [
   { method: 'POST', path: '/caches/main/active', scope: 'cache', role: 'Admin', permission: 'manageCache' },
   { method: 'DELETE', path: '/caches/main/active', scope: 'cache', role: 'Admin', permission: 'manageCache' },
   { method: 'GET', path: '/caches/main/key', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'GET', path: '/caches/main/keys', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'POST', path: '/caches/main/key/rotate', body: { overlap_hours: 1 }, scope: 'cache', role: 'Admin', permission: 'manageCache' },
   { method: 'GET', path: '/caches/main/nars', scope: 'cache', role: 'View', permission: 'viewCache' },
   {
     method: 'GET', path: `/caches/main/nars/${'0'.repeat(32)}`, scope: 'cache', role: 'View', permission: 'viewCache',

@@ -1,0 +1,119 @@
+// Signing key rotation with real Nix (issue 20, item 8; docs/binary-cache.md, "Key rotation"): after
+// POST /caches/{cache}/key/rotate the sign sweep re-signs every path with the new key, and during the
+// overlap narinfos carry both keys' signatures, so `nix copy --from` works for clients trusting the
+// old key, the new key, or both; once the overlap has ended (the test steps the injected clock) only
+// the new key verifies. Paths uploaded after the rotation get the old key's signature at the next
+// sweep while the overlap lasts.
+import t from 'tap';
+import { CacheKeysView } from '../../../protocol/index.js';
+import { startTestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { steppedClock } from '../../support/clock.js';
+import { buildFixturePaths } from '../../support/nixStore.js';
+import { freshStore, netrcFile, nixOk, runNix } from '../../support/nixClient.js';
+
+const HOUR_MS = 3_600_000;
+
+t.test('key rotation with real Nix clients', async (t) => {
+  const clock = steppedClock(new Date());
+  const kiln = await startTestKiln(t, { 'cache.keyOverlapHours': 48 }, { clock });
+  const ada = await signUp(kiln, 'ada');
+  const bob = await signUp(kiln, 'bob');
+  const fixtures = buildFixturePaths();
+  const before = [fixtures.file, fixtures.refs, fixtures.tree];
+  const after = [fixtures.executable];
+  const cache = await createTestCache(kiln.sql, 'rot', { public: true, ownerId: ada.id });
+  const oldKey = cache.publicKey;
+  const netrc = netrcFile(ada.token);
+  await nixOk('nix', ['copy', '--to', `${kiln.url}/cache/rot`, ...before], { netrc });
+
+  const substitutes = async (trusted: string, paths: string[]) => {
+    const run = await runNix('nix', ['copy', '--from', `${kiln.url}/cache/rot`, '--to', freshStore(), '--option', 'trusted-public-keys', trusted, ...paths]);
+    return run.status === 0 ? 'ok' : run.stderr;
+  };
+  const sigsOf = async (path: string): Promise<string[]> => {
+    const out = await nixOk('nix', ['path-info', '--sigs', '--store', `${kiln.url}/cache/rot`, path]);
+    return out.trim().split(/\s+/).slice(1);
+  };
+  const keyName = (key: string) => key.slice(0, key.indexOf(':'));
+  const unrelated = 'other-1:3REoSjvMtmBzmoRZVZPZuB/MG/vyNbytXCID+0ocOAA=';
+
+  t.test('bad requests are refused with a 4xx naming the problem', async (t) => {
+    const negative = await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: -1 } });
+    t.equal(negative.status, 400);
+    t.match(negative.message, /overlap_hours/);
+    const tooLong = await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: 9000 } });
+    t.equal(tooLong.status, 400);
+    const unknown = await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap: 1 } });
+    t.equal(unknown.status, 400);
+    t.equal((await kiln.api('POST', '/caches/nope/key/rotate', { token: ada.token })).status, 404);
+    t.equal((await kiln.api('POST', '/caches/rot/key/rotate', { token: bob.token })).status, 403, 'seeing a public cache is not managing it');
+    const keys = CacheKeysView.parse((await kiln.api('GET', '/caches/rot/keys', { token: bob.token })).message);
+    t.same(keys, { public_key: oldKey, previous: null }, 'nothing rotated');
+  });
+
+  let newKey = '';
+  t.test('rotating: a new key N+1, the old one listed for the overlap, every path re-signed', async (t) => {
+    const rotated = await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token });
+    t.equal(rotated.status, 200, JSON.stringify(rotated.message));
+    const keys = CacheKeysView.parse(rotated.message);
+    newKey = keys.public_key;
+    t.match(keyName(newKey), /-rot-2$/, 'the generation counts up');
+    t.not(newKey, oldKey);
+    t.equal(keys.previous?.public_key, oldKey);
+    t.equal(keys.previous?.listed_until, new Date(clock.now().getTime() + 48 * HOUR_MS).toISOString(), 'cache.keyOverlapHours');
+    t.equal((await kiln.api<string>('GET', '/caches/rot/key', { token: bob.token })).message, newKey, 'GET key names the key new clients trust');
+
+    // The rotation woke the sweep in this process (cache.changed, reason key): nothing left to sign.
+    await kiln.upkeep.settle();
+    t.same(await kiln.upkeep.signSweep(), { signed: 0, keysEnded: 0 });
+    const rows = await kiln.sql<{ signature: string; previous_signature: string | null }[]>`
+      select s.signature, s.previous_signature from path_signatures s where s.cache_id = ${cache.id}`;
+    t.equal(rows.length, before.length);
+    for (const row of rows) {
+      t.ok(row.signature.startsWith(`${keyName(newKey)}:`), 'signed by the new key');
+      t.ok(row.previous_signature?.startsWith(`${keyName(oldKey)}:`), 'and by the old one');
+    }
+    t.same((await sigsOf(fixtures.refs)).map(keyName).sort(), [keyName(newKey), keyName(oldKey)].sort(), 'nix path-info --sigs shows both');
+  });
+
+  t.test('during the overlap, clients trusting either key substitute; others do not', async (t) => {
+    t.equal(await substitutes(newKey, before), 'ok', 'new key only');
+    t.equal(await substitutes(oldKey, before), 'ok', 'old key only');
+    t.equal(await substitutes(`${oldKey} ${newKey}`, before), 'ok', 'both');
+    t.not(await substitutes(unrelated, [fixtures.file]), 'ok', 'an unrelated key verifies nothing');
+  });
+
+  t.test('a path uploaded after the rotation: the new key at once, the old one after the sweep', async (t) => {
+    await nixOk('nix', ['copy', '--to', `${kiln.url}/cache/rot`, ...after], { netrc });
+    t.same((await sigsOf(fixtures.executable)).map(keyName), [keyName(newKey)]);
+    t.equal(await substitutes(newKey, after), 'ok');
+    t.not(await substitutes(oldKey, after), 'ok', 'not yet signed by the old key');
+    t.same(await kiln.upkeep.signSweep(), { signed: 1, keysEnded: 0 });
+    t.equal(await substitutes(oldKey, after), 'ok', 'the sweep added the old key\'s signature');
+  });
+
+  t.test('after the overlap only the new key verifies', async (t) => {
+    clock.step(48 * HOUR_MS + 1);
+    t.same(await kiln.upkeep.signSweep(), { signed: before.length + after.length, keysEnded: 1 }, 'the old signatures leave every row, the key goes');
+    const keys = CacheKeysView.parse((await kiln.api('GET', '/caches/rot/keys', { token: bob.token })).message);
+    t.same(keys, { public_key: newKey, previous: null });
+    t.same((await sigsOf(fixtures.refs)).map(keyName), [keyName(newKey)]);
+    t.equal(await substitutes(newKey, [...before, ...after]), 'ok');
+    t.not(await substitutes(oldKey, [fixtures.file]), 'ok', 'the old key no longer verifies');
+  });
+
+  t.test('rotating again during an overlap ends the older key at once; overlap_hours 0 lists none', async (t) => {
+    const second = CacheKeysView.parse((await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: 1 } })).message);
+    t.match(keyName(second.public_key), /-rot-3$/);
+    t.equal(second.previous?.public_key, newKey);
+    const third = CacheKeysView.parse((await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: 0 } })).message);
+    t.match(keyName(third.public_key), /-rot-4$/);
+    t.equal(third.previous, null, 'no overlap');
+    await kiln.upkeep.settle();
+    await kiln.upkeep.signSweep();
+    t.equal(await substitutes(third.public_key, [...before, ...after]), 'ok', 'everything re-signed by key 4');
+    t.not(await substitutes(second.public_key, [fixtures.file]), 'ok', 'key 3 was dropped with the rotation to 4');
+  });
+});
