@@ -9,7 +9,8 @@ import { narUrl } from '../../protocol/index.js';
 import { findDebugInfo, indexDebugBuildIds, unindexedCachedPaths } from '../../storage/index.js';
 
 const SLICE = 200;
-const BUILD_ID = /^[0-9a-f]{40}$/;
+/** Nix 2.8's index-debug-info names the document `<build id>.debug`; debuginfod clients ask without the suffix. Both are served. */
+const BUILD_ID = /^([0-9a-f]{40})(?:\.debug)?$/;
 
 export interface DebugIndexReport {
   /** cached paths looked through */
@@ -34,7 +35,8 @@ export async function runDebugIndexBackfill(sql: Sql, sliceSize = SLICE): Promis
 
 /** The debuginfo/{build_id} document for a build ID among the cache's paths, or null (then the upstreams are asked). */
 export async function debugInfoDocument(sql: Sql, cacheId: string, buildId: string): Promise<{ archive: string; member: string } | null> {
-  if (!BUILD_ID.test(buildId)) return null;
-  const found = await findDebugInfo(sql, cacheId, buildId);
+  const id = BUILD_ID.exec(buildId)?.[1];
+  if (id === undefined) return null;
+  const found = await findDebugInfo(sql, cacheId, id);
   return found === null ? null : { archive: `../${narUrl(found.fileHash)}`, member: found.member };
 }
