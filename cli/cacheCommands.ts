@@ -3,7 +3,7 @@
 // cacheUpload.ts), `cache list|key|keys` to find a cache and the keys to trust, and `cache
 // rotate-key` to give a cache a new signing key.
 import { Command, Option } from 'commander';
-import { storePathName } from '../protocol/index.js';
+import { MAX_KEY_OVERLAP_HOURS, storePathName } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
 import { formatBytes, formatTable, runClientCommand, UsageError } from './clientOutput.js';
 import { confirm } from './confirmation.js';
@@ -45,7 +45,7 @@ const showKeys = (k: CacheKeys): string =>
 
 function overlapHours(text: string): number {
   const n = Number(text);
-  if (!/^\d+$/.test(text) || n > 8760) throw new UsageError(`--overlap-hours: ${JSON.stringify(text)} is not a whole number of hours from 0 to 8760`);
+  if (!/^\d+$/.test(text) || n > MAX_KEY_OVERLAP_HOURS) throw new UsageError(`--overlap-hours: ${JSON.stringify(text)} is not a whole number of hours from 0 to ${MAX_KEY_OVERLAP_HOURS}`);
   return n;
 }
 

@@ -32,5 +32,5 @@ export { BuildLogFeed } from './builds/index.js';
 export { pruneTaskEvaluations, effectiveKeep } from './builds/index.js';
 export { buildProgressReporter } from './builds/index.js';
 export { createServices, type Services } from './assembly/index.js';
-export { startUpkeep, type RetentionReport, type Upkeep } from './assembly/index.js';
+export { startUpkeep, type Upkeep } from './assembly/index.js';
 export type { RunningScheduler } from './builds/index.js';

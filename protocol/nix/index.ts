@@ -43,7 +43,7 @@ export {
   type NarListingSymlink,
 } from './narListing.js';
 export { parseNarListing, lookupNarListing, type NarLookupResult } from './narListingLookup.js';
-export { debugBuildIds, type DebugBuildId } from './debugBuildIds.js';
+export { debugBuildIds } from './debugBuildIds.js';
 export { writeNar, type NarTreeNode, type NarDumpOptions } from './narWriter.js';
 export { type Narinfo, parseNarinfo, renderNarinfo } from './narinfo.js';
 export { narinfoFingerprint, signNarinfo, verifyNarinfo, type SignedFields } from './narinfoSignature.js';

@@ -57,4 +57,3 @@ export function cacheKeyRotationService({ sql, config, secretBox, events, clock 
     },
   };
 }
-export type CacheKeyRotationService = ReturnType<typeof cacheKeyRotationService>;

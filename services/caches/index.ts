@@ -11,7 +11,6 @@ export { outputsCached, type ProjectCache, projectCaches, readable, writable } f
 export { listProjectSubscriptions, type ProjectSubscriptions } from './subscriptionRows.js';
 export { subscriptionsService } from './subscriptions.js';
 export type { Upstreams } from './upstreams.js';
-export { cacheKeyRotationService, type CacheKeyRotationService } from './cacheKeyRotation.js';
 export { runSignSweep, type SignSweepReport } from './signSweep.js';
-export { debugInfoDocument, runDebugIndexBackfill, type DebugIndexReport } from './debugIndex.js';
+export { runDebugIndexBackfill, type DebugIndexReport } from './debugIndex.js';
 export { KEY_ROTATED_REASONS, onCacheChanged } from './cacheChanges.js';

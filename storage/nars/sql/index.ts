@@ -25,6 +25,6 @@ export { listStagedUploadKeys } from './listStagedUploadKeys.js';
 export { referencedFiles } from './referencedFiles.js';
 export { lockCachedPath } from './lockCachedPath.js';
 export { narIsHeld } from './narIsHeld.js';
-export { findSignatureWork, type SignatureWork, type SignatureWorkQuery } from './findSignatureWork.js';
+export { findSignatureWork, type SignatureWork } from './findSignatureWork.js';
 export { writeSignatures, type SignatureWrite } from './writeSignatures.js';
 export { findDebugInfo, indexDebugBuildIds, unindexedCachedPaths } from './indexDebugBuildIds.js';
