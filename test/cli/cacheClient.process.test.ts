@@ -186,4 +186,20 @@ t.test('kiln login and kiln cache … against a real server', async (t) => {
     const key = await kilnCli(['cache', 'key', 'main'], env);
     t.equal(key.stdout.trim(), mainKey);
   });
+
+  t.test('rotate-key: refuses a bad --overlap-hours, asks, rotates; keys lists both', async (t) => {
+    const bad = await kilnCli(['cache', 'rotate-key', 'main', '--overlap-hours', 'soon', '--yes'], env);
+    t.equal(bad.status, 2);
+    t.match(bad.stderr, /--overlap-hours/);
+    const unconfirmed = await kilnCli(['cache', 'rotate-key', 'main', '--json'], env);
+    t.equal(unconfirmed.status, 2);
+    t.match(unconfirmed.json, { error: true, code: 'confirmation_required' });
+    const rotated = await kilnCli(['cache', 'rotate-key', 'main', '--overlap-hours', '12', '--yes', '--json'], env);
+    t.equal(rotated.status, 0, rotated.stderr);
+    t.match(rotated.json, { public_key: /-main-2:/, previous: { public_key: mainKey } });
+    const keys = await kilnCli(['cache', 'keys', 'main'], env);
+    t.equal(keys.status, 0, keys.stderr);
+    t.ok(keys.stdout.includes(`Previous:  ${mainKey}`), keys.stdout);
+    t.match(keys.stdout, /Current: {3}\S+-main-2:/);
+  });
 });
