@@ -29,6 +29,8 @@ export interface SignSweepReport {
   signed: number;
   /** previous keys whose overlap had ended, removed */
   keysEnded: number;
+  /** rows whose narinfo cannot be signed (a NarHash that is not sha256): left as they are, every pass */
+  unsignable: number;
 }
 
 const SLICE = 500;
@@ -55,7 +57,7 @@ export function resign(row: SignatureWork, current: SigningKey, previous: Signin
 export async function runSignSweep(deps: SignSweepDeps, now: Date): Promise<SignSweepReport> {
   const { sql, keys, reads } = deps;
   const slice = deps.sliceSize ?? SLICE;
-  const report: SignSweepReport = { signed: 0, keysEnded: 0 };
+  const report: SignSweepReport = { signed: 0, keysEnded: 0, unsignable: 0 };
   for (const cache of await cacheKeyNames(sql, now)) {
     // Opened on the first slice with work: a sweep over caches with nothing to do opens no key.
     let opened: { current: SigningKey; previous: SigningKey | null } | null = null;
@@ -67,7 +69,16 @@ export async function runSignSweep(deps: SignSweepDeps, now: Date): Promise<Sign
       // A rotation after cacheKeyNames was read: the next pass (which the rotation wakes) does this cache.
       if (opened.current.name !== cache.key_name || (opened.previous?.name ?? null) !== cache.previous_key_name) break;
       const { current, previous } = opened;
-      const written = await writeSignatures(sql, cache.id, work.map((row) => resign(row, current, previous)));
+      // One row that cannot be signed must not stop the sweep of every other row after it.
+      const writes = work.flatMap((row) => {
+        try {
+          return [resign(row, current, previous)];
+        } catch {
+          report.unsignable++;
+          return [];
+        }
+      });
+      const written = await writeSignatures(sql, cache.id, writes);
       for (const hashPart of written) reads.forget(cache.id, hashPart);
       report.signed += written.length;
       if (work.length < slice) break;

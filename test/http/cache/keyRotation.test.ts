@@ -6,6 +6,7 @@
 // sweep while the overlap lasts.
 import t from 'tap';
 import { CacheKeysView } from '../../../protocol/index.js';
+import { findSignatureWork, writeSignatures } from '../../../storage/index.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
@@ -67,7 +68,7 @@ t.test('key rotation with real Nix clients', async (t) => {
 
     // The rotation woke the sweep in this process (cache.changed, reason key): nothing left to sign.
     await kiln.upkeep.settle();
-    t.same(await kiln.upkeep.signSweep(), { signed: 0, keysEnded: 0 });
+    t.same(await kiln.upkeep.signSweep(), { signed: 0, keysEnded: 0, unsignable: 0 });
     const rows = await kiln.sql<{ signature: string; previous_signature: string | null }[]>`
       select s.signature, s.previous_signature from path_signatures s where s.cache_id = ${cache.id}`;
     t.equal(rows.length, before.length);
@@ -90,18 +91,42 @@ t.test('key rotation with real Nix clients', async (t) => {
     t.same((await sigsOf(fixtures.executable)).map(keyName), [keyName(newKey)]);
     t.equal(await substitutes(newKey, after), 'ok');
     t.not(await substitutes(oldKey, after), 'ok', 'not yet signed by the old key');
-    t.same(await kiln.upkeep.signSweep(), { signed: 1, keysEnded: 0 });
+    t.same(await kiln.upkeep.signSweep(), { signed: 1, keysEnded: 0, unsignable: 0 });
     t.equal(await substitutes(oldKey, after), 'ok', 'the sweep added the old key\'s signature');
   });
 
   t.test('after the overlap only the new key verifies', async (t) => {
     clock.step(48 * HOUR_MS + 1);
-    t.same(await kiln.upkeep.signSweep(), { signed: before.length + after.length, keysEnded: 1 }, 'the old signatures leave every row, the key goes');
+    t.same(await kiln.upkeep.signSweep(), { signed: before.length + after.length, keysEnded: 1, unsignable: 0 }, 'the old signatures leave every row, the key goes');
     const keys = CacheKeysView.parse((await kiln.api('GET', '/caches/rot/keys', { token: bob.token })).message);
     t.same(keys, { public_key: newKey, previous: null });
     t.same((await sigsOf(fixtures.refs)).map(keyName), [keyName(newKey)]);
     t.equal(await substitutes(newKey, [...before, ...after]), 'ok');
     t.not(await substitutes(oldKey, [fixtures.file]), 'ok', 'the old key no longer verifies');
+  });
+
+  t.test('the sweep leaves a row an upload changed after it was read, and goes past one it cannot sign', async (t) => {
+    const race = await createTestCache(kiln.sql, 'race', { public: true, ownerId: ada.id });
+    const row = async (hash: string, narHash: string) => {
+      const [path] = await kiln.sql<{ id: string }[]>`
+        insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
+        values (${hash}, ${`/nix/store/${hash}-race`}, ${narHash}, 1, ${'1'.repeat(52)}, 1, '{}') returning id`;
+      await kiln.sql`insert into path_signatures (cache_id, hash_part, cached_path_id, signature) values (${race.id}, ${hash}, ${path!.id}, 'gone-1:x')`;
+    };
+    await row('0'.repeat(32), 'sha256:not-a-hash');
+    await row('1'.repeat(32), `sha256:${'0'.repeat(52)}`);
+    const keyName = race.publicKey.slice(0, race.publicKey.indexOf(':'));
+    const work = await findSignatureWork(kiln.sql, { cacheId: race.id, keyName, previousKeyName: null, after: '', limit: 10 });
+    t.same(work.map((w) => w.hashPart), ['0'.repeat(32), '1'.repeat(32)]);
+    // An upload re-signs the second row between the read and the write.
+    await kiln.sql`update path_signatures set signature = ${`${keyName}:fresh`} where cache_id = ${race.id} and hash_part = ${'1'.repeat(32)}`;
+    const written = await writeSignatures(kiln.sql, race.id, [{ ...work[1]!, readSignature: work[1]!.signature, signature: `${keyName}:stale`, previousSignature: null }]);
+    t.same(written, [], 'the changed row is left alone');
+    const [kept] = await kiln.sql<{ signature: string }[]>`select signature from path_signatures where cache_id = ${race.id} and hash_part = ${'1'.repeat(32)}`;
+    t.equal(kept!.signature, `${keyName}:fresh`);
+    await kiln.sql`update path_signatures set signature = 'gone-1:x' where cache_id = ${race.id}`;
+    const report = await kiln.upkeep.signSweep();
+    t.same(report, { signed: 1, keysEnded: 0, unsignable: 1 }, 'the row after the unsignable one is signed');
   });
 
   t.test('rotating again during an overlap ends the older key at once; overlap_hours 0 lists none', async (t) => {
