@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { eventually } from './eventually.js';
 
 const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
+const START_BOUND_MS = 90_000;
 
 export interface ServerProcess {
   url: string;
@@ -37,7 +38,9 @@ export async function startServerProcess(databaseUrl: string, baseDir: string, p
   const exited = new Promise((r) => child.on('exit', r));
   const url = `http://127.0.0.1:${port}`;
   const healthy = () => fetch(`${url}/api/v1/health`).then((r) => r.ok, () => false);
-  const state = await eventually(async () => ((await healthy()) ? 'up' : child.exitCode !== null && 'exited'), { timeout: 30_000, interval: 100 }).catch(() => 'silent for 30 s');
+  // A bound, not a timing: the first start of a fresh clone has tsx transform every module (its
+  // cache is empty), on a machine running two other test files; an exit ends the wait at once.
+  const state = await eventually(async () => ((await healthy()) ? 'up' : child.exitCode !== null && 'exited'), { timeout: START_BOUND_MS, interval: 100 }).catch(() => `silent for ${START_BOUND_MS / 1000} s`);
   if (state === 'up') return { url, port, child, exited, printed };
   child.kill('SIGKILL');
   throw new Error(`kiln serve did not come up (${state}): ${output.slice(-3000)}`);

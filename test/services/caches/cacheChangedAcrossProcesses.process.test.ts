@@ -35,9 +35,9 @@ for (const transport of ['postgres', 'redis'] as const) {
     t.equal(await info(), 401, 'still remembered');
 
     t.equal((await api('PATCH', '/caches/shared', { public: true })).status, 200, 'made public through the other process');
-    t.equal(await eventually(info, { until: (status) => status === 200, timeout: 10_000, message: 'the observer serves the now public cache' }), 200);
+    t.equal(await eventually(info, { until: (status) => status === 200, message: 'the observer serves the now public cache' }), 200);
 
     t.equal((await api('PATCH', '/caches/shared', { public: false })).status, 200, 'and private again');
-    t.equal(await eventually(info, { until: (status) => status === 401, timeout: 10_000, message: 'the observer challenges again' }), 401);
+    t.equal(await eventually(info, { until: (status) => status === 401, message: 'the observer challenges again' }), 401);
   });
 }

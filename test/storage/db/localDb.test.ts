@@ -31,7 +31,7 @@ const alive = async (pid: number): Promise<boolean> => {
 };
 // A stopped server removes its lock file a moment before its process ends.
 const gone = async (pid: number | undefined): Promise<boolean> =>
-  pid === undefined || eventually(async () => !(await alive(pid)), { timeout: 5_000, interval: 10 }).catch(() => false);
+  pid === undefined || eventually(async () => !(await alive(pid)), { interval: 10 }).catch(() => false);
 
 t.teardown(async () => {
   // Whatever a failed test left running: SIGINT is PostgreSQL's fast shutdown.

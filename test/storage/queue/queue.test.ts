@@ -6,11 +6,15 @@ import { eventually } from '../../support/eventually.js';
 
 t.test('pg-boss starts on a kiln database, runs a job, and stops gracefully', async (t) => {
   const { url, sql } = await testDatabase(t);
+  // The test databases' template holds pg-boss's schema already (test/support/db.ts): drop it, so
+  // that this start is a first one.
+  await sql`drop schema pgboss cascade`;
+  const pgbossSchema = async () => (await sql<{ exists: boolean }[]>`select exists (select from pg_namespace where nspname = 'pgboss') as exists`)[0]?.exists;
+  t.equal(await pgbossSchema(), false, 'no pg-boss schema before the first start');
   const { log, messages } = captureLog();
   const boss = await startQueue(url, log, { maxConnections: 2 });
   t.ok(messages('info').includes('job queue started'));
-  const [schema] = await sql<{ exists: boolean }[]>`select exists (select from pg_namespace where nspname = 'pgboss') as exists`;
-  t.equal(schema?.exists, true, 'pg-boss installed its own schema beside kiln’s tables');
+  t.equal(await pgbossSchema(), true, 'pg-boss installed its own schema beside kiln’s tables');
 
   await boss.createQueue('kiln-test');
   const id = await boss.send('kiln-test', { hello: 'world' });
