@@ -11,4 +11,4 @@ export { effectiveKeep, evaluationPruner, pruneTaskEvaluations } from './evaluat
 export { evaluationsService, type EvaluationsService } from './evaluations.js';
 export type { RunningScheduler } from './schedulerPort.js';
 export { sourceUploadsService, type SourceUploadsService } from './sourceUploads.js';
-export { insertEvaluation, type NewEvaluation, type TriggerOf } from './evaluationInsert.js';
+export { insertEvaluation, type TriggerOf } from './evaluationInsert.js';

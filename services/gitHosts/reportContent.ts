@@ -46,11 +46,13 @@ export function evaluationPageUrl(frontendUrl: string, evaluationId: string): st
 
 export function reportContent(snapshot: EvaluationSnapshot, frontendUrl: string): ReportContent {
   const { phase, builds } = snapshot;
-  const conclusion = FINISHED[phase] ?? null;
+  // a completed evaluation with a failed build is a failure of the commit
+  const finished = FINISHED[phase] ?? null;
+  const conclusion = finished === 'success' && builds.failed > 0 ? 'failure' : finished;
   const status: CheckRunStatus = conclusion !== null ? 'completed' : phase === 'queued' || phase === 'waiting' ? 'queued' : 'in_progress';
   const counts = builds.total === 0 ? '' : `${builds.done} of ${builds.total} builds done${builds.failed > 0 ? `, ${builds.failed} failed` : ''}`;
   const title = conclusion === 'success' ? `Evaluation succeeded${counts ? `: ${counts}` : ''}`
-    : conclusion === 'failure' ? `Evaluation failed${snapshot.error ? `: ${firstLine(snapshot.error)}` : counts ? `: ${counts}` : ''}`
+    : conclusion === 'failure' ? `${finished === 'success' ? 'Builds failed' : 'Evaluation failed'}${snapshot.error ? `: ${firstLine(snapshot.error)}` : counts ? `: ${counts}` : ''}`
     : conclusion === 'cancelled' ? 'Evaluation aborted'
     : phase === 'building' ? `Building: ${counts || 'no builds yet'}`
     : phase === 'fetching' || phase === 'evaluating' ? `Evaluating (${phase})`
