@@ -59,6 +59,8 @@ export interface StartKilnOptions {
   bodyRateClock?: TimerClock;
   /** the scheduler's periodic pass (every second by default); tests hold it to see what alone wakes the scheduler */
   schedulerTicker?: SchedulerTicker;
+  /** the Git host status reporter's first retry delay (tests make it short) */
+  gitHostRetryBaseMs?: number;
   /** where a crash test holds finalize before it kills the process (storage/nars/crashPoints.ts) */
   crashPoints?: CrashPoints;
 }
@@ -131,6 +133,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
+        ...(opts.gitHostRetryBaseMs !== undefined ? { gitHostRetryBaseMs: opts.gitHostRetryBaseMs } : {}),
       },
     );
     const { scheduler, workers } = services;
@@ -141,6 +144,11 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     });
     stack.push(() => upkeep.stop());
+    const reporter = services.gitHosts.reporter;
+    if (reporter) {
+      reporter.start();
+      stack.push(() => reporter.stop());
+    }
     const sockets = eventSockets({
       bus: events.bus, streams: services.streams, authenticateToken: services.tokens.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),

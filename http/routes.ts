@@ -23,6 +23,7 @@ import { cachesRoutes } from './api/v1/caches.js';
 import { cacheNarsRoutes } from './api/v1/cacheNars.js';
 import { cacheUpstreamsRoutes } from './api/v1/cacheUpstreams.js';
 import { webhooksRoutes } from './api/v1/webhooks.js';
+import { gitHostHooksRoutes } from './api/v1/gitHostHooks.js';
 import { taskActionsRoutes } from './api/v1/taskActions.js';
 import { eventRoutes } from './api/v1/events.js';
 import { connectedWorkersRoutes } from './api/v1/connectedWorkers.js';
@@ -56,6 +57,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   workersRoutes(api, services);
   connectedWorkersRoutes(api, services);
   webhooksRoutes(api, services);
+  gitHostHooksRoutes(api, services);
   taskActionsRoutes(api, services);
   eventRoutes(api);
   orgsRoutes(api, services);

@@ -4,6 +4,13 @@ import { z } from 'zod';
 /** a full git commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits */
 export const CommitId = z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, 'a commit is 40 or 64 lowercase hex digits');
 
+/**
+ * What started an evaluation (docs/git-hosts.md): a request (manual), a push to a branch, a pull
+ * request, or a poll that saw a branch head move.
+ */
+export const EvaluationTrigger = z.enum(['manual', 'push', 'pull_request', 'poll']);
+export type EvaluationTrigger = z.infer<typeof EvaluationTrigger>;
+
 /** POST /tasks/{project}/{task}/evaluate: without commit, the head of the task's branch; without attr, the task's wildcard */
 export const EvaluateTaskBody = z.object({
   commit: CommitId.optional(),
@@ -30,6 +37,11 @@ export const EvaluationView = z.strictObject({
   task: z.string(),
   commit: z.string().nullable(),
   attr: z.string(),
+  trigger: EvaluationTrigger,
+  /** the branch of a push or poll evaluation */
+  branch: z.string().nullable(),
+  /** the number of a pull request evaluation */
+  pull_request: z.number().int().nullable(),
   phase: z.string(),
   error: z.string().nullable(),
   attempts: z.number().int(),

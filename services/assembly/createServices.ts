@@ -13,6 +13,9 @@ import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnectio
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
 import { projectsService, tasksService } from '../projects/index.js';
+import { createHostApi, GitHostReporter, hookReceiverService, type HookReceiverService } from '../gitHosts/index.js';
+import { readSecretFile } from '../../config/index.js';
+import { createOutboundClient } from '../../storage/index.js';
 
 /** What the composition root opened before the services: each owns resources and is closed by it. */
 export interface OpenedResources {
@@ -40,6 +43,8 @@ export interface ServiceOptions {
   cacheAccessClock?: { now(): number };
   /** watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
+  /** the status reporter's first retry delay (2 s by default) */
+  gitHostRetryBaseMs?: number;
 }
 
 /** Every service of a server process: what the HTTP routes, the sockets and the composition root take. */
@@ -81,6 +86,8 @@ export interface Services {
   buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
+  /** the Git host application: webhooks in, status reports out (null while gitHostApp.enable is false); the composition root starts and stops the reporter */
+  gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null };
 }
 
 export function createServices(opened: OpenedResources, opts: ServiceOptions = {}): Services {
@@ -168,7 +175,29 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     sources: sourceUploadsService({ sql: db.web, blobs: opened.blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
     commits: commitsService(db.web),
   };
+  const gitHostEnabled = config['gitHostApp.enable'];
+  let reporter: GitHostReporter | null = null;
+  if (gitHostEnabled) {
+    // The host's API is reached like a webhook receiver: only where outbound.allowedNetworks lets kiln connect.
+    const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'] });
+    const privateKeyFile = config['gitHostApp.privateKeyFile']!;
+    const api = createHostApi({ appId: config['gitHostApp.id']!, privateKey: () => readSecretFile(privateKeyFile), outbound, userAgent: `kiln/${opened.version}` });
+    reporter = new GitHostReporter({
+      sql: db.scheduler, bus: events.bus, api, outbound, frontendUrl: config['frontend.url'], log: componentLogger(log, 'scheduler'), clock,
+      supervisor: root, ...(opts.gitHostRetryBaseMs !== undefined ? { retryBaseMs: opts.gitHostRetryBaseMs } : {}),
+    });
+  }
+  const hooks = hookReceiverService({
+    sql: db.web, events: events.events, secretFile: gitHostEnabled ? config['gitHostApp.webhookSecretFile'] : null,
+    repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: webLog,
+    started: async (started) => {
+      scheduler.wake();
+      reporter?.wake();
+      for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
+    },
+  });
   return {
+    gitHosts: { hooks, reporter },
     config, log, version: opened.version, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),

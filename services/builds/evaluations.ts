@@ -1,11 +1,12 @@
 // Evaluations over REST: start (a project's default task at the head of its branch, or a task
 // at a commit and attribute), read, abort. The scheduler picks queued ones up (docs/builds.md).
 import type { Sql } from 'postgres';
-import { ApiError, type EvaluateTaskBody, type ProjectEvaluationsQuery } from '../../protocol/index.js';
+import { ApiError, type EvaluateTaskBody, type EvaluationTrigger, type ProjectEvaluationsQuery } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
 import { userIdOf } from '../access/index.js';
 import { abortUnwantedBuilds } from './buildAborts.js';
 import { changePhase, evaluationLabel } from './evaluationPhases.js';
+import { insertEvaluation } from './evaluationInsert.js';
 import type { Principal } from '../access/index.js';
 import { resolveHead } from '../projects/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
@@ -19,6 +20,9 @@ export interface EvaluationView {
   task: string;
   commit: string | null;
   attr: string;
+  trigger: EvaluationTrigger;
+  branch: string | null;
+  pull_request: number | null;
   phase: string;
   error: string | null;
   attempts: number;
@@ -59,15 +63,9 @@ export function evaluationsService(deps: EvaluationsDeps) {
     const gitOptions = await vetRepository(project.repository, deps.repositories);
     const commit = body.commit ?? (await resolveHead(project.repository, task.branch ?? project.default_branch, gitOptions));
     const wildcard = body.attr ?? task.wildcard ?? project.wildcard;
-    return deps.events.transaction(async (tx, emit) => {
-      const [row] = await tx<{ id: string }[]>`
-        insert into evaluations (task_id, repository, commit, wildcard, created_by)
-        values (${task.id}, ${project.repository}, ${commit}, ${wildcard}, ${userIdOf(who)}) returning id`;
-      emit('evaluation.queued', {
-        evaluation_id: row!.id, project: `${project.organization}/${project.name}`, task: taskName, phase: 'queued', commit, attr: wildcard,
-      }, { projectId: project.id, organizationId: project.organization_id, taskId: task.id, evaluationId: row!.id });
-      return row!.id;
-    }).then(async (id) => {
+    return deps.events.transaction((tx, emit) => insertEvaluation(tx, emit, {
+      project, task: { id: task.id, name: taskName }, commit, wildcard, started: { trigger: 'manual' }, createdBy: userIdOf(who),
+    })).then(async (id) => {
       deps.scheduler.wake();
       await deps.prune?.(task.id);
       return id;
@@ -107,7 +105,7 @@ export function evaluationsService(deps: EvaluationsDeps) {
     async get(who: Principal, id: string): Promise<EvaluationView> {
       const label = await visible(who, id, 'viewProject');
       const [row] = await sql<Omit<EvaluationView, 'project' | 'task' | 'builds'>[]>`
-        select id, commit, wildcard as attr, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at
+        select id, commit, wildcard as attr, trigger, branch, pull_request, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at
         from evaluations where id = ${id}`;
       const counts = await sql<{ status: string; n: number }[]>`
         select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id

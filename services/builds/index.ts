@@ -12,3 +12,4 @@ export { evaluationsService, type EvaluationsService } from './evaluations.js';
 export type { RunningScheduler } from './schedulerPort.js';
 export { sourceUploadsService, type SourceUploadsService } from './sourceUploads.js';
 export { runGraphConsistencyCheck, type GraphConsistencyReport } from './graphConsistency.js';
+export { insertEvaluation, type TriggerOf } from './evaluationInsert.js';

@@ -1,4 +1,5 @@
-// fetch() for GET and HEAD through the guarded client, for upstream caches. Global fetch dials by
+// fetch() through the guarded client, for upstream caches (GET, HEAD) and a Git host's REST API
+// (JSON bodies). Global fetch dials by
 // itself and cannot be told which addresses are allowed; this one connects only where the
 // client's policy lets it, on every redirect hop too. Redirects are followed (an upstream kiln on
 // S3 answers NAR requests with a presigned URL) at most MAX_REDIRECTS times, to http(s) only, and
@@ -10,8 +11,10 @@ import type { OutboundClient } from './outboundClient.js';
 export type OutboundFetch = (input: string | URL, init?: OutboundFetchInit) => Promise<Response>;
 
 export interface OutboundFetchInit {
-  method?: 'GET' | 'HEAD';
+  method?: string;
   headers?: Headers | Record<string, string>;
+  /** a request body, sent with its Content-Length; a redirect is then not followed (refused unless redirect is 'manual') */
+  body?: string | Uint8Array | null;
   signal?: AbortSignal | null;
   redirect?: 'follow' | 'error' | 'manual';
 }
@@ -23,15 +26,17 @@ const NULL_BODY = new Set([101, 103, 204, 205, 304]);
 
 export function outboundFetch(client: OutboundClient): OutboundFetch {
   return async (input, init = {}) => {
-    const method = init.method ?? 'GET';
+    const method = (init.method ?? 'GET').toUpperCase();
     const headers = new Headers(init.headers);
+    const body = init.body ?? null;
+    if (body !== null) headers.set('content-length', String(Buffer.byteLength(body)));
     let url = new URL(input);
     for (let hop = 0; ; hop++) {
-      const answer = await exchange(client, url, method, headers, init.signal ?? null);
+      const answer = await exchange(client, url, method, headers, body, init.signal ?? null);
       const location = answer.headers['location'];
       if (init.redirect === 'manual' || !REDIRECTS.has(answer.statusCode ?? 0) || location === undefined) return toResponse(answer, method, url);
       answer.destroy();
-      if (init.redirect === 'error') throw new Error(`${url.href} redirects, and redirects were refused`);
+      if (init.redirect === 'error' || body !== null) throw new Error(`${url.href} redirects, and redirects were refused`);
       if (hop >= MAX_REDIRECTS) throw new Error(`${input.toString()} redirects more than ${MAX_REDIRECTS} times`);
       const next = new URL(location, url);
       if (next.protocol !== 'http:' && next.protocol !== 'https:') throw new Error(`${url.href} redirects to ${next.protocol}//, not http(s)`);
@@ -45,7 +50,7 @@ export function outboundFetch(client: OutboundClient): OutboundFetch {
 }
 
 /** One request; resolves with the response head, its body unread. */
-function exchange(client: OutboundClient, url: URL, method: string, headers: Headers, signal: AbortSignal | null): Promise<IncomingMessage> {
+function exchange(client: OutboundClient, url: URL, method: string, headers: Headers, body: string | Uint8Array | null, signal: AbortSignal | null): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     signal?.throwIfAborted();
     const req = client.request(url, { method, headers: Object.fromEntries(headers) });
@@ -60,7 +65,7 @@ function exchange(client: OutboundClient, url: URL, method: string, headers: Hea
       res.once('close', () => signal?.removeEventListener('abort', onAbort));
       resolve(res);
     });
-    req.end();
+    req.end(body ?? undefined);
   });
 }
 

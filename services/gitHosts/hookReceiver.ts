@@ -1,0 +1,252 @@
+// POST /api/v1/hooks/github (docs/git-hosts.md): a Git host application's webhook. The signature
+// is checked first, in constant time, against gitHostApp.webhookSecretFile (read at each request,
+// so a rotated secret holds at once); then the headers and the fields kiln reads. Anything wrong
+// is a 4xx and nothing is recorded. A delivery is recorded by its X-GitHub-Delivery id in the
+// transaction of what it starts, so a delivery sent again starts nothing.
+//   push                       every task (of every active project whose repository is the pushed
+//                              one) whose branch is the pushed branch: an evaluation of the pushed commit
+//   pull_request               opened, synchronize, reopened: the head commit, for the tasks of the
+//                              pull request's base branch; other actions (closed, labeled, …) start nothing
+//   installation,              which repositories the application may access
+//   installation_repositories
+// Each evaluation started for an installation gets a status report row (statusReports.ts).
+import { Webhooks } from '@octokit/webhooks';
+import type { Logger } from 'pino';
+import type { Sql, TransactionSql } from 'postgres';
+import type { z } from 'zod';
+import { readSecretFile } from '../../config/index.js';
+import {
+  ApiError, describeIssue, HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository,
+} from '../../protocol/index.js';
+import type { Events } from '../../storage/index.js';
+import { insertEvaluation, type TriggerOf } from '../builds/index.js';
+import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
+import { apiBaseOf, eventRepositoryKeys, repositoryKey } from './repositoryMatch.js';
+
+export interface HookReceiverDeps {
+  sql: Sql;
+  events: Events;
+  /** gitHostApp.webhookSecretFile; null while gitHostApp.enable is false */
+  secretFile: string | null;
+  repositories: RepositoryPolicy;
+  log: Logger;
+  /** after new evaluations commit: the scheduler looks, retention prunes, the reporter sends */
+  started(evaluations: readonly { id: string; taskId: string }[]): Promise<void>;
+}
+
+export interface HookOutcome {
+  delivery: string;
+  event: string;
+  /** the delivery was seen before: nothing was done again */
+  duplicate: boolean;
+  /** the evaluations it started */
+  evaluations: string[];
+}
+
+/** One evaluation to start: a task of a matched project at a commit. */
+interface Planned {
+  project: { id: string; organization_id: string; organization: string; name: string; repository: string };
+  task: { id: string; name: string };
+  wildcard: string;
+  commit: string;
+  started: TriggerOf;
+}
+
+/** What a report row of an evaluation names; null when the event did not come through the application. */
+interface ReportTarget { installationId: number; apiUrl: string; repository: string; sha: string }
+
+const PULL_REQUEST_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
+
+const invalid = (message: string) => new ApiError('invalid_webhook', message);
+
+function parsed<T>(schema: z.ZodType<T>, value: unknown, event: string): T {
+  const result = schema.safeParse(value);
+  if (!result.success) {
+    const { field, reason } = describeIssue(result.error, 'payload');
+    throw invalid(`${event} payload: ${field}: ${reason}`);
+  }
+  return result.data;
+}
+
+/** The API base of a repository's host, from the hooks_url the signed payload gives. */
+function repositoryApi(repository: HookRepository): string {
+  const base = apiBaseOf(repository.hooks_url, `/repos/${repository.full_name}/hooks`);
+  if (base === null) throw invalid(`payload: repository.hooks_url: expected <api>/repos/${repository.full_name}/hooks`);
+  return base;
+}
+
+export function hookReceiverService(deps: HookReceiverDeps) {
+  const { sql } = deps;
+
+  /** 401 unless the signature is the body's HMAC under the secret (compared in constant time by @octokit/webhooks). */
+  async function verify(body: Buffer, signature: string | undefined): Promise<void> {
+    if (deps.secretFile === null) throw new ApiError('git_host_disabled', 'the Git host application is not enabled on this instance (gitHostApp.enable)');
+    if (signature === undefined) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 is missing');
+    const shape = HubSignature.safeParse(signature);
+    if (!shape.success) throw new ApiError('invalid_signature', 'X-Hub-Signature-256: expected sha256= and 64 lowercase hex digits');
+    if (body.length === 0) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body: the body is empty');
+    // The HMAC is over the bytes; a body that is not UTF-8 could not have been signed as the same string, so it fails here too.
+    const text = body.toString('utf8');
+    const same = Buffer.byteLength(text) === body.length && await new Webhooks({ secret: readSecretFile(deps.secretFile) }).verify(text, signature);
+    if (!same) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body under the configured webhook secret');
+  }
+
+  /** The active projects whose repository is the event's, each with its tasks (the default one made if missing). */
+  async function matchingTasks(repository: HookRepository) {
+    const keys = eventRepositoryKeys(repository);
+    const projects = await sql<(Planned['project'] & { wildcard: string; default_branch: string | null })[]>`
+      select p.id, p.organization_id, o.name as organization, p.name, p.repository, p.wildcard, p.default_branch
+      from projects p join organizations o on o.id = p.organization_id where p.active`;
+    const matched = projects.filter((p) => {
+      const key = repositoryKey(p.repository);
+      return key !== null && keys.has(key);
+    });
+    const found = [];
+    for (const project of matched) {
+      await sql`insert into tasks (project_id, name) values (${project.id}, 'default') on conflict (project_id, name) do nothing`;
+      const tasks = await sql<{ id: string; name: string; wildcard: string | null; branch: string | null }[]>`
+        select id, name, wildcard, branch from tasks where project_id = ${project.id} and name <> 'direct' order by name`;
+      for (const task of tasks) {
+        found.push({ project, task, branch: task.branch ?? project.default_branch ?? repository.default_branch, wildcard: task.wildcard ?? project.wildcard });
+      }
+    }
+    return found;
+  }
+
+  /** The tasks to evaluate for `branch`, leaving out projects whose repository the instance no longer accepts. */
+  async function plan(repository: HookRepository, branch: string, commit: string, started: TriggerOf): Promise<Planned[]> {
+    const planned: Planned[] = [];
+    for (const m of await matchingTasks(repository)) {
+      if (m.branch !== branch) continue;
+      try {
+        await vetRepository(m.project.repository, deps.repositories);
+      } catch (error) {
+        deps.log.warn({ project: `${m.project.organization}/${m.project.name}`, err: error }, 'a webhook matched a project whose repository is refused; not evaluated');
+        continue;
+      }
+      const { wildcard, default_branch: _branch, ...project } = m.project;
+      planned.push({ project, task: { id: m.task.id, name: m.task.name }, wildcard: m.wildcard, commit, started });
+    }
+    return planned;
+  }
+
+  async function recordDelivery(tx: TransactionSql, delivery: string, event: string): Promise<boolean> {
+    const rows = await tx`insert into git_host_deliveries (id, event) values (${delivery}, ${event}) on conflict (id) do nothing returning id`;
+    return rows.length === 1;
+  }
+
+  async function upsertInstallation(tx: TransactionSql, id: number, account: string, apiUrl: string): Promise<void> {
+    await tx`
+      insert into git_host_installations (id, account, api_url) values (${id}, ${account}, ${apiUrl})
+      on conflict (id) do update set account = excluded.account, api_url = excluded.api_url, updated_at = now()`;
+  }
+
+  async function addRepositories(tx: TransactionSql, installationId: number, repositories: readonly { id: number; full_name: string }[]): Promise<void> {
+    for (const r of repositories) {
+      await tx`
+        insert into git_host_repositories (installation_id, repository_id, full_name) values (${installationId}, ${r.id}, ${r.full_name.toLowerCase()})
+        on conflict (installation_id, repository_id) do update set full_name = excluded.full_name`;
+    }
+  }
+
+  async function installation(tx: TransactionSql, hook: InstallationHook): Promise<void> {
+    const { id, account, access_tokens_url } = hook.installation;
+    const apiUrl = apiBaseOf(access_tokens_url, `/app/installations/${id}/access_tokens`);
+    if (apiUrl === null) throw invalid(`installation payload: installation.access_tokens_url: expected <api>/app/installations/${id}/access_tokens`);
+    if (hook.action === 'deleted') {
+      await tx`delete from git_host_installations where id = ${id}`;
+      return;
+    }
+    await upsertInstallation(tx, id, account.login, apiUrl);
+    if (hook.action === 'suspend' || hook.action === 'unsuspend') {
+      await tx`update git_host_installations set suspended = ${hook.action === 'suspend'} where id = ${id}`;
+    }
+    if (hook.action === 'created' && hook.repositories) await addRepositories(tx, id, hook.repositories);
+  }
+
+  async function installationRepositories(tx: TransactionSql, hook: InstallationRepositoriesHook): Promise<void> {
+    const { id, account, access_tokens_url } = hook.installation;
+    const apiUrl = apiBaseOf(access_tokens_url, `/app/installations/${id}/access_tokens`);
+    if (apiUrl === null) throw invalid(`installation_repositories payload: installation.access_tokens_url: expected <api>/app/installations/${id}/access_tokens`);
+    await upsertInstallation(tx, id, account.login, apiUrl);
+    await addRepositories(tx, id, hook.repositories_added);
+    const removed = hook.repositories_removed.map((r) => r.id);
+    if (removed.length > 0) await tx`delete from git_host_repositories where installation_id = ${id} and repository_id = any(${removed}::bigint[])`;
+  }
+
+  /** Writes the evaluations and their report rows; returns their ids. */
+  async function startAll(tx: TransactionSql, emit: Parameters<Parameters<Events['transaction']>[0]>[1], planned: readonly Planned[], report: ReportTarget | null) {
+    const started: { id: string; taskId: string }[] = [];
+    for (const p of planned) {
+      const id = await insertEvaluation(tx, emit, { project: p.project, task: p.task, commit: p.commit, wildcard: p.wildcard, started: p.started, createdBy: null });
+      started.push({ id, taskId: p.task.id });
+      if (report) {
+        await tx`
+          insert into git_host_reports (evaluation_id, installation_id, api_url, repository, head_sha, name)
+          values (${id}, ${report.installationId}, ${report.apiUrl}, ${report.repository}, ${report.sha}, ${`kiln: ${p.project.organization}/${p.project.name} ${p.task.name}`})`;
+      }
+    }
+    return started;
+  }
+
+  return {
+    async receive(header: (name: string) => string | undefined, body: Buffer): Promise<HookOutcome> {
+      await verify(body, header('x-hub-signature-256'));
+      const eventHeader = header('x-github-event');
+      const deliveryHeader = header('x-github-delivery');
+      if (eventHeader === undefined) throw invalid('X-GitHub-Event is missing');
+      if (deliveryHeader === undefined) throw invalid('X-GitHub-Delivery is missing');
+      const event = HookEventName.safeParse(eventHeader);
+      if (!event.success) throw invalid('X-GitHub-Event: expected an event name such as push');
+      const delivery = HookDeliveryId.safeParse(deliveryHeader);
+      if (!delivery.success) throw invalid('X-GitHub-Delivery: expected the delivery id (letters, digits, ".", "_", "-", at most 200)');
+      let payload: unknown;
+      try {
+        payload = JSON.parse(body.toString('utf8'));
+      } catch (e) {
+        throw invalid(`the body is not JSON: ${(e as Error).message}`);
+      }
+      if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) throw invalid('the body is not a JSON object');
+      const name = event.data;
+      const outcome = { delivery: delivery.data, event: name };
+
+      // Everything read from the payload and every repository check happens before the transaction.
+      let planned: Planned[] = [];
+      let report: ReportTarget | null = null;
+      let apply: ((tx: TransactionSql) => Promise<void>) | null = null;
+      if (name === 'push') {
+        const hook = parsed(PushHook, payload, name);
+        const apiUrl = repositoryApi(hook.repository);
+        if (hook.ref.startsWith('refs/heads/') && hook.deleted !== true && !/^0+$/.test(hook.after)) {
+          const branch = hook.ref.slice('refs/heads/'.length);
+          planned = await plan(hook.repository, branch, hook.after, { trigger: 'push', branch });
+        }
+        if (hook.installation) report = { installationId: hook.installation.id, apiUrl, repository: hook.repository.full_name, sha: hook.after };
+      } else if (name === 'pull_request') {
+        const hook = parsed(PullRequestHook, payload, name);
+        const apiUrl = repositoryApi(hook.repository);
+        if (PULL_REQUEST_ACTIONS.has(hook.action)) {
+          const { head, base } = hook.pull_request;
+          planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number });
+        }
+        if (hook.installation) report = { installationId: hook.installation.id, apiUrl, repository: hook.repository.full_name, sha: hook.pull_request.head.sha };
+      } else if (name === 'installation') {
+        const hook = parsed(InstallationHook, payload, name);
+        apply = (tx) => installation(tx, hook);
+      } else if (name === 'installation_repositories') {
+        const hook = parsed(InstallationRepositoriesHook, payload, name);
+        apply = (tx) => installationRepositories(tx, hook);
+      }
+
+      const result = await deps.events.transaction(async (tx, emit) => {
+        if (!(await recordDelivery(tx, outcome.delivery, name))) return null;
+        await apply?.(tx);
+        return startAll(tx, emit, planned, report);
+      });
+      if (result === null) return { ...outcome, duplicate: true, evaluations: [] };
+      if (result.length > 0) await deps.started(result);
+      return { ...outcome, duplicate: false, evaluations: result.map((r) => r.id) };
+    },
+  };
+}
+export type HookReceiverService = ReturnType<typeof hookReceiverService>;

@@ -1,0 +1,4 @@
+// The public face of services/gitHosts/: the Git host application's webhooks and status reports (docs/git-hosts.md).
+export { createHostApi } from './hostApi.js';
+export { hookReceiverService, type HookReceiverService } from './hookReceiver.js';
+export { GitHostReporter } from './statusReports.js';

@@ -1,0 +1,81 @@
+// End to end with real Nix: a push webhook from the loopback Git host starts an evaluation that a
+// real local worker evaluates and builds; the check run goes queued → in progress → completed,
+// success for a flake that builds, failure with the failed build's first log lines for one that
+// does not, each with the evaluation page under frontend.url.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import t from 'tap';
+import { startTestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
+import { examplePayload, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
+import { requireNix } from '../../support/nixStore.js';
+import { spawnWorker } from '../../support/workerProcess.js';
+import { eventually } from '../../support/eventually.js';
+
+requireNix();
+
+const FRONTEND = 'https://ci.example.test';
+const TIMEOUT = Number(process.env['KILN_FLOW_TIMEOUT'] ?? 120_000);
+
+t.test('push → evaluation on a real worker → check run success or failure', { timeout: TIMEOUT }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-githost-flow-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const host = await startTestGitHost(dir);
+  t.teardown(() => host.close());
+  const kiln = await startTestKiln(t, {
+    localWorker: true, 'build.retryBackoffSecs': 0,
+    'gitHostApp.enable': true, 'gitHostApp.id': host.appId, 'gitHostApp.privateKeyFile': host.privateKeyFile,
+    'gitHostApp.webhookSecretFile': host.secretFile, 'frontend.url': FRONTEND,
+  }, { gitHostRetryBaseMs: 20 });
+  const nonce = randomBytes(8).toString('hex');
+  const good = createFlakeRepo(join(dir, 'good'), { 'flake.nix': shellFlake(nonce, '      hello = mk "kiln-gh-hello" "echo hi; mkdir $out";') });
+  const bad = createFlakeRepo(join(dir, 'bad'), { 'flake.nix': shellFlake(nonce, '      broken = mk "kiln-gh-broken" "echo first line of the failure; echo second line; exit 3";') });
+  const { token } = await signUp(kiln, 'ada');
+  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
+  const cache = await createTestCache(kiln.sql, 'main', { public: true });
+  for (const [name, repo] of [['good', good], ['bad', bad]] as const) {
+    const made = await kiln.api('PUT', '/projects/acme', { token, body: { name, repository: repo.url, wildcard: 'packages.x86_64-linux.*' } });
+    t.equal(made.status, 200, String(made.message));
+    await kiln.sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache.id}, 0 from projects where name = ${name}`;
+  }
+
+  const pushTo = async (name: string, repo: { url: string; commit: string }) => {
+    const payload = pointAt(examplePayload('push'), host, `acme/${name}`, repo.url, 77);
+    Object.assign(payload, { ref: 'refs/heads/main', after: repo.commit, deleted: false });
+    const sent = await sendHook(kiln.url, 'push', payload, { secret: host.secret });
+    t.equal(sent.status, 200, JSON.stringify(sent.json));
+    return (sent.json.message as { evaluations: string[] }).evaluations[0]!;
+  };
+  const finished = (id: string) => eventually(
+    () => host.calls.find((c) => c.body['external_id'] === id && c.body['status'] === 'completed'),
+    { timeout: 0.75 * TIMEOUT, interval: 200, message: `the check run of ${id} completes` },
+  );
+
+  t.teardown(async () => {
+    if (!process.env['KILN_FLOW_DEBUG']) return;
+    console.error(JSON.stringify(host.calls.map((c) => [c.method, c.path, c.body['status'], c.body['conclusion']])));
+    console.error(JSON.stringify(await kiln.sql`select e.id, e.phase, e.error, r.reported_phase, r.last_error, r.attempts from evaluations e left join git_host_reports r on r.evaluation_id = e.id`));
+  });
+  const worker = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(dir, 'worker') });
+  t.teardown(() => worker.stop());
+  const goodId = await pushTo('good', good);
+  const badId = await pushTo('bad', bad);
+  const success = await finished(goodId);
+  t.match(success.body, { conclusion: 'success', details_url: `${FRONTEND}/evals/${goodId}` });
+  t.match((success.body['output'] as { summary: string }).summary, /packages\.x86_64-linux\.hello/, 'the summary lists the entry points');
+  const statuses = host.calls.filter((c) => c.body['external_id'] === goodId).map((c) => c.body['status']);
+  t.equal(statuses[0], 'queued', 'created queued');
+  t.ok(statuses.includes('in_progress'), 'then in progress');
+  t.equal(statuses.at(-1), 'completed');
+  t.equal(statuses.indexOf('completed'), statuses.length - 1, 'nothing after completed');
+
+  const failure = await finished(badId);
+  t.match(failure.body, { conclusion: 'failure', details_url: `${FRONTEND}/evals/${badId}` });
+  const summary = (failure.body['output'] as { summary: string }).summary;
+  t.match(summary, /kiln-gh-broken failed/, 'the failed build is named');
+  t.match(summary, /first line of the failure\nsecond line/, 'with its first log lines');
+});

@@ -1,0 +1,176 @@
+// A Git host on loopback speaking the REST wire format of GitHub's App API, for the handful of
+// endpoints kiln calls: POST /app/installations/{id}/access_tokens (the app's RS256 JWT checked
+// with the app's public key), check runs (create, update) and commit statuses (each checked for
+// an installation token it issued). It records every call, can answer the next calls of a route
+// with a failure (500, 429 with Retry-After), and can act as a host without check runs (Gitea).
+// It also sends webhooks signed exactly as GitHub does, from real captured payloads
+// (@octokit/webhooks-examples) rewritten to point at a local repository and at itself.
+import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { jwtVerify } from 'jose';
+import { Webhooks } from '@octokit/webhooks';
+import { createRequire } from 'node:module';
+
+/** The captured payloads, by event (the package's main is a JSON file). */
+const examples = createRequire(import.meta.url)('@octokit/webhooks-examples') as { name: string; examples: unknown[] }[];
+
+export interface HostCall {
+  method: string;
+  path: string;
+  body: Record<string, unknown>;
+  /** the installation whose token authorised it (null for the token route itself) */
+  installation: number | null;
+}
+
+export interface FailureAnswer {
+  status: number;
+  headers?: Record<string, string>;
+}
+
+export interface TestGitHost {
+  /** http://127.0.0.1:<port>: the API base its payloads name */
+  url: string;
+  appId: number;
+  /** a file holding the app's private key (gitHostApp.privateKeyFile) */
+  privateKeyFile: string;
+  /** a file holding the webhook secret (gitHostApp.webhookSecretFile) */
+  secretFile: string;
+  secret: string;
+  calls: HostCall[];
+  /** installation tokens issued so far */
+  tokensIssued: number;
+  /** answers the next calls whose "METHOD /path" matches `route` with these failures, in order */
+  failNext(route: RegExp, answers: FailureAnswer[]): void;
+  /** false: check-run routes answer 404, as on a host without check runs */
+  checkRuns: boolean;
+  close(): Promise<void>;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on('data', (c: Buffer) => parts.push(c));
+    req.on('end', () => resolve(Buffer.concat(parts).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+export async function startTestGitHost(dir: string, appId = 4242): Promise<TestGitHost> {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const privateKeyFile = join(dir, 'app-key.pem');
+  writeFileSync(privateKeyFile, privateKey.export({ type: 'pkcs1', format: 'pem' }));
+  const secret = `hook-secret-${randomUUID()}`;
+  const secretFile = join(dir, 'hook-secret');
+  writeFileSync(secretFile, `${secret}\n`);
+  const tokens = new Map<string, number>();
+  const failures: { route: RegExp; answers: FailureAnswer[] }[] = [];
+  let nextCheckRun = 1000;
+
+  const host: TestGitHost = {
+    url: '', appId, privateKeyFile, secretFile, secret, calls: [], tokensIssued: 0, checkRuns: true,
+    failNext: (route, answers) => {
+      failures.push({ route, answers: [...answers] });
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+
+  const send = (res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
+    res.end(JSON.stringify(body));
+  };
+
+  async function appJwtOk(req: IncomingMessage, key: KeyObject): Promise<boolean> {
+    const bearer = /^Bearer (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    if (!bearer) return false;
+    try {
+      const { payload } = await jwtVerify(bearer, key, { algorithms: ['RS256'] });
+      return String(payload.iss) === String(appId);
+    } catch {
+      return false;
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    void (async () => {
+      const text = await readBody(req);
+      const path = (req.url ?? '/').split('?')[0]!;
+      const method = req.method ?? 'GET';
+      const body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+      const tokenRoute = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path);
+      if (method === 'POST' && tokenRoute) {
+        if (!(await appJwtOk(req, publicKey))) return send(res, 401, { message: 'A JSON web token could not be decoded' });
+        const token = `ghs_${randomUUID().replace(/-/g, '')}`;
+        tokens.set(token, Number(tokenRoute[1]));
+        host.tokensIssued += 1;
+        host.calls.push({ method, path, body, installation: null });
+        return send(res, 201, {
+          token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: { checks: 'write', statuses: 'write', contents: 'read' }, repository_selection: 'all',
+        });
+      }
+      const installation = tokens.get(/^token (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '');
+      if (installation === undefined) return send(res, 401, { message: 'Bad credentials' });
+      const failure = failures.find((f) => f.route.test(`${method} ${path}`) && f.answers.length > 0);
+      if (failure) {
+        const answer = failure.answers.shift()!;
+        host.calls.push({ method, path, body, installation });
+        return send(res, answer.status, { message: `failure ${answer.status} on purpose` }, answer.headers ?? {});
+      }
+      if (/^\/repos\/[^/]+\/[^/]+\/check-runs(\/\d+)?$/.test(path) && !host.checkRuns) return send(res, 404, { message: 'Not Found' });
+      host.calls.push({ method, path, body, installation });
+      if (method === 'POST' && /^\/repos\/[^/]+\/[^/]+\/check-runs$/.test(path)) return send(res, 201, { id: nextCheckRun++, ...body });
+      const update = /^\/repos\/[^/]+\/[^/]+\/check-runs\/(\d+)$/.exec(path);
+      if (method === 'PATCH' && update) return send(res, 200, { id: Number(update[1]), ...body });
+      if (method === 'POST' && /^\/repos\/[^/]+\/[^/]+\/statuses\/[0-9a-f]+$/.test(path)) return send(res, 201, { id: 1, ...body });
+      return send(res, 404, { message: 'Not Found' });
+    })().catch((error: unknown) => send(res, 500, { message: String(error) }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  host.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return host;
+}
+
+type Example = Record<string, unknown> & { action?: string };
+
+/** A real captured payload of `event` (the first with `action`, when given), as a fresh copy. */
+export function examplePayload(event: string, action?: string): Example {
+  const definition = examples.find((d) => d.name === event);
+  const found = definition?.examples.find((e) => action === undefined || (e as Example).action === action);
+  if (!found) throw new Error(`no example payload of ${event}${action ? `.${action}` : ''}`);
+  return structuredClone(found) as Example;
+}
+
+/** The payload's repository rewritten to `fullName` at the local `cloneUrl`, with its API under `host`. */
+export function pointAt(payload: Example, host: TestGitHost, fullName: string, cloneUrl: string, installationId: number | null): Example {
+  const repository = payload['repository'] as Record<string, unknown>;
+  Object.assign(repository, {
+    full_name: fullName, name: fullName.split('/')[1], clone_url: cloneUrl, html_url: cloneUrl, ssh_url: cloneUrl, git_url: cloneUrl,
+    hooks_url: `${host.url}/repos/${fullName}/hooks`, url: `${host.url}/repos/${fullName}`, default_branch: 'main',
+  });
+  if (installationId === null) delete payload['installation'];
+  else payload['installation'] = { id: installationId, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==' };
+  return payload;
+}
+
+export interface SentHook {
+  status: number;
+  json: { error: boolean; message: unknown; code?: string };
+}
+
+/** POSTs a webhook to kiln as GitHub does: JSON body, X-GitHub-Event, X-GitHub-Delivery, X-Hub-Signature-256. */
+export async function sendHook(
+  kilnUrl: string, event: string, body: string | Record<string, unknown>,
+  opts: { secret: string; delivery?: string; headers?: Record<string, string | null>; signature?: string },
+): Promise<SentHook> {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  const signature = opts.signature ?? await new Webhooks({ secret: opts.secret }).sign(text);
+  const headers: Record<string, string | null> = {
+    'content-type': 'application/json', 'user-agent': 'GitHub-Hookshot/test', 'x-github-event': event,
+    'x-github-delivery': opts.delivery ?? randomUUID(), 'x-hub-signature-256': signature, ...opts.headers,
+  };
+  const res = await fetch(`${kilnUrl}/api/v1/hooks/github`, {
+    method: 'POST', body: text, headers: Object.fromEntries(Object.entries(headers).filter((e): e is [string, string] => e[1] !== null)),
+  });
+  return { status: res.status, json: (await res.json()) as SentHook['json'] };
+}
