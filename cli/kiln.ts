@@ -1,7 +1,7 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
+import { createCpuPool, KilnMetrics, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
 import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type WorkerConnections } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
@@ -61,6 +61,19 @@ export interface StartKilnOptions {
   crashPoints?: CrashPoints;
 }
 
+/** kiln_supervisor_restarts_total: an actor's transition carries its restart count; each increase is counted under its kind. */
+function countRestarts(root: Supervisor, metrics: KilnMetrics): () => void {
+  if (!metrics.enabled) return () => undefined;
+  const seen = new Map<string, number>();
+  return root.onTransition((t) => {
+    const key = `${t.supervisor}/${t.id}`;
+    const before = seen.get(key) ?? 0;
+    if (t.restarts > before) metrics.supervisorRestart(t.kind);
+    if (t.restarts > 0) seen.set(key, t.restarts);
+    if (t.status === 'done' || t.status === 'stopped') seen.delete(key);
+  });
+}
+
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
   const config = loaded.values;
   const log = opts.log ?? createLogger(config);
@@ -88,6 +101,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => stopQueue(queue));
     const pool: CpuPool = createCpuPool();
     stack.push(() => pool.destroy());
+    // Metrics are on when someone can read them: GET /metrics with metrics.tokenFile (docs/metrics.md).
+    const metrics = new KilnMetrics({ enabled: config['metrics.tokenFile'] !== null, labelTopn: config['metrics.labelTopn'] });
     const root = createRootSupervisor({
       onEscalate: (error) => {
         log.fatal({ err: error }, 'the supervision tree gave up; stopping');
@@ -96,6 +111,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       },
     });
     stack.push(() => root.stop());
+    stack.push(countRestarts(root, metrics));
     const rateLimiter = await openRateLimiter(config, log, opts.rateLimitClock);
     stack.push(() => rateLimiter.close());
     const secretBox = await openSecretBox(db.web, config);
@@ -124,7 +140,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
     const services = createServices(
-      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars },
+      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool },
       {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
@@ -159,6 +175,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       routes: buildRoutes(services),
       anonymous,
       authenticate: requestAuthenticator(services.tokens),
+      ...(metrics.enabled ? { observe: (group: string, method: string, status: number, seconds: number) => metrics.httpRequest(group, method, status, seconds) } : {}),
       websockets: (app) => {
         sockets.register(app);
         proto.register(app);

@@ -4,13 +4,15 @@ import { cacheNarsService } from './cacheNars.js';
 import { cachesService } from './caches.js';
 import { cacheTraffic } from './cacheTraffic.js';
 import { cacheUpstreamsService } from './cacheUpstreams.js';
-import { createOutboundClient, outboundFetch, type EventBus, type OutboundClient } from '../../storage/index.js';
+import { createOutboundClient, outboundFetch, type EventBus, type KilnMetrics, type OutboundClient } from '../../storage/index.js';
 import { createUpstreams } from './upstreams.js';
 
 export interface CacheServicesDeps extends CacheDeps {
   /** where upstream lookups hear that a cache's upstream list changed */
   bus: Pick<EventBus, 'subscribe'>;
   outbound?: OutboundClient;
+  /** counts the binary cache's answers (kiln_cache_*) */
+  metrics?: Pick<KilnMetrics, 'narinfoAnswered' | 'narBytesServed'>;
 }
 
 /** Caches, their NARs and their upstreams, built once at start (services/createServices.ts). */
@@ -33,7 +35,7 @@ export function createCacheServices(deps: CacheServicesDeps) {
     cacheUpstreams: cacheUpstreamsService({ ...deps, outbound }),
     upstreams,
     /** cache.narinfo.served and cache.nar.fetched, batched off the serving path */
-    traffic: cacheTraffic(deps.events),
+    traffic: cacheTraffic(deps.events, deps.metrics),
   };
 }
 export type CacheServices = ReturnType<typeof createCacheServices>;
