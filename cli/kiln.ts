@@ -68,7 +68,7 @@ function countRestarts(root: Supervisor, metrics: KilnMetrics): () => void {
   return root.onTransition((t) => {
     const key = `${t.supervisor}/${t.id}`;
     const before = seen.get(key) ?? 0;
-    if (t.restarts > before) metrics.supervisorRestart(t.kind);
+    if (t.restarts > before) metrics.supervisorRestart(t.kind, t.restarts - before);
     if (t.restarts > 0) seen.set(key, t.restarts);
     if (t.status === 'done' || t.status === 'stopped') seen.delete(key);
   });
@@ -122,7 +122,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => instance.close());
     // Opened before the services that emit into it (accounts, projects, …).
     const events = await openEventSystem(
-      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}`, clock, leaseKey: instance.leaseKey },
+      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}`, clock, leaseKey: instance.leaseKey, metrics },
       opts.events,
     );
     stack.push(() => events.close());

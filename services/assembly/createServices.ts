@@ -138,6 +138,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     storage: storageLimits,
     readToken: (cacheIds, ttlSecs) => mintCacheReadToken(secretBox, cacheIds, ttlSecs),
     supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
+    metrics,
     settings: {
       maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],
       defaultTimeoutSecs: config['build.defaultTimeoutSecs'], defaultMaxSilentSecs: config['build.defaultMaxSilentSecs'], serveUrl: config['serveUrl'],

@@ -101,8 +101,8 @@ export class KilnMetrics {
     if (this.options.enabled) this.uploadBusy.inc();
   }
 
-  supervisorRestart(kind: string): void {
-    if (this.options.enabled) this.restarts.inc({ kind });
+  supervisorRestart(kind: string, times = 1): void {
+    if (this.options.enabled) this.restarts.inc({ kind }, times);
   }
 
   webhookDelivery(outcome: string): void {
