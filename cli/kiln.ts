@@ -6,6 +6,7 @@ import { applyStateFile, createServices, openEventSystem, openIdentityServices, 
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
+import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous } from '../services/index.js';
 import { buildRoutes, eventSockets, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
 
@@ -24,6 +25,8 @@ export interface Kiln {
   readonly workers: WorkerConnections;
   /** dispatches evaluations and builds to them */
   readonly scheduler: RunningScheduler;
+  /** unexpected errors to errorReport.dsn (a no-op when off); `kiln serve` reports unhandled rejections with it */
+  readonly errorReports: ErrorReports;
   stop(): Promise<void>;
 }
 
@@ -101,17 +104,26 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => stopQueue(queue));
     const pool: CpuPool = createCpuPool();
     stack.push(() => pool.destroy());
+    const errorReports = await openErrorReports(config, log, `kiln@${version}`);
+    stack.push(() => errorReports.close());
     // Metrics are on when someone can read them: GET /metrics with metrics.tokenFile (docs/metrics.md).
     const metrics = new KilnMetrics({ enabled: config['metrics.tokenFile'] !== null, labelTopn: config['metrics.labelTopn'] });
     const root = createRootSupervisor({
       onEscalate: (error) => {
         log.fatal({ err: error }, 'the supervision tree gave up; stopping');
+        errorReports.report(error, { source: 'supervision tree' });
         process.exitCode = 70;
         void unwind();
       },
     });
     stack.push(() => root.stop());
     stack.push(countRestarts(root, metrics));
+    // A crashed actor (restarted or given up on) is an unexpected error too.
+    stack.push(root.onTransition((t) => {
+      if (t.error !== undefined && (t.status === 'restarting' || t.event === 'supervisor.escalated')) {
+        errorReports.report(new Error(t.error), { source: 'actor', kind: t.kind, supervisor: t.supervisor });
+      }
+    }));
     const rateLimiter = await openRateLimiter(config, log, opts.rateLimitClock);
     stack.push(() => rateLimiter.close());
     const secretBox = await openSecretBox(db.web, config);
@@ -175,6 +187,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       routes: buildRoutes(services),
       anonymous,
       authenticate: requestAuthenticator(services.tokens),
+      onUnexpectedError: (error, context) => errorReports.report(error, { source: 'request', ...context }),
       ...(metrics.enabled ? { observe: (group: string, method: string, status: number, seconds: number) => metrics.httpRequest(group, method, status, seconds) } : {}),
       websockets: (app) => {
         sockets.register(app);
@@ -198,7 +211,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, errorReports, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

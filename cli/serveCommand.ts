@@ -30,6 +30,15 @@ export function serveCommand(program: Command): void {
     const { startKiln } = await import('./kiln.js'); // the server stack loads only for `serve`
     const crashPoints = crashPointsFrom(process.env);
     const kiln = await startKiln(loaded, { log, ...(stateFile === undefined ? {} : { stateFile }), ...(crashPoints ? { crashPoints } : {}) });
+    // With error reports on, an unhandled rejection is reported before the process ends as Node
+    // would have ended it (without them, Node's own handling is left alone).
+    if (loaded.values['errorReport.enable']) {
+      process.on('unhandledRejection', (reason) => {
+        kiln.log.fatal({ err: reason }, 'unhandled promise rejection; stopping');
+        kiln.errorReports.report(reason, { source: 'unhandled rejection' });
+        void kiln.errorReports.flush().finally(() => process.exit(1));
+      });
+    }
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
