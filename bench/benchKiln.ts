@@ -18,9 +18,12 @@ export interface BenchKiln {
   stop(): Promise<void>;
 }
 
+/** kilns started by this process: each gets a database of its own */
+let benchKilns = 0;
+
 export async function startBenchKiln(overrides: Partial<Record<OptionPath, unknown>> = {}): Promise<BenchKiln> {
   const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
-  const dbName = `kiln_bench_${process.pid}`;
+  const dbName = `kiln_bench_${process.pid}_${benchKilns++}`;
   await admin.unsafe(`create database ${dbName}`);
   const url = `postgres://postgres@127.0.0.1:5432/${dbName}`;
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-bench-'));

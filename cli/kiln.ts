@@ -1,11 +1,12 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
+import { createCpuPool, KilnMetrics, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
 import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
+import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous } from '../services/index.js';
 import { buildRoutes, eventSockets, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
 
@@ -26,6 +27,8 @@ export interface Kiln {
   readonly scheduler: RunningScheduler;
   /** the sign sweep, debug index, graph consistency and retention passes (tests run them by hand) */
   readonly upkeep: Upkeep;
+  /** unexpected errors to errorReport.dsn (a no-op when off); `kiln serve` reports unhandled rejections with it */
+  readonly errorReports: ErrorReports;
   stop(): Promise<void>;
 }
 
@@ -65,6 +68,19 @@ export interface StartKilnOptions {
   crashPoints?: CrashPoints;
 }
 
+/** kiln_supervisor_restarts_total: an actor's transition carries its restart count; each increase is counted under its kind. */
+function countRestarts(root: Supervisor, metrics: KilnMetrics): () => void {
+  if (!metrics.enabled) return () => undefined;
+  const seen = new Map<string, number>();
+  return root.onTransition((t) => {
+    const key = `${t.supervisor}/${t.id}`;
+    const before = seen.get(key) ?? 0;
+    if (t.restarts > before) metrics.supervisorRestart(t.kind, t.restarts - before);
+    if (t.restarts > 0) seen.set(key, t.restarts);
+    if (t.status === 'done' || t.status === 'stopped') seen.delete(key);
+  });
+}
+
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
   const config = loaded.values;
   const log = opts.log ?? createLogger(config);
@@ -92,14 +108,26 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => stopQueue(queue));
     const pool: CpuPool = createCpuPool();
     stack.push(() => pool.destroy());
+    const errorReports = await openErrorReports(config, log, `kiln@${version}`);
+    stack.push(() => errorReports.close());
+    // Metrics are on when someone can read them: GET /metrics with metrics.tokenFile (docs/metrics.md).
+    const metrics = new KilnMetrics({ enabled: config['metrics.tokenFile'] !== null, labelTopn: config['metrics.labelTopn'] });
     const root = createRootSupervisor({
       onEscalate: (error) => {
         log.fatal({ err: error }, 'the supervision tree gave up; stopping');
+        errorReports.report(error, { source: 'supervision tree' });
         process.exitCode = 70;
         void unwind();
       },
     });
     stack.push(() => root.stop());
+    stack.push(countRestarts(root, metrics));
+    // A crashed actor (restarted or given up on) is an unexpected error too.
+    stack.push(root.onTransition((t) => {
+      if (t.error !== undefined && (t.status === 'restarting' || t.event === 'supervisor.escalated')) {
+        errorReports.report(new Error(t.error), { source: 'actor', kind: t.kind, supervisor: t.supervisor });
+      }
+    }));
     const rateLimiter = await openRateLimiter(config, log, opts.rateLimitClock);
     stack.push(() => rateLimiter.close());
     const secretBox = await openSecretBox(db.web, config);
@@ -110,7 +138,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => instance.close());
     // Opened before the services that emit into it (accounts, projects, …).
     const events = await openEventSystem(
-      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}`, clock, leaseKey: instance.leaseKey },
+      { config, db, boss: queue, root, secretBox, log: componentLogger(log, 'scheduler'), userAgent: `kiln/${version}`, clock, leaseKey: instance.leaseKey, metrics },
       opts.events,
     );
     stack.push(() => events.close());
@@ -128,7 +156,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
     const services = createServices(
-      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars },
+      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool },
       {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
@@ -174,6 +202,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       routes: buildRoutes(services),
       anonymous,
       authenticate: requestAuthenticator(services.tokens),
+      onUnexpectedError: (error, context) => errorReports.report(error, { source: 'request', ...context }),
+      ...(metrics.enabled ? { observe: (group: string, method: string, status: number, seconds: number) => metrics.httpRequest(group, method, status, seconds) } : {}),
       websockets: (app) => {
         sockets.register(app);
         proto.register(app);
@@ -196,7 +226,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -1,5 +1,6 @@
 // `kiln serve`: runs the server with the loaded configuration.
 import type { Command } from 'commander';
+import { createLogger, logFormatFor } from '../config/index.js';
 import type { CrashPoints } from '../storage/index.js';
 import { configFromCommand, withConfigFlags } from './configSources.js';
 
@@ -20,13 +21,24 @@ function crashPointsFrom(env: NodeJS.ProcessEnv): CrashPoints | undefined {
 /** `kiln serve`: runs until SIGTERM or SIGINT, then stops accepting, drains and closes. */
 export function serveCommand(program: Command): void {
   const serve = program.command('serve').description('run the kiln server')
-    .option('--state-file <file>', 'declarative state (users, organizations, projects, caches, …) applied at start; see docs/state.md');
+    .option('--state-file <file>', 'declarative state (users, organizations, projects, caches, …) applied at start; see docs/state.md')
+    .option('--log-format <format>', 'auto (readable lines on a terminal, JSON otherwise), json or pretty', 'auto');
   withConfigFlags(serve, 'server').action(async (_opts, cmd: Command) => {
     const loaded = configFromCommand(cmd, 'server');
-    const stateFile = cmd.opts<{ stateFile?: string }>().stateFile;
+    const { stateFile, logFormat } = cmd.opts<{ stateFile?: string; logFormat: string }>();
+    const log = createLogger(loaded.values, { format: logFormatFor(logFormat, process.stdout.isTTY === true) });
     const { startKiln } = await import('./kiln.js'); // the server stack loads only for `serve`
     const crashPoints = crashPointsFrom(process.env);
-    const kiln = await startKiln(loaded, { ...(stateFile === undefined ? {} : { stateFile }), ...(crashPoints ? { crashPoints } : {}) });
+    const kiln = await startKiln(loaded, { log, ...(stateFile === undefined ? {} : { stateFile }), ...(crashPoints ? { crashPoints } : {}) });
+    // With error reports on, an unhandled rejection is reported before the process ends as Node
+    // would have ended it (without them, Node's own handling is left alone).
+    if (loaded.values['errorReport.enable']) {
+      process.on('unhandledRejection', (reason) => {
+        kiln.log.fatal({ err: reason }, 'unhandled promise rejection; stopping');
+        kiln.errorReports.report(reason, { source: 'unhandled rejection' });
+        void kiln.errorReports.flush().finally(() => process.exit(1));
+      });
+    }
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

@@ -18,5 +18,5 @@ export type { ConfigRow } from './describe.js';
 export { readSecretFile } from './secretFile.js';
 export { maskValue } from './mask.js';
 export { renderOptionTable } from './optionTable.js';
-export { createLogger, componentLogger, serverLogComponents, workerLogComponents } from './logger.js';
+export { createLogger, componentLogger, logFormatFor, serverLogComponents, workerLogComponents } from './logger.js';
 export type { Logger, LogComponent, LoggerOptions } from './logger.js';

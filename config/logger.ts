@@ -1,9 +1,11 @@
-// The pino logger with per-component levels (log.level.*).
+// The pino logger with per-component levels (log.level.*), as JSON lines or, for a person at a
+// terminal, as coloured readable lines (pino-pretty, run as a pino transport in a thread of its own).
 import { hostname } from 'node:os';
 import { pino, type DestinationStream, type Logger as PinoLogger } from 'pino';
 import type { Level } from './kinds.js';
 import type { Scope } from './naming.js';
 import type { Config } from './registry.js';
+import { ConfigError } from './configError.js';
 
 export type Logger = PinoLogger;
 
@@ -38,6 +40,16 @@ function levelsFor(config: Config, scope: Scope): Levels {
   };
 }
 
+/** json: one JSON object a line (machines, files, journald); pretty: coloured lines for a terminal. */
+export type LogFormat = 'json' | 'pretty';
+
+/** `--log-format`: auto (the default) is pretty on a terminal and JSON anywhere else. */
+export function logFormatFor(flag: string | undefined, isTty: boolean): LogFormat {
+  if (flag === 'json' || flag === 'pretty') return flag;
+  if (flag === undefined || flag === 'auto') return isTty ? 'pretty' : 'json';
+  throw new ConfigError([`--log-format must be auto, json or pretty, not "${flag}"`]);
+}
+
 export interface LoggerOptions {
   /** Where lines go; stdout when absent. Tests pass a stream to read them back. */
   readonly destination?: DestinationStream;
@@ -45,6 +57,8 @@ export interface LoggerOptions {
   readonly base?: object;
   /** The worker logs with worker.log.level.*; the server with log.level.*. */
   readonly scope?: Scope;
+  /** pretty: to stdout through pino-pretty (ignored with a destination); json by default */
+  readonly format?: LogFormat;
 }
 
 export function createLogger(config: Config, options: LoggerOptions = {}): Logger {
@@ -54,7 +68,11 @@ export function createLogger(config: Config, options: LoggerOptions = {}): Logge
     base: { pid: process.pid, hostname: hostname(), ...options.base },
     redact: { paths: redactedPaths, censor: '[secret]' },
   };
-  const root = options.destination ? pino(settings, options.destination) : pino(settings);
+  const root = options.destination
+    ? pino(settings, options.destination)
+    : options.format === 'pretty'
+      ? pino(settings, pino.transport({ target: 'pino-pretty', options: { destination: 1, colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' } }))
+      : pino(settings);
   levelsOf.set(root, levels);
   return root;
 }

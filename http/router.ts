@@ -35,6 +35,8 @@ export type Lane = (params: readonly string[], header: (name: string) => string)
 export interface LaneRoute {
   /** uWS syntax (`/cache/:cache/:file`): whole segments only */
   pattern: string;
+  /** the route group its answers are counted under (routeGroup) */
+  group: string;
   /** the pattern's parameter count */
   params: number;
   lane: Lane;
@@ -43,6 +45,8 @@ export interface LaneRoute {
 export interface Route<P> {
   method: Method;
   pattern: string;
+  /** the route group its answers are counted under (routeGroup) */
+  group: string;
   segments: Segment[];
   handler: Handler<P>;
   options: RouteOptions;
@@ -52,6 +56,17 @@ type Segment =
   | { kind: 'literal'; text: string }
   | { kind: 'param'; name: string; suffix: string }
   | { kind: 'rest'; name: string };
+
+/**
+ * The label a route's requests are counted under in kiln_http_request_duration_seconds: `cache` for
+ * the binary cache, `api/<resource>` for the API (its first segment after /api/v1), else the first
+ * segment. A bounded set, fixed by the route table, whatever paths clients ask for.
+ */
+export function routeGroup(pattern: string): string {
+  const parts = pattern.split('/');
+  if (parts[1] === 'api' && parts[2] === 'v1') return `api/${parts[3]?.startsWith(':') ? 'param' : (parts[3] ?? '')}`;
+  return parts[1] ?? '';
+}
 
 function compile(pattern: string): Segment[] {
   return pattern
@@ -108,7 +123,7 @@ export class RouteTable<P> {
 
   addLane(pattern: string, lane: Lane): void {
     if (!/^(\/(:[a-z][a-zA-Z0-9]*|[^/:*]+))+$/.test(pattern)) throw new Error(`a lane's pattern takes whole segments, literal or :name: ${pattern}`);
-    this.lanes.push({ pattern, params: pattern.split('/:').length - 1, lane });
+    this.lanes.push({ pattern, group: routeGroup(pattern), params: pattern.split('/:').length - 1, lane });
   }
 
   /** `parts` are the decoded path segments after the leading slash. */
@@ -150,7 +165,7 @@ export class Router<P> {
   route(method: Method, pattern: string, handler: Handler<P>, options: Partial<RouteOptions> = {}): void {
     const full = this.prefix + pattern;
     const body: BodyMode = method === 'get' ? 'none' : (options.body ?? (this.defaults.body === 'none' ? 'buffer' : this.defaults.body));
-    this.table.add({ method, pattern: full, segments: compile(full), handler, options: { ...this.defaults, ...options, body } });
+    this.table.add({ method, pattern: full, group: routeGroup(full), segments: compile(full), handler, options: { ...this.defaults, ...options, body } });
   }
 
   /** A lane (see Lane) for GET `pattern` under this router's prefix; a route must answer the same requests too. */

@@ -34,6 +34,7 @@ import { sourceUploadRoutes } from './api/v1/sourceUploads.js';
 import { commitsRoutes } from './api/v1/commits.js';
 import { closuresRoutes } from './api/v1/closures.js';
 import { frontendRoutes } from './frontend/frontendRoutes.js';
+import { metricsRoutes } from './api/v1/metrics.js';
 
 /** The whole route table: every resource's routes under /api/v1, the binary cache at the root. Each route file takes the router and the services. */
 export function buildRoutes(services: Services): RouteTable<Principal> {
@@ -43,6 +44,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   binaryCacheRoutes(root(), services);
   const api = root().scope('/api/v1');
   healthRoutes(api, services);
+  metricsRoutes(api, root(), services);
   serverConfigRoutes(api, services);
   adminActorsRoutes(api, services);
   authRoutes(api, services);

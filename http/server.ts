@@ -30,7 +30,21 @@ export interface HttpServerOptions<P> {
   websockets?(app: TemplatedApp): void;
   /** How long a refused request's body is read and dropped before the connection closes (drain.ts). */
   drain?: DrainBounds;
+  /** Hears of a request that failed with an unexpected error (a 500): error reports (errorReport.*). Never the request's headers or body. */
+  onUnexpectedError?: (error: unknown, context: { request: string; method: string; route: string }) => void;
+  /** Hears of every answer (kiln_http_request_duration_seconds): its route group, method, status and seconds taken. */
+  observe?: RequestObserver;
 }
+
+/** `method` is lowercase and one of METHODS, "head" or "other"; a request the client left is status 499. */
+export type RequestObserver = (group: string, method: string, status: number, seconds: number) => void;
+
+/** The status counted for a request whose client went away before the answer (nginx's convention). */
+const CLIENT_LEFT = 499;
+/** The group of requests no route matched (bad framing or paths, 404s, 405s). */
+const UNMATCHED = 'unmatched';
+/** The group of what the web UI's fallback answers. */
+const FRONTEND = 'frontend';
 
 export interface HttpServer {
   readonly port: number;
@@ -40,6 +54,12 @@ export interface HttpServer {
 }
 
 const METHODS = new Set<string>(['get', 'put', 'post', 'patch', 'delete']);
+
+/** Reports an answer to the observer, if any; `started` is performance.now() at the request's start. */
+function observed(observe: RequestObserver | undefined, group: string, rawMethod: string, status: number, started: number): void {
+  if (observe === undefined) return;
+  observe(group, METHODS.has(rawMethod) || rawMethod === 'head' ? rawMethod : 'other', status, (performance.now() - started) / 1000);
+}
 
 // What runs on every request is written without closures made per call where it can be: tsx
 // compiles with keepNames, which turns each named closure into a defineProperty.
@@ -100,11 +120,13 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
   const inFlight = new Set<Promise<void>>();
   const log = opts.log;
   const drain = opts.drain ?? DEFAULT_DRAIN;
+  const observe = opts.observe;
   let sequence = 0;
 
   opts.websockets?.(app);
-  for (const { pattern, params, lane } of opts.routes.lanes) {
+  for (const { pattern, params, lane, group } of opts.routes.lanes) {
     app.get(pattern, (res: HttpResponse, req: HttpRequest) => {
+      const started = observe === undefined ? 0 : performance.now();
       let reply: Reply | undefined;
       // A GET that frames a body is not a lane's: the routes check its framing (framing.ts).
       if (req.getHeader('content-length') !== '' || req.getHeader('transfer-encoding') !== '') {
@@ -118,11 +140,13 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       }
       // Not answered here: uWS goes on to the next matching handler, the catch-all below.
       if (reply === undefined || !respondInCallback(res, reply)) req.setYield(true);
+      else observed(observe, group, 'get', reply.status, started);
     });
   }
 
   app.any('/*', (res: HttpResponse, req: HttpRequest) => {
     // Everything needed from `req` is read here: it is invalid after the first await.
+    const started = observe === undefined ? 0 : performance.now();
     const rawMethod = req.getMethod();
     const url = req.getUrl();
     const queryText = req.getQuery();
@@ -140,6 +164,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     const framing = requestFraming(headers['content-length'], headers['transfer-encoding']);
     if (!framing.ok) {
       failNow(res, state, new ApiError('invalid_framing', framing.problem), head, true);
+      observed(observe, UNMATCHED, rawMethod, 400, started);
       return;
     }
 
@@ -148,10 +173,12 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       parts = pathParts(url);
     } catch {
       failNow(res, state, new ApiError('invalid_path', `path is not valid percent-encoding: ${url.slice(0, 200)}`), head);
+      observed(observe, UNMATCHED, rawMethod, 400, started);
       return;
     }
     if (!METHODS.has(method)) {
       failNow(res, state, new ApiError('method_not_allowed', `method ${rawMethod.toUpperCase()} is not supported`), head);
+      observed(observe, UNMATCHED, rawMethod, 405, started);
       return;
     }
     const match = opts.routes.match(method, parts);
@@ -159,14 +186,17 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       const fallback = method === 'get' ? opts.routes.fallback?.(parts, (name) => headers[name]) : undefined;
       if (fallback) {
         respondComplete(res, state, fallback, head, false, true);
+        observed(observe, FRONTEND, rawMethod, fallback.status, started);
         return;
       }
       failNow(res, state, new ApiError('not_found', `no route for ${rawMethod.toUpperCase()} ${url}`), head);
+      observed(observe, UNMATCHED, rawMethod, 404, started);
       return;
     }
     if ('allowed' in match) {
       const allow = match.allowed.map((m) => m.toUpperCase()).join(', ');
       void respond(res, state, errorReply(new ApiError('method_not_allowed', `${rawMethod.toUpperCase()} is not allowed on ${url}; allowed: ${allow}`, { headers: { Allow: allow } })), head);
+      observed(observe, UNMATCHED, rawMethod, 405, started);
       return;
     }
     const { route, params } = match;
@@ -189,7 +219,11 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       // (say, a value JSON cannot hold) goes the promise's way below and becomes a 500.
       if (!(early instanceof Promise)) {
         try {
-          if (respondComplete(res, state, isReply(early) ? early : jsonReply(200, early ?? null), head, false, true)) return;
+          const reply = isReply(early) ? early : jsonReply(200, early ?? null);
+          if (respondComplete(res, state, reply, head, false, true)) {
+            observed(observe, route.group, rawMethod, reply.status, started);
+            return;
+          }
         } catch (e) {
           early = Promise.reject(e);
         }
@@ -213,6 +247,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       if (declared !== null && declared > limit) {
         const e = new ApiError('body_too_large', `request body of ${declared} bytes exceeds the limit of ${limit} bytes${route.options.maxBodyName ? ` (${route.options.maxBodyName})` : ''}`);
         refuse(res, state, e, head, true, declared, drain, null);
+        observed(observe, route.group, rawMethod, e.status, started);
         return;
       }
       body = new BodyStream(res, limit, route.options.reuseBodyPieces === true, undefined, opts.minimumBodyRate ?? null);
@@ -228,21 +263,27 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
           request.principal = await opts.authenticate(request, route.options.auth);
           result = await route.handler(request);
         }
-        await respond(res, state, isReply(result) ? result : jsonReply(200, result ?? null), head);
+        const reply = isReply(result) ? result : jsonReply(200, result ?? null);
+        await respond(res, state, reply, head);
+        observed(observe, route.group, rawMethod, state.aborted ? CLIENT_LEFT : reply.status, started);
       } catch (e) {
         if (state.aborted) {
           // The client left (say, mid-upload): nothing failed on this side, and nobody is there to answer.
           log.info({ request: request.id, method: rawMethod, url, reason: e instanceof Error ? e.message : String(e) }, 'client went away before the answer');
+          observed(observe, route.group, rawMethod, CLIENT_LEFT, started);
           return;
         }
         // A body nobody will read, still coming: the answer must drain it.
         const stillComing = bufferedEnd !== null ? !bufferedEnd.ended : body !== null && !body.ended;
         if (isApiError(e)) {
           refuse(res, state, e, head, stillComing, declared, drain, body);
+          observed(observe, route.group, rawMethod, e.status, started);
           return;
         }
         log.error({ err: e, request: request.id, method: rawMethod, url }, 'request failed');
+        opts.onUnexpectedError?.(e, { request: request.id, method: rawMethod, route: route.pattern });
         refuse(res, state, new ApiError('internal', `internal error (request ${request.id})`), head, stillComing, declared, drain, body);
+        observed(observe, route.group, rawMethod, 500, started);
       }
     })().finally(() => inFlight.delete(work));
     inFlight.add(work);

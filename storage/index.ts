@@ -13,3 +13,5 @@ export * from './bus/index.js';
 export * from './events/index.js';
 export * from './outbound/index.js';
 export { secureBaseDir, SERVER_PRIVATE_DIRS } from './baseDirModes.js';
+export { KilnMetrics, type Sample } from './metrics/kilnMetrics.js';
+export { topWithOther } from './metrics/boundedLabel.js';

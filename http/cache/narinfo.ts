@@ -28,7 +28,7 @@ export function narinfoRoutes(r: Router<Principal>, services: CacheRouteServices
     return bytesReply(404, `${prefix}${hash}","code":"not_found"}`, JSON_HEADERS);
   };
   const found = (cache: BinaryCache, hash: string, text: Uint8Array, headers: Record<string, string>) => {
-    services.caches.traffic.served(cache, hash, true);
+    services.caches.traffic.served(cache, hash, true, headers === UPSTREAM_NARINFO_HEADERS);
     return bytesReply(200, text, headers);
   };
 

@@ -4,7 +4,8 @@
 import { componentLogger, type Config, type Logger } from '../../config/index.js';
 import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
 import type { Clock, Supervisor } from '../../supervisors/index.js';
-import type { ArchiveProgress, BlobStore, Database, NarStorage, RateLimiter, SecretBox } from '../../storage/index.js';
+import type { ArchiveProgress, BlobStore, CpuPool, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox } from '../../storage/index.js';
+import { registerServerMetrics } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
 import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
@@ -33,6 +34,10 @@ export interface OpenedResources {
   blobs: BlobStore;
   instance: ServerInstance;
   nars: NarStorage;
+  /** the Prometheus series of this process (docs/metrics.md) */
+  metrics: KilnMetrics;
+  /** the CPU pool, whose queue the metrics read */
+  cpu: CpuPool;
 }
 
 /** Tuning for tests; production passes none. */
@@ -88,10 +93,12 @@ export interface Services {
   archiveProgress?: ArchiveProgress;
   /** the Git host application: webhooks in, status reports out (null while gitHostApp.enable is false); the composition root starts and stops the reporter */
   gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null };
+  /** the Prometheus series of this process: GET /metrics */
+  metrics: KilnMetrics;
 }
 
 export function createServices(opened: OpenedResources, opts: ServiceOptions = {}): Services {
-  const { config, log, clock, db, root, secretBox, events, identity, nars } = opened;
+  const { config, log, clock, db, root, secretBox, events, identity, nars, metrics } = opened;
   const webLog = componentLogger(log, 'web');
   const uploadBudget = root.spawn({
     id: 'upload-budget',
@@ -109,12 +116,12 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const storageLimits = cacheStorageLimits(db.cache, config['cache.maxStorageGb']);
   // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds, the scheduler's for /proto pushes.
   const ingestOn = (sql: Database['web'], on: EventSystem['events']): NarIngest => narIngest({
-    nars, keys: cacheSigningKeys(sql, secretBox), uploadBudget, restWaitSecs: config['upload.restWaitSecs'], storageLimits, events: on,
+    nars, keys: cacheSigningKeys(sql, secretBox), uploadBudget, restWaitSecs: config['upload.restWaitSecs'], storageLimits, events: on, metrics,
   });
   const webIngest = ingestOn(db.web, events.events);
   const narUploads = narUploadService({ sql: db.web, nars, ingest: webIngest, maxUploadSize: config['nar.maxUploadSize'] });
   const caches = createCacheServices({
-    sql: db.web, config, log: componentLogger(log, 'cache'), secretBox, nars, events: events.events, bus: events.bus, clock,
+    sql: db.web, config, log: componentLogger(log, 'cache'), secretBox, nars, events: events.events, bus: events.bus, clock, metrics,
   });
 
   // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
@@ -138,6 +145,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     storage: storageLimits,
     readToken: (cacheIds, ttlSecs) => mintCacheReadToken(secretBox, cacheIds, ttlSecs),
     supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
+    metrics,
     settings: {
       maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],
       defaultTimeoutSecs: config['build.defaultTimeoutSecs'], defaultMaxSilentSecs: config['build.defaultMaxSilentSecs'], serveUrl: config['serveUrl'],
@@ -196,9 +204,10 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });
+  registerServerMetrics({ metrics, sql: db.web, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
   return {
     gitHosts: { hooks, reporter },
-    config, log, version: opened.version, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
+    config, log, version: opened.version, metrics, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
     scheduler, logFeed, builds: { evaluations, views, data }, buildRequests,

@@ -4,7 +4,7 @@
 // architectures and system features fit, then started in one transaction and sent. Only workers
 // connected to this process are candidates; the guarded status change lets one process win a job.
 import type { Sql } from 'postgres';
-import type { Events } from '../../storage/index.js';
+import type { Events, KilnMetrics } from '../../storage/index.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches, type BuildJobSettings } from './buildJobMessage.js';
 import type { Clock } from '../../supervisors/index.js';
@@ -48,6 +48,8 @@ export interface BuildPlacementDeps {
   clock: Clock;
   /** another pass soon: a substitution may have made builds ready */
   wake(): void;
+  /** kiln_dispatch_latency_seconds */
+  metrics?: Pick<KilnMetrics, 'jobDispatched'>;
 }
 
 type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] };
@@ -164,6 +166,7 @@ export class BuildPlacement {
       jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)) }, worker);
       worker.link.send(buildJobMessage(jobId, build, caches, { ...settings, readToken }));
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
+      this.deps.metrics?.jobDispatched('build', Math.max(0, (this.deps.clock.now().getTime() - build.queued_at.getTime()) / 1000));
     });
   }
 }

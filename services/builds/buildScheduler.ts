@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message, RejectCode } from '../../protocol/index.js';
-import type { Events } from '../../storage/index.js';
+import type { Events, KilnMetrics } from '../../storage/index.js';
 import { CoalescingLoop, type Supervisor } from '../../supervisors/index.js';
 import { JobTable } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
@@ -19,6 +19,7 @@ import { systemClock, type Clock } from '../../supervisors/index.js';
 import { EvaluationProgress } from './evaluationProgress.js';
 import { JobCancellations } from './jobCancellations.js';
 import type { CacheStorageLimits } from '../caches/index.js';
+import { QueueDepthReporter } from './queueDepth.js';
 import { SchedulerLeadership } from './schedulerLeadership.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from '../workers/index.js';
 import { WorkerMessageRouter } from './workerMessageRouter.js';
@@ -66,6 +67,8 @@ export interface BuildSchedulerDeps {
   clock: Clock;
   /** the periodic pass (default: every TICK_MS on a timer) */
   ticker?: SchedulerTicker;
+  /** kiln_build_duration_seconds and kiln_dispatch_latency_seconds */
+  metrics?: Pick<KilnMetrics, 'buildEnded' | 'jobDispatched'>;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -78,6 +81,7 @@ export class BuildScheduler implements WorkerListener {
   private readonly leadership: SchedulerLeadership;
   private readonly placement: BuildPlacement;
   private readonly router: WorkerMessageRouter;
+  private readonly queueDepth: QueueDepthReporter;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const { sql, events, workers, log, settings, clock } = deps;
@@ -92,8 +96,10 @@ export class BuildScheduler implements WorkerListener {
     this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, wake, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock });
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
     this.leadership = new SchedulerLeadership(sql, events, log);
-    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, storage: deps.storage, readToken: deps.readToken, settings, clock, wake });
+    this.queueDepth = new QueueDepthReporter(sql, events, clock);
+    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, storage: deps.storage, readToken: deps.readToken, settings, clock, wake, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
     this.router = new WorkerMessageRouter({
+      ...(deps.metrics ? { metrics: deps.metrics } : {}),
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
       evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake },
     });
@@ -156,5 +162,6 @@ export class BuildScheduler implements WorkerListener {
     await this.cancellations.cancelAbortedJobs();
     await this.placement.dispatchEvaluations();
     await this.placement.dispatchBuilds();
+    if (leader) await this.queueDepth.report();
   }
 }

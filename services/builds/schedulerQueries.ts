@@ -31,6 +31,8 @@ export interface ReadyBuild {
   /** times a cache claimed the outputs but a worker could not fetch them (migration 0013) */
   substitute_misses: number;
   projects: string[];
+  /** when the build was first queued: kiln_dispatch_latency_seconds */
+  queued_at: Date;
 }
 
 /**
@@ -40,7 +42,7 @@ export interface ReadyBuild {
 export const readyBuilds = (sql: Sql, limit: number, now: Date) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
          d.prefer_local_build, db.substitute_misses,
-         array_agg(distinct t.project_id) as projects
+         array_agg(distinct t.project_id) as projects, db.queued_at
   from derivation_builds db join derivations d on d.id = db.derivation_id
   join builds b on b.derivation_build_id = db.id
   join evaluations e on e.id = b.evaluation_id and e.phase = 'building'

@@ -4,7 +4,7 @@
 // that worker, or one that already ended (the job actor says so), is dropped.
 import type { Logger } from 'pino';
 import type { Message, RejectCode } from '../../protocol/index.js';
-import type { Events } from '../../storage/index.js';
+import type { Events, KilnMetrics } from '../../storage/index.js';
 import type { BuildLogs } from './buildLogs.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import type { BuildPlacement } from './buildPlacement.js';
@@ -27,6 +27,8 @@ export interface WorkerMessageRouterDeps {
   log: Logger;
   /** the scheduler runs a pass: a job ended, so a worker has room or builds became ready */
   wake(): void;
+  /** kiln_build_duration_seconds: the worker's own measure of each build */
+  metrics?: Pick<KilnMetrics, 'buildEnded'>;
 }
 
 export class WorkerMessageRouter {
@@ -102,6 +104,7 @@ export class WorkerMessageRouter {
       return;
     }
     if (!jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
+    this.deps.metrics?.buildEnded(message.t === 'buildResult' ? 'completed' : 'failed', message.durationMs / 1000);
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
     // the common case, batched: results that arrive together complete in one transaction

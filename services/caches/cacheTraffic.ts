@@ -4,7 +4,7 @@
 // batch off the request path, at most MAX_PER_FLUSH per flush. Past that, under a flood of
 // requests, the rest of the batch is dropped and counted: live feeds are best-effort anyway (the
 // firehose drops on lag, spec: Firehose), and serving must not slow down to report itself.
-import type { Events } from '../../storage/index.js';
+import type { Events, KilnMetrics } from '../../storage/index.js';
 
 const FLUSH_MS = 100;
 /**
@@ -18,8 +18,8 @@ type Traffic =
   | { event: 'cache.nar.fetched'; cacheId: string; cache: string; hash: string; bytes: number };
 
 export interface CacheTraffic {
-  /** a narinfo answered: hit is false for a 404 */
-  served(cache: { id: string; name: string }, hash: string, hit: boolean): void;
+  /** a narinfo answered: hit is false for a 404; `upstream` when an upstream cache had it */
+  served(cache: { id: string; name: string }, hash: string, hit: boolean, upstream?: boolean): void;
   /** a NAR file sent (GET, not HEAD): `bytes` is what the answer carries */
   fetched(cache: { id: string; name: string }, fileHash: string, bytes: number): void;
   /** events dropped because a flush was full, since the start */
@@ -27,7 +27,8 @@ export interface CacheTraffic {
   close(): void;
 }
 
-export function cacheTraffic(events: Pick<Events, 'publish'>): CacheTraffic {
+/** `metrics` counts every answer (kiln_cache_*), even those whose event a full flush drops. */
+export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<KilnMetrics, 'narinfoAnswered' | 'narBytesServed'>): CacheTraffic {
   let pending: Traffic[] = [];
   let timer: NodeJS.Timeout | null = null;
   let dropped = 0;
@@ -58,8 +59,14 @@ export function cacheTraffic(events: Pick<Events, 'publish'>): CacheTraffic {
   };
 
   return {
-    served: (cache, hash, hit) => add({ event: 'cache.narinfo.served', cacheId: cache.id, cache: cache.name, hash, hit }),
-    fetched: (cache, fileHash, bytes) => add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes }),
+    served: (cache, hash, hit, upstream = false) => {
+      metrics?.narinfoAnswered(cache.name, hit ? (upstream ? 'upstream' : 'hit') : 'miss');
+      add({ event: 'cache.narinfo.served', cacheId: cache.id, cache: cache.name, hash, hit });
+    },
+    fetched: (cache, fileHash, bytes) => {
+      metrics?.narBytesServed(cache.name, bytes);
+      add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes });
+    },
     get dropped() {
       return dropped;
     },

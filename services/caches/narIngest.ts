@@ -8,7 +8,7 @@
 import { rm } from 'node:fs/promises';
 import { acquireUpload, type UploadBudgetRef } from '../../actors/index.js';
 import type { Narinfo, NarUploadResult, SigningKey } from '../../protocol/index.js';
-import { isUploadProblem, type Events, type IngestOutcome, type NarStorage } from '../../storage/index.js';
+import { isUploadProblem, type Events, type IngestOutcome, type KilnMetrics, type NarStorage } from '../../storage/index.js';
 import type { CacheSigningKeys } from './cacheSigningKeys.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
 import { announceAddedNar } from './narUploadEvents.js';
@@ -58,6 +58,8 @@ export interface NarIngestDeps {
   storageLimits: CacheStorageLimits;
   /** cache.nar.upload, cache.nar.signed, cache.changed for each path an ingest adds */
   events: Events;
+  /** kiln_cache_nar_ingested_bytes_total and kiln_upload_busy_total */
+  metrics?: Pick<KilnMetrics, 'narBytesIngested' | 'uploadRefusedBusy'>;
 }
 
 export interface NarIngest {
@@ -110,7 +112,10 @@ export function narIngest(deps: NarIngestDeps): NarIngest {
     try {
       return await acquireUpload(deps.uploadBudget, mode === 'rest' ? { bytes, signal: AbortSignal.timeout(deps.restWaitSecs * 1000), ...who } : { bytes, ...who });
     } catch (e) {
-      if (e instanceof DOMException && e.name === 'TimeoutError') throw new UploadBusy(deps.restWaitSecs);
+      if (e instanceof DOMException && e.name === 'TimeoutError') {
+        deps.metrics?.uploadRefusedBusy();
+        throw new UploadBusy(deps.restWaitSecs);
+      }
       throw e;
     }
   };
@@ -144,6 +149,7 @@ export function narIngest(deps: NarIngestDeps): NarIngest {
       const signingKey = await deps.keys.of(target.id);
       const result = resultOf(await translated(() => stored({ cacheId: target.id, signingKey, info }, source)));
       if (result.status === 'added') {
+        deps.metrics?.narBytesIngested(target.name, result.file_size);
         await announceAddedNar(deps.events, {
           cache: { id: target.id, name: target.name, keyName: signingKey.name },
           storePath: result.store_path, narHash: result.nar_hash, narSize: result.nar_size, fileHash: result.file_hash, fileSize: result.file_size,

@@ -62,6 +62,8 @@ export interface DeliveryEngineOptions {
   pollingIntervalSeconds?: number;
   /** how often attempts of dead processes are looked for (they are also looked for at start) */
   recoveryIntervalMs?: number;
+  /** counts each recorded attempt by its outcome (kiln_webhook_deliveries_total) */
+  onAttempt?: (outcome: DeliveryDecision['status']) => void;
 }
 
 export interface DeliveryEngine {
@@ -91,7 +93,14 @@ export async function startDeliveryEngine(opts: DeliveryEngineOptions): Promise<
   await ensureDeliveryQueue(boss);
   const lease = { key: opts.leaseKey };
   const supervisor = opts.root.supervise({ id: 'deliveries', restartBudget: { maxRestarts: 100, withinMs: 10_000 } });
-  const recorder = createDeliveryRecorder(sql, boss, opts.events);
+  const written = createDeliveryRecorder(sql, boss, opts.events);
+  const recorder: typeof written = {
+    record: (record) => {
+      opts.onAttempt?.(record.decision.status);
+      return written.record(record);
+    },
+    flush: () => written.flush(),
+  };
   const requestContext: RequestContext = { openSecret: opts.openSecret, userAgent: opts.userAgent ?? 'kiln-webhooks', now };
   const reports = new Map<string, AttemptPlan['report']>();
   const machine: WebhookDeliveryMachine = createWebhookDeliveryMachine(

@@ -11,6 +11,7 @@ import {
   type Database,
   type EventBus,
   type Events,
+  type KilnMetrics,
   type SecretBox,
 } from '../../storage/index.js';
 import type { Supervisor } from '../../supervisors/index.js';
@@ -35,6 +36,8 @@ export interface EventSystemDeps {
   clock: Clock;
   /** this process's instance lease key (services/workers/serverInstance.ts): delivery attempts are claimed under it */
   leaseKey: number;
+  /** kiln_webhook_deliveries_total */
+  metrics?: Pick<KilnMetrics, 'webhookDelivery'>;
 }
 
 /** Tuning for tests and benchmarks; production uses the defaults. */
@@ -103,6 +106,7 @@ export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOp
       ...(opts.workers ? { workers: opts.workers } : {}),
       ...(opts.pollingIntervalSeconds ? { pollingIntervalSeconds: opts.pollingIntervalSeconds } : {}),
       ...(opts.recoveryIntervalMs ? { recoveryIntervalMs: opts.recoveryIntervalMs } : {}),
+      ...(deps.metrics ? { onAttempt: (outcome: string) => deps.metrics?.webhookDelivery(outcome) } : {}),
     });
     closers.push(() => engine.stop());
     return {

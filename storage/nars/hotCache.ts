@@ -19,6 +19,9 @@ const ENTRY_OVERHEAD = 96;
 export class HotCache<V> {
   private readonly entries = new Map<string, Entry<V>>();
   private total = 0;
+  /** lookups that found an entry (served or stale), and lookups that did not: kiln_hot_cache_lookups_total */
+  hits = 0;
+  misses = 0;
 
   constructor(
     readonly capacityBytes: number,
@@ -35,11 +38,16 @@ export class HotCache<V> {
 
   get(key: string): V | undefined {
     const entry = this.entries.get(key);
-    if (entry === undefined) return undefined;
+    if (entry === undefined) {
+      this.misses++;
+      return undefined;
+    }
     if (entry.expires <= this.now()) {
+      this.misses++;
       this.drop(key, entry);
       return undefined;
     }
+    this.hits++;
     entry.used = true;
     return entry.value;
   }
@@ -51,7 +59,10 @@ export class HotCache<V> {
    */
   peekEntry(key: string): Readonly<{ value: V; expires: number }> | undefined {
     const entry = this.entries.get(key);
-    if (entry !== undefined) entry.used = true;
+    if (entry !== undefined) {
+      this.hits++;
+      entry.used = true;
+    } else this.misses++;
     return entry;
   }
 

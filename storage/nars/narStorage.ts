@@ -60,8 +60,18 @@ export interface NarStorage {
   /** Signs a NAR file the store already holds into a cache for the path `request.info` describes, after checking it. */
   ingestStoredFile(request: Omit<FinalizeRequest, 'uploadKey' | 'submitted'>, fileHash: string): Promise<IngestOutcome>;
   sweep(now?: Date): Promise<SweepReport>;
+  /** What the hot cache holds and how often lookups found what they asked for, since the start (kiln_hot_cache_*). */
+  hotCacheStats(): HotCacheStats;
   /** Stops the sweeper timer and writes the pending fetch times. */
   close(): Promise<void>;
+}
+
+export interface HotCacheStats {
+  bytes: number;
+  capacityBytes: number;
+  entries: number;
+  hits: number;
+  misses: number;
 }
 
 export function openNarStorage(deps: NarStorageDeps): NarStorage {
@@ -107,6 +117,7 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
       }
     },
     sweep,
+    hotCacheStats: () => ({ bytes: hot.bytes, capacityBytes: hot.capacityBytes, entries: hot.size, hits: hot.hits, misses: hot.misses }),
     async close() {
       clearInterval(timer);
       await sweeping;

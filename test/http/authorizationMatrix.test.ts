@@ -14,6 +14,9 @@ import { openLive, type LiveRefusal } from '../support/events.js';
 import { createTestCache } from '../support/caches.js';
 import { exportStream, multipartBody, syntheticDrv } from '../support/directClosure.js';
 import { gzipSync } from 'node:zlib';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 type Role = 'View' | 'Write' | 'Admin';
 type Persona = 'nonMember' | 'View' | 'Write' | 'Admin' | 'superuser';
@@ -38,7 +41,7 @@ interface Endpoint {
    * organization / project / cache: the persona's role there decides; user: any signed-in
    * account, about itself; create: creating a top-level thing (no role involved)
    */
-  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser';
+  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser' | 'scrapeToken';
   /** the least role that may (scoped rows) */
   role?: Role;
   /** the permission a key must hold; null: visibility alone */
@@ -58,6 +61,8 @@ const rank: Record<Role, number> = { View: 1, Write: 2, Admin: 3 };
 
 /** The expected status of one cell: the rules of docs/permissions.md, written out once. */
 function expectedStatus(e: Endpoint, persona: Persona, credential: Credential): number {
+  // The Prometheus scrape takes only the token of metrics.tokenFile: no session or key of anyone opens it.
+  if (e.scope === 'scrapeToken') return 401;
   if (credential === 'none' || credential === 'expiredKey') return 401;
   if (credential === 'keyOutsideAllowedIps') return 403;
   const isKey = credential !== 'session';
@@ -373,6 +378,8 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/board/live', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/admin/actors/live', scope: 'superuser', permission: 'admin', socket: true },
+  // the Prometheus scrape (issue 21): its own bearer token only, a superuser's included
+  { method: 'GET', path: '/metrics', scope: 'scrapeToken', permission: null },
   // the live paths of a project (issue 16): authorised like GET /tasks/…, /evals/{id}, /builds/{id}
   { method: 'GET', path: '/tasks/web/default/live', scope: 'project', role: 'View', permission: 'viewProject', socket: true },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/live`, scope: 'project', role: 'View', permission: 'viewProject', socket: true },
@@ -409,7 +416,10 @@ async function createKey(kiln: TestKiln, user: TestAccount, body: Record<string,
 }
 
 t.test('authorization matrix', async (t) => {
-  const kiln = await startTestKiln(t);
+  const scrapeDir = mkdtempSync(join(tmpdir(), 'kiln-matrix-'));
+  t.teardown(() => rmSync(scrapeDir, { recursive: true, force: true }));
+  writeFileSync(join(scrapeDir, 'scrape-token'), 'matrix-scrape-token');
+  const kiln = await startTestKiln(t, { 'metrics.tokenFile': join(scrapeDir, 'scrape-token') });
   const superuser = await signUp(kiln, 'root'); // the first account is the superuser
   const cacheOwner = await signUp(kiln, 'owner');
   const users: Record<Persona, TestAccount> = {

@@ -1,0 +1,96 @@
+// What metrics cost (issue 21): narinfo hits at 64 connections on a kiln with metrics on
+// (metrics.tokenFile set) against one with them off, in the same run, rounds alternating which goes
+// first, the figure the median of the rounds' on / off ratios (goal ≥ 0.97); and the time to render
+// a scrape of 10,000 series (goal ≤ 50 ms), plus a real GET /metrics of the running kiln.
+//   npx tsx bench/metrics.bench.ts [seconds] [rounds]
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { encodeNarStrings, encodeU64, hashNar, narPadding, NIX32_ALPHABET } from '../protocol/index.js';
+import { KilnMetrics } from '../storage/index.js';
+import { loadAverage } from './childServer.js';
+import { startBenchKiln, type BenchKiln } from './benchKiln.js';
+import { median, wrk, WRK_PATHS_SCRIPT } from './loadTools.js';
+
+const seconds = Number(process.argv[2] ?? 5);
+const rounds = Number(process.argv[3] ?? 3);
+const PATHS = 200;
+
+const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32_ALPHABET[b & 31]).join('');
+const narOfFile = (contents: Buffer) => Buffer.concat([
+  encodeNarStrings('nix-archive-1', '(', 'type', 'regular', 'contents'), encodeU64(contents.length), contents,
+  Buffer.alloc(narPadding(contents.length)), encodeNarStrings(')'),
+]);
+
+const work = await mkdtemp(join(tmpdir(), 'kiln-bench-metrics-'));
+const tokenFile = join(work, 'token');
+await writeFile(tokenFile, 'bench-scrape-token');
+
+/** A kiln with one public cache holding PATHS small paths; the narinfo paths it serves. */
+async function cacheServer(metricsOn: boolean): Promise<{ bench: BenchKiln; paths: string[] }> {
+  const bench = await startBenchKiln(metricsOn ? { 'metrics.tokenFile': tokenFile } : {});
+  await bench.createCache('bench');
+  const paths: string[] = [];
+  for (let i = 0; i < PATHS; i++) {
+    const nar = narOfFile(randomBytes(512));
+    const hash = nix32(32);
+    const digest = await hashNar([nar]);
+    const form = new FormData();
+    form.append('narinfo', JSON.stringify({ store_path: `/nix/store/${hash}-p${i}`, nar_hash: digest.narHash, nar_size: digest.narSize, references: [] }));
+    form.append('nar', new Blob([nar]), 'x.nar');
+    const res = await fetch(`${bench.kiln.url}/api/v1/caches/bench/nars`, { method: 'POST', headers: { authorization: `Bearer ${bench.token}` }, body: form });
+    if (!res.ok) throw new Error(`upload: ${res.status} ${await res.text()}`);
+    paths.push(`/cache/bench/${hash}.narinfo`);
+  }
+  return { bench, paths };
+}
+
+const on = await cacheServer(true);
+const off = await cacheServer(false);
+const script = join(work, 'paths.lua');
+await writeFile(script, WRK_PATHS_SCRIPT);
+const lists = { on: join(work, 'on.txt'), off: join(work, 'off.txt') };
+await writeFile(lists.on, `${on.paths.join('\n')}\n`);
+await writeFile(lists.off, `${off.paths.join('\n')}\n`);
+const servers = [['on', on.bench.kiln.url, lists.on], ['off', off.bench.kiln.url, lists.off]] as const;
+for (const [, url, pathsFile] of servers) await wrk(url, { connections: 64, seconds: 1, pathsFile, script }); // warm-up
+const rps: Record<string, number[]> = { on: [], off: [] };
+const ratios: number[] = [];
+for (let round = 0; round < rounds; round++) {
+  for (const [name, url, pathsFile] of round % 2 === 0 ? servers : [...servers].reverse()) {
+    rps[name]!.push((await wrk(url, { connections: 64, seconds, pathsFile, script })).rps);
+  }
+  ratios.push(+(rps['on']!.at(-1)! / rps['off']!.at(-1)!).toFixed(3));
+  console.error(`round ${round + 1}/${rounds} done`);
+}
+console.log(JSON.stringify({
+  bench: 'metrics', scenario: 'narinfo hit, 64 conn, metrics on vs off', loadAverage: loadAverage(),
+  offRps: Math.round(median(rps['off']!)), onRps: Math.round(median(rps['on']!)), ratio: median(ratios), roundRatios: ratios,
+}));
+
+// A registry of 10,000 series: 3,334 caches × 3 narinfo outcomes (labelTopn raised to hold them all).
+const big = new KilnMetrics({ enabled: true, labelTopn: 10_000 });
+for (let i = 0; i < 3334; i++) for (const outcome of ['hit', 'miss', 'upstream'] as const) big.narinfoAnswered(`cache-${i}`, outcome);
+const renders: number[] = [];
+let series = 0;
+for (let i = 0; i < 20; i++) {
+  const started = performance.now();
+  const text = await big.text();
+  renders.push(performance.now() - started);
+  series = text.split('\n').filter((l) => l !== '' && !l.startsWith('#')).length;
+}
+const scrapes: number[] = [];
+for (let i = 0; i < 20; i++) {
+  const started = performance.now();
+  const res = await fetch(`${on.bench.kiln.url}/metrics`, { headers: { authorization: 'Bearer bench-scrape-token' } });
+  await res.text();
+  scrapes.push(performance.now() - started);
+}
+console.log(JSON.stringify({
+  bench: 'metrics', scenario: 'scrape', loadAverage: loadAverage(), series, renderMsMedian: +median(renders).toFixed(1),
+  liveScrapeMsMedian: +median(scrapes).toFixed(1),
+}));
+await on.bench.stop();
+await off.bench.stop();
+await rm(work, { recursive: true, force: true });

@@ -1,0 +1,42 @@
+// worker.queue_depth (spec: Live updates, the board socket): the jobs waiting for a worker, queued
+// builds by system plus queued evaluations, published by the scheduler's leader after its passes
+// when the numbers changed, at most once a second whatever the number of passes.
+import type { Sql } from 'postgres';
+import type { Clock } from '../../supervisors/index.js';
+import type { Events } from '../../storage/index.js';
+
+const MIN_INTERVAL_MS = 1000;
+
+export class QueueDepthReporter {
+  private lastAt = -Infinity;
+  private last: string | null = null;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly events: Pick<Events, 'publish'>,
+    private readonly clock: Clock,
+  ) {}
+
+  /** After a pass of the leader: counts the queue unless it did within the last second, and publishes a change. */
+  async report(): Promise<void> {
+    const now = this.clock.now().getTime();
+    if (now - this.lastAt < MIN_INTERVAL_MS) return;
+    this.lastAt = now;
+    const rows = await this.sql<{ system: string; n: number }[]>`
+      select d.system, count(*)::int as n from derivation_builds db join derivations d on d.id = db.derivation_id
+      where db.status = 'queued' group by d.system
+      union all
+      select 'evaluation', count(*)::int from evaluations where phase = 'queued'`;
+    const bySystem: Record<string, number> = {};
+    let queued = 0;
+    for (const r of rows) {
+      queued += r.n;
+      if (r.system !== 'evaluation') bySystem[r.system] = r.n;
+    }
+    const content = { queued, by_system: bySystem };
+    const text = JSON.stringify(content);
+    if (text === this.last) return;
+    this.last = text;
+    this.events.publish('worker.queue_depth', content);
+  }
+}

@@ -1,0 +1,109 @@
+// The series read at scrape time (docs/metrics.md): what PostgreSQL holds (open evaluations and
+// builds, the queue, cache storage, the webhook backlog) and what this process holds in memory
+// (connected workers, the CPU pool, the hot cache). Each query reads an index made for it
+// (0029_metrics_indexes.sql) or is remembered for a minute (cache storage sums every path).
+import type { Sql } from 'postgres';
+import type { CpuPool, KilnMetrics, NarStorage, Sample } from '../../storage/index.js';
+import { topWithOther } from '../../storage/index.js';
+import type { WorkerConnections } from '../workers/index.js';
+
+export interface ServerMetricsDeps {
+  metrics: KilnMetrics;
+  sql: Sql;
+  workers: Pick<WorkerConnections, 'connected'>;
+  nars: Pick<NarStorage, 'hotCacheStats'>;
+  cpu: Pick<CpuPool, 'stats'>;
+  /** metrics.labelTopn: caches with their own storage series, the rest summed as "other" */
+  labelTopn: number;
+  now?: () => number;
+}
+
+/** Sums over every cached path: read at most once a minute, whatever the scrape interval. */
+const STORAGE_MEMO_MS = 60_000;
+
+interface CacheStorageRow {
+  label: string;
+  bytes: number;
+  paths: number;
+}
+
+export function registerServerMetrics(deps: ServerMetricsDeps): void {
+  const { metrics, sql } = deps;
+  if (!metrics.enabled) return;
+  const now = deps.now ?? Date.now;
+
+  metrics.scraped('kiln_evaluations', 'evaluations in each open phase (completed, failed and aborted ones are not counted)', ['phase'], async () => {
+    const rows = await sql<{ phase: string; n: number }[]>`
+      select phase, count(*)::int as n from evaluations where phase not in ('completed', 'failed', 'aborted') group by phase`;
+    return rows.map((r) => ({ labels: { phase: r.phase }, value: r.n }));
+  });
+  metrics.scraped('kiln_builds', 'derivation builds queued or started (ended builds: kiln_build_duration_seconds_count)', ['status'], async () => {
+    const rows = await sql<{ status: string; n: number }[]>`
+      select status, count(*)::int as n from derivation_builds where status in ('queued', 'started') group by status`;
+    const counts = new Map(rows.map((r) => [r.status, r.n]));
+    return ['queued', 'started'].map((status) => ({ labels: { status }, value: counts.get(status) ?? 0 }));
+  });
+  metrics.scraped('kiln_queue_depth', 'jobs waiting for a worker: queued builds and queued evaluations', ['kind'], async () => {
+    const [row] = await sql<{ builds: number; evaluations: number }[]>`
+      select (select count(*)::int from derivation_builds where status = 'queued') as builds,
+             (select count(*)::int from evaluations where phase = 'queued') as evaluations`;
+    return [{ labels: { kind: 'build' }, value: row?.builds ?? 0 }, { labels: { kind: 'evaluation' }, value: row?.evaluations ?? 0 }];
+  });
+  metrics.scraped('kiln_webhook_backlog', 'webhook and task action deliveries not finished yet, by status', ['status'], async () => {
+    const rows = await sql<{ status: string; n: number }[]>`
+      select status, count(*)::int as n from event_deliveries where status in ('pending', 'attempting', 'retrying') group by status`;
+    const counts = new Map(rows.map((r) => [r.status, r.n]));
+    return ['pending', 'attempting', 'retrying'].map((status) => ({ labels: { status }, value: counts.get(status) ?? 0 }));
+  });
+
+  let storage: { at: number; rows: Promise<CacheStorageRow[]> } | null = null;
+  const cacheStorage = (): Promise<CacheStorageRow[]> => {
+    if (storage === null || now() - storage.at >= STORAGE_MEMO_MS) {
+      const rows = sql<{ name: string; bytes: string; paths: number }[]>`
+        select c.name, coalesce(sum(p.file_size), 0) as bytes, count(p.id)::int as paths
+        from caches c left join path_signatures s on s.cache_id = c.id left join cached_paths p on p.id = s.cached_path_id
+        group by c.id`.then((found) => topWithOther(
+          found.map((r) => ({ label: r.name, bytes: Number(r.bytes), paths: r.paths })), deps.labelTopn, (r) => r.bytes,
+          (rest) => ({ bytes: rest.reduce((n, r) => n + r.bytes, 0), paths: rest.reduce((n, r) => n + r.paths, 0) }),
+        ));
+      storage = { at: now(), rows };
+      rows.catch(() => (storage = null)); // a failed read is tried again at the next scrape
+    }
+    return storage.rows;
+  };
+  metrics.scraped('kiln_cache_storage_bytes', 'stored (compressed) NAR bytes per cache, read at most once a minute', ['cache'], async () =>
+    (await cacheStorage()).map((r) => ({ labels: { cache: r.label }, value: r.bytes })));
+  metrics.scraped('kiln_cache_paths', 'store paths per cache, read at most once a minute', ['cache'], async () =>
+    (await cacheStorage()).map((r) => ({ labels: { cache: r.label }, value: r.paths })));
+
+  metrics.scraped('kiln_workers_connected', 'workers connected to this server process over /proto', [], () => [{ labels: {}, value: deps.workers.connected().length }]);
+  metrics.scraped('kiln_worker_slots', 'build and evaluation slots of the workers connected to this process: total, and busy as their last heartbeat said', ['kind', 'state'], () => {
+    const totals = { build: { total: 0, busy: 0 }, eval: { total: 0, busy: 0 } };
+    for (const w of deps.workers.connected()) {
+      totals.build.total += w.hello.maxConcurrentBuilds;
+      totals.eval.total += w.hello.maxConcurrentEvals;
+      totals.build.busy += w.load?.runningBuilds ?? 0;
+      totals.eval.busy += w.load?.runningEvals ?? 0;
+    }
+    const samples: Sample<'kind' | 'state'>[] = [];
+    for (const [kind, t] of Object.entries(totals)) {
+      samples.push({ labels: { kind, state: 'total' }, value: t.total }, { labels: { kind, state: 'busy' }, value: t.busy });
+    }
+    return samples;
+  });
+  metrics.scraped('kiln_worker_heartbeat_age_seconds', 'seconds since the quietest connected worker was last heard from (0 with no worker)', [], () => {
+    const oldest = Math.min(...deps.workers.connected().map((w) => w.lastSeen), now());
+    return [{ labels: {}, value: Math.max(0, (now() - oldest) / 1000) }];
+  });
+
+  metrics.scraped('kiln_cpu_pool_queued_tasks', 'CPU-bound tasks (hashing, compression) waiting for a thread', [], () => [{ labels: {}, value: deps.cpu.stats().queued }]);
+  metrics.scraped('kiln_cpu_pool_threads', 'threads of the CPU pool', [], () => [{ labels: {}, value: deps.cpu.stats().threads }]);
+  metrics.scraped('kiln_cpu_pool_utilization_ratio', 'share of the CPU pool\'s capacity used since the start, 0 to 1', [], () => [{ labels: {}, value: deps.cpu.stats().utilization }]);
+
+  metrics.scraped('kiln_hot_cache_bytes', 'bytes held by the in-memory narinfo and small NAR cache (nar.hotCacheBytes)', [], () => [{ labels: {}, value: deps.nars.hotCacheStats().bytes }]);
+  metrics.scraped('kiln_hot_cache_entries', 'entries of the in-memory narinfo and small NAR cache', [], () => [{ labels: {}, value: deps.nars.hotCacheStats().entries }]);
+  metrics.scraped('kiln_hot_cache_lookups_total', 'lookups of the in-memory cache since the start, by result; the hit ratio is hit / (hit + miss)', ['result'], () => {
+    const stats = deps.nars.hotCacheStats();
+    return [{ labels: { result: 'hit' }, value: stats.hits }, { labels: { result: 'miss' }, value: stats.misses }];
+  });
+}

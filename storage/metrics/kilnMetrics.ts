@@ -1,0 +1,170 @@
+// The Prometheus series of one server process (docs/metrics.md), in a registry of its own (not
+// prom-client's global one: tests run several servers in one process). Code that counts calls the
+// methods here; what is read at scrape time (rows in PostgreSQL, connected workers) registers a
+// gauge with `scraped`. With metrics off (no metrics.tokenFile) every method returns at once and
+// no collector runs, so the hot paths pay one branch.
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { BoundedLabel } from './boundedLabel.js';
+
+export interface KilnMetricsOptions {
+  /** false: nothing is recorded and the registry stays empty */
+  enabled: boolean;
+  /** metrics.labelTopn: distinct values per unbounded label (caches) before "other" */
+  labelTopn: number;
+}
+
+/** One labelled value of a gauge read at scrape time. */
+export interface Sample<L extends string> {
+  labels: Partial<Record<L, string>>;
+  value: number;
+}
+
+export type NarinfoOutcome = 'hit' | 'miss' | 'upstream';
+
+/** Seconds buckets for requests: a narinfo from memory is well under a millisecond, an upload is seconds. */
+const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Seconds buckets for builds and waits: seconds to hours. */
+const LONG_BUCKETS = [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200];
+
+export class KilnMetrics {
+  readonly registry = new Registry();
+  private readonly cacheLabel: BoundedLabel;
+  private readonly httpDuration: Histogram<'group' | 'method' | 'status'>;
+  /** labelled children by "group method status": labels() hashes its arguments on every call */
+  private readonly httpChildren = new Map<string, Histogram.Internal<'group' | 'method' | 'status'>>();
+  private readonly narinfo: Counter<'cache' | 'outcome'>;
+  private readonly narinfoChildren = new Map<string, Counter.Internal>();
+  private readonly narServed: Counter<'cache'>;
+  private readonly narIngested: Counter<'cache'>;
+  private readonly uploadBusy: Counter;
+  private readonly restarts: Counter<'kind'>;
+  private readonly deliveries: Counter<'outcome'>;
+  private readonly buildDuration: Histogram<'status'>;
+  private readonly dispatchLatency: Histogram<'kind'>;
+  private readonly collectFailures: Counter<'series'>;
+
+  constructor(readonly options: KilnMetricsOptions) {
+    const registers = [this.registry];
+    this.cacheLabel = new BoundedLabel(options.labelTopn);
+    this.httpDuration = new Histogram({
+      name: 'kiln_http_request_duration_seconds', help: 'HTTP requests answered, by route group, method and status: time from the request to the end of the answer',
+      labelNames: ['group', 'method', 'status'], buckets: REQUEST_BUCKETS, registers,
+    });
+    this.narinfo = new Counter({ name: 'kiln_cache_narinfo_requests_total', help: 'narinfo requests answered per cache: hit (stored), upstream (from an upstream cache), miss (404)', labelNames: ['cache', 'outcome'], registers });
+    this.narServed = new Counter({ name: 'kiln_cache_nar_served_bytes_total', help: 'NAR file bytes sent per cache (GET, not HEAD)', labelNames: ['cache'], registers });
+    this.narIngested = new Counter({ name: 'kiln_cache_nar_ingested_bytes_total', help: 'NAR file bytes stored per cache by every ingest path (REST, nix copy, workers, direct builds)', labelNames: ['cache'], registers });
+    this.uploadBusy = new Counter({ name: 'kiln_upload_busy_total', help: 'REST uploads answered 503 upload_busy: no upload permit within upload.restWaitSecs', registers });
+    this.restarts = new Counter({ name: 'kiln_supervisor_restarts_total', help: 'actors restarted by their supervisor, by actor kind', labelNames: ['kind'], registers });
+    this.deliveries = new Counter({ name: 'kiln_webhook_deliveries_total', help: 'webhook delivery attempts by outcome', labelNames: ['outcome'], registers });
+    this.buildDuration = new Histogram({ name: 'kiln_build_duration_seconds', help: 'builds that ended on a worker, from dispatch to result, by status', labelNames: ['status'], buckets: LONG_BUCKETS, registers });
+    this.dispatchLatency = new Histogram({ name: 'kiln_dispatch_latency_seconds', help: 'time a job waited in the queue before a worker took it, by job kind', labelNames: ['kind'], buckets: LONG_BUCKETS, registers });
+    this.collectFailures = new Counter({ name: 'kiln_metrics_collect_failures_total', help: 'scrape-time series that could not be read (the scrape answers without them)', labelNames: ['series'], registers });
+    if (options.enabled) collectDefaultMetrics({ register: this.registry, prefix: 'kiln_' });
+  }
+
+  get enabled(): boolean {
+    return this.options.enabled;
+  }
+
+  /** An HTTP answer: `group` from the route table (a bounded set), `status` the answer's. */
+  httpRequest(group: string, method: string, status: number, seconds: number): void {
+    if (!this.options.enabled) return;
+    const key = `${group} ${method} ${status}`;
+    let child = this.httpChildren.get(key);
+    if (child === undefined) {
+      child = this.httpDuration.labels(group, method, String(status));
+      this.httpChildren.set(key, child);
+    }
+    child.observe(seconds);
+  }
+
+  narinfoAnswered(cache: string, outcome: NarinfoOutcome): void {
+    if (!this.options.enabled) return;
+    const key = `${cache} ${outcome}`;
+    let child = this.narinfoChildren.get(key);
+    if (child === undefined) {
+      child = this.narinfo.labels(this.cacheLabel.value(cache), outcome);
+      this.narinfoChildren.set(key, child);
+    }
+    child.inc();
+  }
+
+  narBytesServed(cache: string, bytes: number): void {
+    if (this.options.enabled) this.narServed.inc({ cache: this.cacheLabel.value(cache) }, bytes);
+  }
+
+  narBytesIngested(cache: string, bytes: number): void {
+    if (this.options.enabled) this.narIngested.inc({ cache: this.cacheLabel.value(cache) }, bytes);
+  }
+
+  uploadRefusedBusy(): void {
+    if (this.options.enabled) this.uploadBusy.inc();
+  }
+
+  supervisorRestart(kind: string, times = 1): void {
+    if (this.options.enabled) this.restarts.inc({ kind }, times);
+  }
+
+  webhookDelivery(outcome: string): void {
+    if (this.options.enabled) this.deliveries.inc({ outcome });
+  }
+
+  buildEnded(status: string, seconds: number): void {
+    if (this.options.enabled) this.buildDuration.observe({ status }, seconds);
+  }
+
+  jobDispatched(kind: 'build' | 'evaluation', waitedSeconds: number): void {
+    if (this.options.enabled) this.dispatchLatency.observe({ kind }, waitedSeconds);
+  }
+
+  /** A cache name as a label value: itself or "other" (metrics.labelTopn). */
+  cacheLabelValue(cache: string): string {
+    return this.cacheLabel.value(cache);
+  }
+
+  /**
+   * A gauge (or, for a name ending in _total, a counter) read at scrape time. A read that fails leaves the gauge out of that scrape and counts
+   * kiln_metrics_collect_failures_total: a database that does not answer must not fail the scrape.
+   */
+  scraped<L extends string>(name: string, help: string, labelNames: readonly L[], read: () => Promise<readonly Sample<L>[]> | readonly Sample<L>[]): void {
+    if (!this.options.enabled) return;
+    const failures = this.collectFailures;
+    const samples = async (): Promise<readonly Sample<L>[]> => {
+      try {
+        return await read();
+      } catch {
+        failures.inc({ series: name });
+        return [];
+      }
+    };
+    // A name ending in _total is a counter kept elsewhere (say, the hot cache's lookups), exposed as one.
+    if (name.endsWith('_total')) {
+      new Counter<L>({
+        name, help, labelNames, registers: [this.registry],
+        async collect() {
+          const read = await samples();
+          this.reset();
+          for (const s of read) this.inc(s.labels, s.value);
+        },
+      });
+      return;
+    }
+    new Gauge<L>({
+      name, help, labelNames, registers: [this.registry],
+      async collect() {
+        const read = await samples();
+        this.reset();
+        for (const s of read) this.set(s.labels, s.value);
+      },
+    });
+  }
+
+  /** The exposition text of every series. */
+  text(): Promise<string> {
+    return this.registry.metrics();
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}

@@ -1,0 +1,48 @@
+// worker.queue_depth (services/builds/queueDepth.ts): the leader publishes the queued builds by
+// system and the queued evaluations when they change, at most once a second of its clock.
+import { randomUUID } from 'node:crypto';
+import t from 'tap';
+import type { Sql } from 'postgres';
+import { QueueDepthReporter } from '../../../services/builds/queueDepth.js';
+import { testDatabase } from '../../support/db.js';
+import { steppedClock } from '../../support/clock.js';
+import { insertProject } from '../../support/modelRows.js';
+
+async function queueBuild(sql: Sql, system: string): Promise<string> {
+  const [drv] = await sql<{ id: string }[]>`
+    insert into derivations (drv_path, name, system, outputs) values (${`/nix/store/${randomUUID().replaceAll('-', '')}-x.drv`}, 'x', ${system}, '{}') returning id`;
+  const [build] = await sql<{ id: string }[]>`insert into derivation_builds (derivation_id, status) values (${drv!.id}, 'queued') returning id`;
+  return build!.id;
+}
+
+t.test('publishes changes of the queue, at most once a second', async (t) => {
+  const { sql } = await testDatabase(t);
+  const projectId = await insertProject(sql, 'org', 'proj');
+  const [task] = await sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
+  const published: unknown[] = [];
+  const clock = steppedClock(new Date('2026-01-01T00:00:00Z'));
+  const reporter = new QueueDepthReporter(sql, { publish: (name, content) => published.push([name, content]) }, clock);
+
+  await reporter.report();
+  t.same(published, [['worker.queue_depth', { queued: 0, by_system: {} }]], 'the first report says what the queue is');
+
+  const first = await queueBuild(sql, 'x86_64-linux');
+  await queueBuild(sql, 'x86_64-linux');
+  await queueBuild(sql, 'aarch64-linux');
+  await sql`insert into evaluations (task_id, repository, wildcard, phase) values (${task!.id}, 'file:///nonexistent', '*', 'queued')`;
+  await reporter.report();
+  t.equal(published.length, 1, 'within the second: not even counted');
+
+  clock.step(1000);
+  await reporter.report();
+  t.same(published[1], ['worker.queue_depth', { queued: 4, by_system: { 'x86_64-linux': 2, 'aarch64-linux': 1 } }]);
+
+  clock.step(1000);
+  await reporter.report();
+  t.equal(published.length, 2, 'no change, no event');
+
+  await sql`update derivation_builds set status = 'started' where id = ${first}`;
+  clock.step(1000);
+  await reporter.report();
+  t.same(published[2], ['worker.queue_depth', { queued: 3, by_system: { 'x86_64-linux': 1, 'aarch64-linux': 1 } }]);
+});
