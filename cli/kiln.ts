@@ -2,7 +2,7 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type WorkerConnections } from '../services/index.js';
+import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type WorkerConnections, type GarbageCollector } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -24,6 +24,8 @@ export interface Kiln {
   readonly workers: WorkerConnections;
   /** dispatches evaluations and builds to them */
   readonly scheduler: RunningScheduler;
+  /** garbage collection (docs/gc.md); tests call its tick() */
+  readonly gc: GarbageCollector;
   stop(): Promise<void>;
 }
 
@@ -59,6 +61,8 @@ export interface StartKilnOptions {
   schedulerTicker?: SchedulerTicker;
   /** where a crash test holds finalize before it kills the process (storage/nars/crashPoints.ts) */
   crashPoints?: CrashPoints;
+  /** false: no background collection loop; runs happen when a test calls gc.tick() */
+  gcLoop?: boolean;
 }
 
 export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {}): Promise<Kiln> {
@@ -129,11 +133,14 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
+        ...(opts.gcLoop === false ? { gcLoop: false } : {}),
       },
     );
     const { scheduler, workers } = services;
     scheduler.start();
     stack.push(() => scheduler.stop());
+    services.gc.collector.start();
+    stack.push(() => services.gc.collector.stop());
     const sockets = eventSockets({
       bus: events.bus, streams: services.streams, authenticateToken: services.tokens.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
@@ -181,7 +188,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, gc: services.gc.collector, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

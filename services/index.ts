@@ -33,3 +33,4 @@ export { pruneTaskEvaluations, effectiveKeep } from './builds/index.js';
 export { buildProgressReporter } from './builds/index.js';
 export { createServices, type Services } from './assembly/index.js';
 export type { RunningScheduler } from './builds/index.js';
+export type { GarbageCollector } from './gc/index.js';

@@ -13,6 +13,7 @@ import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnectio
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
 import { projectsService, tasksService } from '../projects/index.js';
+import { cachePinsService, type CachePinsService, GarbageCollector, gcAdminService, type GcAdminService } from '../gc/index.js';
 
 /** What the composition root opened before the services: each owns resources and is closed by it. */
 export interface OpenedResources {
@@ -40,6 +41,8 @@ export interface ServiceOptions {
   cacheAccessClock?: { now(): number };
   /** watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
+  /** false: the garbage collector runs only when a test calls its tick() (docs/gc.md) */
+  gcLoop?: boolean;
 }
 
 /** Every service of a server process: what the HTTP routes, the sockets and the composition root take. */
@@ -79,6 +82,8 @@ export interface Services {
   builds: { evaluations: EvaluationsService; views: BuildViewsService; data: BuildDataServices };
   /** direct builds, source uploads and commits (docs/builds.md) */
   buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
+  /** garbage collection: the collector (started by the composition root), pins, the superuser's runs */
+  gc: { collector: GarbageCollector; pins: CachePinsService; admin: GcAdminService };
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
 }
@@ -168,11 +173,20 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     sources: sourceUploadsService({ sql: db.web, blobs: opened.blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
     commits: commitsService(db.web),
   };
+  const collector = new GarbageCollector(
+    { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock },
+    opts.gcLoop === false ? { loop: false } : {},
+  );
+  const gc = {
+    collector,
+    pins: cachePinsService({ sql: db.web, clock }),
+    admin: gcAdminService({ sql: db.web, clock, wake: () => collector.wake() }),
+  };
   return {
     config, log, version: opened.version, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
-    scheduler, logFeed, builds: { evaluations, views, data }, buildRequests,
+    scheduler, logFeed, builds: { evaluations, views, data }, buildRequests, gc,
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
   };
 }

@@ -12,6 +12,7 @@ export { HotCache } from './hotCache.js';
 export { UploadProblem, isUploadProblem, type UploadProblemKind } from './uploadProblem.js';
 export { type StagedUploadRow, type ListingRow } from './sql/index.js';
 export { ReferenceScanner } from './referenceScanner.js';
+export { lockNarFile } from './sql/lockNarFile.js';
 export { directoryArchive, narSlice, type ArchiveProgress } from './narContents.js';
 export { cacheStorage, cacheStorageLeft, STORAGE_GB, type CacheStorage } from './cacheStorageLeft.js';
 export { listCachePaths, type CachePathQuery } from './sql/listCachePaths.js';
