@@ -18,11 +18,13 @@ export interface TtlRules {
   graceHours: number;
 }
 
-/** Not in the live set, not pinned in its cache: for path_signatures alias s. */
+/**
+ * Not in the live set, not pinned in its cache: for path_signatures alias s. A pin made after the
+ * pass computed the set added its closure to gc_pinned_paths itself (services/gc/cachePins.ts).
+ */
 const outsideLiveSet = (sql: ISql): Fragment => sql`
   not exists (select 1 from gc_live_paths l where l.hash_part = s.hash_part)
-  and not exists (select 1 from gc_pinned_paths g where g.cache_id = s.cache_id and g.hash_part = s.hash_part)
-  and not exists (select 1 from cache_pins cp where cp.cache_id = s.cache_id and cp.hash_part = s.hash_part)`;
+  and not exists (select 1 from gc_pinned_paths g where g.cache_id = s.cache_id and g.hash_part = s.hash_part)`;
 
 /** Past its cache's TTL: for path_signatures s joined with its cache c. */
 const pastTtl = (sql: ISql, rules: TtlRules): Fragment => sql`
