@@ -1,5 +1,4 @@
 // The public face of services/gc/: garbage collection and retention of caches and the build graph (docs/gc.md).
-export { GarbageCollector, type GarbageCollectorOptions } from './garbageCollector.js';
+export { GarbageCollector } from './garbageCollector.js';
 export { cachePinsService, type CachePinsService } from './cachePins.js';
 export { gcAdminService, type GcAdminService } from './gcAdmin.js';
-export type { GcDeps } from './gcDeps.js';

@@ -1,6 +1,6 @@
 // The public face of storage/gc/: the queries of garbage collection (docs/gc.md).
-export { retainedEvaluationIds, type RetentionRules } from './retainedEvaluations.js';
-export { computeLiveSet, topUpLiveSet, addPinnedClosures, liveSetComputedFrom, type LiveSetSize } from './liveSet.js';
+export { retainedEvaluationIds } from './retainedEvaluations.js';
+export { computeLiveSet, topUpLiveSet, addPinnedClosures } from './liveSet.js';
 export { pathsPastTtl, cachesOverLimit, instanceExcessBytes, leastRecentlyUsed, removePaths, type PathKey, type RemovedPath, type TtlRules } from './collectPaths.js';
 export { markOrphanDerivations, deleteOrphanDerivations } from './orphanDerivations.js';
 export { storedFileHashes, missingBlobs, removeCopiesOfMissingBlob } from './missingBlobs.js';

@@ -76,9 +76,3 @@ export async function topUpLiveSet(sql: ISql, since: Date): Promise<number> {
       select id from evaluations where created_at >= ${from} or phase not in ('completed', 'failed', 'aborted'))
     and b.created_at >= ${from}`);
 }
-
-/** When the stored live set was computed from; null when none is whole (never computed, being computed, lost in a crash). */
-export async function liveSetComputedFrom(sql: ISql): Promise<Date | null> {
-  const [row] = await sql<{ computed_from: Date }[]>`select computed_from from gc_live_state`;
-  return row?.computed_from ?? null;
-}
