@@ -7,6 +7,8 @@ import { connect } from './clientConnection.js';
 import { formatBytes, formatTable, runClientCommand, UsageError } from './clientOutput.js';
 import { confirm } from './confirmation.js';
 import { cacheUploadCommand } from './cacheUpload.js';
+import { cachePinCommands } from './gcCommands.js';
+import { hashArgument } from './hashArgument.js';
 
 interface NarView {
   hash: string;
@@ -32,16 +34,6 @@ interface NarPage {
 }
 
 const jsonOption = () => new Option('--json', 'print the result as JSON');
-
-/** A store path's hash part, from the hash itself, a base name or a full store path. */
-export function hashArgument(text: string): string {
-  const base = text.slice(text.lastIndexOf('/') + 1);
-  const hash = base.slice(0, 32);
-  if (!/^[0-9a-df-np-sv-z]{32}$/.test(hash) || (base.length > 32 && base[32] !== '-')) {
-    throw new UsageError(`${JSON.stringify(text)} is not a store path or the 32-character hash part of one`);
-  }
-  return hash;
-}
 
 const cachePath = (cache: string) => `/caches/${encodeURIComponent(cache)}`;
 const date = (iso: string | null) => (iso === null ? '-' : iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
@@ -136,4 +128,5 @@ export function cacheCommands(program: Command): void {
     }));
 
   cacheUploadCommand(cache);
+  cachePinCommands(cache);
 }
