@@ -3,7 +3,7 @@
 // pages, each in a transaction that checks every rule again; blobs go after, under the file lock.
 import { performance } from 'node:perf_hooks';
 import {
-  cacheNames, cachesOverLimit, computeLiveSet, deleteOrphanDerivations, instanceExcessBytes, leastRecentlyUsed, markOrphanDerivations,
+  cacheNames, cachesOverLimit, computeLiveSet, deleteBlobsIfUnreferenced, deleteOrphanDerivations, instanceExcessBytes, leastRecentlyUsed, markOrphanDerivations,
   pathsPastTtl, removePaths, retainedEvaluationIds, STORAGE_GB, topUpLiveSet, type PathKey, type RemovedPath, type TtlRules,
 } from '../../storage/index.js';
 import { markManyOutputsNotCached } from '../caches/index.js';
@@ -58,17 +58,19 @@ export class SweepTally {
   }
 }
 
+/** Files whose locks one transaction takes at most (advisory locks share the server's lock table). */
+const BLOB_BATCH = 200;
+
 /**
  * After the commit: this process forgets the removed copies at once (other processes within the
- * hot cache's lifetime), and each NAR file no row points at any more is deleted under its lock.
+ * hot cache's lifetime), and the NAR files no row points at any more are deleted under their locks.
  */
-export async function settleRemoved(deps: Pick<GcDeps, 'nars' | 'log'>, removed: readonly RemovedPath[]): Promise<void> {
-  const seen = new Set<string>();
-  for (const path of removed) {
-    const first = !seen.has(path.fileHash);
-    seen.add(path.fileHash);
-    await deps.nars.settleRemoval({ cacheId: path.cacheId, hashPart: path.hashPart, removed: true, fileHash: path.fileHash, lastCopy: first })
-      .catch((err: unknown) => deps.log.warn({ err, fileHash: path.fileHash }, 'could not delete a collected NAR file; the deep round removes it later'));
+export async function settleRemoved(deps: Pick<GcDeps, 'sql' | 'nars' | 'log'>, removed: readonly RemovedPath[]): Promise<void> {
+  for (const path of removed) deps.nars.reads.forget(path.cacheId, path.hashPart, path.fileHash);
+  const files = [...new Set(removed.map((p) => p.fileHash))];
+  for (let i = 0; i < files.length; i += BLOB_BATCH) {
+    await deleteBlobsIfUnreferenced(deps.sql, deps.nars.blobs, files.slice(i, i + BLOB_BATCH))
+      .catch((err: unknown) => deps.log.warn({ err }, 'could not delete collected NAR files; the deep round removes them later'));
   }
 }
 
@@ -108,7 +110,6 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
     after = page[page.length - 1]!;
     await remove(page, ttl, 'ttl');
   }
-
   const evict = async (cacheId: string | null, bytes: number): Promise<void> => {
     const keys = await leastRecentlyUsed(sql, cacheId, bytes);
     for (let i = 0; i < keys.length; i += PAGE) await remove(keys.slice(i, i + PAGE), null, 'storage');
@@ -116,7 +117,6 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
   for (const over of await cachesOverLimit(sql)) await evict(over.cacheId, over.excessBytes);
   const instanceMax = config['cache.maxStorageGb'] > 0 ? config['cache.maxStorageGb'] * STORAGE_GB : null;
   await evict(null, await instanceExcessBytes(sql, instanceMax));
-
   await markOrphanDerivations(sql, retained, startedAt);
   const markedBefore = new Date(startedAt.getTime() - config['gc.orphanDerivationHours'] * 3600_000);
   let derivations = 0;
@@ -127,7 +127,6 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
     logBytes += batch.logBytes;
     if (batch.examined < PAGE) break;
   }
-
   const sweeps = await tally.named(deps);
   await emitSwept(deps, sweeps, { count: derivations, logBytes });
   return {

@@ -24,10 +24,13 @@ async function addBuildClosures(sql: ISql, builds: Fragment): Promise<number> {
         union all select d.drv_path
         union all select unnest(d.input_srcs)) as x(p)
       where ${builds} and x.p is not null),
+    -- A path already in the set has its closure there too (the set is closed under references
+    -- after every addition), so the walk starts and continues only from paths new to it.
     closure(h) as (
-      select h from roots
+      select h from roots where not exists (select 1 from gc_live_paths l where l.hash_part = roots.h)
       union
-      select left(r, 32) from closure c join cached_paths p on p.hash_part = c.h cross join unnest(p.refs) as r)
+      select left(r, 32) from closure c join cached_paths p on p.hash_part = c.h cross join unnest(p.refs) as r
+      where not exists (select 1 from gc_live_paths l where l.hash_part = left(r, 32)))
     insert into gc_live_paths (hash_part) select h from closure on conflict do nothing`;
   return rows.count;
 }

@@ -6,7 +6,7 @@ export { type NarUploads, type FinalizeRequest } from './narUploads.js';
 export { type CrashPoint, type CrashPoints } from './crashPoints.js';
 export { STORED_ZSTD_LEVEL } from './ingest.js';
 export { type IngestOutcome } from './ingestOutcome.js';
-export { type PathRemoval } from './pathDeletion.js';
+export { type PathRemoval, deleteBlobsIfUnreferenced } from './pathDeletion.js';
 export { type SweepReport } from './sweeper.js';
 export { HotCache } from './hotCache.js';
 export { UploadProblem, isUploadProblem, type UploadProblemKind } from './uploadProblem.js';
