@@ -8,6 +8,8 @@ import { connect } from './clientConnection.js';
 import { formatBytes, formatTable, runClientCommand, UsageError } from './clientOutput.js';
 import { confirm } from './confirmation.js';
 import { cacheUploadCommand } from './cacheUpload.js';
+import { cachePinCommands } from './gcCommands.js';
+import { hashArgument } from './hashArgument.js';
 
 interface NarView {
   hash: string;
@@ -47,16 +49,6 @@ function overlapHours(text: string): number {
   const n = Number(text);
   if (!/^\d+$/.test(text) || n > MAX_KEY_OVERLAP_HOURS) throw new UsageError(`--overlap-hours: ${JSON.stringify(text)} is not a whole number of hours from 0 to ${MAX_KEY_OVERLAP_HOURS}`);
   return n;
-}
-
-/** A store path's hash part, from the hash itself, a base name or a full store path. */
-export function hashArgument(text: string): string {
-  const base = text.slice(text.lastIndexOf('/') + 1);
-  const hash = base.slice(0, 32);
-  if (!/^[0-9a-df-np-sv-z]{32}$/.test(hash) || (base.length > 32 && base[32] !== '-')) {
-    throw new UsageError(`${JSON.stringify(text)} is not a store path or the 32-character hash part of one`);
-  }
-  return hash;
 }
 
 const cachePath = (cache: string) => `/caches/${encodeURIComponent(cache)}`;
@@ -170,4 +162,5 @@ export function cacheCommands(program: Command): void {
     }));
 
   cacheUploadCommand(cache);
+  cachePinCommands(cache);
 }

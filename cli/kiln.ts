@@ -2,7 +2,7 @@
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, KilnMetrics, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections } from '../services/index.js';
+import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -29,6 +29,8 @@ export interface Kiln {
   readonly upkeep: Upkeep;
   /** unexpected errors to errorReport.dsn (a no-op when off); `kiln serve` reports unhandled rejections with it */
   readonly errorReports: ErrorReports;
+  /** garbage collection (docs/gc.md); tests call its tick() */
+  readonly gc: GarbageCollector;
   stop(): Promise<void>;
 }
 
@@ -66,6 +68,8 @@ export interface StartKilnOptions {
   gitHostRetryBaseMs?: number;
   /** where a crash test holds finalize before it kills the process (storage/nars/crashPoints.ts) */
   crashPoints?: CrashPoints;
+  /** false: no background collection loop; runs happen when a test calls gc.tick() */
+  gcLoop?: boolean;
 }
 
 /** kiln_supervisor_restarts_total: an actor's transition carries its restart count; each increase is counted under its kind. */
@@ -162,6 +166,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
         ...(opts.gitHostRetryBaseMs !== undefined ? { gitHostRetryBaseMs: opts.gitHostRetryBaseMs } : {}),
+        ...(opts.gcLoop === false ? { gcLoop: false } : {}),
       },
     );
     const { scheduler, workers } = services;
@@ -177,6 +182,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       reporter.start();
       stack.push(() => reporter.stop());
     }
+    services.gc.collector.start();
+    stack.push(() => services.gc.collector.stop());
     const sockets = eventSockets({
       bus: events.bus, streams: services.streams, authenticateToken: services.tokens.authenticateToken,
       trustedProxies: config['http.trustedProxies'], log: componentLogger(log, 'web'),
@@ -226,7 +233,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { ConfigError } from '../config/index.js';
 import { cacheCommands } from './cacheCommands.js';
 import { configCommands } from './configCommands.js';
+import { adminCommands } from './gcCommands.js';
 import { loginCommand } from './loginCommand.js';
 import { migrateCommand } from './migrateCommand.js';
 import { serveCommand } from './serveCommand.js';
@@ -22,6 +23,7 @@ migrateCommand(program);
 stateCommand(program);
 loginCommand(program);
 cacheCommands(program);
+adminCommands(program);
 
 try {
   await program.parseAsync(process.argv);

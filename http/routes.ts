@@ -4,6 +4,7 @@ import { RouteTable, Router } from './router.js';
 import { healthRoutes } from './api/v1/health.js';
 import { serverConfigRoutes } from './api/v1/serverConfig.js';
 import { adminActorsRoutes } from './api/v1/adminActors.js';
+import { adminGcRoutes } from './api/v1/adminGc.js';
 import { authRoutes } from './api/v1/auth.js';
 import { oidcRoutes } from './api/v1/oidcAuth.js';
 import { userRoutes } from './api/v1/user.js';
@@ -21,6 +22,7 @@ import { narUploadRoutes } from './api/v1/narUploads.js';
 import { binaryCacheRoutes } from './cache/routes.js';
 import { cachesRoutes } from './api/v1/caches.js';
 import { cacheNarsRoutes } from './api/v1/cacheNars.js';
+import { cachePinsRoutes } from './api/v1/cachePins.js';
 import { cacheUpstreamsRoutes } from './api/v1/cacheUpstreams.js';
 import { webhooksRoutes } from './api/v1/webhooks.js';
 import { gitHostHooksRoutes } from './api/v1/gitHostHooks.js';
@@ -47,6 +49,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   metricsRoutes(api, root(), services);
   serverConfigRoutes(api, services);
   adminActorsRoutes(api, services);
+  adminGcRoutes(api, services);
   authRoutes(api, services);
   oidcRoutes(api, services);
   userRoutes(api, services);
@@ -74,6 +77,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   closuresRoutes(api, services);
   cachesRoutes(api, services);
   cacheNarsRoutes(api, services);
+  cachePinsRoutes(api, services);
   cacheUpstreamsRoutes(api, services);
   narUploadRoutes(api, services);
   // Last: the UI answers only what no route above owns.

@@ -34,3 +34,4 @@ export { buildProgressReporter } from './builds/index.js';
 export { createServices, type Services } from './assembly/index.js';
 export { startUpkeep, type Upkeep } from './assembly/index.js';
 export type { RunningScheduler } from './builds/index.js';
+export type { GarbageCollector } from './gc/index.js';

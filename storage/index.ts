@@ -9,6 +9,7 @@ export * from './kv/index.js';
 export { openSecretBox, secretBoxWithKey, keyFromSecretText, type SecretBox } from './secretBox.js';
 export { resolveInstanceKey, generatedKeyFile, keyFingerprint, rawKeyFileText, type InstanceKeySpec, type InstanceKeyName } from './instanceKeys.js';
 export * from './nars/index.js';
+export * from './gc/index.js';
 export * from './bus/index.js';
 export * from './events/index.js';
 export * from './outbound/index.js';

@@ -25,6 +25,10 @@ export const UpdateCacheBody = z.strictObject({
   /** applied instead of priority to clients in http.localIps; 0 turns it off */
   local_priority: Priority.optional(),
   max_storage_bytes: MaxStorageBytes.nullable().optional(),
+  /** kiln extension (docs/gc.md): hours a path outside the live set is kept after its last fetch, instead of gc.narTtlHours; null follows the instance */
+  nar_ttl_hours: z.number().int().min(0).max(1_000_000).nullable().optional(),
+  /** kiln extension (docs/gc.md): true exempts the cache's paths from the TTL (storage limits still apply) */
+  keep_forever: z.boolean().optional(),
   /** hands the cache to another account (only the current owner may) */
   owner: Username.optional(),
 });
@@ -46,6 +50,10 @@ export const CacheView = z.strictObject({
   owner: z.string().nullable(),
   /** the cache's own storage limit in bytes; null: only cache.maxStorageGb applies */
   max_storage_bytes: z.number().int().nullable(),
+  /** the cache's own NAR TTL in hours; null: gc.narTtlHours applies (docs/gc.md) */
+  nar_ttl_hours: z.number().int().nullable(),
+  /** paths are never collected by TTL (docs/gc.md) */
+  keep_forever: z.boolean(),
   /** the substituter URL: `<serveUrl>/cache/<name>` */
   url: z.string(),
   state_managed: z.boolean(),

@@ -20,3 +20,4 @@ export { CacheKeysView, MAX_KEY_OVERLAP_HOURS, RotateCacheKeyBody } from './cach
 export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, EvaluationTrigger } from './evaluations.js';
 export { ProjectEvaluationsQuery } from './projectEvaluations.js';
 export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository } from './gitHostHooks.js';
+export { GcRequestBody, GcRunId, GcRunView, PinBody, PinView } from './gc.js';

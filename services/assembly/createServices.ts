@@ -17,6 +17,7 @@ import { projectsService, tasksService } from '../projects/index.js';
 import { createHostApi, GitHostReporter, hookReceiverService, type HookReceiverService } from '../gitHosts/index.js';
 import { readSecretFile } from '../../config/index.js';
 import { createOutboundClient } from '../../storage/index.js';
+import { cachePinsService, type CachePinsService, GarbageCollector, gcAdminService, type GcAdminService } from '../gc/index.js';
 
 /** What the composition root opened before the services: each owns resources and is closed by it. */
 export interface OpenedResources {
@@ -50,6 +51,8 @@ export interface ServiceOptions {
   archiveProgress?: ArchiveProgress;
   /** the status reporter's first retry delay (2 s by default) */
   gitHostRetryBaseMs?: number;
+  /** false: the garbage collector runs only when a test calls its tick() (docs/gc.md) */
+  gcLoop?: boolean;
 }
 
 /** Every service of a server process: what the HTTP routes, the sockets and the composition root take. */
@@ -89,6 +92,8 @@ export interface Services {
   builds: { evaluations: EvaluationsService; views: BuildViewsService; data: BuildDataServices };
   /** direct builds, source uploads and commits (docs/builds.md) */
   buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
+  /** garbage collection: the collector (started by the composition root), pins, the superuser's runs */
+  gc: { collector: GarbageCollector; pins: CachePinsService; admin: GcAdminService };
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
   /** the Git host application: webhooks in, status reports out (null while gitHostApp.enable is false); the composition root starts and stops the reporter */
@@ -205,12 +210,21 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     },
   });
   registerServerMetrics({ metrics, sql: db.web, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
+  const collector = new GarbageCollector(
+    { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock },
+    opts.gcLoop === false ? { loop: false } : {},
+  );
+  const gc = {
+    collector,
+    pins: cachePinsService({ sql: db.web, clock }),
+    admin: gcAdminService({ sql: db.web, clock, wake: () => collector.wake() }),
+  };
   return {
     gitHosts: { hooks, reporter },
     config, log, version: opened.version, metrics, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
-    scheduler, logFeed, builds: { evaluations, views, data }, buildRequests,
+    scheduler, logFeed, builds: { evaluations, views, data }, buildRequests, gc,
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
   };
 }

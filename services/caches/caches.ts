@@ -39,6 +39,8 @@ export function cachesService({ sql, config, secretBox, events }: CacheDeps) {
     public_key: cachePublicKeyText(row),
     owner: row.owner,
     max_storage_bytes: row.max_storage_bytes === null ? null : Number(row.max_storage_bytes),
+    nar_ttl_hours: row.nar_ttl_hours,
+    keep_forever: row.keep_forever,
     url: `${serveUrl}/cache/${row.name}`,
     state_managed: row.state_managed,
     created_at: row.created_at.toISOString(),
@@ -108,10 +110,12 @@ export function cachesService({ sql, config, secretBox, events }: CacheDeps) {
         ownerId = await findUserId(sql, body.owner);
       }
       const maxStorage = body.max_storage_bytes === undefined ? row.max_storage_bytes : body.max_storage_bytes;
+      const narTtl = body.nar_ttl_hours === undefined ? row.nar_ttl_hours : body.nar_ttl_hours;
       await events.transaction(async (tx, emit) => {
         await updateCacheSettings(tx, row.id, {
           description: body.description ?? null, public: body.public ?? null, priority: body.priority ?? null,
           local_priority: body.local_priority ?? null, max_storage_bytes: maxStorage, owner_id: ownerId,
+          nar_ttl_hours: narTtl, keep_forever: body.keep_forever ?? null,
         });
         const changes = changedSettings(body);
         emit('cache.update', { cache: row.name, cache_id: row.id, public: body.public ?? row.public, changes }, { cacheId: row.id });

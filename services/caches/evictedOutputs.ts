@@ -21,3 +21,17 @@ export async function markOutputsNotCached(tx: ISql, storePath: string, deriver:
     returning db.id`;
   return rows.length;
 }
+
+/** markOutputsNotCached for many paths in one statement (a collection pass removes them by the thousand). */
+export async function markManyOutputsNotCached(tx: ISql, paths: readonly { storePath: string; deriver: string | null }[]): Promise<number> {
+  const withDeriver = paths.filter((p): p is { storePath: string; deriver: string } => p.deriver !== null);
+  if (withDeriver.length === 0) return 0;
+  const rows = await tx`
+    update derivation_builds db set outputs_cached = false, updated_at = now()
+    from derivations d, unnest(${withDeriver.map((p) => p.storePath)}::text[],
+                               ${withDeriver.map((p) => `${p.storePath.slice(0, p.storePath.lastIndexOf('/'))}/${p.deriver}`)}::text[]) as x(store_path, drv_path)
+    where d.id = db.derivation_id and d.drv_path = x.drv_path and db.outputs_cached
+      and exists (select from jsonb_each_text(d.outputs) o where o.value = x.store_path)
+    returning db.id`;
+  return rows.length;
+}

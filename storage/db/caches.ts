@@ -20,6 +20,10 @@ export interface CacheRow {
   owner: string | null;
   /** bigint as text; null: only cache.maxStorageGb applies */
   max_storage_bytes: string | null;
+  /** the cache's own NAR TTL; null: gc.narTtlHours */
+  nar_ttl_hours: number | null;
+  /** exempt from the NAR TTL */
+  keep_forever: boolean;
   key_name: string;
   /** 32 bytes */
   public_key: Buffer;
@@ -60,13 +64,16 @@ export interface CacheSettings {
   priority: number | null;
   local_priority: number | null;
   max_storage_bytes: string | number | null;
+  /** written as given, like max_storage_bytes */
+  nar_ttl_hours: number | null;
+  keep_forever: boolean | null;
   owner_id: string | null;
 }
 
 /** `userId`: the caller's account, null for an anonymous caller (no role anywhere). */
 const rowsWithRole = (sql: ISql, userId: string | null) => sql`
   select c.id, c.name, c.description, c.public, c.priority, c.local_priority, c.active, c.owner_id, u.username as owner,
-         c.max_storage_bytes, c.key_name, c.public_key, c.state_managed, c.created_at,
+         c.max_storage_bytes, c.nar_ttl_hours, c.keep_forever, c.key_name, c.public_key, c.state_managed, c.created_at,
          case when c.owner_id is not null and c.owner_id = ${userId} then 'Admin' else m.role end as role
   from caches c
   left join users u on u.id = c.owner_id
@@ -208,6 +215,8 @@ export async function updateCacheSettings(sql: ISql, id: string, settings: Cache
       priority = coalesce(${settings.priority}, priority),
       local_priority = coalesce(${settings.local_priority}, local_priority),
       max_storage_bytes = ${settings.max_storage_bytes},
+      nar_ttl_hours = ${settings.nar_ttl_hours},
+      keep_forever = coalesce(${settings.keep_forever}, keep_forever),
       owner_id = ${settings.owner_id}
     where id = ${id}`;
 }
@@ -232,4 +241,11 @@ export async function declareCache(sql: ISql, id: string, cache: Pick<NewCache, 
 /** Caches the state file no longer declares stay, managed by the API again. */
 export async function releaseUndeclaredCaches(sql: ISql, declaredIds: readonly string[]): Promise<void> {
   await sql`update caches set state_managed = false where state_managed and not (id = any(${declaredIds}::uuid[]))`;
+}
+
+/** Names of caches by id (collection reports name the caches they swept); missing ids are left out. */
+export async function cacheNames(sql: ISql, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await sql<{ id: string; name: string }[]>`select id, name from caches where id = any(${ids as string[]}::uuid[])`;
+  return new Map(rows.map((r) => [r.id, r.name]));
 }

@@ -4,7 +4,7 @@
 import type { ISql, Sql } from 'postgres';
 import type { BlobStore } from '../blobs/index.js';
 import { narBlobKey } from './narLocations.js';
-import { deletePathSignature, deleteUnsignedCachedPath, fileIsReferenced, lockNarFile, narIsHeld } from './sql/index.js';
+import { deletePathSignature, deleteUnsignedCachedPath, fileIsReferenced, lockNarFile, narIsHeld, referencedFiles } from './sql/index.js';
 
 export interface PathRemoval {
   cacheId: string;
@@ -36,5 +36,22 @@ export async function deleteBlobIfUnreferenced(sql: Sql, blobs: BlobStore, fileH
     // Inside the lock: an upload of the same bytes waits, then stores the blob again.
     await blobs.delete(narBlobKey(fileHash));
     return true;
+  });
+}
+
+/**
+ * deleteBlobIfUnreferenced for many files in one transaction (a collection pass frees them by the
+ * thousand): every file's lock is taken, in order so two such batches cannot deadlock, then the
+ * unreferenced ones are deleted. The number deleted.
+ */
+export async function deleteBlobsIfUnreferenced(sql: Sql, blobs: BlobStore, fileHashes: readonly string[]): Promise<number> {
+  const sorted = [...new Set(fileHashes)].sort();
+  if (sorted.length === 0) return 0;
+  return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(hashtextextended('nar:' || f, 0)) from unnest(${sorted}::text[]) as f order by f`;
+    const referenced = await referencedFiles(tx, sorted);
+    const unreferenced = sorted.filter((f) => !referenced.has(f));
+    await Promise.all(unreferenced.map((f) => blobs.delete(narBlobKey(f))));
+    return unreferenced.length;
   });
 }

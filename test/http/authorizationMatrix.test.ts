@@ -55,12 +55,19 @@ interface Endpoint {
   raw?: () => { body: Buffer; contentType: string };
   /** a WebSocket path: opened for real (test/support/events.ts openLive); 200 when it opens */
   socket?: true;
+  /** the status of an admitted call when it is not 200 (202 for a requested collection run) */
+  ok?: number;
 }
 
 const rank: Record<Role, number> = { View: 1, Write: 2, Admin: 3 };
 
 /** The expected status of one cell: the rules of docs/permissions.md, written out once. */
 function expectedStatus(e: Endpoint, persona: Persona, credential: Credential): number {
+  const status = refusalOrOk(e, persona, credential);
+  return status === 200 ? e.ok ?? 200 : status;
+}
+
+function refusalOrOk(e: Endpoint, persona: Persona, credential: Credential): number {
   // The Prometheus scrape takes only the token of metrics.tokenFile: no session or key of anyone opens it.
   if (e.scope === 'scrapeToken') return 401;
   if (credential === 'none' || credential === 'expiredKey') return 401;
@@ -109,6 +116,15 @@ const mainRequest = async (c: Ctx) => {
   await c.kiln.sql`delete from subscriptions where cache_id = ${c.ids['main']!}`;
   await c.kiln.sql`delete from subscription_requests where cache_id = ${c.ids['main']!}`;
   await c.kiln.sql`insert into subscription_requests (id, project_id, cache_id, mode) values (${c.ids['request']!}, ${c.ids['other']!}, ${c.ids['main']!}, 1)`;
+};
+/** A cached path 000…0 in main (the NAR show and pin rows). */
+const ensureMatrixPath = async (c: Ctx) => {
+  const [path] = await c.kiln.sql<{ id: string }[]>`
+    insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
+    values (${'0'.repeat(32)}, ${`/nix/store/${'0'.repeat(32)}-matrix`}, 'sha256:matrix', 1, ${'1'.repeat(52)}, 1, '{}')
+    on conflict (hash_part, nar_hash, narinfo_key) do update set nar_size = 1 returning id`;
+  await c.kiln.sql`insert into path_signatures (cache_id, hash_part, cached_path_id, signature)
+    values (${c.ids['main']!}, ${'0'.repeat(32)}, ${path!.id}, 'test-main-1:x') on conflict do nothing`;
 };
 const membersOf = async (c: Ctx, table: 'organization_members', orgId: string) => {
   for (const [username, role] of [['view', 'View'], ['write', 'Write'], ['admin', 'Admin']] as const) {
@@ -319,16 +335,19 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/caches/main/nars', scope: 'cache', role: 'View', permission: 'viewCache' },
   {
     method: 'GET', path: `/caches/main/nars/${'0'.repeat(32)}`, scope: 'cache', role: 'View', permission: 'viewCache',
-    before: async (c) => {
-      const [path] = await c.kiln.sql<{ id: string }[]>`
-        insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
-        values (${'0'.repeat(32)}, ${`/nix/store/${'0'.repeat(32)}-matrix`}, 'sha256:matrix', 1, ${'1'.repeat(52)}, 1, '{}')
-        on conflict (hash_part, nar_hash, narinfo_key) do update set nar_size = 1 returning id`;
-      await c.kiln.sql`insert into path_signatures (cache_id, hash_part, cached_path_id, signature)
-        values (${c.ids['main']!}, ${'0'.repeat(32)}, ${path!.id}, 'test-main-1:x') on conflict do nothing`;
-    },
+    before: ensureMatrixPath,
   },
   { method: 'GET', path: '/caches/main/stats', scope: 'cache', role: 'View', permission: 'viewCache' },
+  // pins (issue 20, docs/gc.md): whoever may upload may pin and unpin; whoever sees the cache lists them
+  { method: 'GET', path: '/caches/main/pins', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'PUT', path: `/caches/main/pins/${'0'.repeat(32)}`, body: {}, scope: 'cache', role: 'Write', permission: 'writeStore', before: ensureMatrixPath },
+  {
+    method: 'DELETE', path: `/caches/main/pins/${'0'.repeat(32)}`, scope: 'cache', role: 'Write', permission: 'writeStore',
+    before: async (c) => {
+      await ensureMatrixPath(c);
+      await c.kiln.sql`insert into cache_pins (cache_id, hash_part) values (${c.ids['main']!}, ${'0'.repeat(32)}) on conflict do nothing`;
+    },
+  },
   { method: 'GET', path: '/caches/main/upstreams', scope: 'cache', role: 'View', permission: 'viewCache' },
   {
     method: 'PUT', path: '/caches/main/upstreams', scope: 'cache', role: 'Admin', permission: 'manageCache',
@@ -373,6 +392,13 @@ const endpoints: Endpoint[] = [
 
   // superuser powers (issue 15): a superuser's session, or its unpinned key holding admin
   { method: 'GET', path: '/admin/actors', scope: 'superuser', permission: 'admin' },
+  // garbage collection (issue 20, docs/gc.md): request a pass or a deep round, read the runs
+  { method: 'POST', path: '/admin/gc', body: {}, scope: 'superuser', permission: 'admin', ok: 202 },
+  { method: 'GET', path: '/admin/gc', scope: 'superuser', permission: 'admin' },
+  {
+    method: 'GET', path: '/admin/gc/990001', scope: 'superuser', permission: 'admin',
+    before: (c) => c.kiln.sql`insert into gc_runs (id, kind) overriding system value values (990001, 'pass') on conflict do nothing`,
+  },
   { method: 'GET', path: '/workers', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },

@@ -57,8 +57,10 @@ t.test('writes: a PATCH changes only what it names; active; delete', async (t) =
   const { sql } = await testDatabase(t);
   const ada = await user(sql, 'ada');
   const id = await insertCache(sql, cache('main', { description: 'kept', priority: 30, owner_id: ada }));
-  await updateCacheSettings(sql, id, { description: null, public: true, priority: null, local_priority: 5, max_storage_bytes: 1000, owner_id: ada });
-  t.match(await cacheRowById(sql, ada, id), { description: 'kept', public: true, priority: 30, local_priority: 5, max_storage_bytes: '1000' });
+  await updateCacheSettings(sql, id, { description: null, public: true, priority: null, local_priority: 5, max_storage_bytes: 1000, nar_ttl_hours: 48, keep_forever: true, owner_id: ada });
+  t.match(await cacheRowById(sql, ada, id), { description: 'kept', public: true, priority: 30, local_priority: 5, max_storage_bytes: '1000', nar_ttl_hours: 48, keep_forever: true });
+  await updateCacheSettings(sql, id, { description: null, public: null, priority: null, local_priority: null, max_storage_bytes: 1000, nar_ttl_hours: null, keep_forever: null, owner_id: ada });
+  t.match(await cacheRowById(sql, ada, id), { nar_ttl_hours: null, keep_forever: true }, 'keep_forever stays unless named; nar_ttl_hours is written as given');
 
   await setCacheActive(sql, id, false);
   const serving = await cacheServingRow(sql, 'MAIN');
