@@ -16,5 +16,5 @@ export { SCIM_ERROR_SCHEMA, SCIM_LIST_SCHEMA, SCIM_PATCH_SCHEMA, SCIM_USER_SCHEM
 export { NarUploadInfo, StorePathHash, narinfoOfUpload, type NarUploadResult } from './narUploads.js';
 export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPage, DeliveryStatus, deliveryStatuses, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl, WebhookView } from './webhooks.js';
 export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_SIZE_MAX, NarListQuery, narSortKeys, UpdateCacheBody, UpstreamBody, UpstreamCredentials } from './caches.js';
-export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId } from './evaluations.js';
+export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId } from './evaluations.js';
 export { ProjectEvaluationsQuery } from './projectEvaluations.js';

@@ -351,6 +351,9 @@ const endpoints: Endpoint[] = [
 
   // build data (issue 7): an evaluation of web with one completed build, seeded below; authorised like GET /evals/{id}
   { method: 'POST', path: `/evals/${MATRIX_EVALUATION}/builds`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/builds`, scope: 'project', role: 'View', permission: 'viewProject' },
+  // an evaluation's builds a page at a time (issue 18): authorised like GET /evals/{id}/builds
+  { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/builds/page?per_page=10&status=completed`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/closure`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/runtime-closure`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'POST', path: `/builds/${MATRIX_BUILD}/log`, scope: 'project', role: 'View', permission: 'viewProject' },
