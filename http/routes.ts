@@ -4,6 +4,7 @@ import { RouteTable, Router } from './router.js';
 import { healthRoutes } from './api/v1/health.js';
 import { serverConfigRoutes } from './api/v1/serverConfig.js';
 import { adminActorsRoutes } from './api/v1/adminActors.js';
+import { adminAccountsRoutes } from './api/v1/adminAccounts.js';
 import { authRoutes } from './api/v1/auth.js';
 import { oidcRoutes } from './api/v1/oidcAuth.js';
 import { userRoutes } from './api/v1/user.js';
@@ -44,6 +45,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   healthRoutes(api, services);
   serverConfigRoutes(api, services);
   adminActorsRoutes(api, services);
+  adminAccountsRoutes(api, services);
   authRoutes(api, services);
   oidcRoutes(api, services);
   userRoutes(api, services);

@@ -18,3 +18,4 @@ export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPag
 export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_SIZE_MAX, NarListQuery, narSortKeys, UpdateCacheBody, UpstreamBody, UpstreamCredentials } from './caches.js';
 export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId } from './evaluations.js';
 export { ProjectEvaluationsQuery } from './projectEvaluations.js';
+export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';

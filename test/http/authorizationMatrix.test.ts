@@ -369,6 +369,9 @@ const endpoints: Endpoint[] = [
 
   // superuser powers (issue 15): a superuser's session, or its unpinned key holding admin
   { method: 'GET', path: '/admin/actors', scope: 'superuser', permission: 'admin' },
+  // accounts and sessions of the instance (issue 18)
+  { method: 'GET', path: '/admin/users?per_page=5&search=a', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/admin/sessions?state=all', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/workers', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
