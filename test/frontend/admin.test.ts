@@ -177,7 +177,7 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     await history.getByText('webhook.ping').waitFor();
     await history.getByRole('button', { name: 'Redeliver' }).first().click();
     await page.getByText('Redelivered: delivered').waitFor();
-    await hooks.getByText('Page 1 of 1 (2 in all)').waitFor();
+    await hooks.getByText('Page 1 of 1 · 2 in all').waitFor();
     t.equal(receiver.requests.length, 2, 'the receiver got the test and the redelivery');
 
     const [hook] = (await kiln.api<{ id: string }[]>('GET', '/admin/webhooks', { token: ada.token })).message;
