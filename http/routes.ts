@@ -5,6 +5,7 @@ import { healthRoutes } from './api/v1/health.js';
 import { serverConfigRoutes } from './api/v1/serverConfig.js';
 import { adminActorsRoutes } from './api/v1/adminActors.js';
 import { adminGcRoutes } from './api/v1/adminGc.js';
+import { adminAccountsRoutes } from './api/v1/adminAccounts.js';
 import { authRoutes } from './api/v1/auth.js';
 import { oidcRoutes } from './api/v1/oidcAuth.js';
 import { userRoutes } from './api/v1/user.js';
@@ -50,6 +51,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   serverConfigRoutes(api, services);
   adminActorsRoutes(api, services);
   adminGcRoutes(api, services);
+  adminAccountsRoutes(api, services);
   authRoutes(api, services);
   oidcRoutes(api, services);
   userRoutes(api, services);

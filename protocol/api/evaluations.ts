@@ -1,5 +1,6 @@
 // Request bodies of the evaluation endpoints (spec: "Projects and tasks", "Evaluations and builds").
 import { z } from 'zod';
+import { BuildStatus } from '../events/buildEvents.js';
 
 /** a full git commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits */
 export const CommitId = z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, 'a commit is 40 or 64 lowercase hex digits');
@@ -79,6 +80,37 @@ export const BuildView = z.strictObject({
   finished_at: Timestamp.nullable(),
 });
 export type BuildView = z.infer<typeof BuildView>;
+
+/**
+ * GET /evals/{id}/builds/page?page=&per_page=&status=&search=: the builds a page at a time, in
+ * `drv_path` order (as GET /evals/{id}/builds), for a client that shows the first rows before the
+ * rest arrive. 50 a page by default, at most 500 (a virtualised table fetches the rows in view).
+ */
+export const EvaluationBuildsQuery = z.strictObject({
+  page: z.coerce.number().int().min(1).max(1_000_000).default(1),
+  per_page: z.coerce.number().int().min(1).max(500).default(50),
+  /** only builds in this status */
+  status: BuildStatus.optional(),
+  /** only builds whose name or attribute holds this text, case-insensitively */
+  search: z.string().max(200, 'search is at most 200 characters').optional(),
+});
+export type EvaluationBuildsQuery = z.infer<typeof EvaluationBuildsQuery>;
+
+const StatusCounts = z.strictObject({
+  total: z.number().int(), queued: z.number().int(), started: z.number().int(), completed: z.number().int(),
+  failed: z.number().int(), substituted: z.number().int(), aborted: z.number().int(),
+});
+
+export const EvaluationBuildsPage = z.strictObject({
+  builds: z.array(BuildView),
+  page: z.number().int(),
+  per_page: z.number().int(),
+  /** builds that match status and search: the length of the whole list this page is part of */
+  total: z.number().int(),
+  /** builds per status that match search (status not applied), for a filter's labels */
+  counts: StatusCounts,
+});
+export type EvaluationBuildsPage = z.infer<typeof EvaluationBuildsPage>;
 
 /** GET /builds/{id}/downloads (each): a file named by the output's nix-support/hydra-build-products */
 export const BuildProductView = z.strictObject({

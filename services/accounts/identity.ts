@@ -1,5 +1,6 @@
 // The identity services (accounts, sessions, API keys, e-mail), opened together.
 import { accountsService, type Accounts } from './accounts.js';
+import { adminAccountsService, type AdminAccounts } from './adminAccounts.js';
 import { apiKeysService, type ApiKeys } from './apiKeys.js';
 import { emailVerificationService, type EmailVerification } from './emailVerification.js';
 import type { IdentityDeps } from './identityDeps.js';
@@ -19,6 +20,8 @@ export interface IdentityServices {
   emailVerification: EmailVerification;
   oidc: Oidc;
   scim: Scim;
+  /** every account and session, for superusers */
+  admin: AdminAccounts;
   close(): void;
 }
 
@@ -40,6 +43,7 @@ export async function openIdentityServices(deps: IdentityDeps, opts: IdentityOpt
     emailVerification,
     oidc: oidcService(deps, sessions),
     scim: scimService(deps, sessions),
+    admin: adminAccountsService(deps),
     close: () => mailer.close(),
   };
 }

@@ -2,7 +2,7 @@
 // points, and the store path of one attribute at one commit. A build is visible to whoever may
 // see its evaluation's project; anyone else gets 404.
 import type { Sql } from 'postgres';
-import { ApiError } from '../../protocol/index.js';
+import { ApiError, buildStatuses, type BuildStatus, type EvaluationBuildsQuery } from '../../protocol/index.js';
 import { readBuildLog } from './buildLogs.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from '../access/index.js';
@@ -38,6 +38,18 @@ export interface EntryPointView {
   outputs: Record<string, string | null>;
   build_status: string;
 }
+
+/** One page of an evaluation's builds (GET /evals/{id}/builds/page). */
+export interface BuildsPageView {
+  builds: BuildView[];
+  page: number;
+  per_page: number;
+  total: number;
+  counts: Record<BuildStatus | 'total', number>;
+}
+
+/** A LIKE pattern that matches `text` anywhere, with LIKE's own characters taken literally. */
+const containsPattern = (text: string) => `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 interface BuildRow extends Omit<BuildView, 'failure' | 'log_bytes'> {
   failure_class: string | null;
@@ -93,6 +105,30 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
     async evaluationBuilds(who: Principal, evaluationId: string): Promise<BuildView[]> {
       await evaluations.visible(who, evaluationId, 'viewProject');
       return (await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.evaluation_id = ${evaluationId} order by d.drv_path`).map(toView);
+    },
+
+    /**
+     * A page of the builds in drv_path order, filtered by status and by text in the name or
+     * attribute, with the counts per status of the builds the text matches.
+     */
+    async evaluationBuildsPage(who: Principal, evaluationId: string, query: EvaluationBuildsQuery): Promise<BuildsPageView> {
+      await evaluations.visible(who, evaluationId, 'viewProject');
+      const search = query.search?.trim() ? containsPattern(query.search.trim()) : null;
+      const matches = search ? sql`and (d.name ilike ${search} or b.attr ilike ${search})` : sql``;
+      const byStatus = await sql<{ status: BuildStatus; n: string }[]>`
+        select db.status, count(*) as n from ${joins(sql)} where b.evaluation_id = ${evaluationId} ${matches} group by db.status`;
+      const counts = Object.fromEntries([...buildStatuses.map((s) => [s, 0]), ['total', 0]]) as BuildsPageView['counts'];
+      for (const { status, n } of byStatus) {
+        counts[status] = Number(n);
+        counts.total += Number(n);
+      }
+      const total = query.status ? counts[query.status] : counts.total;
+      const offset = (query.page - 1) * query.per_page;
+      const rows = offset >= total ? [] : await sql<BuildRow[]>`
+        select ${columns(sql)} from ${joins(sql)}
+        where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and db.status = ${query.status}` : sql``}
+        order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`;
+      return { builds: rows.map(toView), page: query.page, per_page: query.per_page, total, counts };
     },
 
     async log(who: Principal, id: string): Promise<Buffer> {

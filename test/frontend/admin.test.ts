@@ -8,7 +8,7 @@ import t, { type Test } from 'tap';
 import { createMachine } from 'xstate';
 import { DeliveryPage, WebhookView } from '../../protocol/index.js';
 import { ActorTransitionView, ConnectedWorkerView, SupervisorNodeView } from '../../protocol/api/admin.js';
-import { signUp } from '../support/accounts.js';
+import { login, signUp } from '../support/accounts.js';
 import { launchBrowser, openPage, screenshot, seriousAccessibilityViolations } from '../support/browser.js';
 import { openLive, startReceiver } from '../support/events.js';
 import { freePort, startTestKiln } from '../support/kiln.js';
@@ -155,7 +155,6 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     await page.goto(kiln.url + '/admin');
     await page.getByRole('heading', { name: 'Instance webhooks' }).waitFor();
     await page.getByText('No instance webhooks.').waitFor();
-    await page.getByTestId('users').getByText('ada', { exact: true }).waitFor();
 
     await page.getByLabel('URL').fill('ftp://nowhere.example/hook');
     await page.getByRole('button', { name: 'Add webhook' }).click();
@@ -178,7 +177,7 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     await history.getByText('webhook.ping').waitFor();
     await history.getByRole('button', { name: 'Redeliver' }).first().click();
     await page.getByText('Redelivered: delivered').waitFor();
-    await hooks.getByText('Page 1 of 1 (2 in all)').waitFor();
+    await hooks.getByText('Page 1 of 1 · 2 in all').waitFor();
     t.equal(receiver.requests.length, 2, 'the receiver got the test and the redelivery');
 
     const [hook] = (await kiln.api<{ id: string }[]>('GET', '/admin/webhooks', { token: ada.token })).message;
@@ -196,6 +195,46 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     await page.getByText('No instance webhooks.').waitFor();
     t.equal((await kiln.api<unknown[]>('GET', '/admin/webhooks', { token: ada.token })).message.length, 0, 'confirmed: deleted');
     t.same(problems.filter((p) => !/status of 400/.test(p)), [], 'no console errors beyond the refused request');
+  });
+
+  t.test('users and sessions: every account with its active sessions, search, and the sessions of one account', async (t) => {
+    await signUp(kiln, 'ben');
+    const benAgain = await login(kiln, 'ben', 'pw-ben-secret');
+    t.equal((await kiln.api('POST', '/auth/logout', { token: benAgain })).status, 200);
+    const { page, problems } = await signedIn(t, browser, ada.token);
+    await page.goto(kiln.url + '/admin');
+    await page.getByRole('navigation', { name: 'admin' }).getByRole('link', { name: 'Users' }).click();
+    const users = page.getByTestId('users');
+    await users.getByText('ben', { exact: true }).waitFor();
+    t.ok(await users.getByRole('row').filter({ hasText: 'ada' }).getByText('superuser').isVisible(), 'the superuser is marked');
+    t.same(await seriousAccessibilityViolations(page), [], 'users: no serious or critical axe violations');
+    await screenshot(page, 'admin-users');
+
+    await page.getByLabel('Username, name or e-mail').fill('BEN@example');
+    await page.getByRole('button', { name: 'Search' }).click();
+    await page.getByText('Page 1 of 1 · 1 in all').waitFor();
+    t.same(await users.locator('tbody strong').allTextContents(), ['ben'], 'the search runs on the server');
+
+    await page.getByRole('link', { name: '1 active sessions of ben' }).click();
+    await page.getByRole('heading', { name: 'Sessions of ben' }).waitFor();
+    const sessions = page.getByTestId('sessions');
+    await page.getByText('Page 1 of 1 · 1 in all').waitFor();
+    t.equal(await sessions.getByText('no', { exact: true }).count(), 1, 'one active session, not revoked');
+    await page.getByLabel(/all, revoked/).check();
+    await page.getByText('Page 1 of 1 · 2 in all').waitFor();
+    t.equal(await sessions.getByRole('row').filter({ hasText: 'ben' }).count(), 2, 'the logged-out session too');
+
+    await page.getByLabel('Username').fill('');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByRole('heading', { name: "Every account's sessions" }).waitFor();
+    await sessions.getByRole('row').filter({ hasText: 'ada' }).getByText('this session').first().waitFor();
+    t.same(await seriousAccessibilityViolations(page), [], 'sessions: no serious or critical axe violations');
+    await screenshot(page, 'admin-sessions');
+
+    await page.getByLabel('Username').fill('nobody');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page.getByText('no user "nobody"').waitFor();
+    t.same(problems.filter((p) => !/status of 404/.test(p)), [], 'no console errors beyond the refused request');
   });
 
   t.test('OIDC sign-in lands on /auth/callback#token= and ends on Home; that account gets the 403 page', async (t) => {
@@ -220,7 +259,7 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     t.match(me.message, { username: 'olga', superuser: false }, 'signed in as the OIDC account');
     t.equal(await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Admin' }).count(), 0, 'no Admin link for her');
 
-    for (const path of ['/admin', '/admin/actors', '/admin/workers', '/admin/events']) {
+    for (const path of ['/admin', '/admin/users', '/admin/sessions', '/admin/actors', '/admin/workers', '/admin/events']) {
       await page.goto(kiln.url + path);
       await page.getByRole('heading', { name: '403 — not for you' }).waitFor();
     }

@@ -377,6 +377,9 @@ const endpoints: Endpoint[] = [
 
   // build data (issue 7): an evaluation of web with one completed build, seeded below; authorised like GET /evals/{id}
   { method: 'POST', path: `/evals/${MATRIX_EVALUATION}/builds`, scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/builds`, scope: 'project', role: 'View', permission: 'viewProject' },
+  // an evaluation's builds a page at a time (issue 18): authorised like GET /evals/{id}/builds
+  { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/builds/page?per_page=10&status=completed`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/closure`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/runtime-closure`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'POST', path: `/builds/${MATRIX_BUILD}/log`, scope: 'project', role: 'View', permission: 'viewProject' },
@@ -399,6 +402,9 @@ const endpoints: Endpoint[] = [
     method: 'GET', path: '/admin/gc/990001', scope: 'superuser', permission: 'admin',
     before: (c) => c.kiln.sql`insert into gc_runs (id, kind) overriding system value values (990001, 'pass') on conflict do nothing`,
   },
+  // accounts and sessions of the instance (issue 18)
+  { method: 'GET', path: '/admin/users?per_page=5&search=a', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/admin/sessions?state=all', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/workers', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },

@@ -1,6 +1,6 @@
-// Evaluations: start, list a project's, read, abort; entry points and the store path of an attribute at a commit.
+// Evaluations: start, list a project's, read, abort, their builds (all, or a page at a time); entry points and the store path of an attribute at a commit.
 import { z } from 'zod';
-import { CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationId, ProjectEvaluationsQuery, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
+import { CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, ProjectEvaluationsQuery, ProjectName, ProjectRef, ResourceName } from '../../../protocol/index.js';
 import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
@@ -33,4 +33,8 @@ export function evaluationsRoutes(r: Router<Principal>, { builds: { evaluations,
     return evaluations.abort(req.principal, id(req));
   });
   r.get('/evals/:id/builds', (req) => views.evaluationBuilds(req.principal, id(req)));
+  r.get('/evals/:id/builds/page', (req) => {
+    const evaluation = id(req);
+    return views.evaluationBuildsPage(req.principal, evaluation, req.query(EvaluationBuildsQuery));
+  });
 }

@@ -1,5 +1,5 @@
 // What the evaluation page derives from the API's views and the live events: the open phases, the
-// progress, and a build list that status changes update in place.
+// progress, and a build list (read a page at a time, so with gaps) that status changes update in place.
 import type { BuildView, EvaluationView } from '$protocol/api/evaluations';
 import type { LiveEvent } from '$lib/live';
 
@@ -14,26 +14,20 @@ export function finishedBuilds(counts: EvaluationView['builds']): number {
   return counts.completed + counts.failed + counts.substituted + counts.aborted;
 }
 
-/** Counts per status of the builds as the page has them (live updates change them before a refetch). */
-export function countByStatus(builds: readonly BuildView[]): Record<string, number> {
-  const counts: Record<string, number> = {};
-  for (const b of builds) counts[b.status] = (counts[b.status] ?? 0) + 1;
-  return counts;
-}
-
 const str = (v: unknown): string | null => (typeof v === 'string' ? v : null);
 
 /**
  * Applies build.status_changed to the list by build id. Returns the new list (a copy when a build
  * changed), or null when the event names a build the page does not have (then it refetches).
  */
-export function applyBuildEvent(builds: BuildView[], index: Map<string, number>, event: LiveEvent): BuildView[] | null {
+export function applyBuildEvent(builds: readonly (BuildView | undefined)[], index: ReadonlyMap<string, number>, event: LiveEvent): readonly (BuildView | undefined)[] | null {
   const id = str(event.content['build_id']);
   const status = str(event.content['status']);
   if (!id || !status) return builds;
   const at = index.get(id);
   if (at === undefined) return null;
-  const old = builds[at]!;
+  const old = builds[at];
+  if (!old) return null;
   if (old.status === status) return builds;
   const next = builds.slice();
   const failure = str(event.content['failure']);
