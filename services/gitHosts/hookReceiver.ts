@@ -78,16 +78,22 @@ function repositoryApi(repository: HookRepository): string {
 export function hookReceiverService(deps: HookReceiverDeps) {
   const { sql } = deps;
 
-  /** 401 unless the signature is the body's HMAC under the secret (compared in constant time by @octokit/webhooks). */
-  async function verify(body: Buffer, signature: string | undefined): Promise<void> {
+  /** The checks that need no body: refused here, an unsigned request is never read (up to 25 MB) into memory. */
+  function admit(signature: string | undefined): { secretFile: string; signature: string } {
     if (deps.secretFile === null) throw new ApiError('git_host_disabled', 'the Git host application is not enabled on this instance (gitHostApp.enable)');
     if (signature === undefined) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 is missing');
     const shape = HubSignature.safeParse(signature);
     if (!shape.success) throw new ApiError('invalid_signature', 'X-Hub-Signature-256: expected sha256= and 64 lowercase hex digits');
+    return { secretFile: deps.secretFile, signature };
+  }
+
+  /** 401 unless the signature is the body's HMAC under the secret (compared in constant time by @octokit/webhooks). */
+  async function verify(body: Buffer, header: string | undefined): Promise<void> {
+    const { secretFile, signature } = admit(header);
     if (body.length === 0) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body: the body is empty');
     // The HMAC is over the bytes; a body that is not UTF-8 could not have been signed as the same string, so it fails here too.
     const text = body.toString('utf8');
-    const same = Buffer.byteLength(text) === body.length && await new Webhooks({ secret: readSecretFile(deps.secretFile) }).verify(text, signature);
+    const same = Buffer.byteLength(text) === body.length && await new Webhooks({ secret: readSecretFile(secretFile) }).verify(text, signature);
     if (!same) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body under the configured webhook secret');
   }
 
@@ -190,6 +196,11 @@ export function hookReceiverService(deps: HookReceiverDeps) {
   }
 
   return {
+    /** Before the body is read: 404/401 for what no body can make right (gitHostApp disabled, no or a malformed signature header). */
+    admit(header: (name: string) => string | undefined): void {
+      admit(header('x-hub-signature-256'));
+    },
+
     async receive(header: (name: string) => string | undefined, body: Buffer): Promise<HookOutcome> {
       await verify(body, header('x-hub-signature-256'));
       const eventHeader = header('x-github-event');
