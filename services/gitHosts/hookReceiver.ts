@@ -6,7 +6,8 @@
 //   push                       every task (of every active project whose repository is the pushed
 //                              one) whose branch is the pushed branch: an evaluation of the pushed commit
 //   pull_request               opened, synchronize, reopened: the head commit, for the tasks of the
-//                              pull request's base branch; other actions (closed, labeled, …) start nothing
+//                              pull request's base branch; other actions (closed, labeled, …) and
+//                              pull requests from forks start nothing
 //   installation,              which repositories the application may access
 //   installation_repositories
 // Each evaluation started for an installation gets a status report row (statusReports.ts).
@@ -236,8 +237,15 @@ export function hookReceiverService(deps: HookReceiverDeps) {
       } else if (name === 'pull_request') {
         const hook = parsed(PullRequestHook, payload, name);
         const apiUrl = repositoryApi(hook.repository);
-        if (PULL_REQUEST_ACTIONS.has(hook.action)) {
-          const { head, base } = hook.pull_request;
+        const { head, base } = hook.pull_request;
+        // A fork's head is code anyone on the host may write: evaluating it would run a stranger's
+        // code with the project's workers, credentials and caches. Until pull requests from forks
+        // need an approval (docs/git-hosts.md, "Not built yet"), they start nothing.
+        const fromFork = head.repo?.id !== hook.repository.id;
+        if (fromFork && PULL_REQUEST_ACTIONS.has(hook.action)) {
+          deps.log.info({ repository: hook.repository.full_name, pullRequest: hook.number }, 'a pull request from a fork (or a deleted one) starts no evaluation');
+        }
+        if (PULL_REQUEST_ACTIONS.has(hook.action) && !fromFork) {
           planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number });
         }
         if (hook.installation) report = { installationId: hook.installation.id, apiUrl, repository: hook.repository.full_name, sha: hook.pull_request.head.sha };
