@@ -49,7 +49,12 @@ export const PullRequestHook = z.object({
   action: z.string().min(1).max(64),
   number: HostId.max(2_147_483_647),
   pull_request: z.object({
-    head: z.object({ sha: Sha, ref: z.string().min(1).max(255) }),
+    head: z.object({
+      sha: Sha,
+      ref: z.string().min(1).max(255),
+      /** the repository the head branch lives in: another one (a fork) or none (a deleted fork) starts nothing */
+      repo: z.object({ id: HostId }).nullable().optional(),
+    }),
     base: z.object({ ref: z.string().min(1).max(255) }),
   }),
   repository: HookRepository,

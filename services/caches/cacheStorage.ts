@@ -27,11 +27,17 @@ export function cacheStorageLimits(sql: Sql, maxStorageGb: number): CacheStorage
   const markEvicted = async (tx: ISql, removed: readonly { storePath: string; deriver: string | null; lastCopy: boolean }[]) => {
     await markManyOutputsNotCached(tx, removed.filter((p) => p.lastCopy));
   };
-  /** Frees what the upload needs under each limit it is over. */
+  /**
+   * Frees what the upload needs under each limit it is over, from the uploading cache only, even for
+   * the instance limit: the size is the uploader's claim (NarSize, a chunk's offset) before any byte
+   * is checked, so evicting across caches would let any tenant with writeStore on a cache of its own
+   * wipe every other tenant's collectable paths, one refused upload at a time. Passes still evict
+   * across caches for the instance limit.
+   */
   const makeRoom = async (cacheId: string, now: CacheStorage, bytes: number): Promise<void> => {
     if (now.maxBytes !== null) await evictForRoom(sql, cacheId, bytes - (now.maxBytes - now.usedBytes), markEvicted);
     if (now.instanceMaxBytes !== null && now.instanceUsedBytes !== null) {
-      await evictForRoom(sql, null, bytes - (now.instanceMaxBytes - now.instanceUsedBytes), markEvicted);
+      await evictForRoom(sql, cacheId, bytes - (now.instanceMaxBytes - now.instanceUsedBytes), markEvicted);
     }
   };
   return {

@@ -6,7 +6,8 @@
 //   push                       every task (of every active project whose repository is the pushed
 //                              one) whose branch is the pushed branch: an evaluation of the pushed commit
 //   pull_request               opened, synchronize, reopened: the head commit, for the tasks of the
-//                              pull request's base branch; other actions (closed, labeled, …) start nothing
+//                              pull request's base branch; other actions (closed, labeled, …) and
+//                              pull requests from forks start nothing
 //   installation,              which repositories the application may access
 //   installation_repositories
 // Each evaluation started for an installation gets a status report row (statusReports.ts).
@@ -78,16 +79,22 @@ function repositoryApi(repository: HookRepository): string {
 export function hookReceiverService(deps: HookReceiverDeps) {
   const { sql } = deps;
 
-  /** 401 unless the signature is the body's HMAC under the secret (compared in constant time by @octokit/webhooks). */
-  async function verify(body: Buffer, signature: string | undefined): Promise<void> {
+  /** The checks that need no body: refused here, an unsigned request is never read (up to 25 MB) into memory. */
+  function admit(signature: string | undefined): { secretFile: string; signature: string } {
     if (deps.secretFile === null) throw new ApiError('git_host_disabled', 'the Git host application is not enabled on this instance (gitHostApp.enable)');
     if (signature === undefined) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 is missing');
     const shape = HubSignature.safeParse(signature);
     if (!shape.success) throw new ApiError('invalid_signature', 'X-Hub-Signature-256: expected sha256= and 64 lowercase hex digits');
+    return { secretFile: deps.secretFile, signature };
+  }
+
+  /** 401 unless the signature is the body's HMAC under the secret (compared in constant time by @octokit/webhooks). */
+  async function verify(body: Buffer, header: string | undefined): Promise<void> {
+    const { secretFile, signature } = admit(header);
     if (body.length === 0) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body: the body is empty');
     // The HMAC is over the bytes; a body that is not UTF-8 could not have been signed as the same string, so it fails here too.
     const text = body.toString('utf8');
-    const same = Buffer.byteLength(text) === body.length && await new Webhooks({ secret: readSecretFile(deps.secretFile) }).verify(text, signature);
+    const same = Buffer.byteLength(text) === body.length && await new Webhooks({ secret: readSecretFile(secretFile) }).verify(text, signature);
     if (!same) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body under the configured webhook secret');
   }
 
@@ -190,6 +197,11 @@ export function hookReceiverService(deps: HookReceiverDeps) {
   }
 
   return {
+    /** Before the body is read: 404/401 for what no body can make right (gitHostApp disabled, no or a malformed signature header). */
+    admit(header: (name: string) => string | undefined): void {
+      admit(header('x-hub-signature-256'));
+    },
+
     async receive(header: (name: string) => string | undefined, body: Buffer): Promise<HookOutcome> {
       await verify(body, header('x-hub-signature-256'));
       const eventHeader = header('x-github-event');
@@ -225,8 +237,15 @@ export function hookReceiverService(deps: HookReceiverDeps) {
       } else if (name === 'pull_request') {
         const hook = parsed(PullRequestHook, payload, name);
         const apiUrl = repositoryApi(hook.repository);
-        if (PULL_REQUEST_ACTIONS.has(hook.action)) {
-          const { head, base } = hook.pull_request;
+        const { head, base } = hook.pull_request;
+        // A fork's head is code anyone on the host may write: evaluating it would run a stranger's
+        // code with the project's workers, credentials and caches. Until pull requests from forks
+        // need an approval (docs/git-hosts.md, "Not built yet"), they start nothing.
+        const fromFork = head.repo?.id !== hook.repository.id;
+        if (fromFork && PULL_REQUEST_ACTIONS.has(hook.action)) {
+          deps.log.info({ repository: hook.repository.full_name, pullRequest: hook.number }, 'a pull request from a fork (or a deleted one) starts no evaluation');
+        }
+        if (PULL_REQUEST_ACTIONS.has(hook.action) && !fromFork) {
           planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number });
         }
         if (hook.installation) report = { installationId: hook.installation.id, apiUrl, repository: hook.repository.full_name, sha: hook.pull_request.head.sha };

@@ -54,8 +54,12 @@ export class GitHostReporter {
   private readonly loop: CoalescingLoop;
   /** evaluations whose build counts moved since their last report (a hint from the bus) */
   private readonly progressed = new Set<string>();
-  /** hosts that asked to be left alone, until when (epoch ms) */
-  private readonly hostPausedUntil = new Map<string, number>();
+  /**
+   * Installations a host asked to leave alone, until when (epoch ms), by pauseKey. Per installation,
+   * not per host: the host's rate limits are per installation, and one tenant's flood of reports
+   * (many projects naming one busy repository) must not silence every other installation's.
+   */
+  private readonly pausedUntil = new Map<string, number>();
   private timer: NodeJS.Timeout | null = null;
   private unsubscribe: (() => void) | null = null;
 
@@ -125,8 +129,9 @@ export class GitHostReporter {
         select evaluation_id, installation_id::text, api_url, repository, head_sha, name, kind, check_run_id::text, reported_phase, reported_progress, attempts
         from git_host_reports where evaluation_id = ${evaluationId} for update skip locked`;
       if (!row) return; // another process is reporting it
-      if ((this.hostPausedUntil.get(row.api_url) ?? 0) > clock.now().getTime()) {
-        await tx`update git_host_reports set next_attempt_at = ${new Date(this.hostPausedUntil.get(row.api_url)!)} where evaluation_id = ${evaluationId}`;
+      const paused = this.pausedUntil.get(pauseKey(row)) ?? 0;
+      if (paused > clock.now().getTime()) {
+        await tx`update git_host_reports set next_attempt_at = ${new Date(paused)} where evaluation_id = ${evaluationId}`;
         return;
       }
       const snapshot = await evaluationSnapshot(tx, evaluationId);
@@ -142,7 +147,7 @@ export class GitHostReporter {
       } catch (error) {
         const attempts = row.attempts + 1;
         const message = error instanceof Error ? error.message : String(error);
-        const retryAt = new Date(clock.now().getTime() + this.retryDelay(row.api_url, attempts, error));
+        const retryAt = new Date(clock.now().getTime() + this.retryDelay(pauseKey(row), attempts, error));
         const givenUp = attempts >= MAX_ATTEMPTS;
         this.deps.log.warn({ evaluation: evaluationId, repository: row.repository, attempts, givenUp, err: message }, 'a status report failed');
         await tx`
@@ -154,7 +159,7 @@ export class GitHostReporter {
   }
 
   /** How long until the next try: what a rate-limited host asks for, else doubling backoff. */
-  private retryDelay(apiUrl: string, attempts: number, error: unknown): number {
+  private retryDelay(key: string, attempts: number, error: unknown): number {
     const base = this.deps.retryBaseMs ?? 2000;
     const backoff = Math.min(MAX_RETRY_MS, base * 2 ** Math.min(attempts - 1, 20));
     if (!(error instanceof HostApiError)) return backoff;
@@ -169,9 +174,9 @@ export class GitHostReporter {
     const reset = header('x-ratelimit-reset');
     if (until === null && header('x-ratelimit-remaining') === 0 && reset !== null && Number.isFinite(reset)) until = reset * 1000;
     if (until === null) return backoff;
-    // the whole host is rate limited, not this report only
+    // the installation is rate limited, not this report only
     const wait = Math.min(MAX_RETRY_MS, Math.max(0, until - nowMs));
-    this.hostPausedUntil.set(apiUrl, nowMs + wait);
+    this.pausedUntil.set(key, nowMs + wait);
     return wait;
   }
 
@@ -206,6 +211,9 @@ export class GitHostReporter {
     return { kind: 'status', checkRunId: null };
   }
 }
+
+/** What a rate limit pauses: one installation on one host. */
+const pauseKey = (row: Pick<ReportRow, 'api_url' | 'installation_id'>): string => `${row.installation_id} ${row.api_url}`;
 
 /** The evaluation as a report shows it; null when it is gone. */
 async function evaluationSnapshot(sql: Queryable, evaluationId: string): Promise<EvaluationSnapshot | null> {

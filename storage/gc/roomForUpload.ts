@@ -8,11 +8,11 @@ import { leastRecentlyUsed, removePaths, type RemovedPath } from './collectPaths
 import { topUpLiveSet } from './liveSet.js';
 
 /**
- * Removes LRU copies outside the live set until `bytes` are freed: of one cache, or across caches
- * (null) for the instance limit. Nothing when no pass has stored a whole live set.
+ * Removes LRU copies of the uploading cache outside the live set until `bytes` are freed (never
+ * another cache's: the size is the uploader's claim). Nothing when no pass has stored a whole live set.
  */
 export async function evictForRoom(
-  sql: Sql, cacheId: string | null, bytes: number, alongside: (tx: TransactionSql, removed: RemovedPath[]) => Promise<void>,
+  sql: Sql, cacheId: string, bytes: number, alongside: (tx: TransactionSql, removed: RemovedPath[]) => Promise<void>,
 ): Promise<RemovedPath[]> {
   if (bytes <= 0) return [];
   return sql.begin(async (tx) => {
