@@ -225,7 +225,11 @@ t.test('Git host webhooks', async (t) => {
     const tries = host.calls.filter((c) => c.body['external_id'] === id);
     t.same(tries.slice(0, 4).map((c) => c.method), ['POST', 'POST', 'POST', 'POST'], 'three refused tries, then the one that made it');
     t.equal(tries[3]!.body['status'], 'queued');
-    const [row] = await kiln.sql<{ attempts: number; last_error: string | null; check_run_id: string | null }[]>`select attempts, last_error, check_run_id from git_host_reports where evaluation_id = ${id}`;
+    // The host has answered the fourth try; the reporter records it a moment later.
+    const row = await eventually(
+      async () => (await kiln.sql<{ attempts: number; last_error: string | null; check_run_id: string | null }[]>`select attempts, last_error, check_run_id from git_host_reports where evaluation_id = ${id}`)[0],
+      { until: (r) => r?.check_run_id != null, message: 'the report records the check run' },
+    );
     t.same(row, { attempts: 0, last_error: null, check_run_id: row!.check_run_id });
     t.ok(row!.check_run_id);
   });
