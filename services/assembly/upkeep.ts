@@ -2,8 +2,8 @@
 // "Background upkeep"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
-// record retention (retentionDays: expired sessions and worker connection history; deliveries
-// have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
+// record retention (retentionDays: expired sessions, worker connection history and the Git host's
+// delivery ids; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
 // supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
 // so no process needs to lead. Times come from the injected clock; tests run passes by hand.
 import type { Config, Logger } from '../../config/index.js';
@@ -13,6 +13,7 @@ import { cacheSigningKeys, KEY_ROTATED_REASONS, onCacheChanged, runDebugIndexBac
 import { runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections } from '../workers/index.js';
+import { deleteOldHookDeliveries } from '../gitHosts/index.js';
 import type { SecretBox } from '../../storage/index.js';
 
 /** Retention runs hourly: retentionDays counts days, an hour late is within its precision. */
@@ -21,6 +22,7 @@ const RETENTION_INTERVAL_MS = 3_600_000;
 export interface RetentionReport {
   sessions: number;
   workerConnections: number;
+  gitHostDeliveries: number;
 }
 
 export interface UpkeepDeps {
@@ -61,6 +63,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     retention: async (): Promise<RetentionReport> => ({
       sessions: await deleteExpiredSessions(sql, config['retentionDays'], clock.now()),
       workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
+      gitHostDeliveries: await deleteOldHookDeliveries(sql, config['retentionDays'], clock.now()),
     }),
   };
 

@@ -2,3 +2,4 @@
 export { createHostApi } from './hostApi.js';
 export { hookReceiverService, type HookReceiverService } from './hookReceiver.js';
 export { GitHostReporter } from './statusReports.js';
+export { deleteOldHookDeliveries } from './deliveryRetention.js';

@@ -111,7 +111,7 @@ t.test('upkeep passes', async (t) => {
     t.same(await kiln.upkeep.graphConsistency(), { checked: 4, repaired: 1 });
   });
 
-  t.test('retentionDays: sessions and worker connection history', async (t) => {
+  t.test('retentionDays: sessions, worker connection history and Git host delivery ids', async (t) => {
     const now = clock.now().getTime();
     const ago = (days: number) => new Date(now - days * DAY_MS);
     const session = async (created: Date, expires: Date, revoked: Date | null): Promise<string> => {
@@ -140,14 +140,20 @@ t.test('upkeep passes', async (t) => {
       current: await connection(worker, ago(2), ago(0), null),
       openNeverBack: await connection(lonely, ago(100), ago(90), null),
     };
-    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2 });
+    const delivery = async (id: string, received: Date): Promise<void> => {
+      await kiln.sql`insert into git_host_deliveries (id, event, received_at) values (${id}, 'push', ${received})`;
+    };
+    await delivery('d-old', ago(31));
+    await delivery('d-recent', ago(29));
+    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2, gitHostDeliveries: 1 });
+    t.same((await kiln.sql<{ id: string }[]>`select id from git_host_deliveries`).map((r) => r.id), ['d-recent'], 'a delivery id goes 30 days after it arrived');
     const keptSessions = (await kiln.sql<{ id: string }[]>`select id from sessions where id = any(${Object.values(sessions)}::uuid[])`).map((r) => r.id).sort();
     t.same(keptSessions, [sessions.expiredRecently, sessions.live].sort());
     const keptConnections = (await kiln.sql<{ id: string }[]>`select id from worker_connections`).map((r) => r.id).sort();
     t.same(keptConnections, [connections.closedRecently, connections.current, connections.openNeverBack].sort(),
       'an open connection stays until the worker connects again');
-    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0 });
+    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0, gitHostDeliveries: 0 });
     clock.step(2 * DAY_MS);
-    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0 }, 'the recently expired session goes once it is 30 days past');
+    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0, gitHostDeliveries: 1 }, 'the recently expired session and delivery id go once 30 days past');
   });
 });
