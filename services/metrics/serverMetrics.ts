@@ -4,7 +4,7 @@
 // (0029_metrics_indexes.sql) or is remembered for a minute (cache storage sums every path).
 import type { Sql } from 'postgres';
 import type { CpuPool, KilnMetrics, NarStorage, Sample } from '../../storage/index.js';
-import { topWithOther } from '../../storage/index.js';
+import { cacheStorageTotals, topWithOther } from '../../storage/index.js';
 import type { WorkerConnections } from '../workers/index.js';
 
 export interface ServerMetricsDeps {
@@ -59,13 +59,10 @@ export function registerServerMetrics(deps: ServerMetricsDeps): void {
   let storage: { at: number; rows: Promise<CacheStorageRow[]> } | null = null;
   const cacheStorage = (): Promise<CacheStorageRow[]> => {
     if (storage === null || now() - storage.at >= STORAGE_MEMO_MS) {
-      const rows = sql<{ name: string; bytes: string; paths: number }[]>`
-        select c.name, coalesce(sum(p.file_size), 0) as bytes, count(p.id)::int as paths
-        from caches c left join path_signatures s on s.cache_id = c.id left join cached_paths p on p.id = s.cached_path_id
-        group by c.id`.then((found) => topWithOther(
-          found.map((r) => ({ label: r.name, bytes: Number(r.bytes), paths: r.paths })), deps.labelTopn, (r) => r.bytes,
-          (rest) => ({ bytes: rest.reduce((n, r) => n + r.bytes, 0), paths: rest.reduce((n, r) => n + r.paths, 0) }),
-        ));
+      const rows = cacheStorageTotals(sql).then((found) => topWithOther(
+        found.map((r) => ({ label: r.name, bytes: r.bytes, paths: r.paths })), deps.labelTopn, (r) => r.bytes,
+        (rest) => ({ bytes: rest.reduce((n, r) => n + r.bytes, 0), paths: rest.reduce((n, r) => n + r.paths, 0) }),
+      ));
       storage = { at: now(), rows };
       rows.catch(() => (storage = null)); // a failed read is tried again at the next scrape
     }

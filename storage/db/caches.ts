@@ -249,3 +249,12 @@ export async function cacheNames(sql: ISql, ids: readonly string[]): Promise<Map
   const rows = await sql<{ id: string; name: string }[]>`select id, name from caches where id = any(${ids as string[]}::uuid[])`;
   return new Map(rows.map((r) => [r.id, r.name]));
 }
+
+/** Every cache's stored (compressed) NAR bytes and store paths, for the metrics scrape. */
+export async function cacheStorageTotals(sql: ISql): Promise<{ name: string; bytes: number; paths: number }[]> {
+  const rows = await sql<{ name: string; bytes: string; paths: number }[]>`
+    select c.name, coalesce(sum(p.file_size), 0) as bytes, count(p.id)::int as paths
+    from caches c left join path_signatures s on s.cache_id = c.id left join cached_paths p on p.id = s.cached_path_id
+    group by c.id`;
+  return rows.map((r) => ({ name: r.name, bytes: Number(r.bytes), paths: r.paths }));
+}

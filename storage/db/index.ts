@@ -12,7 +12,7 @@ export {
 } from './advisoryLocks.js';
 export {
   activeCachesNamed, allCacheRows, cacheIdNamed, cacheNameOf, cacheRowById, cacheRowNamed, cacheSealedKey, cacheServingRow, candidateCacheRows, declareCache, deleteCache,
-  insertCache, releaseUndeclaredCaches, setCacheActive, subscribedCacheRows, updateCacheSettings, cacheNames,
+  insertCache, releaseUndeclaredCaches, setCacheActive, subscribedCacheRows, updateCacheSettings, cacheNames, cacheStorageTotals,
   rotateCacheKey, cachePreviousKey, cachePreviousSealedKey, cacheKeyNames, endedPreviousKeys, endPreviousKey,
   type CacheKeyColumns, type CacheRow, type CacheSettings, type CacheServingRow, type NewCache, type SubscribedCacheRow,
 } from './caches.js';
