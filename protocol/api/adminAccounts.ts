@@ -2,6 +2,7 @@
 // session (GET /admin/sessions), a page at a time. Views only: these take no body.
 import { z } from 'zod';
 import { Username } from './names.js';
+import { UserView } from './accounts.js';
 
 const Timestamp = z.iso.datetime({ offset: true });
 const Paging = {
@@ -16,21 +17,12 @@ export const AdminUsersQuery = z.strictObject({
 });
 export type AdminUsersQuery = z.infer<typeof AdminUsersQuery>;
 
-export const AdminUserView = z.strictObject({
-  id: z.uuid(),
-  username: z.string(),
-  name: z.string(),
-  email: z.string().nullable(),
-  email_verified: z.boolean(),
-  superuser: z.boolean(),
+/** An account as the superuser sees it: what the account itself sees (GET /user), and more. */
+export const AdminUserView = UserView.extend({
   /** SCIM active: false; such an account cannot sign in */
   disabled: z.boolean(),
-  has_password: z.boolean(),
-  oidc_linked: z.boolean(),
-  state_managed: z.boolean(),
   /** sessions neither revoked nor expired */
   active_sessions: z.int().min(0),
-  created_at: Timestamp,
 });
 export type AdminUserView = z.infer<typeof AdminUserView>;
 

@@ -4,24 +4,18 @@
 // that held it died without closing it) and it was last seen more than retentionDays ago; the open
 // row of a worker that never came back stays, it is the last thing known of that worker.
 import type { Sql } from 'postgres';
-
-const SLICE = 5000;
+import { deleteInSlices, retentionCutoff } from '../../storage/index.js';
 
 /** Deletes connection history older than `retentionDays` before `now`, in slices; how many rows. 0 keeps everything. */
 export async function deleteOldWorkerConnections(sql: Sql, retentionDays: number, now: Date): Promise<number> {
-  if (retentionDays <= 0) return 0;
-  const before = new Date(now.getTime() - retentionDays * 86_400_000);
-  let deleted = 0;
-  for (;;) {
-    const rows = await sql`
+  const before = retentionCutoff(retentionDays, now);
+  if (before === null) return 0;
+  return deleteInSlices(async (limit) => (await sql`
       delete from worker_connections where id in (
         select c.id from worker_connections c
         where (c.disconnected_at is not null and c.disconnected_at < ${before})
            or (c.disconnected_at is null and c.last_seen_at < ${before} and exists (
                 select from worker_connections n where n.worker_id = c.worker_id and n.connected_at > c.connected_at))
-        limit ${SLICE})
-      returning 1`;
-    deleted += rows.length;
-    if (rows.length < SLICE) return deleted;
-  }
+        limit ${limit})
+      returning 1`).length);
 }

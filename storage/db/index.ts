@@ -17,3 +17,4 @@ export {
   type CacheKeyColumns, type CacheRow, type CacheSettings, type CacheServingRow, type NewCache, type SubscribedCacheRow,
 } from './caches.js';
 export type { Queryable } from './queryable.js';
+export { deleteInSlices, retentionCutoff } from './sliceDeletes.js';
