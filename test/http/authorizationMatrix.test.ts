@@ -6,7 +6,7 @@
 // take HTTP Basic per cache, are in authorizationMatrixBinaryCache.test.ts (one file each keeps
 // both under the test runner's per-file timeout).
 import t from 'tap';
-import { randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { permissionNames, type Permission } from '../../protocol/index.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
@@ -41,7 +41,7 @@ interface Endpoint {
    * organization / project / cache: the persona's role there decides; user: any signed-in
    * account, about itself; create: creating a top-level thing (no role involved)
    */
-  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser' | 'scrapeToken';
+  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser' | 'scrapeToken' | 'hookSignature';
   /** the least role that may (scoped rows) */
   role?: Role;
   /** the permission a key must hold; null: visibility alone */
@@ -70,6 +70,8 @@ function expectedStatus(e: Endpoint, persona: Persona, credential: Credential): 
 function refusalOrOk(e: Endpoint, persona: Persona, credential: Credential): number {
   // The Prometheus scrape takes only the token of metrics.tokenFile: no session or key of anyone opens it.
   if (e.scope === 'scrapeToken') return 401;
+  // The Git host's webhooks take only the signature of gitHostApp.webhookSecretFile: a kiln credential opens nothing.
+  if (e.scope === 'hookSignature') return 401;
   if (credential === 'none' || credential === 'expiredKey') return 401;
   if (credential === 'keyOutsideAllowedIps') return 403;
   const isKey = credential !== 'session';
@@ -412,6 +414,8 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/admin/actors/live', scope: 'superuser', permission: 'admin', socket: true },
   // the Prometheus scrape (issue 21): its own bearer token only, a superuser's included
   { method: 'GET', path: '/metrics', scope: 'scrapeToken', permission: null },
+  // the Git host application's webhooks (issue 19): unsigned, every caller is refused, a superuser included
+  { method: 'POST', path: '/hooks/github', body: { zen: 'hi' }, scope: 'hookSignature', permission: null },
   // the live paths of a project (issue 16): authorised like GET /tasks/…, /evals/{id}, /builds/{id}
   { method: 'GET', path: '/tasks/web/default/live', scope: 'project', role: 'View', permission: 'viewProject', socket: true },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/live`, scope: 'project', role: 'View', permission: 'viewProject', socket: true },
@@ -451,7 +455,13 @@ t.test('authorization matrix', async (t) => {
   const scrapeDir = mkdtempSync(join(tmpdir(), 'kiln-matrix-'));
   t.teardown(() => rmSync(scrapeDir, { recursive: true, force: true }));
   writeFileSync(join(scrapeDir, 'scrape-token'), 'matrix-scrape-token');
-  const kiln = await startTestKiln(t, { 'metrics.tokenFile': join(scrapeDir, 'scrape-token') });
+  writeFileSync(join(scrapeDir, 'hook-secret'), 'matrix-hook-secret');
+  writeFileSync(join(scrapeDir, 'app-key.pem'), generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }));
+  const kiln = await startTestKiln(t, {
+    'metrics.tokenFile': join(scrapeDir, 'scrape-token'),
+    'gitHostApp.enable': true, 'gitHostApp.id': 4242,
+    'gitHostApp.privateKeyFile': join(scrapeDir, 'app-key.pem'), 'gitHostApp.webhookSecretFile': join(scrapeDir, 'hook-secret'),
+  });
   const superuser = await signUp(kiln, 'root'); // the first account is the superuser
   const cacheOwner = await signUp(kiln, 'owner');
   const users: Record<Persona, TestAccount> = {
