@@ -5,6 +5,8 @@ import { Username } from './names.js';
 import { UserView } from './accounts.js';
 
 const Timestamp = z.iso.datetime({ offset: true });
+/** Where a page of a list stands: its number, its size and how many items there are in all. */
+const PageFields = { page: z.int(), per_page: z.int(), total: z.int() };
 const Paging = {
   page: z.coerce.number().int().min(1).max(1_000_000).default(1),
   per_page: z.coerce.number().int().min(1).max(200).default(50),
@@ -28,9 +30,7 @@ export type AdminUserView = z.infer<typeof AdminUserView>;
 
 export const AdminUsersPage = z.strictObject({
   users: z.array(AdminUserView),
-  page: z.int(),
-  per_page: z.int(),
-  total: z.int(),
+  ...PageFields,
 });
 export type AdminUsersPage = z.infer<typeof AdminUsersPage>;
 
@@ -62,8 +62,6 @@ export type SessionView = z.infer<typeof SessionView>;
 
 export const AdminSessionsPage = z.strictObject({
   sessions: z.array(SessionView),
-  page: z.int(),
-  per_page: z.int(),
-  total: z.int(),
+  ...PageFields,
 });
 export type AdminSessionsPage = z.infer<typeof AdminSessionsPage>;
