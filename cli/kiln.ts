@@ -192,7 +192,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     const proto = protoRoute({
       auth: services.workerAuth, workers, log: componentLogger(log, 'proto'), software: `kiln ${version}`,
-      maxConnections: config['proto.maxConnections'], heartbeatTimeoutSecs: config['proto.workerHeartbeatTimeoutSecs'],
+      maxConnections: config['proto.maxConnections'], discoverable: config['proto.discoverable'],
+      heartbeatTimeoutSecs: config['proto.workerHeartbeatTimeoutSecs'],
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });

@@ -15,6 +15,8 @@ export interface ProtoRouteOptions {
   log: Logger;
   software: string;
   maxConnections: number;
+  /** proto.discoverable: false refuses every incoming connection; dialled ones still run */
+  discoverable: boolean;
   heartbeatTimeoutSecs: number;
   narChunkBytes: number;
   narSendChunkTimeoutSecs: number;
@@ -76,6 +78,11 @@ export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
         },
         open: (ws: WebSocket<SocketData>) => {
           const data = ws.getUserData();
+          if (!opts.discoverable) {
+            const frame = closeFrameFor('not_discoverable', 'this server accepts no incoming /proto connections (proto.discoverable is false)');
+            ws.end(frame.closeCode, frame.closeReason);
+            return;
+          }
           if (open.size >= opts.maxConnections) {
             const frame = closeFrameFor('server_full', `${opts.maxConnections} /proto connections are open (proto.maxConnections)`);
             ws.end(frame.closeCode, frame.closeReason);

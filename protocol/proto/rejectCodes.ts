@@ -17,6 +17,8 @@ export const REJECT_CODES = {
   bad_token: 4010,
   /** no token for any challenged project, and open mode does not apply */
   no_token: 4011,
+  /** proto.discoverable is off: this server only dials its workers */
+  not_discoverable: 4003,
   /** the worker has no peers file, and the server does not accept open-mode workers */
   open_mode_refused: 4012,
   /** the `auth` answers another challenge */

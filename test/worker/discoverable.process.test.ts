@@ -1,7 +1,8 @@
 // worker.discoverable end to end: a real `kiln worker` listens, the server dials the endpoint of
 // its registration with the server token the worker's worker.acceptedServerTokensFile accepts,
 // the usual handshake runs (the worker still proves itself with its peer token), and the worker
-// shows up connected. Wrong or missing server tokens are refused before the upgrade.
+// shows up connected. Wrong or missing server tokens are refused before the upgrade. The server
+// runs with proto.discoverable off: it refuses incoming /proto connections and still dials.
 import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { signUp } from '../support/accounts.js';
 import { tempDir } from '../support/nixStore.js';
 import { spawnWorker } from '../support/workerProcess.js';
 import { eventually } from '../support/eventually.js';
+import { connectProto, testHello } from '../support/protoClient.js';
 import { parseAcceptedServerTokens, serverTokenAccepted } from '../../worker/serverTokens.js';
 
 const upgradeStatus = (url: string, headers: Record<string, string>) => new Promise<number>((resolve) => {
@@ -25,7 +27,10 @@ const upgradeStatus = (url: string, headers: Record<string, string>) => new Prom
 });
 
 t.test('the server connects to a discoverable worker', async (t) => {
-  const kiln = await startTestKiln(t);
+  const kiln = await startTestKiln(t, { 'proto.discoverable': false, localWorker: true });
+  const incoming = await connectProto(`ws://127.0.0.1:${kiln.port}/proto`);
+  incoming.send(testHello());
+  t.match(await incoming.closed, { code: 4003, reason: /^not_discoverable/ }, 'an incoming worker is refused');
   const { token } = await signUp(kiln, 'ada');
   await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
   await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: 'file:///nonexistent' } });
