@@ -145,6 +145,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'), clock,
     nars: new WorkerNars({
       sql: db.scheduler, ingest: ingestOn(db.scheduler, schedulerEvents), maxUploadSize: config['nar.maxUploadSize'], log: componentLogger(log, 'proto'),
+      leaseIdleSecs: config['upload.leaseIdleSecs'], clock,
     }),
     logs: buildLogs,
     storage: storageLimits,

@@ -4,9 +4,12 @@
 // slow disk slows the worker, not the server's memory); narPushEnd → with an upload permit, the
 // ingest front door (narIngest.ts) puts it into each cache, which verifies NarHash/NarSize, signs
 // and stores (DESIGN.md: Nix never checks FileHash, so the server verifies every ingest).
+// A transfer that goes upload.leaseIdleSecs without a chunk loses its staging file and room
+// and hears narAbort timeout, so a stalled worker holds nothing; the worker's job retries.
 import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
+import type { Clock } from '../../supervisors/index.js';
 import { isApiError, type MessageOf, type Narinfo } from '../../protocol/index.js';
 import { activeCachesNamed } from '../../storage/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
@@ -15,6 +18,7 @@ import type { ConnectedWorker } from './workerConnections.js';
 const INITIAL_CREDIT = 4;
 
 interface Transfer {
+  worker: ConnectedWorker;
   start: MessageOf<'narPushStart'>;
   targets: IngestTarget[];
   file: string;
@@ -23,6 +27,8 @@ interface Transfer {
   seq: number;
   writing: Promise<void>;
   failed: string | null;
+  /** when the last chunk (or the start) arrived, in the clock's milliseconds */
+  lastDataAt: number;
 }
 
 export interface WorkerNarsDeps {
@@ -33,6 +39,9 @@ export interface WorkerNarsDeps {
   maxUploadSize: number;
   /** server faults of a push: the worker hears io_error, the cause goes here */
   log: Logger;
+  /** upload.leaseIdleSecs */
+  leaseIdleSecs: number;
+  clock: Clock;
 }
 
 type Abort = Pick<MessageOf<'narAbort'>, 'code' | 'reason'>;
@@ -55,6 +64,7 @@ export function narinfoOf(info: MessageOf<'narPushStart'>['info']): Narinfo {
 
 export class WorkerNars {
   private readonly transfers = new Map<string, Transfer>();
+  private leaseSweep: NodeJS.Timeout | null = null;
 
   constructor(private readonly deps: WorkerNarsDeps) {}
 
@@ -83,8 +93,9 @@ export class WorkerNars {
     const file = await this.deps.ingest.temporaryFile();
     const handle = await open(file, 'w');
     this.transfers.set(this.key(worker, message.transferId), {
-      start: message, targets, file, handle, bytes: 0, seq: 0, writing: Promise.resolve(), failed: null,
+      worker, start: message, targets, file, handle, bytes: 0, seq: 0, writing: Promise.resolve(), failed: null, lastDataAt: this.now(),
     });
+    this.armLeaseSweep();
     send({ t: 'narCredit', transferId: message.transferId, chunks: INITIAL_CREDIT });
   }
 
@@ -97,6 +108,7 @@ export class WorkerNars {
     }
     transfer.seq++;
     transfer.bytes += message.data.length;
+    transfer.lastDataAt = this.now();
     const data = Buffer.from(message.data);
     transfer.writing = transfer.writing.then(async () => {
       if (transfer.failed) return;
@@ -170,6 +182,41 @@ export class WorkerNars {
     for (const key of [...this.transfers.keys()].filter((k) => k.startsWith(prefix))) {
       await this.drop(worker, Number(key.slice(prefix.length)));
     }
+  }
+
+  /**
+   * Ends every transfer that went upload.leaseIdleSecs without data: narAbort timeout, staging
+   * file gone. Runs on a timer while transfers are open; returns how many ended.
+   */
+  async expireIdle(): Promise<number> {
+    const cutoff = this.now() - this.deps.leaseIdleSecs * 1000;
+    const idle = [...this.transfers.values()].filter((t) => t.lastDataAt < cutoff);
+    for (const transfer of idle) {
+      const transferId = transfer.start.transferId;
+      transfer.worker.link.send({
+        t: 'narAbort', transferId, code: 'timeout',
+        reason: `no data for more than ${this.deps.leaseIdleSecs} s (upload.leaseIdleSecs); push again`,
+      });
+      await this.drop(transfer.worker, transferId);
+    }
+    return idle.length;
+  }
+
+  private armLeaseSweep(): void {
+    if (this.leaseSweep) return;
+    const everyMs = Math.min(5_000, (this.deps.leaseIdleSecs * 1000) / 2);
+    this.leaseSweep = setInterval(() => {
+      void this.expireIdle().catch((error: unknown) => this.deps.log.error({ err: error }, 'expiring idle NAR pushes failed'));
+      if (this.transfers.size === 0 && this.leaseSweep) {
+        clearInterval(this.leaseSweep);
+        this.leaseSweep = null;
+      }
+    }, everyMs);
+    this.leaseSweep.unref();
+  }
+
+  private now(): number {
+    return this.deps.clock.now().getTime();
   }
 
   private async drop(worker: ConnectedWorker, transferId: number): Promise<void> {

@@ -8,7 +8,7 @@ import pino from 'pino';
 import t from 'tap';
 import { acquireUpload } from '../../../actors/index.js';
 import { PROTOCOL_VERSION, renderNarinfo, sha256Nix32, type Message } from '../../../protocol/index.js';
-import { WorkerNars, type ConnectedWorker } from '../../../services/index.js';
+import { systemClock, WorkerNars, type ConnectedWorker } from '../../../services/index.js';
 import type { BusEvent } from '../../../storage/index.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
@@ -84,7 +84,7 @@ t.test('every NAR ingest path: event, room check, upload budget', async (t) => {
   const sent: Message[] = [];
   // Only what WorkerNars uses of a connection: its id and the link it answers on.
   const worker = { connectionId: 'ingest-paths', link: { send: (m: Message) => sent.push(m) } } as unknown as ConnectedWorker;
-  const pushes = new WorkerNars({ sql: kiln.sql, ingest: front.ingest, maxUploadSize: 1 << 20, log: pino({ level: 'silent' }) });
+  const pushes = new WorkerNars({ sql: kiln.sql, ingest: front.ingest, maxUploadSize: 1 << 20, log: pino({ level: 'silent' }), leaseIdleSecs: 300, clock: systemClock });
   let transferId = 0;
   const proto: IngestPath = {
     name: '/proto push',

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import t from 'tap';
 import { PROTOCOL_VERSION, type Message, type MessageOf } from '../../../protocol/index.js';
-import { WorkerNars, type ConnectedWorker } from '../../../services/index.js';
+import { systemClock, WorkerNars, type ConnectedWorker } from '../../../services/index.js';
 import { createTestCache } from '../../support/caches.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { testNarIngest } from '../../support/narIngest.js';
@@ -18,7 +18,7 @@ t.test('a failed worker push', async (t) => {
   const { ingest } = await testNarIngest(kiln);
   const logged: { msg: string; cache?: string; err?: { message: string } }[] = [];
   const log = pino({ level: 'error' }, { write: (line: string) => void logged.push(JSON.parse(line) as (typeof logged)[number]) });
-  const nars = new WorkerNars({ sql: kiln.sql, ingest, maxUploadSize: 1 << 20, log });
+  const nars = new WorkerNars({ sql: kiln.sql, ingest, maxUploadSize: 1 << 20, log, leaseIdleSecs: 300, clock: systemClock });
   const sent: Message[] = [];
   // Only what WorkerNars uses of a connection: its id and the link it answers on.
   const worker = { connectionId: 'failures', link: { send: (m: Message) => sent.push(m) } } as unknown as ConnectedWorker;
