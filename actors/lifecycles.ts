@@ -17,7 +17,9 @@ export type BuildRequeueWhy =
   /** its outputs were deleted from the last cache that held them and an evaluation reaches it again */
   | 'evicted'
   /** aborted with another evaluation, and a later evaluation reaches the derivation again */
-  | 'reached_again';
+  | 'reached_again'
+  /** failed, and a restart of an evaluation (POST /evals/{id} restart) reaches it: try again */
+  | 'restarted';
 
 export type BuildEvent =
   | { type: 'dispatch' }
@@ -64,6 +66,7 @@ export const buildLifecycle = setup({
     outputsMissing: ({ event }) => whyOf(event) === 'substitute_miss' || whyOf(event) === 'evicted',
     evicted: ({ event }) => whyOf(event) === 'evicted',
     reachedAgain: ({ event }) => whyOf(event) === 'reached_again',
+    restarted: ({ event }) => whyOf(event) === 'restarted',
   },
 }).createMachine({
   id: 'build',
@@ -93,7 +96,7 @@ export const buildLifecycle = setup({
     substituted: { on: { requeue: { guard: 'outputsMissing', target: 'queued' } } },
     completed: { on: { requeue: { guard: 'evicted', target: 'queued' } } },
     aborted: { on: { requeue: { guard: 'reachedAgain', target: 'queued' } } },
-    failed: {},
+    failed: { on: { requeue: { guard: 'restarted', target: 'queued' } } },
   },
 });
 

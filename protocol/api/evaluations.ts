@@ -19,8 +19,8 @@ export const EvaluateTaskBody = z.object({
 });
 export type EvaluateTaskBody = z.infer<typeof EvaluateTaskBody>;
 
-/** POST /evals/{id} */
-export const EvaluationActionBody = z.object({ method: z.literal('abort') });
+/** POST /evals/{id}: abort a running evaluation, or restart a finished one (kiln extension, docs/builds.md) */
+export const EvaluationActionBody = z.object({ method: z.enum(['abort', 'restart']) });
 export type EvaluationActionBody = z.infer<typeof EvaluationActionBody>;
 
 export const EvaluationId = z.uuid({ message: 'an evaluation id is a UUID' });

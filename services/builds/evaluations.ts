@@ -1,12 +1,12 @@
 // Evaluations over REST: start (a project's default task at the head of its branch, or a task
-// at a commit and attribute), read, abort. The scheduler picks queued ones up (docs/builds.md).
+// at a commit and attribute), read, abort, restart. The scheduler picks queued ones up (docs/builds.md).
 import type { Sql } from 'postgres';
-import { ApiError, type EvaluateTaskBody, type EvaluationTrigger, type ProjectEvaluationsQuery } from '../../protocol/index.js';
+import { ApiError, type EvaluateTaskBody, type EvaluationPhase, type EvaluationTrigger, type ProjectEvaluationsQuery } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
 import { userIdOf } from '../access/index.js';
 import { abortUnwantedBuilds } from './buildAborts.js';
-import { changePhase, evaluationLabel } from './evaluationPhases.js';
-import { insertEvaluation } from './evaluationInsert.js';
+import { changePhase, evaluationLabel, FINAL_PHASES } from './evaluationPhases.js';
+import { insertEvaluation, type TriggerOf } from './evaluationInsert.js';
 import type { Principal } from '../access/index.js';
 import { resolveHead } from '../projects/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
@@ -127,6 +127,39 @@ export function evaluationsService(deps: EvaluationsDeps) {
       await abortUnwantedBuilds(deps.events, deps.sql, id);
       deps.scheduler.cancelEvaluation(id);
       return 'Evaluation aborted';
+    },
+
+    /**
+     * A finished evaluation again (docs/builds.md, "Restarting"): a new one of the same task,
+     * commit, attribute and trigger, which tries the failed builds it reaches once more. Its id.
+     */
+    async restart(who: Principal, id: string): Promise<string> {
+      const label = await visible(who, id, 'triggerEvaluation');
+      const { row: project } = await demandProjectRef(sql, who, label.project_id, 'triggerEvaluation');
+      if (!project.active) throw new ApiError('project_inactive', `project "${project.organization}/${project.name}" is disabled; enable it with POST /projects/${project.organization}/${project.name}/active`);
+      const [old] = await sql<{ phase: string; task_id: string; task: string; commit: string | null; wildcard: string; trigger: EvaluationTrigger; branch: string | null; pull_request: number | null }[]>`
+        select e.phase, e.task_id, t.name as task, e.commit, e.wildcard, e.trigger, e.branch, e.pull_request
+        from evaluations e join tasks t on t.id = e.task_id where e.id = ${id}`;
+      if (!old || !FINAL_PHASES.includes(old.phase as EvaluationPhase)) {
+        throw new ApiError('evaluation_unfinished', `evaluation ${id} is ${old?.phase ?? 'gone'}; only a completed, failed or aborted evaluation can be restarted`);
+      }
+      // The repository policy holds at each evaluation; one that failed before it resolved its
+      // commit resolves the branch head again.
+      const gitOptions = await vetRepository(project.repository, deps.repositories);
+      const commit = old.commit ?? (await resolveHead(project.repository, project.default_branch, gitOptions));
+      const started: TriggerOf = old.trigger === 'pull_request' && old.pull_request !== null ? { trigger: 'pull_request', pullRequest: old.pull_request }
+        : (old.trigger === 'push' || old.trigger === 'poll') && old.branch !== null ? { trigger: old.trigger, branch: old.branch }
+          : { trigger: 'manual' };
+      const restarted = await deps.events.transaction(async (tx, emit) => {
+        const newId = await insertEvaluation(tx, emit, {
+          project, task: { id: old.task_id, name: old.task }, commit, wildcard: old.wildcard, started, createdBy: userIdOf(who),
+        });
+        await tx`update evaluations set restart_of = ${id}, retry_failed = true where id = ${newId}`;
+        return newId;
+      });
+      deps.scheduler.wake();
+      await deps.prune?.(old.task_id);
+      return restarted;
     },
   };
 }

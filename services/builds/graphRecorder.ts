@@ -48,7 +48,7 @@ export async function recordEvalBatch(events: Events, evaluationId: string, batc
         on conflict do nothing`;
       // After the insert above, so the re-queues' events reach this evaluation's builds too, and an
       // abort that checks for open evaluations afterwards sees this one.
-      await requeueReachedBuilds(tx, emit, paths);
+      await requeueReachedBuilds(tx, emit, evaluationId, paths);
     }
     // The last attribute naming a derivation wins, as it did when each one was its own update.
     const attrs = new Map(batch.attributes.map((a) => [a.drvPath, formatAttributePath(a.path)]));
@@ -71,7 +71,7 @@ export async function recordEvalBatch(events: Events, evaluationId: string, batc
 }
 
 /** Finished builds of these derivations that are wanted again go back to the queue (buildStatus.ts). */
-async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, paths: readonly string[]): Promise<void> {
+async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, evaluationId: string, paths: readonly string[]): Promise<void> {
   // A finished build whose output was deleted from the last cache holding it (evictedOutputs.ts):
   // substituted if a cache got the path back meanwhile, built otherwise.
   const evicted = await tx<{ id: string }[]>`
@@ -84,4 +84,11 @@ async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, paths: reado
     select db.id from derivation_builds db join derivations d on d.id = db.derivation_id
     where d.drv_path = any(${paths as string[]}) and db.status = 'aborted'`;
   await applyStatusChanges(tx, emit, aborted.map((b) => b.id), { event: { type: 'requeue', why: 'reached_again' } });
+  // A restarted evaluation (evaluations.ts) tries its failed builds again, with fresh attempts.
+  const failed = await tx<{ id: string }[]>`
+    select db.id from derivation_builds db join derivations d on d.id = db.derivation_id
+    where d.drv_path = any(${paths as string[]}) and db.status = 'failed'
+      and (select retry_failed from evaluations where id = ${evaluationId})`;
+  const retried = await applyStatusChanges(tx, emit, failed.map((b) => b.id), { event: { type: 'requeue', why: 'restarted' } });
+  if (retried.length > 0) await tx`update derivation_builds set attempts = 0 where id = any(${retried}::uuid[])`;
 }

@@ -203,6 +203,18 @@ const ensureCommit = (c: Ctx) => c.kiln.sql`
   select id, 'file:///nonexistent', ${MATRIX_COMMIT}, 'packages.*' from tasks where project_id = ${c.ids['web']!} and name = 'default'
     and not exists (select 1 from evaluations where commit = ${MATRIX_COMMIT})`;
 
+// POST /evals/{id}: an evaluation of its own task (restarts add evaluations, which eval.maxKeep
+// prunes per task), put back in the phase the action expects before each cell.
+const MATRIX_ACTION_EVALUATION = '0e0e0e0e-0000-4000-8000-0000000000c2';
+const resetActionEvaluation = (phase: 'queued' | 'failed') => async (c: Ctx) => {
+  await c.kiln.sql`insert into tasks (project_id, name) values (${c.ids['web']!}, 'matrix-actions') on conflict do nothing`;
+  await c.kiln.sql`
+    insert into evaluations (id, task_id, repository, commit, wildcard, phase)
+    select ${MATRIX_ACTION_EVALUATION}, id, 'file:///nonexistent', ${'d'.repeat(40)}, 'packages.*', ${phase} from tasks
+    where project_id = ${c.ids['web']!} and name = 'matrix-actions'
+    on conflict (id) do update set phase = excluded.phase`;
+};
+
 const endpoints: Endpoint[] = [
   // organizations
   { method: 'GET', path: '/orgs', scope: 'user', permission: null },
@@ -384,6 +396,9 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/builds/page?per_page=10&status=completed`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/closure`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/runtime-closure`, scope: 'project', role: 'View', permission: 'viewProject' },
+  // abort a running evaluation, restart a finished one (issue 23: a new evaluation, 200 with its id)
+  { method: 'POST', path: `/evals/${MATRIX_ACTION_EVALUATION}`, body: { method: 'abort' }, scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: resetActionEvaluation('queued') },
+  { method: 'POST', path: `/evals/${MATRIX_ACTION_EVALUATION}`, body: { method: 'restart' }, scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: resetActionEvaluation('failed') },
   { method: 'POST', path: `/builds/${MATRIX_BUILD}/log`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/builds/${MATRIX_BUILD}/graph`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/builds/${MATRIX_BUILD}/downloads`, scope: 'project', role: 'View', permission: 'viewProject' },
