@@ -208,6 +208,7 @@ const ensureCommit = (c: Ctx) => c.kiln.sql`
 const MATRIX_ACTION_EVALUATION = '0e0e0e0e-0000-4000-8000-0000000000c2';
 const resetActionEvaluation = (phase: 'queued' | 'failed') => async (c: Ctx) => {
   await c.kiln.sql`insert into tasks (project_id, name) values (${c.ids['web']!}, 'matrix-actions') on conflict do nothing`;
+  await c.kiln.sql`update projects set active = true where id = ${c.ids['web']!}`;
   await c.kiln.sql`
     insert into evaluations (id, task_id, repository, commit, wildcard, phase)
     select ${MATRIX_ACTION_EVALUATION}, id, 'file:///nonexistent', ${'d'.repeat(40)}, 'packages.*', ${phase} from tasks
