@@ -4,6 +4,7 @@
 // i·step … i·step + D, so they overlap like successive commits). Measured: the pass's duration, the
 // process's peak RSS during it, and narinfo hits served from the database (distinct paths, so the
 // hot cache does not answer) during the pass against the same requests idle, in the same run.
+// Rows are marked debug-indexed (their listings are empty), so the debug index backfill stays idle.
 // Goal: ≤ 60 s for 1,000,000 paths, hit p99 during the pass ≤ 2× the idle p99, ≤ 512 MiB RSS.
 //
 //   npx tsx bench/gc.bench.ts [paths=1000000] [evaluations=30] [derivations=50000] [requests=3000]
@@ -28,10 +29,10 @@ try {
   const t0 = performance.now();
   // Paths: i < distinctDerivations are outputs of derivation i; every 100th of the others is old.
   await sql`
-    insert into cached_paths (hash_part, store_path, nar_hash, nar_size, refs, file_hash, file_size, listing)
+    insert into cached_paths (hash_part, store_path, nar_hash, nar_size, refs, file_hash, file_size, listing, debug_indexed)
     select lpad(i::text, 32, '0'), '/nix/store/' || lpad(i::text, 32, '0') || '-p' || i, 'sha256:x', 1000,
            case when i < 2 then '{}'::text[] else array[lpad((hashint4(i) & 2147483647 % i)::text, 32, '0') || '-r', lpad((i - 1)::text, 32, '0') || '-r'] end,
-           lpad(i::text, 52, '0'), 500, '{}'
+           lpad(i::text, 52, '0'), 500, '{}', true
     from generate_series(0, ${paths - 1}) i`;
   await sql`
     insert into path_signatures (cache_id, hash_part, cached_path_id, signature, created_at)
@@ -47,6 +48,8 @@ try {
   await sql`insert into organizations (name, ssh_public_key, ssh_private_key) values ('bench', 'k', '\\x00')`;
   await sql`insert into projects (organization_id, name, repository) select id, 'p', 'file:///x' from organizations`;
   await sql`insert into tasks (project_id, name) select id, 'default' from projects`;
+  // The project writes to the cache: its evaluations keep their closures alive there.
+  await sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache!.id}, 0 from projects`;
   for (let e = 0; e < evaluations; e++) {
     const [ev] = await sql<{ id: string }[]>`
       insert into evaluations (task_id, repository, wildcard, phase, created_at)

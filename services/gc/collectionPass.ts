@@ -93,7 +93,7 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
 
   const remove = async (keys: readonly PathKey[], ttl: TtlRules | null, reason: SweepReason): Promise<void> => {
     // What evaluations recorded while the pass ran is live too.
-    await topUpLiveSet(sql, startedAt);
+    await topUpLiveSet(sql, true);
     const removed = await deps.events.transaction(async (tx) => {
       const gone = await removePaths(tx, keys, ttl);
       await markManyOutputsNotCached(tx, gone.filter((p) => p.lastCopy));
