@@ -93,12 +93,12 @@ try {
   const ran = await pass;
   const passMs = performance.now() - tPass;
   clearInterval(sampler);
-  const [run] = await sql<{ result: { paths: number; live_paths: number; duration_ms: number } }[]>`select result from gc_runs where kind = 'pass' order by id desc limit 1`;
+  const [run] = await sql<{ result: { paths: number; live_paths: number; duration_ms: number; phases_ms: Record<string, number> } }[]>`select result from gc_runs where kind = 'pass' order by id desc limit 1`;
   const [left] = await sql<{ n: number }[]>`select count(*)::int as n from path_signatures`;
 
   const idleP99 = percentile(idle, 0.99);
   const duringP99 = percentile(during, 0.99);
-  console.log(`pass: ran ${JSON.stringify(ran)} in ${(passMs / 1000).toFixed(1)} s (goal ≤ 60 s); removed ${run?.result.paths} paths (expected ${expected!.n}); live set ${run?.result.live_paths} rows; ${left!.n} paths left`);
+  console.log(`pass: ran ${JSON.stringify(ran)} in ${(passMs / 1000).toFixed(1)} s (goal ≤ 60 s); removed ${run?.result.paths} paths (expected ${expected!.n}); live set ${run?.result.live_paths} rows; ${left!.n} paths left; phases (ms) ${JSON.stringify(run?.result.phases_ms)}`);
   console.log(`narinfo hit p50/p99: idle ${percentile(idle, 0.5).toFixed(1)}/${idleP99.toFixed(1)} ms (${idle.length} requests), during the pass ${percentile(during, 0.5).toFixed(1)}/${duringP99.toFixed(1)} ms (${during.length} requests): ${(duringP99 / idleP99).toFixed(2)}× (goal ≤ 2×)`);
   console.log(`peak RSS during the pass: ${(rss / 2 ** 20).toFixed(0)} MiB (goal ≤ 512 MiB; the bench's own client shares the process)`);
 } finally {
