@@ -66,7 +66,7 @@ export interface StartKilnOptions {
   schedulerTicker?: SchedulerTicker;
   /** the Git host status reporter's first retry delay (tests make it short) */
   gitHostRetryBaseMs?: number;
-  /** where a crash test holds finalize before it kills the process (storage/nars/crashPoints.ts) */
+  /** where a crash test holds finalize or a collection run before it kills the process (storage/nars/crashPoints.ts) */
   crashPoints?: CrashPoints;
   /** false: no background collection loop; runs happen when a test calls gc.tick() */
   gcLoop?: boolean;
@@ -167,6 +167,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
         ...(opts.gitHostRetryBaseMs !== undefined ? { gitHostRetryBaseMs: opts.gitHostRetryBaseMs } : {}),
         ...(opts.gcLoop === false ? { gcLoop: false } : {}),
+        ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}),
       },
     );
     const { scheduler, workers } = services;

@@ -4,7 +4,7 @@
 import { componentLogger, type Config, type Logger } from '../../config/index.js';
 import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
 import type { Clock, Supervisor } from '../../supervisors/index.js';
-import type { ArchiveProgress, BlobStore, CpuPool, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox } from '../../storage/index.js';
+import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox } from '../../storage/index.js';
 import { registerServerMetrics } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
 import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from '../builds/index.js';
@@ -53,6 +53,8 @@ export interface ServiceOptions {
   gitHostRetryBaseMs?: number;
   /** false: the garbage collector runs only when a test calls its tick() (docs/gc.md) */
   gcLoop?: boolean;
+  /** where a crash test holds a collection pass or deep round before it kills the process */
+  crashPoints?: CrashPoints;
 }
 
 /** Every service of a server process: what the HTTP routes, the sockets and the composition root take. */
@@ -212,7 +214,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   });
   registerServerMetrics({ metrics, sql: db.web, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
   const collector = new GarbageCollector(
-    { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock },
+    { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) },
     opts.gcLoop === false ? { loop: false } : {},
   );
   const gc = {

@@ -1,5 +1,5 @@
-// The periodic upkeep of a server process (issue 20, items 7, 9 and 10; docs/operations.md,
-// "Background upkeep"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
+// The periodic upkeep of a server process (issue 20, items 7, 9 and 10; docs/gc.md, "The other
+// background sweeps"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
 // record retention (retentionDays: expired sessions, worker connection history and the Git host's

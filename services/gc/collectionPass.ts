@@ -31,6 +31,8 @@ export interface PassResult {
   derivations: number;
   log_bytes: number;
   duration_ms: number;
+  /** where the time went: the live set, the TTL pages (top-ups included), storage limits, orphan derivations */
+  phases_ms: { live_set: number; ttl: number; storage: number; derivations: number };
 }
 
 /** Counts removed copies per cache and reason. */
@@ -89,17 +91,19 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
   const startedAt = deps.clock.now();
   const retained = retainedEvaluationIds(sql, { maxKeep: config['eval.maxKeep'], wedgedEvalHours: config['gc.wedgedEvalHours'], now: startedAt });
   const live = await computeLiveSet(sql, retained, startedAt, startedAt);
+  const tLive = performance.now();
   const tally = new SweepTally();
 
   const remove = async (keys: readonly PathKey[], ttl: TtlRules | null, reason: SweepReason): Promise<void> => {
     // What evaluations recorded while the pass ran is live too.
-    await topUpLiveSet(sql, startedAt);
+    await topUpLiveSet(sql, true);
     const removed = await deps.events.transaction(async (tx) => {
       const gone = await removePaths(tx, keys, ttl);
       await markManyOutputsNotCached(tx, gone.filter((p) => p.lastCopy));
       return gone;
     });
     tally.add(removed, reason);
+    if (removed.length > 0) await deps.crashPoints?.('gc.pass.pageRemoved');
     await settleRemoved(deps, removed);
   };
 
@@ -110,6 +114,7 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
     after = page[page.length - 1]!;
     await remove(page, ttl, 'ttl');
   }
+  const tTtl = performance.now();
   const evict = async (cacheId: string | null, bytes: number): Promise<void> => {
     const keys = await leastRecentlyUsed(sql, cacheId, bytes);
     for (let i = 0; i < keys.length; i += PAGE) await remove(keys.slice(i, i + PAGE), null, 'storage');
@@ -117,6 +122,7 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
   for (const over of await cachesOverLimit(sql)) await evict(over.cacheId, over.excessBytes);
   const instanceMax = config['cache.maxStorageGb'] > 0 ? config['cache.maxStorageGb'] * STORAGE_GB : null;
   await evict(null, await instanceExcessBytes(sql, instanceMax));
+  const tStorage = performance.now();
   await markOrphanDerivations(sql, retained, startedAt);
   const markedBefore = new Date(startedAt.getTime() - config['gc.orphanDerivationHours'] * 3600_000);
   let derivations = 0;
@@ -127,6 +133,7 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
     logBytes += batch.logBytes;
     if (batch.examined < PAGE) break;
   }
+  const tDerivations = performance.now();
   const sweeps = await tally.named(deps);
   await emitSwept(deps, sweeps, { count: derivations, logBytes });
   return {
@@ -138,5 +145,8 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
     derivations,
     log_bytes: logBytes,
     duration_ms: Math.round(performance.now() - t0),
+    phases_ms: {
+      live_set: Math.round(tLive - t0), ttl: Math.round(tTtl - tLive), storage: Math.round(tStorage - tTtl), derivations: Math.round(tDerivations - tStorage),
+    },
   };
 }

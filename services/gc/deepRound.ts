@@ -46,6 +46,7 @@ export async function runDeepRound(deps: GcDeps, requested: boolean): Promise<De
       tally.add(removed, 'missing_blob');
       await settleRemoved(deps, removed);
     }
+    await deps.crashPoints?.('gc.deep.unitChecked');
     if (paceMs > 0) await pause(paceMs);
   }
   const sweep = await deps.nars.sweep(deps.clock.now());

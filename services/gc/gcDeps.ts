@@ -2,7 +2,7 @@
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../../config/index.js';
 import type { Clock } from '../../supervisors/index.js';
-import type { Events, NarStorage } from '../../storage/index.js';
+import type { CrashPoints, Events, NarStorage } from '../../storage/index.js';
 
 export interface GcDeps {
   /** the pool collection runs on (the web pool; its statements are short, in pages) */
@@ -18,4 +18,6 @@ export interface GcDeps {
   clock: Clock;
   /** waits gc.deepPaceMs between units of a background deep round; tests pass one that records instead of waiting */
   pause?: (ms: number) => Promise<void>;
+  /** the crash test's holds (storage/nars/crashPoints.ts) */
+  crashPoints?: CrashPoints;
 }

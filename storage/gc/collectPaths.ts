@@ -19,11 +19,11 @@ export interface TtlRules {
 }
 
 /**
- * Not in the live set, not pinned in its cache: for path_signatures alias s. A pin made after the
- * pass computed the set added its closure to gc_pinned_paths itself (services/gc/cachePins.ts).
+ * Not in its cache's live set, not pinned in its cache: for path_signatures alias s. A pin made
+ * after the pass computed the set added its closure to gc_pinned_paths itself (services/gc/cachePins.ts).
  */
 const outsideLiveSet = (sql: ISql): Fragment => sql`
-  not exists (select 1 from gc_live_paths l where l.hash_part = s.hash_part)
+  not exists (select 1 from gc_live_paths l where l.cache_id = s.cache_id and l.hash_part = s.hash_part)
   and not exists (select 1 from gc_pinned_paths g where g.cache_id = s.cache_id and g.hash_part = s.hash_part)`;
 
 /** Past its cache's TTL: for path_signatures s joined with its cache c. */

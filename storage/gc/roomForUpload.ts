@@ -16,9 +16,9 @@ export async function evictForRoom(
 ): Promise<RemovedPath[]> {
   if (bytes <= 0) return [];
   return sql.begin(async (tx) => {
-    const [state] = await tx<{ computed_from: Date }[]>`select computed_from from gc_live_state for share`;
+    const [state] = await tx`select 1 from gc_live_state for share`;
     if (!state) return [];
-    await topUpLiveSet(tx, state.computed_from);
+    await topUpLiveSet(tx, false);
     const keys = await leastRecentlyUsed(tx, cacheId, bytes);
     const removed = await removePaths(tx, keys, null);
     await alongside(tx, removed);

@@ -39,6 +39,8 @@ t.test('garbage collection', async (t) => {
   await createTestCache(kiln.sql, 'forever', { ownerId: ada.id, public: true });
   const projectId = await insertProject(kiln.sql, 'acme', 'app');
   const [task] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
+  // The project writes to main: its evaluations keep their closures alive there (and nowhere else).
+  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${projectId}, ${main.id}, 0)`;
   const outbox = outboxReader(kiln.sql);
 
   const upload = async (cache: string, nar: TestNar, deriver?: string) => {
@@ -49,10 +51,10 @@ t.test('garbage collection', async (t) => {
   const held = async (cache: string, nar: TestNar) => (await kiln.sql`
     select 1 from path_signatures s join caches c on c.id = s.cache_id where c.name = ${cache} and s.hash_part = ${nar.hash}`).length === 1;
   /** An evaluation of the task with one build of a derivation whose output is `output`; the derivation's id. */
-  const evaluation = async (output: TestNar, phase: string, createdAgoHours: number, updatedAgoHours = createdAgoHours) => {
+  const evaluation = async (output: TestNar, phase: string, createdAgoHours: number, updatedAgoHours = createdAgoHours, taskId = task!.id) => {
     const [e] = await kiln.sql<{ id: string }[]>`
       insert into evaluations (task_id, repository, wildcard, phase, created_at, updated_at)
-      values (${task!.id}, 'file:///nonexistent', '*', ${phase}, now() - make_interval(hours => ${createdAgoHours}), now() - make_interval(hours => ${updatedAgoHours}))
+      values (${taskId}, 'file:///nonexistent', '*', ${phase}, now() - make_interval(hours => ${createdAgoHours}), now() - make_interval(hours => ${updatedAgoHours}))
       returning id`;
     const drvName = `${output.hash.replace(/^..../, 'zzzz')}-${output.info.storePath.split('-').slice(1).join('-')}.drv`;
     const [d] = await kiln.sql<{ id: string }[]>`insert into derivations (drv_path, name, system, outputs)
@@ -167,6 +169,43 @@ t.test('garbage collection', async (t) => {
     await kiln.api('POST', '/admin/gc', { token: ada.token, body: {} });
     t.same(await kiln.gc.tick(), ['pass']);
     for (const nar of paths) t.notOk(await held('main', nar), `${nar.info.storePath} is collected once unpinned`);
+  });
+
+  t.test('tenants: an evaluation keeps paths alive only in the caches its project writes to', async (t) => {
+    // eve's project writes to her own cache and only reads main; ada's second project writes to main.
+    const eve = await signUp(kiln, 'eve');
+    const eveCache = await createTestCache(kiln.sql, 'eves', { ownerId: eve.id, public: true });
+    const eveProject = await insertProject(kiln.sql, 'eveorg', 'app');
+    const [eveTask] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${eveProject}, 'default') returning id`;
+    await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${eveProject}, ${eveCache.id}, 0), (${eveProject}, ${main.id}, 1)`;
+    const adaProject = await insertProject(kiln.sql, 'acme', 'other');
+    const [adaTask] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${adaProject}, 'default') returning id`;
+    const [org] = await kiln.sql<{ organization_id: string }[]>`select organization_id from projects where id = ${adaProject}`;
+    // An organization's write subscription counts for its projects.
+    await kiln.sql`insert into subscriptions (organization_id, cache_id, mode) values (${org!.organization_id}, ${main.id}, 2) on conflict do nothing`;
+
+    const victim = await makeTestNar(t, { f: 'ada uploaded me; only eve names me\n' }, [], 'victim');
+    const shared = await makeTestNar(t, { f: 'in both caches; only ada names me\n' }, [], 'shared');
+    const evesOwn = await makeTestNar(t, { f: 'eve names me in her cache\n' }, [], 'eves-own');
+    await upload('main', victim);
+    await upload('main', shared);
+    const eveUpload = async (nar: TestNar) => {
+      const res = await uploadSingle(kiln, eve.token, 'eves', { narinfo: infoOf(nar), nar: nar.nar });
+      t.equal(res.status, 200, JSON.stringify(res.body));
+    };
+    await eveUpload(shared);
+    await eveUpload(evesOwn);
+    await evaluation(victim, 'completed', 1, 1, eveTask!.id);
+    await evaluation(evesOwn, 'completed', 1, 1, eveTask!.id);
+    await evaluation(shared, 'completed', 1, 1, adaTask!.id);
+    // Everything here is past every TTL by the clock (main: 6 h, eves: 10 h, plus the grace).
+    clock.step(12 * HOUR);
+    await kiln.api('POST', '/admin/gc', { token: ada.token, body: {} });
+    t.same(await kiln.gc.tick(), ['pass']);
+    t.notOk(await held('main', victim), "eve's evaluation does not keep a path alive in a cache she only reads");
+    t.ok(await held('main', shared), "ada's evaluation keeps its path in main (her organization writes to it)");
+    t.notOk(await held('eves', shared), "ada's evaluation does not keep eve's copy of the same path");
+    t.ok(await held('eves', evesOwn), "eve's evaluation keeps its path in her own cache");
   });
 
   t.test('storage limits: a pass evicts the least recently used; an upload makes room', async (t) => {
