@@ -92,5 +92,15 @@ port.on('message', (message: ToServingThread) => {
     case 'stop':
       stop();
       break;
+    case 'fail':
+      throw new Error(message.reason);
   }
+});
+
+// A crash: the listen socket is closed and the connections dropped before the thread ends (ending
+// while uWS holds them takes the whole process down); the supervisor starts a new thread.
+process.on('uncaughtException', (error) => {
+  console.error(`serving thread ${data.index} failed:`, error);
+  stop();
+  process.exit(1);
 });

@@ -25,8 +25,8 @@ export interface ServingThreadsOptions {
 export interface ServingThreads {
   /** Sends to every running thread (invalidations). */
   broadcast(message: ToServingThread): void;
-  /** Ends thread `index` at once, as a crash would (tests). */
-  crash(index: number): Promise<void>;
+  /** Makes thread `index` fail as a bug in it would (tests). */
+  crash(index: number): void;
   /** Incarnations of thread `index` so far (tests: a restart shows). */
   starts(index: number): number;
   /** Closes every thread's listen socket and waits for the threads to end. */
@@ -95,8 +95,8 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
     broadcast(message) {
       for (const worker of running.values()) worker.postMessage(message);
     },
-    async crash(index) {
-      await running.get(index)?.terminate();
+    crash(index) {
+      running.get(index)?.postMessage({ t: 'fail', reason: 'crashed on purpose' } satisfies ToServingThread);
     },
     starts: (index) => startCounts.get(index) ?? 0,
     async stop() {

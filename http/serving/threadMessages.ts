@@ -26,7 +26,9 @@ export type ToServingThread =
   /** a cache's settings or access changed (cache.changed): forget what the thread knows of it */
   | { t: 'forgetCache'; cache: string }
   /** close the listen socket, finish the connections, end the thread */
-  | { t: 'stop' };
+  | { t: 'stop' }
+  /** throw, as a bug in the thread would (tests: the crash path) */
+  | { t: 'fail'; reason: string };
 
 /** Thread → main. */
 export type FromServingThread = { t: 'listening'; ok: boolean };
