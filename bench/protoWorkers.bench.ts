@@ -1,5 +1,5 @@
 // N simulated workers (protocol-level, no Nix) on one server process: the time to connect them
-// all (each handshake verifies a peer token with argon2id), then RSS and CPU of the server while
+// all (each handshake compares a peer token's SHA-256 with the stored one), then RSS and CPU of the server while
 // they only beat. Baseline in the same run: a bare uWS server answering the same frames
 // (bench/bareProtoServer.ts). Both servers run in processes of their own (a fresh one per round);
 // the workers run here. Rounds interleave the two and alternate which goes first; each figure is
@@ -14,8 +14,8 @@ import { connectSimWorker, type SimWorker } from './simWorker.js';
 const workerCount = Number(process.argv[2] ?? process.env['BENCH_WORKERS'] ?? 1000);
 const idleSecs = Number(process.argv[3] ?? process.env['BENCH_IDLE_SECS'] ?? 45);
 const roundCount = Number(process.argv[4] ?? process.env['BENCH_ROUNDS'] ?? 3);
-// argon2id runs on libuv's four pool threads; more handshakes in flight only queue there, and the
-// server ends a handshake that takes longer than 30 s.
+// As many handshakes in flight as a real fleet's reconnect jitter gives; the server ends a
+// handshake that takes longer than 30 s.
 const CONNECT_CONCURRENCY = 8;
 const HEARTBEAT_SECS = 10;
 

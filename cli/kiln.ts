@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
-import { anonymous } from '../services/index.js';
-import { buildRoutes, eventSockets, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
+import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged } from '../services/index.js';
+import { buildRoutes, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, type HttpServer, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -31,6 +31,8 @@ export interface Kiln {
   readonly errorReports: ErrorReports;
   /** garbage collection (docs/gc.md); tests call its tick() */
   readonly gc: GarbageCollector;
+  /** the serving threads (http.threads > 1), else null; tests crash one */
+  readonly servingThreads: ServingThreads | null;
   stop(): Promise<void>;
 }
 
@@ -198,9 +200,12 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
+    const threads = config['http.threads'];
+    let servingThreads: ServingThreads | null = null;
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
-      port: config['port'],
+      port: threads > 1 && config['port'] === 0 ? await freePort(config['listenAddr']) : config['port'],
+      origin: threads > 1,
       maxRequestSize: config['http.maxRequestSize'],
       trustedProxies: config['http.trustedProxies'],
       minimumBodyRate: {
@@ -219,6 +224,21 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       },
     });
     stack.push(() => http.close());
+    if (threads > 1) {
+      const serving = await startServingThreads({
+        count: threads, listenAddr: config['listenAddr'], port: http.port, originPort: http.originPort!, log: componentLogger(log, 'web'),
+        supervisor: root.supervise({ id: 'http-threads', restartBudget: { maxRestarts: 5 * threads, withinMs: 10_000 } }),
+      });
+      // Before the main thread's listener closes: a thread relays to it until it has stopped.
+      stack.push(() => serving.stop());
+      const unforget = nars.reads.onForget((_cacheId, hashPart) => serving.broadcast({ t: 'forgetPath', hashPart }));
+      const unchanged = onCacheChanged(events.bus, CACHE_SETTINGS_REASONS, (change) => serving.broadcast({ t: 'forgetCache', cache: change.cache }));
+      stack.push(() => {
+        unforget();
+        unchanged();
+      });
+      servingThreads = serving;
+    }
     stack.push(() => services.logFeed.close()); // before the HTTP server waits for its requests: live logs end
     stack.push(() => proto.close());
     stack.push(() => sockets.close());
@@ -235,7 +255,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -10,6 +10,7 @@ import { DEFAULT_DRAIN, refuseWhileDraining, type DrainBounds } from './drain.js
 import { requestFraming } from './framing.js';
 import { errorReply, isReply, jsonReply, type Reply } from './reply.js';
 import { Req } from './request.js';
+import { FORWARDED_PEER_HEADER, forwardedPeer } from './serving/forwardedPeer.js';
 import { ResponseState, respond, respondComplete, respondInCallback } from './respond.js';
 import type { AuthMode, Method, RouteTable } from './router.js';
 
@@ -34,6 +35,8 @@ export interface HttpServerOptions<P> {
   onUnexpectedError?: (error: unknown, context: { request: string; method: string; route: string }) => void;
   /** Hears of every answer (kiln_http_request_duration_seconds): its route group, method, status and seconds taken. */
   observe?: RequestObserver;
+  /** Also listen on a loopback port of its own, where serving threads relay what they do not answer (http/serving/). */
+  origin?: boolean;
 }
 
 /** `method` is lowercase and one of METHODS, "head" or "other"; a request the client left is status 499. */
@@ -49,6 +52,8 @@ const FRONTEND = 'frontend';
 export interface HttpServer {
   readonly port: number;
   readonly app: TemplatedApp;
+  /** The loopback port serving threads relay to, when `origin` was asked for. */
+  readonly originPort: number | null;
   /** Stops accepting, waits up to `graceMs` for requests in flight, then closes every connection. */
   close(graceMs?: number): Promise<void>;
 }
@@ -93,7 +98,7 @@ const pathParts = (url: string): string[] => {
 
 /** The client's address, read from uWS only when a handler asks (the response outlives its awaits). */
 function peerAddress(res: HttpResponse, state: ResponseState, headers: Record<string, string>, trusted: CidrSet): string {
-  const peer = state.aborted ? '' : normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+  const peer = forwardedPeer(headers[FORWARDED_PEER_HEADER]) ?? (state.aborted ? '' : normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString()));
   return clientAddress(peer, headers['x-forwarded-for'], trusted);
 }
 
@@ -289,25 +294,36 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     inFlight.add(work);
   });
 
-  return new Promise((resolve, reject) => {
-    app.listen(opts.listenAddr, opts.port, (socket: us_listen_socket | false) => {
-      if (!socket) {
-        reject(new Error(`cannot listen on ${opts.listenAddr}:${opts.port} (address in use or not available)`));
-        return;
-      }
-      const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
-      log.info({ address: opts.listenAddr, port }, 'listening');
-      for (const notice of opts.routes.notices) log.warn(notice);
-      resolve({
-        port,
-        app,
-        async close(graceMs = 10_000) {
-          uWS.us_listen_socket_close(socket);
-          const deadline = new Promise((r) => setTimeout(r, graceMs).unref());
-          await Promise.race([Promise.allSettled([...inFlight]), deadline]);
-          app.close();
-        },
-      });
+  const listen = (address: string, port: number) => new Promise<us_listen_socket>((resolve, reject) => {
+    app.listen(address, port, (socket: us_listen_socket | false) => {
+      if (socket) resolve(socket);
+      else reject(new Error(`cannot listen on ${address}:${port} (address in use or not available)`));
     });
   });
+  return (async () => {
+    const socket = await listen(opts.listenAddr, opts.port);
+    const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+    let origin: us_listen_socket | null = null;
+    try {
+      origin = opts.origin === true ? await listen('127.0.0.1', 0) : null;
+    } catch (e) {
+      uWS.us_listen_socket_close(socket);
+      throw e;
+    }
+    const originPort = origin === null ? null : uWS.us_socket_local_port(origin as unknown as uWS.us_socket);
+    log.info({ address: opts.listenAddr, port, ...(originPort === null ? {} : { originPort }) }, 'listening');
+    for (const notice of opts.routes.notices) log.warn(notice);
+    return {
+      port,
+      originPort,
+      app,
+      async close(graceMs = 10_000) {
+        uWS.us_listen_socket_close(socket);
+        if (origin !== null) uWS.us_listen_socket_close(origin);
+        const deadline = new Promise((r) => setTimeout(r, graceMs).unref());
+        await Promise.race([Promise.allSettled([...inFlight]), deadline]);
+        app.close();
+      },
+    };
+  })();
 }

@@ -10,6 +10,7 @@ export { generateCacheKey, openCacheKey, cachePublicKeyText, cacheKeyName, keyHo
 export { applyStateFile } from './state/index.js';
 export { readStateFile, StateFileError } from './state/index.js';
 export type { BinaryCache, BinaryCacheAccess, CacheAccess } from './caches/index.js';
+export { CACHE_SETTINGS_REASONS, onCacheChanged } from './caches/index.js';
 export type { NarUploadService } from './caches/index.js';
 export { narIngest, type NarIngest } from './caches/index.js';
 export { cacheSigningKeys } from './caches/index.js';

@@ -1,5 +1,5 @@
 // Registry options under frontend.*, http.*, outbound.*, ssh.*, proto.*, reverseProxy.*.
-import { bool, unsignedInt, positiveInt, port, str, path, url, cidrList, ipList, lines, nullable } from '../kinds.js';
+import { bool, int, unsignedInt, positiveInt, port, str, path, url, cidrList, ipList, lines, nullable } from '../kinds.js';
 import { option, derived, noEnv, deploymentOnly } from '../option.js';
 
 /** HTTP, /proto, SSH, the frontend and the reverse proxies in front of the server. */
@@ -18,6 +18,11 @@ export const networkOptions = {
   'http.maxSourceUploadSize': option(
     positiveInt(), 536870912,
     'maximum bytes of a source upload to POST /build-requests/source and of a chunked manifest in total; bundled reverse proxies raise their body limit to fit',
+  ),
+  'http.threads': option(
+    int({ min: 1, max: 64 }), 1,
+    'uWS serving threads on the server\'s port: each answers anonymous narinfo requests from its own hot memory and relays everything else to the main thread; 1 serves everything from the main thread',
+    { extension: true },
   ),
   'http.trustedProxies': option(cidrList(), ['127.0.0.1/8', '::1/128'], 'CIDR ranges of peers allowed to set X-Forwarded-For'),
   'outbound.allowedNetworks': option(

@@ -17,6 +17,7 @@ import { checkLiveRequest, type EventStreams, type LiveFeed, type LiveRequest, t
 import type { EventBus } from '../../storage/index.js';
 import type { ActorTransition } from '../../supervisors/index.js';
 import { CidrSet, clientAddress, normalizeAddress } from '../clientAddress.js';
+import { FORWARDED_PEER_HEADER, forwardedPeer } from '../serving/forwardedPeer.js';
 import { FirehoseHub, type FirehoseSocketData } from './firehose.js';
 import { LiveLag, type LiveLagSocketData } from './liveLag.js';
 import { ACTORS_TOPIC, eventTopics, feedTopics } from './liveTopics.js';
@@ -78,7 +79,7 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
     return (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
       const query = new URLSearchParams(req.getQuery() ?? '');
       const forwarded = req.getHeader('x-forwarded-for');
-      const peer = normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+      const peer = forwardedPeer(req.getHeader(FORWARDED_PEER_HEADER)) ?? normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
       let data: SocketData;
       try {
         const request = path.request(paramNames.map((name, i) => decodeParam(req.getParameter(i) ?? '', name)), query);

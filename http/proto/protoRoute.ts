@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { closeFrameFor, DEFAULT_MAX_MESSAGE_BYTES, HEARTBEAT_INTERVAL_SECS, type ProtoLimits } from '../../protocol/index.js';
 import type { WorkerAuth, WorkerConnections } from '../../services/index.js';
 import { normalizeAddress } from '../clientAddress.js';
+import { FORWARDED_PEER_HEADER, forwardedPeer } from '../serving/forwardedPeer.js';
 import { ProtoConnection } from './protoConnection.js';
 
 export interface ProtoRouteOptions {
@@ -70,7 +71,7 @@ export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
         idleTimeout: 0,
         sendPingsAutomatically: false,
         upgrade: (res, req, context) => {
-          const address = normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
+          const address = forwardedPeer(req.getHeader(FORWARDED_PEER_HEADER)) ?? normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
           res.upgrade<SocketData>(
             { connection: null, address, ended: false },
             req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context,

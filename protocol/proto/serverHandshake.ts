@@ -1,5 +1,5 @@
 // The server's side of the handshake as a pure state machine. The two lookups it needs (which
-// projects registered this worker; which tokens verify against their argon2id hashes) are
+// projects registered this worker; which tokens match their stored hashes) are
 // asynchronous, so a step returns `need` and the server feeds the answer back as an event.
 import type { Hello, ProjectToken, ProtoLimits } from './handshakeMessages.js';
 import type { Message } from './messages.js';
@@ -50,7 +50,7 @@ function welcome(state: { limits: ProtoLimits; software: string; hello: Hello },
 function onAuth(state: Extract<ServerHandshakeState, { phase: 'awaitingAuth' }>, message: Extract<Message, { t: 'auth' }>): ServerHandshakeStep {
   if (!sameBytes(message.nonce, state.nonce)) return reject('bad_nonce', 'the auth does not echo this connection\'s challenge nonce');
   const challenged = new Set(state.projects.map((p) => p.toLowerCase()));
-  // Tokens for projects that were not challenged are ignored rather than verified: each costs an argon2id check.
+  // Tokens for projects that were not challenged are ignored rather than verified: each costs a lookup.
   const tokens = message.tokens.filter((t) => challenged.has(t.project.toLowerCase()));
   if (tokens.length > 0) return { state: { phase: 'verifying', limits: state.limits, software: state.software, hello: state.hello }, send: [], need: { kind: 'verify', hello: state.hello, tokens } };
   if (state.hello.open && state.openModeProjects !== null) return welcome(state, state.openModeProjects, true);

@@ -14,4 +14,4 @@ export { subscriptionsService } from './subscriptions.js';
 export type { Upstreams } from './upstreams.js';
 export { runSignSweep, type SignSweepReport } from './signSweep.js';
 export { runDebugIndexBackfill, type DebugIndexReport } from './debugIndex.js';
-export { KEY_ROTATED_REASONS, onCacheChanged } from './cacheChanges.js';
+export { CACHE_SETTINGS_REASONS, KEY_ROTATED_REASONS, onCacheChanged } from './cacheChanges.js';

@@ -1,16 +1,13 @@
 // The two lookups of the /proto handshake (docs/proto.md, "Handshake"): which projects registered
 // this worker (rows made for its id, and rows made without one, which any worker may present),
-// and which presented tokens verify against those rows' argon2id hashes. A pair (stored hash,
-// presented token) that verified once is remembered by the token's SHA-256, so a fleet
-// reconnecting after a server restart costs one argon2 run per worker and process, not one per
-// handshake; the rows are still read every time, so a deleted registration stops matching at once.
-import { createHash } from 'node:crypto';
-import argon2 from 'argon2';
+// and which presented tokens match those rows' hashes. Tokens are kept as SHA-256
+// (peerTokenHash.ts), so a handshake costs one hash per token; a row still holding an argon2id
+// hash from before is verified the slow way once and then rewritten as SHA-256 (only if the row
+// still holds that hash), so a fleet reconnecting after an upgrade pays argon2 once per token ever.
+// The rows are read on every handshake, so a deleted registration stops matching at once.
 import type { Sql } from 'postgres';
 import { MAX_CHALLENGE_PROJECTS, type Hello, type ProjectToken } from '../../protocol/index.js';
-
-/** Remembered verified pairs per process; past this the memory starts over. */
-const MAX_REMEMBERED = 50_000;
+import { hashPeerToken, isLegacyPeerTokenHash, peerTokenMatches } from './peerTokenHash.js';
 
 export interface WorkerAuth {
   /** project UUIDs to challenge the worker with */
@@ -22,13 +19,11 @@ export interface WorkerAuth {
 }
 
 export function createWorkerAuth(sql: Sql, opts: { localWorker: boolean }): WorkerAuth {
-  const verifiedPairs = new Set<string>();
-  const verifies = async (hash: string, token: string): Promise<boolean> => {
-    const pair = `${hash}\n${createHash('sha256').update(token).digest('base64')}`;
-    if (verifiedPairs.has(pair)) return true;
-    if (!(await argon2.verify(hash, token).catch(() => false))) return false;
-    if (verifiedPairs.size >= MAX_REMEMBERED) verifiedPairs.clear();
-    verifiedPairs.add(pair);
+  const verifies = async (row: { id: string; token_hash: string }, token: string): Promise<boolean> => {
+    if (!(await peerTokenMatches(row.token_hash, token))) return false;
+    if (isLegacyPeerTokenHash(row.token_hash)) {
+      await sql`update worker_registrations set token_hash = ${hashPeerToken(token)} where id = ${row.id} and token_hash = ${row.token_hash}`;
+    }
     return true;
   };
   return {
@@ -51,15 +46,15 @@ export function createWorkerAuth(sql: Sql, opts: { localWorker: boolean }): Work
     async verify(hello, tokens) {
       const projects = [...new Set(tokens.map((t) => t.project.toLowerCase()))];
       if (projects.length === 0) return [];
-      const rows = await sql<{ project_id: string; token_hash: string }[]>`
-        select project_id, token_hash from worker_registrations
+      const rows = await sql<{ id: string; project_id: string; token_hash: string }[]>`
+        select id, project_id, token_hash from worker_registrations
         where project_id = any(${projects}::uuid[]) and (worker_id = ${hello.workerId} or worker_id is null)`;
       const verified = new Set<string>();
       for (const token of tokens) {
         const project = token.project.toLowerCase();
         if (verified.has(project)) continue;
         for (const row of rows.filter((r) => r.project_id === project)) {
-          if (await verifies(row.token_hash, token.token)) {
+          if (await verifies(row, token.token)) {
             verified.add(project);
             break;
           }

@@ -1,13 +1,13 @@
 // Worker peer tokens per project (POST /projects/{project}/workers): 48 random bytes, shown
-// once as base64url, kept only as an argon2id hash (DESIGN.md, "The model"). A worker presents
+// once as base64url, kept only as its SHA-256 (DESIGN.md, "The model"; peerTokenHash.ts). A worker presents
 // the token in the /proto handshake; workerAuth.ts verifies it against these rows.
 import { randomBytes } from 'node:crypto';
-import argon2 from 'argon2';
 import { ApiError, type RegisterWorkerBody } from '../../protocol/index.js';
 import { userIdOf } from '../access/index.js';
 import type { AccessDeps } from '../access/index.js';
 import type { Principal } from '../access/index.js';
 import { demandProjectRef, isUuid } from '../access/index.js';
+import { hashPeerToken } from './peerTokenHash.js';
 
 export interface WorkerRegistrationView {
   id: string;
@@ -45,7 +45,7 @@ export function workerRegistrationsService({ sql, events, secretBox }: AccessDep
     async register(who: Principal, project: string, body: RegisterWorkerBody): Promise<NewWorkerRegistration> {
       const { row } = await demandProjectRef(sql, who, project, 'manageWorkers');
       const token = randomBytes(PEER_TOKEN_BYTES).toString('base64url');
-      const hash = await argon2.hash(token, { type: argon2.argon2id });
+      const hash = hashPeerToken(token);
       const created = await events.transaction(async (tx, emit) => {
         const [inserted] = await tx<{ id: string }[]>`
           insert into worker_registrations (project_id, worker_id, token_hash, name, created_by, endpoint, server_token)

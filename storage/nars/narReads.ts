@@ -40,6 +40,8 @@ export interface NarReads {
   listing(cacheId: string, hashPart: string): Promise<ListingRow | null>;
   /** Forgets what this process knows of a path in a cache (after an upload or a delete). */
   forget(cacheId: string, hashPart: string, fileHash?: string): void;
+  /** Hears of every forget (serving threads forget the path too); returns the unsubscribe. */
+  onForget(listener: (cacheId: string, hashPart: string) => void): () => void;
 }
 
 export interface NarReadsDeps {
@@ -74,6 +76,7 @@ export function renderStoredNarinfo(row: NarinfoRow): string {
 
 export function narReads(deps: NarReadsDeps): NarReads {
   const { sql, blobs, hot, fetches } = deps;
+  const forgetListeners = new Set<(cacheId: string, hashPart: string) => void>();
   const inflight = new Map<string, Promise<unknown>>();
   const once = <T>(key: string, load: () => Promise<T>): Promise<T> => {
     const running = inflight.get(key) as Promise<T> | undefined;
@@ -154,6 +157,12 @@ export function narReads(deps: NarReadsDeps): NarReads {
     forget(cacheId, hashPart, fileHash) {
       hot.delete(narinfoKey(cacheId, hashPart));
       if (fileHash !== undefined) hot.delete(fileKey(cacheId, fileHash));
+      for (const listener of forgetListeners) listener(cacheId, hashPart);
+    },
+
+    onForget(listener) {
+      forgetListeners.add(listener);
+      return () => forgetListeners.delete(listener);
     },
   };
 }

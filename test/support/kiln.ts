@@ -65,6 +65,8 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       'outbound.allowedNetworks': LOOPBACK_NETWORKS,
       // Test repositories are local flakes (test/support/flakeRepo.ts); tests of the default set it back to false.
       'projects.allowLocalRepositories': true,
+      // KILN_TEST_HTTP_THREADS=4 runs a test file with serving threads (docs/http.md, "Serving threads").
+      ...(process.env['KILN_TEST_HTTP_THREADS'] ? { 'http.threads': Number(process.env['KILN_TEST_HTTP_THREADS']) } : {}),
       ...overrides,
     },
   });

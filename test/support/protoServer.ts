@@ -1,8 +1,8 @@
 // A /proto server for tests, speaking the protocol through the same pure pieces the real server
 // uses (codec, serverHandshake), on a `ws` WebSocketServer. It accepts workers, hands out jobs,
 // receives results and NARs (granting credit, verifying each NAR's hash), so the worker is tested
-// end to end without the kiln server. Tokens are compared as they are; the real server checks
-// them against argon2id hashes.
+// end to end without the kiln server. Tokens are compared as they are; the real server compares
+// their SHA-256 with stored hashes.
 import { randomBytes } from 'node:crypto';
 import { WebSocketServer, WebSocket } from 'ws';
 import {

@@ -1,9 +1,9 @@
 import t from 'tap';
-import argon2 from 'argon2';
+import { createHash } from 'node:crypto';
 import { startTestKiln } from '../../../support/kiln.js';
 import { signUp } from '../../../support/accounts.js';
 
-t.test('worker registrations: token shown once, stored as argon2id', async (t) => {
+t.test('worker registrations: token shown once, stored as its SHA-256', async (t) => {
   const kiln = await startTestKiln(t);
   await signUp(kiln, 'root');
   const ada = await signUp(kiln, 'ada');
@@ -20,8 +20,7 @@ t.test('worker registrations: token shown once, stored as argon2id', async (t) =
   t.match(created.message, { name: 'builder-1', worker_id: workerId, created_by: 'ada' });
   t.equal(Buffer.from(created.message.token, 'base64url').length, 48, '48 random bytes');
   const [row] = await kiln.sql<{ token_hash: string }[]>`select token_hash from worker_registrations`;
-  t.match(row!.token_hash, /^\$argon2id\$/);
-  t.ok(await argon2.verify(row!.token_hash, created.message.token));
+  t.equal(row!.token_hash, createHash('sha256').update(created.message.token).digest('hex'));
 
   const list = await kiln.api<Record<string, unknown>[]>('GET', '/projects/web/workers', { token: ada.token });
   t.equal(list.message.length, 1);

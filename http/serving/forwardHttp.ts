@@ -1,0 +1,167 @@
+// A serving thread hands a request it cannot answer from memory to the main thread's loopback
+// listener, streaming both ways with backpressure (docs/http.md, "Serving threads"): the request
+// body is read from uWS and written to a keep-alive node:http connection, pausing uWS while the
+// connection's buffer is full; the answer is written back with tryEnd/write, pausing the
+// connection while uWS's buffer is full.
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { requestFraming } from '../framing.js';
+import { FORWARDED_PEER_HEADER, forwardedPeerValue } from './forwardedPeer.js';
+
+/** Request headers that belong to one connection, not to the request (RFC 9110 §7.6.1), and the thread's own. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'proxy-connection', FORWARDED_PEER_HEADER]);
+/** Answer headers uWS writes itself, or that belong to the loopback connection. */
+const ANSWER_SKIP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'uwebsockets']);
+
+export interface ForwardOrigin {
+  port: number;
+  secret: string;
+  agent: Agent;
+}
+
+export interface ForwardedAnswer {
+  status: number;
+  headers: IncomingMessage['headers'];
+  body: Buffer;
+}
+
+export const originAgent = (): Agent => new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+
+const remoteAddress = (res: HttpResponse): string => Buffer.from(res.getRemoteAddressAsText()).toString();
+
+/**
+ * Forwards one request. `learn`, when given, receives the whole answer of a small complete GET
+ * (at most `learnBytes`) after it was written, for the thread's hot memory.
+ */
+export function forwardHttp(res: HttpResponse, req: HttpRequest, origin: ForwardOrigin, learn?: { maxBytes: number; done: (answer: ForwardedAnswer) => void }): void {
+  // Everything from `req` first: it is invalid once this callback returns.
+  const method = req.getMethod().toUpperCase();
+  const query = req.getQuery();
+  const path = query ? `${req.getUrl()}?${query}` : req.getUrl();
+  const headers: Record<string, string> = {};
+  req.forEach((k, v) => {
+    if (!HOP_BY_HOP.has(k)) headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
+  });
+  const framing = requestFraming(req.getHeader('content-length') || undefined, req.getHeader('transfer-encoding') || undefined);
+  let aborted = false;
+  let finished = false;
+  if (!framing.ok) {
+    // As the main thread's catch-all answers it: where this body ends is in doubt, so the connection closes.
+    res.cork(() => res.writeStatus('400 Bad Request').writeHeader('Content-Type', 'application/json')
+      .end(JSON.stringify({ error: true, message: framing.problem, code: 'invalid_framing' }), true));
+    return;
+  }
+  headers[FORWARDED_PEER_HEADER] = forwardedPeerValue(origin.secret, remoteAddress(res));
+  const hasBody = framing.length !== null ? framing.length > 0 : req.getHeader('transfer-encoding') !== '';
+  if (framing.length !== null) headers['content-length'] = String(framing.length);
+
+  const upstream = httpRequest({ host: '127.0.0.1', port: origin.port, method, path, headers, agent: origin.agent });
+  res.onAborted(() => {
+    aborted = true;
+    upstream.destroy();
+  });
+  if (hasBody) {
+    res.onData((chunk, last) => {
+      // uWS reuses the chunk's memory after this call returns: copy it.
+      const more = upstream.write(Buffer.from(chunk.slice(0)));
+      if (last) upstream.end();
+      else if (!more) {
+        res.pause();
+        upstream.once('drain', () => {
+          if (!aborted) res.resume();
+        });
+      }
+    });
+  } else upstream.end();
+
+  upstream.on('error', () => {
+    if (aborted || finished) return;
+    finished = true;
+    res.cork(() => res.writeStatus('502 Bad Gateway').writeHeader('Content-Type', 'application/json')
+      .end(JSON.stringify({ error: true, message: 'the main thread did not answer', code: 'internal' }), true));
+  });
+
+  upstream.on('response', (answer) => {
+    if (aborted) {
+      answer.destroy();
+      return;
+    }
+    const status = answer.statusCode ?? 502;
+    const length = answer.headers['content-length'] === undefined ? null : Number(answer.headers['content-length']);
+    const headOnly = method === 'HEAD' || status === 204 || status === 304;
+    const closeAfter = answer.headers['connection'] === 'close';
+    const writeHead = () => {
+      res.writeStatus(`${status} ${answer.statusMessage ?? ''}`);
+      for (const [k, v] of Object.entries(answer.headers)) {
+        if (ANSWER_SKIP.has(k) || v === undefined) continue;
+        for (const one of Array.isArray(v) ? v : [v]) res.writeHeader(k, one);
+      }
+    };
+    if (headOnly) {
+      finished = true;
+      res.cork(() => {
+        writeHead();
+        if (length !== null) res.writeHeader('Content-Length', String(length));
+        if (closeAfter) res.writeHeader('Connection', 'close');
+        res.endWithoutBody();
+      });
+      answer.resume();
+      return;
+    }
+    const keep: Buffer[] | null = learn !== undefined && length !== null && length <= learn.maxBytes ? [] : null;
+    let headWritten = false;
+    let sent = 0;
+    answer.on('data', (chunk: Buffer) => {
+      if (aborted) return;
+      keep?.push(chunk);
+      res.cork(() => {
+        if (!headWritten) {
+          writeHead();
+          headWritten = true;
+        }
+        if (length !== null) {
+          const offset = res.getWriteOffset();
+          const [ok, done] = res.tryEnd(chunk, length);
+          sent += chunk.length;
+          if (done) finished = true;
+          else if (!ok) {
+            // uWS kept what it could not write: the rest of this chunk goes from onWritable.
+            answer.pause();
+            res.onWritable((at) => {
+              const [ok2, done2] = res.tryEnd(chunk.subarray(at - offset), length);
+              if (done2) finished = true;
+              if (ok2) answer.resume();
+              return ok2;
+            });
+          }
+        } else if (!res.write(chunk)) {
+          answer.pause();
+          res.onWritable(() => {
+            answer.resume();
+            return true;
+          });
+        }
+      });
+    });
+    answer.on('end', () => {
+      if (aborted) return;
+      if (length === null) {
+        finished = true;
+        res.cork(() => {
+          if (!headWritten) writeHead();
+          res.end(undefined, closeAfter);
+        });
+      } else if (!headWritten) {
+        finished = true;
+        res.cork(() => {
+          writeHead();
+          res.end(undefined, closeAfter);
+        });
+      } else if (sent < length) res.close(); // the origin ended short: the only honest signal left
+      if (keep !== null && learn !== undefined) learn.done({ status, headers: answer.headers, body: Buffer.concat(keep) });
+    });
+    answer.on('error', () => {
+      if (!aborted && !finished) res.close();
+    });
+  });
+}

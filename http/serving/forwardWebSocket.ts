@@ -1,0 +1,109 @@
+// WebSockets (/proto, live sockets) that reach a serving thread are relayed to the main thread's
+// loopback listener, which owns the sockets' state (docs/http.md, "Serving threads"). The thread
+// opens the upstream socket first and upgrades the client only once it is open, so a refusal
+// (401, 404, server_full) reaches the client as the main thread wrote it. Each direction pauses
+// its source while the other side's buffer is over RELAY_HIGH_WATER.
+import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket as UwsSocket, us_socket_context_t } from 'uWebSockets.js';
+import WebSocket from 'ws';
+import { FORWARDED_PEER_HEADER, forwardedPeerValue } from './forwardedPeer.js';
+import type { ForwardOrigin } from './forwardHttp.js';
+
+const RELAY_HIGH_WATER = 4 * 1024 * 1024;
+/** Headers the ws client writes itself for the upstream handshake. */
+const SKIP = new Set(['connection', 'upgrade', 'sec-websocket-key', 'sec-websocket-version', 'sec-websocket-extensions', 'sec-websocket-protocol', 'host', 'content-length', 'transfer-encoding', FORWARDED_PEER_HEADER]);
+
+interface Relay {
+  upstream: WebSocket;
+  client: UwsSocket<Relay> | null;
+  closed: boolean;
+}
+
+/** A close code a peer may send (RFC 6455 §7.4): 1005/1006/1015 only describe what happened. */
+const sendableCode = (code: number): number => (code >= 1000 && code <= 4999 && code !== 1005 && code !== 1006 && code !== 1015 ? code : 1000);
+
+export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void {
+  app.ws<Relay>('/*', {
+    compression: 0,
+    // The main thread enforces each route's own frame limits; the relay only must not be the smaller.
+    maxPayloadLength: 64 * 1024 * 1024,
+    maxBackpressure: 64 * 1024 * 1024,
+    closeOnBackpressureLimit: false,
+    idleTimeout: 0,
+    sendPingsAutomatically: false,
+    upgrade: (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
+      const query = req.getQuery();
+      const path = query ? `${req.getUrl()}?${query}` : req.getUrl();
+      const key = req.getHeader('sec-websocket-key');
+      const protocolHeader = req.getHeader('sec-websocket-protocol');
+      const headers: Record<string, string> = {};
+      req.forEach((k, v) => {
+        if (!SKIP.has(k)) headers[k] = v;
+      });
+      headers[FORWARDED_PEER_HEADER] = forwardedPeerValue(origin.secret, Buffer.from(res.getRemoteAddressAsText()).toString());
+      const protocols = protocolHeader === '' ? [] : protocolHeader.split(',').map((p) => p.trim());
+      let aborted = false;
+      const upstream = new WebSocket(`ws://127.0.0.1:${origin.port}${path}`, protocols, { headers, perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+      const early: { data: Buffer; binary: boolean }[] = [];
+      const relay: Relay = { upstream, client: null, closed: false };
+      upstream.on('message', (data: Buffer, binary: boolean) => {
+        if (relay.client === null) {
+          early.push({ data, binary });
+          return;
+        }
+        relay.client.send(data, binary);
+        if (relay.client.getBufferedAmount() > RELAY_HIGH_WATER) upstream.pause();
+      });
+      res.onAborted(() => {
+        aborted = true;
+        upstream.terminate();
+      });
+      upstream.once('open', () => {
+        if (aborted) return;
+        res.cork(() => res.upgrade<Relay>(relay, key, upstream.protocol, '', context));
+        for (const m of early) relay.client?.send(m.data, m.binary);
+      });
+      upstream.once('unexpected-response', (_request, answer) => {
+        const chunks: Buffer[] = [];
+        answer.on('data', (c: Buffer) => chunks.push(c));
+        answer.on('end', () => {
+          if (aborted) return;
+          res.cork(() => {
+            res.writeStatus(`${answer.statusCode ?? 502} ${answer.statusMessage ?? ''}`);
+            const type = answer.headers['content-type'];
+            if (typeof type === 'string') res.writeHeader('Content-Type', type);
+            const challenge = answer.headers['www-authenticate'];
+            if (typeof challenge === 'string') res.writeHeader('WWW-Authenticate', challenge);
+            res.end(Buffer.concat(chunks));
+          });
+        });
+      });
+      upstream.on('error', () => {
+        if (aborted || relay.client !== null || relay.closed) return;
+        relay.closed = true;
+        res.cork(() => res.writeStatus('502 Bad Gateway').end());
+      });
+      upstream.on('close', (code: number, reason: Buffer) => {
+        if (relay.closed) return;
+        relay.closed = true;
+        relay.client?.end(sendableCode(code), reason);
+      });
+    },
+    open: (ws) => {
+      ws.getUserData().client = ws;
+    },
+    message: (ws, message, binary) => {
+      const { upstream } = ws.getUserData();
+      // uWS reuses the message's memory after this call: copy it.
+      upstream.send(Buffer.from(message.slice(0)), { binary });
+    },
+    drain: (ws) => {
+      if (ws.getBufferedAmount() < RELAY_HIGH_WATER) ws.getUserData().upstream.resume();
+    },
+    close: (ws, code, reason) => {
+      const relay = ws.getUserData();
+      if (relay.closed) return;
+      relay.closed = true;
+      relay.upstream.close(sendableCode(code), Buffer.from(reason.slice(0)));
+    },
+  });
+}

@@ -1,0 +1,106 @@
+// A serving thread (`http.threads` > 1; docs/http.md, "Serving threads"): its own uWS app on the
+// server's port (SO_REUSEPORT, the kernel spreads connections), answering anonymous narinfo GETs
+// of readable caches from its hot memory and relaying everything else, WebSockets included, to the
+// main thread's loopback listener, which owns the API, the sockets and the cache state.
+import { parentPort, workerData } from 'node:worker_threads';
+import uWS from 'uWebSockets.js';
+import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
+import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } from './forwardHttp.js';
+import { relayWebSockets } from './forwardWebSocket.js';
+import { ThreadHotCache } from './threadHotCache.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+
+/** The thread's hot memory: narinfos are ~1-2 KiB, so this holds tens of thousands. */
+const HOT_BYTES = 64 * 1024 * 1024;
+/** Answers larger than this are not kept (a narinfo with thousands of references). */
+const LEARN_MAX_BYTES = 64 * 1024;
+const NARINFO = /^[0-9a-df-np-sv-z]{32}\.narinfo$/;
+
+const data = workerData as ServingThreadData;
+const port = parentPort!;
+const counters = new Float64Array(data.counters);
+const hot = new ThreadHotCache(HOT_BYTES);
+const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agent: originAgent() };
+const post = (message: FromServingThread) => port.postMessage(message);
+
+function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
+  counters[COUNTER_REQUESTS]!++;
+  const cache = req.getParameter(0) ?? '';
+  const file = req.getParameter(1) ?? '';
+  const plain = req.getHeader('authorization') === '' && req.getHeader('content-length') === '' && req.getHeader('transfer-encoding') === '';
+  if (plain && NARINFO.test(file) && !cache.includes('%')) {
+    const answer = hot.get(cache, file);
+    if (answer !== undefined) {
+      counters[COUNTER_FROM_MEMORY]!++;
+      res.cork(() => {
+        res.writeStatus(answer.status === 200 ? '200 OK' : '404 Not Found').writeHeader('Content-Type', answer.contentType);
+        if (answer.xCache !== null) res.writeHeader('X-Cache', answer.xCache);
+        res.end(answer.body);
+      });
+      return;
+    }
+    counters[COUNTER_FORWARDED]!++;
+    const generation = hot.generation;
+    forwardHttp(res, req, origin, { maxBytes: LEARN_MAX_BYTES, done: (a) => learnNarinfo(generation, cache, file, a) });
+    return;
+  }
+  counters[COUNTER_FORWARDED]!++;
+  forwardHttp(res, req, origin);
+}
+
+/** Only what the main thread answered from a narinfo of the cache (X-Cache: HIT) or as a miss; never an upstream's. */
+function learnNarinfo(generation: number, cache: string, file: string, a: ForwardedAnswer): void {
+  const type = a.headers['content-type'];
+  const xCache = a.headers['x-cache'];
+  if (typeof type !== 'string') return;
+  if (a.status === 200 && xCache === 'HIT') hot.learn(generation, cache, file, { status: 200, contentType: type, xCache, body: a.body });
+  else if (a.status === 404 && type === 'application/json') hot.learn(generation, cache, file, { status: 404, contentType: type, xCache: null, body: a.body });
+}
+
+const app = uWS.App();
+relayWebSockets(app, origin);
+app.get('/cache/:cache/:file', answerFromMemory);
+app.any('/*', (res, req) => {
+  counters[COUNTER_REQUESTS]!++;
+  counters[COUNTER_FORWARDED]!++;
+  forwardHttp(res, req, origin);
+});
+
+let listenSocket: us_listen_socket | null = null;
+app.listen(data.listenAddr, data.port, (socket) => {
+  listenSocket = socket === false ? null : socket;
+  post({ t: 'listening', ok: socket !== false });
+});
+
+/** Ends the thread cleanly: a thread that ends while it holds its listen socket aborts the process. */
+function stop(): void {
+  if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
+  listenSocket = null;
+  app.close();
+  origin.agent.destroy();
+  port.close();
+}
+
+port.on('message', (message: ToServingThread) => {
+  switch (message.t) {
+    case 'forgetPath':
+      hot.forgetPath(message.hashPart);
+      break;
+    case 'forgetCache':
+      hot.forgetCache(message.cache);
+      break;
+    case 'stop':
+      stop();
+      break;
+    case 'fail':
+      throw new Error(message.reason);
+  }
+});
+
+// A crash: the listen socket is closed and the connections dropped before the thread ends (ending
+// while uWS holds them takes the whole process down); the supervisor starts a new thread.
+process.on('uncaughtException', (error) => {
+  console.error(`serving thread ${data.index} failed:`, error);
+  stop();
+  process.exit(1);
+});

@@ -1,0 +1,115 @@
+// The main thread's side of `http.threads` (docs/http.md, "Serving threads"): one worker thread
+// per serving uWS app, each a supervised child (`http-thread-<n>` under `http-threads`) whose
+// actor is the thread's life: the thread ending on its own is a crash, restarted within the
+// restart budget, and only that thread's connections are lost. Invalidations reach every thread
+// as messages; per-thread request counts are in GET /api/v1/admin/actors.
+import { Worker } from 'node:worker_threads';
+import { fromPromise } from 'xstate';
+import type { Supervisor } from '../../supervisors/index.js';
+import { forwardingSecret } from './forwardedPeer.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+
+/** How long a thread has to close its listen socket and end before it is terminated. */
+const STOP_MS = 5_000;
+
+export interface ServingThreadsOptions {
+  count: number;
+  listenAddr: string;
+  port: number;
+  /** the main thread's loopback listener */
+  originPort: number;
+  supervisor: Supervisor;
+  log: { info(o: object, msg: string): void; error(o: object, msg: string): void };
+}
+
+export interface ServingThreads {
+  /** Sends to every running thread (invalidations). */
+  broadcast(message: ToServingThread): void;
+  /** Makes thread `index` fail as a bug in it would (tests). */
+  crash(index: number): void;
+  /** Incarnations of thread `index` so far (tests: a restart shows). */
+  starts(index: number): number;
+  /** Closes every thread's listen socket and waits for the threads to end. */
+  stop(): Promise<void>;
+}
+
+// Threads load tsx's loader as the CPU pool's do (storage/cpuPool.ts).
+const threadExecArgv = (): string[] => [...process.execArgv, '--import', import.meta.resolve('tsx')];
+
+export async function startServingThreads(opts: ServingThreadsOptions): Promise<ServingThreads> {
+  const running = new Map<number, Worker>();
+  const startCounts = new Map<number, number>();
+  const counters = Array.from({ length: opts.count }, () => new SharedArrayBuffer(COUNTERS * Float64Array.BYTES_PER_ELEMENT));
+  let stopping = false;
+
+  const threadLogic = fromPromise<void, { index: number }>(({ input, signal }) => new Promise<void>((resolve, reject) => {
+    const { index } = input;
+    const data: ServingThreadData = {
+      index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), counters: counters[index]!,
+    };
+    const worker = new Worker(new URL('./servingThread.ts', import.meta.url), { workerData: data, execArgv: threadExecArgv(), name: `http-thread-${index}` });
+    startCounts.set(index, (startCounts.get(index) ?? 0) + 1);
+    running.set(index, worker);
+    let ended = false;
+    const end = () => {
+      if (!ended) worker.postMessage({ t: 'stop' } satisfies ToServingThread);
+    };
+    signal.addEventListener('abort', end, { once: true });
+    worker.on('message', (m: FromServingThread) => {
+      if (m.t === 'listening' && !m.ok) worker.postMessage({ t: 'stop' } satisfies ToServingThread);
+    });
+    worker.on('error', (e) => opts.log.error({ err: e, thread: index }, 'a serving thread failed'));
+    worker.on('exit', (code) => {
+      ended = true;
+      if (running.get(index) === worker) running.delete(index);
+      if (stopping || signal.aborted) resolve();
+      else reject(new Error(`serving thread ${index} ended (exit code ${code})`));
+    });
+  }));
+
+  const ready: Promise<void>[] = [];
+  for (let index = 0; index < opts.count; index++) {
+    opts.supervisor.spawn({
+      id: `http-thread-${index}`, kind: 'http-thread', logic: threadLogic, input: { index },
+      summarize: () => {
+        const c = new Float64Array(counters[index]!);
+        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, starts: startCounts.get(index) ?? 0 };
+      },
+    });
+    ready.push(new Promise<void>((resolve, reject) => {
+      const wait = () => {
+        const worker = running.get(index);
+        if (worker === undefined) {
+          setTimeout(wait, 5);
+          return;
+        }
+        worker.once('message', (m: FromServingThread) => (m.ok ? resolve() : reject(new Error(`serving thread ${index} cannot listen on ${opts.listenAddr}:${opts.port}`))));
+      };
+      wait();
+    }));
+  }
+  await Promise.all(ready);
+  opts.log.info({ threads: opts.count, port: opts.port }, 'serving threads listening');
+
+  return {
+    broadcast(message) {
+      for (const worker of running.values()) worker.postMessage(message);
+    },
+    crash(index) {
+      running.get(index)?.postMessage({ t: 'fail', reason: 'crashed on purpose' } satisfies ToServingThread);
+    },
+    starts: (index) => startCounts.get(index) ?? 0,
+    async stop() {
+      stopping = true;
+      const workers = [...running.values()];
+      await Promise.all(workers.map((worker) => new Promise<void>((resolve) => {
+        const timer = setTimeout(() => void worker.terminate(), STOP_MS);
+        worker.once('exit', () => {
+          clearTimeout(timer);
+          resolve();
+        });
+        worker.postMessage({ t: 'stop' } satisfies ToServingThread);
+      })));
+    },
+  };
+}

@@ -1,0 +1,112 @@
+// http.threads > 1 (docs/http.md, "Serving threads"): serving threads share the server's port,
+// answer narinfos from their own memory, relay the rest (API, WebSockets) to the main thread, forget
+// what an upload or an access change made stale, show in /admin/actors with their counts, and a
+// thread killed under load is restarted while the others keep answering.
+import { request as httpRequest } from 'node:http';
+import t from 'tap';
+import WebSocket from 'ws';
+import { startTestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { eventually } from '../../support/eventually.js';
+import { buildFixturePaths } from '../../support/nixStore.js';
+import { localNar, uploadChunked } from '../../support/narUploads.js';
+
+const THREADS = 3;
+
+/** One GET on a connection of its own, so that requests spread over the listeners. */
+function getFresh(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+interface ActorNode { id: string; status?: string; restarts?: number; summary?: Record<string, number>; children?: ActorNode[] }
+const threadNodes = (root: ActorNode): ActorNode[] => root.children?.find((c) => c.id === 'http-threads')?.children ?? [];
+
+t.test('serving threads', async (t) => {
+  const kiln = await startTestKiln(t, { 'http.threads': THREADS });
+  t.ok(kiln.servingThreads, 'threads started');
+  const admin = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'pub', { public: true, ownerId: admin.id });
+  const fixtures = buildFixturePaths();
+  const [tree, file] = [localNar(fixtures.tree), localNar(fixtures.file)];
+  t.equal((await uploadChunked(kiln, admin.token, 'pub', tree)).status, 200);
+  const narinfo = `${kiln.url}/cache/pub/${tree.hash}.narinfo`;
+  const missing = `${kiln.url}/cache/pub/${file.hash}.narinfo`;
+
+  t.test('narinfos and misses answer alike on every listener; threads answer from memory', async (t) => {
+    // Two rounds: the first teaches each thread the answer, the second finds it in memory.
+    await Promise.all(Array.from({ length: 30 }, () => getFresh(narinfo)));
+    const answers = await Promise.all(Array.from({ length: 60 }, () => getFresh(narinfo)));
+    t.same(new Set(answers.map((a) => a.status)), new Set([200]));
+    t.equal(new Set(answers.map((a) => a.body)).size, 1, 'one body');
+    t.same(new Set((await Promise.all(Array.from({ length: 20 }, () => getFresh(missing)))).map((a) => a.status)), new Set([404]));
+    const nodes = threadNodes((await kiln.api<ActorNode>('GET', '/admin/actors', { token: admin.token })).message);
+    t.equal(nodes.length, THREADS, 'each thread is a supervised child');
+    const sum = (field: string) => nodes.reduce((n, node) => n + (node.summary?.[field] ?? 0), 0);
+    t.ok(sum('requests') > 0 && sum('fromMemory') > 0, `threads counted requests (${sum('requests')}) and memory answers (${sum('fromMemory')})`);
+  });
+
+  t.test('the API and WebSockets through any listener', async (t) => {
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => getFresh(`${kiln.url}/api/v1/user`, { authorization: `Bearer ${admin.token}` })));
+    t.same(new Set(statuses.map((s) => s.status)), new Set([200]));
+    const refused = await Promise.all(Array.from({ length: 8 }, () => new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${kiln.url.replace('http', 'ws')}/api/v1/metrics/events`);
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => {
+        ws.close();
+        resolve(101);
+      });
+      ws.on('error', () => resolve(-1));
+    })));
+    t.same(new Set(refused), new Set([401]), 'a live socket without a token is refused as the main thread refuses it');
+  });
+
+  t.test('an upload and an access change reach every thread', async (t) => {
+    t.equal((await uploadChunked(kiln, admin.token, 'pub', file)).status, 200);
+    const after = await Promise.all(Array.from({ length: 30 }, () => getFresh(missing)));
+    t.same(new Set(after.map((a) => a.status)), new Set([200]), 'no thread serves its remembered miss after the upload');
+    t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: false } })).status, 200);
+    const privately = await Promise.all(Array.from({ length: 30 }, () => getFresh(narinfo)));
+    t.same(new Set(privately.map((a) => a.status)), new Set([401]), 'no thread serves a cache made private from memory');
+    t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: true } })).status, 200);
+  });
+
+  t.test('a thread killed under load: the others answer, it restarts', async (t) => {
+    const threads = kiln.servingThreads!;
+    let running = true;
+    const outcomes = { ok: 0, failed: 0, okAfterRestart: 0 };
+    const load = Promise.all(Array.from({ length: 4 }, async () => {
+      while (running) {
+        try {
+          const a = await getFresh(narinfo);
+          if (a.status === 200) {
+            outcomes.ok++;
+            if (threads.starts(0) >= 2) outcomes.okAfterRestart++;
+          } else outcomes.failed++;
+        } catch {
+          outcomes.failed++; // a connection of the killed thread
+        }
+      }
+    }));
+    await eventually(() => outcomes.ok > 20, { message: 'load is running' });
+    threads.crash(0);
+    await eventually(() => threads.starts(0) >= 2, { message: 'thread 0 restarts' });
+    await eventually(() => outcomes.okAfterRestart > 50, { message: 'answers keep coming after the restart', timeout: 60_000 });
+    running = false;
+    await load;
+    t.ok(outcomes.failed <= 4, `at most the killed thread's connections failed (${outcomes.failed})`);
+    const node = threadNodes((await kiln.api<ActorNode>('GET', '/admin/actors', { token: admin.token })).message).find((n) => n.id === 'http-thread-0');
+    t.equal(node?.restarts, 1, 'the supervisor counted the restart');
+    const all = await Promise.all(Array.from({ length: 30 }, () => getFresh(narinfo)));
+    t.same(new Set(all.map((a) => a.status)), new Set([200]));
+  });
+});
