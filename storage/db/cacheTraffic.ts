@@ -71,7 +71,7 @@ export async function rollUpTraffic(sql: ISql): Promise<void> {
       from ${sql(table)}
       where ${source} and ${sql(column)} >= coalesce(
         (select max(start) - ${`1 ${period}`}::interval from cache_traffic_rollups where period = ${period}), '-infinity')
-      group by cache_id, date_trunc(${period}, ${sql(column)}, 'UTC')
+      group by 1, 3
       on conflict (cache_id, period, start) do update set
         narinfo_hits = excluded.narinfo_hits, narinfo_misses = excluded.narinfo_misses,
         upstream_hits = excluded.upstream_hits, nar_bytes_served = excluded.nar_bytes_served`;
