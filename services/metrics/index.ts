@@ -2,3 +2,4 @@
 export { registerServerMetrics } from './serverMetrics.js';
 export { flushTraffic, rollUpAndPrune } from './trafficRecorder.js';
 export { cacheMetricsService, type CacheMetricsService } from './cacheMetrics.js';
+export { startOtlpPush } from './otlpPush.js';
