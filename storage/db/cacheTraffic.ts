@@ -18,9 +18,8 @@ export interface TrafficMinute extends TrafficCounts {
 }
 
 export type TrafficPeriod = 'minute' | 'hour' | 'day' | 'week';
-export const TRAFFIC_PERIODS: readonly TrafficPeriod[] = ['minute', 'hour', 'day', 'week'];
 
-export interface TrafficPoint extends TrafficCounts {
+interface TrafficPoint extends TrafficCounts {
   start: Date;
 }
 

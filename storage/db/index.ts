@@ -19,6 +19,6 @@ export {
 export type { Queryable } from './queryable.js';
 export { deleteInSlices, retentionCutoff } from './sliceDeletes.js';
 export {
-  addTrafficMinutes, rollUpTraffic, pruneTraffic, trafficSeries, trafficTotalsSince, storedTotalsOf, TRAFFIC_PERIODS,
-  type TrafficCounts, type TrafficMinute, type TrafficPeriod, type TrafficPoint,
+  addTrafficMinutes, rollUpTraffic, pruneTraffic, trafficSeries, trafficTotalsSince, storedTotalsOf,
+  type TrafficCounts, type TrafficMinute, type TrafficPeriod,
 } from './cacheTraffic.js';
