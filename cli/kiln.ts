@@ -1,8 +1,8 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
 import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, KilnMetrics, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, createServices, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector } from '../services/index.js';
+import { createCpuPool, createOutboundClient, KilnMetrics, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
+import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -116,8 +116,17 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => pool.destroy());
     const errorReports = await openErrorReports(config, log, `kiln@${version}`);
     stack.push(() => errorReports.close());
-    // Metrics are on when someone can read them: GET /metrics with metrics.tokenFile (docs/metrics.md).
-    const metrics = new KilnMetrics({ enabled: config['metrics.tokenFile'] !== null, labelTopn: config['metrics.labelTopn'] });
+    // Metrics are on when someone can read them: GET /metrics with metrics.tokenFile, or an OTLP collector (docs/metrics.md).
+    const otlpEndpoint = config['metrics.otlp.endpoint'];
+    const metrics = new KilnMetrics({ enabled: config['metrics.tokenFile'] !== null || otlpEndpoint !== null, labelTopn: config['metrics.labelTopn'] });
+    if (otlpEndpoint !== null) {
+      const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'] });
+      stack.push(() => outbound.close());
+      const otlp = startOtlpPush({ endpoint: otlpEndpoint, intervalSecs: config['metrics.otlp.pushIntervalSecs'], metrics, version, log, outbound });
+      stack.push(() => otlp.stop());
+    }
+    // The stored per-minute cache traffic, whatever metrics.tokenFile says: it is for people and the UI.
+    const trafficCounters = new TrafficCounters(() => clock.now().getTime());
     const root = createRootSupervisor({
       onEscalate: (error) => {
         log.fatal({ err: error }, 'the supervision tree gave up; stopping');
@@ -162,7 +171,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
     const services = createServices(
-      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool },
+      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool, trafficCounters },
       {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
@@ -176,7 +185,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     scheduler.start();
     stack.push(() => scheduler.stop());
     const upkeep = startUpkeep({
-      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus,
+      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus, trafficCounters,
       supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     });
     stack.push(() => upkeep.stop());

@@ -36,3 +36,4 @@ export { createServices, type Services } from './assembly/index.js';
 export { startUpkeep, type Upkeep } from './assembly/index.js';
 export type { RunningScheduler } from './builds/index.js';
 export type { GarbageCollector } from './gc/index.js';
+export { startOtlpPush } from './metrics/index.js';

@@ -16,3 +16,4 @@ export * from './outbound/index.js';
 export { secureBaseDir, SERVER_PRIVATE_DIRS } from './baseDirModes.js';
 export { KilnMetrics, type Sample } from './metrics/kilnMetrics.js';
 export { topWithOther } from './metrics/boundedLabel.js';
+export { TrafficCounters } from './metrics/trafficCounters.js';

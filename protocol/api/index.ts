@@ -22,3 +22,4 @@ export { ProjectEvaluationsQuery } from './projectEvaluations.js';
 export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository } from './gitHostHooks.js';
 export { GcRequestBody, GcRunId, GcRunView, PinBody, PinView } from './gc.js';
 export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';
+export { CACHE_METRICS_MAX_POINTS, CacheMetricsQuery } from './cacheMetrics.js';

@@ -4,8 +4,8 @@
 import { componentLogger, type Config, type Logger } from '../../config/index.js';
 import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
 import type { Clock, Supervisor } from '../../supervisors/index.js';
-import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox } from '../../storage/index.js';
-import { registerServerMetrics } from '../metrics/index.js';
+import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
+import { cacheMetricsService, registerServerMetrics, type CacheMetricsService } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
 import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
@@ -39,6 +39,8 @@ export interface OpenedResources {
   metrics: KilnMetrics;
   /** the CPU pool, whose queue the metrics read */
   cpu: CpuPool;
+  /** cache traffic per minute, flushed to PostgreSQL by the upkeep (docs/metrics.md, stored metrics) */
+  trafficCounters: TrafficCounters;
 }
 
 /** Tuning for tests; production passes none. */
@@ -96,6 +98,8 @@ export interface Services {
   buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
   /** garbage collection: the collector (started by the composition root), pins, the superuser's runs */
   gc: { collector: GarbageCollector; pins: CachePinsService; admin: GcAdminService };
+  /** the stored cache traffic: series per cache and the cache board (docs/metrics.md) */
+  cacheMetrics: CacheMetricsService;
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
   /** the Git host application: webhooks in, status reports out (null while gitHostApp.enable is false); the composition root starts and stops the reporter */
@@ -129,6 +133,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const narUploads = narUploadService({ sql: db.web, nars, ingest: webIngest, maxUploadSize: config['nar.maxUploadSize'] });
   const caches = createCacheServices({
     sql: db.web, config, log: componentLogger(log, 'cache'), secretBox, nars, events: events.events, bus: events.bus, clock, metrics,
+    trafficCounters: opened.trafficCounters,
   });
 
   // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
@@ -226,6 +231,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     gitHosts: { hooks, reporter },
     config, log, version: opened.version, metrics, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
+    cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches }),
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
     scheduler, logFeed, builds: { evaluations, views, data }, buildRequests, gc,
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),

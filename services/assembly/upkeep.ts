@@ -14,7 +14,8 @@ import { runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
-import type { SecretBox } from '../../storage/index.js';
+import type { SecretBox, TrafficCounters } from '../../storage/index.js';
+import { flushTraffic, rollUpAndPrune } from '../metrics/index.js';
 
 /** Retention runs hourly: retentionDays counts days, an hour late is within its precision. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -26,7 +27,8 @@ export interface RetentionReport {
 }
 
 export interface UpkeepDeps {
-  config: Pick<Config, 'cache.signSweepIntervalSecs' | 'cache.debugIndexIntervalSecs' | 'metrics.graphConsistencyIntervalSecs' | 'retentionDays'>;
+  config: Pick<Config, 'cache.signSweepIntervalSecs' | 'cache.debugIndexIntervalSecs' | 'metrics.graphConsistencyIntervalSecs' | 'retentionDays'
+    | 'metrics.cacheFlushIntervalSecs' | 'metrics.rollupIntervalSecs' | 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'>;
   log: Logger;
   clock: Clock;
   /** the binary cache's pool: signatures and the debug index */
@@ -37,6 +39,8 @@ export interface UpkeepDeps {
   nars: Pick<NarStorage, 'reads'>;
   bus: Pick<EventBus, 'subscribe'>;
   supervisor: Supervisor;
+  /** this process's cache traffic counts, flushed every metrics.cacheFlushIntervalSecs */
+  trafficCounters: Pick<TrafficCounters, 'take' | 'restore'>;
 }
 
 /** The passes, for tests and operators' tools: each runs once now and resolves with what it did. */
@@ -46,6 +50,10 @@ export interface Upkeep {
   /** null when metrics.graphConsistencyIntervalSecs is 0 */
   graphConsistency(): Promise<GraphConsistencyReport | null>;
   retention(): Promise<RetentionReport>;
+  /** writes the cache traffic counted since the last flush */
+  trafficFlush(): Promise<{ minutes: number }>;
+  /** rolls the stored traffic up and applies metrics.retention.* */
+  metricRollup(): Promise<{ deleted: number }>;
   /** Resolves once the passes the timers and wakes started have ended. */
   settle(): Promise<void>;
   stop(): Promise<void>;
@@ -65,6 +73,8 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
       gitHostDeliveries: await deleteOldHookDeliveries(sql, config['retentionDays'], clock.now()),
     }),
+    trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),
+    metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
   };
 
   const loops: CoalescingLoop[] = [];
@@ -86,6 +96,8 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   loopOf('debug-index', config['cache.debugIndexIntervalSecs'] * 1000, passes.debugIndex);
   if (graphIntervalSecs > 0) loopOf('graph-consistency', graphIntervalSecs * 1000, passes.graphConsistency);
   if (config['retentionDays'] > 0) loopOf('record-retention', RETENTION_INTERVAL_MS, passes.retention);
+  const flushLoop = loopOf('traffic-flush', config['metrics.cacheFlushIntervalSecs'] * 1000, async () => ((await passes.trafficFlush()).minutes === 0 ? null : {}));
+  loopOf('metric-rollup', config['metrics.rollupIntervalSecs'] * 1000, passes.metricRollup);
   // A rotation in any process: re-sign now rather than at the next interval.
   const unsubscribe = onCacheChanged(deps.bus, KEY_ROTATED_REASONS, () => signLoop.wake());
 
@@ -97,6 +109,9 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     async stop() {
       unsubscribe();
       for (const timer of timers) clearInterval(timer);
+      // The last counts of this process are written before it goes.
+      flushLoop.wake();
+      await flushLoop.settle();
       await Promise.all(loops.map((l) => l.stop()));
     },
   };

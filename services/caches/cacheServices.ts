@@ -4,7 +4,7 @@ import { cacheNarsService } from './cacheNars.js';
 import { cachesService } from './caches.js';
 import { cacheTraffic } from './cacheTraffic.js';
 import { cacheUpstreamsService } from './cacheUpstreams.js';
-import { createOutboundClient, outboundFetch, type EventBus, type KilnMetrics, type OutboundClient } from '../../storage/index.js';
+import { createOutboundClient, outboundFetch, type EventBus, type KilnMetrics, type OutboundClient, type TrafficCounters } from '../../storage/index.js';
 import { createUpstreams } from './upstreams.js';
 import { cacheKeyRotationService } from './cacheKeyRotation.js';
 import { debugInfoDocument } from './debugIndex.js';
@@ -18,6 +18,8 @@ export interface CacheServicesDeps extends CacheDeps {
   clock: Clock;
   /** counts the binary cache's answers (kiln_cache_*) */
   metrics?: Pick<KilnMetrics, 'narinfoAnswered' | 'narBytesServed'>;
+  /** the stored per-minute traffic series (services/metrics/trafficRecorder.ts) */
+  trafficCounters?: Pick<TrafficCounters, 'narinfo' | 'served'>;
 }
 
 /** Caches, their NARs and their upstreams, built once at start (services/createServices.ts). */
@@ -44,7 +46,7 @@ export function createCacheServices(deps: CacheServicesDeps) {
     /** debuginfo/{build_id} from the debug build-ID index */
     debugInfo: (cacheId: string, buildId: string) => debugInfoDocument(deps.sql, cacheId, buildId),
     /** cache.narinfo.served and cache.nar.fetched, batched off the serving path */
-    traffic: cacheTraffic(deps.events, deps.metrics),
+    traffic: cacheTraffic(deps.events, deps.metrics, deps.trafficCounters),
   };
 }
 export type CacheServices = ReturnType<typeof createCacheServices>;

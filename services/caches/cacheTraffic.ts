@@ -4,7 +4,7 @@
 // batch off the request path, at most MAX_PER_FLUSH per flush. Past that, under a flood of
 // requests, the rest of the batch is dropped and counted: live feeds are best-effort anyway (the
 // firehose drops on lag, spec: Firehose), and serving must not slow down to report itself.
-import type { Events, KilnMetrics } from '../../storage/index.js';
+import type { Events, KilnMetrics, TrafficCounters } from '../../storage/index.js';
 
 const FLUSH_MS = 100;
 /**
@@ -27,8 +27,11 @@ export interface CacheTraffic {
   close(): void;
 }
 
-/** `metrics` counts every answer (kiln_cache_*), even those whose event a full flush drops. */
-export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<KilnMetrics, 'narinfoAnswered' | 'narBytesServed'>): CacheTraffic {
+/**
+ * `metrics` counts every answer (kiln_cache_*), even those whose event a full flush drops, and
+ * `counters` (the stored per-minute series, docs/metrics.md) too.
+ */
+export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<KilnMetrics, 'narinfoAnswered' | 'narBytesServed'>, counters?: Pick<TrafficCounters, 'narinfo' | 'served'>): CacheTraffic {
   let pending: Traffic[] = [];
   let timer: NodeJS.Timeout | null = null;
   let dropped = 0;
@@ -60,11 +63,14 @@ export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<Kil
 
   return {
     served: (cache, hash, hit, upstream = false) => {
-      metrics?.narinfoAnswered(cache.name, hit ? (upstream ? 'upstream' : 'hit') : 'miss');
+      const outcome = hit ? (upstream ? 'upstream' : 'hit') : 'miss';
+      metrics?.narinfoAnswered(cache.name, outcome);
+      counters?.narinfo(cache.id, outcome);
       add({ event: 'cache.narinfo.served', cacheId: cache.id, cache: cache.name, hash, hit });
     },
     fetched: (cache, fileHash, bytes) => {
       metrics?.narBytesServed(cache.name, bytes);
+      counters?.served(cache.id, bytes);
       add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes });
     },
     get dropped() {

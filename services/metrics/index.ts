@@ -1,2 +1,5 @@
-// The public face of services/metrics/: the series read at scrape time (docs/metrics.md).
+// The public face of services/metrics/: the series read at scrape time and the stored metrics (docs/metrics.md).
 export { registerServerMetrics } from './serverMetrics.js';
+export { flushTraffic, rollUpAndPrune } from './trafficRecorder.js';
+export { cacheMetricsService, type CacheMetricsService } from './cacheMetrics.js';
+export { startOtlpPush } from './otlpPush.js';

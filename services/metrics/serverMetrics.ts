@@ -1,7 +1,9 @@
 // The series read at scrape time (docs/metrics.md): what PostgreSQL holds (open evaluations and
 // builds, the queue, cache storage, the webhook backlog) and what this process holds in memory
 // (connected workers, the CPU pool, the hot cache). Each query reads an index made for it
-// (0029_metrics_indexes.sql) or is remembered for a minute (cache storage sums every path).
+// (0029_metrics_indexes.sql). No scrape waits for PostgreSQL but the first: a scrape answers from
+// the last read and, when that is older than its period (10 s for counts, a minute for cache
+// storage, which sums every path), starts the next read in the background.
 import type { Sql } from 'postgres';
 import type { CpuPool, KilnMetrics, NarStorage, Sample } from '../../storage/index.js';
 import { cacheStorageTotals, topWithOther } from '../../storage/index.js';
@@ -20,6 +22,30 @@ export interface ServerMetricsDeps {
 
 /** Sums over every cached path: read at most once a minute, whatever the scrape interval. */
 const STORAGE_MEMO_MS = 60_000;
+/** Counts of open evaluations, builds and deliveries: at most every 10 s. */
+const COUNTS_MEMO_MS = 10_000;
+
+/**
+ * `read` at most once per `periodMs`: the first call waits for it; later calls answer the last value
+ * at once and, when it is older than the period, start one read in the background. A failed
+ * background read keeps the last value and is tried again at the next call.
+ */
+function readInBackground<T>(periodMs: number, now: () => number, read: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: T } | null = null;
+  let pending: Promise<T> | null = null;
+  const refresh = (): Promise<T> => {
+    pending ??= read().then((value) => {
+      last = { at: now(), value };
+      return value;
+    }).finally(() => (pending = null));
+    return pending;
+  };
+  return async () => {
+    if (last === null) return refresh();
+    if (now() - last.at >= periodMs) refresh().catch(() => undefined);
+    return last.value;
+  };
+}
 
 interface CacheStorageRow {
   label: string;
@@ -32,42 +58,39 @@ export function registerServerMetrics(deps: ServerMetricsDeps): void {
   if (!metrics.enabled) return;
   const now = deps.now ?? Date.now;
 
-  metrics.scraped('kiln_evaluations', 'evaluations in each open phase (completed, failed and aborted ones are not counted)', ['phase'], async () => {
+  const counted = <T>(read: () => Promise<T>) => readInBackground(COUNTS_MEMO_MS, now, read);
+  const evaluations = counted(async () => {
     const rows = await sql<{ phase: string; n: number }[]>`
       select phase, count(*)::int as n from evaluations where phase not in ('completed', 'failed', 'aborted') group by phase`;
     return rows.map((r) => ({ labels: { phase: r.phase }, value: r.n }));
   });
-  metrics.scraped('kiln_builds', 'derivation builds queued or started (ended builds: kiln_build_duration_seconds_count)', ['status'], async () => {
+  metrics.scraped('kiln_evaluations', 'evaluations in each open phase (completed, failed and aborted ones are not counted)', ['phase'], evaluations);
+  const builds = counted(async () => {
     const rows = await sql<{ status: string; n: number }[]>`
       select status, count(*)::int as n from derivation_builds where status in ('queued', 'started') group by status`;
     const counts = new Map(rows.map((r) => [r.status, r.n]));
     return ['queued', 'started'].map((status) => ({ labels: { status }, value: counts.get(status) ?? 0 }));
   });
-  metrics.scraped('kiln_queue_depth', 'jobs waiting for a worker: queued builds and queued evaluations', ['kind'], async () => {
+  metrics.scraped('kiln_builds', 'derivation builds queued or started (ended builds: kiln_build_duration_seconds_count)', ['status'], builds);
+  const queue = counted(async () => {
     const [row] = await sql<{ builds: number; evaluations: number }[]>`
       select (select count(*)::int from derivation_builds where status = 'queued') as builds,
              (select count(*)::int from evaluations where phase = 'queued') as evaluations`;
     return [{ labels: { kind: 'build' }, value: row?.builds ?? 0 }, { labels: { kind: 'evaluation' }, value: row?.evaluations ?? 0 }];
   });
-  metrics.scraped('kiln_webhook_backlog', 'webhook and task action deliveries not finished yet, by status', ['status'], async () => {
+  metrics.scraped('kiln_queue_depth', 'jobs waiting for a worker: queued builds and queued evaluations', ['kind'], queue);
+  const backlog = counted(async () => {
     const rows = await sql<{ status: string; n: number }[]>`
       select status, count(*)::int as n from event_deliveries where status in ('pending', 'attempting', 'retrying') group by status`;
     const counts = new Map(rows.map((r) => [r.status, r.n]));
     return ['pending', 'attempting', 'retrying'].map((status) => ({ labels: { status }, value: counts.get(status) ?? 0 }));
   });
+  metrics.scraped('kiln_webhook_backlog', 'webhook and task action deliveries not finished yet, by status', ['status'], backlog);
 
-  let storage: { at: number; rows: Promise<CacheStorageRow[]> } | null = null;
-  const cacheStorage = (): Promise<CacheStorageRow[]> => {
-    if (storage === null || now() - storage.at >= STORAGE_MEMO_MS) {
-      const rows = cacheStorageTotals(sql).then((found) => topWithOther(
-        found.map((r) => ({ label: r.name, bytes: r.bytes, paths: r.paths })), deps.labelTopn, (r) => r.bytes,
-        (rest) => ({ bytes: rest.reduce((n, r) => n + r.bytes, 0), paths: rest.reduce((n, r) => n + r.paths, 0) }),
-      ));
-      storage = { at: now(), rows };
-      rows.catch(() => (storage = null)); // a failed read is tried again at the next scrape
-    }
-    return storage.rows;
-  };
+  const cacheStorage = readInBackground(STORAGE_MEMO_MS, now, async (): Promise<CacheStorageRow[]> => topWithOther(
+    (await cacheStorageTotals(sql)).map((r) => ({ label: r.name, bytes: r.bytes, paths: r.paths })), deps.labelTopn, (r) => r.bytes,
+    (rest) => ({ bytes: rest.reduce((n, r) => n + r.bytes, 0), paths: rest.reduce((n, r) => n + r.paths, 0) }),
+  ));
   metrics.scraped('kiln_cache_storage_bytes', 'stored (compressed) NAR bytes per cache, read at most once a minute', ['cache'], async () =>
     (await cacheStorage()).map((r) => ({ labels: { cache: r.label }, value: r.bytes })));
   metrics.scraped('kiln_cache_paths', 'store paths per cache, read at most once a minute', ['cache'], async () =>

@@ -18,3 +18,7 @@ export {
 } from './caches.js';
 export type { Queryable } from './queryable.js';
 export { deleteInSlices, retentionCutoff } from './sliceDeletes.js';
+export {
+  addTrafficMinutes, rollUpTraffic, pruneTraffic, trafficSeries, trafficTotalsSince, storedTotalsOf,
+  type TrafficCounts, type TrafficMinute, type TrafficPeriod,
+} from './cacheTraffic.js';

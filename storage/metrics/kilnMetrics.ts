@@ -5,6 +5,7 @@
 // no collector runs, so the hot paths pay one branch.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { BoundedLabel } from './boundedLabel.js';
+import { CounterFamily, HistogramFamily, type FamilySnapshot, type PrerenderedFamily } from './prerenderedFamilies.js';
 
 export interface KilnMetricsOptions {
   /** false: nothing is recorded and the registry stays empty */
@@ -29,13 +30,15 @@ const LONG_BUCKETS = [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 720
 export class KilnMetrics {
   readonly registry = new Registry();
   private readonly cacheLabel: BoundedLabel;
-  private readonly httpDuration: Histogram<'group' | 'method' | 'status'>;
-  /** labelled children by "group method status": labels() hashes its arguments on every call */
-  private readonly httpChildren = new Map<string, Histogram.Internal<'group' | 'method' | 'status'>>();
-  private readonly narinfo: Counter<'cache' | 'outcome'>;
-  private readonly narinfoChildren = new Map<string, Counter.Internal>();
-  private readonly narServed: Counter<'cache'>;
-  private readonly narIngested: Counter<'cache'>;
+  // The families that grow with routes and caches render their lines once (prerenderedFamilies.ts).
+  private readonly httpDuration: HistogramFamily<'group' | 'method' | 'status'>;
+  /** children by "group method status", so a request looks up one key */
+  private readonly httpChildren = new Map<string, { observe(value: number): void }>();
+  private readonly narinfo: CounterFamily<'cache' | 'outcome'>;
+  private readonly narinfoChildren = new Map<string, { inc(by?: number): void }>();
+  private readonly narServed: CounterFamily<'cache'>;
+  private readonly narIngested: CounterFamily<'cache'>;
+  private readonly families: PrerenderedFamily[];
   private readonly uploadBusy: Counter;
   private readonly restarts: Counter<'kind'>;
   private readonly deliveries: Counter<'outcome'>;
@@ -46,13 +49,12 @@ export class KilnMetrics {
   constructor(readonly options: KilnMetricsOptions) {
     const registers = [this.registry];
     this.cacheLabel = new BoundedLabel(options.labelTopn);
-    this.httpDuration = new Histogram({
-      name: 'kiln_http_request_duration_seconds', help: 'HTTP requests answered, by route group, method and status: time from the request to the end of the answer',
-      labelNames: ['group', 'method', 'status'], buckets: REQUEST_BUCKETS, registers,
-    });
-    this.narinfo = new Counter({ name: 'kiln_cache_narinfo_requests_total', help: 'narinfo requests answered per cache: hit (stored), upstream (from an upstream cache), miss (404)', labelNames: ['cache', 'outcome'], registers });
-    this.narServed = new Counter({ name: 'kiln_cache_nar_served_bytes_total', help: 'NAR file bytes sent per cache (GET, not HEAD)', labelNames: ['cache'], registers });
-    this.narIngested = new Counter({ name: 'kiln_cache_nar_ingested_bytes_total', help: 'NAR file bytes stored per cache by every ingest path (REST, nix copy, workers, direct builds)', labelNames: ['cache'], registers });
+    this.httpDuration = new HistogramFamily('kiln_http_request_duration_seconds', 'HTTP requests answered, by route group, method and status: time from the request to the end of the answer',
+      ['group', 'method', 'status'], REQUEST_BUCKETS);
+    this.narinfo = new CounterFamily('kiln_cache_narinfo_requests_total', 'narinfo requests answered per cache: hit (stored), upstream (from an upstream cache), miss (404)', ['cache', 'outcome']);
+    this.narServed = new CounterFamily('kiln_cache_nar_served_bytes_total', 'NAR file bytes sent per cache (GET, not HEAD)', ['cache']);
+    this.narIngested = new CounterFamily('kiln_cache_nar_ingested_bytes_total', 'NAR file bytes stored per cache by every ingest path (REST, nix copy, workers, direct builds)', ['cache']);
+    this.families = [this.httpDuration, this.narinfo, this.narServed, this.narIngested];
     this.uploadBusy = new Counter({ name: 'kiln_upload_busy_total', help: 'REST uploads answered 503 upload_busy: no upload permit within upload.restWaitSecs', registers });
     this.restarts = new Counter({ name: 'kiln_supervisor_restarts_total', help: 'actors restarted by their supervisor, by actor kind', labelNames: ['kind'], registers });
     this.deliveries = new Counter({ name: 'kiln_webhook_deliveries_total', help: 'webhook delivery attempts by outcome', labelNames: ['outcome'], registers });
@@ -72,7 +74,7 @@ export class KilnMetrics {
     const key = `${group} ${method} ${status}`;
     let child = this.httpChildren.get(key);
     if (child === undefined) {
-      child = this.httpDuration.labels(group, method, String(status));
+      child = this.httpDuration.child(group, method, String(status));
       this.httpChildren.set(key, child);
     }
     child.observe(seconds);
@@ -83,18 +85,18 @@ export class KilnMetrics {
     const key = `${cache} ${outcome}`;
     let child = this.narinfoChildren.get(key);
     if (child === undefined) {
-      child = this.narinfo.labels(this.cacheLabel.value(cache), outcome);
+      child = this.narinfo.child(this.cacheLabel.value(cache), outcome);
       this.narinfoChildren.set(key, child);
     }
     child.inc();
   }
 
   narBytesServed(cache: string, bytes: number): void {
-    if (this.options.enabled) this.narServed.inc({ cache: this.cacheLabel.value(cache) }, bytes);
+    if (this.options.enabled) this.narServed.child(this.cacheLabel.value(cache)).inc(bytes);
   }
 
   narBytesIngested(cache: string, bytes: number): void {
-    if (this.options.enabled) this.narIngested.inc({ cache: this.cacheLabel.value(cache) }, bytes);
+    if (this.options.enabled) this.narIngested.child(this.cacheLabel.value(cache)).inc(bytes);
   }
 
   uploadRefusedBusy(): void {
@@ -159,9 +161,19 @@ export class KilnMetrics {
     });
   }
 
-  /** The exposition text of every series. */
-  text(): Promise<string> {
-    return this.registry.metrics();
+  /** The exposition text of every series: prom-client's registry, then the prerendered families. */
+  async text(): Promise<string> {
+    const registered = await this.registry.metrics();
+    return `${registered}\n${this.families.map((f) => f.render()).join('\n')}`;
+  }
+
+  /** Every series as data (the OTLP export reads this). */
+  async snapshot(): Promise<FamilySnapshot[]> {
+    const registered = await this.registry.getMetricsAsJSON();
+    return [
+      ...registered.map((m) => ({ name: m.name, help: m.help, type: String(m.type) as FamilySnapshot['type'], values: m.values.map((v) => ({ ...('metricName' in v && typeof v.metricName === 'string' ? { metricName: v.metricName } : {}), labels: { ...v.labels } as Record<string, string | number>, value: v.value })) })),
+      ...this.families.map((f) => f.get()),
+    ];
   }
 
   get contentType(): string {

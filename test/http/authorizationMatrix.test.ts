@@ -364,6 +364,9 @@ const endpoints: Endpoint[] = [
     },
   },
   { method: 'GET', path: '/caches/main/upstreams', scope: 'cache', role: 'View', permission: 'viewCache' },
+  // stored metrics (issue 21): a cache's traffic series for whoever may see it; the cache board for any signed-in account (it lists only the caches each may see)
+  { method: 'GET', path: '/caches/main/metrics', scope: 'cache', role: 'View', permission: 'viewCache' },
+  { method: 'GET', path: '/board/cache', scope: 'user', permission: null },
   {
     method: 'PUT', path: '/caches/main/upstreams', scope: 'cache', role: 'Admin', permission: 'manageCache',
     body: { url: 'http://upstream.example/cache', public_key: `upstream-1:${Buffer.alloc(32, 3).toString('base64')}` },

@@ -1,0 +1,28 @@
+// The passes behind the stored cache traffic (docs/metrics.md, "Stored metrics"), run by the
+// upkeep: a flush of this process's per-minute counters (metrics.cacheFlushIntervalSecs), and a
+// rollup pass (metrics.rollupIntervalSecs) that rolls minutes up to hours, days and weeks and
+// deletes minutes past metrics.retention.rawDays and hour rollups past metrics.retention.rollupDays.
+import type { Config } from '../../config/index.js';
+import { addTrafficMinutes, pruneTraffic, retentionCutoff, rollUpTraffic, type Sql, type TrafficCounters } from '../../storage/index.js';
+
+/** Writes what was counted since the last flush; a failed write keeps the counts for the next. */
+export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'take' | 'restore'>): Promise<{ minutes: number }> {
+  const rows = counters.take();
+  try {
+    await addTrafficMinutes(sql, rows);
+  } catch (err) {
+    counters.restore(rows);
+    throw err;
+  }
+  return { minutes: rows.length };
+}
+
+/** One rollup pass, then retention; how many rows retention deleted. */
+export async function rollUpAndPrune(sql: Sql, config: Pick<Config, 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'>, now: Date): Promise<{ deleted: number }> {
+  await rollUpTraffic(sql);
+  const deleted = await pruneTraffic(sql, {
+    rawBefore: retentionCutoff(config['metrics.retention.rawDays'], now),
+    rollupBefore: retentionCutoff(config['metrics.retention.rollupDays'], now),
+  });
+  return { deleted };
+}
