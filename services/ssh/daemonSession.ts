@@ -39,6 +39,7 @@ const PROTOCOL_VERSION = (1 << 8) | DAEMON_PROTOCOL_MINOR;
 
 const op = {
   isValidPath: 1,
+  buildPaths: 9,
   addTempRoot: 11,
   setOptions: 19,
   queryPathInfo: 26,
@@ -169,6 +170,20 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
         case op.addToStoreNar:
           await addToStoreNar(deps, store, from, minor, last);
           break;
+        case op.buildPaths: {
+          // `nix copy --from` realises its store paths in the source store first: for paths the
+          // cache holds that is nothing to do. Building derivations over ssh-ng is not served yet.
+          const targets = await from.strings();
+          if (minor >= 15) await from.u64(); // build mode
+          readable('BuildPaths');
+          for (const target of targets) {
+            if (target.includes('!')) throw new OpRefused(`kiln does not build over ssh-ng yet (asked for ${target})`);
+            if ((await infoOf(target)) === null) throw new OpRefused(`path '${target}' is not in cache "${store.cache.name}"`);
+          }
+          await last();
+          await out.write(wireU64(1));
+          break;
+        }
         case op.queryMissing: {
           const targets = await from.strings();
           knows();

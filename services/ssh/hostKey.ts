@@ -2,7 +2,9 @@
 // baseDir on first start (mode 0600) and reuses afterwards, so clients' known_hosts stay valid.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { utils } from 'ssh2';
+import ssh2 from 'ssh2';
+
+const { utils } = ssh2;
 import { generateSshKeyPair } from '../organizations/index.js';
 
 export async function loadHostKey(hostKeyFile: string | null, baseDir: string): Promise<Buffer> {

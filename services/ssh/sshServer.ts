@@ -3,7 +3,7 @@
 // the cache (`ssh-ng://CACHE@kiln`), and the login acts there with the user's role (an API key:
 // its permissions ∩ its owner's role, its pins), as at the binary cache paths. The one command
 // served is `nix-daemon --stdio` (daemonSession.ts); shells and anything else are refused.
-import { Server, utils, type AuthContext, type Connection, type ServerChannel } from 'ssh2';
+import ssh2, { type AuthContext, type Connection, type ServerChannel } from 'ssh2';
 import type { Logger } from '../../config/index.js';
 import { accessOf, cacheTarget, findCache, type Principal } from '../access/index.js';
 import type { KeyUser } from '../access/index.js';
@@ -11,6 +11,8 @@ import { serveDaemonSession, type DaemonSessionDeps, type SessionOutput, type Se
 import type { UserSshKeys } from './userSshKeys.js';
 import type { Sql } from 'postgres';
 import { WireError } from '../../protocol/index.js';
+
+const { Server, utils } = ssh2;
 
 export interface SshServerDeps extends DaemonSessionDeps {
   sql: Sql;
@@ -136,7 +138,7 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     }
   }
 
-  const servers: Server[] = [];
+  const servers: ssh2.Server[] = [];
   let port = deps.port;
   try {
     for (const address of deps.listenAddresses) {

@@ -3,7 +3,9 @@
 // must not be able to plant a login that outlives it.
 import { createHash } from 'node:crypto';
 import type { Sql } from 'postgres';
-import { utils } from 'ssh2';
+import ssh2 from 'ssh2';
+
+const { utils } = ssh2;
 import { ApiError, type AddSshKeyBody } from '../../protocol/index.js';
 import { requireSession, requireUser, type Principal, type SessionUser } from '../access/index.js';
 
