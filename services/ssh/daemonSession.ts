@@ -7,14 +7,10 @@
 // the stream cannot be followed any further.
 import {
   ApiError,
-  decompressNar,
+  DEFAULT_STORE_DIR,
   formatHash,
   parseHash,
-  parseNarinfo,
-  parseNarUrl,
-  parseStorePath,
   STDERR_LAST,
-  storePathHashPart,
   wireDaemonError,
   WireError,
   WireReader,
@@ -23,11 +19,9 @@ import {
   wireU64,
   WORKER_MAGIC_1,
   WORKER_MAGIC_2,
-  DEFAULT_STORE_DIR,
   type Narinfo,
 } from '../../protocol/index.js';
-import type { NarStorage } from '../../storage/index.js';
-import type { IngestTarget, NarIngest } from '../caches/index.js';
+import { cachePaths, SessionEnds, StoreRefusal, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
 
 /**
  * The protocol version kiln speaks: 1.31. From 1.32 a client sends `nix copy --to` as one
@@ -53,29 +47,12 @@ const op = {
 /** Largest frame of a framed NAR kiln accepts; Nix sends 32 KiB frames. */
 const MAX_FRAME = 8 << 20;
 
-/** What the SSH login may do in the cache its user name selected. */
-export interface SessionStore {
-  cache: { id: string; name: string };
-  canRead: boolean;
-  /** where AddToStoreNar ingests; null without writeStore on the cache */
-  writeTarget: IngestTarget | null;
-}
-
-export interface DaemonSessionDeps {
-  nars: NarStorage;
-  ingest: NarIngest;
-}
+export type DaemonSessionDeps = CachePathsDeps;
 
 /** The channel's output with backpressure: resolves when the bytes may be followed by more. */
 export interface SessionOutput {
   write(bytes: Buffer): Promise<void>;
 }
-
-/** An error the client is told, after which the session may go on (the operation's input was read whole). */
-class OpRefused extends Error {}
-
-/** An error the client is told, after which the session ends (part of the operation's input is unread). */
-class SessionEnds extends Error {}
 
 /**
  * Serves the session until the client closes it or breaks the protocol. `store` is null when the
@@ -96,20 +73,10 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
   }
   await out.write(wireU64(STDERR_LAST));
 
-  const readable = (what: string): void => {
-    if (!store.canRead) throw new OpRefused(`${what}: you may not read cache "${store.cache.name}" (it needs the viewCache permission)`);
-  };
-  const knows = (): void => {
-    if (!store.canRead && store.writeTarget === null) throw new OpRefused(`you may not read cache "${store.cache.name}"`);
-  };
-  const infoOf = async (path: string): Promise<Narinfo | null> => {
-    const parsed = parseStorePath(path, DEFAULT_STORE_DIR);
-    if (!parsed.ok) throw new OpRefused(`"${path}" is not a store path`);
-    const text = await deps.nars.reads.narinfo(store.cache.id, parsed.value.hashPart);
-    if (text === null) return null;
-    const info = parseNarinfo(text.toString('utf8'));
-    return info.ok && info.value.storePath === path ? info.value : null;
-  };
+  const cache = cachePaths(deps, store);
+  const readable = (what: string) => cache.demandRead(what);
+  const knows = () => cache.demandMembership();
+  const infoOf = (path: string) => cache.info(path);
   const last = () => out.write(wireU64(STDERR_LAST));
 
   for (;;) {
@@ -141,7 +108,7 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
           const info = await infoOf(path);
           await last();
           if (info === null) {
-            if (minor < 17) throw new OpRefused(`path '${path}' is not valid`);
+            if (minor < 17) throw new StoreRefusal(`path '${path}' is not valid`);
             await out.write(wireU64(0));
           } else await out.write(Buffer.concat([...(minor >= 17 ? [wireU64(1)] : []), pathInfoWire(info, minor)]));
           break;
@@ -149,26 +116,22 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
         case op.queryPathFromHashPart: {
           const hashPart = await from.string();
           readable('QueryPathFromHashPart');
-          const text = /^[0-9a-df-np-sv-z]{32}$/.test(hashPart) ? await deps.nars.reads.narinfo(store.cache.id, hashPart) : null;
-          const info = text === null ? null : parseNarinfo(text.toString('utf8'));
+          const info = await cache.byHashPart(hashPart);
           await last();
-          await out.write(wireString(info?.ok ? info.value.storePath : ''));
+          await out.write(wireString(info?.storePath ?? ''));
           break;
         }
         case op.narFromPath: {
           const path = await from.string();
           readable('NarFromPath');
-          const info = await infoOf(path);
-          const fileHash = info === null ? undefined : parseNarUrl(info.url);
-          const blob = fileHash === undefined ? null : await deps.nars.reads.openNar(fileHash);
-          if (blob === null) throw new OpRefused(`path '${path}' is not valid in cache "${store.cache.name}"`);
+          const nar = await cache.nar(path);
           await last();
           // The client parses the NAR to find its end; past STDERR_LAST no error can be sent.
-          for await (const chunk of decompressNar(blob.body, 'zstd')) await out.write(Buffer.from(chunk));
+          for await (const chunk of nar) await out.write(Buffer.from(chunk));
           break;
         }
         case op.addToStoreNar:
-          await addToStoreNar(deps, store, from, minor, last);
+          await addToStoreNar(cache, from, minor, last);
           break;
         case op.buildPaths: {
           // `nix copy --from` realises its store paths in the source store first: for paths the
@@ -177,8 +140,8 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
           if (minor >= 15) await from.u64(); // build mode
           readable('BuildPaths');
           for (const target of targets) {
-            if (target.includes('!')) throw new OpRefused(`kiln does not build over ssh-ng yet (asked for ${target})`);
-            if ((await infoOf(target)) === null) throw new OpRefused(`path '${target}' is not in cache "${store.cache.name}"`);
+            if (target.includes('!')) throw new StoreRefusal(`kiln does not build over ssh-ng yet (asked for ${target})`);
+            if ((await infoOf(target)) === null) throw new StoreRefusal(`path '${target}' is not in cache "${store.cache.name}"`);
           }
           await last();
           await out.write(wireU64(1));
@@ -222,7 +185,7 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
           return;
       }
     } catch (e) {
-      if (e instanceof OpRefused || e instanceof ApiError) await out.write(wireDaemonError(e.message, minor));
+      if (e instanceof StoreRefusal || e instanceof ApiError) await out.write(wireDaemonError(e.message, minor));
       else if (e instanceof SessionEnds) {
         await out.write(wireDaemonError(e.message, minor));
         return;
@@ -247,22 +210,15 @@ function pathInfoWire(info: Narinfo, minor: number): Buffer {
   return Buffer.concat(parts);
 }
 
-const baseName = (path: string, field: string): string => {
-  const parsed = parseStorePath(path, DEFAULT_STORE_DIR, field);
-  if (!parsed.ok) throw new OpRefused(`${field}: "${path}" is not a store path`);
-  return `${parsed.value.hashPart}-${parsed.value.name}`;
-};
-
 /**
- * AddToStoreNar: the path's info, then (1.23+) its NAR as a framed stream. The NAR is staged to a
- * temporary file and ingested only when the whole stream arrived: a client that goes away mid-NAR
- * leaves nothing behind. A refusal after the info was read drains the frames first, as Nix's
- * FramedSource does, so the session stays in step.
+ * AddToStoreNar: the path's info, then (1.23+) its NAR as a framed stream. A refusal decided
+ * before the NAR is read drains the frames first, as Nix's FramedSource does, so the session
+ * stays in step; a client that goes away mid-NAR leaves nothing behind (cachePaths.ts).
  */
-async function addToStoreNar(deps: DaemonSessionDeps, store: SessionStore, from: WireReader, minor: number, last: () => Promise<void>): Promise<void> {
+async function addToStoreNar(cache: CachePaths, from: WireReader, minor: number, last: () => Promise<void>): Promise<void> {
   const path = await from.string();
   const deriver = await from.string();
-  const narHashText = await from.string();
+  const narHash = await from.string();
   const references = await from.strings();
   await from.u64(); // registration time
   const narSize = await from.u64();
@@ -272,58 +228,9 @@ async function addToStoreNar(deps: DaemonSessionDeps, store: SessionStore, from:
   await from.u64(); // repair
   await from.u64(); // dontCheckSigs
   if (minor < 23) throw new WireError('AddToStoreNar before protocol 1.23 is not supported');
-  let whole = false;
-  const frames = (async function* () {
-    yield* from.frames(MAX_FRAME);
-    whole = true;
-  })();
-  const drain = async () => {
+  const frames = from.frames(MAX_FRAME);
+  await cache.add({ path, deriver, narHash, references, narSize, ca }, frames, async () => {
     for await (const chunk of frames) void chunk;
-  };
-  let info: Narinfo;
-  try {
-    if (store.writeTarget === null) throw new OpRefused(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
-    const narHash = parseHash(narHashText, 'sha256', 'narHash');
-    if (!narHash.ok) throw new OpRefused(`narHash: ${narHash.reason}`);
-    info = {
-      storePath: `${DEFAULT_STORE_DIR}/${baseName(path, 'path')}`,
-      url: '',
-      compression: 'none',
-      narHash: formatHash(narHash.value),
-      narSize,
-      references: references.map((r) => baseName(r, 'references')),
-      ...(deriver === '' ? {} : { deriver: baseName(deriver, 'deriver') }),
-      sigs: [],
-      ...(ca === '' ? {} : { ca }),
-    };
-    if (storePathHashPart(info.storePath) !== storePathHashPart(path)) throw new OpRefused('path: not a store path');
-  } catch (e) {
-    await drain();
-    throw e;
-  }
-  const target = store.writeTarget;
-  const held = await deps.ingest.demandRoomFor(target, info).catch(async (e: unknown) => {
-    await drain();
-    throw e;
   });
-  if (held !== null) {
-    await drain();
-  } else {
-    await deps.ingest.admitted(narSize, 'wait', target.owner, async () => {
-      let file: string;
-      try {
-        file = await deps.ingest.stage(frames);
-      } catch (e) {
-        // Refused part-way (nar.maxUploadSize): the rest of the NAR is still on the wire.
-        if (!whole && e instanceof ApiError) throw new SessionEnds(e.message);
-        throw e;
-      }
-      try {
-        await deps.ingest.ingest(target, info, { file });
-      } finally {
-        await deps.ingest.forget(file);
-      }
-    });
-  }
   await last();
 }

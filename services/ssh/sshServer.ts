@@ -7,10 +7,13 @@ import ssh2, { type AuthContext, type Connection, type ServerChannel } from 'ssh
 import type { Logger } from '../../config/index.js';
 import { accessOf, cacheTarget, findCache, type Principal } from '../access/index.js';
 import type { KeyUser } from '../access/index.js';
-import { serveDaemonSession, type DaemonSessionDeps, type SessionOutput, type SessionStore } from './daemonSession.js';
+import { serveDaemonSession, type DaemonSessionDeps, type SessionOutput } from './daemonSession.js';
+import type { SessionStore } from './cachePaths.js';
 import type { UserSshKeys } from './userSshKeys.js';
 import type { Sql } from 'postgres';
-import { WireError } from '../../protocol/index.js';
+import { ApiError, WireError } from '../../protocol/index.js';
+import { SessionEnds, StoreRefusal } from './cachePaths.js';
+import { serveLegacySession } from './serveSession.js';
 
 const { Server, utils } = ssh2;
 
@@ -33,6 +36,8 @@ export interface SshServer {
 
 /** The command Nix runs for `ssh-ng://` (remote-program defaults to nix-daemon); a path before it is allowed. */
 const DAEMON_COMMAND = /^(?:\S*\/)?nix-daemon --stdio$/;
+/** The command Nix runs for `ssh://` (legacy-ssh-store.cc); `--write` lets it add paths. */
+const SERVE_COMMAND = /^(?:\S*\/)?nix-store --serve( --write)?$/;
 
 /** The cache `name` as `who` may use it over SSH, or null when it may not see it. */
 export async function sessionStore(sql: Sql, who: Principal, name: string): Promise<SessionStore | null> {
@@ -47,6 +52,8 @@ export async function sessionStore(sql: Sql, who: Principal, name: string): Prom
     writeTarget: access.permissions.has('writeStore') ? { id: row.id, name: row.name, uploader: who.username, owner: who.userId } : null,
   };
 }
+
+const noCache = (name: string) => `kiln has no cache "${name}" you may use (the SSH user name selects the cache: ssh-ng://CACHE@host)`;
 
 function channelOutput(channel: ServerChannel): SessionOutput {
   return {
@@ -103,16 +110,17 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     client.on('ready', () => {
       client.on('session', (acceptSession) => {
         const session = acceptSession();
-        session.on('exec', (accept, reject, info) => {
-          if (!DAEMON_COMMAND.test(info.command.trim())) {
-            const channel = accept();
-            channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
+        session.on('exec', (accept, _reject, info) => {
+          const command = info.command.trim();
+          const channel = accept();
+          const serve = SERVE_COMMAND.exec(command);
+          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName);
+          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined);
+          else {
+            channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host) and \`nix-store --serve --write\` (ssh://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
             channel.exit(127);
             channel.end();
-            return;
           }
-          const channel = accept();
-          void runDaemon(channel, principal, cacheName);
         });
         session.on('pty', (_accept, reject) => reject());
         session.on('shell', (_accept, reject) => reject());
@@ -126,11 +134,29 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     let code = 0;
     try {
       const store = who === null ? null : await sessionStore(deps.sql, who, name);
-      await serveDaemonSession(deps, store, channel, channelOutput(channel), `kiln has no cache "${name}" you may use (the SSH user name selects the cache: ssh-ng://CACHE@host)`);
+      await serveDaemonSession(deps, store, channel, channelOutput(channel), noCache(name));
     } catch (e) {
       code = 1;
       if (e instanceof WireError) log.debug({ err: e, cache: name }, 'ssh: session ended on a protocol error');
       else log.error({ err: e, cache: name }, 'ssh: session failed');
+    }
+    if (!channel.destroyed) {
+      channel.exit(code);
+      channel.end();
+    }
+  }
+
+  async function runServe(channel: ServerChannel, who: Principal | null, name: string, write: boolean): Promise<void> {
+    let code = 0;
+    try {
+      const store = who === null ? null : await sessionStore(deps.sql, who, name);
+      await serveLegacySession(deps, store, write, channel, channelOutput(channel), noCache(name));
+    } catch (e) {
+      code = 1;
+      // No error message on the serve protocol's wire: the client shows the session's stderr.
+      if (e instanceof StoreRefusal || e instanceof SessionEnds || e instanceof ApiError || e instanceof WireError) {
+        if (!channel.destroyed) channel.stderr.write(`error: ${e.message}\n`);
+      } else log.error({ err: e, cache: name }, 'ssh: serve session failed');
     }
     if (!channel.destroyed) {
       channel.exit(code);
