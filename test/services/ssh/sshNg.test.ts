@@ -166,6 +166,30 @@ t.test('ssh-ng:// with the real Nix and OpenSSH clients', async (t) => {
     t.match(write.stderr, /writeStore/);
   });
 
+  t.test('ssh:// (the legacy serve protocol): copy to, copy from, substitute, refusals', async (t) => {
+    const legacy = await createTestCache(kiln.sql, 'legacy', { public: true, ownerId: ada.id });
+    await nixOk('nix', ['copy', '--to', 'ssh://legacy@127.0.0.1', ...closure], sshEnv(kiln, adaKey.file));
+    t.same(await pathsIn(kiln, legacy.id), [...closure].sort(), 'every path of the closure is in the cache');
+
+    const copied = freshStore();
+    await nixOk('nix', ['copy', '--from', 'ssh://legacy@127.0.0.1', '--to', copied, ...trust(legacy.publicKey), ...closure], sshEnv(kiln, bobKey.file));
+    const verified = await runNix('nix', ['store', 'verify', '--store', copied, ...trust(legacy.publicKey), ...closure]);
+    t.equal(verified.status, 0, `signed by the cache key, copied over ssh://:\n${verified.stderr}`);
+
+    const substituted = freshStore();
+    await nixOk('nix-store', ['-r', '--store', substituted, '--option', 'substituters', 'ssh://legacy@127.0.0.1', ...trust(legacy.publicKey), fixtures.refs], sshEnv(kiln, bobKey.file));
+    const verifiedSub = await runNix('nix', ['store', 'verify', '--store', substituted, ...trust(legacy.publicKey), fixtures.refs, fixtures.file]);
+    t.equal(verifiedSub.status, 0, `substituted from ssh:// with its reference:\n${verifiedSub.stderr}`);
+
+    const other = await createTestCache(kiln.sql, 'legacy-ro', { public: true, ownerId: ada.id });
+    const refused = await runNix('nix', ['copy', '--to', 'ssh://legacy-ro@127.0.0.1', fixtures.file], sshEnv(kiln, bobKey.file));
+    t.not(refused.status, 0, 'no writeStore, no copy');
+    t.match(refused.stderr, /writeStore/);
+    t.same(await pathsIn(kiln, other.id), [], 'nothing was stored');
+    const unreadable = await runNix('nix', ['copy', '--from', 'ssh://secret@127.0.0.1', '--to', freshStore(), ...trust(secret.publicKey), fixtures.file], sshEnv(kiln, strangerKey.file));
+    t.not(unreadable.status, 0, 'an unknown key reads nothing');
+  });
+
   t.test('broken sessions: garbage, an unsupported operation, a NAR cut short', async (t) => {
     const before = await pathsIn(kiln, shared.id);
     const garbage = await rawSession(kiln, adaKey.file, 'shared', Buffer.from('GET / HTTP/1.1\r\n\r\n'));
