@@ -64,5 +64,5 @@ export { parseDerivation, type Derivation, type DerivationOutput } from './deriv
 export { textStorePath, sourceStorePath } from './contentAddress.js';
 export {
   WireReader, WireError, wireU64, wireString, wireStrings, wireDaemonError,
-  WORKER_MAGIC_1, WORKER_MAGIC_2, STDERR_LAST, STDERR_NEXT,
+  WORKER_MAGIC_1, WORKER_MAGIC_2, STDERR_LAST,
 } from './workerWire.js';

@@ -7,7 +7,6 @@ import { byteIterator, type ByteSource } from './byteSource.js';
 
 export const WORKER_MAGIC_1 = 0x6e697863;
 export const WORKER_MAGIC_2 = 0x6478696f;
-export const STDERR_NEXT = 0x6f6c6d67;
 export const STDERR_LAST = 0x616c7473;
 export const STDERR_ERROR = 0x63787470;
 
