@@ -14,6 +14,8 @@ import { buildRoutes, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, reques
 export interface Kiln {
   readonly url: string;
   readonly port: number;
+  /** the SSH server's port (ssh.enable), else null */
+  readonly sshPort: number | null;
   readonly db: Database;
   readonly root: Supervisor;
   readonly log: Logger;
@@ -261,10 +263,16 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       const localWorker = startLocalWorker({ port: http.port, baseDir: workerDir, log: componentLogger(log, 'proto') });
       if (localWorker) stack.push(() => localWorker.stop());
     }
+    let sshPort: number | null = null;
+    if (config['ssh.enable']) {
+      const ssh = await services.ssh.start();
+      sshPort = ssh.port;
+      stack.push(() => ssh.close());
+    }
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, stop: unwind };
+    return { url, port: http.port, sshPort, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -10,6 +10,7 @@ import { authRoutes } from './api/v1/auth.js';
 import { oidcRoutes } from './api/v1/oidcAuth.js';
 import { userRoutes } from './api/v1/user.js';
 import { userKeysRoutes } from './api/v1/userKeys.js';
+import { userSshKeysRoutes } from './api/v1/userSshKeys.js';
 import { scimRoutes } from './scim/users.js';
 import { membersRoutes } from './api/v1/members.js';
 import { invitationsRoutes } from './api/v1/invitations.js';
@@ -57,6 +58,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   oidcRoutes(api, services);
   userRoutes(api, services);
   userKeysRoutes(api, services);
+  userSshKeysRoutes(api, services);
   scimRoutes(root(), services);
   // The single-segment /projects/{project}/… routes come before /projects/{org}/{project}.
   membersRoutes(api, services);

@@ -62,3 +62,7 @@ export { ZstdFrameTracker } from './zstdFrames.js';
 export { parseNixExport, narFileContents, type ExportedPath } from './nixExport.js';
 export { parseDerivation, type Derivation, type DerivationOutput } from './derivationAterm.js';
 export { textStorePath, sourceStorePath } from './contentAddress.js';
+export {
+  WireReader, WireError, wireU64, wireString, wireStrings, wireDaemonError,
+  WORKER_MAGIC_1, WORKER_MAGIC_2, STDERR_LAST,
+} from './workerWire.js';

@@ -10,6 +10,7 @@ import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStor
 import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
+import { createSshServices, type SshServices } from '../ssh/index.js';
 import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnections, WorkerNars, workerRegistrationsService } from '../workers/index.js';
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
@@ -106,6 +107,8 @@ export interface Services {
   gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null };
   /** the Prometheus series of this process: GET /metrics */
   metrics: KilnMetrics;
+  /** users' SSH login keys and the SSH server (ssh.enable; the composition root starts it) */
+  ssh: SshServices;
 }
 
 export function createServices(opened: OpenedResources, opts: ServiceOptions = {}): Services {
@@ -234,6 +237,10 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches }),
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
     scheduler, logFeed, builds: { evaluations, views, data }, buildRequests, gc,
+    ssh: createSshServices({
+      sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest,
+      authenticateApiKey: (secret, peerAddress) => identity.apiKeys.authenticate(secret, peerAddress),
+    }),
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
   };
 }

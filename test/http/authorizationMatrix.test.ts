@@ -12,6 +12,7 @@ import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
 import { openLive, type LiveRefusal } from '../support/events.js';
 import { createTestCache } from '../support/caches.js';
+import { generateSshKeyPair } from '../../services/organizations/sshKeys.js';
 import { exportStream, multipartBody, syntheticDrv } from '../support/directClosure.js';
 import { gzipSync } from 'node:zlib';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -263,6 +264,18 @@ const endpoints: Endpoint[] = [
   { method: 'DELETE', path: '/projects/web/users', body: { user: 'extra' }, scope: 'project', role: 'Admin', permission: 'manageMembers', before: ensureProjectMember('extra') },
   { method: 'GET', path: '/projects/web/invitations', scope: 'project', role: 'Admin', permission: 'manageMembers' },
   { method: 'GET', path: '/user/invitations', scope: 'user', permission: null },
+  // SSH login keys (issue 24): anyone signed in lists their own; adding and deleting take a session
+  { method: 'GET', path: '/user/ssh-keys', scope: 'user', permission: null },
+  {
+    method: 'POST', path: '/user/ssh-keys', scope: 'user', permission: null, sessionOnly: true,
+    body: () => ({ name: 'matrix', public_key: generateSshKeyPair('matrix').publicKey }),
+    before: (c) => c.kiln.sql`delete from user_ssh_keys where user_id = ${c.user.id} and name = 'matrix'`,
+  },
+  {
+    method: 'DELETE', path: '/user/ssh-keys?name=matrix', scope: 'user', permission: null, sessionOnly: true,
+    before: (c) => c.kiln.sql`insert into user_ssh_keys (user_id, name, key_type, key_blob, fingerprint)
+      values (${c.user.id}, 'matrix', 'ssh-ed25519', ${randomUUID()}, 'SHA256:x') on conflict do nothing`,
+  },
   {
     method: 'POST', path: (c) => `/invitations/${c.ids[`invite-${c.persona}`]!}/accept`, scope: 'user', permission: null, sessionOnly: true,
     before: async (c) => {

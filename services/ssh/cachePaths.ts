@@ -1,0 +1,151 @@
+// A cache as the SSH sessions see it, shared by the daemon (ssh-ng) and serve (ssh) protocols:
+// a path's narinfo as the cache serves it, its NAR decompressed, and adding a path through the
+// ingest front door (services/caches/narIngest.ts), staged whole before it is ingested.
+import {
+  ApiError,
+  decompressNar,
+  DEFAULT_STORE_DIR,
+  formatHash,
+  parseHash,
+  parseNarinfo,
+  parseNarUrl,
+  parseStorePath,
+  type Narinfo,
+} from '../../protocol/index.js';
+import type { NarStorage } from '../../storage/index.js';
+import type { IngestTarget, NarIngest } from '../caches/index.js';
+
+/** What the SSH login may do in the cache its user name selected. */
+export interface SessionStore {
+  cache: { id: string; name: string };
+  canRead: boolean;
+  /** where added paths are ingested; null without writeStore on the cache */
+  writeTarget: IngestTarget | null;
+}
+
+export interface CachePathsDeps {
+  nars: NarStorage;
+  ingest: NarIngest;
+}
+
+/** A refusal the client is told; the operation's input was read whole (or the session ends anyway). */
+export class StoreRefusal extends Error {}
+
+/** A refusal after which the session ends: part of the operation's input is still unread. */
+export class SessionEnds extends Error {}
+
+/** A path's info as the client sent it (ValidPathInfo fields), before kiln checks it. */
+export interface ClientPathInfo {
+  path: string;
+  deriver: string;
+  /** any spelling Nix writes: base16 without prefix, `sha256:<nix32>` */
+  narHash: string;
+  references: string[];
+  narSize: number;
+  ca: string;
+}
+
+const baseName = (path: string, field: string): string => {
+  const parsed = parseStorePath(path, DEFAULT_STORE_DIR, field);
+  if (!parsed.ok) throw new StoreRefusal(`${field}: "${path}" is not a store path`);
+  return `${parsed.value.hashPart}-${parsed.value.name}`;
+};
+
+export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
+  const self = {
+    /** Refuses reading a private cache without viewCache. */
+    demandRead(what: string): void {
+      if (!store.canRead) throw new StoreRefusal(`${what}: you may not read cache "${store.cache.name}" (it needs the viewCache permission)`);
+    },
+
+    /** Which paths the cache holds: readers and writers (a writer skips what is there) may ask. */
+    demandMembership(): void {
+      if (!store.canRead && store.writeTarget === null) throw new StoreRefusal(`you may not read cache "${store.cache.name}"`);
+    },
+
+    /** The narinfo of `path` in the cache, or null. */
+    async info(path: string): Promise<Narinfo | null> {
+      const parsed = parseStorePath(path, DEFAULT_STORE_DIR);
+      if (!parsed.ok) throw new StoreRefusal(`"${path}" is not a store path`);
+      const text = await deps.nars.reads.narinfo(store.cache.id, parsed.value.hashPart);
+      if (text === null) return null;
+      const info = parseNarinfo(text.toString('utf8'));
+      return info.ok && info.value.storePath === path ? info.value : null;
+    },
+
+    /** The narinfo of the path whose hash part is `hashPart`, or null. */
+    async byHashPart(hashPart: string): Promise<Narinfo | null> {
+      if (!/^[0-9a-df-np-sv-z]{32}$/.test(hashPart)) return null;
+      const text = await deps.nars.reads.narinfo(store.cache.id, hashPart);
+      const info = text === null ? null : parseNarinfo(text.toString('utf8'));
+      return info?.ok ? info.value : null;
+    },
+
+    /** The uncompressed NAR of `path`; a refusal when the cache does not hold it (decided before any byte). */
+    async nar(path: string): Promise<AsyncIterable<Uint8Array>> {
+      const info = await self.info(path);
+      const fileHash = info === null ? undefined : parseNarUrl(info.url);
+      const blob = fileHash === undefined ? null : await deps.nars.reads.openNar(fileHash);
+      if (blob === null) throw new StoreRefusal(`path '${path}' is not valid in cache "${store.cache.name}"`);
+      return decompressNar(blob.body, 'zstd');
+    },
+
+    /**
+     * Adds a path whose NAR is `nar` (read to its end here). `nar` yields its last chunk only when
+     * the client sent the whole NAR; `drain` reads and drops what is left of it, for refusals
+     * decided before the NAR is read. Nothing is stored unless the whole NAR arrived and checked.
+     */
+    async add(client: ClientPathInfo, nar: AsyncIterable<Uint8Array>, drain: () => Promise<void>): Promise<void> {
+      let info: Narinfo;
+      try {
+        if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
+        const narHash = parseHash(client.narHash, 'sha256', 'narHash');
+        if (!narHash.ok) throw new StoreRefusal(`narHash: ${narHash.reason}`);
+        info = {
+          storePath: `${DEFAULT_STORE_DIR}/${baseName(client.path, 'path')}`,
+          url: '',
+          compression: 'none',
+          narHash: formatHash(narHash.value),
+          narSize: client.narSize,
+          references: client.references.map((r) => baseName(r, 'references')),
+          ...(client.deriver === '' ? {} : { deriver: baseName(client.deriver, 'deriver') }),
+          // the client's signatures are not kept: the cache signs with its own key
+          sigs: [],
+          ...(client.ca === '' ? {} : { ca: client.ca }),
+        };
+      } catch (e) {
+        await drain();
+        throw e;
+      }
+      const target = store.writeTarget;
+      const held = await deps.ingest.demandRoomFor(target, info).catch(async (e: unknown) => {
+        await drain();
+        throw e;
+      });
+      if (held !== null) return drain();
+      let whole = false;
+      const counted = (async function* () {
+        yield* nar;
+        whole = true;
+      })();
+      await deps.ingest.admitted(info.narSize, 'wait', target.owner, async () => {
+        let file: string;
+        try {
+          file = await deps.ingest.stage(counted);
+        } catch (e) {
+          // Refused part-way (nar.maxUploadSize): the rest of the NAR is still on the wire.
+          if (!whole && e instanceof ApiError) throw new SessionEnds(e.message);
+          throw e;
+        }
+        try {
+          await deps.ingest.ingest(target, info, { file });
+        } finally {
+          await deps.ingest.forget(file);
+        }
+      });
+    },
+  };
+  return self;
+}
+
+export type CachePaths = ReturnType<typeof cachePaths>;

@@ -1,0 +1,236 @@
+// One `nix-daemon --stdio` session over SSH (`ssh-ng://CACHE@kiln`): Nix's worker protocol
+// (libstore/daemon.cc, worker-protocol.hh) answered from one kiln cache. Reads come from what the
+// cache serves over HTTP (its narinfo, signed with its key, and its stored NAR); AddToStoreNar
+// goes through the same ingest front door as `nix copy --to http://…` (services/caches/narIngest.ts):
+// NarHash/NarSize checked, signed with the cache's key, events announced. An operation kiln does
+// not answer gets the protocol's error and the session ends: its arguments were never read, so
+// the stream cannot be followed any further.
+import {
+  ApiError,
+  DEFAULT_STORE_DIR,
+  formatHash,
+  parseHash,
+  STDERR_LAST,
+  wireDaemonError,
+  WireError,
+  WireReader,
+  wireString,
+  wireStrings,
+  wireU64,
+  WORKER_MAGIC_1,
+  WORKER_MAGIC_2,
+  type Narinfo,
+} from '../../protocol/index.js';
+import { cachePaths, SessionEnds, StoreRefusal, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+
+/**
+ * The protocol version kiln speaks: 1.31. From 1.32 a client sends `nix copy --to` as one
+ * AddMultipleToStore stream; at 1.31 it sends each path with AddToStoreNar, whose framed NAR
+ * needs no parsing to find its end. Nix 2.8 speaks 1.34 and negotiates down.
+ */
+export const DAEMON_PROTOCOL_MINOR = 31;
+const PROTOCOL_VERSION = (1 << 8) | DAEMON_PROTOCOL_MINOR;
+
+const op = {
+  isValidPath: 1,
+  buildPaths: 9,
+  addTempRoot: 11,
+  setOptions: 19,
+  queryPathInfo: 26,
+  queryPathFromHashPart: 29,
+  queryValidPaths: 31,
+  narFromPath: 38,
+  addToStoreNar: 39,
+  queryMissing: 40,
+} as const;
+
+/** Largest frame of a framed NAR kiln accepts; Nix sends 32 KiB frames. */
+const MAX_FRAME = 8 << 20;
+
+export type DaemonSessionDeps = CachePathsDeps;
+
+/** The channel's output with backpressure: resolves when the bytes may be followed by more. */
+export interface SessionOutput {
+  write(bytes: Buffer): Promise<void>;
+}
+
+/**
+ * Serves the session until the client closes it or breaks the protocol. `store` is null when the
+ * user name names no cache this login may see: the client is told so at the greeting.
+ */
+export async function serveDaemonSession(deps: DaemonSessionDeps, store: SessionStore | null, input: AsyncIterable<Uint8Array>, out: SessionOutput, refusal: string): Promise<void> {
+  const from = new WireReader(input);
+  if ((await from.u64()) !== WORKER_MAGIC_1) throw new WireError('protocol mismatch: the client did not greet with the worker magic');
+  await out.write(Buffer.concat([wireU64(WORKER_MAGIC_2), wireU64(PROTOCOL_VERSION)]));
+  const clientVersion = await from.u64();
+  if (clientVersion >> 8 !== 1 || (clientVersion & 0xff) < 10) throw new WireError(`client protocol version ${clientVersion >> 8}.${clientVersion & 0xff} is not supported`);
+  const minor = Math.min(clientVersion & 0xff, DAEMON_PROTOCOL_MINOR);
+  if (minor >= 14 && (await from.bool())) await from.u64(); // obsolete CPU affinity
+  if (minor >= 11) await from.u64(); // obsolete reserveSpace
+  if (store === null) {
+    await out.write(wireDaemonError(refusal, minor));
+    return;
+  }
+  await out.write(wireU64(STDERR_LAST));
+
+  const cache = cachePaths(deps, store);
+  const readable = (what: string) => cache.demandRead(what);
+  const knows = () => cache.demandMembership();
+  const infoOf = (path: string) => cache.info(path);
+  const last = () => out.write(wireU64(STDERR_LAST));
+
+  for (;;) {
+    if (await from.atEnd()) return;
+    const code = await from.u64();
+    try {
+      switch (code) {
+        case op.isValidPath: {
+          const path = await from.string();
+          knows();
+          const info = await infoOf(path);
+          await last();
+          await out.write(wireU64(info === null ? 0 : 1));
+          break;
+        }
+        case op.queryValidPaths: {
+          const paths = await from.strings();
+          if (minor >= 27) await from.u64(); // substitute: kiln's caches do not substitute
+          knows();
+          const valid: string[] = [];
+          for (const path of paths) if ((await infoOf(path)) !== null) valid.push(path);
+          await last();
+          await out.write(wireStrings(valid));
+          break;
+        }
+        case op.queryPathInfo: {
+          const path = await from.string();
+          readable('QueryPathInfo');
+          const info = await infoOf(path);
+          await last();
+          if (info === null) {
+            if (minor < 17) throw new StoreRefusal(`path '${path}' is not valid`);
+            await out.write(wireU64(0));
+          } else await out.write(Buffer.concat([...(minor >= 17 ? [wireU64(1)] : []), pathInfoWire(info, minor)]));
+          break;
+        }
+        case op.queryPathFromHashPart: {
+          const hashPart = await from.string();
+          readable('QueryPathFromHashPart');
+          const info = await cache.byHashPart(hashPart);
+          await last();
+          await out.write(wireString(info?.storePath ?? ''));
+          break;
+        }
+        case op.narFromPath: {
+          const path = await from.string();
+          readable('NarFromPath');
+          const nar = await cache.nar(path);
+          await last();
+          // The client parses the NAR to find its end; past STDERR_LAST no error can be sent.
+          for await (const chunk of nar) await out.write(Buffer.from(chunk));
+          break;
+        }
+        case op.addToStoreNar:
+          await addToStoreNar(cache, from, minor, last);
+          break;
+        case op.buildPaths: {
+          // `nix copy --from` realises its store paths in the source store first: for paths the
+          // cache holds that is nothing to do. Building derivations over ssh-ng is not served yet.
+          const targets = await from.strings();
+          if (minor >= 15) await from.u64(); // build mode
+          readable('BuildPaths');
+          for (const target of targets) {
+            if (target.includes('!')) throw new StoreRefusal(`kiln does not build over ssh-ng yet (asked for ${target})`);
+            if ((await infoOf(target)) === null) throw new StoreRefusal(`path '${target}' is not in cache "${store.cache.name}"`);
+          }
+          await last();
+          await out.write(wireU64(1));
+          break;
+        }
+        case op.queryMissing: {
+          const targets = await from.strings();
+          knows();
+          // A cache builds nothing and substitutes nothing: what it lacks is unknown to it.
+          const unknown: string[] = [];
+          for (const target of targets) {
+            const path = target.split('!')[0]!;
+            if (target.includes('!') || (await infoOf(path)) === null) unknown.push(path);
+          }
+          await last();
+          await out.write(Buffer.concat([wireStrings([]), wireStrings([]), wireStrings(unknown), wireU64(0), wireU64(0)]));
+          break;
+        }
+        case op.setOptions: {
+          for (let i = 0; i < 12; i++) await from.u64();
+          if (minor >= 12) {
+            const n = await from.u64();
+            if (n > 10_000) throw new WireError(`${n} settings overrides`);
+            for (let i = 0; i < n; i++) {
+              await from.string();
+              await from.string();
+            }
+          }
+          // The client's settings concern a local store's builds; a cache has none to apply them to.
+          await last();
+          break;
+        }
+        case op.addTempRoot: {
+          await from.string();
+          await last();
+          await out.write(wireU64(1));
+          break;
+        }
+        default:
+          await out.write(wireDaemonError(`kiln's daemon protocol does not support operation ${code}`, minor));
+          return;
+      }
+    } catch (e) {
+      if (e instanceof StoreRefusal || e instanceof ApiError) await out.write(wireDaemonError(e.message, minor));
+      else if (e instanceof SessionEnds) {
+        await out.write(wireDaemonError(e.message, minor));
+        return;
+      } else throw e;
+    }
+  }
+}
+
+/** ValidPathInfo::write without the path (path-info.cc): what QueryPathInfo answers. */
+function pathInfoWire(info: Narinfo, minor: number): Buffer {
+  const hash = parseHash(info.narHash, 'sha256');
+  const narHash = hash.ok ? formatHash(hash.value, 'base16', false) : '';
+  const full = (base: string) => `${DEFAULT_STORE_DIR}/${base}`;
+  const parts = [
+    wireString(info.deriver ? full(info.deriver) : ''),
+    wireString(narHash),
+    wireStrings(info.references.map(full).sort()),
+    wireU64(0), // registration time: the cache's copy has none Nix needs
+    wireU64(info.narSize),
+  ];
+  if (minor >= 16) parts.push(wireU64(0), wireStrings(info.sigs), wireString(info.ca ?? ''));
+  return Buffer.concat(parts);
+}
+
+/**
+ * AddToStoreNar: the path's info, then (1.23+) its NAR as a framed stream. A refusal decided
+ * before the NAR is read drains the frames first, as Nix's FramedSource does, so the session
+ * stays in step; a client that goes away mid-NAR leaves nothing behind (cachePaths.ts).
+ */
+async function addToStoreNar(cache: CachePaths, from: WireReader, minor: number, last: () => Promise<void>): Promise<void> {
+  const path = await from.string();
+  const deriver = await from.string();
+  const narHash = await from.string();
+  const references = await from.strings();
+  await from.u64(); // registration time
+  const narSize = await from.u64();
+  await from.u64(); // ultimate: never trusted from a client
+  await from.strings(); // the client's signatures: the cache signs with its own key
+  const ca = await from.string();
+  await from.u64(); // repair
+  await from.u64(); // dontCheckSigs
+  if (minor < 23) throw new WireError('AddToStoreNar before protocol 1.23 is not supported');
+  const frames = from.frames(MAX_FRAME);
+  await cache.add({ path, deriver, narHash, references, narSize, ca }, frames, async () => {
+    for await (const chunk of frames) void chunk;
+  });
+  await last();
+}

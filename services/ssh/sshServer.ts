@@ -1,0 +1,195 @@
+// kiln's SSH server (ssh.enable): ssh2's server on ssh.listenAddresses:ssh.port. A login is by a
+// user's registered public key or by an API key given as the password; the SSH user name selects
+// the cache (`ssh-ng://CACHE@kiln`), and the login acts there with the user's role (an API key:
+// its permissions ∩ its owner's role, its pins), as at the binary cache paths. The one command
+// served is `nix-daemon --stdio` (daemonSession.ts); shells and anything else are refused.
+import ssh2, { type AuthContext, type Connection, type ServerChannel } from 'ssh2';
+import type { Logger } from '../../config/index.js';
+import { accessOf, cacheTarget, findCache, type Principal } from '../access/index.js';
+import type { KeyUser } from '../access/index.js';
+import { serveDaemonSession, type DaemonSessionDeps, type SessionOutput } from './daemonSession.js';
+import type { SessionStore } from './cachePaths.js';
+import type { UserSshKeys } from './userSshKeys.js';
+import type { Sql } from 'postgres';
+import { ApiError, WireError } from '../../protocol/index.js';
+import { SessionEnds, StoreRefusal } from './cachePaths.js';
+import { serveLegacySession } from './serveSession.js';
+
+const { Server, utils } = ssh2;
+
+export interface SshServerDeps extends DaemonSessionDeps {
+  sql: Sql;
+  log: Logger;
+  hostKey: Buffer;
+  keys: Pick<UserSshKeys, 'ownerOf'>;
+  /** an API key's principal as seen from `peerAddress`; throws when it is unknown, expired or not allowed from there */
+  authenticateApiKey(secret: string, peerAddress: string): Promise<KeyUser>;
+  listenAddresses: readonly string[];
+  port: number;
+}
+
+export interface SshServer {
+  /** the port listened on (the first address's, when ssh.port is 0) */
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** The command Nix runs for `ssh-ng://` (remote-program defaults to nix-daemon); a path before it is allowed. */
+const DAEMON_COMMAND = /^(?:\S*\/)?nix-daemon --stdio$/;
+/** The command Nix runs for `ssh://` (legacy-ssh-store.cc); `--write` lets it add paths. */
+const SERVE_COMMAND = /^(?:\S*\/)?nix-store --serve( --write)?$/;
+
+/** The cache `name` as `who` may use it over SSH, or null when it may not see it. */
+export async function sessionStore(sql: Sql, who: Principal, name: string): Promise<SessionStore | null> {
+  if (who.kind !== 'user') return null;
+  const row = await findCache(sql, who, name);
+  if (!row || !row.active) return null;
+  const access = accessOf(who, cacheTarget(row));
+  if (!access.visible) return null;
+  return {
+    cache: { id: row.id, name: row.name },
+    canRead: access.permissions.has('viewCache') || row.public,
+    writeTarget: access.permissions.has('writeStore') ? { id: row.id, name: row.name, uploader: who.username, owner: who.userId } : null,
+  };
+}
+
+const noCache = (name: string) => `kiln has no cache "${name}" you may use (the SSH user name selects the cache: ssh-ng://CACHE@host)`;
+
+function channelOutput(channel: ServerChannel): SessionOutput {
+  return {
+    write: (bytes) =>
+      new Promise((resolve, reject) => {
+        if (channel.destroyed) return reject(new WireError('the client went away'));
+        if (channel.write(bytes)) return resolve();
+        const done = () => {
+          channel.off('close', gone);
+          resolve();
+        };
+        const gone = () => {
+          channel.off('drain', done);
+          reject(new WireError('the client went away'));
+        };
+        channel.once('drain', done);
+        channel.once('close', gone);
+      }),
+  };
+}
+
+export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
+  const { log } = deps;
+
+  const clients = new Set<Connection>();
+  const onConnection = (client: Connection, peerAddress: string) => {
+    clients.add(client);
+    client.on('close', () => clients.delete(client));
+    let principal: Principal | null = null;
+    let cacheName = '';
+    client.on('authentication', (ctx: AuthContext) => {
+      const refuse = () => ctx.reject(['publickey', 'password']);
+      cacheName = ctx.username;
+      if (ctx.method === 'publickey') {
+        deps.keys.ownerOf(ctx.key.data).then((owner) => {
+          if (owner === null) return refuse();
+          if (ctx.signature === undefined) return ctx.accept(); // the client only asks whether the key would do
+          const key = utils.parseKey(ctx.key.data);
+          const parsed = Array.isArray(key) ? key[0] : key;
+          if (parsed === undefined || parsed instanceof Error || ctx.blob === undefined || parsed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return refuse();
+          principal = owner.user;
+          ctx.accept();
+        }, (e: unknown) => {
+          log.error({ err: e }, 'ssh: looking up a login key failed');
+          refuse();
+        });
+      } else if (ctx.method === 'password') {
+        deps.authenticateApiKey(ctx.password, peerAddress).then((user) => {
+          principal = user;
+          ctx.accept();
+        }, refuse);
+      } else refuse();
+    });
+    client.on('ready', () => {
+      client.on('session', (acceptSession) => {
+        const session = acceptSession();
+        session.on('exec', (accept, _reject, info) => {
+          const command = info.command.trim();
+          const channel = accept();
+          const serve = SERVE_COMMAND.exec(command);
+          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName);
+          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined);
+          else {
+            channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host) and \`nix-store --serve --write\` (ssh://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
+            channel.exit(127);
+            channel.end();
+          }
+        });
+        session.on('pty', (_accept, reject) => reject());
+        session.on('shell', (_accept, reject) => reject());
+        session.on('subsystem', (_accept, reject) => reject());
+      });
+    });
+    client.on('error', (e) => log.debug({ err: e, peerAddress }, 'ssh: connection error'));
+  };
+
+  async function runDaemon(channel: ServerChannel, who: Principal | null, name: string): Promise<void> {
+    let code = 0;
+    try {
+      const store = who === null ? null : await sessionStore(deps.sql, who, name);
+      await serveDaemonSession(deps, store, channel, channelOutput(channel), noCache(name));
+    } catch (e) {
+      code = 1;
+      if (e instanceof WireError) log.debug({ err: e, cache: name }, 'ssh: session ended on a protocol error');
+      else log.error({ err: e, cache: name }, 'ssh: session failed');
+    }
+    if (!channel.destroyed) {
+      channel.exit(code);
+      channel.end();
+    }
+  }
+
+  async function runServe(channel: ServerChannel, who: Principal | null, name: string, write: boolean): Promise<void> {
+    let code = 0;
+    try {
+      const store = who === null ? null : await sessionStore(deps.sql, who, name);
+      await serveLegacySession(deps, store, write, channel, channelOutput(channel), noCache(name));
+    } catch (e) {
+      code = 1;
+      // No error message on the serve protocol's wire: the client shows the session's stderr.
+      if (e instanceof StoreRefusal || e instanceof SessionEnds || e instanceof ApiError || e instanceof WireError) {
+        if (!channel.destroyed) channel.stderr.write(`error: ${e.message}\n`);
+      } else log.error({ err: e, cache: name }, 'ssh: serve session failed');
+    }
+    if (!channel.destroyed) {
+      channel.exit(code);
+      channel.end();
+    }
+  }
+
+  const servers: ssh2.Server[] = [];
+  let port = deps.port;
+  try {
+    for (const address of deps.listenAddresses) {
+      const server = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) => onConnection(client, info.ip));
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, address, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      servers.push(server);
+      const bound = server.address();
+      if (port === 0 && bound !== null && typeof bound === 'object') port = bound.port;
+    }
+  } catch (e) {
+    for (const s of servers) s.close();
+    throw e;
+  }
+  log.info({ port, addresses: deps.listenAddresses }, 'kiln serves SSH');
+  return {
+    port,
+    close: async () => {
+      for (const client of clients) client.end();
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    },
+  };
+}

@@ -1,0 +1,41 @@
+// The ssh domain as the composition root sees it: users' login keys (for /user/ssh-keys) and the
+// SSH server, started by `kiln serve` when ssh.enable is set.
+import type { Sql } from 'postgres';
+import type { Config, Logger } from '../../config/index.js';
+import type { NarStorage } from '../../storage/index.js';
+import type { KeyUser } from '../access/index.js';
+import type { NarIngest } from '../caches/index.js';
+import { loadHostKey } from './hostKey.js';
+import { startSshServer, type SshServer } from './sshServer.js';
+import { userSshKeysService, type UserSshKeys } from './userSshKeys.js';
+
+export interface SshServicesDeps {
+  sql: Sql;
+  config: Config;
+  log: Logger;
+  nars: NarStorage;
+  /** the web pool's ingest front door, shared with `nix copy --to http://…` */
+  ingest: NarIngest;
+  authenticateApiKey(secret: string, peerAddress: string): Promise<KeyUser>;
+}
+
+export interface SshServices {
+  keys: UserSshKeys;
+  /** Listens on ssh.listenAddresses:ssh.port with the host key of ssh.hostKeyFile (or baseDir's). */
+  start(): Promise<SshServer>;
+}
+
+export function createSshServices(deps: SshServicesDeps): SshServices {
+  const keys = userSshKeysService({ sql: deps.sql });
+  return {
+    keys,
+    start: async () =>
+      startSshServer({
+        sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys,
+        hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),
+        authenticateApiKey: deps.authenticateApiKey,
+        listenAddresses: deps.config['ssh.listenAddresses'],
+        port: deps.config['ssh.port'],
+      }),
+  };
+}

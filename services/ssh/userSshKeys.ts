@@ -1,0 +1,111 @@
+// Users' SSH public keys (GET/POST/DELETE /user/ssh-keys, a kiln extension): what kiln's SSH
+// server logs a user in by. Adding and deleting take a session, as API keys do: a leaked API key
+// must not be able to plant a login that outlives it.
+import { createHash } from 'node:crypto';
+import type { Sql } from 'postgres';
+import ssh2 from 'ssh2';
+
+const { utils } = ssh2;
+import { ApiError, type AddSshKeyBody } from '../../protocol/index.js';
+import { requireSession, requireUser, type Principal, type SessionUser } from '../access/index.js';
+
+export interface SshKeyView {
+  id: string;
+  name: string;
+  type: string;
+  /** `SHA256:…` as `ssh-keygen -lf` prints it */
+  fingerprint: string;
+  /** `<type> <base64>`, what was registered without its comment */
+  public_key: string;
+  last_used_at: string | null;
+  created_at: string;
+}
+
+interface KeyRow {
+  id: string;
+  name: string;
+  key_type: string;
+  key_blob: string;
+  fingerprint: string;
+  last_used_at: Date | null;
+  created_at: Date;
+}
+
+const toView = (r: KeyRow): SshKeyView => ({
+  id: r.id,
+  name: r.name,
+  type: r.key_type,
+  fingerprint: r.fingerprint,
+  public_key: `${r.key_type} ${r.key_blob}`,
+  last_used_at: r.last_used_at?.toISOString() ?? null,
+  created_at: r.created_at.toISOString(),
+});
+
+export const sshFingerprint = (blob: Buffer): string => `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
+
+/** The type and wire blob of an OpenSSH public key line; a 400 naming the problem otherwise. */
+function parsePublicKey(line: string): { type: string; blob: Buffer } {
+  const parsed = utils.parseKey(line.trim());
+  const key = Array.isArray(parsed) ? parsed[0] : parsed;
+  if (key === undefined || key instanceof Error) {
+    throw new ApiError('invalid_body', `public_key: not an OpenSSH public key line (\`ssh-ed25519 AAAA… comment\`): ${key instanceof Error ? key.message : 'empty'}`);
+  }
+  if (key.isPrivateKey()) throw new ApiError('invalid_body', 'public_key: this is a private key; send the .pub file\'s line');
+  return { type: key.type, blob: key.getPublicSSH() };
+}
+
+/** The user a login key belongs to, as an SSH session acts for them. */
+export interface SshKeyOwner {
+  keyId: string;
+  user: SessionUser;
+}
+
+export type UserSshKeys = ReturnType<typeof userSshKeysService>;
+
+export function userSshKeysService({ sql }: { sql: Sql }) {
+  const rows = (userId: string) => sql<KeyRow[]>`
+    select id, name, key_type, key_blob, fingerprint, last_used_at, created_at from user_ssh_keys
+    where user_id = ${userId} order by created_at, name`;
+
+  return {
+    async list(who: Principal): Promise<SshKeyView[]> {
+      return (await rows(requireUser(who).userId)).map(toView);
+    },
+
+    async add(who: Principal, body: AddSshKeyBody): Promise<SshKeyView> {
+      const user = requireSession(who, 'adding an SSH key');
+      const { type, blob } = parsePublicKey(body.public_key);
+      try {
+        const [row] = await sql<KeyRow[]>`
+          insert into user_ssh_keys (user_id, name, key_type, key_blob, fingerprint)
+          values (${user.userId}, ${body.name}, ${type}, ${blob.toString('base64')}, ${sshFingerprint(blob)})
+          returning id, name, key_type, key_blob, fingerprint, last_used_at, created_at`;
+        return toView(row!);
+      } catch (e) {
+        if ((e as { code?: string }).code === '23505') {
+          throw new ApiError('ssh_key_exists', `you already have an SSH key named "${body.name}", or this public key is registered already`);
+        }
+        throw e;
+      }
+    },
+
+    async delete(who: Principal, name: string): Promise<string> {
+      const user = requireSession(who, 'deleting an SSH key');
+      const deleted = await sql`delete from user_ssh_keys where user_id = ${user.userId} and name = ${name} returning id`;
+      if (deleted.length === 0) throw new ApiError('ssh_key_not_found', `you have no SSH key named "${name}"`);
+      return `SSH key "${name}" deleted`;
+    },
+
+    /** Who logs in with this key blob: an enabled user, or null. */
+    async ownerOf(blob: Buffer): Promise<SshKeyOwner | null> {
+      const [row] = await sql<{ id: string; user_id: string; username: string; superuser: boolean }[]>`
+        update user_ssh_keys k set last_used_at = now()
+        from users u
+        where k.key_blob = ${blob.toString('base64')} and u.id = k.user_id and not u.disabled
+        returning k.id, u.id as user_id, u.username::text as username, u.superuser`;
+      if (!row) return null;
+      // An SSH login acts as the user does in a session; its id names the key, for the access memo.
+      return { keyId: row.id, user: { kind: 'user', via: 'session', sessionId: `ssh-key:${row.id}`, userId: row.user_id, username: row.username, superuser: row.superuser } };
+    },
+  };
+}
