@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
-import { anonymous } from '../services/index.js';
-import { buildRoutes, eventSockets, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type TimerClock } from '../http/index.js';
+import { anonymous, type Principal } from '../services/index.js';
+import { buildRoutes, eventSockets, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, systemTimerClock, type HttpServer, type RouteTable, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -31,6 +31,8 @@ export interface Kiln {
   readonly errorReports: ErrorReports;
   /** garbage collection (docs/gc.md); tests call its tick() */
   readonly gc: GarbageCollector;
+  /** the route table the server answers from (the OpenAPI test walks it) */
+  readonly routes: RouteTable<Principal>;
   stop(): Promise<void>;
 }
 
@@ -196,6 +198,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
+    const routes = buildRoutes(services);
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: config['port'],
@@ -206,7 +209,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         clock: opts.bodyRateClock ?? systemTimerClock,
       },
       log: componentLogger(log, 'web'),
-      routes: buildRoutes(services),
+      routes,
       anonymous,
       authenticate: requestAuthenticator(services.tokens),
       onUnexpectedError: (error, context) => errorReports.report(error, { source: 'request', ...context }),
@@ -233,7 +236,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, stop: unwind };
+    return { url, port: http.port, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;
