@@ -22,4 +22,4 @@ export { ProjectEvaluationsQuery } from './projectEvaluations.js';
 export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository } from './gitHostHooks.js';
 export { GcRequestBody, GcRunId, GcRunView, PinBody, PinView } from './gc.js';
 export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';
-export { openApiDocument, openApiPath, routeErrorCodes, type OpenApiRoute, type RouteSchemas } from './openApi.js';
+export { openApiDocument, openApiPath, type OpenApiRoute, type RouteSchemas } from './openApi.js';

@@ -84,7 +84,7 @@ export function openApiPath(pattern: string): { path: string; names: string[] } 
 }
 
 /** The error codes a route can answer: those its registration implies, then its own. */
-export function routeErrorCodes(route: OpenApiRoute, paramNames: readonly string[]): ErrorCode[] {
+function routeErrorCodes(route: OpenApiRoute, paramNames: readonly string[]): ErrorCode[] {
   const codes = new Set<ErrorCode>(['internal', 'rate_limited']);
   if (route.method !== 'get' && route.body !== 'none') codes.add('invalid_framing');
   if (route.auth === 'required') for (const c of ['unauthorized', 'invalid_token', 'token_expired', 'forbidden', 'account_disabled', 'forbidden_source_ip'] as const) codes.add(c);
