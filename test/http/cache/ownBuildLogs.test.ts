@@ -19,7 +19,7 @@ t.test('nix log against a kiln cache', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   // A fresh derivation each run, so the store path is new and kiln's rows are its own.
   writeFileSync(join(dir, 'default.nix'), `derivation { name = "kiln-log-${process.pid}-${Date.now()}"; system = builtins.currentSystem; builder = "/bin/sh"; args = [ "-c" "echo built > $out" ]; }`);
-  const drv = (await nixOk('nix-instantiate', [join(dir, 'default.nix')])).trim();
+  const drv = (await nixOk('nix', ['eval', '--raw', '--file', join(dir, 'default.nix'), 'drvPath'])).trim();
   const out = (await nixOk('nix-store', ['--realise', drv])).trim();
   // nix log reads the .drv from the store it asks, so the cache holds the derivation and its output.
   const netrc = netrcFile(ada.token);
