@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
-import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged } from '../services/index.js';
-import { buildRoutes, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, type HttpServer, type ServingThreads, type TimerClock } from '../http/index.js';
+import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
+import { buildRoutes, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -35,6 +35,8 @@ export interface Kiln {
   readonly gc: GarbageCollector;
   /** the serving threads (http.threads > 1), else null; tests crash one */
   readonly servingThreads: ServingThreads | null;
+  /** the route table the server answers from (the OpenAPI test walks it) */
+  readonly routes: RouteTable<Principal>;
   stop(): Promise<void>;
 }
 
@@ -213,6 +215,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     const threads = config['http.threads'];
     let servingThreads: ServingThreads | null = null;
+    const routes = buildRoutes(services);
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
       port: threads > 1 && config['port'] === 0 ? await freePort(config['listenAddr']) : config['port'],
@@ -224,7 +227,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         clock: opts.bodyRateClock ?? systemTimerClock,
       },
       log: componentLogger(log, 'web'),
-      routes: buildRoutes(services),
+      routes,
       anonymous,
       authenticate: requestAuthenticator(services.tokens),
       onUnexpectedError: (error, context) => errorReports.report(error, { source: 'request', ...context }),
@@ -272,7 +275,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, sshPort, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, stop: unwind };
+    return { url, port: http.port, sshPort, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -40,6 +40,7 @@ import { commitsRoutes } from './api/v1/commits.js';
 import { closuresRoutes } from './api/v1/closures.js';
 import { frontendRoutes } from './frontend/frontendRoutes.js';
 import { metricsRoutes } from './api/v1/metrics.js';
+import { openApiRoutes } from './api/v1/openApi.js';
 
 /** The whole route table: every resource's routes under /api/v1, the binary cache at the root. Each route file takes the router and the services. */
 export function buildRoutes(services: Services): RouteTable<Principal> {
@@ -49,6 +50,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   binaryCacheRoutes(root(), services);
   const api = root().scope('/api/v1');
   healthRoutes(api, services);
+  openApiRoutes(api, table, services);
   metricsRoutes(api, root(), services);
   serverConfigRoutes(api, services);
   adminActorsRoutes(api, services);

@@ -1,5 +1,6 @@
 // log/{drv} and debuginfo/{build_id}: debug info from the cache's own debug build-ID index
-// (services/caches/debugIndex.ts), else from its upstreams; build logs from the upstreams only.
+// (services/caches/debugIndex.ts), else from its upstreams; build logs kiln stored itself when the
+// cache holds one of the derivation's outputs, else from its upstreams.
 import { ApiError } from '../../protocol/index.js';
 import type { Principal } from '../../services/index.js';
 import { rateLimited } from '../rateLimit.js';
@@ -16,6 +17,10 @@ export function extrasRoutes(r: Router<Principal>, services: CacheRouteServices)
   // The document Nix's index-debug-info writes, as bare JSON (not the API's envelope).
   const extras = upstreamExtras(services.caches.upstreams, {
     ...noCacheExtras,
+    log: async (cache, drv) => {
+      const log = await services.builds.views.logInCache(cache.id, drv);
+      return log === null ? null : bytesReply(200, log, { 'Content-Type': 'text/plain; charset=utf-8' });
+    },
     debuginfo: async (cache, buildId) => {
       const found = await services.caches.debugInfo(cache.id, buildId);
       return found === null ? null : bytesReply(200, JSON.stringify(found), { 'Content-Type': 'application/json' });

@@ -24,3 +24,4 @@ export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, Installa
 export { GcRequestBody, GcRunId, GcRunView, PinBody, PinView } from './gc.js';
 export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';
 export { CACHE_METRICS_MAX_POINTS, CacheMetricsQuery } from './cacheMetrics.js';
+export { openApiDocument, openApiPath, type OpenApiRoute, type RouteSchemas } from './openApi.js';

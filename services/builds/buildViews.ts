@@ -2,7 +2,10 @@
 // points, and the store path of one attribute at one commit. A build is visible to whoever may
 // see its evaluation's project; anyone else gets 404.
 import type { Sql } from 'postgres';
-import { ApiError, buildStatuses, type BuildStatus, type EvaluationBuildsQuery } from '../../protocol/index.js';
+import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type EvaluationBuildsQuery } from '../../protocol/index.js';
+
+/** `<hash>-<name>.drv`, what Nix asks for at log/{drv} */
+const DRV_BASE_NAME = /^[0-9a-df-np-sv-z]{32}-[A-Za-z0-9+\-._?=]{1,211}\.drv$/;
 import { readBuildLog } from './buildLogs.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from '../access/index.js';
@@ -134,6 +137,25 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
     async log(who: Principal, id: string): Promise<Buffer> {
       const found = await build(who, id);
       return readBuildLog(sql, found.derivation_build);
+    },
+
+    /**
+     * `nix log` against a cache (GET /cache/{cache}/log/{drv}): the stored log of a derivation kiln
+     * built, when the cache holds one of its outputs (whoever may read the cache may read the
+     * outputs the log describes); null otherwise, so the upstreams are asked next.
+     */
+    async logInCache(cacheId: string, drvBaseName: string): Promise<Buffer | null> {
+      if (!DRV_BASE_NAME.test(drvBaseName)) return null;
+      const [found] = await sql<{ id: string }[]>`
+        select db.id from derivations d join derivation_builds db on db.derivation_id = d.id
+        where d.drv_path = ${`${DEFAULT_STORE_DIR}/${drvBaseName}`}
+          and exists (
+            select 1 from jsonb_each_text(d.outputs) o
+            join path_signatures ps on ps.cache_id = ${cacheId} and ps.hash_part = substr(o.value, ${DEFAULT_STORE_DIR.length + 2}, 32)
+            join cached_paths cp on cp.id = ps.cached_path_id and cp.store_path = o.value)`;
+      if (!found) return null;
+      const log = await readBuildLog(sql, found.id);
+      return log.length > 0 ? log : null;
     },
 
     /** The builds of the same evaluation that this one's derivation takes as inputs. */

@@ -42,7 +42,7 @@ interface Endpoint {
    * organization / project / cache: the persona's role there decides; user: any signed-in
    * account, about itself; create: creating a top-level thing (no role involved)
    */
-  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser' | 'scrapeToken' | 'hookSignature';
+  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser' | 'scrapeToken' | 'hookSignature' | 'public';
   /** the least role that may (scoped rows) */
   role?: Role;
   /** the permission a key must hold; null: visibility alone */
@@ -69,6 +69,8 @@ function expectedStatus(e: Endpoint, persona: Persona, credential: Credential): 
 }
 
 function refusalOrOk(e: Endpoint, persona: Persona, credential: Credential): number {
+  // A public description (the OpenAPI document): every caller gets it, whatever credential came, a broken one included.
+  if (e.scope === 'public') return 200;
   // The Prometheus scrape takes only the token of metrics.tokenFile: no session or key of anyone opens it.
   if (e.scope === 'scrapeToken') return 401;
   // The Git host's webhooks take only the signature of gitHostApp.webhookSecretFile: a kiln credential opens nothing.
@@ -448,6 +450,8 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/metrics', scope: 'scrapeToken', permission: null },
   // the Git host application's webhooks (issue 19): unsigned, every caller is refused, a superuser included
   { method: 'POST', path: '/hooks/github', body: { zen: 'hi' }, scope: 'hookSignature', permission: null },
+  // the OpenAPI description (issue 25): public, no credential needed or checked
+  { method: 'GET', path: '/openapi.json', scope: 'public', permission: null },
   // the live paths of a project (issue 16): authorised like GET /tasks/…, /evals/{id}, /builds/{id}
   { method: 'GET', path: '/tasks/web/default/live', scope: 'project', role: 'View', permission: 'viewProject', socket: true },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/live`, scope: 'project', role: 'View', permission: 'viewProject', socket: true },

@@ -7,7 +7,7 @@ import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
 const MALFORMED_TOKEN = 'the verification link\'s token is missing or malformed';
-const VerifyEmailQuery = z.object({ token: z.string(MALFORMED_TOKEN).min(1, MALFORMED_TOKEN).max(200, MALFORMED_TOKEN) });
+export const VerifyEmailQuery = z.object({ token: z.string(MALFORMED_TOKEN).min(1, MALFORMED_TOKEN).max(200, MALFORMED_TOKEN) });
 
 const origin = (req: Req<Principal>) => ({ userAgent: req.header('user-agent'), address: req.peerAddress });
 

@@ -27,7 +27,7 @@ async function collect(body: AsyncIterable<Uint8Array>, limit: number, name: str
   return Buffer.concat(chunks);
 }
 
-const RecentQuery = z.object({ limit: z.coerce.number('a whole number from 1 to 200').int('a whole number from 1 to 200').min(1, 'a whole number from 1 to 200').max(200, 'a whole number from 1 to 200').default(50) });
+export const RecentQuery = z.object({ limit: z.coerce.number('a whole number from 1 to 200').int('a whole number from 1 to 200').min(1, 'a whole number from 1 to 200').max(200, 'a whole number from 1 to 200').default(50) });
 
 export function directBuildsRoutes(api: Router<Principal>, { buildRequests: { direct: service } }: Pick<Services, 'buildRequests'>): void {
   api.post('/builds', async (req) => {

@@ -5,8 +5,8 @@ import type { Principal, Services } from '../../../services/index.js';
 import type { Req } from '../../request.js';
 import type { Router } from '../../router.js';
 
-const AttributeAtCommitQuery = z.object({ commit: CommitId, attr: z.string().min(1).max(1000) });
-const EntryPointsQuery = z.object({ evaluation_id: EvaluationId.optional() });
+export const AttributeAtCommitQuery = z.object({ commit: CommitId, attr: z.string().min(1).max(1000) });
+export const EntryPointsQuery = z.object({ evaluation_id: EvaluationId.optional() });
 
 export function evaluationsRoutes(r: Router<Principal>, { builds: { evaluations, views } }: Pick<Services, 'builds'>): void {
   const org = (req: Req<Principal>) => req.param('org', ResourceName);

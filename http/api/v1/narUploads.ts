@@ -11,7 +11,7 @@ import type { Router } from '../../router.js';
 const MAX_NARINFO_PART_BYTES = 1 << 20;
 
 const NOT_AN_OFFSET = 'expected the number of bytes already staged (?offset=N)';
-const ChunkQuery = z.object({
+export const ChunkQuery = z.object({
   offset: z.string(NOT_AN_OFFSET).regex(/^\d{1,16}$/, NOT_AN_OFFSET).transform(Number).refine(Number.isSafeInteger, NOT_AN_OFFSET),
 });
 

@@ -8,8 +8,8 @@ import type { Router } from '../../router.js';
 
 const SourceId = z.uuid('a source upload id is a UUID');
 const NO_PROJECT = 'name the project the source is for (?project=org/project or its UUID)';
-const UploadQuery = z.object({ project: z.string(NO_PROJECT).min(1, NO_PROJECT) });
-const FetchQuery = z.object({ token: z.string().optional() });
+export const UploadQuery = z.object({ project: z.string(NO_PROJECT).min(1, NO_PROJECT) });
+export const FetchQuery = z.object({ token: z.string().optional() });
 
 /** `root` is the router at /: the capability URL lives outside /api/v1. */
 export function sourceUploadRoutes(root: Router<Principal>, { buildRequests: { sources: service }, config }: Pick<Services, 'buildRequests' | 'config'>): void {

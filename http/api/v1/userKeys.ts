@@ -5,7 +5,7 @@ import { CreateApiKeyBody, DeleteApiKeyBody, KeyName } from '../../../protocol/i
 import type { Principal, Services } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
-const DeleteKeyQuery = z.object({ name: KeyName.optional() });
+export const DeleteKeyQuery = z.object({ name: KeyName.optional() });
 
 export function userKeysRoutes(r: Router<Principal>, { identity: { apiKeys } }: Pick<Services, 'identity'>): void {
   r.get('/user/keys', (req) => apiKeys.list(req.principal));

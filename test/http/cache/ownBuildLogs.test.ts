@@ -1,0 +1,62 @@
+// GET /cache/{cache}/log/{drv} serves the build logs kiln stored itself (issue 25, item 5): a
+// derivation whose output the cache holds gets its log, so real `nix log --store <cache> <drv>`
+// prints it; a cache without any of its outputs, or a malformed name, is a 404 (Nix moves on).
+import t from 'tap';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startTestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { netrcFile, nixOk, runNix } from '../../support/nixClient.js';
+
+t.test('nix log against a kiln cache', async (t) => {
+  const kiln = await startTestKiln(t);
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'logs', { public: true, ownerId: ada.id });
+  await createTestCache(kiln.sql, 'other', { public: true, ownerId: ada.id });
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-log-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  // A fresh derivation each run, so the store path is new and kiln's rows are its own.
+  writeFileSync(join(dir, 'default.nix'), `derivation { name = "kiln-log-${process.pid}-${Date.now()}"; system = builtins.currentSystem; builder = "/bin/sh"; args = [ "-c" "echo built > $out" ]; }`);
+  const drv = (await nixOk('nix', ['eval', '--raw', '--file', join(dir, 'default.nix'), 'drvPath'])).trim();
+  const out = (await nixOk('nix-store', ['--realise', drv])).trim();
+  // nix log reads the .drv from the store it asks, so the cache holds the derivation and its output.
+  const netrc = netrcFile(ada.token);
+  await nixOk('nix', ['copy', '--to', `${kiln.url}/cache/logs`, out], { netrc });
+  await nixOk('nix', ['copy', '--derivation', '--to', `${kiln.url}/cache/logs`, drv], { netrc });
+
+  // kiln's own record of that build and its stored log (what a worker's /proto log stream leaves).
+  const [derivation] = await kiln.sql<{ id: string }[]>`
+    insert into derivations (drv_path, name, system, outputs) values (${drv}, 'kiln-log', 'x86_64-linux', ${kiln.sql.json({ out })}) returning id`;
+  const [build] = await kiln.sql<{ id: string }[]>`
+    insert into derivation_builds (derivation_id, status, attempts) values (${derivation!.id}, 'completed', 2) returning id`;
+  await kiln.sql`insert into build_log_chunks (derivation_build_id, attempt, seq, data) values
+    (${build!.id}, 1, 0, ${Buffer.from('first attempt\n')}),
+    (${build!.id}, 2, 0, ${Buffer.from('building kiln-log\n')}), (${build!.id}, 2, 1, ${Buffer.from('done\n')})`;
+  const base = drv.slice(drv.lastIndexOf('/') + 1);
+
+  t.test('the cache holding its output serves the latest attempt\'s log, and nix log prints it', async (t) => {
+    const res = await fetch(`${kiln.url}/cache/logs/log/${base}`);
+    t.equal(res.status, 200);
+    t.match(res.headers.get('content-type'), /^text\/plain/);
+    t.equal(await res.text(), 'building kiln-log\ndone\n');
+    const info = await fetch(`${kiln.url}/cache/logs/${base.slice(0, 32)}.narinfo`);
+    t.equal(info.status, 200, 'the .drv is in the cache');
+    const printed = await nixOk('nix', ['log', '--store', `${kiln.url}/cache/logs`, drv]);
+    t.equal(printed, 'building kiln-log\ndone\n');
+  });
+
+  t.test('a cache without any of its outputs does not reveal the log', async (t) => {
+    t.equal((await fetch(`${kiln.url}/cache/other/log/${base}`)).status, 404);
+    const run = await runNix('nix', ['log', '--store', `${kiln.url}/cache/other`, drv]);
+    t.not(run.status, 0);
+    t.notMatch(run.stdout, /building kiln-log/);
+  });
+
+  t.test('malformed or unknown derivation names are 404s', async (t) => {
+    for (const name of ['x.drv', `${base.slice(0, -4)}`, '..%2F..%2Fetc%2Fpasswd', `${'0'.repeat(32)}-unknown.drv`]) {
+      t.equal((await fetch(`${kiln.url}/cache/logs/log/${name}`)).status, 404, name);
+    }
+  });
+});
