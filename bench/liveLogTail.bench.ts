@@ -6,7 +6,11 @@
 // until the log's last line is drawn. Goal: none (every task under 50 ms).
 // Baseline in the same run, in alternating rounds: the same page of another running build for
 // the same time with no log arriving, so the long tasks the machine causes on its own are seen.
-import { chromium, type Page } from 'playwright-core';
+// Wall time alone says little on a loaded machine (at load 24 on 2 cores a thread gets about a
+// twelfth of a core, so a 5 ms task lasts 60 ms), so a Chromium trace of the same span also gives
+// each main-thread task's thread CPU time (`tdur`): the tasks over 50 ms of CPU, the longest, and
+// the main thread's CPU time in all, which do not depend on what else the machine runs.
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { loadAverage } from './childServer.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
 import { syntheticGraph } from './syntheticGraph.js';
@@ -32,7 +36,34 @@ function logText(bytes: number, end: string): Buffer {
   return Buffer.from(`${lines.join('\n')}\n`);
 }
 
-interface Round { longTasks: number; maxLongTaskMs: number; blockingMs: number; seconds: number }
+interface Round {
+  longTasks: number; maxLongTaskMs: number; blockingMs: number; seconds: number;
+  /** from the trace: main-thread tasks of ≥ 50 ms thread CPU time, the longest, and the sum */
+  cpuLongTasks: number; maxTaskCpuMs: number; mainThreadCpuMs: number;
+}
+
+type CpuFigures = Pick<Round, 'cpuLongTasks' | 'maxTaskCpuMs' | 'mainThreadCpuMs'>;
+
+interface TraceEvent { name: string; ph: string; pid: number; tid: number; dur?: number; tdur?: number; args?: { name?: string; data?: { frames?: { processId?: number }[] } } }
+
+/** Traces `page`'s renderer until the returned stop(), which gives its main thread's tasks' CPU times. */
+async function traceMainThread(browser: Browser, page: Page): Promise<{ stop(): Promise<CpuFigures> }> {
+  await browser.startTracing(page, { categories: ['disabled-by-default-devtools.timeline', '__metadata'] });
+  return {
+    async stop() {
+      const events = (JSON.parse((await browser.stopTracing()).toString('utf8')) as { traceEvents: TraceEvent[] }).traceEvents;
+      const pid = events.find((e) => e.name === 'TracingStartedInBrowser')?.args?.data?.frames?.[0]?.processId;
+      const main = events.find((e) => e.name === 'thread_name' && e.pid === pid && e.args?.name === 'CrRendererMain');
+      if (!main) throw new Error('the trace does not name the page\'s renderer main thread');
+      const cpu = events.filter((e) => e.name === 'RunTask' && e.ph === 'X' && e.pid === main.pid && e.tid === main.tid).map((e) => (e.tdur ?? 0) / 1000);
+      return {
+        cpuLongTasks: cpu.filter((ms) => ms >= 50).length,
+        maxTaskCpuMs: Math.round(Math.max(0, ...cpu)),
+        mainThreadCpuMs: Math.round(cpu.reduce((a, b) => a + b, 0)),
+      };
+    },
+  };
+}
 
 const server = await startBenchServer();
 const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
@@ -75,11 +106,12 @@ try {
   const longTasksSince = async (page: Page, since: number) =>
     ((await page.evaluate('window.__longTasks')) as { start: number; duration: number }[]).filter((e) => e.start >= since);
 
-  const figures = (tasks: { duration: number }[], seconds: number): Round => ({
+  const figures = (tasks: { duration: number }[], seconds: number, cpu: CpuFigures): Round => ({
     longTasks: tasks.length,
     maxLongTaskMs: Math.round(Math.max(0, ...tasks.map((e) => e.duration))),
     blockingMs: Math.round(tasks.reduce((sum, e) => sum + e.duration - 50, 0)),
     seconds: Math.round(seconds * 10) / 10,
+    ...cpu,
   });
 
   async function streamRound(job: { jobId: string; drvPath: string }, round: number): Promise<Round> {
@@ -87,6 +119,7 @@ try {
     const log = logText(mib * 1024 * 1024, end);
     const { page, close } = await openBuild(await buildOf(job.drvPath));
     try {
+      const trace = await traceMainThread(browser, page);
       const since = (await page.evaluate('performance.now()')) as number;
       const t0 = performance.now();
       for (let seq = 0; seq * CHUNK < log.length; seq++) {
@@ -99,7 +132,8 @@ try {
         throw new Error(`the page did not draw the log's last line; it shows "${await page.getByTestId('log-state').textContent()}", follow ${String(await page.getByLabel('Follow').isChecked())}, last line drawn: ${String(await page.getByTestId('log').locator('.line').last().textContent())}`, { cause: e });
       });
       const seconds = (performance.now() - t0) / 1000;
-      return figures(await longTasksSince(page, since), seconds);
+      const cpu = await trace.stop();
+      return figures(await longTasksSince(page, since), seconds, cpu);
     } finally {
       await close();
     }
@@ -108,9 +142,11 @@ try {
   async function idleRound(job: { drvPath: string }): Promise<Round> {
     const { page, close } = await openBuild(await buildOf(job.drvPath));
     try {
+      const trace = await traceMainThread(browser, page);
       const since = (await page.evaluate('performance.now()')) as number;
       await sleep(mib * 1000);
-      return figures(await longTasksSince(page, since), mib);
+      const cpu = await trace.stop();
+      return figures(await longTasksSince(page, since), mib, cpu);
     } finally {
       await close();
     }
@@ -141,6 +177,9 @@ try {
     maxLongTaskMs: { median: median(rs.map((r) => r.maxLongTaskMs)), all: rs.map((r) => r.maxLongTaskMs) },
     blockingMs: { median: median(rs.map((r) => r.blockingMs)), all: rs.map((r) => r.blockingMs) },
     seconds: { median: median(rs.map((r) => r.seconds)), all: rs.map((r) => r.seconds) },
+    cpuLongTasks: { median: median(rs.map((r) => r.cpuLongTasks)), all: rs.map((r) => r.cpuLongTasks) },
+    maxTaskCpuMs: { median: median(rs.map((r) => r.maxTaskCpuMs)), all: rs.map((r) => r.maxTaskCpuMs) },
+    mainThreadCpuMs: { median: median(rs.map((r) => r.mainThreadCpuMs)), all: rs.map((r) => r.mainThreadCpuMs) },
   });
   console.log(JSON.stringify({
     bench: 'live-log-tail', mib, rounds, rateMiBs: 1, streaming: summary(streamed), idleBaseline: summary(idle),

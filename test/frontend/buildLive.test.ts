@@ -42,9 +42,11 @@ t.test('a running build: live log tail, then a truncated closure', async (t) => 
     await log.getByText('first line of the tail').waitFor();
     await page.getByTestId('log-state').getByText(/streaming/).waitFor();
 
-    // Many more lines than the view holds, a line cut across two chunks, and a colour.
+    // Many more lines than the view holds, a line cut across two chunks, and a colour; before the
+    // last line, a colour left on and an escape cut off at a line's end, which the next line must not inherit.
     const lines = Array.from({ length: 400 }, (_, i) => `line ${i + 2} of the live tail`);
-    const text = `${lines.join('\n')}\nthe last \x1b[32mgreen\x1b[0m line\n`;
+    const leaks = ['\x1b[31mred left on', 'after red \x1b[1mbold\x1b[0m', 'a cut escape \x1b[3', 'after a cut \x1b[1mescape\x1b[0m'];
+    const text = `${lines.join('\n')}\n${leaks.join('\n')}\nthe last \x1b[32mgreen\x1b[0m line\n`;
     const half = text.length >> 1;
     worker.send({ t: 'buildLog', jobId: job.jobId, seq: 1, data: Buffer.from(text.slice(0, half)), droppedBytes: 0 });
     worker.send({ t: 'buildLog', jobId: job.jobId, seq: 2, data: Buffer.from(text.slice(half)), droppedBytes: 0 });
@@ -53,14 +55,17 @@ t.test('a running build: live log tail, then a truncated closure', async (t) => 
     t.equal(await green.getAttribute('class'), 'ansi-green-fg', 'ANSI green becomes a class');
     t.ok(await page.getByLabel('Follow').isChecked(), 'follow mode stays on');
     t.equal(await log.getByText('first line of the tail').count(), 0, 'the first line scrolled out of the view (virtualised)');
-    await page.getByTestId('log-state').getByText('402 lines').waitFor();
+    await page.getByTestId('log-state').getByText('406 lines').waitFor();
+    t.equal(await log.getByText('red left on').getAttribute('class'), 'ansi-red-fg');
+    t.equal(await log.getByText('after red').getAttribute('class'), null, 'a colour does not carry into the next line');
+    t.equal(await log.getByText('after a cut').textContent(), 'after a cut escape', 'an escape cut at the end of a line does not reach the next');
 
     // Scrolling up stops following: a new line does not move the view.
     await log.evaluate((e) => { e.scrollTop = 0; e.dispatchEvent(new Event('scroll')); });
     await log.getByText('first line of the tail').waitFor();
     t.notOk(await page.getByLabel('Follow').isChecked(), 'scrolling up turns follow off');
     worker.send({ t: 'buildLog', jobId: job.jobId, seq: 3, data: Buffer.from('written while the reader is at the top\n'), droppedBytes: 0 });
-    await page.getByTestId('log-state').getByText('403 lines').waitFor();
+    await page.getByTestId('log-state').getByText('407 lines').waitFor();
     t.equal(await log.getByText('written while the reader is at the top').count(), 0, 'the view stays where the reader is');
     t.same(await seriousAccessibilityViolations(page), [], 'running build: no serious or critical axe violations');
     await screenshot(page, 'build-live-tail');

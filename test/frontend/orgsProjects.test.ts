@@ -250,6 +250,18 @@ t.test('organization and project pages', async (t) => {
     const list = await parsed(kiln, ada.token, '/projects/acme/web/evaluations?per_page=5', ProjectEvaluationsPage);
     t.match(list, { total: 1, page: 1, per_page: 5 });
     t.equal(list.evaluations[0]?.id, id);
+    t.equal(await page.getByTestId('evaluation-trigger').textContent(), 'manual', 'the list says what started it');
+    // Evaluations a Git host started (rows written as the webhook path writes them): the list and the page name the branch or pull request.
+    const [task] = await kiln.sql<{ id: string }[]>`select t.id from tasks t join projects p on p.id = t.project_id where p.name = 'web' and t.name = 'default'`;
+    const [push] = await kiln.sql<{ id: string }[]>`
+      insert into evaluations (task_id, repository, wildcard, phase, trigger, branch) values (${task!.id}, 'file:///x', '*', 'completed', 'push', 'main') returning id`;
+    await kiln.sql`insert into evaluations (task_id, repository, wildcard, phase, trigger, pull_request) values (${task!.id}, 'file:///x', '*', 'completed', 'pull_request', 12)`;
+    await page.reload();
+    const triggers = page.getByTestId('evaluation-trigger');
+    await triggers.nth(2).waitFor();
+    t.same((await triggers.allTextContents()).sort(), ['manual', 'pull request #12', 'push to main']);
+    await page.goto(`${kiln.url}/evals/${push!.id}`);
+    await page.getByTestId('trigger').getByText('push to main').waitFor();
   });
 
   await t.test('delete a project after confirming', async (t) => {

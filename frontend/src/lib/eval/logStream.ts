@@ -4,12 +4,12 @@
 import { API, ApiFailure } from '$lib/api';
 import { sessionToken } from '$lib/session';
 
-export interface LogSink {
-  /** whole lines, newest last, without their line ends */
-  lines(batch: string[], bytes: number): void;
-  /** the text after the last newline so far ('' when none) */
-  partial(text: string): void;
-}
+/**
+ * Called at most once per animation frame: `lines` are the whole lines since the last call, newest
+ * last, without their line ends; `partial` the text after the last newline so far ('' when none);
+ * `bytes` the characters read since the last call.
+ */
+export type LogSink = (lines: string[], partial: string, bytes: number) => void;
 
 /** Time slice after which the reader lets the browser paint and handle input. */
 const SLICE_MS = 8;
@@ -40,10 +40,12 @@ export async function streamLog(buildId: string, sink: LogSink, signal: AbortSig
   let batch: string[] = [];
   let bytes = 0;
   let frame = 0;
+  let flushed = '';
   const flush = (): void => {
     frame = 0;
-    if (batch.length > 0) sink.lines(batch, bytes);
-    sink.partial(carry);
+    if (batch.length === 0 && carry === flushed && bytes === 0) return;
+    sink(batch, carry, bytes);
+    flushed = carry;
     batch = [];
     bytes = 0;
   };
