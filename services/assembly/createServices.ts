@@ -194,7 +194,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     // The host's API is reached like a webhook receiver: only where outbound.allowedNetworks lets kiln connect.
     const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'] });
     const privateKeyFile = config['gitHostApp.privateKeyFile']!;
-    const api = createHostApi({ appId: config['gitHostApp.id']!, privateKey: () => readSecretFile(privateKeyFile), outbound, userAgent: `kiln/${opened.version}` });
+    const api = createHostApi({ apiUrl: config['gitHostApp.apiUrl'], appId: config['gitHostApp.id']!, privateKey: () => readSecretFile(privateKeyFile), outbound, userAgent: `kiln/${opened.version}` });
     reporter = new GitHostReporter({
       sql: db.scheduler, bus: events.bus, api, outbound, frontendUrl: config['frontend.url'], log: componentLogger(log, 'scheduler'), clock,
       supervisor: root, ...(opts.gitHostRetryBaseMs !== undefined ? { retryBaseMs: opts.gitHostRetryBaseMs } : {}),
