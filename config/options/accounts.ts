@@ -48,6 +48,11 @@ export const accountOptions = {
     'let projects use local paths, file:// URLs and hosts on loopback, private or link-local addresses as their repository; off, a tenant could read other tenants\' clones and probe the internal network',
     { extension: true },
   ),
+  'projects.minPollIntervalSecs': option(
+    positiveInt(), 60,
+    'the shortest poll_interval_secs a project may set: how often at most kiln runs git ls-remote on a repository without a Git host application to see whether a branch head moved',
+    { extension: true },
+  ),
   'registration.enable': option(bool(), true, 'self-service registration'),
   'scim.enable': option(bool(), false, 'SCIM provisioning'),
   'scim.hardDelete': option(bool(), false, 'delete users on SCIM DELETE instead of disabling them'),

@@ -14,7 +14,7 @@ import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnectio
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
 import { projectsService, tasksService } from '../projects/index.js';
-import { createHostApi, GitHostReporter, hookReceiverService, type HookReceiverService } from '../gitHosts/index.js';
+import { createHostApi, GitHostReporter, hookReceiverService, RepositoryPoller, type HookReceiverService } from '../gitHosts/index.js';
 import { readSecretFile } from '../../config/index.js';
 import { createOutboundClient } from '../../storage/index.js';
 import { cachePinsService, type CachePinsService, GarbageCollector, gcAdminService, type GcAdminService } from '../gc/index.js';
@@ -96,8 +96,12 @@ export interface Services {
   gc: { collector: GarbageCollector; pins: CachePinsService; admin: GcAdminService };
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
-  /** the Git host application: webhooks in, status reports out (null while gitHostApp.enable is false); the composition root starts and stops the reporter */
-  gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null };
+  /**
+   * The Git host application: webhooks in, status reports out (null while gitHostApp.enable is
+   * false); and polling of projects with poll_interval_secs. The composition root starts and stops
+   * the reporter and the poller.
+   */
+  gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null; poller: RepositoryPoller };
   /** the Prometheus series of this process: GET /metrics */
   metrics: KilnMetrics;
 }
@@ -209,6 +213,14 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });
+  const poller = new RepositoryPoller({
+    sql: db.scheduler, events: events.events, repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: componentLogger(log, 'scheduler'), clock,
+    supervisor: root,
+    started: async (started) => {
+      scheduler.wake();
+      for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
+    },
+  });
   registerServerMetrics({ metrics, sql: db.web, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
   const collector = new GarbageCollector(
     { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock },
@@ -220,7 +232,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     admin: gcAdminService({ sql: db.web, clock, wake: () => collector.wake() }),
   };
   return {
-    gitHosts: { hooks, reporter },
+    gitHosts: { hooks, reporter, poller },
     config, log, version: opened.version, metrics, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),

@@ -9,3 +9,19 @@ alter table git_host_reports drop column api_url;
 -- new delivery id (a replay by whoever captured it) starts nothing while the first is retained.
 alter table git_host_deliveries add column body_sha256 bytea check (length(body_sha256) = 32);
 create unique index git_host_deliveries_body on git_host_deliveries (body_sha256);
+
+-- Polling (repositories without an application): a project with poll_interval_secs set is
+-- polled with `git ls-remote` every that many seconds (at least projects.minPollIntervalSecs);
+-- next_poll_at is when it is due, claimed by one server process at a time. The branch heads last
+-- seen are kept per project: a head that moved starts evaluations (trigger poll).
+alter table projects
+  add column poll_interval_secs integer check (poll_interval_secs between 1 and 86400),
+  add column next_poll_at timestamptz;
+create index projects_poll_due on projects (next_poll_at) where poll_interval_secs is not null;
+create table project_polled_heads (
+  project_id uuid not null references projects on delete cascade,
+  branch text not null check (length(branch) between 1 and 255),
+  commit text not null check (commit ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'),
+  seen_at timestamptz not null default now(),
+  primary key (project_id, branch)
+);
