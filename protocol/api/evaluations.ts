@@ -20,7 +20,8 @@ export const EvaluateTaskBody = z.object({
 export type EvaluateTaskBody = z.infer<typeof EvaluateTaskBody>;
 
 /** POST /evals/{id} */
-export const EvaluationActionBody = z.object({ method: z.literal('abort') });
+/** abort: stop it; approve: let an evaluation parked for approval run (docs/git-hosts.md, "Approval") */
+export const EvaluationActionBody = z.object({ method: z.enum(['abort', 'approve']) });
 export type EvaluationActionBody = z.infer<typeof EvaluationActionBody>;
 
 export const EvaluationId = z.uuid({ message: 'an evaluation id is a UUID' });

@@ -22,7 +22,7 @@ import {
   ApiError, describeIssue, HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository,
 } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
-import { insertEvaluation, type TriggerOf } from '../builds/index.js';
+import { insertEvaluation, parkForApproval, type TriggerOf } from '../builds/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
 import { eventRepositoryKeys, repositoryKey } from './repositoryMatch.js';
 
@@ -53,6 +53,8 @@ interface Planned {
   wildcard: string;
   commit: string;
   started: TriggerOf;
+  /** a pull request from a fork for a task with requires_approval: parked until a member approves */
+  approval: boolean;
 }
 
 /** What a report row of an evaluation names; null when the event did not come through the application. */
@@ -106,20 +108,24 @@ export function hookReceiverService(deps: HookReceiverDeps) {
     const found = [];
     for (const project of matched) {
       await sql`insert into tasks (project_id, name) values (${project.id}, 'default') on conflict (project_id, name) do nothing`;
-      const tasks = await sql<{ id: string; name: string; wildcard: string | null; branch: string | null }[]>`
-        select id, name, wildcard, branch from tasks where project_id = ${project.id} and name <> 'direct' order by name`;
+      const tasks = await sql<{ id: string; name: string; wildcard: string | null; branch: string | null; requires_approval: boolean }[]>`
+        select id, name, wildcard, branch, requires_approval from tasks where project_id = ${project.id} and name <> 'direct' order by name`;
       for (const task of tasks) {
-        found.push({ project, task, branch: task.branch ?? project.default_branch ?? repository.default_branch, wildcard: task.wildcard ?? project.wildcard });
+        found.push({ project, task, requiresApproval: task.requires_approval, branch: task.branch ?? project.default_branch ?? repository.default_branch, wildcard: task.wildcard ?? project.wildcard });
       }
     }
     return found;
   }
 
-  /** The tasks to evaluate for `branch`, leaving out projects whose repository the instance no longer accepts. */
-  async function plan(repository: HookRepository, branch: string, commit: string, started: TriggerOf): Promise<Planned[]> {
+  /**
+   * The tasks to evaluate for `branch`, leaving out projects whose repository the instance no longer
+   * accepts. `fromFork`: only tasks with requires_approval, each parked for approval.
+   */
+  async function plan(repository: HookRepository, branch: string, commit: string, started: TriggerOf, fromFork = false): Promise<Planned[]> {
     const planned: Planned[] = [];
     for (const m of await matchingTasks(repository)) {
       if (m.branch !== branch) continue;
+      if (fromFork && !m.requiresApproval) continue;
       try {
         await vetRepository(m.project.repository, deps.repositories);
       } catch (error) {
@@ -127,7 +133,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
         continue;
       }
       const { wildcard, default_branch: _branch, ...project } = m.project;
-      planned.push({ project, task: { id: m.task.id, name: m.task.name }, wildcard: m.wildcard, commit, started });
+      planned.push({ project, task: { id: m.task.id, name: m.task.name }, wildcard: m.wildcard, commit, started, approval: fromFork });
     }
     return planned;
   }
@@ -182,6 +188,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
     const started: { id: string; taskId: string }[] = [];
     for (const p of planned) {
       const id = await insertEvaluation(tx, emit, { project: p.project, task: p.task, commit: p.commit, wildcard: p.wildcard, started: p.started, createdBy: null });
+      if (p.approval) await parkForApproval(tx, emit, id, 'waiting for approval: a pull request from a fork (POST /evals/{id} {"method": "approve"})');
       started.push({ id, taskId: p.task.id });
       if (report) {
         await tx`
@@ -233,14 +240,12 @@ export function hookReceiverService(deps: HookReceiverDeps) {
         const hook = parsed(PullRequestHook, payload, name);
         const { head, base } = hook.pull_request;
         // A fork's head is code anyone on the host may write: evaluating it would run a stranger's
-        // code with the project's workers, credentials and caches. Until pull requests from forks
-        // need an approval (docs/git-hosts.md, "Not built yet"), they start nothing.
+        // code with the project's workers, credentials and caches. Only tasks with requires_approval
+        // take it, parked until a member approves; other tasks start nothing for it.
         const fromFork = head.repo?.id !== hook.repository.id;
-        if (fromFork && PULL_REQUEST_ACTIONS.has(hook.action)) {
-          deps.log.info({ repository: hook.repository.full_name, pullRequest: hook.number }, 'a pull request from a fork (or a deleted one) starts no evaluation');
-        }
-        if (PULL_REQUEST_ACTIONS.has(hook.action) && !fromFork) {
-          planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number });
+        if (PULL_REQUEST_ACTIONS.has(hook.action)) {
+          planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number }, fromFork);
+          if (fromFork) deps.log.info({ repository: hook.repository.full_name, pullRequest: hook.number, parked: planned.length }, 'a pull request from a fork (or a deleted one): parked for approval where a task requires it, else nothing');
         }
         if (hook.installation) report = { installationId: hook.installation.id, repository: hook.repository.full_name, sha: hook.pull_request.head.sha };
       } else if (name === 'installation') {

@@ -29,8 +29,8 @@ export function evaluationsRoutes(r: Router<Principal>, { builds: { evaluations,
     views.taskEntryPoints(req.principal, projectRef(req), task(req), req.query(EntryPointsQuery).evaluation_id ?? null));
   r.get('/evals/:id', (req) => evaluations.get(req.principal, id(req)));
   r.post('/evals/:id', async (req) => {
-    await req.body(EvaluationActionBody);
-    return evaluations.abort(req.principal, id(req));
+    const { method } = await req.body(EvaluationActionBody);
+    return method === 'approve' ? evaluations.approve(req.principal, id(req)) : evaluations.abort(req.principal, id(req));
   });
   r.get('/evals/:id/builds', (req) => views.evaluationBuilds(req.principal, id(req)));
   r.get('/evals/:id/builds/page', (req) => {

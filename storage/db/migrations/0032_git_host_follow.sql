@@ -25,3 +25,9 @@ create table project_polled_heads (
   seen_at timestamptz not null default now(),
   primary key (project_id, branch)
 );
+
+-- Approval: an evaluation of a pull request from a fork, for a task with requires_approval, is
+-- parked in phase waiting with awaiting_approval set, until a member with triggerEvaluation
+-- approves it (POST /evals/{id} {method: "approve"}). The scheduler never re-queues such a one
+-- for want of a cache.
+alter table evaluations add column awaiting_approval boolean not null default false;

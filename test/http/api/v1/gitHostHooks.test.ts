@@ -121,6 +121,49 @@ t.test('Git host webhooks', async (t) => {
     t.equal(listed.total, 2, 'opened and synchronize');
   });
 
+  await t.test('a pull request from a fork: nothing for ordinary tasks; parked for approval where a task requires it', async (t) => {
+    const forkPr = (number: number) => {
+      const payload = pointAt(examplePayload('pull_request', 'opened'), host, 'acme/app', repo.url, INSTALLATION);
+      const pull = payload['pull_request'] as { head: { sha: string; repo: { id: number } }; base: { ref: string } };
+      pull.head.sha = repo.commit;
+      pull.head.repo = { ...pull.head.repo, id: 999_999 }; // another repository: a fork
+      pull.base.ref = 'main';
+      payload['number'] = number;
+      return payload;
+    };
+    const ignored = await sendHook(kiln.url, 'pull_request', forkPr(9), { secret: host.secret });
+    t.same((ignored.json.message as { evaluations: string[] }).evaluations, [], 'no task requires approval: nothing');
+
+    t.equal((await kiln.api('PUT', '/tasks/app', { token, body: { name: 'gated', requires_approval: true } })).status, 200);
+    t.teardown(async () => {
+      await kiln.api('DELETE', '/tasks/app/gated', { token });
+    });
+    const sent = await sendHook(kiln.url, 'pull_request', forkPr(8), { secret: host.secret });
+    const started = (sent.json.message as { evaluations: string[] }).evaluations;
+    t.equal(started.length, 1, 'only the gated task');
+    const id = started[0]!;
+    t.match((await kiln.api('GET', `/evals/${id}`, { token })).message, { phase: 'waiting', task: 'gated', trigger: 'pull_request', pull_request: 8 });
+    const [parked] = await kiln.sql<{ awaiting_approval: boolean }[]>`select awaiting_approval from evaluations where id = ${id}`;
+    t.equal(parked!.awaiting_approval, true);
+
+    // someone who may see the project but not trigger evaluations cannot approve
+    const { token: bob } = await signUp(kiln, 'bob');
+    const refused = await kiln.api('POST', `/evals/${id}`, { token: bob, body: { method: 'approve' } });
+    t.ok(refused.status === 403 || refused.status === 404, `an outsider: ${refused.status}`);
+    t.equal((await kiln.api('POST', `/evals/${id}`, { token: bob, body: { method: 'merge' } })).status, 400, 'an unknown method');
+
+    const approved = await kiln.api('POST', `/evals/${id}`, { token, body: { method: 'approve' } });
+    t.equal(approved.status, 200, JSON.stringify(approved));
+    t.match((await kiln.api('GET', `/evals/${id}`, { token })).message, { phase: /^(queued|waiting)$/ });
+    const events = await kiln.sql<{ event: string }[]>`select event from event_outbox where evaluation_id = ${id} order by created_at`;
+    t.ok(events.some((e) => e.event === 'evaluation.approval_granted'), 'evaluation.approval_granted is emitted');
+    const [after] = await kiln.sql<{ awaiting_approval: boolean }[]>`select awaiting_approval from evaluations where id = ${id}`;
+    t.equal(after!.awaiting_approval, false);
+    t.match(await kiln.api('POST', `/evals/${id}`, { token, body: { method: 'approve' } }), { status: 409, code: 'evaluation_not_awaiting_approval' }, 'approved once only');
+    const created = await eventually(() => callsFor(id).find((c) => c.method === 'POST'), { message: 'the parked evaluation is reported' });
+    t.equal(created.body['status'], 'queued');
+  });
+
   await t.test('installations and their repositories are remembered', async (t) => {
     const created = examplePayload('installation', 'created');
     const installation = created['installation'] as { id: number; access_tokens_url: string };
