@@ -110,6 +110,8 @@ export type EvaluationRequeueWhy =
 export type EvaluationEvent =
   | { type: 'wait' }
   | { type: 'requeue'; why: EvaluationRequeueWhy }
+  /** a member approved an evaluation parked for approval (docs/git-hosts.md, "Approval") */
+  | { type: 'approve' }
   | { type: 'fetch' }
   | { type: 'dispatch' }
   | { type: 'succeed' }
@@ -137,7 +139,7 @@ export const evaluationLifecycle = setup({
   states: {
     // wait: no writable cache subscription, or every writable cache nearly full
     queued: { on: { wait: 'waiting', dispatch: 'evaluating', fetch: 'fetching', reject: 'failed', abort: 'aborted' } },
-    waiting: { on: { requeue: { guard: 'room', target: 'queued' }, abort: 'aborted' } },
+    waiting: { on: { requeue: { guard: 'room', target: 'queued' }, approve: 'approval_granted', abort: 'aborted' } },
     approval_granted: { on: { requeue: { guard: 'approved', target: 'queued' }, abort: 'aborted' } },
     fetching: {
       on: {

@@ -193,6 +193,9 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     });
     stack.push(() => upkeep.stop());
+    const poller = services.gitHosts.poller;
+    poller.start();
+    stack.push(() => poller.stop());
     const reporter = services.gitHosts.reporter;
     if (reporter) {
       reporter.start();

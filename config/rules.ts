@@ -32,6 +32,20 @@ export const rules: readonly Rule[] = [
   required('gitHostApp.id', 'gitHostApp.enable'),
   required('gitHostApp.privateKeyFile', 'gitHostApp.enable'),
   required('gitHostApp.webhookSecretFile', 'gitHostApp.enable'),
+  {
+    // the app's token travels to this address: no credentials or query of its own to leak or confuse
+    path: 'gitHostApp.apiUrl',
+    applies: (c) => c['gitHostApp.enable'],
+    holds: (c) => {
+      try {
+        const u = new URL(c['gitHostApp.apiUrl']);
+        return u.hostname !== '' && u.username === '' && u.password === '' && u.search === '' && u.hash === '';
+      } catch {
+        return false;
+      }
+    },
+    expected: 'an http(s) URL without user, password, query or fragment',
+  },
   required('oidc.clientId', 'oidc.enable'),
   required('oidc.clientSecretFile', 'oidc.enable'),
   required('oidc.discoveryUrl', 'oidc.enable'),

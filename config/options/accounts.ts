@@ -19,6 +19,11 @@ export const accountOptions = {
   'email.smtp.port': option(port(), 587, 'SMTP port'),
   'email.smtp.useTls': option(bool(), true, 'TLS for SMTP'),
   'email.smtp.username': option(nullable(str()), null, 'SMTP user name'),
+  'gitHostApp.apiUrl': option(
+    url(['http', 'https']), 'https://api.github.com',
+    'base URL of the Git host\'s REST API (GitHub Enterprise: https://<host>/api/v3, Gitea and Forgejo: https://<host>/api/v1); every call kiln makes as the application goes here, never to an address a webhook payload names, and only where outbound.allowedNetworks lets kiln connect',
+    { extension: true },
+  ),
   'gitHostApp.enable': option(bool(), false, 'enable webhooks and CI status reports through the Git host\'s application', noEnv),
   'gitHostApp.id': option(nullable(positiveInt()), null, 'application ID'),
   'gitHostApp.privateKeyFile': option(nullable(path()), null, 'file with the application\'s RS256 private key in PEM format'),
@@ -41,6 +46,11 @@ export const accountOptions = {
   'projects.allowLocalRepositories': option(
     bool(), false,
     'let projects use local paths, file:// URLs and hosts on loopback, private or link-local addresses as their repository; off, a tenant could read other tenants\' clones and probe the internal network',
+    { extension: true },
+  ),
+  'projects.minPollIntervalSecs': option(
+    positiveInt(), 60,
+    'the shortest poll_interval_secs a project may set: how often at most kiln runs git ls-remote on a repository without a Git host application to see whether a branch head moved',
     { extension: true },
   ),
   'registration.enable': option(bool(), true, 'self-service registration'),

@@ -19,8 +19,12 @@ export const EvaluateTaskBody = z.object({
 });
 export type EvaluateTaskBody = z.infer<typeof EvaluateTaskBody>;
 
-/** POST /evals/{id}: abort a running evaluation, or restart a finished one (kiln extension, docs/builds.md) */
-export const EvaluationActionBody = z.object({ method: z.enum(['abort', 'restart']) });
+/**
+ * POST /evals/{id}. abort: stop it; approve: let an evaluation parked for approval run
+ * (docs/git-hosts.md, "Approval"); restart: a finished one again as a new evaluation (kiln
+ * extension, docs/builds.md "Restarting").
+ */
+export const EvaluationActionBody = z.object({ method: z.enum(['abort', 'approve', 'restart']) });
 export type EvaluationActionBody = z.infer<typeof EvaluationActionBody>;
 
 export const EvaluationId = z.uuid({ message: 'an evaluation id is a UUID' });

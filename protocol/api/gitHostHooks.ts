@@ -17,14 +17,11 @@ export const HookDeliveryId = z.string().regex(/^[A-Za-z0-9._-]{1,200}$/, 'expec
 const Sha = z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, 'a commit is 40 or 64 lowercase hex digits');
 const HostId = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 const FullName = z.string().regex(/^[A-Za-z0-9_.-]{1,100}\/[A-Za-z0-9_.-]{1,200}$/, 'expected owner/name');
-const ApiAddress = z.string().max(2000).regex(/^https?:\/\//, 'expected an http(s) URL');
 
 /** The repository an event is about; its git URLs are what projects are matched against. */
 const HookRepository = z.object({
   id: HostId,
   full_name: FullName,
-  /** https://<api>/repos/<owner>/<name>/hooks: where the host's REST API is (webhooks carry no other API address in every event) */
-  hooks_url: ApiAddress,
   default_branch: z.string().min(1).max(255),
   clone_url: z.string().max(2000).optional(),
   html_url: z.string().max(2000).optional(),
@@ -65,8 +62,6 @@ export type PullRequestHook = z.infer<typeof PullRequestHook>;
 const HookInstallation = z.object({
   id: HostId,
   account: z.object({ login: z.string().min(1).max(200) }),
-  /** https://<api>/app/installations/<id>/access_tokens */
-  access_tokens_url: ApiAddress,
 });
 const RepositoryRef = z.object({ id: HostId, full_name: FullName });
 
@@ -90,9 +85,9 @@ type Fits<Sent extends Read, Read> = Sent;
 type Payload<E extends 'push' | 'pull_request.opened' | 'installation.created' | 'installation_repositories.added'> = EmitterWebhookEvent<E>['payload'];
 type HostPayloadsFit = [
   Fits<Pick<Payload<'push'>, 'ref' | 'after' | 'deleted'>, Pick<PushHook, 'ref' | 'after' | 'deleted'>>,
-  Fits<Pick<Payload<'push'>['repository'], 'id' | 'full_name' | 'hooks_url' | 'default_branch' | 'clone_url'>, Pick<HookRepository, 'id' | 'full_name' | 'hooks_url' | 'default_branch' | 'clone_url'>>,
+  Fits<Pick<Payload<'push'>['repository'], 'id' | 'full_name' | 'default_branch' | 'clone_url'>, Pick<HookRepository, 'id' | 'full_name' | 'default_branch' | 'clone_url'>>,
   Fits<Pick<Payload<'pull_request.opened'>, 'action' | 'number'>, Pick<PullRequestHook, 'action' | 'number'>>,
   Fits<Pick<Payload<'pull_request.opened'>['pull_request']['head'], 'sha' | 'ref'>, PullRequestHook['pull_request']['head']>,
-  Fits<Pick<Payload<'installation.created'>['installation'], 'id' | 'access_tokens_url'>, Pick<InstallationHook['installation'], 'id' | 'access_tokens_url'>>,
+  Fits<Pick<Payload<'installation.created'>['installation'], 'id'>, Pick<InstallationHook['installation'], 'id'>>,
   Fits<Pick<NonNullable<Payload<'installation_repositories.added'>['repositories_added'][number]>, 'id' | 'full_name'>, InstallationRepositoriesHook['repositories_added'][number]>,
 ];

@@ -24,6 +24,7 @@ export const RepositoryUrl = z
   .refine((s) => !/[\s\0]/.test(s), { message: 'must not contain whitespace' });
 
 const Wildcard = z.string().min(1).max(1000);
+const PollInterval = z.number().int().min(1).max(86_400);
 const Branch = z.string().min(1).max(255).regex(/^[^\s~^:?*[\\]+$/, 'is not a valid branch name');
 
 export const CreateProjectBody = z.strictObject({
@@ -33,6 +34,8 @@ export const CreateProjectBody = z.strictObject({
   description: z.string().max(2000).optional(),
   wildcard: Wildcard.optional(),
   default_branch: Branch.optional(),
+  /** poll the repository every this many seconds (kiln extension; at least projects.minPollIntervalSecs); absent or null: no polling */
+  poll_interval_secs: PollInterval.nullable().optional(),
 });
 export type CreateProjectBody = z.infer<typeof CreateProjectBody>;
 
@@ -42,6 +45,7 @@ export const UpdateProjectBody = z.strictObject({
   description: z.string().max(2000).optional(),
   wildcard: Wildcard.optional(),
   default_branch: Branch.nullable().optional(),
+  poll_interval_secs: PollInterval.nullable().optional(),
 });
 export type UpdateProjectBody = z.infer<typeof UpdateProjectBody>;
 
@@ -57,6 +61,8 @@ export const ProjectView = z.strictObject({
   repository: z.string(),
   wildcard: z.string(),
   default_branch: z.string().nullable(),
+  /** seconds between polls of the repository; null: not polled */
+  poll_interval_secs: z.number().int().nullable(),
   active: z.boolean(),
   state_managed: z.boolean(),
   created_at: Timestamp,

@@ -15,7 +15,7 @@ import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnectio
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
 import { projectsService, tasksService } from '../projects/index.js';
-import { createHostApi, GitHostReporter, hookReceiverService, type HookReceiverService } from '../gitHosts/index.js';
+import { createHostApi, GitHostReporter, hookReceiverService, RepositoryPoller, type HookReceiverService } from '../gitHosts/index.js';
 import { readSecretFile } from '../../config/index.js';
 import { createOutboundClient } from '../../storage/index.js';
 import { cachePinsService, type CachePinsService, GarbageCollector, gcAdminService, type GcAdminService } from '../gc/index.js';
@@ -103,8 +103,12 @@ export interface Services {
   cacheMetrics: CacheMetricsService;
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
-  /** the Git host application: webhooks in, status reports out (null while gitHostApp.enable is false); the composition root starts and stops the reporter */
-  gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null };
+  /**
+   * The Git host application: webhooks in, status reports out (null while gitHostApp.enable is
+   * false); and polling of projects with poll_interval_secs. The composition root starts and stops
+   * the reporter and the poller.
+   */
+  gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null; poller: RepositoryPoller };
   /** the Prometheus series of this process: GET /metrics */
   metrics: KilnMetrics;
   /** users' SSH login keys and the SSH server (ssh.enable; the composition root starts it) */
@@ -205,7 +209,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     // The host's API is reached like a webhook receiver: only where outbound.allowedNetworks lets kiln connect.
     const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'] });
     const privateKeyFile = config['gitHostApp.privateKeyFile']!;
-    const api = createHostApi({ appId: config['gitHostApp.id']!, privateKey: () => readSecretFile(privateKeyFile), outbound, userAgent: `kiln/${opened.version}` });
+    const api = createHostApi({ apiUrl: config['gitHostApp.apiUrl'], appId: config['gitHostApp.id']!, privateKey: () => readSecretFile(privateKeyFile), outbound, userAgent: `kiln/${opened.version}` });
     reporter = new GitHostReporter({
       sql: db.scheduler, bus: events.bus, api, outbound, frontendUrl: config['frontend.url'], log: componentLogger(log, 'scheduler'), clock,
       supervisor: root, ...(opts.gitHostRetryBaseMs !== undefined ? { retryBaseMs: opts.gitHostRetryBaseMs } : {}),
@@ -220,6 +224,14 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });
+  const poller = new RepositoryPoller({
+    sql: db.scheduler, events: events.events, repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: componentLogger(log, 'scheduler'), clock,
+    supervisor: root,
+    started: async (started) => {
+      scheduler.wake();
+      for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
+    },
+  });
   registerServerMetrics({ metrics, sql: db.web, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
   const collector = new GarbageCollector(
     { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) },
@@ -231,7 +243,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     admin: gcAdminService({ sql: db.web, clock, wake: () => collector.wake() }),
   };
   return {
-    gitHosts: { hooks, reporter },
+    gitHosts: { hooks, reporter, poller },
     config, log, version: opened.version, metrics, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches }),

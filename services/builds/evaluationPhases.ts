@@ -72,3 +72,9 @@ export async function applyPhaseChange(tx: TransactionSql, emit: Emit, id: strin
   }
   return true;
 }
+
+/** A new evaluation parked until a member approves it (a pull request from a fork, docs/git-hosts.md "Approval"): queued → waiting. */
+export async function parkForApproval(tx: TransactionSql, emit: Emit, id: string, reason: string): Promise<void> {
+  await tx`update evaluations set awaiting_approval = true where id = ${id}`;
+  await applyPhaseChange(tx, emit, id, { event: { type: 'wait' }, reason });
+}

@@ -5,7 +5,7 @@ import { ApiError, type EvaluateTaskBody, type EvaluationPhase, type EvaluationT
 import type { Events } from '../../storage/index.js';
 import { userIdOf } from '../access/index.js';
 import { abortUnwantedBuilds } from './buildAborts.js';
-import { changePhase, evaluationLabel, FINAL_PHASES } from './evaluationPhases.js';
+import { applyPhaseChange, changePhase, evaluationLabel, FINAL_PHASES } from './evaluationPhases.js';
 import { insertEvaluation, type TriggerOf } from './evaluationInsert.js';
 import type { Principal } from '../access/index.js';
 import { resolveHead } from '../projects/index.js';
@@ -116,6 +116,25 @@ export function evaluationsService(deps: EvaluationsDeps) {
         if (c.status in builds) builds[c.status as keyof typeof builds] += c.n;
       }
       return { ...row!, project: label.project, task: label.task, builds };
+    },
+
+    /**
+     * A member with triggerEvaluation lets an evaluation parked for approval run: waiting →
+     * approval_granted (evaluation.approval_granted) → queued, in one transaction.
+     */
+    async approve(who: Principal, id: string): Promise<string> {
+      await visible(who, id, 'triggerEvaluation');
+      const approved = await deps.events.transaction(async (tx, emit) => {
+        const [row] = await tx<{ id: string }[]>`
+          update evaluations set awaiting_approval = false where id = ${id} and awaiting_approval and phase = 'waiting' returning id`;
+        if (!row) return false;
+        await applyPhaseChange(tx, emit, id, { event: { type: 'approve' } });
+        await applyPhaseChange(tx, emit, id, { event: { type: 'requeue', why: 'approved' } });
+        return true;
+      });
+      if (!approved) throw new ApiError('evaluation_not_awaiting_approval', `evaluation ${id} is not waiting for approval`);
+      deps.scheduler.wake();
+      return 'Evaluation approved';
     },
 
     async abort(who: Principal, id: string): Promise<string> {

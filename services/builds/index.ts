@@ -13,3 +13,4 @@ export type { RunningScheduler } from './schedulerPort.js';
 export { sourceUploadsService, type SourceUploadsService } from './sourceUploads.js';
 export { runGraphConsistencyCheck, type GraphConsistencyReport } from './graphConsistency.js';
 export { insertEvaluation, type TriggerOf } from './evaluationInsert.js';
+export { parkForApproval } from './evaluationPhases.js';

@@ -16,7 +16,7 @@ export interface QueuedEvaluation {
 export const queuedEvaluations = (sql: Sql, phase: 'queued' | 'waiting') => sql<QueuedEvaluation[]>`
   select e.id, e.repository, e.commit, e.wildcard, t.project_id, e.attempts
   from evaluations e join tasks t on t.id = e.task_id
-  where e.phase = ${phase} and e.commit is not null order by e.created_at limit 200`;
+  where e.phase = ${phase} and e.commit is not null and not e.awaiting_approval order by e.created_at limit 200`;
 
 export interface ReadyBuild {
   id: string;

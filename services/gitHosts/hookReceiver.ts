@@ -1,8 +1,9 @@
 // POST /api/v1/hooks/github (docs/git-hosts.md): a Git host application's webhook. The signature
 // is checked first, in constant time, against gitHostApp.webhookSecretFile (read at each request,
 // so a rotated secret holds at once); then the headers and the fields kiln reads. Anything wrong
-// is a 4xx and nothing is recorded. A delivery is recorded by its X-GitHub-Delivery id in the
-// transaction of what it starts, so a delivery sent again starts nothing.
+// is a 4xx and nothing is recorded. A delivery is recorded by its X-GitHub-Delivery id and its
+// body's SHA-256 in the transaction of what it starts, so a delivery sent again, or its body
+// replayed under another id, starts nothing.
 //   push                       every task (of every active project whose repository is the pushed
 //                              one) whose branch is the pushed branch: an evaluation of the pushed commit
 //   pull_request               opened, synchronize, reopened: the head commit, for the tasks of the
@@ -11,6 +12,7 @@
 //   installation,              which repositories the application may access
 //   installation_repositories
 // Each evaluation started for an installation gets a status report row (statusReports.ts).
+import { createHash } from 'node:crypto';
 import { Webhooks } from '@octokit/webhooks';
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from 'postgres';
@@ -20,9 +22,9 @@ import {
   ApiError, describeIssue, HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository,
 } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
-import { insertEvaluation, type TriggerOf } from '../builds/index.js';
+import { insertEvaluation, parkForApproval, type TriggerOf } from '../builds/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
-import { apiBaseOf, eventRepositoryKeys, repositoryKey } from './repositoryMatch.js';
+import { eventRepositoryKeys, repositoryKey } from './repositoryMatch.js';
 
 export interface HookReceiverDeps {
   sql: Sql;
@@ -51,10 +53,12 @@ interface Planned {
   wildcard: string;
   commit: string;
   started: TriggerOf;
+  /** a pull request from a fork for a task with requires_approval: parked until a member approves */
+  approval: boolean;
 }
 
 /** What a report row of an evaluation names; null when the event did not come through the application. */
-interface ReportTarget { installationId: number; apiUrl: string; repository: string; sha: string }
+interface ReportTarget { installationId: number; repository: string; sha: string }
 
 const PULL_REQUEST_ACTIONS = new Set(['opened', 'synchronize', 'reopened']);
 
@@ -67,13 +71,6 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown, event: string): T {
     throw invalid(`${event} payload: ${field}: ${reason}`);
   }
   return result.data;
-}
-
-/** The API base of a repository's host, from the hooks_url the signed payload gives. */
-function repositoryApi(repository: HookRepository): string {
-  const base = apiBaseOf(repository.hooks_url, `/repos/${repository.full_name}/hooks`);
-  if (base === null) throw invalid(`payload: repository.hooks_url: expected <api>/repos/${repository.full_name}/hooks`);
-  return base;
 }
 
 export function hookReceiverService(deps: HookReceiverDeps) {
@@ -111,20 +108,24 @@ export function hookReceiverService(deps: HookReceiverDeps) {
     const found = [];
     for (const project of matched) {
       await sql`insert into tasks (project_id, name) values (${project.id}, 'default') on conflict (project_id, name) do nothing`;
-      const tasks = await sql<{ id: string; name: string; wildcard: string | null; branch: string | null }[]>`
-        select id, name, wildcard, branch from tasks where project_id = ${project.id} and name <> 'direct' order by name`;
+      const tasks = await sql<{ id: string; name: string; wildcard: string | null; branch: string | null; requires_approval: boolean }[]>`
+        select id, name, wildcard, branch, requires_approval from tasks where project_id = ${project.id} and name <> 'direct' order by name`;
       for (const task of tasks) {
-        found.push({ project, task, branch: task.branch ?? project.default_branch ?? repository.default_branch, wildcard: task.wildcard ?? project.wildcard });
+        found.push({ project, task, requiresApproval: task.requires_approval, branch: task.branch ?? project.default_branch ?? repository.default_branch, wildcard: task.wildcard ?? project.wildcard });
       }
     }
     return found;
   }
 
-  /** The tasks to evaluate for `branch`, leaving out projects whose repository the instance no longer accepts. */
-  async function plan(repository: HookRepository, branch: string, commit: string, started: TriggerOf): Promise<Planned[]> {
+  /**
+   * The tasks to evaluate for `branch`, leaving out projects whose repository the instance no longer
+   * accepts. `fromFork`: only tasks with requires_approval, each parked for approval.
+   */
+  async function plan(repository: HookRepository, branch: string, commit: string, started: TriggerOf, fromFork = false): Promise<Planned[]> {
     const planned: Planned[] = [];
     for (const m of await matchingTasks(repository)) {
       if (m.branch !== branch) continue;
+      if (fromFork && !m.requiresApproval) continue;
       try {
         await vetRepository(m.project.repository, deps.repositories);
       } catch (error) {
@@ -132,20 +133,25 @@ export function hookReceiverService(deps: HookReceiverDeps) {
         continue;
       }
       const { wildcard, default_branch: _branch, ...project } = m.project;
-      planned.push({ project, task: { id: m.task.id, name: m.task.name }, wildcard: m.wildcard, commit, started });
+      planned.push({ project, task: { id: m.task.id, name: m.task.name }, wildcard: m.wildcard, commit, started, approval: fromFork });
     }
     return planned;
   }
 
-  async function recordDelivery(tx: TransactionSql, delivery: string, event: string): Promise<boolean> {
-    const rows = await tx`insert into git_host_deliveries (id, event) values (${delivery}, ${event}) on conflict (id) do nothing returning id`;
+  /**
+   * False when the delivery was seen: the same id (the host's redelivery), or the same body under
+   * another id (a replay: the signature covers the body only, so a captured delivery re-sent with a
+   * fresh X-GitHub-Delivery would pass it). Either unique index refuses the row.
+   */
+  async function recordDelivery(tx: TransactionSql, delivery: string, event: string, bodyHash: Buffer): Promise<boolean> {
+    const rows = await tx`insert into git_host_deliveries (id, event, body_sha256) values (${delivery}, ${event}, ${bodyHash}) on conflict do nothing returning id`;
     return rows.length === 1;
   }
 
-  async function upsertInstallation(tx: TransactionSql, id: number, account: string, apiUrl: string): Promise<void> {
+  async function upsertInstallation(tx: TransactionSql, id: number, account: string): Promise<void> {
     await tx`
-      insert into git_host_installations (id, account, api_url) values (${id}, ${account}, ${apiUrl})
-      on conflict (id) do update set account = excluded.account, api_url = excluded.api_url, updated_at = now()`;
+      insert into git_host_installations (id, account) values (${id}, ${account})
+      on conflict (id) do update set account = excluded.account, updated_at = now()`;
   }
 
   async function addRepositories(tx: TransactionSql, installationId: number, repositories: readonly { id: number; full_name: string }[]): Promise<void> {
@@ -157,14 +163,12 @@ export function hookReceiverService(deps: HookReceiverDeps) {
   }
 
   async function installation(tx: TransactionSql, hook: InstallationHook): Promise<void> {
-    const { id, account, access_tokens_url } = hook.installation;
-    const apiUrl = apiBaseOf(access_tokens_url, `/app/installations/${id}/access_tokens`);
-    if (apiUrl === null) throw invalid(`installation payload: installation.access_tokens_url: expected <api>/app/installations/${id}/access_tokens`);
+    const { id, account } = hook.installation;
     if (hook.action === 'deleted') {
       await tx`delete from git_host_installations where id = ${id}`;
       return;
     }
-    await upsertInstallation(tx, id, account.login, apiUrl);
+    await upsertInstallation(tx, id, account.login);
     if (hook.action === 'suspend' || hook.action === 'unsuspend') {
       await tx`update git_host_installations set suspended = ${hook.action === 'suspend'} where id = ${id}`;
     }
@@ -172,10 +176,8 @@ export function hookReceiverService(deps: HookReceiverDeps) {
   }
 
   async function installationRepositories(tx: TransactionSql, hook: InstallationRepositoriesHook): Promise<void> {
-    const { id, account, access_tokens_url } = hook.installation;
-    const apiUrl = apiBaseOf(access_tokens_url, `/app/installations/${id}/access_tokens`);
-    if (apiUrl === null) throw invalid(`installation_repositories payload: installation.access_tokens_url: expected <api>/app/installations/${id}/access_tokens`);
-    await upsertInstallation(tx, id, account.login, apiUrl);
+    const { id, account } = hook.installation;
+    await upsertInstallation(tx, id, account.login);
     await addRepositories(tx, id, hook.repositories_added);
     const removed = hook.repositories_removed.map((r) => r.id);
     if (removed.length > 0) await tx`delete from git_host_repositories where installation_id = ${id} and repository_id = any(${removed}::bigint[])`;
@@ -186,11 +188,12 @@ export function hookReceiverService(deps: HookReceiverDeps) {
     const started: { id: string; taskId: string }[] = [];
     for (const p of planned) {
       const id = await insertEvaluation(tx, emit, { project: p.project, task: p.task, commit: p.commit, wildcard: p.wildcard, started: p.started, createdBy: null });
+      if (p.approval) await parkForApproval(tx, emit, id, 'waiting for approval: a pull request from a fork (POST /evals/{id} {"method": "approve"})');
       started.push({ id, taskId: p.task.id });
       if (report) {
         await tx`
-          insert into git_host_reports (evaluation_id, installation_id, api_url, repository, head_sha, name)
-          values (${id}, ${report.installationId}, ${report.apiUrl}, ${report.repository}, ${report.sha}, ${`kiln: ${p.project.organization}/${p.project.name} ${p.task.name}`})`;
+          insert into git_host_reports (evaluation_id, installation_id, repository, head_sha, name)
+          values (${id}, ${report.installationId}, ${report.repository}, ${report.sha}, ${`kiln: ${p.project.organization}/${p.project.name} ${p.task.name}`})`;
       }
     }
     return started;
@@ -228,27 +231,23 @@ export function hookReceiverService(deps: HookReceiverDeps) {
       let apply: ((tx: TransactionSql) => Promise<void>) | null = null;
       if (name === 'push') {
         const hook = parsed(PushHook, payload, name);
-        const apiUrl = repositoryApi(hook.repository);
         if (hook.ref.startsWith('refs/heads/') && hook.deleted !== true && !/^0+$/.test(hook.after)) {
           const branch = hook.ref.slice('refs/heads/'.length);
           planned = await plan(hook.repository, branch, hook.after, { trigger: 'push', branch });
         }
-        if (hook.installation) report = { installationId: hook.installation.id, apiUrl, repository: hook.repository.full_name, sha: hook.after };
+        if (hook.installation) report = { installationId: hook.installation.id, repository: hook.repository.full_name, sha: hook.after };
       } else if (name === 'pull_request') {
         const hook = parsed(PullRequestHook, payload, name);
-        const apiUrl = repositoryApi(hook.repository);
         const { head, base } = hook.pull_request;
         // A fork's head is code anyone on the host may write: evaluating it would run a stranger's
-        // code with the project's workers, credentials and caches. Until pull requests from forks
-        // need an approval (docs/git-hosts.md, "Not built yet"), they start nothing.
+        // code with the project's workers, credentials and caches. Only tasks with requires_approval
+        // take it, parked until a member approves; other tasks start nothing for it.
         const fromFork = head.repo?.id !== hook.repository.id;
-        if (fromFork && PULL_REQUEST_ACTIONS.has(hook.action)) {
-          deps.log.info({ repository: hook.repository.full_name, pullRequest: hook.number }, 'a pull request from a fork (or a deleted one) starts no evaluation');
+        if (PULL_REQUEST_ACTIONS.has(hook.action)) {
+          planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number }, fromFork);
+          if (fromFork) deps.log.info({ repository: hook.repository.full_name, pullRequest: hook.number, parked: planned.length }, 'a pull request from a fork (or a deleted one): parked for approval where a task requires it, else nothing');
         }
-        if (PULL_REQUEST_ACTIONS.has(hook.action) && !fromFork) {
-          planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number });
-        }
-        if (hook.installation) report = { installationId: hook.installation.id, apiUrl, repository: hook.repository.full_name, sha: hook.pull_request.head.sha };
+        if (hook.installation) report = { installationId: hook.installation.id, repository: hook.repository.full_name, sha: hook.pull_request.head.sha };
       } else if (name === 'installation') {
         const hook = parsed(InstallationHook, payload, name);
         apply = (tx) => installation(tx, hook);
@@ -258,7 +257,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
       }
 
       const result = await deps.events.transaction(async (tx, emit) => {
-        if (!(await recordDelivery(tx, outcome.delivery, name))) return null;
+        if (!(await recordDelivery(tx, outcome.delivery, name, createHash('sha256').update(body).digest()))) return null;
         await apply?.(tx);
         return startAll(tx, emit, planned, report);
       });

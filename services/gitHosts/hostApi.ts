@@ -1,13 +1,17 @@
 // Talking to the Git host's REST API as the application (docs/git-hosts.md): an RS256 JWT made
 // from gitHostApp.id and gitHostApp.privateKeyFile buys an installation token
 // (POST /app/installations/{id}/access_tokens), which @octokit/auth-app caches until shortly
-// before it expires; each call then goes out with that token. Every connection goes through the
-// outbound client, so outbound.allowedNetworks holds for the host as for webhooks.
+// before it expires; each call then goes out with that token. Calls go only to gitHostApp.apiUrl,
+// never to an address a webhook payload names (whoever holds the webhook secret must not be able
+// to send the app's tokens elsewhere), and every connection goes through the outbound client, so
+// outbound.allowedNetworks holds for the host as for webhooks.
 import { createAppAuth } from '@octokit/auth-app';
 import { request as octokitRequest } from '@octokit/request';
 import { outboundFetch, type OutboundClient } from '../../storage/index.js';
 
 export interface HostApiSettings {
+  /** gitHostApp.apiUrl: the REST API's base, without a trailing slash */
+  apiUrl: string;
   /** gitHostApp.id */
   appId: number;
   /** the PEM text of gitHostApp.privateKeyFile */
@@ -35,9 +39,9 @@ export class HostApiError extends Error {
 
 export interface HostApi {
   /** an installation token for cloning and API calls; cached until it nears expiry */
-  installationToken(apiUrl: string, installationId: number): Promise<string>;
-  /** one REST call as the installation: `call(api, 42, 'POST /repos/{owner}/{repo}/check-runs', { owner, repo, … })` */
-  call(apiUrl: string, installationId: number, route: string, parameters: Record<string, unknown>): Promise<HostResponse>;
+  installationToken(installationId: number): Promise<string>;
+  /** one REST call as the installation: `call(42, 'POST /repos/{owner}/{repo}/check-runs', { owner, repo, … })` */
+  call(installationId: number, route: string, parameters: Record<string, unknown>): Promise<HostResponse>;
 }
 
 interface FailedRequest {
@@ -51,8 +55,8 @@ const isFailedRequest = (e: unknown): e is FailedRequest =>
 export function createHostApi(settings: HostApiSettings): HostApi {
   const fetchOut = outboundFetch(settings.outbound);
   const timeoutMs = settings.timeoutMs ?? 10_000;
-  // octokit's fetch: only what it passes is forwarded; redirects are refused (the API named by a
-  // signed payload is the one called, not wherever it points on).
+  // octokit's fetch: only what it passes is forwarded; redirects are refused (the configured API
+  // is the one called, not wherever it points on).
   const fetch = (async (input: string | URL | Request, init: RequestInit = {}) => {
     const url = input instanceof Request ? input.url : input;
     const body = typeof init.body === 'string' ? init.body : init.body == null ? null : String(init.body);
@@ -64,28 +68,19 @@ export function createHostApi(settings: HostApiSettings): HostApi {
       redirect: 'error',
     });
   }) as typeof globalThis.fetch;
-  const requests = new Map<string, typeof octokitRequest>();
-  const auths = new Map<string, ReturnType<typeof createAppAuth>>();
-
-  const requestFor = (apiUrl: string) => {
-    let found = requests.get(apiUrl);
-    if (!found) requests.set(apiUrl, (found = octokitRequest.defaults({ baseUrl: apiUrl, headers: { 'user-agent': settings.userAgent }, request: { fetch } })));
-    return found;
-  };
-  const authFor = (apiUrl: string) => {
-    let found = auths.get(apiUrl);
-    if (!found) auths.set(apiUrl, (found = createAppAuth({ appId: settings.appId, privateKey: settings.privateKey(), request: requestFor(apiUrl) })));
-    return found;
-  };
+  const request = octokitRequest.defaults({ baseUrl: settings.apiUrl.replace(/\/+$/, ''), headers: { 'user-agent': settings.userAgent }, request: { fetch } });
+  let auth: ReturnType<typeof createAppAuth> | null = null;
+  // the key is read at the first call, not at start (a missing file is a failed report, not a failed start)
+  const authOf = () => (auth ??= createAppAuth({ appId: settings.appId, privateKey: settings.privateKey(), request }));
 
   const failure = (what: string, e: unknown): HostApiError => {
     if (isFailedRequest(e)) return new HostApiError(`${what}: ${e.status} ${e.message.slice(0, 300)}`, e.status, e.response?.headers ?? {});
     return new HostApiError(`${what}: ${e instanceof Error ? e.message : String(e)}`.slice(0, 500), 0, {});
   };
 
-  async function installationToken(apiUrl: string, installationId: number): Promise<string> {
+  async function installationToken(installationId: number): Promise<string> {
     try {
-      return (await authFor(apiUrl)({ type: 'installation', installationId })).token;
+      return (await authOf()({ type: 'installation', installationId })).token;
     } catch (e) {
       throw failure(`installation token of installation ${installationId}`, e);
     }
@@ -93,10 +88,10 @@ export function createHostApi(settings: HostApiSettings): HostApi {
 
   return {
     installationToken,
-    async call(apiUrl, installationId, route, parameters) {
-      const token = await installationToken(apiUrl, installationId);
+    async call(installationId, route, parameters) {
+      const token = await installationToken(installationId);
       try {
-        const answer = await requestFor(apiUrl)(route, { ...parameters, headers: { authorization: `token ${token}` } });
+        const answer = await request(route, { ...parameters, headers: { authorization: `token ${token}` } });
         return { status: answer.status, headers: answer.headers, data: answer.data };
       } catch (e) {
         throw failure(route, e);

@@ -41,16 +41,3 @@ export function eventRepositoryKeys(repository: HookRepository): Set<string> {
   const urls = [repository.clone_url, repository.html_url, repository.ssh_url, repository.git_url];
   return new Set(urls.flatMap((u) => (u === undefined ? [] : [repositoryKey(u)])).filter((k): k is string => k !== null));
 }
-
-/** The REST API's base URL from an address under it (`…/repos/<owner>/<name>/hooks`, `…/app/installations/<id>/access_tokens`). */
-export function apiBaseOf(address: string, suffix: string): string | null {
-  if (!address.toLowerCase().endsWith(suffix.toLowerCase())) return null;
-  const base = address.slice(0, address.length - suffix.length);
-  try {
-    const url = new URL(base);
-    if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') return null;
-  } catch {
-    return null;
-  }
-  return base.replace(/\/+$/, '');
-}

@@ -33,7 +33,6 @@ export interface ReporterDeps {
 interface ReportRow {
   evaluation_id: string;
   installation_id: string;
-  api_url: string;
   repository: string;
   head_sha: string;
   name: string;
@@ -126,7 +125,7 @@ export class GitHostReporter {
     const { sql, clock } = this.deps;
     await sql.begin(async (tx) => {
       const [row] = await tx<ReportRow[]>`
-        select evaluation_id, installation_id::text, api_url, repository, head_sha, name, kind, check_run_id::text, reported_phase, reported_progress, attempts
+        select evaluation_id, installation_id::text, repository, head_sha, name, kind, check_run_id::text, reported_phase, reported_progress, attempts
         from git_host_reports where evaluation_id = ${evaluationId} for update skip locked`;
       if (!row) return; // another process is reporting it
       const paused = this.pausedUntil.get(pauseKey(row)) ?? 0;
@@ -192,7 +191,7 @@ export class GitHostReporter {
       };
       if (row.check_run_id === null) {
         try {
-          const made = await api.call(row.api_url, installation, 'POST /repos/{owner}/{repo}/check-runs', { ...body, head_sha: row.head_sha });
+          const made = await api.call(installation, 'POST /repos/{owner}/{repo}/check-runs', { ...body, head_sha: row.head_sha });
           const id = (made.data as { id?: unknown }).id;
           if (typeof id !== 'number') throw new HostApiError('POST check-runs: the answer has no check run id', made.status, made.headers);
           return { kind: 'check_run', checkRunId: String(id) };
@@ -201,19 +200,19 @@ export class GitHostReporter {
           if (!(error instanceof HostApiError && error.status === 404)) throw error;
         }
       } else {
-        await api.call(row.api_url, installation, 'PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}', { ...body, check_run_id: Number(row.check_run_id) });
+        await api.call(installation, 'PATCH /repos/{owner}/{repo}/check-runs/{check_run_id}', { ...body, check_run_id: Number(row.check_run_id) });
         return { kind: 'check_run', checkRunId: row.check_run_id };
       }
     }
-    await api.call(row.api_url, installation, 'POST /repos/{owner}/{repo}/statuses/{sha}', {
+    await api.call(installation, 'POST /repos/{owner}/{repo}/statuses/{sha}', {
       owner, repo, sha: row.head_sha, state: content.state, target_url: content.detailsUrl, description: statusDescription(content), context: row.name,
     });
     return { kind: 'status', checkRunId: null };
   }
 }
 
-/** What a rate limit pauses: one installation on one host. */
-const pauseKey = (row: Pick<ReportRow, 'api_url' | 'installation_id'>): string => `${row.installation_id} ${row.api_url}`;
+/** What a rate limit pauses: one installation (of the one configured host). */
+const pauseKey = (row: Pick<ReportRow, 'installation_id'>): string => row.installation_id;
 
 /** The evaluation as a report shows it; null when it is gone. */
 async function evaluationSnapshot(sql: Queryable, evaluationId: string): Promise<EvaluationSnapshot | null> {

@@ -2,6 +2,6 @@
 export { projectResolver, type ResolvePinnedProject } from './pinnedProject.js';
 export { demandProjectPath } from './projectPath.js';
 export { projectsService } from './projects.js';
-export { resolveHead } from './repositoryHead.js';
+export { listHeads, resolveHead, type RepositoryHeads } from './repositoryHead.js';
 export { type RepositoryPolicy, vetRepository } from './repositoryPolicy.js';
 export { DEFAULT_TASK, tasksService } from './tasks.js';

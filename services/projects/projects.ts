@@ -27,7 +27,7 @@ export interface ProjectDetails {
 export const toProjectView = (row: ProjectRow, access: Access): ProjectView => ({
   id: row.id, organization: row.organization, name: row.name, display_name: row.display_name,
   description: row.description, repository: row.repository, wildcard: row.wildcard,
-  default_branch: row.default_branch, active: row.active, state_managed: row.state_managed,
+  default_branch: row.default_branch, poll_interval_secs: row.poll_interval_secs, active: row.active, state_managed: row.state_managed,
   created_at: row.created_at, role: row.role, permissions: permissionList(access),
 });
 
@@ -47,6 +47,13 @@ export function projectsService({ sql, config, events }: AccessDeps) {
   }
 
   const repositoryPolicy = () => ({ allowLocal: config['projects.allowLocalRepositories'] });
+  /** poll_interval_secs as given (null: no polling), refused below the instance's minimum */
+  const demandPollInterval = (secs: number | null | undefined): number | null => {
+    if (secs === undefined || secs === null) return null;
+    const min = config['projects.minPollIntervalSecs'];
+    if (secs < min) throw new ApiError('invalid_body', `poll_interval_secs: at least ${min} on this instance (projects.minPollIntervalSecs)`);
+    return secs;
+  };
 
   return {
     /** The organization's projects the caller can see; 404 when it sees neither the organization nor any of them. */
@@ -67,12 +74,13 @@ export function projectsService({ sql, config, events }: AccessDeps) {
       const { row: organization } = await demandOrganization(sql, who, org, 'createProject');
       demandCreationAllowed(who, config['permissions.createProject'], 'projects', 'permissions.createProject');
       await vetRepository(body.repository, repositoryPolicy());
+      const poll = demandPollInterval(body.poll_interval_secs);
       try {
         const id = await events.transaction(async (tx, emit) => {
           const [project] = await tx<{ id: string }[]>`
-            insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, created_by)
+            insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, created_by, poll_interval_secs, next_poll_at)
             values (${organization.id}, ${body.name}, ${body.display_name ?? ''}, ${body.description ?? ''}, ${body.repository},
-                    ${body.wildcard ?? 'packages.*.*'}, ${body.default_branch ?? null}, ${userId})
+                    ${body.wildcard ?? 'packages.*.*'}, ${body.default_branch ?? null}, ${userId}, ${poll}, ${poll === null ? null : sql`now()`})
             returning id`;
           const [task] = await tx<{ id: string }[]>`insert into tasks (project_id, name) values (${project!.id}, ${DEFAULT_TASK}) returning id`;
           const { content, scope } = projectEvent({ id: project!.id, organization_id: organization.id, organization: organization.name, name: body.name });
@@ -97,6 +105,8 @@ export function projectsService({ sql, config, events }: AccessDeps) {
       demandNotStateManaged(row, target.label);
       if (body.repository !== undefined) await vetRepository(body.repository, repositoryPolicy());
       const branchGiven = body.default_branch !== undefined;
+      const pollGiven = body.poll_interval_secs !== undefined;
+      const poll = demandPollInterval(body.poll_interval_secs);
       const changes = Object.keys(body).filter((k) => body[k as keyof UpdateProjectBody] !== undefined);
       await events.transaction(async (tx, emit) => {
         await tx`
@@ -105,8 +115,12 @@ export function projectsService({ sql, config, events }: AccessDeps) {
             display_name = coalesce(${body.display_name ?? null}, display_name),
             description = coalesce(${body.description ?? null}, description),
             wildcard = coalesce(${body.wildcard ?? null}, wildcard),
-            default_branch = case when ${branchGiven} then ${body.default_branch ?? null} else default_branch end
+            default_branch = case when ${branchGiven} then ${body.default_branch ?? null} else default_branch end,
+            poll_interval_secs = case when ${pollGiven} then ${poll}::integer else poll_interval_secs end,
+            next_poll_at = case when ${pollGiven} then (case when ${poll}::integer is null then null else now() end) else next_poll_at end
           where id = ${row.id}`;
+        // a new repository's heads are not the old one's: the next poll starts from what it finds
+        if (body.repository !== undefined && body.repository !== row.repository) await tx`delete from project_polled_heads where project_id = ${row.id}`;
         const { content, scope } = projectEvent(row);
         emit('project.update', { ...content, repository: body.repository ?? row.repository, changes }, scope);
       });

@@ -22,3 +22,34 @@ export function resolveHead(repository: string, branch: string | null, gitOption
     );
   });
 }
+
+/** The branch heads of a repository and the branch its HEAD names (null when it names none). */
+export interface RepositoryHeads {
+  branches: Map<string, string>;
+  head: string | null;
+}
+
+/** Every branch head at once (`git ls-remote --symref … HEAD refs/heads/*`), for polling. */
+export function listHeads(repository: string, gitOptions: readonly string[]): Promise<RepositoryHeads> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      'git', ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions), 'ls-remote', '--symref', '--', repository, 'HEAD', 'refs/heads/*'],
+      { timeout: REPOSITORY_CHECK_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' } },
+      (error, stdout) => {
+        if (error) return reject(new ApiError('repository_unavailable', 'cannot list the branches: the repository is unreachable'));
+        const branches = new Map<string, string>();
+        let head: string | null = null;
+        for (const line of stdout.split('\n')) {
+          const symref = /^ref: refs\/heads\/(\S+)\tHEAD$/.exec(line);
+          if (symref) {
+            head = symref[1]!;
+            continue;
+          }
+          const [commit, ref] = line.split('\t');
+          if (commit && ref?.startsWith('refs/heads/') && /^([0-9a-f]{40}|[0-9a-f]{64})$/.test(commit)) branches.set(ref.slice('refs/heads/'.length), commit);
+        }
+        resolve({ branches, head });
+      },
+    );
+  });
+}

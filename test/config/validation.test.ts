@@ -133,6 +133,12 @@ t.test('an enabled feature needs its settings', async (t) => {
     'gitHostApp.privateKeyFile=null from default: must be set when gitHostApp.enable is true',
     'gitHostApp.webhookSecretFile=null from default: must be set when gitHostApp.enable is true',
   ]);
+  const app = { 'gitHostApp.enable': true, 'gitHostApp.id': 1, 'gitHostApp.privateKeyFile': import.meta.filename, 'gitHostApp.webhookSecretFile': import.meta.filename };
+  t.doesNotThrow(() => load({ overrides: app }), 'the default API: https://api.github.com');
+  for (const apiUrl of ['https://user:pw@git.example/api/v1', 'https://git.example/api?x=1', 'https://git.example/api#f']) {
+    t.match(problemsOf({ overrides: { ...app, 'gitHostApp.apiUrl': apiUrl } }), [/^gitHostApp\.apiUrl=.*must be an http\(s\) URL without user, password, query or fragment$/], apiUrl);
+  }
+  t.same(problemsOf({ overrides: { ...app, 'gitHostApp.apiUrl': 'ftp://git.example' } }).length, 1, 'not http(s)');
   t.throws(() => loadConfig({ scope: 'worker', env: {}, overrides: { 'worker.capabilities.federate': true } }), {
     message: 'worker.discoverable=false from default: must be true when worker.capabilities.federate is true (federation needs incoming connections)',
   });

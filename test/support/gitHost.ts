@@ -5,7 +5,7 @@
 // with a failure (500, 429 with Retry-After), and can act as a host without check runs (Gitea).
 // It also sends webhooks signed exactly as GitHub does, from real captured payloads
 // (@octokit/webhooks-examples) rewritten to point at a local repository and at itself.
-import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -131,6 +131,14 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
   return host;
 }
 
+/** The gitHostApp.* options of a kiln that talks to `host`. */
+export function gitHostOptions(host: TestGitHost): Record<string, unknown> {
+  return {
+    'gitHostApp.enable': true, 'gitHostApp.id': host.appId, 'gitHostApp.privateKeyFile': host.privateKeyFile,
+    'gitHostApp.webhookSecretFile': host.secretFile, 'gitHostApp.apiUrl': host.url,
+  };
+}
+
 type Example = Record<string, unknown> & { action?: string };
 
 /** A real captured payload of `event` (the first with `action`, when given), as a fresh copy. */
@@ -141,13 +149,18 @@ export function examplePayload(event: string, action?: string): Example {
   return structuredClone(found) as Example;
 }
 
-/** The payload's repository rewritten to `fullName` at the local `cloneUrl`, with its API under `host`. */
+/**
+ * The payload's repository rewritten to `fullName` at the local `cloneUrl`, its API addresses under
+ * `host` (kiln calls gitHostApp.apiUrl whatever they say), a fresh `before` (no two real pushes have
+ * the same body; kiln drops a replayed body).
+ */
 export function pointAt(payload: Example, host: TestGitHost, fullName: string, cloneUrl: string, installationId: number | null): Example {
   const repository = payload['repository'] as Record<string, unknown>;
   Object.assign(repository, {
     full_name: fullName, name: fullName.split('/')[1], clone_url: cloneUrl, html_url: cloneUrl, ssh_url: cloneUrl, git_url: cloneUrl,
     hooks_url: `${host.url}/repos/${fullName}/hooks`, url: `${host.url}/repos/${fullName}`, default_branch: 'main',
   });
+  if ('before' in payload) payload['before'] = randomBytes(20).toString('hex');
   if (installationId === null) delete payload['installation'];
   else payload['installation'] = { id: installationId, node_id: 'MDIzOkludGVncmF0aW9uSW5zdGFsbGF0aW9uMQ==' };
   return payload;

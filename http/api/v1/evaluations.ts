@@ -31,6 +31,7 @@ export function evaluationsRoutes(r: Router<Principal>, { builds: { evaluations,
   r.post('/evals/:id', async (req) => {
     const evaluation = id(req);
     const { method } = await req.body(EvaluationActionBody);
+    if (method === 'approve') return evaluations.approve(req.principal, evaluation);
     return method === 'abort' ? evaluations.abort(req.principal, evaluation) : evaluations.restart(req.principal, evaluation);
   });
   r.get('/evals/:id/builds', (req) => views.evaluationBuilds(req.principal, id(req)));

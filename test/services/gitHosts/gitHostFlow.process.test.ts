@@ -11,7 +11,7 @@ import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
-import { examplePayload, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
+import { examplePayload, gitHostOptions, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
 import { requireNix } from '../../support/nixStore.js';
 import { spawnWorker } from '../../support/workerProcess.js';
 import { eventually } from '../../support/eventually.js';
@@ -28,8 +28,7 @@ t.test('push → evaluation on a real worker → check run success or failure', 
   t.teardown(() => host.close());
   const kiln = await startTestKiln(t, {
     localWorker: true, 'build.retryBackoffSecs': 0,
-    'gitHostApp.enable': true, 'gitHostApp.id': host.appId, 'gitHostApp.privateKeyFile': host.privateKeyFile,
-    'gitHostApp.webhookSecretFile': host.secretFile, 'frontend.url': FRONTEND,
+    ...gitHostOptions(host), 'frontend.url': FRONTEND,
   }, { gitHostRetryBaseMs: 20 });
   const nonce = randomBytes(8).toString('hex');
   const good = createFlakeRepo(join(dir, 'good'), { 'flake.nix': shellFlake(nonce, '      hello = mk "kiln-gh-hello" "echo hi; mkdir $out";') });

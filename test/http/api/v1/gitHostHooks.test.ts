@@ -12,7 +12,7 @@ import t from 'tap';
 import { startTestKiln } from '../../../support/kiln.js';
 import { signUp } from '../../../support/accounts.js';
 import { createFlakeRepo, shellFlake } from '../../../support/flakeRepo.js';
-import { examplePayload, pointAt, sendHook, startTestGitHost, type HostCall } from '../../../support/gitHost.js';
+import { examplePayload, gitHostOptions, pointAt, sendHook, startTestGitHost, type HostCall } from '../../../support/gitHost.js';
 import { eventually } from '../../../support/eventually.js';
 import { Webhooks } from '@octokit/webhooks';
 import { EvaluationView } from '../../../../protocol/api/evaluations.js';
@@ -26,9 +26,11 @@ t.test('Git host webhooks', async (t) => {
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const host = await startTestGitHost(dir);
   t.teardown(() => host.close());
+  // where payloads may point the API; kiln must never call it
+  const decoy = await startTestGitHost(mkdtempSync(join(dir, 'decoy-')));
+  t.teardown(() => decoy.close());
   const kiln = await startTestKiln(t, {
-    'gitHostApp.enable': true, 'gitHostApp.id': host.appId, 'gitHostApp.privateKeyFile': host.privateKeyFile,
-    'gitHostApp.webhookSecretFile': host.secretFile, 'frontend.url': FRONTEND,
+    ...gitHostOptions(host), 'frontend.url': FRONTEND,
   }, { gitHostRetryBaseMs: 20 });
   const repo = createFlakeRepo(join(dir, 'repo'), { 'flake.nix': shellFlake(randomBytes(8).toString('hex'), '      hello = mk "hello" "mkdir $out";') });
   const { token } = await signUp(kiln, 'ada');
@@ -119,32 +121,99 @@ t.test('Git host webhooks', async (t) => {
     t.equal(listed.total, 2, 'opened and synchronize');
   });
 
+  await t.test('a pull request from a fork: nothing for ordinary tasks; parked for approval where a task requires it', async (t) => {
+    const forkPr = (number: number) => {
+      const payload = pointAt(examplePayload('pull_request', 'opened'), host, 'acme/app', repo.url, INSTALLATION);
+      const pull = payload['pull_request'] as { head: { sha: string; repo: { id: number } }; base: { ref: string } };
+      pull.head.sha = repo.commit;
+      pull.head.repo = { ...pull.head.repo, id: 999_999 }; // another repository: a fork
+      pull.base.ref = 'main';
+      payload['number'] = number;
+      return payload;
+    };
+    const ignored = await sendHook(kiln.url, 'pull_request', forkPr(9), { secret: host.secret });
+    t.same((ignored.json.message as { evaluations: string[] }).evaluations, [], 'no task requires approval: nothing');
+
+    t.equal((await kiln.api('PUT', '/tasks/app', { token, body: { name: 'gated', requires_approval: true } })).status, 200);
+    t.teardown(async () => {
+      await kiln.api('DELETE', '/tasks/app/gated', { token });
+    });
+    const sent = await sendHook(kiln.url, 'pull_request', forkPr(8), { secret: host.secret });
+    const started = (sent.json.message as { evaluations: string[] }).evaluations;
+    t.equal(started.length, 1, 'only the gated task');
+    const id = started[0]!;
+    t.match((await kiln.api('GET', `/evals/${id}`, { token })).message, { phase: 'waiting', task: 'gated', trigger: 'pull_request', pull_request: 8 });
+    const [parked] = await kiln.sql<{ awaiting_approval: boolean }[]>`select awaiting_approval from evaluations where id = ${id}`;
+    t.equal(parked!.awaiting_approval, true);
+
+    // someone who may see the project but not trigger evaluations cannot approve
+    const { token: bob } = await signUp(kiln, 'bob');
+    const refused = await kiln.api('POST', `/evals/${id}`, { token: bob, body: { method: 'approve' } });
+    t.ok(refused.status === 403 || refused.status === 404, `an outsider: ${refused.status}`);
+    t.equal((await kiln.api('POST', `/evals/${id}`, { token: bob, body: { method: 'merge' } })).status, 400, 'an unknown method');
+
+    const approved = await kiln.api('POST', `/evals/${id}`, { token, body: { method: 'approve' } });
+    t.equal(approved.status, 200, JSON.stringify(approved));
+    t.match((await kiln.api('GET', `/evals/${id}`, { token })).message, { phase: /^(queued|waiting)$/ });
+    const events = await kiln.sql<{ event: string }[]>`select event from event_outbox where evaluation_id = ${id} order by created_at`;
+    t.ok(events.some((e) => e.event === 'evaluation.approval_granted'), 'evaluation.approval_granted is emitted');
+    const [after] = await kiln.sql<{ awaiting_approval: boolean }[]>`select awaiting_approval from evaluations where id = ${id}`;
+    t.equal(after!.awaiting_approval, false);
+    t.match(await kiln.api('POST', `/evals/${id}`, { token, body: { method: 'approve' } }), { status: 409, code: 'evaluation_not_awaiting_approval' }, 'approved once only');
+    const created = await eventually(() => callsFor(id).find((c) => c.method === 'POST'), { message: 'the parked evaluation is reported' });
+    t.equal(created.body['status'], 'queued');
+  });
+
   await t.test('installations and their repositories are remembered', async (t) => {
     const created = examplePayload('installation', 'created');
     const installation = created['installation'] as { id: number; access_tokens_url: string };
-    installation.access_tokens_url = `${host.url}/app/installations/${installation.id}/access_tokens`;
+    // an address elsewhere: kiln keeps and calls gitHostApp.apiUrl only
+    installation.access_tokens_url = `${decoy.url}/app/installations/${installation.id}/access_tokens`;
     t.equal((await sendHook(kiln.url, 'installation', created, { secret: host.secret })).status, 200);
-    const [row] = await kiln.sql<{ api_url: string; account: string }[]>`select api_url, account from git_host_installations where id = ${installation.id}`;
-    t.same(row, { api_url: host.url, account: 'Codertocat' });
+    const [row] = await kiln.sql<{ account: string }[]>`select account from git_host_installations where id = ${installation.id}`;
+    t.same(row, { account: 'Codertocat' });
     const repos = await kiln.sql<{ full_name: string }[]>`select full_name from git_host_repositories where installation_id = ${installation.id}`;
     t.ok(repos.length > 0, 'the repositories it was installed on');
 
     const added = examplePayload('installation_repositories', 'added');
-    Object.assign(added['installation'] as object, { id: installation.id, access_tokens_url: installation.access_tokens_url });
+    Object.assign(added['installation'] as object, { id: installation.id });
     t.equal((await sendHook(kiln.url, 'installation_repositories', added, { secret: host.secret })).status, 200);
     t.ok((await kiln.sql`select 1 from git_host_repositories where installation_id = ${installation.id} and full_name = 'codertocat/space'`).length === 1);
     const removed = examplePayload('installation_repositories', 'removed');
     const gone = (removed['repositories_removed'] as { id: number; full_name: string }[])[0]!;
     await kiln.sql`insert into git_host_repositories (installation_id, repository_id, full_name) values (${installation.id}, ${gone.id}, ${gone.full_name.toLowerCase()}) on conflict do nothing`;
-    Object.assign(removed['installation'] as object, { id: installation.id, access_tokens_url: installation.access_tokens_url });
+    Object.assign(removed['installation'] as object, { id: installation.id });
     t.equal((await sendHook(kiln.url, 'installation_repositories', removed, { secret: host.secret })).status, 200);
     t.equal((await kiln.sql`select 1 from git_host_repositories where repository_id = ${gone.id}`).length, 0);
 
     const deleted = examplePayload('installation', 'created');
     Object.assign(deleted, { action: 'deleted' });
-    Object.assign(deleted['installation'] as object, { access_tokens_url: installation.access_tokens_url });
     t.equal((await sendHook(kiln.url, 'installation', deleted, { secret: host.secret })).status, 200);
     t.equal((await kiln.sql`select 1 from git_host_installations where id = ${installation.id}`).length, 0, 'uninstalled: forgotten');
+  });
+
+  await t.test('API addresses in a signed payload are ignored: every call goes to gitHostApp.apiUrl', async (t) => {
+    const payload = push();
+    Object.assign(payload['repository'] as object, { hooks_url: `${decoy.url}/repos/acme/app/hooks`, url: `${decoy.url}/repos/acme/app` });
+    const sent = await sendHook(kiln.url, 'push', payload, { secret: host.secret });
+    t.equal(sent.status, 200, JSON.stringify(sent.json));
+    const id = (sent.json.message as { evaluations: string[] }).evaluations[0]!;
+    const created = await eventually(() => callsFor(id).find((c) => c.method === 'POST'), { message: 'the check run is created at the configured host' });
+    t.equal(created.path, '/repos/acme/app/check-runs');
+    t.same(decoy.calls, [], 'the address the payload named got no call and no token');
+  });
+
+  await t.test('the same body again under another delivery id (a replay) starts nothing', async (t) => {
+    const body = JSON.stringify(push());
+    const first = await sendHook(kiln.url, 'push', body, { secret: host.secret });
+    t.equal((first.json.message as { evaluations: string[] }).evaluations.length, 1);
+    const before = await counts();
+    const replayed = await sendHook(kiln.url, 'push', body, { secret: host.secret, delivery: randomUUID() });
+    t.equal(replayed.status, 200);
+    t.match(replayed.json.message, { duplicate: true, evaluations: [] });
+    t.same(await counts(), before, 'no delivery or evaluation recorded');
+    const fresh = await sendHook(kiln.url, 'push', push(), { secret: host.secret });
+    t.equal((fresh.json.message as { evaluations: string[] }).evaluations.length, 1, 'another push of the same commit is a new body and is evaluated');
   });
 
   await t.test('a bad signature is 401 and records nothing', async (t) => {
@@ -183,13 +252,12 @@ t.test('Git host webhooks', async (t) => {
       ['a JSON array', 'push', '[1, 2]', {}, /not a JSON object/],
       ['push without repository', 'push', { ref: 'refs/heads/main', after: repo.commit }, {}, /payload: repository/],
       ['push with a short commit', 'push', { ...push(), after: 'abc' }, {}, /after/],
-      ['push with a foreign hooks_url', 'push', { ...push(), repository: { ...(push()['repository'] as object), hooks_url: 'https://elsewhere.example/hooks' } }, {}, /hooks_url/],
       ['pull request without number', 'pull_request', { ...pointAt(examplePayload('pull_request', 'opened'), host, 'acme/app', repo.url, INSTALLATION), number: 'seven' }, {}, /number/],
-      ['installation with a bad tokens URL', 'installation', (() => {
+      ['installation without an account', 'installation', (() => {
         const payload = examplePayload('installation', 'created');
-        Object.assign(payload['installation'] as object, { access_tokens_url: `${host.url}/tokens` });
+        delete (payload['installation'] as Record<string, unknown>)['account'];
         return payload;
-      })(), {}, /access_tokens_url/],
+      })(), {}, /installation\.account/],
     ];
     for (const [what, event, body, headers, message] of cases) {
       const sent = await sendHook(kiln.url, event, body, { secret: host.secret, headers });
@@ -253,6 +321,28 @@ t.test('Git host webhooks', async (t) => {
     t.ok(id);
     t.equal((await kiln.sql`select 1 from git_host_reports where evaluation_id = ${id}`).length, 0);
   });
+});
+
+t.test('gitHostApp.apiUrl obeys outbound.allowedNetworks: a host on loopback not listed gets no call', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-githost-refused-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const host = await startTestGitHost(dir);
+  t.teardown(() => host.close());
+  const kiln = await startTestKiln(t, { ...gitHostOptions(host), 'outbound.allowedNetworks': [] }, { gitHostRetryBaseMs: 20 });
+  const repo = createFlakeRepo(join(dir, 'repo'), { 'flake.nix': shellFlake(randomBytes(8).toString('hex'), '      hello = mk "hello" "mkdir $out";') });
+  const { token } = await signUp(kiln, 'ada');
+  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
+  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: repo.url } })).status, 200);
+  const payload = pointAt(examplePayload('push'), host, 'acme/app', repo.url, INSTALLATION);
+  Object.assign(payload, { ref: 'refs/heads/main', after: repo.commit, deleted: false });
+  const sent = await sendHook(kiln.url, 'push', payload, { secret: host.secret });
+  const id = (sent.json.message as { evaluations: string[] }).evaluations[0]!;
+  const row = await eventually(
+    async () => (await kiln.sql<{ last_error: string | null }[]>`select last_error from git_host_reports where evaluation_id = ${id}`)[0],
+    { until: (r) => r?.last_error != null, message: 'the report fails' },
+  );
+  t.match(row!.last_error, /127\.0\.0\.1.*not a public address/);
+  t.same(host.calls, [], 'no call, not even for a token');
 });
 
 t.test('with gitHostApp.enable false the route answers 404 git_host_disabled', async (t) => {
