@@ -4,8 +4,8 @@
 // the one its handler passes to req.body()/req.query().
 import { z } from 'zod';
 import {
-  AdminSessionsQuery, AdminUsersQuery, BuildId, CacheKeysView, CacheName, CacheView, CheckUsernameBody, CreateApiKeyBody, CreateCacheBody,
-  CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody,
+  AddSshKeyBody, AdminSessionsQuery, AdminUsersQuery, BuildId, CacheMetricsQuery, CacheKeysView, CacheName, CacheView, CheckUsernameBody, CreateApiKeyBody, CreateCacheBody,
+  CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, DeleteSshKeyBody,
   DeliveryListQuery, DeliveryPage, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
   InviteBody, LoginBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinView, ProjectEvaluationsQuery, ProjectRef, RegisterBody,
   RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, SettingsPatch,
@@ -18,6 +18,7 @@ import { AttributeAtCommitQuery, EntryPointsQuery } from './api/v1/evaluations.j
 import { ChunkQuery } from './api/v1/narUploads.js';
 import { FetchQuery, UploadQuery } from './api/v1/sourceUploads.js';
 import { DeleteKeyQuery } from './api/v1/userKeys.js';
+import { DeleteSshKeyQuery } from './api/v1/userSshKeys.js';
 
 /** Path parameters by name, where every route means the same thing by it. */
 export const pathParameters: Readonly<Record<string, z.ZodType>> = {
@@ -74,6 +75,9 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/user/keys': {},
   'post /api/v1/user/keys': { body: CreateApiKeyBody, errors: ['key_exists', 'session_required'], summary: 'create an API key (its secret is shown once)' },
   'delete /api/v1/user/keys': { body: DeleteApiKeyBody, query: DeleteKeyQuery, errors: ['key_not_found', 'session_required'] },
+  'get /api/v1/user/ssh-keys': { summary: 'the SSH public keys that log in as this account (docs/ssh.md)' },
+  'post /api/v1/user/ssh-keys': { body: AddSshKeyBody, errors: ['ssh_key_exists', 'session_required'], summary: 'register an SSH public key' },
+  'delete /api/v1/user/ssh-keys': { body: DeleteSshKeyBody, query: DeleteSshKeyQuery, errors: ['ssh_key_not_found', 'session_required'] },
   'get /scim/v2/Users': { security: 'scimToken' },
   'get /scim/v2/Users/:id': { security: 'scimToken' },
   'post /scim/v2/Users': { body: ScimUserBody, security: 'scimToken' },
@@ -234,6 +238,8 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/caches/:cache/nars/:hash': {},
   'delete /api/v1/caches/:cache/nars/:hash': {},
   'get /api/v1/caches/:cache/stats': {},
+  'get /api/v1/caches/:cache/metrics': { query: CacheMetricsQuery, summary: 'stored traffic of a cache per minute, hour, day or week (docs/metrics.md)' },
+  'get /api/v1/board/cache': { summary: 'each cache the caller may see with its size and recent traffic' },
   'get /api/v1/caches/:cache/pins': { response: z.array(PinView) },
   'put /api/v1/caches/:cache/pins/:hash': { body: PinBody, response: PinView },
   'delete /api/v1/caches/:cache/pins/:hash': {},

@@ -9,8 +9,13 @@ import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
 import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 
-/** How long a thread has to close its listen socket and end before it is terminated. */
-const STOP_MS = 5_000;
+/**
+ * How long a thread has to close its listen socket and end before it is terminated. Terminating a
+ * thread that still holds uWS sockets aborts the whole process, so this is a last resort far
+ * beyond a loaded machine's slowest clean stop (a thread still loading its module under load
+ * takes seconds to read its first message).
+ */
+const STOP_MS = 60_000;
 
 export interface ServingThreadsOptions {
   count: number;

@@ -1,4 +1,4 @@
-// The authorization matrix, continued for the binary cache paths: see authorizationMatrix.test.ts.
+// The authorization matrix, continued for the binary cache paths: see authorizationMatrix.ts.
 import t from 'tap';
 import { permissionNames } from '../../protocol/index.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';

@@ -5,13 +5,13 @@ import { AddSshKeyBody, DeleteSshKeyBody } from '../../../protocol/index.js';
 import type { Principal, Services } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
-const DeleteQuery = z.object({ name: z.string().min(1).max(100).optional() });
+export const DeleteSshKeyQuery = z.object({ name: z.string().min(1).max(100).optional() });
 
 export function userSshKeysRoutes(r: Router<Principal>, { ssh: { keys } }: Pick<Services, 'ssh'>): void {
   r.get('/user/ssh-keys', (req) => keys.list(req.principal));
   r.post('/user/ssh-keys', async (req) => keys.add(req.principal, await req.body(AddSshKeyBody)));
   r.del('/user/ssh-keys', async (req) => {
-    const { name } = req.query(DeleteQuery);
+    const { name } = req.query(DeleteSshKeyQuery);
     return keys.delete(req.principal, name ?? (await req.body(DeleteSshKeyBody)).name);
   });
 }

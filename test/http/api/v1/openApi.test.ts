@@ -10,7 +10,7 @@ import openapiTS, { astToString } from 'openapi-typescript';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import type { z } from 'zod';
 import {
-  AdminSessionsQuery, AdminUsersQuery, CreateApiKeyBody, CreateCacheBody, CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, GcRequestBody, InviteBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, ProjectEvaluationsQuery, RegisterWorkerBody, RemoveMemberBody, RotateCacheKeyBody, SettingsPatch, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody, UpdateWebhookBody, UpstreamBody,
+  AddSshKeyBody, CacheMetricsQuery, DeleteSshKeyBody, AdminSessionsQuery, AdminUsersQuery, CreateApiKeyBody, CreateCacheBody, CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, GcRequestBody, InviteBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, ProjectEvaluationsQuery, RegisterWorkerBody, RemoveMemberBody, RotateCacheKeyBody, SettingsPatch, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody, UpdateWebhookBody, UpstreamBody,
 } from '../../../../protocol/index.js';
 import { VerifyEmailQuery } from '../../../../http/api/v1/auth.js';
 import { RecentQuery } from '../../../../http/api/v1/directBuilds.js';
@@ -18,6 +18,7 @@ import { AttributeAtCommitQuery, EntryPointsQuery } from '../../../../http/api/v
 import { ChunkQuery } from '../../../../http/api/v1/narUploads.js';
 import { FetchQuery, UploadQuery } from '../../../../http/api/v1/sourceUploads.js';
 import { DeleteKeyQuery } from '../../../../http/api/v1/userKeys.js';
+import { DeleteSshKeyQuery } from '../../../../http/api/v1/userSshKeys.js';
 import { routeSchemas } from '../../../../http/openApiRoutes.js';
 import { openApiPath } from '../../../../protocol/index.js';
 import { startTestKiln } from '../../../support/kiln.js';
@@ -52,7 +53,7 @@ t.test('the OpenAPI document', async (t) => {
   t.test('the declared body and query schemas are the ones the handlers validate with', async (t) => {
     // The schemas handlers name in req.body()/req.query(), by the name they are exported under.
     const named = new Map<string, unknown>(Object.entries({
-      AdminSessionsQuery, AdminUsersQuery, CreateApiKeyBody, CreateCacheBody, CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, GcRequestBody, InviteBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, ProjectEvaluationsQuery, RegisterWorkerBody, RemoveMemberBody, RotateCacheKeyBody, SettingsPatch, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody, UpdateWebhookBody, UpstreamBody, VerifyEmailQuery, RecentQuery, AttributeAtCommitQuery, EntryPointsQuery, ChunkQuery, FetchQuery, UploadQuery, DeleteKeyQuery,
+      AddSshKeyBody, DeleteSshKeyBody, DeleteSshKeyQuery, CacheMetricsQuery, AdminSessionsQuery, AdminUsersQuery, CreateApiKeyBody, CreateCacheBody, CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, GcRequestBody, InviteBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, ProjectEvaluationsQuery, RegisterWorkerBody, RemoveMemberBody, RotateCacheKeyBody, SettingsPatch, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody, UpdateWebhookBody, UpstreamBody, VerifyEmailQuery, RecentQuery, AttributeAtCommitQuery, EntryPointsQuery, ChunkQuery, FetchQuery, UploadQuery, DeleteKeyQuery,
     }));
     let checked = 0;
     for (const route of kiln.routes.list()) {

@@ -4,7 +4,9 @@
 // expected status comes from the row's required role and permission (`expectedStatus`), so a
 // new endpoint is one new row. Later issues add their rows here; the binary cache paths, which
 // take HTTP Basic per cache, are in authorizationMatrixBinaryCache.test.ts (one file each keeps
-// both under the test runner's per-file timeout).
+// both under the test runner's per-file timeout). The rows run in parts, one test file each
+// (authorizationMatrixPart*.test.ts), so each part's server answers in parallel with the others
+// and no file nears the per-file timeout as rows are added; each part seeds its own server.
 import t from 'tap';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { permissionNames, type Permission } from '../../protocol/index.js';
@@ -487,116 +489,119 @@ async function createKey(kiln: TestKiln, user: TestAccount, body: Record<string,
   return res.message.secret;
 }
 
-t.test('authorization matrix', async (t) => {
-  const scrapeDir = mkdtempSync(join(tmpdir(), 'kiln-matrix-'));
-  t.teardown(() => rmSync(scrapeDir, { recursive: true, force: true }));
-  writeFileSync(join(scrapeDir, 'scrape-token'), 'matrix-scrape-token');
-  writeFileSync(join(scrapeDir, 'hook-secret'), 'matrix-hook-secret');
-  writeFileSync(join(scrapeDir, 'app-key.pem'), generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }));
-  const kiln = await startTestKiln(t, {
-    'metrics.tokenFile': join(scrapeDir, 'scrape-token'),
-    'gitHostApp.enable': true, 'gitHostApp.id': 4242,
-    'gitHostApp.privateKeyFile': join(scrapeDir, 'app-key.pem'), 'gitHostApp.webhookSecretFile': join(scrapeDir, 'hook-secret'),
-  });
-  const superuser = await signUp(kiln, 'root'); // the first account is the superuser
-  const cacheOwner = await signUp(kiln, 'owner');
-  const users: Record<Persona, TestAccount> = {
-    superuser,
-    nonMember: await signUp(kiln, 'stranger'),
-    View: await signUp(kiln, 'view'),
-    Write: await signUp(kiln, 'write'),
-    Admin: await signUp(kiln, 'admin'),
-  };
-  await signUp(kiln, 'extra');
-
-  // acme (members View/Write/Admin) with projects web and other; server box; private cache main
-  // (same roles), public cache pub (owner's), cache elsewhere for pinned keys.
-  const org = await kiln.api<{ id: string }>('PUT', '/orgs', { token: cacheOwner.token, body: { name: 'acme' } });
-  const ids: Record<string, string> = { acme: org.message.id, registration: randomUUID(), request: randomUUID(), extraInvite: randomUUID() };
-  for (const p of personas) ids[`invite-${p}`] = randomUUID();
-  await kiln.sql`delete from organization_members`;
-  await membersOf({ kiln } as Ctx, 'organization_members', ids['acme']!);
-  for (const name of ['web', 'other']) {
-    const [row] = await kiln.sql<{ id: string }[]>`
-      insert into projects (organization_id, name, repository) values (${ids['acme']!}, ${name}, 'file:///nonexistent') returning id`;
-    ids[name] = row!.id;
-    await kiln.sql`insert into tasks (project_id, name) values (${row!.id}, 'default')`;
-  }
-  await kiln.sql`insert into servers (organization_id, name, host, port) values (${ids['acme']!}, 'box', '127.0.0.1', 1)`;
-  for (const [name, isPublic] of [['main', false], ['pub', true], ['elsewhere', false]] as const) {
-    const [row] = await kiln.sql<{ id: string }[]>`
-      insert into caches (name, public, owner_id, key_name, public_key, secret_key)
-      values (${name}, ${isPublic}, ${cacheOwner.id}, ${`test-${name}-1`}, ${Buffer.alloc(32, 1)}, ${Buffer.alloc(64, 2)}) returning id`;
-    ids[name] = row!.id;
-  }
-  for (const [username, role] of [['view', 'View'], ['write', 'Write'], ['admin', 'Admin']] as const) {
-    await kiln.sql`insert into cache_members (cache_id, user_id, role) select ${ids['main']!}, id, ${role} from users where username = ${username}`;
-  }
-
-  await seedBuild(kiln, ids['web']!);
-
-  const keys = new Map<Persona, Keys>();
-  for (const persona of personas) {
-    const user = users[persona];
-    const all = [...permissionNames];
-    const expired = await createKey(kiln, user, { name: 'expired', permissions: all, expires_in_days: 1 });
-    await kiln.sql`update api_keys set expires_at = now() - interval '1 minute' where user_id = ${user.id} and name = 'expired'`;
-    keys.set(persona, {
-      all: await createKey(kiln, user, { name: 'all', permissions: all }),
-      without: new Map(),
-      pinnedProject: await createKey(kiln, user, { name: 'pinned-project', permissions: all, project: 'acme/other' }),
-      pinnedCache: await createKey(kiln, user, { name: 'pinned-cache', permissions: all, cache: 'elsewhere' }),
-      outsideIps: await createKey(kiln, user, { name: 'outside-ips', permissions: all, allowed_ips: ['192.0.2.0/24'] }),
-      expired,
+/** Runs the rows of part `part` (0-based) of `parts` contiguous slices of the table. */
+export function authorizationMatrix(part: number, parts: number): void {
+  const rows = endpoints.slice(Math.floor((part * endpoints.length) / parts), Math.floor(((part + 1) * endpoints.length) / parts));
+  t.test(`authorization matrix, part ${part + 1} of ${parts}`, async (t) => {
+    const scrapeDir = mkdtempSync(join(tmpdir(), 'kiln-matrix-'));
+    t.teardown(() => rmSync(scrapeDir, { recursive: true, force: true }));
+    writeFileSync(join(scrapeDir, 'scrape-token'), 'matrix-scrape-token');
+    writeFileSync(join(scrapeDir, 'hook-secret'), 'matrix-hook-secret');
+    writeFileSync(join(scrapeDir, 'app-key.pem'), generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ type: 'pkcs1', format: 'pem' }));
+    const kiln = await startTestKiln(t, {
+      'metrics.tokenFile': join(scrapeDir, 'scrape-token'),
+      'gitHostApp.enable': true, 'gitHostApp.id': 4242,
+      'gitHostApp.privateKeyFile': join(scrapeDir, 'app-key.pem'), 'gitHostApp.webhookSecretFile': join(scrapeDir, 'hook-secret'),
     });
-  }
+    const superuser = await signUp(kiln, 'root'); // the first account is the superuser
+    const cacheOwner = await signUp(kiln, 'owner');
+    const users: Record<Persona, TestAccount> = {
+      superuser,
+      nonMember: await signUp(kiln, 'stranger'),
+      View: await signUp(kiln, 'view'),
+      Write: await signUp(kiln, 'write'),
+      Admin: await signUp(kiln, 'admin'),
+    };
+    await signUp(kiln, 'extra');
 
-  async function tokenFor(persona: Persona, credential: Credential, e: Endpoint): Promise<string | undefined> {
-    const k = keys.get(persona)!;
-    switch (credential) {
-      case 'none': return undefined;
-      case 'session': return users[persona].token;
-      case 'keyWithPermission': return k.all;
-      case 'keyWithoutPermission': {
-        if (e.permission === null) return k.all;
-        let secret = k.without.get(e.permission);
-        if (!secret) {
-          const rest = permissionNames.filter((p) => p !== e.permission);
-          secret = await createKey(kiln, users[persona], { name: `without-${e.permission}`, permissions: rest });
-          k.without.set(e.permission, secret);
-        }
-        return secret;
-      }
-      case 'keyPinnedElsewhere': return e.scope === 'cache' ? k.pinnedCache : k.pinnedProject;
-      case 'keyOutsideAllowedIps': return k.outsideIps;
-      case 'expiredKey': return k.expired;
+    // acme (members View/Write/Admin) with projects web and other; server box; private cache main
+    // (same roles), public cache pub (owner's), cache elsewhere for pinned keys.
+    const org = await kiln.api<{ id: string }>('PUT', '/orgs', { token: cacheOwner.token, body: { name: 'acme' } });
+    const ids: Record<string, string> = { acme: org.message.id, registration: randomUUID(), request: randomUUID(), extraInvite: randomUUID() };
+    for (const p of personas) ids[`invite-${p}`] = randomUUID();
+    await kiln.sql`delete from organization_members`;
+    await membersOf({ kiln } as Ctx, 'organization_members', ids['acme']!);
+    for (const name of ['web', 'other']) {
+      const [row] = await kiln.sql<{ id: string }[]>`
+        insert into projects (organization_id, name, repository) values (${ids['acme']!}, ${name}, 'file:///nonexistent') returning id`;
+      ids[name] = row!.id;
+      await kiln.sql`insert into tasks (project_id, name) values (${row!.id}, 'default')`;
     }
-  }
+    await kiln.sql`insert into servers (organization_id, name, host, port) values (${ids['acme']!}, 'box', '127.0.0.1', 1)`;
+    for (const [name, isPublic] of [['main', false], ['pub', true], ['elsewhere', false]] as const) {
+      const [row] = await kiln.sql<{ id: string }[]>`
+        insert into caches (name, public, owner_id, key_name, public_key, secret_key)
+        values (${name}, ${isPublic}, ${cacheOwner.id}, ${`test-${name}-1`}, ${Buffer.alloc(32, 1)}, ${Buffer.alloc(64, 2)}) returning id`;
+      ids[name] = row!.id;
+    }
+    for (const [username, role] of [['view', 'View'], ['write', 'Write'], ['admin', 'Admin']] as const) {
+      await kiln.sql`insert into cache_members (cache_id, user_id, role) select ${ids['main']!}, id, ${role} from users where username = ${username}`;
+    }
 
-  let sequence = 0;
-  for (const e of endpoints) {
-    const label = `${e.method} ${typeof e.path === 'string' ? e.path : e.path({ persona: 'Admin', ids } as Ctx).replace(/[0-9a-f-]{36}/, '{id}')}`;
-    t.test(label, async (t) => {
-      for (const persona of personas) {
-        for (const credential of credentials) {
-          const ctx: Ctx = { kiln, persona, user: users[persona], ids, seq: () => ++sequence };
-          await e.before?.(ctx);
-          const path = typeof e.path === 'string' ? e.path : e.path(ctx);
-          const body = typeof e.body === 'function' ? e.body(ctx) : e.body;
-          const token = await tokenFor(persona, credential, e);
-          const raw = e.raw?.();
-          const res = e.socket
-            ? await openSocket(kiln, path, token)
-            : raw
-            ? await fetch(`${kiln.url}/api/v1${path}`, {
-              method: e.method, body: raw.body, headers: { 'content-type': raw.contentType, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-            }).then(async (r) => ({ status: r.status, message: ((await r.json()) as { message: unknown }).message }))
-            : await kiln.api(e.method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
-          const want = expectedStatus(e, persona, credential);
-          t.equal(res.status, want, `${persona} × ${credential}: ${want}${res.status === want ? '' : ` (got ${res.status}: ${JSON.stringify(res.message).slice(0, 160)})`}`);
+    await seedBuild(kiln, ids['web']!);
+
+    const keys = new Map<Persona, Keys>();
+    for (const persona of personas) {
+      const user = users[persona];
+      const all = [...permissionNames];
+      const expired = await createKey(kiln, user, { name: 'expired', permissions: all, expires_in_days: 1 });
+      await kiln.sql`update api_keys set expires_at = now() - interval '1 minute' where user_id = ${user.id} and name = 'expired'`;
+      keys.set(persona, {
+        all: await createKey(kiln, user, { name: 'all', permissions: all }),
+        without: new Map(),
+        pinnedProject: await createKey(kiln, user, { name: 'pinned-project', permissions: all, project: 'acme/other' }),
+        pinnedCache: await createKey(kiln, user, { name: 'pinned-cache', permissions: all, cache: 'elsewhere' }),
+        outsideIps: await createKey(kiln, user, { name: 'outside-ips', permissions: all, allowed_ips: ['192.0.2.0/24'] }),
+        expired,
+      });
+    }
+
+    async function tokenFor(persona: Persona, credential: Credential, e: Endpoint): Promise<string | undefined> {
+      const k = keys.get(persona)!;
+      switch (credential) {
+        case 'none': return undefined;
+        case 'session': return users[persona].token;
+        case 'keyWithPermission': return k.all;
+        case 'keyWithoutPermission': {
+          if (e.permission === null) return k.all;
+          let secret = k.without.get(e.permission);
+          if (!secret) {
+            const rest = permissionNames.filter((p) => p !== e.permission);
+            secret = await createKey(kiln, users[persona], { name: `without-${e.permission}`, permissions: rest });
+            k.without.set(e.permission, secret);
+          }
+          return secret;
         }
+        case 'keyPinnedElsewhere': return e.scope === 'cache' ? k.pinnedCache : k.pinnedProject;
+        case 'keyOutsideAllowedIps': return k.outsideIps;
+        case 'expiredKey': return k.expired;
       }
-    });
-  }
-});
+    }
 
+    let sequence = 0;
+    for (const e of rows) {
+      const label = `${e.method} ${typeof e.path === 'string' ? e.path : e.path({ persona: 'Admin', ids } as Ctx).replace(/[0-9a-f-]{36}/, '{id}')}`;
+      t.test(label, async (t) => {
+        for (const persona of personas) {
+          for (const credential of credentials) {
+            const ctx: Ctx = { kiln, persona, user: users[persona], ids, seq: () => ++sequence };
+            await e.before?.(ctx);
+            const path = typeof e.path === 'string' ? e.path : e.path(ctx);
+            const body = typeof e.body === 'function' ? e.body(ctx) : e.body;
+            const token = await tokenFor(persona, credential, e);
+            const raw = e.raw?.();
+            const res = e.socket
+              ? await openSocket(kiln, path, token)
+              : raw
+              ? await fetch(`${kiln.url}/api/v1${path}`, {
+                method: e.method, body: raw.body, headers: { 'content-type': raw.contentType, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+              }).then(async (r) => ({ status: r.status, message: ((await r.json()) as { message: unknown }).message }))
+              : await kiln.api(e.method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
+            const want = expectedStatus(e, persona, credential);
+            t.equal(res.status, want, `${persona} × ${credential}: ${want}${res.status === want ? '' : ` (got ${res.status}: ${JSON.stringify(res.message).slice(0, 160)})`}`);
+          }
+        }
+      });
+    }
+  });
+}

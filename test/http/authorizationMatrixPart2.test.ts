@@ -1,0 +1,4 @@
+// Part 2 of the authorization matrix (authorizationMatrix.ts holds the table and the rules).
+import { authorizationMatrix } from './authorizationMatrix.js';
+
+authorizationMatrix(1, 2);
