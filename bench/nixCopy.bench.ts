@@ -3,17 +3,16 @@
 // stores; a worker per core), both warmed up, interleaved rounds alternating which goes first, the
 // median of the rounds' ratios. Needs root, Nix (Debian nix-bin) and nginx (nginx-light).
 //   npx tsx bench/nixCopy.bench.ts [rounds=3] [leaves=180]
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildBenchClosure, commandOutput } from './benchClosure.js';
 import { startBenchKiln } from './benchKiln.js';
 import { freePortForBench } from './freePort.js';
 import { median, startNginx } from './loadTools.js';
 
 const rounds = Number(process.argv[2] ?? 3);
 const leaves = Number(process.argv[3] ?? 180);
-const GROUP = 10;
 
 const NIX_OPTIONS = [
   '--option', 'sandbox', 'false', '--option', 'build-users-group', '', '--option', 'substituters', '',
@@ -21,38 +20,12 @@ const NIX_OPTIONS = [
   '--option', 'narinfo-cache-negative-ttl', '0', '--option', 'narinfo-cache-positive-ttl', '0',
 ];
 
-/** Runs a Nix command without blocking this process (kiln answers Nix from it); its stdout. */
-function nix(command: 'nix' | 'nix-build' | 'nix-store', args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
-  const full = [...(command === 'nix' ? ['--extra-experimental-features', 'nix-command'] : []), ...NIX_OPTIONS, ...args];
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, full, { env: { ...process.env, NIX_REMOTE: 'local', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${err.slice(-3000)}`))));
-  });
-}
-
-// Leaves of a few bytes to ~100 KB, groups of ten leaves that refer to them, and one root.
-const closureNix = (count: number) => String.raw`
-let
-  mk = name: script: derivation { inherit name; builder = "/bin/sh"; args = [ "-c" script ]; PATH = "/bin:/usr/bin"; system = builtins.currentSystem; };
-  leaf = i: mk "kiln-bench-leaf-${'${toString i}'}" "mkdir -p $out/share; seq 1 ${'${toString (i * i)}'} > $out/share/numbers; echo leaf ${'${toString i}'} > $out/name";
-  leaves = builtins.genList leaf ${count};
-  group = g: mk "kiln-bench-group-${'${toString g}'}" (builtins.concatStringsSep "; " ([ "mkdir $out" ] ++ map (l: "echo ${'${l}'} >> $out/deps") (builtins.genList (j: builtins.elemAt leaves (g * ${GROUP} + j)) ${GROUP})));
-  groups = builtins.genList group (${count} / ${GROUP});
-in mk "kiln-bench-root" (builtins.concatStringsSep "; " ([ "mkdir $out" ] ++ map (g: "echo ${'${g}'} >> $out/deps") groups))
-`;
+/** A Nix command with the bench's options; its stdout. */
+const nix = (command: 'nix' | 'nix-build' | 'nix-store', args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> =>
+  commandOutput(command, [...(command === 'nix' ? ['--extra-experimental-features', 'nix-command'] : []), ...NIX_OPTIONS, ...args], env);
 
 const work = await mkdtemp(join(tmpdir(), 'kiln-bench-copy-'));
-const expression = join(work, 'closure.nix');
-await writeFile(expression, closureNix(leaves));
-console.error('building the closure with nix-build');
-const root = (await nix('nix-build', [expression, '--no-out-link', '--max-jobs', '2'])).trim();
-const closure = (await nix('nix-store', ['-qR', root])).trim().split('\n');
-console.error(`closure of ${root}: ${closure.length} paths`);
+const { root, closure } = await buildBenchClosure(work, leaves, NIX_OPTIONS);
 
 const bench = await startBenchKiln();
 await bench.createCache('bench');

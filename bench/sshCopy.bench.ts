@@ -10,6 +10,7 @@ import { mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ssh2 from 'ssh2';
+import { buildBenchClosure, commandOutput } from './benchClosure.js';
 import { startBenchKiln } from './benchKiln.js';
 import { freePortForBench } from './freePort.js';
 import { median } from './loadTools.js';
@@ -17,40 +18,15 @@ import { generateSshKeyPair } from '../services/organizations/index.js';
 
 const rounds = Number(process.argv[2] ?? 3);
 const leaves = Number(process.argv[3] ?? 180);
-const GROUP = 10;
 const NIX_OPTIONS = ['--option', 'sandbox', 'false', '--option', 'build-users-group', '', '--option', 'substituters', ''];
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
   const full = command === 'nix' ? ['--extra-experimental-features', 'nix-command', ...NIX_OPTIONS, ...args] : command.startsWith('nix') ? [...NIX_OPTIONS, ...args] : args;
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, full, { env: { ...process.env, NIX_REMOTE: 'local', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${err.slice(-3000)}`))));
-  });
+  return commandOutput(command, full, env);
 }
 
-// The closure of bench/nixCopy.bench.ts: leaves, groups of ten leaves, one root.
-const closureNix = (count: number) => String.raw`
-let
-  mk = name: script: derivation { inherit name; builder = "/bin/sh"; args = [ "-c" script ]; PATH = "/bin:/usr/bin"; system = builtins.currentSystem; };
-  leaf = i: mk "kiln-bench-leaf-${'${toString i}'}" "mkdir -p $out/share; seq 1 ${'${toString (i * i)}'} > $out/share/numbers; echo leaf ${'${toString i}'} > $out/name";
-  leaves = builtins.genList leaf ${count};
-  group = g: mk "kiln-bench-group-${'${toString g}'}" (builtins.concatStringsSep "; " ([ "mkdir $out" ] ++ map (l: "echo ${'${l}'} >> $out/deps") (builtins.genList (j: builtins.elemAt leaves (g * ${GROUP} + j)) ${GROUP})));
-  groups = builtins.genList group (${count} / ${GROUP});
-in mk "kiln-bench-root" (builtins.concatStringsSep "; " ([ "mkdir $out" ] ++ map (g: "echo ${'${g}'} >> $out/deps") groups))
-`;
-
 const work = await mkdtemp(join(tmpdir(), 'kiln-bench-ssh-'));
-const expression = join(work, 'closure.nix');
-await writeFile(expression, closureNix(leaves));
-console.error('building the closure with nix-build');
-const root = (await run('nix-build', [expression, '--no-out-link', '--max-jobs', '2'])).trim();
-const closure = (await run('nix-store', ['-qR', root])).trim().split('\n');
-console.error(`closure of ${root}: ${closure.length} paths`);
+const { root, closure } = await buildBenchClosure(work, leaves, NIX_OPTIONS);
 
 // One client key, registered with kiln and authorized by sshd.
 const clientKey = generateSshKeyPair('bench');
