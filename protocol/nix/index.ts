@@ -63,6 +63,6 @@ export { parseNixExport, narFileContents, type ExportedPath } from './nixExport.
 export { parseDerivation, type Derivation, type DerivationOutput } from './derivationAterm.js';
 export { textStorePath, sourceStorePath } from './contentAddress.js';
 export {
-  WireReader, WireError, wireU64, wireString, wireStrings, wireDaemonError,
+  WireReader, WireError, readImportedPathInfo, wireU64, wireString, wireStrings, wireDaemonError,
   WORKER_MAGIC_1, WORKER_MAGIC_2, STDERR_LAST,
 } from './workerWire.js';

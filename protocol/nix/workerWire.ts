@@ -150,3 +150,27 @@ export function wireDaemonError(message: string, clientMinor: number): Buffer {
   }
   return Buffer.concat([wireU64(STDERR_ERROR), wireString(message), wireU64(1)]);
 }
+
+/** A path's info as both store protocols send it before an imported NAR (ValidPathInfo without its path's validity flags). */
+export interface ImportedPathInfo {
+  path: string;
+  deriver: string;
+  narHash: string;
+  references: string[];
+  narSize: number;
+  ca: string;
+}
+
+/** Reads that info; registration time, ultimate and the client's signatures are read and dropped (never trusted from a client). */
+export async function readImportedPathInfo(from: WireReader): Promise<ImportedPathInfo> {
+  const path = await from.string();
+  const deriver = await from.string();
+  const narHash = await from.string();
+  const references = await from.strings();
+  await from.u64(); // registration time
+  const narSize = await from.u64();
+  await from.u64(); // ultimate
+  await from.strings(); // the client's signatures: the cache signs with its own key
+  const ca = await from.string();
+  return { path, deriver, narHash, references, narSize, ca };
+}

@@ -14,6 +14,7 @@ import {
   wireDaemonError,
   WireError,
   WireReader,
+  readImportedPathInfo,
   wireString,
   wireStrings,
   wireU64,
@@ -216,20 +217,12 @@ function pathInfoWire(info: Narinfo, minor: number): Buffer {
  * stays in step; a client that goes away mid-NAR leaves nothing behind (cachePaths.ts).
  */
 async function addToStoreNar(cache: CachePaths, from: WireReader, minor: number, last: () => Promise<void>): Promise<void> {
-  const path = await from.string();
-  const deriver = await from.string();
-  const narHash = await from.string();
-  const references = await from.strings();
-  await from.u64(); // registration time
-  const narSize = await from.u64();
-  await from.u64(); // ultimate: never trusted from a client
-  await from.strings(); // the client's signatures: the cache signs with its own key
-  const ca = await from.string();
+  const info = await readImportedPathInfo(from);
   await from.u64(); // repair
   await from.u64(); // dontCheckSigs
   if (minor < 23) throw new WireError('AddToStoreNar before protocol 1.23 is not supported');
   const frames = from.frames(MAX_FRAME);
-  await cache.add({ path, deriver, narHash, references, narSize, ca }, frames, async () => {
+  await cache.add(info, frames, async () => {
     for await (const chunk of frames) void chunk;
   });
   await last();

@@ -2,7 +2,7 @@
 // protocol (serve-protocol.hh; nix-store.cc opServe is the server, legacy-ssh-store.cc the
 // client) answered from one kiln cache. The protocol has no error message on the wire: like
 // `nix-store --serve`, kiln writes the error to the session's stderr and ends it.
-import { WireError, WireReader, wireString, wireStrings, wireU64 } from '../../protocol/index.js';
+import { readImportedPathInfo, WireError, WireReader, wireString, wireStrings, wireU64 } from '../../protocol/index.js';
 import { cachePaths, StoreRefusal, type CachePathsDeps, type SessionStore } from './cachePaths.js';
 import type { SessionOutput } from './daemonSession.js';
 
@@ -138,15 +138,8 @@ export async function serveLegacySession(deps: CachePathsDeps, store: SessionSto
       }
       case cmd.addToStoreNar: {
         if (!writeFlag) throw new StoreRefusal('importing paths is not allowed');
-        const path = await from.string();
-        const deriver = await from.string();
-        const narHash = await from.string();
-        const references = await from.strings();
-        await from.u64(); // registration time
-        const narSize = await from.u64();
-        await from.u64(); // ultimate
-        await from.strings(); // the client's signatures: the cache signs with its own key
-        const ca = await from.string();
+        const info = await readImportedPathInfo(from);
+        const { narSize } = info;
         if (narSize === 0) throw new StoreRefusal('narInfo is too old and missing the narSize field');
         // The NAR follows unframed: exactly narSize bytes.
         const sized = (async function* () {
@@ -157,7 +150,7 @@ export async function serveLegacySession(deps: CachePathsDeps, store: SessionSto
             yield Buffer.from(piece);
           }
         })();
-        await cache.add({ path, deriver, narHash, references, narSize, ca }, sized, async () => {
+        await cache.add(info, sized, async () => {
           for await (const chunk of sized) void chunk;
         });
         await out.write(wireU64(1));
