@@ -2,6 +2,7 @@
 // is otherwise one syscall per call), nothing is written after the client aborted, and streams
 // respect tryEnd's backpressure.
 import type { HttpResponse } from 'uWebSockets.js';
+import { isApiError } from '../protocol/index.js';
 import type { Headers, Reply } from './reply.js';
 
 const STATUS_TEXT: Record<number, string> = {
@@ -225,11 +226,20 @@ async function writeStream(
   res: HttpResponse, state: ResponseState, status: number, headers: Headers, total: number, body: AsyncIterable<Uint8Array>,
 ): Promise<void> {
   let headWritten = false;
+  let refusedBeforeHead = false;
   let sent = 0;
   const iterator = body[Symbol.asyncIterator]();
   try {
     for (;;) {
-      const next = await iterator.next();
+      let next: IteratorResult<Uint8Array>;
+      try {
+        next = await iterator.next();
+      } catch (e) {
+        // A refusal before the first byte (say, no storage read place in time) is still an answer:
+        // the caller writes its envelope, as for any refusal, instead of a closed connection.
+        if (!headWritten && isApiError(e)) refusedBeforeHead = true;
+        throw e;
+      }
       if (state.aborted) return;
       if (next.done) break;
       const chunk = next.value;
@@ -261,7 +271,7 @@ async function writeStream(
     }
     throw new Error(`stream ended after ${sent} of ${total} bytes`);
   } finally {
-    if (!state.done && !state.aborted) {
+    if (!state.done && !state.aborted && !refusedBeforeHead) {
       // A source that broke mid-body: closing the connection is the only honest signal left.
       state.done = true;
       res.cork(() => res.close());

@@ -15,7 +15,7 @@ export type { NarUploadService } from './caches/index.js';
 export { narIngest, type NarIngest } from './caches/index.js';
 export { cacheSigningKeys } from './caches/index.js';
 export { cacheStorageLimits } from './caches/index.js';
-export { mintCacheReadToken, cacheReadTokenOpens } from './caches/index.js';
+export { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken, mintCacheReadToken } from './caches/index.js';
 export type { OutboundWorkerTarget } from './workers/index.js';
 export { openServerInstance } from './workers/index.js';
 export type { Upstreams } from './caches/index.js';

@@ -2,8 +2,8 @@
 // itself), always with Content-Length, a single Range as 206, and 404 decided before the first
 // byte. Small files come from memory; with S3, larger ones are a redirect to a presigned URL.
 import { ApiError, parseNarFileName } from '../../protocol/index.js';
-import type { BinaryCache, Principal } from '../../services/index.js';
-import type { BlobRead } from '../../storage/index.js';
+import { looksLikeCacheReadToken, basicPassword, type BinaryCache, type Principal } from '../../services/index.js';
+import { isStorageBusy, type BlobRead } from '../../storage/index.js';
 import { bytesReply, emptyReply, streamReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
@@ -15,11 +15,31 @@ import { stagedNixFile } from './stagedNixFile.js';
 /** A presigned URL outlives any sane download start; the client follows it at once. */
 const PRESIGN_SECS = 3600;
 
-/** Opens the blob on first read, so a HEAD request (never read) holds no file or connection. */
+/** Nix retries a 503 after a pause; a second is plenty for a storage read place to come free. */
+const STORAGE_RETRY_SECS = 1;
+
+/** The storage read gate's refusal as the answer a client understands; other errors as they are. */
+function storageBusy(e: unknown): unknown {
+  if (!isStorageBusy(e)) return e;
+  return new ApiError('storage_busy', `${e.message}: too many NAR reads are running; try again`, { headers: { 'Retry-After': String(STORAGE_RETRY_SECS) } });
+}
+
+/**
+ * The worker a request comes from, for nar.maxConcurrentServes: a build job's read token names a
+ * worker's substitution, and the worker is its address. Other requests only count toward the
+ * server-wide bound (an address may be a whole NAT'd fleet of people).
+ */
+const workerOf = (req: Req<Principal>): string | undefined =>
+  looksLikeCacheReadToken(basicPassword(req.header('authorization')) ?? '') ? req.peerAddress : undefined;
+
+/**
+ * Opens the blob on first read, so a HEAD request (never read) holds no file or connection. A
+ * refusal before the first byte is still an answer (http/respond.ts writes it instead of the head).
+ */
 function lazyBody(open: () => Promise<BlobRead | null>, what: string): AsyncIterable<Uint8Array> {
   return {
     async *[Symbol.asyncIterator]() {
-      const read = await open();
+      const read = await open().catch((e: unknown) => { throw storageBusy(e); });
       if (read === null) throw new Error(`${what} vanished from storage after it was found`);
       try {
         yield* read.body;
@@ -78,7 +98,7 @@ async function serveStored(services: CacheRouteServices, req: Req<Principal>, ca
   const part: Record<string, string> = range.kind === 'part' ? { 'Content-Range': `bytes ${range.start}-${range.end}/${fileSize}` } : {};
   const status = range.kind === 'part' ? 206 : 200;
   if (fileSize <= services.config['nar.smallBytes']) {
-    const bytes = await reads.smallNar(fileHash);
+    const bytes = await reads.smallNar(fileHash, workerOf(req)).catch((e: unknown) => { throw storageBusy(e); });
     if (bytes === null) throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
     return smallFileReply(req, cache, bytes);
   }
@@ -87,7 +107,7 @@ async function serveStored(services: CacheRouteServices, req: Req<Principal>, ca
   }
   const blobRange = range.kind === 'part' ? { start: range.start, end: range.end } : undefined;
   const length = range.kind === 'part' ? range.end - range.start + 1 : fileSize;
-  return streamReply(status, length, lazyBody(() => reads.openNar(fileHash, blobRange), `NAR file ${fileHash}`), { ...headers, ...part });
+  return streamReply(status, length, lazyBody(() => reads.openNar(fileHash, blobRange, workerOf(req)), `NAR file ${fileHash}`), { ...headers, ...part });
 }
 
 export function narFileRoutes(r: Router<Principal>, services: CacheRouteServices): void {

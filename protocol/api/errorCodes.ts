@@ -75,6 +75,7 @@ export const errorCodes = {
   path_exists: { status: 409, meaning: 'the cache holds another NAR of the same store path (an unreproducible build); delete it first' },
   cache_inactive: { status: 409, meaning: 'an upload to a disabled cache' },
   nar_too_large: { status: 413, meaning: 'the NAR (or offset plus chunk) exceeds `nar.maxUploadSize`' },
+  storage_busy: { status: 503, meaning: 'a NAR read could not start within `nar.storageOpenTimeoutSecs` (every `nar.maxConcurrentDownloads` place taken, the worker\'s `nar.maxConcurrentServes` taken, or the object store slow to answer); `Retry-After` says when to try again' },
   archive_busy: { status: 503, meaning: '`serve/{hash}/{dir}` while `cache.serveArchiveConcurrency` directory archives are being packed; `Retry-After` says when to try again' },
   range_not_satisfiable: { status: 416, meaning: 'a NAR request\'s Range starts past the end of the file; `Content-Range: bytes */size`' },
   upload_busy: { status: 503, meaning: 'a REST upload waited `upload.restWaitSecs` for an upload permit; `Retry-After` says when to try again' },

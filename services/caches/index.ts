@@ -1,7 +1,7 @@
 // The public face of services/caches/: what other domains and folders import from it.
 export { type BinaryCache, type BinaryCacheAccess, type CacheAccess, createBinaryCacheAccess } from './binaryCacheAccess.js';
 export { cacheKeyName, cachePublicKeyText, generateCacheKey, keyHost, openCacheKey } from './cacheKeys.js';
-export { cacheReadTokenOpens, mintCacheReadToken } from './cacheReadTokens.js';
+export { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken, mintCacheReadToken } from './cacheReadTokens.js';
 export { type CacheServices, createCacheServices } from './cacheServices.js';
 export { cacheSigningKeys } from './cacheSigningKeys.js';
 export { cacheStorageLimits, type CacheStorageLimits, LOW_STORAGE_BYTES } from './cacheStorage.js';

@@ -7,6 +7,7 @@ import { narUrl, renderNarinfo } from '../../protocol/index.js';
 import type { BlobRange, BlobRead, BlobStore } from '../blobs/index.js';
 import type { FetchRecorder } from './fetchRecorder.js';
 import type { HotCache } from './hotCache.js';
+import type { StorageReadGate } from './storageReadGate.js';
 import { narBlobKey } from './narLocations.js';
 import { findCacheFile, findListingRow, findNarinfoRow, type ListingRow, type NarinfoRow } from './sql/index.js';
 
@@ -28,12 +29,16 @@ export interface NarReads {
   smallNarInMemory(fileHash: string): Buffer | undefined;
   /** The stored file's size when a path of this cache points at it, or null. */
   narFile(cacheId: string, fileHash: string): Promise<{ fileSize: number } | null>;
-  /** A whole small NAR file from memory or storage; null when the blob is missing. */
-  smallNar(fileHash: string): Promise<Buffer | null>;
+  /** A whole small NAR file from memory or storage; null when the blob is missing. Throws StorageBusy as openNar does. */
+  smallNar(fileHash: string, worker?: string): Promise<Buffer | null>;
   /** Whether the NAR file's blob is in storage (a reply's status is chosen before its body is read). */
   narStored(fileHash: string): Promise<boolean>;
-  /** A NAR file (or a range of it) from storage, for a caller done with each chunk when it asks for the next. */
-  openNar(fileHash: string, range?: BlobRange): Promise<BlobRead | null>;
+  /**
+   * A NAR file (or a range of it) from storage, for a caller done with each chunk when it asks for
+   * the next; `worker` names the worker asking, for its own bound. Throws StorageBusy when the read
+   * cannot start within nar.storageOpenTimeoutSecs.
+   */
+  openNar(fileHash: string, range?: BlobRange, worker?: string): Promise<BlobRead | null>;
   /** A URL the client may fetch the file from directly, or null when the store has none. */
   presignedNar(fileHash: string, expiresSecs: number): Promise<string | null>;
   /** The .ls listing of a path the cache holds (not kept in memory: its routes are rate limited). */
@@ -49,6 +54,8 @@ export interface NarReadsDeps {
   blobs: BlobStore;
   hot: HotCache<HotValue>;
   fetches: FetchRecorder;
+  /** bounds every read of NAR bytes from storage */
+  gate: StorageReadGate;
   /** nar.smallBytes: NAR files up to this size are kept in memory */
   smallBytes: number;
 }
@@ -75,7 +82,7 @@ export function renderStoredNarinfo(row: NarinfoRow): string {
 }
 
 export function narReads(deps: NarReadsDeps): NarReads {
-  const { sql, blobs, hot, fetches } = deps;
+  const { sql, blobs, hot, fetches, gate } = deps;
   const forgetListeners = new Set<(cacheId: string, hashPart: string) => void>();
   const inflight = new Map<string, Promise<unknown>>();
   const once = <T>(key: string, load: () => Promise<T>): Promise<T> => {
@@ -134,12 +141,12 @@ export function narReads(deps: NarReadsDeps): NarReads {
       });
     },
 
-    async smallNar(fileHash) {
+    async smallNar(fileHash, worker) {
       const key = bytesKey(fileHash);
       const known = hot.get(key) as Buffer | undefined;
       if (known !== undefined) return known;
       return once(key, async () => {
-        const read = await blobs.get(narBlobKey(fileHash));
+        const read = await gate.open(() => blobs.get(narBlobKey(fileHash)), worker);
         if (read === null) return null;
         const chunks: Uint8Array[] = [];
         for await (const chunk of read.body) chunks.push(chunk);
@@ -150,7 +157,7 @@ export function narReads(deps: NarReadsDeps): NarReads {
     },
 
     narStored: async (fileHash) => (await blobs.stat(narBlobKey(fileHash))) !== null,
-    openNar: (fileHash, range) => blobs.get(narBlobKey(fileHash), range, { reuseChunks: true }),
+    openNar: (fileHash, range, worker) => gate.open(() => blobs.get(narBlobKey(fileHash), range, { reuseChunks: true }), worker),
     presignedNar: (fileHash, expiresSecs) => blobs.presignedUrl(narBlobKey(fileHash), expiresSecs),
     listing: (cacheId, hashPart) => findListingRow(sql, cacheId, hashPart),
 

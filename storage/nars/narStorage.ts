@@ -17,6 +17,7 @@ import { StagedChecks } from './stagedChecks.js';
 import { STORED_ZSTD_LEVEL } from './ingest.js';
 import { deleteBlobIfUnreferenced, removePathFromCache, type PathRemoval } from './pathDeletion.js';
 import { localNarFile } from './storedNarFile.js';
+import { StorageReadGate } from './storageReadGate.js';
 import { sweepNarStorage, type SweepReport } from './sweeper.js';
 import type { IngestOutcome } from './ingestOutcome.js';
 import type { FinalizeRequest } from './narUploads.js';
@@ -24,7 +25,8 @@ import { UploadProblem } from './uploadProblem.js';
 
 export type NarStorageConfig = Pick<
   Config,
-  'baseDir' | 'nar.hotCacheBytes' | 'nar.smallBytes' | 'nar.maxUploadSize' | 'nar.partialTtlSecs' | 'gc.narUploadGraceHours' | 'gc.intervalSecs'
+  | 'baseDir' | 'nar.hotCacheBytes' | 'nar.smallBytes' | 'nar.maxUploadSize' | 'nar.partialTtlSecs' | 'gc.narUploadGraceHours' | 'gc.intervalSecs'
+  | 'nar.maxConcurrentDownloads' | 'nar.maxConcurrentServes' | 'nar.storageOpenTimeoutSecs'
 >;
 
 export interface NarStorageDeps {
@@ -79,7 +81,12 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
   const staging = stagingArea(config.baseDir);
   const hot = new HotCache<HotValue>(config['nar.hotCacheBytes']);
   const fetches = fetchRecorder(sql, log);
-  const reads = narReads({ sql, blobs, hot, fetches, smallBytes: config['nar.smallBytes'] });
+  const gate = new StorageReadGate({
+    maxReads: config['nar.maxConcurrentDownloads'],
+    maxReadsPerWorker: config['nar.maxConcurrentServes'],
+    openTimeoutSecs: config['nar.storageOpenTimeoutSecs'],
+  });
+  const reads = narReads({ sql, blobs, hot, fetches, gate, smallBytes: config['nar.smallBytes'] });
   const frames = new NarFrameSets(cpu, STORED_ZSTD_LEVEL);
   const checks = StagedChecks.open();
   const uploads = narUploads({ sql, blobs, cpu, staging, frames, checks, reads, maxUploadSize: config['nar.maxUploadSize'], leaseKey, ...(deps.crashPoints ? { crashPoints: deps.crashPoints } : {}) });

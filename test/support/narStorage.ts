@@ -51,6 +51,9 @@ export async function openTestNarStorage(t: Test, backend: Backend, overrides: {
       'nar.partialTtlSecs': overrides.partialTtlSecs ?? 86400,
       'gc.narUploadGraceHours': overrides.graceHours ?? 24,
       'gc.intervalSecs': 3600,
+      'nar.maxConcurrentDownloads': 16,
+      'nar.maxConcurrentServes': 8,
+      'nar.storageOpenTimeoutSecs': 60,
     },
   });
   t.teardown(async () => {

@@ -60,6 +60,7 @@ t.test('one staged upload, two server processes', async (t) => {
   const config = {
     baseDir, 'nar.hotCacheBytes': 64 << 20, 'nar.smallBytes': 1 << 20, 'nar.maxUploadSize': 64 << 20,
     'nar.partialTtlSecs': 3600, 'gc.narUploadGraceHours': 24, 'gc.intervalSecs': 3600,
+    'nar.maxConcurrentDownloads': 16, 'nar.maxConcurrentServes': 8, 'nar.storageOpenTimeoutSecs': 60,
   };
   const sharedBlobs: BlobStore = new FilesystemBlobStore(join(baseDir, 'blobs'));
   t.teardown(() => sharedBlobs.close());

@@ -7,6 +7,7 @@ import t from 'tap';
 import { FilesystemBlobStore, HotCache, NEGATIVE_TTL_MS, POSITIVE_TTL_MS } from '../../../storage/index.js';
 import { fetchRecorder } from '../../../storage/nars/fetchRecorder.js';
 import { narReads, type HotValue } from '../../../storage/nars/narReads.js';
+import { StorageReadGate } from '../../../storage/nars/storageReadGate.js';
 import { createTestCache } from '../../support/caches.js';
 import { testDatabase } from '../../support/db.js';
 
@@ -28,7 +29,7 @@ t.test('a narinfo lives for its TTL, then is served once more while it is fetche
   let now = 1_000_000;
   const fetches = fetchRecorder(sql, pino({ level: 'silent' }));
   t.teardown(() => fetches.close());
-  const reads = narReads({ sql, blobs: new FilesystemBlobStore(join(dir, 'blobs')), hot: new HotCache<HotValue>(1 << 20, () => now), fetches, smallBytes: 1 << 20 });
+  const reads = narReads({ sql, blobs: new FilesystemBlobStore(join(dir, 'blobs')), hot: new HotCache<HotValue>(1 << 20, () => now), fetches, gate: new StorageReadGate({ maxReads: 4, maxReadsPerWorker: 2, openTimeoutSecs: 60 }), smallBytes: 1 << 20 });
   const inMemory = () => {
     const known = reads.narinfoInMemory(cache.id, hash);
     return known === undefined ? 'unknown' : known === null ? 'missing' : /^Sig: main:(.*)$/m.exec(known.toString())![1]!;

@@ -21,6 +21,7 @@ t.test('finalize with and without the state built while chunks arrived', async (
       config: {
         baseDir, 'nar.hotCacheBytes': 64 << 20, 'nar.smallBytes': 1 << 20, 'nar.maxUploadSize': 64 << 20,
         'nar.partialTtlSecs': 86400, 'gc.narUploadGraceHours': 24, 'gc.intervalSecs': 3600,
+        'nar.maxConcurrentDownloads': 16, 'nar.maxConcurrentServes': 8, 'nar.storageOpenTimeoutSecs': 60,
       },
     });
     t.teardown(async () => {

@@ -1,0 +1,175 @@
+// Bounds NAR reads from storage (docs/binary-cache.md, "Storage reads"): at most
+// nar.maxConcurrentDownloads reads run at once across all connections, at most
+// nar.maxConcurrentServes of them for one worker, and a read that cannot start within
+// nar.storageOpenTimeoutSecs (waiting for a place, then for the store to hand over the stream)
+// fails with StorageBusy, so the client is told to retry instead of hanging on a stalled store.
+import type { BlobRead } from '../blobs/index.js';
+
+export class StorageBusy extends Error {
+  constructor(readonly waitedSecs: number) {
+    super(`no NAR stream from storage within ${waitedSecs} s`);
+    this.name = 'StorageBusy';
+  }
+}
+
+export const isStorageBusy = (e: unknown): e is StorageBusy => e instanceof StorageBusy;
+
+export interface StorageReadGateOptions {
+  /** nar.maxConcurrentDownloads */
+  maxReads: number;
+  /** nar.maxConcurrentServes, per worker */
+  maxReadsPerWorker: number;
+  /** nar.storageOpenTimeoutSecs */
+  openTimeoutSecs: number;
+}
+
+/** Places handed out in arrival order; a waiter whose deadline passes leaves the line. */
+class Places {
+  private active = 0;
+  private readonly line: { grant: () => void }[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  get idle(): boolean {
+    return this.active === 0 && this.line.length === 0;
+  }
+
+  /** Resolves true once a place is held, false when `signal` fires first. */
+  take(signal: AbortSignal): Promise<boolean> {
+    if (this.active < this.limit) {
+      this.active++;
+      return Promise.resolve(true);
+    }
+    return new Promise((resolve) => {
+      const waiter = { grant: () => { signal.removeEventListener('abort', leave); resolve(true); } };
+      const leave = () => {
+        const at = this.line.indexOf(waiter);
+        if (at >= 0) this.line.splice(at, 1);
+        resolve(false);
+      };
+      if (signal.aborted) return resolve(false);
+      signal.addEventListener('abort', leave, { once: true });
+      this.line.push(waiter);
+    });
+  }
+
+  give(): void {
+    const next = this.line.shift();
+    // The place passes straight to the next waiter, so `active` stays as it is.
+    if (next) next.grant();
+    else this.active--;
+  }
+}
+
+export class StorageReadGate {
+  private readonly all: Places;
+  private readonly perWorker = new Map<string, Places>();
+
+  constructor(private readonly options: StorageReadGateOptions) {
+    this.all = new Places(options.maxReads);
+  }
+
+  /**
+   * Runs `open` once a place is free; the place is held until the returned read's body ends or is
+   * cancelled. `worker` names the worker asking (its address), when the request is a build job's.
+   */
+  async open(open: () => Promise<BlobRead | null>, worker?: string): Promise<BlobRead | null> {
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), this.options.openTimeoutSecs * 1000);
+    try {
+      return await this.openBefore(open, worker, deadline.signal);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async openBefore(open: () => Promise<BlobRead | null>, worker: string | undefined, deadline: AbortSignal): Promise<BlobRead | null> {
+    const own = worker === undefined ? undefined : this.placesOf(worker);
+    if (own && !(await own.take(deadline))) throw this.busy(worker);
+    if (!(await this.all.take(deadline))) {
+      this.release(own, worker);
+      throw new StorageBusy(this.options.openTimeoutSecs);
+    }
+    let released = false;
+    const release = () => {
+      if (released) return;
+      released = true;
+      this.all.give();
+      this.release(own, worker);
+    };
+    let read: BlobRead | null;
+    try {
+      read = await untilAborted(open(), deadline, this.options.openTimeoutSecs);
+    } catch (e) {
+      release();
+      throw e;
+    }
+    if (read === null) {
+      release();
+      return null;
+    }
+    return holding(read, release);
+  }
+
+  private placesOf(worker: string): Places {
+    let places = this.perWorker.get(worker);
+    if (!places) this.perWorker.set(worker, (places = new Places(this.options.maxReadsPerWorker)));
+    return places;
+  }
+
+  private release(own: Places | undefined, worker: string | undefined): void {
+    if (!own || worker === undefined) return;
+    own.give();
+    if (own.idle) this.perWorker.delete(worker);
+  }
+
+  private busy(worker: string | undefined): StorageBusy {
+    if (worker !== undefined && this.perWorker.get(worker)?.idle) this.perWorker.delete(worker);
+    return new StorageBusy(this.options.openTimeoutSecs);
+  }
+}
+
+/** The opened read, or StorageBusy when the deadline comes first (a late read is cancelled on arrival). */
+function untilAborted(opening: Promise<BlobRead | null>, signal: AbortSignal, secs: number): Promise<BlobRead | null> {
+  return new Promise((resolve, reject) => {
+    let late = false;
+    const onAbort = () => {
+      late = true;
+      reject(new StorageBusy(secs));
+    };
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    opening.then(
+      (read) => {
+        signal.removeEventListener('abort', onAbort);
+        if (late) read?.cancel();
+        else resolve(read);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        if (!late) reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+/** The read, giving its place back once when the body ends, fails or is cancelled. */
+function holding(read: BlobRead, release: () => void): BlobRead {
+  return {
+    size: read.size,
+    range: read.range,
+    cancel() {
+      read.cancel();
+      release();
+    },
+    body: {
+      async *[Symbol.asyncIterator]() {
+        try {
+          yield* read.body;
+        } finally {
+          release();
+        }
+      },
+    },
+  };
+}
