@@ -1,6 +1,6 @@
 // NAR reads from storage are bounded (nar.maxConcurrentDownloads) and give up in time
-// (nar.storageOpenTimeoutSecs) with a 503 that Nix retries: seen from a raw client that holds a
-// stream open by not reading it, and from real Nix.
+// (nar.storageOpenTimeoutSecs) with a 503 that Nix retries, and a reader that stalls loses its
+// place: seen from a raw client that holds a stream open by not reading it, and from real Nix.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { get, type IncomingMessage } from 'node:http';
@@ -75,6 +75,19 @@ t.test('storage reads', async (t) => {
       await res.arrayBuffer();
     }
     t.equal(status, 200);
+  });
+
+  t.test('a client that stops reading is cut by uWS\'s idle timeout (10 s), and its place comes free', async (t) => {
+    const held = await holdOpen(narUrl);
+    t.teardown(() => held.destroy());
+    // Each refused attempt waits nar.storageOpenTimeoutSecs (1 s) for the held place.
+    let res = await fetch(narUrl);
+    for (let attempt = 0; attempt < 30 && res.status === 503; attempt++) {
+      await res.arrayBuffer();
+      res = await fetch(narUrl);
+    }
+    t.equal(res.status, 200, 'the stalled reader no longer holds a place');
+    await res.arrayBuffer();
   });
 
   t.test('real Nix retries the 503 and copies the path once the place comes free', async (t) => {
