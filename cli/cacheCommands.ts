@@ -5,8 +5,8 @@
 import { Command, Option } from 'commander';
 import { MAX_KEY_OVERLAP_HOURS, storePathName } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
-import { formatBytes, formatTable, runClientCommand, UsageError } from './clientOutput.js';
-import { confirm } from './confirmation.js';
+import { formatBytes, formatDate, formatTable, jsonOption, runClientCommand, UsageError } from './clientOutput.js';
+import { requireConfirmation } from './confirmation.js';
 import { cacheUploadCommand } from './cacheUpload.js';
 import { cachePinCommands } from './gcCommands.js';
 import { hashArgument } from './hashArgument.js';
@@ -39,8 +39,6 @@ interface CacheKeys {
   previous: { public_key: string; rotated_at: string; listed_until: string } | null;
 }
 
-const jsonOption = () => new Option('--json', 'print the result as JSON');
-
 /** The keys to trust, one per line, the previous one with its end. */
 const showKeys = (k: CacheKeys): string =>
   [`Current:   ${k.public_key}`, ...(k.previous ? [`Previous:  ${k.previous.public_key} (listed until ${k.previous.listed_until})`] : [])].join('\n');
@@ -52,7 +50,7 @@ function overlapHours(text: string): number {
 }
 
 const cachePath = (cache: string) => `/caches/${encodeURIComponent(cache)}`;
-const date = (iso: string | null) => (iso === null ? '-' : iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+const date = formatDate;
 
 function showNar(n: NarView): string {
   return [
@@ -92,9 +90,7 @@ export function cacheCommands(program: Command): void {
     .action(async (name: string, opts: { overlapHours?: string; yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const body = opts.overlapHours === undefined ? {} : { overlap_hours: overlapHours(opts.overlapHours) };
       const client = await connect();
-      if (!(await confirm(`Rotate the signing key of cache "${name}"? Clients must trust the new key before the overlap ends.`, { yes: opts.yes === true, json: opts.json === true }))) {
-        throw new UsageError('not rotated: not confirmed (pass --yes to skip the question)', 'not_confirmed');
-      }
+      await requireConfirmation(`Rotate the signing key of cache "${name}"? Clients must trust the new key before the overlap ends.`, { yes: opts.yes === true, json: opts.json === true }, 'rotated');
       out.result(await client.call<CacheKeys>('POST', `${cachePath(name)}/key/rotate`, { body }), showKeys);
     }));
 
@@ -140,9 +136,7 @@ export function cacheCommands(program: Command): void {
     .action(async (name: string, hash: string, opts: { yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const hashPart = hashArgument(hash);
       const client = await connect();
-      if (!(await confirm(`Delete ${hashPart} from cache "${name}"?`, { yes: opts.yes === true, json: opts.json === true }))) {
-        throw new UsageError('not deleted: not confirmed (pass --yes to skip the question)', 'not_confirmed');
-      }
+      await requireConfirmation(`Delete ${hashPart} from cache "${name}"?`, { yes: opts.yes === true, json: opts.json === true }, 'deleted');
       const deleted = await client.call<{ store_path: string; cache: string; last_copy: boolean }>('DELETE', `${cachePath(name)}/nars/${hashPart}`);
       out.result(deleted, (d) => `deleted ${d.store_path} from cache "${d.cache}"${d.last_copy ? ' (no cache holds it any more; its NAR file is removed)' : ''}`);
     }));
