@@ -53,7 +53,7 @@ function terminalView(stream: NodeJS.WriteStream): WatchView {
   let lastActivity = '';
   let drawn = 0;
   let timer: NodeJS.Timeout | null = null;
-  const width = () => (stream.columns ?? 100) - 1;
+  const width = () => (stream.columns || 100) - 1;
   const draw = () => {
     timer = null;
     if (!state) return;
@@ -63,7 +63,7 @@ function terminalView(stream: NodeJS.WriteStream): WatchView {
     const fraction = builds.length > 0 ? done / builds.length : 0;
     const filled = Math.round(fraction * 30);
     const order = (b: BuildView) => (b.status === 'started' ? 0 : b.status === 'failed' ? 1 : b.status === 'queued' ? 2 : 3);
-    const room = Math.max(3, (stream.rows ?? 24) - 5);
+    const room = Math.max(3, (stream.rows || 24) - 5);
     const rows = sortBuilds(builds).sort((a, b) => order(a) - order(b)).slice(0, room);
     const lines = [
       `evaluation ${evaluation.id}: ${evaluation.phase}${lastActivity ? ` - ${lastActivity}` : ''}`,

@@ -74,8 +74,15 @@ export function projectCommands(program: Command): void {
         };
         const made = await client.call<ProjectView>('PUT', `/projects/${segment(org)}`, { body });
         const subscribed: { cache: string; answer: unknown }[] = [];
-        for (const cache of opts.cache) {
-          subscribed.push({ cache, answer: await client.call('POST', `/projects/${made.id}/subscribe/${segment(cache)}`, { body: { mode: 0 } }) });
+        try {
+          for (const cache of opts.cache) {
+            subscribed.push({ cache, answer: await client.call('POST', `/projects/${made.id}/subscribe/${segment(cache)}`, { body: { mode: 0 } }) });
+          }
+        } catch (e) {
+          // All or nothing: a project without the caches asked for is taken back.
+          await client.call('DELETE', `/projects/${segment(org)}/${segment(projectName)}`);
+          if (e instanceof Error) e.message = `the project was not created: ${e.message}`;
+          throw e;
         }
         out.result({ ...made, subscribed }, (p) => [
           `created project "${p.organization}/${p.name}" (${p.id})`,
