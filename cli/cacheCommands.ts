@@ -78,6 +78,18 @@ export function cacheCommands(program: Command): void {
       out.result(caches, (cs) => formatTable(['NAME', 'VISIBILITY', 'PRIORITY', 'OWNER', 'URL'], cs.map((c) => [c.name, c.public ? 'public' : 'private', String(c.priority), c.owner ?? '-', c.url])));
     }));
 
+  cache.command('create').description('create a cache you own; its signing key is made at once').argument('<cache>')
+    .option('--public', 'anyone may substitute from it (default: private, for members and API keys)')
+    .option('--priority <n>', 'the Priority Nix is told (lower is asked first; default 40)')
+    .option('--description <text>')
+    .addOption(jsonOption())
+    .action(async (name: string, opts: { public?: boolean; priority?: string; description?: string; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      if (opts.priority !== undefined && !/^\d{1,4}$/.test(opts.priority)) throw new UsageError(`--priority: ${JSON.stringify(opts.priority)} is not a whole number`);
+      const body = { name, public: opts.public === true, ...(opts.priority === undefined ? {} : { priority: Number(opts.priority) }), ...(opts.description === undefined ? {} : { description: opts.description }) };
+      const made = await (await connect()).call<{ name: string; public: boolean; public_key: string }>('PUT', '/caches', { body });
+      out.result(made, (c) => `created ${c.public ? 'public' : 'private'} cache "${c.name}"; trust its key with: extra-trusted-public-keys = ${c.public_key}`);
+    }));
+
   cache.command('keys').description('the public keys a client may trust now: the current one, and the previous one during a rotation\'s overlap').argument('<cache>').addOption(jsonOption())
     .action(async (name: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       out.result(await (await connect()).call<CacheKeys>('GET', `${cachePath(name)}/keys`), showKeys);

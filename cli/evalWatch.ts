@@ -36,11 +36,17 @@ function counts(builds: readonly BuildView[]): EvaluationView['builds'] {
   return c;
 }
 
-/** Lines on stderr: one per build that moved and per phase. */
+/** Lines on stderr: one per build each time its status is seen to change (by an event or a read), and one per phase. */
 function lineView(stream: NodeJS.WritableStream): WatchView {
+  const printed = new Map<string, string>();
+  const buildChanged = (b: BuildView) => {
+    if (printed.get(b.build_id) === b.status) return;
+    printed.set(b.build_id, b.status);
+    stream.write(`${b.status.padEnd(11)} ${b.name}${b.failure ? ` (${b.failure.class})` : ''}\n`);
+  };
   return {
-    update: () => undefined,
-    buildChanged: (b) => stream.write(`${b.status.padEnd(11)} ${b.name}${b.failure ? ` (${b.failure.class})` : ''}\n`),
+    update: (state) => sortBuilds(state.builds).forEach(buildChanged),
+    buildChanged,
     phaseChanged: (phase) => stream.write(`evaluation ${phase}\n`),
     activity: () => undefined,
     end: () => undefined,

@@ -3,7 +3,7 @@
 // prompt also in a pseudo-terminal, where the password must not be echoed.
 import t from 'tap';
 import { createServer } from 'node:http';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestKiln } from '../support/kiln.js';
@@ -82,8 +82,10 @@ t.test('kiln login, whoami, org, project, task, key, webhook and worker register
   await t.test('project create with a cache, list, show; task list', async (t) => {
     const cache = await kilnCli(['cache', 'list', '--json'], env);
     t.same(cache.json, [], 'ada has no cache yet');
-    const token = (JSON.parse(readFileSync(join(dir, 'config', 'kiln', 'config.json'), 'utf8')) as { token: string }).token;
-    await kiln.api('PUT', '/caches', { token, body: { name: 'main' } });
+    const cacheMade = await kilnCli(['cache', 'create', 'main', '--json'], env);
+    t.equal(cacheMade.status, 0, cacheMade.stderr);
+    t.match(cacheMade.json, { name: 'main', public: false, public_key: /^\S+-main-1:\S+$/ });
+    t.equal((await kilnCli(['cache', 'create', 'x', '--priority', 'high'], env)).status, 2);
     const made = await kilnCli(['project', 'create', 'acme/app', '--repository', 'file:///nonexistent', '--wildcard', 'packages.x86_64-linux.*', '--cache', 'main', '--json'], env);
     t.equal(made.status, 0, made.stderr);
     t.match(made.json, { organization: 'acme', name: 'app', repository: 'file:///nonexistent', subscribed: [{ cache: 'main' }] });
