@@ -71,11 +71,14 @@ t.test('evaluations and builds from the CLI, live', { timeout: TIMEOUT }, async 
 
   await t.test('build log --follow prints the log while the build runs, and ends with it', async (t) => {
     const follow = startKilnCli(['build', 'log', app.build_id, '--follow'], env);
-    await follow.waitFor(/before the gate/);
-    t.notMatch(follow.output(), /after the gate/, 'the build has not passed the gate');
-    const inTerminal = await terminal.waitFor(/started +kiln-cli-app/);
-    t.match(inTerminal, /\[[#-]{30}\] +\d\/3/, 'the progress bar, while the build runs');
-    writeFileSync(gate, '');
+    try {
+      await follow.waitFor(/before the gate/);
+      t.notMatch(follow.output(), /after the gate/, 'the build has not passed the gate');
+      const inTerminal = await terminal.waitFor(/started +kiln-cli-app/);
+      t.match(inTerminal, /\[[#-]{30}\] +\d\/3/, 'the progress bar, while the build runs');
+    } finally {
+      writeFileSync(gate, ''); // whatever failed above, the evaluation ends and the rest can run
+    }
     const run = await follow.done;
     t.equal(run.status, 0, run.stderr);
     t.match(run.stdout, /before the gate\n(.*\n)*after the gate/);
