@@ -30,7 +30,7 @@ const showBuild = (b: BuildView): string => formatFields([
  * The closure as a tree from its roots, each node's dependencies below it, largest closure first.
  * A node met again is named with "(see above)" instead of its subtree again.
  */
-export function closureTree(graph: ClosureGraphView): string {
+function closureTree(graph: ClosureGraphView): string {
   const nodes = new Map(graph.nodes.map((n) => [n.id, n]));
   const dependencies = new Map<string, string[]>();
   for (const e of graph.edges) dependencies.set(e.target, [...(dependencies.get(e.target) ?? []), e.source]);

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { UsageError } from './clientOutput.js';
 
-export interface Question {
+interface Question {
   text: string;
   secret?: boolean;
 }
