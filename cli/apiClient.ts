@@ -122,6 +122,12 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
   });
 }
 
+/** A failure answer's envelope (`{error, message, code}`) as an ApiRequestError. */
+function envelopeError(what: string, status: number, envelope: { message?: unknown; code?: unknown }, headers: Headers): ApiRequestError {
+  const message = typeof envelope.message === 'string' ? envelope.message : `${what} failed with status ${status}`;
+  return new ApiRequestError(status, typeof envelope.code === 'string' ? envelope.code : 'error', message, headers);
+}
+
 export class ApiClient {
   constructor(readonly settings: ClientSettings) {}
 
@@ -138,7 +144,8 @@ export class ApiClient {
     const query = new URLSearchParams();
     for (const [k, v] of Object.entries(opts.query ?? {})) if (v !== undefined) query.set(k, String(v));
     const url = `${this.settings.server}/api/v1${path}${query.size > 0 ? `?${query}` : ''}`;
-    const headers: Record<string, string> = { authorization: `Bearer ${this.settings.token}` };
+    // Without a token (kiln login before signing in) the call is anonymous.
+    const headers: Record<string, string> = this.settings.token === '' ? {} : { authorization: `Bearer ${this.settings.token}` };
     let body: Buffer | undefined;
     if (opts.bytes !== undefined) {
       headers['content-type'] = 'application/octet-stream';
@@ -158,8 +165,54 @@ export class ApiClient {
       throw new ApiRequestError(res.status, 'not_json', `${method} ${path}: the server answered ${res.status} with something other than JSON: ${res.text.slice(0, 200)}`, res.headers);
     }
     if (res.status >= 200 && res.status < 300 && envelope.error !== true) return envelope.message as T;
-    const message = typeof envelope.message === 'string' ? envelope.message : `${method} ${path} failed with status ${res.status}`;
-    throw new ApiRequestError(res.status, typeof envelope.code === 'string' ? envelope.code : 'error', message, res.headers);
+    throw envelopeError(`${method} ${path}`, res.status, envelope, res.headers);
+  }
+
+  /**
+   * `method path` under /api/v1 for a route that answers plain text (a build log): its body handed
+   * to `onText` piece by piece as it arrives, until the server ends it. A failure answers the
+   * envelope, which becomes an ApiRequestError before anything is handed over.
+   */
+  async stream(method: string, path: string, onText: (text: string) => void): Promise<void> {
+    const what = `${method} ${path}`;
+    const url = new URL(`${this.settings.server}/api/v1${path}`);
+    const transport = url.protocol === 'https:' ? https : http;
+    await new Promise<void>((resolve, reject) => {
+      const fail = (e: Error) => reject(new Error(`cannot reach the kiln server at ${this.settings.server}: ${e.message}`, { cause: e }));
+      const req = transport.request(url, { method, headers: { authorization: `Bearer ${this.settings.token}` } }, (res) => {
+        res.setEncoding('utf8');
+        const status = res.statusCode ?? 0;
+        if (status < 200 || status >= 300) {
+          let text = '';
+          res.on('data', (piece: string) => (text += piece));
+          res.on('end', () => {
+            const headers = headersOf(res.headers);
+            const redirect = redirectError(what, { status, headers, text });
+            if (redirect !== null) return reject(redirect);
+            let envelope: { error?: unknown; message?: unknown; code?: unknown } = {};
+            try {
+              envelope = JSON.parse(text) as typeof envelope;
+            } catch {
+              // not an envelope: the status alone
+            }
+            reject(envelopeError(what, status, envelope, headers));
+          });
+          return;
+        }
+        res.on('data', onText);
+        res.on('error', fail);
+        res.on('close', () => (res.complete ? resolve() : fail(new Error('the connection closed before the server ended the stream'))));
+      });
+      req.on('error', fail);
+      req.end();
+    });
+  }
+
+  /** `GET path` under /api/v1 for a route that answers plain text, whole. */
+  async text(path: string): Promise<string> {
+    let text = '';
+    await this.stream('GET', path, (piece) => (text += piece));
+    return text;
   }
 
   /** Whether the cache answers a narinfo for the path (it holds it, or an upstream of it does). */

@@ -5,8 +5,8 @@
 import { Command, Option } from 'commander';
 import { MAX_KEY_OVERLAP_HOURS, storePathName } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
-import { formatBytes, formatTable, runClientCommand, UsageError } from './clientOutput.js';
-import { confirm } from './confirmation.js';
+import { formatBytes, formatDate, formatTable, jsonOption, runClientCommand, UsageError } from './clientOutput.js';
+import { requireConfirmation } from './confirmation.js';
 import { cacheUploadCommand } from './cacheUpload.js';
 import { cachePinCommands } from './gcCommands.js';
 import { hashArgument } from './hashArgument.js';
@@ -39,8 +39,6 @@ interface CacheKeys {
   previous: { public_key: string; rotated_at: string; listed_until: string } | null;
 }
 
-const jsonOption = () => new Option('--json', 'print the result as JSON');
-
 /** The keys to trust, one per line, the previous one with its end. */
 const showKeys = (k: CacheKeys): string =>
   [`Current:   ${k.public_key}`, ...(k.previous ? [`Previous:  ${k.previous.public_key} (listed until ${k.previous.listed_until})`] : [])].join('\n');
@@ -52,7 +50,7 @@ function overlapHours(text: string): number {
 }
 
 const cachePath = (cache: string) => `/caches/${encodeURIComponent(cache)}`;
-const date = (iso: string | null) => (iso === null ? '-' : iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+const date = formatDate;
 
 function showNar(n: NarView): string {
   return [
@@ -80,6 +78,18 @@ export function cacheCommands(program: Command): void {
       out.result(caches, (cs) => formatTable(['NAME', 'VISIBILITY', 'PRIORITY', 'OWNER', 'URL'], cs.map((c) => [c.name, c.public ? 'public' : 'private', String(c.priority), c.owner ?? '-', c.url])));
     }));
 
+  cache.command('create').description('create a cache you own; its signing key is made at once').argument('<cache>')
+    .option('--public', 'anyone may substitute from it (default: private, for members and API keys)')
+    .option('--priority <n>', 'the Priority Nix is told (lower is asked first; default 40)')
+    .option('--description <text>')
+    .addOption(jsonOption())
+    .action(async (name: string, opts: { public?: boolean; priority?: string; description?: string; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      if (opts.priority !== undefined && !/^\d{1,4}$/.test(opts.priority)) throw new UsageError(`--priority: ${JSON.stringify(opts.priority)} is not a whole number`);
+      const body = { name, public: opts.public === true, ...(opts.priority === undefined ? {} : { priority: Number(opts.priority) }), ...(opts.description === undefined ? {} : { description: opts.description }) };
+      const made = await (await connect()).call<{ name: string; public: boolean; public_key: string }>('PUT', '/caches', { body });
+      out.result(made, (c) => `created ${c.public ? 'public' : 'private'} cache "${c.name}"; trust its key with: extra-trusted-public-keys = ${c.public_key}`);
+    }));
+
   cache.command('keys').description('the public keys a client may trust now: the current one, and the previous one during a rotation\'s overlap').argument('<cache>').addOption(jsonOption())
     .action(async (name: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       out.result(await (await connect()).call<CacheKeys>('GET', `${cachePath(name)}/keys`), showKeys);
@@ -92,9 +102,7 @@ export function cacheCommands(program: Command): void {
     .action(async (name: string, opts: { overlapHours?: string; yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const body = opts.overlapHours === undefined ? {} : { overlap_hours: overlapHours(opts.overlapHours) };
       const client = await connect();
-      if (!(await confirm(`Rotate the signing key of cache "${name}"? Clients must trust the new key before the overlap ends.`, { yes: opts.yes === true, json: opts.json === true }))) {
-        throw new UsageError('not rotated: not confirmed (pass --yes to skip the question)', 'not_confirmed');
-      }
+      await requireConfirmation(`Rotate the signing key of cache "${name}"? Clients must trust the new key before the overlap ends.`, { yes: opts.yes === true, json: opts.json === true }, 'rotated');
       out.result(await client.call<CacheKeys>('POST', `${cachePath(name)}/key/rotate`, { body }), showKeys);
     }));
 
@@ -140,9 +148,7 @@ export function cacheCommands(program: Command): void {
     .action(async (name: string, hash: string, opts: { yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const hashPart = hashArgument(hash);
       const client = await connect();
-      if (!(await confirm(`Delete ${hashPart} from cache "${name}"?`, { yes: opts.yes === true, json: opts.json === true }))) {
-        throw new UsageError('not deleted: not confirmed (pass --yes to skip the question)', 'not_confirmed');
-      }
+      await requireConfirmation(`Delete ${hashPart} from cache "${name}"?`, { yes: opts.yes === true, json: opts.json === true }, 'deleted');
       const deleted = await client.call<{ store_path: string; cache: string; last_copy: boolean }>('DELETE', `${cachePath(name)}/nars/${hashPart}`);
       out.result(deleted, (d) => `deleted ${d.store_path} from cache "${d.cache}"${d.last_copy ? ' (no cache holds it any more; its NAR file is removed)' : ''}`);
     }));

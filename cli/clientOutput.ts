@@ -2,6 +2,7 @@
 // {"error": true, "message", "code"} on failure) so scripts can parse it; otherwise people get
 // text, with errors on stderr as "kiln: <message>". Exit status: 0 done, 1 failed, 2 refused
 // (bad usage, or a question that needs --yes).
+import { Option } from 'commander';
 import { isApiRequestError } from './apiClient.js';
 import { ClientConfigError } from './clientConfig.js';
 
@@ -67,4 +68,16 @@ export function formatTable(header: string[], rows: string[][]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   return [line(header), ...rows.map(line)].join('\n');
+}
+
+/** Every client command's `--json`. */
+export const jsonOption = () => new Option('--json', 'print the result as JSON');
+
+/** An API timestamp for a table: to the second, UTC; '-' for none. */
+export const formatDate = (iso: string | null): string => (iso === null ? '-' : iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+
+/** Lines of `Label:  value`, the labels padded to one width (the `show` commands). */
+export function formatFields(fields: [string, string][]): string {
+  const width = Math.max(...fields.map(([label]) => label.length)) + 2;
+  return fields.map(([label, value]) => `${`${label}:`.padEnd(width)}${value}`).join('\n');
 }

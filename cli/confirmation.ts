@@ -16,3 +16,8 @@ export async function confirm(question: string, opts: { yes: boolean; json: bool
     rl.close();
   }
 }
+
+/** confirm(), or a refusal saying what was not done (`deleted`, `rotated`, …) and how to skip the question. */
+export async function requireConfirmation(question: string, opts: { yes: boolean; json: boolean }, notDone: string): Promise<void> {
+  if (!(await confirm(question, opts))) throw new UsageError(`not ${notDone}: not confirmed (pass --yes to skip the question)`, 'not_confirmed');
+}

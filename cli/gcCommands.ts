@@ -2,9 +2,9 @@
 // path and its runtime closure in a cache whatever its age; a superuser requests a collection pass
 // or a deep round and, unless --no-wait, follows it until it ends.
 import { setTimeout as wait } from 'node:timers/promises';
-import { Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { connect } from './clientConnection.js';
-import { formatTable, runClientCommand, UsageError } from './clientOutput.js';
+import { formatTable, jsonOption, runClientCommand, UsageError } from './clientOutput.js';
 import { hashArgument } from './hashArgument.js';
 
 interface PinView {
@@ -24,7 +24,6 @@ interface GcRunView {
   error: string | null;
 }
 
-const jsonOption = () => new Option('--json', 'print the result as JSON');
 const cachePath = (cache: string) => `/caches/${encodeURIComponent(cache)}`;
 /** How often `kiln admin gc` asks whether its run ended. */
 const POLL_MS = 1000;

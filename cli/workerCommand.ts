@@ -5,7 +5,7 @@ import { configFromCommand, withConfigFlags } from './configSources.js';
 import { version } from './version.js';
 
 /** `kiln worker`: connects to worker.serverUrl and runs jobs until SIGTERM or SIGINT. */
-export function workerCommand(program: Command): void {
+export function workerCommand(program: Command): Command {
   const command = program.command('worker').description('run a build worker that connects to a kiln server over /proto')
     .option('--log-format <format>', 'auto (readable lines on a terminal, JSON otherwise), json or pretty', 'auto');
   withConfigFlags(command, 'worker').action(
@@ -34,4 +34,5 @@ export function workerCommand(program: Command): void {
       process.on('SIGINT', () => stop('SIGINT'));
     },
   );
+  return command;
 }

@@ -1,49 +1,14 @@
 // The kiln client as users run it: a child process against a real server, real nix-build paths,
 // and real Nix substituting what it uploaded.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startTestKiln } from '../support/kiln.js';
+import { kilnCli } from '../support/kilnCli.js';
 import { signUp } from '../support/accounts.js';
 import { nixPathInfo, nixStoreDump, requireNix } from '../support/nixStore.js';
 import { freshStore, netrcFile, nixOk, runNix } from '../support/nixClient.js';
-
-const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
-
-interface Run {
-  status: number;
-  stdout: string;
-  stderr: string;
-  json: unknown;
-}
-
-/** Asynchronous: the server answering the child lives in this process. */
-function kilnCli(args: string[], env: Record<string, string>, input = ''): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      env: { PATH: process.env['PATH'] ?? '', NIX_REMOTE: 'local', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      let json: unknown = null;
-      try {
-        json = JSON.parse(stdout);
-      } catch {
-        // not JSON output
-      }
-      resolve({ status: code ?? -1, stdout, stderr, json });
-    });
-    child.stdin.end(input);
-  });
-}
 
 // A closure of three paths: top refers to middle, middle to bottom.
 const CHAIN_NIX = String.raw`
