@@ -26,6 +26,17 @@ async function withoutJit<T>(sql: ISql, fn: (sql: ISql) => Promise<T>): Promise<
   return fn(sql);
 }
 
+/**
+ * The references of a cache's copy (alias x, column refs), for a lateral join from each path the
+ * closure walk reached. `limit 1` (the key allows one row anyway) keeps PostgreSQL from flattening
+ * it into a join it would then plan for its estimate of millions of rows: hashing all of
+ * path_signatures and cached_paths in every round of the walk. So each reached path costs two
+ * primary-key probes, however large the tables.
+ */
+const copyRefs = (sql: ISql, cacheId: Fragment, hashPart: Fragment) => sql`(
+  select p.refs from path_signatures s join cached_paths p on p.id = s.cached_path_id
+  where s.cache_id = ${cacheId} and s.hash_part = ${hashPart} limit 1) as x`;
+
 /** Hash part of a store path column or expression: the first 32 characters of its base name. */
 const hashPartOf = (sql: ISql, path: Fragment) => sql`left(substring(${path} from '[^/]+$'), 32)`;
 
@@ -60,9 +71,8 @@ async function addBuildClosures(outer: ISql, evaluations: Fragment, builds: Frag
       where not exists (select 1 from gc_live_paths l where l.cache_id = roots.cache_id and l.hash_part = roots.h)
       union
       select c.cache_id, left(r, 32) from closure c
-      join path_signatures s on s.cache_id = c.cache_id and s.hash_part = c.h
-      join cached_paths p on p.id = s.cached_path_id
-      cross join unnest(p.refs) as r
+      cross join lateral ${copyRefs(sql, sql`c.cache_id`, sql`c.h`)}
+      cross join unnest(x.refs) as r
       where not exists (select 1 from gc_live_paths l where l.cache_id = c.cache_id and l.hash_part = left(r, 32)))
     insert into gc_live_paths (cache_id, hash_part) select cache_id, h from closure on conflict do nothing`);
   return rows.count;
@@ -77,9 +87,8 @@ export async function addPinnedClosures(outer: ISql, now: Date, cacheId: string 
         and (expires_at is null or expires_at > ${now})
       union
       select pc.cache_id, left(r, 32) from pinned pc
-      join path_signatures s on s.cache_id = pc.cache_id and s.hash_part = pc.h
-      join cached_paths p on p.id = s.cached_path_id
-      cross join unnest(p.refs) as r)
+      cross join lateral ${copyRefs(sql, sql`pc.cache_id`, sql`pc.h`)}
+      cross join unnest(x.refs) as r)
     insert into gc_pinned_paths (cache_id, hash_part) select cache_id, h from pinned on conflict do nothing`);
   return rows.count;
 }
