@@ -5,9 +5,12 @@
 // process's peak RSS during it, and narinfo hits served from the database (distinct paths, so the
 // hot cache does not answer) during the pass against the same requests idle, in the same run.
 // Rows are marked debug-indexed (their listings are empty), so the debug index backfill stays idle.
+// Before the pass, with the live set stored, the TTL candidates are read both ways in the same run:
+// keyset pages of 1,000 in (cache, hash) order (what a pass did before) and one scan (what it does).
 // Goal: ≤ 60 s for 1,000,000 paths, hit p99 during the pass ≤ 2× the idle p99, ≤ 512 MiB RSS.
 //
 //   npx tsx bench/gc.bench.ts [paths=1000000] [evaluations=30] [derivations=50000] [requests=3000]
+import { computeLiveSet, pathsPastTtl, retainedEvaluationIds, type TtlRules } from '../storage/index.js';
 import { startBenchKiln } from './benchKiln.js';
 
 const paths = Number(process.argv[2] ?? 1_000_000);
@@ -82,6 +85,32 @@ try {
     return times;
   };
   const idle = await hits(requests);
+
+  // The TTL candidates, read without removing anything, both ways, against the stored live set.
+  const now = new Date();
+  await computeLiveSet(sql, retainedEvaluationIds(sql, { maxKeep: evaluations, wedgedEvalHours: 0, now }), now, now);
+  const rules: TtlRules = { now, ttlHours: 24, graceHours: 1 };
+  const ttlFilter = sql`
+    not c.keep_forever and coalesce(s.last_fetched_at, s.created_at) < ${now}::timestamptz - make_interval(hours => 1 + coalesce(c.nar_ttl_hours, 24))
+    and not exists (select 1 from gc_live_paths l where l.cache_id = s.cache_id and l.hash_part = s.hash_part)
+    and not exists (select 1 from gc_pinned_paths g where g.cache_id = s.cache_id and g.hash_part = s.hash_part)`;
+  let tRead = performance.now();
+  let keysetRows = 0;
+  for (let after: { cache_id: string; hash_part: string } | undefined; ;) {
+    const page = await sql<{ cache_id: string; hash_part: string }[]>`
+      select s.cache_id, s.hash_part from path_signatures s join caches c on c.id = s.cache_id
+      where ${after === undefined ? sql`true` : sql`(s.cache_id, s.hash_part) > (${after.cache_id}::uuid, ${after.hash_part})`} and ${ttlFilter}
+      order by s.cache_id, s.hash_part limit 1000`;
+    keysetRows += page.length;
+    if (page.length < 1000) break;
+    after = page[page.length - 1];
+  }
+  const keysetMs = performance.now() - tRead;
+  tRead = performance.now();
+  let scanRows = 0;
+  for await (const page of pathsPastTtl(sql, rules, 1000)) scanRows += page.length;
+  const scanMs = performance.now() - tRead;
+  console.log(`TTL candidates read in the same run: keyset pages ${(keysetMs / 1000).toFixed(1)} s (${keysetRows} rows), one scan ${(scanMs / 1000).toFixed(1)} s (${scanRows} rows): ${(scanMs / keysetMs).toFixed(2)}×`);
 
   let rss = process.memoryUsage().rss;
   const sampler = setInterval(() => { rss = Math.max(rss, process.memoryUsage().rss); }, 100);

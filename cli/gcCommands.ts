@@ -3,6 +3,7 @@
 // or a deep round and, unless --no-wait, follows it until it ends.
 import { setTimeout as wait } from 'node:timers/promises';
 import type { Command } from 'commander';
+import { ApiRequestError } from './apiClient.js';
 import { connect } from './clientConnection.js';
 import { formatTable, jsonOption, runClientCommand, UsageError } from './clientOutput.js';
 import { hashArgument } from './hashArgument.js';
@@ -34,6 +35,29 @@ function hours(text: string | undefined): number | undefined {
   return Number(text);
 }
 
+interface PinPage {
+  pins: PinView[];
+  page: number;
+  per_page: number;
+  total: number;
+}
+
+/** At most this long between tries when the server's pin-write bucket is empty (it says how long in Retry-After). */
+const MAX_RATE_WAIT_MS = 60_000;
+
+/** One pin write; a 429 (the user's pin-write bucket is empty) waits as long as Retry-After says and tries again. */
+async function pinWrite<T>(write: () => Promise<T>): Promise<T> {
+  for (;;) {
+    try {
+      return await write();
+    } catch (e) {
+      if (!(e instanceof ApiRequestError) || e.status !== 429) throw e;
+      const seconds = Number(e.headers.get('retry-after'));
+      await wait(Math.min(MAX_RATE_WAIT_MS, Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : 1000));
+    }
+  }
+}
+
 export function cachePinCommands(cache: Command): void {
   cache.command('pin').description('keep paths and their runtime closures in a cache whatever their age (writeStore)')
     .argument('<cache>').argument('<store-path...>', 'store paths or their hash parts')
@@ -45,7 +69,7 @@ export function cachePinCommands(cache: Command): void {
       const client = await connect();
       const pins: PinView[] = [];
       for (const hash of hashes) {
-        pins.push(await client.call<PinView>('PUT', `${cachePath(name)}/pins/${hash}`, { body: expires === undefined ? {} : { expires_in_hours: expires } }));
+        pins.push(await pinWrite(() => client.call<PinView>('PUT', `${cachePath(name)}/pins/${hash}`, { body: expires === undefined ? {} : { expires_in_hours: expires } })));
       }
       out.result(pins, (ps) => ps.map((p) => `pinned ${p.store_path ?? p.hash} in cache "${name}"${p.expires_at ? ` until ${p.expires_at}` : ''}`).join('\n'));
     }));
@@ -55,16 +79,22 @@ export function cachePinCommands(cache: Command): void {
     .action(async (name: string, paths: string[], opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const hashes = paths.map(hashArgument);
       const client = await connect();
-      for (const hash of hashes) await client.call('DELETE', `${cachePath(name)}/pins/${hash}`);
+      for (const hash of hashes) await pinWrite(() => client.call('DELETE', `${cachePath(name)}/pins/${hash}`));
       out.result({ cache: name, unpinned: hashes }, (r) => r.unpinned.map((h) => `unpinned ${h} in cache "${r.cache}"`).join('\n'));
     }));
 
-  cache.command('pins').description('the pins of a cache').argument('<cache>').addOption(jsonOption())
-    .action(async (name: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
-      const pins = await (await connect()).call<PinView[]>('GET', `${cachePath(name)}/pins`);
-      out.result(pins, (ps) => formatTable(['HASH', 'STORE PATH', 'BY', 'EXPIRES'], ps.map((p) => [
-        p.hash, p.store_path ?? '-', p.created_by ?? '-', p.expires_at === null ? 'never' : `${p.expires_at}${p.expired ? ' (expired)' : ''}`,
-      ])));
+  cache.command('pins').description('the pins of a cache, newest first, a page at a time').argument('<cache>')
+    .option('--page <n>', 'page number, from 1')
+    .option('--per-page <n>', 'pins per page (default 50, at most 200)')
+    .addOption(jsonOption())
+    .action(async (name: string, opts: { page?: string; perPage?: string; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const page = await (await connect()).call<PinPage>('GET', `${cachePath(name)}/pins`, { query: { page: opts.page, per_page: opts.perPage } });
+      out.result(page, (p) => [
+        formatTable(['HASH', 'STORE PATH', 'BY', 'EXPIRES'], p.pins.map((pin) => [
+          pin.hash, pin.store_path ?? '-', pin.created_by ?? '-', pin.expires_at === null ? 'never' : `${pin.expires_at}${pin.expired ? ' (expired)' : ''}`,
+        ])),
+        `page ${p.page} of ${Math.max(1, Math.ceil(p.total / p.per_page))} (${p.total} pin${p.total === 1 ? '' : 's'})`,
+      ].join('\n'));
     }));
 }
 

@@ -13,6 +13,11 @@ export const cacheOptions = {
     'hours a cache\'s previous signing key stays listed after POST /caches/{cache}/key/rotate, its signatures served beside the new key\'s so clients trusting either keep working; 0 drops it at once',
     { extension: true },
   ),
+  'cache.keyRotationMinIntervalSecs': option(
+    unsignedInt(), 3600,
+    'seconds after a cache\'s last signing key rotation before POST /caches/{cache}/key/rotate may rotate again (409 key_rotation_too_soon naming when); each rotation ends the older key\'s overlap and re-signs the whole cache; 0 allows it at once',
+    { extension: true },
+  ),
   'cache.maxStorageGb': option(
     unsignedInt(), 0,
     'instance-wide limit on cached NAR storage in GB; new evaluations wait while every writable cache of a project has under 10 MiB left; 0 disables; per-cache limits still apply',

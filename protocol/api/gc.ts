@@ -26,6 +26,22 @@ export const PinView = z.strictObject({
 });
 export type PinView = z.infer<typeof PinView>;
 
+/** GET /caches/{cache}/pins?page=&per_page=: pages as every paged list of the API (50 by default, at most 200). */
+export const PinListQuery = z.strictObject({
+  page: z.coerce.number().int().min(1).max(1_000_000).default(1),
+  per_page: z.coerce.number().int().min(1).max(200).default(50),
+});
+export type PinListQuery = z.infer<typeof PinListQuery>;
+
+/** One page of a cache's pins, newest first; `total` counts them all. */
+export const PinPage = z.strictObject({
+  pins: z.array(PinView),
+  page: z.number().int(),
+  per_page: z.number().int(),
+  total: z.number().int(),
+});
+export type PinPage = z.infer<typeof PinPage>;
+
 /** POST /admin/gc: request a collection pass, or with deep a deep round. */
 export const GcRequestBody = z.strictObject({ deep: z.boolean().default(false) });
 export type GcRequestBody = z.infer<typeof GcRequestBody>;

@@ -21,7 +21,7 @@ export { CacheKeysView, MAX_KEY_OVERLAP_HOURS, RotateCacheKeyBody } from './cach
 export { BuildId, CommitId, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, EvaluationTrigger, type BuildView, type ClosureGraphView, type EvaluationView } from './evaluations.js';
 export { ProjectEvaluationsQuery } from './projectEvaluations.js';
 export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository } from './gitHostHooks.js';
-export { GcRequestBody, GcRunId, GcRunView, PinBody, PinView } from './gc.js';
+export { GcRequestBody, GcRunId, GcRunView, PinBody, PinListQuery, PinPage, PinView } from './gc.js';
 export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';
 export { CACHE_METRICS_MAX_POINTS, CacheMetricsQuery } from './cacheMetrics.js';
 export { openApiDocument, openApiPath, type OpenApiRoute, type RouteSchemas } from './openApi.js';

@@ -1,10 +1,10 @@
 // Pins (kiln extension, docs/gc.md "Pins"): PUT/DELETE /caches/{cache}/pins/{hash}, GET
-// /caches/{cache}/pins. Pinning or unpinning needs writeStore on the cache (whoever may put paths
+// /caches/{cache}/pins (a page at a time). Pinning or unpinning needs writeStore on the cache (whoever may put paths
 // in may keep them); listing needs viewCache. A new pin's closure is protected at once, not only
 // from the next pass.
 import type { Sql } from 'postgres';
-import { ApiError, type PinBody, type PinView } from '../../protocol/index.js';
-import { addPinnedClosures, deleteCachePin, findCachePath, listCachePins, upsertCachePin, type CachePinRow } from '../../storage/index.js';
+import { ApiError, type PinBody, type PinListQuery, type PinPage, type PinView } from '../../protocol/index.js';
+import { addPinnedClosures, countCachePins, deleteCachePin, findCachePath, listCachePins, upsertCachePin, type CachePinRow } from '../../storage/index.js';
 import type { Clock } from '../../supervisors/index.js';
 import { demandCache, notFound, type Principal } from '../access/index.js';
 
@@ -34,7 +34,7 @@ export function cachePinsService({ sql, clock }: { sql: Sql; clock: Clock }) {
         await upsertCachePin(tx, row.id, hash, userId, expiresAt);
         await addPinnedClosures(tx, now, row.id, hash);
       });
-      const [pinned] = await listCachePins(sql, row.id, hash);
+      const [pinned] = await listCachePins(sql, row.id, { hashPart: hash });
       return toView(pinned!, now);
     },
 
@@ -44,10 +44,15 @@ export function cachePinsService({ sql, clock }: { sql: Sql; clock: Clock }) {
       return { hash, cache: row.name };
     },
 
-    async list(who: Principal, cache: string): Promise<PinView[]> {
+    /** One page of the cache's pins, newest first. */
+    async list(who: Principal, cache: string, query: PinListQuery): Promise<PinPage> {
       const { row } = await demandCache(sql, who, cache, 'viewCache');
       const now = clock.now();
-      return (await listCachePins(sql, row.id)).map((p) => toView(p, now));
+      const [rows, total] = await Promise.all([
+        listCachePins(sql, row.id, { offset: (query.page - 1) * query.per_page, limit: query.per_page }),
+        countCachePins(sql, row.id),
+      ]);
+      return { pins: rows.map((p) => toView(p, now)), page: query.page, per_page: query.per_page, total };
     },
   };
 }

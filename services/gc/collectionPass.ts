@@ -108,12 +108,7 @@ export async function runCollectionPass(deps: GcDeps): Promise<PassResult> {
   };
 
   const ttl: TtlRules = { now: startedAt, ttlHours: config['gc.narTtlHours'], graceHours: config['gc.narUploadGraceHours'] };
-  for (let after: PathKey | null = null; ;) {
-    const page = await pathsPastTtl(sql, ttl, after, PAGE);
-    if (page.length === 0) break;
-    after = page[page.length - 1]!;
-    await remove(page, ttl, 'ttl');
-  }
+  for await (const page of pathsPastTtl(sql, ttl, PAGE)) await remove(page, ttl, 'ttl');
   const tTtl = performance.now();
   const evict = async (cacheId: string | null, bytes: number): Promise<void> => {
     const keys = await leastRecentlyUsed(sql, cacheId, bytes);

@@ -5,5 +5,5 @@ export { pathsPastTtl, cachesOverLimit, instanceExcessBytes, leastRecentlyUsed, 
 export { markOrphanDerivations, deleteOrphanDerivations } from './orphanDerivations.js';
 export { storedFileHashes, missingBlobs, removeCopiesOfMissingBlob } from './missingBlobs.js';
 export { requestGcRun, pendingGcRequest, startGcRun, finishGcRun, failGcRun, failInterruptedGcRuns, lastGcRunEnd, findGcRun, recentGcRuns, type GcRunRow, type GcRunKind } from './gcRuns.js';
-export { upsertCachePin, deleteCachePin, listCachePins, type CachePinRow } from './cachePins.js';
+export { upsertCachePin, deleteCachePin, listCachePins, countCachePins, type CachePinRow } from './cachePins.js';
 export { evictForRoom } from './roomForUpload.js';

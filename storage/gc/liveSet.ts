@@ -9,6 +9,34 @@
 // collector's lock fills (and uploads looking for room top up); deletions check them again.
 import type { Fragment, ISql, Sql } from 'postgres';
 
+/**
+ * Runs `fn` with PostgreSQL's JIT off: the planner's estimate for the recursive closure is millions of
+ * rows whatever the graph, so it compiled the statement with inlining and optimization, 2.5 s of a
+ * 7.4 s live set at 100,000 paths (bench/README.md, "gc"). In the caller's transaction when there is
+ * one (the setting then holds to its end), else in one of its own.
+ */
+async function withoutJit<T>(sql: ISql, fn: (sql: ISql) => Promise<T>): Promise<T> {
+  if ('begin' in sql && typeof sql.begin === 'function') {
+    return (sql as Sql).begin(async (tx) => {
+      await tx`set local jit = off`;
+      return fn(tx);
+    }) as Promise<T>;
+  }
+  await sql`set local jit = off`;
+  return fn(sql);
+}
+
+/**
+ * The references of a cache's copy (alias x, column refs), for a lateral join from each path the
+ * closure walk reached. `limit 1` (the key allows one row anyway) keeps PostgreSQL from flattening
+ * it into a join it would then plan for its estimate of millions of rows: hashing all of
+ * path_signatures and cached_paths in every round of the walk. So each reached path costs two
+ * primary-key probes, however large the tables.
+ */
+const copyRefs = (sql: ISql, cacheId: Fragment, hashPart: Fragment) => sql`(
+  select p.refs from path_signatures s join cached_paths p on p.id = s.cached_path_id
+  where s.cache_id = ${cacheId} and s.hash_part = ${hashPart} limit 1) as x`;
+
 /** Hash part of a store path column or expression: the first 32 characters of its base name. */
 const hashPartOf = (sql: ISql, path: Fragment) => sql`left(substring(${path} from '[^/]+$'), 32)`;
 
@@ -16,8 +44,8 @@ const hashPartOf = (sql: ISql, path: Fragment) => sql`left(substring(${path} fro
  * Adds, per cache, the store paths of the derivations that builds rows of these evaluations name
  * (`builds` filters them further, alias b), with their runtime closure, to the live set.
  */
-async function addBuildClosures(sql: ISql, evaluations: Fragment, builds: Fragment): Promise<number> {
-  const rows = await sql`
+async function addBuildClosures(outer: ISql, evaluations: Fragment, builds: Fragment): Promise<number> {
+  const rows = await withoutJit(outer, (sql) => sql`
     with recursive evaluation_caches(evaluation_id, cache_id) as materialized (
       select distinct e.id, s.cache_id from evaluations e
       join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
@@ -43,26 +71,25 @@ async function addBuildClosures(sql: ISql, evaluations: Fragment, builds: Fragme
       where not exists (select 1 from gc_live_paths l where l.cache_id = roots.cache_id and l.hash_part = roots.h)
       union
       select c.cache_id, left(r, 32) from closure c
-      join path_signatures s on s.cache_id = c.cache_id and s.hash_part = c.h
-      join cached_paths p on p.id = s.cached_path_id
-      cross join unnest(p.refs) as r
+      cross join lateral ${copyRefs(sql, sql`c.cache_id`, sql`c.h`)}
+      cross join unnest(x.refs) as r
       where not exists (select 1 from gc_live_paths l where l.cache_id = c.cache_id and l.hash_part = left(r, 32)))
-    insert into gc_live_paths (cache_id, hash_part) select cache_id, h from closure on conflict do nothing`;
+    insert into gc_live_paths (cache_id, hash_part) select cache_id, h from closure on conflict do nothing`);
   return rows.count;
 }
 
 /** The pins of `cacheId` (every cache when null) and their closures as that cache holds them. */
-export async function addPinnedClosures(sql: ISql, now: Date, cacheId: string | null, hashPart?: string): Promise<number> {
-  const which = cacheId === null ? sql`true` : hashPart === undefined ? sql`cache_id = ${cacheId}` : sql`cache_id = ${cacheId} and hash_part = ${hashPart}`;
-  const rows = await sql`
+export async function addPinnedClosures(outer: ISql, now: Date, cacheId: string | null, hashPart?: string): Promise<number> {
+  const rows = await withoutJit(outer, (sql) => sql`
     with recursive pinned(cache_id, h) as (
-      select cache_id, hash_part from cache_pins where ${which} and (expires_at is null or expires_at > ${now})
+      select cache_id, hash_part from cache_pins
+      where ${cacheId === null ? sql`true` : hashPart === undefined ? sql`cache_id = ${cacheId}` : sql`cache_id = ${cacheId} and hash_part = ${hashPart}`}
+        and (expires_at is null or expires_at > ${now})
       union
       select pc.cache_id, left(r, 32) from pinned pc
-      join path_signatures s on s.cache_id = pc.cache_id and s.hash_part = pc.h
-      join cached_paths p on p.id = s.cached_path_id
-      cross join unnest(p.refs) as r)
-    insert into gc_pinned_paths (cache_id, hash_part) select cache_id, h from pinned on conflict do nothing`;
+      cross join lateral ${copyRefs(sql, sql`pc.cache_id`, sql`pc.h`)}
+      cross join unnest(x.refs) as r)
+    insert into gc_pinned_paths (cache_id, hash_part) select cache_id, h from pinned on conflict do nothing`);
   return rows.count;
 }
 
@@ -114,9 +141,12 @@ export async function topUpLiveSet(sql: ISql, record: boolean): Promise<number> 
   if (!state) return 0;
   const from = new Date(state.computed_from.getTime() - BATCH_MARGIN_MS);
   const finals = record ? await finalSince(sql, from, state.covered) : [];
-  const added = await addBuildClosures(sql,
-    sql`select id from evaluations where (created_at >= ${from} or phase not in ${FINAL(sql)}) and not (id = any(${state.covered}::uuid[]))`,
-    sql`b.created_at >= ${from}`);
+  // The ids first: with none (the usual case between evaluations) there is no statement over builds,
+  // and with a few the statement finds their rows by evaluation instead of scanning builds by time
+  // (3.6 s a page at 100,000 paths, whatever the page held: bench/README.md, "gc").
+  const evaluations = (await sql<{ id: string }[]>`
+    select id from evaluations where (created_at >= ${from} or phase not in ${FINAL(sql)}) and not (id = any(${state.covered}::uuid[]))`).map((r) => r.id);
+  const added = evaluations.length === 0 ? 0 : await addBuildClosures(sql, sql`select unnest(${evaluations}::uuid[])`, sql`b.created_at >= ${from}`);
   if (finals.length > 0) await sql`update gc_live_state set covered = covered || ${finals}::uuid[]`;
   return added;
 }

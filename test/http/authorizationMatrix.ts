@@ -363,7 +363,13 @@ const endpoints: Endpoint[] = [
   { method: 'DELETE', path: '/caches/main/active', scope: 'cache', role: 'Admin', permission: 'manageCache' },
   { method: 'GET', path: '/caches/main/key', scope: 'cache', role: 'View', permission: 'viewCache' },
   { method: 'GET', path: '/caches/main/keys', scope: 'cache', role: 'View', permission: 'viewCache' },
-  { method: 'POST', path: '/caches/main/key/rotate', body: { overlap_hours: 1 }, scope: 'cache', role: 'Admin', permission: 'manageCache' },
+  {
+    method: 'POST', path: '/caches/main/key/rotate', body: { overlap_hours: 1 }, scope: 'cache', role: 'Admin', permission: 'manageCache',
+    // each allowed credential rotates: the last rotation's time goes, or cache.keyRotationMinIntervalSecs answers 409
+    before: async (c) => {
+      await c.kiln.sql`update caches set key_rotated_at = null where id = ${c.ids['main']!}`;
+    },
+  },
   { method: 'GET', path: '/caches/main/nars', scope: 'cache', role: 'View', permission: 'viewCache' },
   {
     method: 'GET', path: `/caches/main/nars/${'0'.repeat(32)}`, scope: 'cache', role: 'View', permission: 'viewCache',

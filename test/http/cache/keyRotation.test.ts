@@ -3,7 +3,8 @@
 // overlap narinfos carry both keys' signatures, so `nix copy --from` works for clients trusting the
 // old key, the new key, or both; once the overlap has ended (the test steps the injected clock) only
 // the new key verifies. Paths uploaded after the rotation get the old key's signature at the next
-// sweep while the overlap lasts.
+// sweep while the overlap lasts. A rotation sooner than cache.keyRotationMinIntervalSecs after the
+// last is refused.
 import t from 'tap';
 import { CacheKeysView } from '../../../protocol/index.js';
 import { findSignatureWork, writeSignatures } from '../../../storage/index.js';
@@ -18,7 +19,7 @@ const HOUR_MS = 3_600_000;
 
 t.test('key rotation with real Nix clients', async (t) => {
   const clock = steppedClock(new Date());
-  const kiln = await startTestKiln(t, { 'cache.keyOverlapHours': 48 }, { clock });
+  const kiln = await startTestKiln(t, { 'cache.keyOverlapHours': 48, 'cache.keyRotationMinIntervalSecs': 600 }, { clock });
   const ada = await signUp(kiln, 'ada');
   const bob = await signUp(kiln, 'bob');
   const fixtures = buildFixturePaths();
@@ -133,6 +134,18 @@ t.test('key rotation with real Nix clients', async (t) => {
     const second = CacheKeysView.parse((await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: 1 } })).message);
     t.match(keyName(second.public_key), /-rot-3$/);
     t.equal(second.previous?.public_key, newKey);
+    // cache.keyRotationMinIntervalSecs (600 s here) after the last rotation, not sooner.
+    const soon = await kiln.api<string>('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: 0 } });
+    t.equal(soon.status, 409, 'a rotation at once after the last is refused');
+    t.equal(soon.code, 'key_rotation_too_soon');
+    t.equal(soon.headers.get('retry-after'), '600');
+    t.match(soon.message, new Date(clock.now().getTime() + 600_000).toISOString(), 'the message names when the next is allowed');
+    clock.step(599_999);
+    const stillSoon = await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: 0 } });
+    t.equal(stillSoon.status, 409, 'one millisecond short of the interval');
+    t.equal(stillSoon.headers.get('retry-after'), '1');
+    t.match(CacheKeysView.parse((await kiln.api('GET', '/caches/rot/keys', { token: ada.token })).message), { public_key: second.public_key }, 'a refused rotation changed nothing');
+    clock.step(1);
     const third = CacheKeysView.parse((await kiln.api('POST', '/caches/rot/key/rotate', { token: ada.token, body: { overlap_hours: 0 } })).message);
     t.match(keyName(third.public_key), /-rot-4$/);
     t.equal(third.previous, null, 'no overlap');

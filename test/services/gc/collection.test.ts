@@ -4,7 +4,7 @@
 // pass and at upload time, orphan derivations, the superuser's runs, the collector's lock, the deep
 // round and its pace. The services' clock is stepped; nothing sleeps.
 import t from 'tap';
-import { GcRunView, PinView } from '../../../protocol/index.js';
+import { GcRunView, PinPage, PinView } from '../../../protocol/index.js';
 import { GarbageCollector } from '../../../services/gc/index.js';
 import { narBlobKey } from '../../../storage/index.js';
 import { signUp } from '../../support/accounts.js';
@@ -105,9 +105,9 @@ t.test('garbage collection', async (t) => {
     const expiring = await kiln.api<PinView>('PUT', `/caches/main/pins/${loose.hash}`, { token: ada.token, body: { expires_in_hours: 1 } });
     t.equal(expiring.status, 200);
     t.ok(expiring.message.expires_at, 'an expiry');
-    const list = await kiln.api<PinView[]>('GET', '/caches/main/pins', { token: bob.token });
+    const list = await kiln.api<PinPage>('GET', '/caches/main/pins', { token: bob.token });
     t.equal(list.status, 200, 'anyone who sees the public cache lists its pins');
-    t.same(list.message.map((p) => p.hash).sort(), [loose.hash, pinned.hash].sort());
+    t.same(PinPage.parse(list.message).pins.map((p) => p.hash).sort(), [loose.hash, pinned.hash].sort());
     t.equal((await kiln.api('PUT', `/caches/main/pins/${pinned.hash}`, { token: bob.token, body: {} })).status, 403, 'pinning needs writeStore');
     t.equal((await kiln.api('PUT', `/caches/main/pins/${'0'.repeat(32)}`, { token: ada.token, body: {} })).status, 404, 'a path the cache does not hold');
     t.equal((await kiln.api('PUT', `/caches/main/pins/not-a-hash`, { token: ada.token, body: {} })).status, 400);
