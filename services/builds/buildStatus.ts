@@ -20,6 +20,29 @@ export interface StatusChange {
   logDroppedBytes?: number;
   /** also emit for this evaluation's build, though the evaluation is final (the one just aborted) */
   evaluationId?: string;
+  /** receives the queued builds whose last open input this change closed (the scheduler's ready queue) */
+  readied?: (derivationBuildIds: string[]) => void;
+}
+
+/** The statuses that count as an input being there: its dependents' inputs_remaining leaves them out. */
+const DONE: ReadonlySet<string> = new Set<BuildStatus>(['completed', 'substituted']);
+
+/**
+ * The readiness counter (migration 0042): a change into or out of {completed, substituted} moves
+ * inputs_remaining of every build that takes this one as an input, in the caller's transaction.
+ */
+async function moveReadiness(tx: TransactionSql, derivationBuildId: string, from: BuildStatus, to: BuildStatus, readied?: (ids: string[]) => void): Promise<void> {
+  if (DONE.has(from) === DONE.has(to)) return;
+  const delta = DONE.has(to) ? -1 : 1;
+  const moved = await tx<{ id: string; status: string; inputs_remaining: number }[]>`
+    update derivation_builds dep set inputs_remaining = dep.inputs_remaining + ${delta}
+    from derivation_edges x
+    where x.depends_on = (select derivation_id from derivation_builds where id = ${derivationBuildId}) and dep.derivation_id = x.derivation_id
+    returning dep.id, dep.status, dep.inputs_remaining`;
+  if (readied) {
+    const ready = moved.filter((d) => d.inputs_remaining === 0 && d.status === 'queued').map((d) => d.id);
+    if (ready.length > 0) readied(ready);
+  }
 }
 
 /** A per-evaluation build that points at a derivation_build: what its events name and their scope. */
@@ -92,6 +115,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
     where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous`;
   if (!updated) return null;
+  await moveReadiness(tx, derivationBuildId, updated.previous, to, change.readied);
   const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
   for (const build of builds) {
     const identity = {

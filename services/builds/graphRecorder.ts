@@ -7,6 +7,7 @@ import type { TransactionSql } from 'postgres';
 import type { Emit, Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
+import { insertDerivationBuilds } from './readiness.js';
 
 export async function recordEvalBatch(events: Events, evaluationId: string, batch: MessageOf<'evalBatch'>): Promise<{ derivations: number }> {
   return events.transaction(async (tx, emit) => {
@@ -39,9 +40,7 @@ export async function recordEvalBatch(events: Events, evaluationId: string, batc
     }
     const paths = batch.derivations.map((n) => n.drvPath);
     if (paths.length > 0) {
-      await tx`
-        insert into derivation_builds (derivation_id)
-        select id from derivations where drv_path = any(${paths}) on conflict (derivation_id) do nothing`;
+      await insertDerivationBuilds(tx, paths);
       await tx`
         insert into builds (evaluation_id, derivation_build_id)
         select ${evaluationId}, b.id from derivation_builds b join derivations d on d.id = b.derivation_id where d.drv_path = any(${paths})
