@@ -36,6 +36,8 @@ export class BuildOutcomes {
   /** build results waiting for the next batch (completeSoon) */
   private completions: { id: string; change: StatusChange }[] = [];
   private completing: Promise<void> | null = null;
+  /** the batch whose transaction runs now */
+  private committing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly sql: Sql,
@@ -82,17 +84,27 @@ export class BuildOutcomes {
   /** A successful build, completed with the others that arrive in the same event-loop turn. */
   completeSoon(derivationBuildId: string, logSizes: LogSizes): Promise<void> {
     this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, readied: this.readied, ...logSizes } });
-    this.completing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+    this.completing ??= (async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      // One batch at a time: this one waits for the one under way (and grows meanwhile), so two
+      // batches of this process never contend for the same dependents' readiness counters.
+      await this.committing;
       const batch = this.completions.splice(0);
       this.completing = null;
-      const applied = await changeBuildStatuses(this.events, batch);
-      const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
-      this.evaluationProgress.touched(...done);
-      for (const id of done) this.buildProgress.forget(id);
-      await this.finishEvaluations({ derivationBuilds: done });
-      this.wake();
-    });
+      const run = this.complete(batch);
+      this.committing = run.catch(() => undefined);
+      await run;
+    })();
     return this.completing;
+  }
+
+  private async complete(batch: readonly { id: string; change: StatusChange }[]): Promise<void> {
+    const applied = await changeBuildStatuses(this.events, batch);
+    const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
+    this.evaluationProgress.touched(...done);
+    for (const id of done) this.buildProgress.forget(id);
+    await this.finishEvaluations({ derivationBuilds: done });
+    this.wake();
   }
 
   /**
@@ -149,5 +161,6 @@ export class BuildOutcomes {
   /** Waits for a batch of completions under way. */
   async settle(): Promise<void> {
     await this.completing;
+    await this.committing;
   }
 }

@@ -27,23 +27,46 @@ export interface StatusChange {
 /** The statuses that count as an input being there: its dependents' inputs_remaining leaves them out. */
 const DONE: ReadonlySet<string> = new Set<BuildStatus>(['completed', 'substituted']);
 
-/**
- * The readiness counter (migration 0042): a change into or out of {completed, substituted} moves
- * inputs_remaining of every build that takes this one as an input, in the caller's transaction.
- */
-async function moveReadiness(tx: TransactionSql, derivationBuildId: string, from: BuildStatus, to: BuildStatus, readied?: (ids: string[]) => void): Promise<void> {
-  if (DONE.has(from) === DONE.has(to)) return;
-  const delta = DONE.has(to) ? -1 : 1;
-  const moved = await tx<{ id: string; status: string; inputs_remaining: number }[]>`
-    update derivation_builds dep set inputs_remaining = dep.inputs_remaining + ${delta}
-    from derivation_edges x
-    where x.depends_on = (select derivation_id from derivation_builds where id = ${derivationBuildId}) and dep.derivation_id = x.derivation_id
-    returning dep.id, dep.status, dep.inputs_remaining`;
-  if (readied) {
-    const ready = moved.filter((d) => d.inputs_remaining === 0 && d.status === 'queued').map((d) => d.id);
-    if (ready.length > 0) readied(ready);
-  }
+/** A status change's move of its dependents' readiness counters, applied with the others of its transaction. */
+interface ReadinessMove {
+  derivationBuildId: string;
+  delta: number;
+  readied?: (derivationBuildIds: string[]) => void;
 }
+
+/**
+ * The readiness counter (migration 0042): each change into or out of {completed, substituted}
+ * moves inputs_remaining of every build that takes it as an input, in the caller's transaction.
+ * One statement for all of a transaction's changes, after locking the dependents in id order:
+ * two batches of completions sharing dependents then wait for each other instead of deadlocking.
+ */
+async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]): Promise<void> {
+  if (moves.length === 0) return;
+  const ids = moves.map((m) => m.derivationBuildId);
+  const deltas = moves.map((m) => m.delta);
+  const dependents = tx`
+    select x.derivation_id, sum(c.delta)::int as delta
+    from unnest(${ids}::uuid[], ${deltas}::int[]) as c(id, delta)
+    join derivation_builds b on b.id = c.id join derivation_edges x on x.depends_on = b.derivation_id
+    group by x.derivation_id`;
+  await tx`select dep.id from derivation_builds dep where dep.derivation_id in (select derivation_id from (${dependents}) m) order by dep.id for update`;
+  const moved = await tx<{ id: string; status: string; inputs_remaining: number }[]>`
+    update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta
+    from (${dependents}) m where dep.derivation_id = m.derivation_id and m.delta <> 0
+    returning dep.id, dep.status, dep.inputs_remaining`;
+  const ready = moved.filter((d) => d.inputs_remaining === 0 && d.status === 'queued').map((d) => d.id);
+  const tell = new Set(moves.flatMap((m) => (m.readied ? [m.readied] : [])));
+  if (ready.length > 0) for (const readied of tell) readied(ready);
+}
+
+/** Whether a change from `from` to `to` moves the dependents' counters, and which way. */
+function readinessDelta(from: BuildStatus, to: BuildStatus): number {
+  if (DONE.has(from) === DONE.has(to)) return 0;
+  return DONE.has(to) ? -1 : 1;
+}
+
+/** PostgreSQL's deadlock_detected: the transaction rolled back and may simply run again. */
+const isDeadlock = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '40P01';
 
 /** A per-evaluation build that points at a derivation_build: what its events name and their scope. */
 export interface BuildRow {
@@ -72,7 +95,8 @@ export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: strin
 
 /** Applies the change when the build is in a status its event leaves; the new attempt number, or null when it did not apply. */
 export async function changeBuildStatus(events: Events, derivationBuildId: string, change: StatusChange): Promise<number | null> {
-  return events.transaction((tx, emit) => applyStatusChange(tx, emit, derivationBuildId, change));
+  const [attempt] = await changeBuildStatuses(events, [{ id: derivationBuildId, change }]);
+  return attempt ?? null;
 }
 
 /**
@@ -81,11 +105,20 @@ export async function changeBuildStatus(events: Events, derivationBuildId: strin
  */
 export async function changeBuildStatuses(events: Events, changes: readonly { id: string; change: StatusChange }[]): Promise<(number | null)[]> {
   if (changes.length === 0) return [];
-  return events.transaction(async (tx, emit) => {
-    const results: (number | null)[] = [];
-    for (const { id, change } of changes) results.push(await applyStatusChange(tx, emit, id, change));
-    return results;
-  });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await events.transaction(async (tx, emit) => {
+        const results: (number | null)[] = [];
+        const moves: ReadinessMove[] = [];
+        for (const { id, change } of changes) results.push(await applyStatusChange(tx, emit, id, change, moves));
+        await moveReadiness(tx, moves);
+        return results;
+      });
+    } catch (error) {
+      // Another process's batch locked the same rows in another order: nothing was written, try again.
+      if (!isDeadlock(error) || attempt >= 3) throw error;
+    }
+  }
 }
 
 /**
@@ -94,12 +127,18 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
  */
 export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivationBuildIds: readonly string[], change: StatusChange): Promise<string[]> {
   const applied: string[] = [];
-  for (const id of derivationBuildIds) if ((await applyStatusChange(tx, emit, id, change)) !== null) applied.push(id);
+  const moves: ReadinessMove[] = [];
+  for (const id of derivationBuildIds) if ((await applyStatusChange(tx, emit, id, change, moves)) !== null) applied.push(id);
+  await moveReadiness(tx, moves);
   return applied;
 }
 
-/** One change and its build events inside the caller's transaction (the caller checked more than the status under a lock). */
-export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange): Promise<number | null> {
+/**
+ * One change and its build events inside the caller's transaction (the caller checked more than
+ * the status under a lock). The readiness counters move at once, or with the others of a batch
+ * when it passes `moves`.
+ */
+export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange, moves?: ReadinessMove[]): Promise<number | null> {
   const { from, to } = buildMove(change.event, change.context);
   const final = to === 'completed' || to === 'failed' || to === 'substituted' || to === 'aborted';
   const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
@@ -115,7 +154,12 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
     where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous`;
   if (!updated) return null;
-  await moveReadiness(tx, derivationBuildId, updated.previous, to, change.readied);
+  const delta = readinessDelta(updated.previous, to);
+  if (delta !== 0) {
+    const move = { derivationBuildId, delta, ...(change.readied ? { readied: change.readied } : {}) };
+    if (moves) moves.push(move);
+    else await moveReadiness(tx, [move]);
+  }
   const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
   for (const build of builds) {
     const identity = {
