@@ -73,7 +73,8 @@ async function recordGraph(tx: TransactionSql, evaluationId: string, nodes: read
     }
   }
   const paths = nodes.map((n) => n.drvPath);
-  await insertDerivationBuilds(tx, paths);
+  const derivations = await tx<{ id: string }[]>`select id from derivations where drv_path = any(${paths})`;
+  await insertDerivationBuilds(tx, derivations.map((d) => d.id));
   await tx`
     insert into builds (evaluation_id, derivation_build_id, entry_point)
     select ${evaluationId}, b.id, d.drv_path = ${root} from derivation_builds b join derivations d on d.id = b.derivation_id
