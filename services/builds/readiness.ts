@@ -14,11 +14,13 @@ export async function insertDerivationBuilds(tx: TransactionSql, derivationIds: 
   await tx`
     select dep.id from derivation_edges x join derivation_builds dep on dep.derivation_id = x.depends_on
     where x.derivation_id = any(${derivationIds as string[]}::uuid[]) order by dep.id for share of dep`;
+  // One grouped count for the whole batch: a correlated count per row walked the edges once per build.
   await tx`
     insert into derivation_builds (derivation_id, inputs_remaining)
-    select d.id, (
-      select count(*) from derivation_edges x left join derivation_builds dep on dep.derivation_id = x.depends_on
-      where x.derivation_id = d.id and (dep.id is null or dep.status not in ('completed', 'substituted')))
-    from derivations d where d.id = any(${derivationIds as string[]}::uuid[])
+    select d.id, coalesce(open.n, 0) from unnest(${derivationIds as string[]}::uuid[]) as d(id)
+    left join (
+      select x.derivation_id, count(*) as n from derivation_edges x left join derivation_builds dep on dep.derivation_id = x.depends_on
+      where x.derivation_id = any(${derivationIds as string[]}::uuid[]) and (dep.id is null or dep.status not in ('completed', 'substituted'))
+      group by x.derivation_id) open on open.derivation_id = d.id
     on conflict (derivation_id) do nothing`;
 }
