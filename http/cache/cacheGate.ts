@@ -32,6 +32,14 @@ export async function readableCache(access: BinaryCacheAccess, req: Req<Principa
   return readDecision(name, await resolve(access, req, name));
 }
 
+/** readableCache with the caller the credentials name (what the cache's content may depend on, as a build log's). */
+export async function readableCacheAs(access: BinaryCacheAccess, req: Req<Principal>): Promise<{ cache: BinaryCache; principal: Principal }> {
+  const name = req.param<string>('cache');
+  const decision = await resolve(access, req, name);
+  const cache = readDecision(name, decision);
+  return { cache, principal: decision.kind === 'visible' ? decision.principal : req.principal };
+}
+
 /** readableCache's answer from memory without waiting, or undefined when only readableCache can tell. */
 export function readableCacheInMemory(access: BinaryCacheAccess, req: Req<Principal>): BinaryCache | undefined {
   const name = req.param<string>('cache');

@@ -1,12 +1,13 @@
 // log/{drv} and debuginfo/{build_id}: debug info from the cache's own debug build-ID index
 // (services/caches/debugIndex.ts), else from its upstreams; build logs kiln stored itself when the
-// cache holds one of the derivation's outputs, else from its upstreams.
+// cache holds an output as a project that built it holds it (or the caller may see the build),
+// else from its upstreams.
 import { ApiError } from '../../protocol/index.js';
 import type { Principal } from '../../services/index.js';
 import { rateLimited } from '../rateLimit.js';
 import type { Router } from '../router.js';
 import type { CacheRouteServices } from './cacheDeps.js';
-import { readableCache } from './cacheGate.js';
+import { readableCache, readableCacheAs } from './cacheGate.js';
 import { cacheRateLimits } from './cacheRateLimits.js';
 import { noCacheExtras } from './extras.js';
 import { bytesReply } from '../reply.js';
@@ -17,8 +18,8 @@ export function extrasRoutes(r: Router<Principal>, services: CacheRouteServices)
   // The document Nix's index-debug-info writes, as bare JSON (not the API's envelope).
   const extras = upstreamExtras(services.caches.upstreams, {
     ...noCacheExtras,
-    log: async (cache, drv) => {
-      const log = await services.builds.views.logInCache(cache.id, drv);
+    log: async (cache, drv, who) => {
+      const log = await services.builds.views.logInCache(who, cache.id, drv);
       return log === null ? null : bytesReply(200, log, { 'Content-Type': 'text/plain; charset=utf-8' });
     },
     debuginfo: async (cache, buildId) => {
@@ -27,9 +28,9 @@ export function extrasRoutes(r: Router<Principal>, services: CacheRouteServices)
     },
   });
   r.get('/log/:drv', sandboxed(rateLimited(services.rateLimiter, cacheRateLimits.log, async (req) => {
-    const cache = await readableCache(services.binaryCache, req);
+    const { cache, principal } = await readableCacheAs(services.binaryCache, req);
     const drv = req.param<string>('drv');
-    const log = await extras.log(cache, drv);
+    const log = await extras.log(cache, drv, principal);
     if (log === null) throw new ApiError('not_found', `cache "${cache.name}" has no build log of ${drv}`);
     return log;
   })));

@@ -17,7 +17,7 @@ export function upstreamExtras(upstreams: Pick<Upstreams, 'fetchUpstreamExtra'>,
     });
   };
   return {
-    log: async (cache, drv) => (await local.log(cache, drv)) ?? fromUpstream(cache, `log/${drv}`, 'text/plain; charset=utf-8'),
+    log: async (cache, drv, who) => (await local.log(cache, drv, who)) ?? fromUpstream(cache, `log/${drv}`, 'text/plain; charset=utf-8'),
     debuginfo: async (cache, buildId) => (await local.debuginfo(cache, buildId)) ?? fromUpstream(cache, `debuginfo/${buildId}`, 'application/json'),
   };
 }

@@ -36,6 +36,8 @@ export class BuildOutcomes {
   /** build results waiting for the next batch (completeSoon) */
   private completions: { id: string; change: StatusChange }[] = [];
   private completing: Promise<void> | null = null;
+  /** the batch whose transaction runs now */
+  private committing: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly sql: Sql,
@@ -45,11 +47,13 @@ export class BuildOutcomes {
     /** called after a batch of completions: builds waiting on them may be ready */
     private readonly wake: () => void,
     private readonly retry: RetryPolicy,
+    /** the queued builds whose last open input a change here closed (the ready queue) */
+    private readonly readied: (derivationBuildIds: string[]) => void = () => undefined,
   ) {}
 
   /** Every build status change of the scheduler: the row and its events, then the evaluations' progress. */
   async setStatus(derivationBuildId: string, change: StatusChange): Promise<number | null> {
-    const applied = await changeBuildStatus(this.events, derivationBuildId, change);
+    const applied = await changeBuildStatus(this.events, derivationBuildId, { readied: this.readied, ...change });
     if (applied !== null) this.evaluationProgress.touched(derivationBuildId);
     if (applied !== null && change.event.type !== 'dispatch') this.buildProgress.forget(derivationBuildId);
     return applied;
@@ -66,20 +70,41 @@ export class BuildOutcomes {
     return attempts;
   }
 
+  /** Builds a cache holds the outputs of, substituted in one transaction; the ids it applied to. */
+  async substituteAll(derivationBuildIds: readonly string[]): Promise<string[]> {
+    const applied = await changeBuildStatuses(this.events, derivationBuildIds.map((id) => ({
+      id, change: { event: { type: 'substitute' as const }, readied: this.readied },
+    })));
+    const done = derivationBuildIds.filter((_, i) => applied[i] !== null && applied[i] !== undefined);
+    this.evaluationProgress.touched(...done);
+    for (const id of done) this.buildProgress.forget(id);
+    return done;
+  }
+
   /** A successful build, completed with the others that arrive in the same event-loop turn. */
   completeSoon(derivationBuildId: string, logSizes: LogSizes): Promise<void> {
-    this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, ...logSizes } });
-    this.completing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+    this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, readied: this.readied, ...logSizes } });
+    this.completing ??= (async () => {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      // One batch at a time: this one waits for the one under way (and grows meanwhile), so two
+      // batches of this process never contend for the same dependents' readiness counters.
+      await this.committing;
       const batch = this.completions.splice(0);
       this.completing = null;
-      const applied = await changeBuildStatuses(this.events, batch);
-      const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
-      this.evaluationProgress.touched(...done);
-      for (const id of done) this.buildProgress.forget(id);
-      await this.finishEvaluations({ derivationBuilds: done });
-      this.wake();
-    });
+      const run = this.complete(batch);
+      this.committing = run.catch(() => undefined);
+      await run;
+    })();
     return this.completing;
+  }
+
+  private async complete(batch: readonly { id: string; change: StatusChange }[]): Promise<void> {
+    const applied = await changeBuildStatuses(this.events, batch);
+    const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
+    this.evaluationProgress.touched(...done);
+    for (const id of done) this.buildProgress.forget(id);
+    await this.finishEvaluations({ derivationBuilds: done });
+    this.wake();
   }
 
   /**
@@ -136,5 +161,6 @@ export class BuildOutcomes {
   /** Waits for a batch of completions under way. */
   async settle(): Promise<void> {
     await this.completing;
+    await this.committing;
   }
 }

@@ -11,17 +11,15 @@ import type { Clock } from '../../supervisors/index.js';
 import type { CacheStorageLimits } from '../caches/index.js';
 import { changePhase } from './evaluationPhases.js';
 import { evaluationWaitReason } from './evaluationWait.js';
-import { outputsCached, projectCaches, readable, type ProjectCache } from '../caches/index.js';
+import { outputsCached, projectCaches, readable, type OutputsQuestion, type ProjectCache } from '../caches/index.js';
 import type { JobTable } from './schedulerJobs.js';
-import { queuedEvaluations, readyBuilds, type QueuedEvaluation, type ReadyBuild } from './schedulerQueries.js';
+import type { ReadyQueue } from './readyQueue.js';
+import { queuedEvaluations, type QueuedEvaluation, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections } from '../workers/index.js';
 import { rankWorkers, type ScoringPolicy } from '../workers/index.js';
 
 /** How long a worker that refused a job gets no other. */
 const REFUSAL_PAUSE_MS = 2000;
-/** Builds a pass places at most. */
-const PASS_BUILDS = 500;
-
 /**
  * Open mode is granted only to the local worker (services/workers/workerAuth.ts), which serves every active
  * project, including those created after it connected.
@@ -41,12 +39,14 @@ export interface BuildPlacementDeps {
   workers: WorkerConnections;
   jobs: JobTable;
   outcomes: BuildOutcomes;
+  /** the ready builds in memory (readyQueue.ts) */
+  ready: ReadyQueue;
   storage: CacheStorageLimits;
   readToken: BuildJobSettings['readToken'];
   settings: PlacementSettings;
   /** what a ready build's retry backoff is compared with */
   clock: Clock;
-  /** another pass soon: a substitution may have made builds ready */
+  /** another pass soon: a substitution may have made builds ready (the queue learns which) */
   wake(): void;
   /** kiln_dispatch_latency_seconds */
   metrics?: Pick<KilnMetrics, 'jobDispatched'>;
@@ -105,7 +105,7 @@ export class BuildPlacement {
   }
 
   async dispatchBuilds(): Promise<void> {
-    const { sql, workers, outcomes, settings } = this.deps;
+    const { sql, workers, outcomes, settings, ready } = this.deps;
     const candidates = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
     if (candidates.length === 0) return;
     const caches = new Map<string, ProjectCache[]>();
@@ -114,27 +114,30 @@ export class BuildPlacement {
       if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
       return found;
     };
+    const builds = await ready.take();
+    // Each build is looked up in the caches once, when it became ready, not on every pass while it
+    // waits for a worker; the pass asks for all of them in one query. Past
+    // build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.
+    const questions: OutputsQuestion<string>[] = [];
+    for (const build of builds) {
+      if (this.substitutionChecked.has(build.id) || build.substitute_misses >= settings.substituteMissEscalationThreshold) continue;
+      this.substitutionChecked.add(build.id);
+      const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
+      for (const project of build.projects) questions.push({ key: build.id, outputs, caches: readable(await cachesOf(project)) });
+    }
+    if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
+    const substitutable = await outputsCached(sql, questions);
+    if (substitutable.size > 0) {
+      const substituted = await outcomes.substituteAll([...substitutable]);
+      for (const id of substitutable) ready.remove(id);
+      await outcomes.finishEvaluations({ derivationBuilds: substituted });
+      this.deps.wake();
+    }
     const assignments: Assignment[] = [];
     // builds this pass gives each worker, on top of what it runs
     const planned = new Map<ConnectedWorker, number>();
-    for (const build of await readyBuilds(sql, PASS_BUILDS, this.deps.clock.now())) {
-      const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
-      let substituted = false;
-      // Past build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.
-      const unchecked = !this.substitutionChecked.has(build.id) && build.substitute_misses < settings.substituteMissEscalationThreshold;
-      this.substitutionChecked.add(build.id);
-      if (this.substitutionChecked.size > 200_000) this.substitutionChecked.clear();
-      for (const project of unchecked ? build.projects : []) {
-        if (await outputsCached(sql, outputs, readable(await cachesOf(project)))) {
-          substituted = (await outcomes.setStatus(build.id, { event: { type: 'substitute' } })) !== null;
-          break;
-        }
-      }
-      if (substituted) {
-        await outcomes.finishEvaluations({ derivationBuilds: [build.id] });
-        this.deps.wake();
-        continue;
-      }
+    for (const build of builds) {
+      if (substitutable.has(build.id)) continue;
       const worker = this.pickWorker(candidates, build, planned);
       if (!worker) continue;
       const caches = await cachesOf(build.projects.find((p) => serves(worker, p))!);
@@ -160,6 +163,8 @@ export class BuildPlacement {
     const { events, jobs, outcomes, settings, readToken } = this.deps;
     const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId })));
     assignments.forEach(({ worker, build, caches }, i) => {
+      // started here, or no longer queued (another process won it, or it was aborted)
+      this.deps.ready.remove(build.id);
       const attempt = attempts[i];
       if (attempt === null || attempt === undefined) return;
       const jobId = `build:${build.id}:${attempt}`;

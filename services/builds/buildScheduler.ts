@@ -20,12 +20,15 @@ import { EvaluationProgress } from './evaluationProgress.js';
 import { JobCancellations } from './jobCancellations.js';
 import type { CacheStorageLimits } from '../caches/index.js';
 import { QueueDepthReporter } from './queueDepth.js';
+import { ReadyQueue } from './readyQueue.js';
 import { SchedulerLeadership } from './schedulerLeadership.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from '../workers/index.js';
 import { WorkerMessageRouter } from './workerMessageRouter.js';
 import type { WorkerNars } from '../workers/index.js';
 
 const TICK_MS = 1000;
+/** Builds a pass places at most (the ready queue's length). */
+const PASS_BUILDS = 500;
 
 /**
  * What runs the scheduler's periodic pass; the stop it returns ends it. The pass every second hides a
@@ -82,6 +85,7 @@ export class BuildScheduler implements WorkerListener {
   private readonly placement: BuildPlacement;
   private readonly router: WorkerMessageRouter;
   private readonly queueDepth: QueueDepthReporter;
+  private readonly ready: ReadyQueue;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const { sql, events, workers, log, settings, clock } = deps;
@@ -93,11 +97,15 @@ export class BuildScheduler implements WorkerListener {
     const buildProgress = buildProgressReporter(sql, events, systemClock, onError);
     const jobs = new JobTable(deps.supervisor, buildProgress, (id) => workers.connected().find((w) => w.hello.workerId === id));
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
-    this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, wake, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock });
+    this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
+    // What this process's own completions and substitutions make ready, the queue learns by id: no re-read.
+    const readied = (ids: string[]) => this.ready.add(ids);
+    const passSoon = () => this.loop.wake();
+    this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, readied);
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
     this.leadership = new SchedulerLeadership(sql, events, log);
     this.queueDepth = new QueueDepthReporter(sql, events, clock);
-    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, storage: deps.storage, readToken: deps.readToken, settings, clock, wake, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
+    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
     this.router = new WorkerMessageRouter({
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
@@ -122,8 +130,14 @@ export class BuildScheduler implements WorkerListener {
     return this.leadership.isLeader;
   }
 
-  /** Runs a pass soon; passes never overlap, and a wake during one runs another after it. */
+  /**
+   * Runs a pass soon; passes never overlap, and a wake during one runs another after it. Whatever
+   * woke it may have changed the queue in ways only the database knows (a recording, a re-queue,
+   * another process's work, a backoff that ran out: the periodic tick), so the pass reads the ready
+   * queue afresh.
+   */
   wake(): void {
+    this.ready.invalidate();
     this.loop.wake();
   }
 

@@ -20,7 +20,53 @@ export interface StatusChange {
   logDroppedBytes?: number;
   /** also emit for this evaluation's build, though the evaluation is final (the one just aborted) */
   evaluationId?: string;
+  /** receives the queued builds whose last open input this change closed (the scheduler's ready queue) */
+  readied?: (derivationBuildIds: string[]) => void;
 }
+
+/** The statuses that count as an input being there: its dependents' inputs_remaining leaves them out. */
+const DONE: ReadonlySet<string> = new Set<BuildStatus>(['completed', 'substituted']);
+
+/** A status change's move of its dependents' readiness counters, applied with the others of its transaction. */
+interface ReadinessMove {
+  derivationBuildId: string;
+  delta: number;
+  readied?: (derivationBuildIds: string[]) => void;
+}
+
+/**
+ * The readiness counter (migration 0042): each change into or out of {completed, substituted}
+ * moves inputs_remaining of every build that takes it as an input, in the caller's transaction.
+ * One statement for all of a transaction's changes, after locking the dependents in id order:
+ * two batches of completions sharing dependents then wait for each other instead of deadlocking.
+ */
+async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]): Promise<void> {
+  if (moves.length === 0) return;
+  const ids = moves.map((m) => m.derivationBuildId);
+  const deltas = moves.map((m) => m.delta);
+  const dependents = tx`
+    select x.derivation_id, sum(c.delta)::int as delta
+    from unnest(${ids}::uuid[], ${deltas}::int[]) as c(id, delta)
+    join derivation_builds b on b.id = c.id join derivation_edges x on x.depends_on = b.derivation_id
+    group by x.derivation_id`;
+  await tx`select dep.id from derivation_builds dep where dep.derivation_id in (select derivation_id from (${dependents}) m) order by dep.id for update`;
+  const moved = await tx<{ id: string; status: string; inputs_remaining: number }[]>`
+    update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta
+    from (${dependents}) m where dep.derivation_id = m.derivation_id and m.delta <> 0
+    returning dep.id, dep.status, dep.inputs_remaining`;
+  const ready = moved.filter((d) => d.inputs_remaining === 0 && d.status === 'queued').map((d) => d.id);
+  const tell = new Set(moves.flatMap((m) => (m.readied ? [m.readied] : [])));
+  if (ready.length > 0) for (const readied of tell) readied(ready);
+}
+
+/** Whether a change from `from` to `to` moves the dependents' counters, and which way. */
+function readinessDelta(from: BuildStatus, to: BuildStatus): number {
+  if (DONE.has(from) === DONE.has(to)) return 0;
+  return DONE.has(to) ? -1 : 1;
+}
+
+/** PostgreSQL's deadlock_detected: the transaction rolled back and may simply run again. */
+const isDeadlock = (error: unknown) => typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '40P01';
 
 /** A per-evaluation build that points at a derivation_build: what its events name and their scope. */
 export interface BuildRow {
@@ -38,18 +84,26 @@ export interface BuildRow {
 
 /** The builds of running evaluations (and of `alsoEvaluation`) that share this derivation_build. */
 export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string, alsoEvaluation: string | null = null): Promise<BuildRow[]> {
-  return sql<BuildRow[]>`
-    select b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
+  return buildsOfDerivationBuilds(sql, [derivationBuildId], alsoEvaluation);
+}
+
+/** The builds of running evaluations (and of `alsoEvaluation`) that share these derivation_builds, with the one each points at. */
+function buildsOfDerivationBuilds(sql: Queryable, derivationBuildIds: readonly string[], alsoEvaluation: string | null = null): Promise<(BuildRow & { derivation_build_id: string })[]> {
+  if (derivationBuildIds.length === 0) return Promise.resolve([]);
+  return sql<(BuildRow & { derivation_build_id: string })[]>`
+    select b.derivation_build_id, b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
            p.organization_id, t.name as task, t.id as task_id, d.drv_path
     from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
     join organizations o on o.id = p.organization_id join derivation_builds db on db.id = b.derivation_build_id
     join derivations d on d.id = db.derivation_id
-    where b.derivation_build_id = ${derivationBuildId} and (e.phase not in ('completed', 'failed', 'aborted') or e.id = ${alsoEvaluation}::uuid)`;
+    where b.derivation_build_id = any(${derivationBuildIds as string[]}::uuid[]) and (e.phase not in ('completed', 'failed', 'aborted') or e.id = ${alsoEvaluation}::uuid)
+    order by b.id`;
 }
 
 /** Applies the change when the build is in a status its event leaves; the new attempt number, or null when it did not apply. */
 export async function changeBuildStatus(events: Events, derivationBuildId: string, change: StatusChange): Promise<number | null> {
-  return events.transaction((tx, emit) => applyStatusChange(tx, emit, derivationBuildId, change));
+  const [attempt] = await changeBuildStatuses(events, [{ id: derivationBuildId, change }]);
+  return attempt ?? null;
 }
 
 /**
@@ -58,10 +112,82 @@ export async function changeBuildStatus(events: Events, derivationBuildId: strin
  */
 export async function changeBuildStatuses(events: Events, changes: readonly { id: string; change: StatusChange }[]): Promise<(number | null)[]> {
   if (changes.length === 0) return [];
-  return events.transaction(async (tx, emit) => {
-    const results: (number | null)[] = [];
-    for (const { id, change } of changes) results.push(await applyStatusChange(tx, emit, id, change));
-    return results;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await events.transaction(async (tx, emit) => {
+        const moves: ReadinessMove[] = [];
+        const results = changes.length > 1 && sameSimpleEvent(changes)
+          ? await applyStatusChangesAtOnce(tx, emit, changes, moves)
+          : await sequentially(changes, (c) => applyStatusChange(tx, emit, c.id, c.change, moves));
+        await moveReadiness(tx, moves);
+        return results;
+      });
+    } catch (error) {
+      // Another process's batch locked the same rows in another order: nothing was written, try again.
+      if (!isDeadlock(error) || attempt >= 3) throw error;
+    }
+  }
+}
+
+async function sequentially<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (const item of items) results.push(await fn(item));
+  return results;
+}
+
+/**
+ * The scheduler's big batches (dispatch, completion, substitution): one event for every build,
+ * with nothing but a worker and log sizes that differ (a worker for all or none), and no evaluation
+ * to name besides the open ones.
+ */
+function sameSimpleEvent(changes: readonly { change: StatusChange }[]): boolean {
+  const type = changes[0]!.change.event.type;
+  return (type === 'dispatch' || type === 'succeed' || type === 'substitute')
+    && changes.every(({ change }) => change.event.type === type && change.context === undefined && change.failure === undefined
+      && change.notBefore === undefined && change.evaluationId === undefined
+      && (change.workerId !== undefined) === (changes[0]!.change.workerId !== undefined));
+}
+
+/**
+ * applyStatusChange for a batch of the same simple event in three statements instead of two per
+ * build: the rows locked in id order with their old status, one guarded update, one read of the
+ * evaluations' builds; then the same events, build by build, as one change at a time emits them.
+ */
+async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes: readonly { id: string; change: StatusChange }[], moves: ReadinessMove[]): Promise<(number | null)[]> {
+  const event = changes[0]!.change.event;
+  const { from, to } = buildMove(event);
+  const final = to === 'completed' || to === 'failed' || to === 'substituted' || to === 'aborted';
+  const ids = changes.map((c) => c.id);
+  const setsWorker = changes[0]!.change.workerId !== undefined;
+  const workers = changes.map((c) => c.change.workerId ?? null);
+  const logBytes = changes.map((c) => c.change.logBytes ?? null);
+  const logDropped = changes.map((c) => c.change.logDroppedBytes ?? null);
+  await tx`select id from derivation_builds where id = any(${ids}::uuid[]) order by id for update`;
+  const updated = await tx<{ id: string; attempts: number; previous: BuildStatus }[]>`
+    with c as (
+      select * from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[])
+        as c(id, worker_id, log_bytes, log_dropped_bytes)),
+    old as (select d.id, d.status as previous from derivation_builds d join c on c.id = d.id)
+    update derivation_builds b set status = ${to}, updated_at = now(),
+      attempts = b.attempts + ${event.type === 'dispatch' ? 1 : 0},
+      worker_id = case when ${setsWorker} then c.worker_id else b.worker_id end,
+      failure_class = null, failure_reason = null, failure_message = null, not_before = null,
+      started_at = case when ${to === 'started'} then now() else b.started_at end,
+      finished_at = case when ${final} then now() when ${to === 'queued'} then null else b.finished_at end,
+      log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes)
+    from c join old on old.id = c.id
+    where b.id = c.id and b.status = any(${from as string[]}) returning b.id, b.attempts, old.previous`;
+  const byId = new Map(updated.map((u) => [u.id, u]));
+  const builds = await buildsOfDerivationBuilds(tx, [...byId.keys()]);
+  const buildsOf = new Map<string, BuildRow[]>();
+  for (const b of builds) buildsOf.set(b.derivation_build_id, [...(buildsOf.get(b.derivation_build_id) ?? []), b]);
+  return changes.map(({ id, change }) => {
+    const row = byId.get(id);
+    if (!row) return null;
+    const delta = readinessDelta(row.previous, to);
+    if (delta !== 0) moves.push({ derivationBuildId: id, delta, ...(change.readied ? { readied: change.readied } : {}) });
+    emitBuildEvents(emit, id, buildsOf.get(id) ?? [], to, row, change);
+    return row.attempts;
   });
 }
 
@@ -71,12 +197,18 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
  */
 export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivationBuildIds: readonly string[], change: StatusChange): Promise<string[]> {
   const applied: string[] = [];
-  for (const id of derivationBuildIds) if ((await applyStatusChange(tx, emit, id, change)) !== null) applied.push(id);
+  const moves: ReadinessMove[] = [];
+  for (const id of derivationBuildIds) if ((await applyStatusChange(tx, emit, id, change, moves)) !== null) applied.push(id);
+  await moveReadiness(tx, moves);
   return applied;
 }
 
-/** One change and its build events inside the caller's transaction (the caller checked more than the status under a lock). */
-export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange): Promise<number | null> {
+/**
+ * One change and its build events inside the caller's transaction (the caller checked more than
+ * the status under a lock). The readiness counters move at once, or with the others of a batch
+ * when it passes `moves`.
+ */
+export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange, moves?: ReadinessMove[]): Promise<number | null> {
   const { from, to } = buildMove(change.event, change.context);
   const final = to === 'completed' || to === 'failed' || to === 'substituted' || to === 'aborted';
   const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
@@ -92,7 +224,19 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
     where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous`;
   if (!updated) return null;
+  const delta = readinessDelta(updated.previous, to);
+  if (delta !== 0) {
+    const move = { derivationBuildId, delta, ...(change.readied ? { readied: change.readied } : {}) };
+    if (moves) moves.push(move);
+    else await moveReadiness(tx, [move]);
+  }
   const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
+  emitBuildEvents(emit, derivationBuildId, builds, to, updated, change);
+  return updated.attempts;
+}
+
+/** build.<status> and build.status_changed for each evaluation's build that points at the changed derivation_build. */
+function emitBuildEvents(emit: Emit, derivationBuildId: string, builds: readonly BuildRow[], to: BuildStatus, updated: { attempts: number; previous: BuildStatus }, change: StatusChange): void {
   for (const build of builds) {
     const identity = {
       build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: to,
@@ -107,5 +251,4 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
     // Every transition, entry point or not, for the live paths (never durable).
     emit('build.status_changed', { ...identity, previous: updated.previous, entry_point: build.entry_point, ...extra }, scope);
   }
-  return updated.attempts;
 }

@@ -102,6 +102,22 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
     return row.id;
   };
 
+  /** Whether `who` may see an evaluation that reached the derivation build (one per project is enough to ask). */
+  async function seesBuildOf(who: Principal, derivationBuildId: string): Promise<boolean> {
+    if (who.kind === 'anonymous') return false;
+    const evaluationsByProject = await sql<{ id: string }[]>`
+      select distinct on (t.project_id) e.id from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id
+      where b.derivation_build_id = ${derivationBuildId} limit 50`;
+    for (const { id } of evaluationsByProject) {
+      const seen = await evaluations.visible(who, id, 'viewProject').then(() => true, (e: unknown) => {
+        if (e instanceof ApiError && (e.status === 404 || e.status === 403)) return false;
+        throw e;
+      });
+      if (seen) return true;
+    }
+    return false;
+  }
+
   return {
     build,
 
@@ -141,19 +157,30 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
 
     /**
      * `nix log` against a cache (GET /cache/{cache}/log/{drv}): the stored log of a derivation kiln
-     * built, when the cache holds one of its outputs (whoever may read the cache may read the
-     * outputs the log describes); null otherwise, so the upstreams are asked next.
+     * built, or null so the upstreams are asked next. A path named like an output proves nothing (any
+     * tenant may upload one to a cache of their own), so the cache must hold an output with the very
+     * NarHash of a copy in a cache that a project whose evaluation reached the derivation writes to
+     * (read-write or write-only subscription of the project or its organization): whoever may read
+     * the cache may read the outputs the log describes. Failing that, a caller who may see one of
+     * those evaluations gets the log too.
      */
-    async logInCache(cacheId: string, drvBaseName: string): Promise<Buffer | null> {
+    async logInCache(who: Principal, cacheId: string, drvBaseName: string): Promise<Buffer | null> {
       if (!DRV_BASE_NAME.test(drvBaseName)) return null;
-      const [found] = await sql<{ id: string }[]>`
-        select db.id from derivations d join derivation_builds db on db.derivation_id = d.id
-        where d.drv_path = ${`${DEFAULT_STORE_DIR}/${drvBaseName}`}
-          and exists (
+      const [found] = await sql<{ id: string; vouched: boolean }[]>`
+        select db.id, exists (
             select 1 from jsonb_each_text(d.outputs) o
             join path_signatures ps on ps.cache_id = ${cacheId} and ps.hash_part = substr(o.value, ${DEFAULT_STORE_DIR.length + 2}, 32)
-            join cached_paths cp on cp.id = ps.cached_path_id and cp.store_path = o.value)`;
-      if (!found) return null;
+            join cached_paths cp on cp.id = ps.cached_path_id and cp.store_path = o.value
+            where exists (
+              select 1 from builds b join evaluations e on e.id = b.evaluation_id
+              join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+              join subscriptions s on (s.project_id = p.id or s.organization_id = p.organization_id) and s.mode in (0, 2)
+              join path_signatures theirs on theirs.cache_id = s.cache_id and theirs.hash_part = ps.hash_part
+              join cached_paths copy on copy.id = theirs.cached_path_id and copy.store_path = cp.store_path and copy.nar_hash = cp.nar_hash
+              where b.derivation_build_id = db.id)) as vouched
+        from derivations d join derivation_builds db on db.derivation_id = d.id
+        where d.drv_path = ${`${DEFAULT_STORE_DIR}/${drvBaseName}`}`;
+      if (!found || !(found.vouched || await seesBuildOf(who, found.id))) return null;
       const log = await readBuildLog(sql, found.id);
       return log.length > 0 ? log : null;
     },

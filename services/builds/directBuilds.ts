@@ -17,6 +17,7 @@ import { finishedEvaluations, queuedDependents } from './schedulerQueries.js';
 import { demandProjectPath } from '../projects/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
 import type { SchedulerPort } from './schedulerPort.js';
+import { insertDerivationBuilds } from './readiness.js';
 
 
 /** The task that holds a project's direct builds; created on first use, like "default". */
@@ -72,9 +73,8 @@ async function recordGraph(tx: TransactionSql, evaluationId: string, nodes: read
     }
   }
   const paths = nodes.map((n) => n.drvPath);
-  await tx`
-    insert into derivation_builds (derivation_id)
-    select id from derivations where drv_path = any(${paths}) on conflict (derivation_id) do nothing`;
+  const derivations = await tx<{ id: string }[]>`select id from derivations where drv_path = any(${paths})`;
+  await insertDerivationBuilds(tx, derivations.map((d) => d.id));
   await tx`
     insert into builds (evaluation_id, derivation_build_id, entry_point)
     select ${evaluationId}, b.id, d.drv_path = ${root} from derivation_builds b join derivations d on d.id = b.derivation_id

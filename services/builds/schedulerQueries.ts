@@ -36,10 +36,11 @@ export interface ReadyBuild {
 }
 
 /**
- * Queued builds of evaluations that are building, whose inputs are all built or substituted and
- * whose retry backoff has passed at `now` (the scheduler's clock, which wrote not_before), oldest first.
+ * Queued builds of evaluations that are building, whose inputs are all built or substituted (the
+ * readiness counter, migration 0042, through its partial index) and whose retry backoff has passed
+ * at `now` (the scheduler's clock, which wrote not_before), oldest first; or only those of `ids`.
  */
-export const readyBuilds = (sql: Sql, limit: number, now: Date) => sql<ReadyBuild[]>`
+export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly string[]) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
          d.prefer_local_build, db.substitute_misses,
          array_agg(distinct t.project_id) as projects, db.queued_at
@@ -47,11 +48,9 @@ export const readyBuilds = (sql: Sql, limit: number, now: Date) => sql<ReadyBuil
   join builds b on b.derivation_build_id = db.id
   join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
   join tasks t on t.id = e.task_id
-  where db.status = 'queued' and (db.not_before is null or db.not_before <= ${now})
-    and not exists (
-      select 1 from derivation_edges x join derivation_builds dep on dep.derivation_id = x.depends_on
-      where x.derivation_id = d.id and dep.status not in ('completed', 'substituted'))
-  group by db.id, d.id order by min(db.queued_at) limit ${limit}`;
+  where db.status = 'queued' and db.inputs_remaining = 0 and (db.not_before is null or db.not_before <= ${now})
+    ${ids === undefined ? sql`` : sql`and db.id = any(${ids as string[]}::uuid[])`}
+  group by db.id, d.id order by db.queued_at limit ${limit}`;
 
 /** Queued builds that depend, directly or not, on this one. */
 export const queuedDependents = (sql: Sql, derivationBuildId: string) => sql<{ id: string }[]>`

@@ -8,7 +8,7 @@ export { cacheStorageLimits, type CacheStorageLimits, LOW_STORAGE_BYTES } from '
 export { type IngestTarget, narIngest, type NarIngest } from './narIngest.js';
 export { markManyOutputsNotCached } from './evictedOutputs.js';
 export { narUploadService, type NarUploadService } from './narUploads.js';
-export { outputsCached, type ProjectCache, projectCaches, readable, writable } from './projectCaches.js';
+export { outputsCached, type OutputsQuestion, type ProjectCache, projectCaches, readable, writable } from './projectCaches.js';
 export { listProjectSubscriptions, type ProjectSubscriptions } from './subscriptionRows.js';
 export { subscriptionsService } from './subscriptions.js';
 export type { Upstreams } from './upstreams.js';

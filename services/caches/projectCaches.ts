@@ -17,12 +17,28 @@ export async function projectCaches(sql: Sql, projectId: string): Promise<Projec
 export const writable = (caches: readonly ProjectCache[]) => caches.filter((c) => c.mode === 0 || c.mode === 2);
 export const readable = (caches: readonly ProjectCache[]) => caches.filter((c) => c.mode === 0 || c.mode === 1);
 
-/** True when every output path is signed into one of `caches` (the build can be substituted). */
-export async function outputsCached(sql: Sql, outputs: readonly string[], caches: readonly ProjectCache[]): Promise<boolean> {
-  if (outputs.length === 0 || caches.length === 0) return false;
-  const hashes = outputs.map(storePathHashPart);
-  const [row] = await sql<{ held: number }[]>`
-    select count(distinct hash_part)::int as held from path_signatures
-    where cache_id = any(${caches.map((c) => c.id)}::uuid[]) and hash_part = any(${hashes})`;
-  return (row?.held ?? 0) === new Set(hashes).size;
+/** One question to outputsCached: may these outputs be substituted from one of these caches? */
+export interface OutputsQuestion<K> {
+  key: K;
+  outputs: readonly string[];
+  caches: readonly ProjectCache[];
+}
+
+/**
+ * The keys of the questions whose every output path is signed into one of their caches (the build
+ * can be substituted), answered with one query however many questions a scheduler pass asks.
+ */
+export async function outputsCached<K>(sql: Sql, questions: readonly OutputsQuestion<K>[]): Promise<Set<K>> {
+  const asked = questions.filter((q) => q.outputs.length > 0 && q.caches.length > 0);
+  const answered = new Set<K>();
+  if (asked.length === 0) return answered;
+  const cacheIds = [...new Set(asked.flatMap((q) => q.caches.map((c) => c.id)))];
+  const hashes = [...new Set(asked.flatMap((q) => q.outputs.map(storePathHashPart)))];
+  const held = new Set((await sql<{ cache_id: string; hash_part: string }[]>`
+    select cache_id, hash_part from path_signatures where cache_id = any(${cacheIds}::uuid[]) and hash_part = any(${hashes})`)
+    .map((r) => `${r.cache_id}/${r.hash_part}`));
+  for (const q of asked) {
+    if (q.outputs.every((o) => q.caches.some((c) => held.has(`${c.id}/${storePathHashPart(o)}`)))) answered.add(q.key);
+  }
+  return answered;
 }

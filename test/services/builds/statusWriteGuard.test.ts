@@ -1,5 +1,6 @@
 // Every build status and evaluation phase write goes through the lifecycle modules, which check the
-// move against actors/lifecycles.ts and emit its events: no other source file may write them.
+// move against actors/lifecycles.ts and emit its events: no other source file may write them. The
+// readiness counter moves only with the status changes (buildStatus.ts) that it follows.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,4 +49,11 @@ t.test('no source outside the lifecycle modules writes a build status or an eval
     const source = readFileSync(join(root, file), 'utf8');
     t.ok(writesColumn(source, 'derivation_builds', 'status') || writesColumn(source, 'evaluations', 'phase'), `${file} still holds its write`);
   }
+});
+
+t.test('no source outside buildStatus.ts moves the readiness counter', async (t) => {
+  const offenders = sourceFiles(root).map((file) => relative(root, file))
+    .filter((file) => file !== 'services/builds/buildStatus.ts' && writesColumn(readFileSync(join(root, file), 'utf8'), 'derivation_builds', 'inputs_remaining'));
+  t.same(offenders, [], 'inputs_remaining follows the status changes in services/builds/buildStatus.ts');
+  t.ok(writesColumn(readFileSync(join(root, 'services/builds/buildStatus.ts'), 'utf8'), 'derivation_builds', 'inputs_remaining'), 'buildStatus.ts still moves it');
 });

@@ -51,7 +51,11 @@ t.test('direct builds', async (t) => {
     // The scheduler's own query: the input is ready, the root waits for it.
     const ready = () => readyBuilds(kiln.sql, 100, new Date()).then((rows) => rows.map((r) => r.drv_path));
     t.same(await ready(), [dep.drvPath]);
+    t.same((await kiln.sql`select db.inputs_remaining from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${top.drvPath}`)[0],
+      { inputs_remaining: 1 }, 'the root counts its open input');
+    // What a completion does (buildStatus.ts): the status, and the readiness counter of the builds above.
     await kiln.sql`update derivation_builds set status = 'completed' where derivation_id = (select id from derivations where drv_path = ${dep.drvPath})`;
+    await kiln.sql`update derivation_builds set inputs_remaining = inputs_remaining - 1 where derivation_id = (select id from derivations where drv_path = ${top.drvPath})`;
     t.same(await ready(), [top.drvPath]);
     const [projects] = await readyBuilds(kiln.sql, 100, new Date());
     t.same(projects!.projects, [project!.id]);

@@ -1,0 +1,101 @@
+// The readiness counter (migration 0042, docs/builds.md "The scheduler's data structures"): a
+// recorded build counts its open inputs; every status change into or out of {completed,
+// substituted} moves its dependents' counters in the same transaction and names the builds it made
+// ready; the scheduler's ready query reads the counter. Concurrent batches sharing dependents
+// neither deadlock nor lose a decrement.
+import { randomUUID } from 'node:crypto';
+import t from 'tap';
+import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
+import { changeBuildStatuses, type StatusChange } from '../../../services/builds/buildStatus.js';
+import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
+import { readyBuilds } from '../../../services/builds/schedulerQueries.js';
+import { testDatabase } from '../../support/db.js';
+import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
+import { insertProject } from '../../support/modelRows.js';
+import { testEvents } from '../../support/testEvents.js';
+
+t.test('the readiness counter', async (t) => {
+  const db = await testDatabase(t);
+  const { events } = await testEvents(t, db);
+  const projectId = await insertProject(db.sql, 'acme', 'app');
+  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
+  const evaluation = randomUUID();
+  await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+
+  const record = (nodes: DerivationNodeFixture[]) => {
+    const batch: MessageOf<'evalBatch'> = { v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluation}:1`, derivations: nodes.map((n) => n.derivation), attributes: [], errors: [] };
+    return recordEvalBatch(events, evaluation, batch);
+  };
+  const buildIds = async (nodes: DerivationNodeFixture[]) => {
+    const rows = await db.sql<{ drv_path: string; id: string }[]>`
+      select d.drv_path, db.id from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = any(${nodes.map((n) => n.drvPath)})`;
+    const byPath = new Map(rows.map((r) => [r.drv_path, r.id]));
+    return nodes.map((n) => byPath.get(n.drvPath)!);
+  };
+  const remaining = async (nodes: DerivationNodeFixture[]) => {
+    const rows = await db.sql<{ drv_path: string; inputs_remaining: number }[]>`
+      select d.drv_path, db.inputs_remaining from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = any(${nodes.map((n) => n.drvPath)})`;
+    const byPath = new Map(rows.map((r) => [r.drv_path, r.inputs_remaining]));
+    return nodes.map((n) => byPath.get(n.drvPath));
+  };
+  const ready = async () => (await readyBuilds(db.sql, 1000, new Date())).map((r) => r.drv_path).sort();
+  const change = (ids: string[], c: StatusChange) => changeBuildStatuses(events, ids.map((id) => ({ id, change: c })));
+
+  t.test('a build counts its open inputs and becomes ready when the last one is built or substituted', async (t) => {
+    const a = derivationNode('a');
+    const b = derivationNode('b');
+    const c = derivationNode('c', [a.drvPath, b.drvPath]);
+    const d = derivationNode('d', [c.drvPath]);
+    // c and d in the batch that also holds their inputs: an input whose build the same statement inserts counts as open
+    await record([a]);
+    await record([b, c, d]);
+    t.same(await remaining([a, b, c, d]), [0, 0, 2, 1]);
+    t.same(await ready(), [a.drvPath, b.drvPath].sort());
+
+    const [ia, ib, ic] = await buildIds([a, b, c]);
+    const readied: string[][] = [];
+    const told = { readied: (ids: string[]) => readied.push(ids) };
+    await change([ia!, ib!], { event: { type: 'dispatch' }, workerId: randomUUID() });
+    t.same(await remaining([c]), [2], 'starting changes nothing');
+    await change([ia!], { event: { type: 'succeed' }, ...told });
+    t.same(await remaining([c, d]), [1, 1]);
+    t.same(readied, [], 'c still waits for b');
+    await change([ib!], { event: { type: 'succeed' }, ...told });
+    t.same(await remaining([c, d]), [0, 1]);
+    t.same(readied, [[ic]], 'the change names the build it made ready');
+    t.same(await ready(), [c.drvPath]);
+
+    await change([ic!], { event: { type: 'substitute' }, ...told });
+    t.same(await remaining([d]), [0]);
+    t.same(await ready(), [d.drvPath]);
+    // A cache claimed c's outputs but a worker could not fetch them: c goes back to the queue, d waits again.
+    await change([ic!], { event: { type: 'requeue', why: 'substitute_miss' } });
+    t.same(await remaining([d]), [1]);
+    t.same(await ready(), [c.drvPath]);
+  });
+
+  t.test('a build recorded after its inputs were built counts only the open ones', async (t) => {
+    const built = derivationNode('built');
+    const open = derivationNode('open');
+    await record([built, open]);
+    const [id] = await buildIds([built]);
+    await change([id!], { event: { type: 'dispatch' }, workerId: randomUUID() });
+    await change([id!], { event: { type: 'succeed' } });
+    const top = derivationNode('top', [built.drvPath, open.drvPath]);
+    await record([top]);
+    t.same(await remaining([top]), [1]);
+  });
+
+  t.test('concurrent batches sharing dependents neither deadlock nor lose a decrement', async (t) => {
+    const leaves = Array.from({ length: 24 }, (_, i) => derivationNode(`leaf-${i}`));
+    const tops = Array.from({ length: 12 }, (_, i) => derivationNode(`top-${i}`, leaves.map((l) => l.drvPath)));
+    await record([...leaves, ...tops]);
+    t.same(await remaining(tops), tops.map(() => leaves.length));
+    const ids = await buildIds(leaves);
+    await change(ids, { event: { type: 'dispatch' }, workerId: randomUUID() });
+    // Four batches at once, each completing its leaves in another order.
+    const quarters = [0, 1, 2, 3].map((q) => ids.filter((_, i) => i % 4 === q));
+    await Promise.all(quarters.map((quarter, q) => change(q % 2 === 0 ? quarter : [...quarter].reverse(), { event: { type: 'succeed' } })));
+    t.same(await remaining(tops), tops.map(() => 0));
+  });
+});
