@@ -15,6 +15,7 @@ const rounds = Number(process.argv[3] ?? 5);
 const CHROMIUM = process.env['KILN_TEST_CHROMIUM'] ?? '/usr/bin/chromium';
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
 
+interface Span { start: number; end: number }
 interface TraceEvent { name: string; ts: number; cat: string; args?: { frame?: string; data?: { documentLoaderURL?: string; isLoadingMainFrame?: boolean } } }
 
 const bench = await startBenchKiln({ 'projects.allowLocalRepositories': true });
@@ -66,7 +67,7 @@ try {
     const whole = () => timed(`/evals/${evaluation!.id}/builds`, wholeListMs);
     if (i % 2 === 0) { await first(); await whole(); } else { await whole(); await first(); }
   }
-  const results: { firstRowMs: number; lcpMs: number; fcpMs: number }[] = [];
+  const results: { firstRowMs: number; lcpMs: number; fcpMs: number; waterfall: Record<string, Span | undefined> }[] = [];
   let skipped = 0;
   for (let round = 0; round <= rounds; round++) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
@@ -87,6 +88,20 @@ try {
     await page.locator('.vscroll [role="row"] a').first().waitFor();
     // Two frames after the row: its paint has happened and the LCP candidate is recorded.
     await page.evaluate('new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve)))');
+    // Where the time went: when the page's HTML, the route's chunk and the two API reads started and
+    // ended (navigation and resource timing, from the navigation's time origin).
+    const resources = await page.evaluate(`[...performance.getEntriesByType('navigation'), ...performance.getEntriesByType('resource')].map((e) => ({ name: e.name, start: e.startTime, end: e.responseEnd }))`) as { name: string; start: number; end: number }[];
+    const span = (test: (name: string) => boolean): Span | undefined => {
+      const hits = resources.filter((r) => test(new URL(r.name).pathname));
+      if (hits.length === 0) return undefined;
+      return { start: Math.round(Math.min(...hits.map((h) => h.start))), end: Math.round(Math.max(...hits.map((h) => h.end))) };
+    };
+    const waterfall = {
+      html: span((p) => p === `/evals/${evaluation!.id}`),
+      routeChunk: span((p) => /\/nodes\/(?!0\.)/.test(p)),
+      evaluation: span((p) => p === `/api/v1/evals/${evaluation!.id}`),
+      buildsPage: span((p) => p === `/api/v1/evals/${evaluation!.id}/builds/page`),
+    };
     const trace = JSON.parse((await browser.stopTracing()).toString('utf8')) as { traceEvents: TraceEvent[] };
     await context.close();
     const events = trace.traceEvents;
@@ -103,7 +118,7 @@ try {
     }
     const ms = (ts: number | undefined) => (ts === undefined ? NaN : Math.round((ts - navigation) / 100) / 10);
     // Round 0 warms kiln's caches and Chromium's code cache; it is not counted.
-    if (round > 0) results.push({ firstRowMs: ms(mark.ts), lcpMs: ms(lcp), fcpMs: ms(fcp) });
+    if (round > 0) results.push({ firstRowMs: ms(mark.ts), lcpMs: ms(lcp), fcpMs: ms(fcp), waterfall });
   }
   const [load] = (await import('node:os')).loadavg();
   console.log(JSON.stringify({
@@ -111,6 +126,11 @@ try {
     firstBuildRowMs: { median: median(results.map((r) => r.firstRowMs)), all: results.map((r) => r.firstRowMs) },
     largestContentfulPaintMs: { median: median(results.map((r) => r.lcpMs)), all: results.map((r) => r.lcpMs) },
     firstContentfulPaintMs: { median: median(results.map((r) => r.fcpMs)), all: results.map((r) => r.fcpMs) },
+    // Medians of each span's start and end (ms after navigation).
+    waterfallMs: Object.fromEntries(['html', 'routeChunk', 'evaluation', 'buildsPage'].map((key) => {
+      const spans = results.flatMap((r) => (r.waterfall[key] ? [r.waterfall[key]] : []));
+      return [key, { start: median(spans.map((s) => s.start)), end: median(spans.map((s) => s.end)) }];
+    })),
     firstPageApiMs: { median: median(apiMs), all: apiMs },
     wholeListApiMs: { median: median(wholeListMs), all: wholeListMs },
     goalMs: 1000, loadAverage: load,

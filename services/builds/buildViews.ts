@@ -118,19 +118,22 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
       await evaluations.visible(who, evaluationId, 'viewProject');
       const search = query.search?.trim() ? containsPattern(query.search.trim()) : null;
       const matches = search ? sql`and (d.name ilike ${search} or b.attr ilike ${search})` : sql``;
-      const byStatus = await sql<{ status: BuildStatus; n: string }[]>`
-        select db.status, count(*) as n from ${joins(sql)} where b.evaluation_id = ${evaluationId} ${matches} group by db.status`;
+      const offset = (query.page - 1) * query.per_page;
+      // The counts and the page are independent reads: in parallel (the evaluation page's first rows wait for both).
+      const [byStatus, rows] = await Promise.all([
+        sql<{ status: BuildStatus; n: string }[]>`
+          select db.status, count(*) as n from ${joins(sql)} where b.evaluation_id = ${evaluationId} ${matches} group by db.status`,
+        sql<BuildRow[]>`
+          select ${columns(sql)} from ${joins(sql)}
+          where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and db.status = ${query.status}` : sql``}
+          order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`,
+      ]);
       const counts = Object.fromEntries([...buildStatuses.map((s) => [s, 0]), ['total', 0]]) as BuildsPageView['counts'];
       for (const { status, n } of byStatus) {
         counts[status] = Number(n);
         counts.total += Number(n);
       }
       const total = query.status ? counts[query.status] : counts.total;
-      const offset = (query.page - 1) * query.per_page;
-      const rows = offset >= total ? [] : await sql<BuildRow[]>`
-        select ${columns(sql)} from ${joins(sql)}
-        where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and db.status = ${query.status}` : sql``}
-        order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`;
       return { builds: rows.map(toView), page: query.page, per_page: query.per_page, total, counts };
     },
 
