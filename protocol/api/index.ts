@@ -12,7 +12,7 @@ export { INVITATION_LIFETIME_MS, InviteBody } from './invitations.js';
 export { RegisterWorkerBody } from './workerRegistrations.js';
 export { CheckUsernameBody, DisplayName, Email, LoginBody, Password, RegisterBody, ResendVerificationBody, SettingsPatch } from './accounts.js';
 export { CidrBlock, CreateApiKeyBody, DeleteApiKeyBody, KeyName } from './apiKeys.js';
-export { AddSshKeyBody, DeleteSshKeyBody } from './sshKeys.js';
+export { AddSshKeyBody, DeleteSshKeyBody, UserSshKeyView } from './sshKeys.js';
 export { SCIM_ERROR_SCHEMA, SCIM_LIST_SCHEMA, SCIM_PATCH_SCHEMA, SCIM_USER_SCHEMA, ScimBooleanValue, ScimPatchBody, ScimUserBody } from './scim.js';
 export { NarUploadInfo, StorePathHash, narinfoOfUpload, type NarUploadResult } from './narUploads.js';
 export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPage, DeliveryStatus, deliveryStatuses, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl, WebhookView } from './webhooks.js';
