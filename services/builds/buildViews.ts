@@ -2,7 +2,7 @@
 // points, and the store path of one attribute at one commit. A build is visible to whoever may
 // see its evaluation's project; anyone else gets 404.
 import type { Sql } from 'postgres';
-import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type EvaluationBuildsQuery } from '../../protocol/index.js';
+import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type EntryPointView, type EvaluationBuildsQuery } from '../../protocol/index.js';
 
 /** `<hash>-<name>.drv`, what Nix asks for at log/{drv} */
 const DRV_BASE_NAME = /^[0-9a-df-np-sv-z]{32}-[A-Za-z0-9+\-._?=]{1,211}\.drv$/;
@@ -31,16 +31,6 @@ export interface BuildView {
   finished_at: Date | null;
 }
 
-/** An entry point: outputs.out once resolved; build_status is the build's status (completed: built and in the cache). */
-export interface EntryPointView {
-  build_id: string;
-  derivation_build: string;
-  evaluation_id: string;
-  attr: string | null;
-  drv_path: string;
-  outputs: Record<string, string | null>;
-  build_status: string;
-}
 
 /** One page of an evaluation's builds (GET /evals/{id}/builds/page). */
 export interface BuildsPageView {
