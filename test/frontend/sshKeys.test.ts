@@ -44,7 +44,7 @@ t.test('SSH keys on the Settings page', async (t) => {
 
   t.test('none yet; a malformed key is refused under its field', async (t) => {
     await page.getByText('No SSH keys.').waitFor();
-    await form.getByLabel('Name', { exact: true }).fill('laptop');
+    await form.getByLabel('SSH key name').fill('laptop');
     await form.getByLabel(/^Public key/).fill('ssh-ed25519 not-base64 ada@laptop');
     await page.getByRole('button', { name: 'Add SSH key' }).click();
     const error = page.locator('#ssh-key-public-error');
@@ -63,7 +63,7 @@ t.test('SSH keys on the Settings page', async (t) => {
     const [stored] = await listed(t, kiln, ada);
     t.match(stored, { name: 'laptop', type: 'ssh-ed25519', fingerprint, public_key: publicLine.split(' ').slice(0, 2).join(' '), last_used_at: null });
 
-    await form.getByLabel('Name', { exact: true }).fill('again');
+    await form.getByLabel('SSH key name').fill('again');
     await form.getByLabel(/^Public key/).fill(publicLine);
     await page.getByRole('button', { name: 'Add SSH key' }).click();
     await page.getByRole('alert').filter({ hasText: /registered already/ }).waitFor();
