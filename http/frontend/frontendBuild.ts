@@ -4,6 +4,8 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { routeIndex } from './routeIndex.js';
 
 /** Where `npm run build:frontend` writes, relative to this file. */
 export const DEFAULT_FRONTEND_DIR = fileURLToPath(new URL('../../frontend/build', import.meta.url));
@@ -17,6 +19,10 @@ const TYPES: Record<string, string> = {
   woff2: 'font/woff2', webmanifest: 'application/manifest+json', map: 'application/json',
 };
 
+/** Where frontend/scripts/routePreloads.js writes an index.html per page route, and routes.json naming them. */
+const ROUTES_DIR = '/_app/routes/';
+const RouteTableFile = z.array(z.object({ route: z.string(), html: z.string() }));
+
 export interface FrontendFile {
   type: string;
   body: Buffer;
@@ -28,7 +34,11 @@ export interface FrontendFile {
 }
 
 export type FrontendBuild =
-  | { ok: true; dir: string; files: Map<string, FrontendFile>; index: FrontendFile }
+  | {
+    ok: true; dir: string; files: Map<string, FrontendFile>; index: FrontendFile;
+    /** the index.html written for the page route `parts` falls under (its chunks preloaded), if any */
+    routeIndex: (parts: readonly string[]) => FrontendFile | undefined;
+  }
   | { ok: false; dir: string; problem: string };
 
 /** Reads every file of `dir` keyed by its URL path ("/_app/…"); a missing or partial build is reported, not thrown. */
@@ -59,7 +69,22 @@ export function loadFrontendBuild(dir: string = DEFAULT_FRONTEND_DIR): FrontendB
   }
   const index = files.get('/index.html');
   if (!index) return { ok: false, dir, problem: `the web frontend build in ${dir} has no index.html` };
-  return { ok: true, dir, files, index };
+  // The per-route index files are served for page paths only, never by their own path.
+  const routes = new Map([...files].filter(([path]) => path.startsWith(ROUTES_DIR)));
+  for (const path of routes.keys()) files.delete(path);
+  const table = routes.get(`${ROUTES_DIR}routes.json`);
+  let entries: z.infer<typeof RouteTableFile> = [];
+  if (table) {
+    let parsed;
+    try {
+      parsed = RouteTableFile.safeParse(JSON.parse(table.body.toString('utf8')));
+    } catch {
+      parsed = null;
+    }
+    if (!parsed?.success) return { ok: false, dir, problem: `the web frontend build's ${ROUTES_DIR}routes.json is malformed; run \`npm run build:frontend\`` };
+    entries = parsed.data;
+  }
+  return { ok: true, dir, files, index, routeIndex: routeIndex(entries, (html) => routes.get(html)) };
 }
 
 /** The encodings an Accept-Encoding header allows (q > 0); `identity` is always acceptable. */

@@ -1,5 +1,6 @@
 // Serves the web frontend from memory: its files by path, and index.html for every other GET
-// that no route answered and that is not under a path kiln's API, binary cache or sockets own.
+// that no route answered and that is not under a path kiln's API, binary cache or sockets own
+// (for a page route's path, the index.html that also preloads that route's chunks: routeIndex.ts).
 import type { Config } from '../../config/index.js';
 import { bytesReply, emptyReply, type Headers, type Reply } from '../reply.js';
 import type { RouteTable } from '../router.js';
@@ -55,7 +56,7 @@ export function frontendRoutes<P>(table: RouteTable<P>, config: Config, options:
     }
     if (reserved.has(first)) return undefined;
     if (!build.ok) return bytesReply(404, NOT_BUILT_PAGE(build.problem), { ...security, 'Content-Type': 'text/html; charset=utf-8', 'Cache-Control': 'no-store' });
-    return fileReply(build.index, header, security);
+    return fileReply(build.routeIndex(parts) ?? build.index, header, security);
   };
   return build;
 }

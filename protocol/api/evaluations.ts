@@ -86,6 +86,14 @@ export const BuildView = z.strictObject({
 export type BuildView = z.infer<typeof BuildView>;
 
 /**
+ * GET /projects/{org}/{project}/entry-points, GET /tasks/{project}/{task}/entry-points (each): a root
+ * build of the latest evaluation; build_status completed means built and in the cache.
+ */
+export const EntryPointView = BuildView.pick({ build_id: true, derivation_build: true, evaluation_id: true, attr: true, drv_path: true, outputs: true })
+  .extend({ build_status: z.string() });
+export type EntryPointView = z.infer<typeof EntryPointView>;
+
+/**
  * GET /evals/{id}/builds/page?page=&per_page=&status=&search=: the builds a page at a time, in
  * `drv_path` order (as GET /evals/{id}/builds), for a client that shows the first rows before the
  * rest arrive. 50 a page by default, at most 500 (a virtualised table fetches the rows in view).

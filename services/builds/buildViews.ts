@@ -2,7 +2,7 @@
 // points, and the store path of one attribute at one commit. A build is visible to whoever may
 // see its evaluation's project; anyone else gets 404.
 import type { Sql } from 'postgres';
-import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type EvaluationBuildsQuery } from '../../protocol/index.js';
+import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type EntryPointView, type EvaluationBuildsQuery } from '../../protocol/index.js';
 
 /** `<hash>-<name>.drv`, what Nix asks for at log/{drv} */
 const DRV_BASE_NAME = /^[0-9a-df-np-sv-z]{32}-[A-Za-z0-9+\-._?=]{1,211}\.drv$/;
@@ -31,16 +31,6 @@ export interface BuildView {
   finished_at: Date | null;
 }
 
-/** An entry point: outputs.out once resolved; build_status is the build's status (completed: built and in the cache). */
-export interface EntryPointView {
-  build_id: string;
-  derivation_build: string;
-  evaluation_id: string;
-  attr: string | null;
-  drv_path: string;
-  outputs: Record<string, string | null>;
-  build_status: string;
-}
 
 /** One page of an evaluation's builds (GET /evals/{id}/builds/page). */
 export interface BuildsPageView {
@@ -134,19 +124,22 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
       await evaluations.visible(who, evaluationId, 'viewProject');
       const search = query.search?.trim() ? containsPattern(query.search.trim()) : null;
       const matches = search ? sql`and (d.name ilike ${search} or b.attr ilike ${search})` : sql``;
-      const byStatus = await sql<{ status: BuildStatus; n: string }[]>`
-        select db.status, count(*) as n from ${joins(sql)} where b.evaluation_id = ${evaluationId} ${matches} group by db.status`;
+      const offset = (query.page - 1) * query.per_page;
+      // The counts and the page are independent reads: in parallel (the evaluation page's first rows wait for both).
+      const [byStatus, rows] = await Promise.all([
+        sql<{ status: BuildStatus; n: string }[]>`
+          select db.status, count(*) as n from ${joins(sql)} where b.evaluation_id = ${evaluationId} ${matches} group by db.status`,
+        sql<BuildRow[]>`
+          select ${columns(sql)} from ${joins(sql)}
+          where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and db.status = ${query.status}` : sql``}
+          order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`,
+      ]);
       const counts = Object.fromEntries([...buildStatuses.map((s) => [s, 0]), ['total', 0]]) as BuildsPageView['counts'];
       for (const { status, n } of byStatus) {
         counts[status] = Number(n);
         counts.total += Number(n);
       }
       const total = query.status ? counts[query.status] : counts.total;
-      const offset = (query.page - 1) * query.per_page;
-      const rows = offset >= total ? [] : await sql<BuildRow[]>`
-        select ${columns(sql)} from ${joins(sql)}
-        where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and db.status = ${query.status}` : sql``}
-        order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`;
       return { builds: rows.map(toView), page: query.page, per_page: query.per_page, total, counts };
     },
 

@@ -104,12 +104,15 @@ export function evaluationsService(deps: EvaluationsDeps) {
 
     async get(who: Principal, id: string): Promise<EvaluationView> {
       const label = await visible(who, id, 'viewProject');
-      const [row] = await sql<Omit<EvaluationView, 'project' | 'task' | 'builds'>[]>`
-        select id, commit, wildcard as attr, trigger, branch, pull_request, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at
-        from evaluations where id = ${id}`;
-      const counts = await sql<{ status: string; n: number }[]>`
-        select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id
-        where b.evaluation_id = ${id} group by db.status`;
+      // The row and its build counts are independent reads: in parallel (the evaluation page waits for them).
+      const [[row], counts] = await Promise.all([
+        sql<Omit<EvaluationView, 'project' | 'task' | 'builds'>[]>`
+          select id, commit, wildcard as attr, trigger, branch, pull_request, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at
+          from evaluations where id = ${id}`,
+        sql<{ status: string; n: number }[]>`
+          select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id
+          where b.evaluation_id = ${id} group by db.status`,
+      ]);
       const builds = { total: 0, queued: 0, started: 0, completed: 0, failed: 0, substituted: 0, aborted: 0 };
       for (const c of counts) {
         builds.total += c.n;

@@ -6,20 +6,8 @@ import type { Sql } from 'postgres';
 import ssh2 from 'ssh2';
 
 const { utils } = ssh2;
-import { ApiError, type AddSshKeyBody } from '../../protocol/index.js';
+import { ApiError, type AddSshKeyBody, type UserSshKeyView } from '../../protocol/index.js';
 import { requireSession, requireUser, type Principal, type SessionUser } from '../access/index.js';
-
-export interface SshKeyView {
-  id: string;
-  name: string;
-  type: string;
-  /** `SHA256:…` as `ssh-keygen -lf` prints it */
-  fingerprint: string;
-  /** `<type> <base64>`, what was registered without its comment */
-  public_key: string;
-  last_used_at: string | null;
-  created_at: string;
-}
 
 interface KeyRow {
   id: string;
@@ -31,7 +19,7 @@ interface KeyRow {
   created_at: Date;
 }
 
-const toView = (r: KeyRow): SshKeyView => ({
+const toView = (r: KeyRow): UserSshKeyView => ({
   id: r.id,
   name: r.name,
   type: r.key_type,
@@ -68,11 +56,11 @@ export function userSshKeysService({ sql }: { sql: Sql }) {
     where user_id = ${userId} order by created_at, name`;
 
   return {
-    async list(who: Principal): Promise<SshKeyView[]> {
+    async list(who: Principal): Promise<UserSshKeyView[]> {
       return (await rows(requireUser(who).userId)).map(toView);
     },
 
-    async add(who: Principal, body: AddSshKeyBody): Promise<SshKeyView> {
+    async add(who: Principal, body: AddSshKeyBody): Promise<UserSshKeyView> {
       const user = requireSession(who, 'adding an SSH key');
       const { type, blob } = parsePublicKey(body.public_key);
       try {

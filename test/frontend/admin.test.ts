@@ -168,7 +168,7 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     await page.getByLabel(/Events/).fill('project.*, webhook.ping');
     await page.getByRole('button', { name: 'Add webhook' }).click();
     await page.getByTestId('webhook-secret').waitFor();
-    t.match(await page.getByTestId('webhook-secret').textContent(), /\S{16,}/, 'the signing secret, shown once');
+    t.match(await page.getByTestId('webhook-secret').getByRole('textbox').inputValue(), /\S{16,}/, 'the signing secret, shown once');
     const hooks = page.getByTestId('webhooks');
     await hooks.getByText(receiver.url, { exact: true }).waitFor();
 

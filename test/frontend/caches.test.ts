@@ -166,7 +166,7 @@ t.test('cache pages, invitations and settings', async (t) => {
     await page.getByLabel('URL').fill('http://127.0.0.1:9/hook');
     await page.getByLabel(/^Events/).fill('cache.*');
     await page.getByRole('button', { name: 'Add webhook' }).click();
-    const secret = (await page.getByLabel('webhook signing secret').textContent()) ?? '';
+    const secret = await page.getByRole('textbox', { name: 'Webhook signing secret' }).inputValue();
     t.ok(secret.length >= 16, 'the signing secret is shown');
     const hooks = await parsed(t, kiln, ada.token, '/caches/pub/webhooks', WebhookView.array());
     t.match(hooks, [{ url: 'http://127.0.0.1:9/hook', events: ['cache.*'], scope: 'cache' }]);
@@ -202,14 +202,14 @@ t.test('cache pages, invitations and settings', async (t) => {
       await owner.page.goto(`${kiln.url}/caches/${cache}/members`);
       await owner.page.getByLabel('Username').fill(role === 'Write' ? 'nobody-here' : 'bea');
       if (role === 'Write') {
-        await owner.page.getByRole('button', { name: 'Invite' }).click();
+        await owner.page.getByRole('button', { name: 'Send invitation' }).click();
         await owner.page.getByRole('alert').first().waitFor();
         t.match(await owner.page.getByRole('alert').first().textContent(), /nobody-here|user/i, 'an unknown user is refused');
         await owner.page.getByLabel('Username').fill('bea');
       }
       await owner.page.getByLabel('Role', { exact: true }).selectOption(role);
-      await owner.page.getByRole('button', { name: 'Invite' }).click();
-      await owner.page.getByTestId('sent-invitations').getByRole('cell', { name: 'bea', exact: true }).waitFor();
+      await owner.page.getByRole('button', { name: 'Send invitation' }).click();
+      await owner.page.getByTestId('invitations').getByRole('cell', { name: 'bea', exact: true }).waitFor();
     }
     t.equal((await parsed(t, kiln, ada.token, '/caches/priv/invitations', InvitationView.array()))[0]?.role, 'Write');
     await checkPage(t, owner.page, 'cache-members');
@@ -280,7 +280,7 @@ t.test('cache pages, invitations and settings', async (t) => {
     t.match(await page.locator('#allowed_ips-error').textContent(), /not-an-ip/, 'the bad CIDR is named under its field');
     await page.getByLabel('Allowed source addresses (CIDR blocks, separated by commas; empty: any)').fill('127.0.0.0/8');
     await page.getByRole('button', { name: 'Create API key' }).click();
-    const secret = (await page.getByTestId('new-key-secret').textContent()) ?? '';
+    const secret = await page.getByRole('textbox', { name: 'New API key' }).inputValue();
     t.match(secret, /^SVC/, 'the secret is shown');
     await checkPage(t, page, 'settings');
     const listed = await parsed(t, kiln, bea.token, '/user/keys', ApiKeyView.array());
@@ -290,7 +290,7 @@ t.test('cache pages, invitations and settings', async (t) => {
 
     await page.reload();
     await page.getByTestId('api-keys').getByRole('cell', { name: 'nix-read', exact: true }).waitFor();
-    t.equal(await page.getByTestId('new-key-secret').count(), 0, 'after a reload the secret is gone');
+    t.equal(await page.getByTestId('new-key').count(), 0, 'after a reload the secret is gone');
     t.notOk((await page.content()).includes(secret), 'and appears nowhere on the page');
 
     await page.getByRole('button', { name: 'Delete' }).click();

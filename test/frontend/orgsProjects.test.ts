@@ -73,7 +73,7 @@ t.test('organization and project pages', async (t) => {
   });
 
   await t.test('members: add, change the role, remove with confirmation', async (t) => {
-    const members = page.getByTestId('org-members');
+    const members = page.getByTestId('members');
     await page.getByLabel('Username', { exact: true }).fill('nobody-here');
     await page.getByRole('button', { name: 'Add member' }).click();
     await page.getByRole('alert').filter({ hasText: /nobody-here/ }).waitFor();

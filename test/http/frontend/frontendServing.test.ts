@@ -56,6 +56,29 @@ t.test('served from memory by kiln serve', async (t) => {
     t.equal(raw.headers.get('content-encoding'), 'br', 'q=0 refuses an encoding');
   });
 
+  t.test("a page path's index.html preloads that route's own chunks; other paths get the shell's", async (t) => {
+    const modulePreloads = (html: string) => new Set([...html.matchAll(/<link href="([^"]+)" rel="modulepreload">/g)].map((m) => m[1]!));
+    const shell = modulePreloads(await (await get('/no/such/page/here')).text());
+    const evaluation = await (await get('/evals/00000000-0000-0000-0000-000000000000')).text();
+    const own = [...modulePreloads(evaluation)].filter((f) => !shell.has(f));
+    t.ok(own.some((f) => /^\/_app\/immutable\/nodes\/\d+\.[\w-]+\.js$/.test(f)), 'the route node is preloaded');
+    t.match(evaluation, /<link href="\/_app\/immutable\/assets\/[^"]+\.css" rel="preload" as="style">/, 'and its styles, without blocking paint');
+    t.notMatch(evaluation, /<script(?![^>]*\ssrc=)[^>]*>/, 'still no inline script');
+    const trailing = modulePreloads(await (await get('/evals/00000000-0000-0000-0000-000000000000/')).text());
+    t.same([...trailing].filter((f) => !shell.has(f)), own, 'a trailing slash is the same page');
+    const build = await (await get('/builds/00000000-0000-0000-0000-000000000000')).text();
+    t.notSame([...modulePreloads(build)].filter((f) => !shell.has(f)), own, 'another route, other chunks');
+    const newOrg = [...modulePreloads(await (await get('/new/org')).text())].filter((f) => !shell.has(f));
+    const newProject = [...modulePreloads(await (await get('/new/project')).text())].filter((f) => !shell.has(f));
+    t.ok(newOrg.length > 0 && newProject.length > 0);
+    t.notSame(newOrg, newProject, 'literal segments tell routes apart');
+    const encoded = await get('/evals/x', { 'accept-encoding': 'br' });
+    t.equal(encoded.headers.get('content-encoding'), 'br', 'precompressed like the shell');
+    t.match(encoded.headers.get('content-security-policy'), /script-src 'self'/);
+    t.equal((await get('/_app/routes/routes.json')).status, 404, 'the route table is not served');
+    t.equal((await get('/_app/routes/3.html')).status, 404, 'nor the per-route files by their own path');
+  });
+
   t.test('an unchanged file is a 304 to a matching If-None-Match', async (t) => {
     const first = await get('/favicon.svg');
     const etag = first.headers.get('etag');

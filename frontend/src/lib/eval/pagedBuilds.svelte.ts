@@ -32,6 +32,8 @@ export class PagedBuilds {
   /** page → the generation it was read in */
   readonly #fresh = new Map<number, number>();
   readonly #inflight = new Set<string>();
+  /** has setFilter been called (the first read started)? */
+  #filtered = false;
   /** the rows in view, as the table last said */
   #range: [number, number] = [0, 0];
 
@@ -50,7 +52,9 @@ export class PagedBuilds {
     if (status) params.set('status', status);
     if (search.trim()) params.set('search', search.trim());
     const query = params.toString();
-    if (query === this.#query && this.#rowsQuery !== null) return;
+    // The same filter again (the page's first effect after the route's load started the read): nothing to do.
+    if (this.#filtered && query === this.#query) return;
+    this.#filtered = true;
     this.#query = query;
     this.#generation++;
     this.#fresh.clear();
