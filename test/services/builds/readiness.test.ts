@@ -2,13 +2,16 @@
 // recorded build counts its open inputs; every status change into or out of {completed,
 // substituted} moves its dependents' counters in the same transaction and names the builds it made
 // ready; the scheduler's ready query reads the counter. Concurrent batches sharing dependents
-// neither deadlock nor lose a decrement.
+// neither deadlock nor lose a decrement. The ready queue answers from memory between reads of the
+// database, learns what this process's changes made ready by id, and reads afresh when told.
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { changeBuildStatuses, type StatusChange } from '../../../services/builds/buildStatus.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
+import { ReadyQueue } from '../../../services/builds/readyQueue.js';
 import { readyBuilds } from '../../../services/builds/schedulerQueries.js';
+import { systemClock } from '../../../supervisors/index.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
 import { insertProject } from '../../support/modelRows.js';
@@ -84,6 +87,33 @@ t.test('the readiness counter', async (t) => {
     const top = derivationNode('top', [built.drvPath, open.drvPath]);
     await record([top]);
     t.same(await remaining([top]), [1]);
+  });
+
+  t.test('the ready queue: memory between reads, ids from its own changes, the database when invalidated', async (t) => {
+    await db.sql`update evaluations set phase = 'completed' where id = ${evaluation}`;
+    const evaluation2 = randomUUID();
+    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation2}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+    const recordIn = (nodes: DerivationNodeFixture[]) => recordEvalBatch(events, evaluation2, {
+      v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluation2}:1`, derivations: nodes.map((n) => n.derivation), attributes: [], errors: [],
+    });
+    const leaf = derivationNode('q-leaf');
+    const top = derivationNode('q-top', [leaf.drvPath]);
+    await recordIn([leaf, top]);
+    const queue = new ReadyQueue(db.sql, systemClock, 100);
+    const paths = async () => (await queue.take()).map((r) => r.drv_path).sort();
+    t.same(await paths(), [leaf.drvPath], 'the first take reads the database');
+    // Another process's work: the queue does not see it until it reads again.
+    const other = derivationNode('q-other');
+    await recordIn([other]);
+    t.same(await paths(), [leaf.drvPath], 'between reads it answers from memory');
+    const [leafId, topId] = await buildIds([leaf, top]);
+    await change([leafId!], { event: { type: 'dispatch' }, workerId: randomUUID() });
+    queue.remove(leafId!);
+    await change([leafId!], { event: { type: 'succeed' }, readied: (ids) => queue.add(ids) });
+    t.same(await paths(), [top.drvPath], 'a build its own completion made ready is added by id');
+    t.equal((await queue.take())[0]!.id, topId);
+    queue.invalidate();
+    t.same(await paths(), [other.drvPath, top.drvPath].sort(), 'invalidated, it reads the database again');
   });
 
   t.test('concurrent batches sharing dependents neither deadlock nor lose a decrement', async (t) => {
