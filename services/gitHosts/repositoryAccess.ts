@@ -68,7 +68,7 @@ export function hostedFullName(repository: string, cloneUrl: string): string | n
 /** Whether the link file's text names `org/project` (a line of its own; `#` starts a comment; letter case ignored). */
 export function linkFileNames(text: string, organization: string, project: string): boolean {
   const wanted = `${organization}/${project}`.toLowerCase();
-  return text.split('\n').some((line) => line.replace(/#.*$/, '').trim().toLowerCase() === wanted);
+  return text.split(/\r?\n/).some((line) => line.replace(/#.*$/, '').trim().toLowerCase() === wanted);
 }
 
 interface Covering { installation_id: string; repository_id: string; full_name: string }
