@@ -7,7 +7,7 @@ import type { Clock, Supervisor } from '../../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
 import { cacheMetricsService, registerServerMetrics, type CacheMetricsService } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
-import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from '../builds/index.js';
+import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
 import { createSshServices, type SshServices } from '../ssh/index.js';
@@ -229,7 +229,8 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const hooks = hookReceiverService({
     sql: db.web, events: events.events, secretFile: gitHostEnabled ? config['gitHostApp.webhookSecretFile'] : null,
     repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: webLog,
-    started: async (started) => {
+    started: async (started, superseded) => {
+      await stopSuperseded(events.events, db.web, scheduler, superseded);
       scheduler.wake();
       reporter?.wake();
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
@@ -238,8 +239,10 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const poller = new RepositoryPoller({
     sql: db.scheduler, events: events.events, repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: componentLogger(log, 'scheduler'), clock,
     supervisor: root,
-    started: async (started) => {
+    started: async (started, superseded) => {
+      await stopSuperseded(events.events, db.scheduler, scheduler, superseded);
       scheduler.wake();
+      reporter?.wake();
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });

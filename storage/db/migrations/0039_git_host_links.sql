@@ -17,3 +17,11 @@ create table project_git_host_links (
   foreign key (installation_id, repository_id) references git_host_repositories on delete cascade
 );
 create index project_git_host_links_repository on project_git_host_links (installation_id, repository_id);
+
+-- Per project: cancel_superseded (default on) aborts the still open evaluations of a branch or
+-- pull request when a push, poll or pull request event brings a newer commit of it for the same
+-- task; requires_approval parks pull requests from forks for every task, as a task's own
+-- requires_approval does for that task (docs/git-hosts.md).
+alter table projects
+  add column cancel_superseded boolean not null default true,
+  add column requires_approval boolean not null default false;
