@@ -35,8 +35,8 @@ export const EvalJob = z.strictObject({
    */
   access: z.strictObject({
     token: z.string().regex(/^[\x21-\x7e]{1,500}$/, 'a token of visible ASCII characters'),
-    /** curl's resolve entry `host:port:addr[,addr…]` (git's http.curloptResolve); null for an IP literal */
-    resolve: z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}:[0-9A-Fa-f.:,[\]]+$/, 'host:port:addresses').max(1000).nullable(),
+    /** curl's resolve entry `host:port:addr[,addr…]` (git's http.curloptResolve; a leading - or + would mean something else to curl); null for an IP literal */
+    resolve: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*:\d{1,5}:[0-9A-Fa-f.:,[\]]+$/, 'host:port:addresses').max(1000).nullable(),
   }).optional(),
 });
 export type EvalJob = z.infer<typeof EvalJob>;
