@@ -148,4 +148,15 @@ t.test('a private repository is fetched with a token scoped to it, for the proje
     t.equal((await sendHook(kiln.url, 'installation_repositories', removed, { secret: host.secret })).status, 200, 'the repository is removed');
     t.equal((await kiln.sql`select 1 from project_git_host_links`).length, 0, 'no link');
   });
+
+  await t.test('a host that cannot answer fails the evaluation at dispatch, saying why', async (t) => {
+    const added = examplePayload('installation_repositories', 'added');
+    Object.assign(added['installation'] as object, { id: INSTALLATION });
+    added['repositories_added'] = [{ id: REPOSITORY_ID, node_id: 'R_secret', name: 'secret', full_name: 'acme/secret', private: true }];
+    t.equal((await sendHook(kiln.url, 'installation_repositories', added, { secret: host.secret })).status, 200, 'the repository is back');
+    host.failNext(/^GET \/repos\/acme\/secret\/contents\//, [{ status: 500 }, { status: 500 }]);
+    const ended = await push(commitFile(source.dir, 'README', 'again\n'));
+    t.equal(ended['acme']!.phase, 'failed');
+    t.match(ended['acme']!.error, /^fetch_failed: the Git host application gave no access to the repository: .*500/, 'the error says why');
+  });
 });
