@@ -72,6 +72,8 @@ export interface StartKilnOptions {
   schedulerTicker?: SchedulerTicker;
   /** the Git host status reporter's first retry delay (tests make it short) */
   gitHostRetryBaseMs?: number;
+  /** how long a private repository's link holds before .kiln-projects is read again (default 10 minutes) */
+  gitHostLinkRecheckMs?: number;
   /** where a crash test holds finalize or a collection run before it kills the process (storage/nars/crashPoints.ts) */
   crashPoints?: CrashPoints;
   /** false: no background collection loop; runs happen when a test calls gc.tick() */
@@ -181,6 +183,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
         ...(opts.gitHostRetryBaseMs !== undefined ? { gitHostRetryBaseMs: opts.gitHostRetryBaseMs } : {}),
+        ...(opts.gitHostLinkRecheckMs !== undefined ? { gitHostLinkRecheckMs: opts.gitHostLinkRecheckMs } : {}),
         ...(opts.gcLoop === false ? { gcLoop: false } : {}),
         ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}),
       },

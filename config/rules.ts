@@ -18,6 +18,23 @@ function required(path: OptionPath, when: OptionPath): Rule {
   return { path, applies: (c) => c[when] === true, holds: (c) => isSet(c[path]), expected: `set when ${when} is true` };
 }
 
+/** A Git host address kiln sends the application's tokens to, when the application is on and the address set. */
+function gitHostAddress(path: 'gitHostApp.apiUrl' | 'gitHostApp.cloneUrl'): Rule {
+  return {
+    path,
+    applies: (c) => c['gitHostApp.enable'] && c[path] !== null,
+    holds: (c) => {
+      try {
+        const u = new URL(c[path]!);
+        return u.hostname !== '' && u.username === '' && u.password === '' && u.search === '' && u.hash === '';
+      } catch {
+        return false;
+      }
+    },
+    expected: 'an http(s) URL without user, password, query or fragment',
+  };
+}
+
 function atMost(path: OptionPath, limit: OptionPath): Rule {
   return {
     path,
@@ -32,20 +49,9 @@ export const rules: readonly Rule[] = [
   required('gitHostApp.id', 'gitHostApp.enable'),
   required('gitHostApp.privateKeyFile', 'gitHostApp.enable'),
   required('gitHostApp.webhookSecretFile', 'gitHostApp.enable'),
-  {
-    // the app's token travels to this address: no credentials or query of its own to leak or confuse
-    path: 'gitHostApp.apiUrl',
-    applies: (c) => c['gitHostApp.enable'],
-    holds: (c) => {
-      try {
-        const u = new URL(c['gitHostApp.apiUrl']);
-        return u.hostname !== '' && u.username === '' && u.password === '' && u.search === '' && u.hash === '';
-      } catch {
-        return false;
-      }
-    },
-    expected: 'an http(s) URL without user, password, query or fragment',
-  },
+  // the app's tokens travel to these addresses: no credentials or query of their own to leak or confuse
+  gitHostAddress('gitHostApp.apiUrl'),
+  gitHostAddress('gitHostApp.cloneUrl'),
   required('oidc.clientId', 'oidc.enable'),
   required('oidc.clientSecretFile', 'oidc.enable'),
   required('oidc.discoveryUrl', 'oidc.enable'),

@@ -23,7 +23,7 @@ export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
 
   const wildcard = parseAttributeWildcard(job.attributes);
   if (!wildcard.ok) return fail(jobFailure('eval_error', `the attribute wildcard is invalid: ${wildcard.field}: ${wildcard.reason}`));
-  const checkout = await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, job.commit, ctx.settings.childEnv, signal);
+  const checkout = await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, job.commit, ctx.settings.childEnv, signal, job.access);
   if (!checkout.ok) return fail(checkout.failure);
   const evaluation = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal });
   if (!evaluation.ok) return fail(evaluation.failure);

@@ -24,6 +24,11 @@ export const accountOptions = {
     'base URL of the Git host\'s REST API (GitHub Enterprise: https://<host>/api/v3, Gitea and Forgejo: https://<host>/api/v1); every call kiln makes as the application goes here, never to an address a webhook payload names, and only where outbound.allowedNetworks lets kiln connect',
     { extension: true },
   ),
+  'gitHostApp.cloneUrl': option(
+    nullable(url(['http', 'https'])), null,
+    'base URL private repositories are fetched from with an installation token, as <cloneUrl>/<owner>/<name>.git (null: derived from gitHostApp.apiUrl: https://github.com for https://api.github.com, else apiUrl without its trailing /api/v3 or /api/v1); the token goes only here, to the addresses outbound.allowedNetworks lets kiln connect to',
+    { extension: true },
+  ),
   'gitHostApp.enable': option(bool(), false, 'enable webhooks and CI status reports through the Git host\'s application', noEnv),
   'gitHostApp.id': option(nullable(positiveInt()), null, 'application ID'),
   'gitHostApp.privateKeyFile': option(nullable(path()), null, 'file with the application\'s RS256 private key in PEM format'),

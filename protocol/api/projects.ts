@@ -36,6 +36,10 @@ export const CreateProjectBody = z.strictObject({
   default_branch: Branch.optional(),
   /** poll the repository every this many seconds (kiln extension; at least projects.minPollIntervalSecs); absent or null: no polling */
   poll_interval_secs: PollInterval.nullable().optional(),
+  /** a newer commit of a branch or pull request aborts the open evaluations of the older one (kiln extension; default true) */
+  cancel_superseded: z.boolean().optional(),
+  /** pull requests from forks wait for approval in every task (kiln extension; default false) */
+  requires_approval: z.boolean().optional(),
 });
 export type CreateProjectBody = z.infer<typeof CreateProjectBody>;
 
@@ -46,6 +50,8 @@ export const UpdateProjectBody = z.strictObject({
   wildcard: Wildcard.optional(),
   default_branch: Branch.nullable().optional(),
   poll_interval_secs: PollInterval.nullable().optional(),
+  cancel_superseded: z.boolean().optional(),
+  requires_approval: z.boolean().optional(),
 });
 export type UpdateProjectBody = z.infer<typeof UpdateProjectBody>;
 
@@ -63,6 +69,10 @@ export const ProjectView = z.strictObject({
   default_branch: z.string().nullable(),
   /** seconds between polls of the repository; null: not polled */
   poll_interval_secs: z.number().int().nullable(),
+  /** a newer commit of a branch or pull request aborts the open evaluations of the older one */
+  cancel_superseded: z.boolean(),
+  /** pull requests from forks wait for approval in every task of the project */
+  requires_approval: z.boolean(),
   active: z.boolean(),
   state_managed: z.boolean(),
   created_at: Timestamp,

@@ -10,7 +10,7 @@ export {
   WorkerCapabilities, Hello, Challenge, ProjectToken, Auth, ProtoLimits, Welcome, Reject, LoadMetrics, Heartbeat, HeartbeatAck, ProtoError,
 } from './handshakeMessages.js';
 export {
-  EvalJob, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
+  EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
   EvalBatch, EvalResult, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
 } from './jobMessages.js';
 export { NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbortCode, NarAbort } from './narMessages.js';

@@ -28,8 +28,19 @@ export const EvalJob = z.strictObject({
   attributes: z.string().min(1).max(4000),
   /** 0: no limit */
   timeoutSecs: Seconds,
+  /**
+   * A private repository of a Git host application (docs/git-hosts.md): fetch `repository` with this
+   * installation token (read-only, this repository only, valid for at most an hour) and connect only
+   * to the addresses the server checked. Never logged nor written to disk by either side.
+   */
+  access: z.strictObject({
+    token: z.string().regex(/^[\x21-\x7e]{1,500}$/, 'a token of visible ASCII characters'),
+    /** curl's resolve entry `host:port:addr[,addr…]` (git's http.curloptResolve; a leading - or + would mean something else to curl); null for an IP literal */
+    resolve: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*:\d{1,5}:[0-9A-Fa-f.:,[\]]+$/, 'host:port:addresses').max(1000).nullable(),
+  }).optional(),
 });
 export type EvalJob = z.infer<typeof EvalJob>;
+export type RepositoryAccess = NonNullable<EvalJob['access']>;
 
 export const Substituter = z.strictObject({
   /** a binary cache URL Nix understands (https://host/cache/main) */

@@ -36,6 +36,8 @@ export interface ProjectRow {
   wildcard: string;
   default_branch: string | null;
   poll_interval_secs: number | null;
+  cancel_superseded: boolean;
+  requires_approval: boolean;
   active: boolean;
   state_managed: boolean;
   created_at: Date;
@@ -69,7 +71,7 @@ export async function findOrganization(sql: Queryable, who: Principal, name: str
 
 const projectColumns = (sql: Queryable, who: Principal) => sql`
   select p.id, p.organization_id, o.name as organization, p.name, p.display_name, p.description, p.repository,
-         p.wildcard, p.default_branch, p.poll_interval_secs, p.active, p.state_managed, p.created_at, coalesce(pm.role, om.role) as role
+         p.wildcard, p.default_branch, p.poll_interval_secs, p.cancel_superseded, p.requires_approval, p.active, p.state_managed, p.created_at, coalesce(pm.role, om.role) as role
   from projects p
   join organizations o on o.id = p.organization_id
   left join project_members pm on pm.project_id = p.id and pm.user_id = ${userOf(who)}

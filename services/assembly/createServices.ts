@@ -7,7 +7,7 @@ import type { Clock, Supervisor } from '../../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
 import { cacheMetricsService, registerServerMetrics, type CacheMetricsService } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
-import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService } from '../builds/index.js';
+import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
 import { createSshServices, type SshServices } from '../ssh/index.js';
@@ -15,7 +15,7 @@ import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnectio
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
 import { projectsService, tasksService } from '../projects/index.js';
-import { createHostApi, GitHostReporter, hookReceiverService, RepositoryPoller, type HookReceiverService } from '../gitHosts/index.js';
+import { cloneBaseUrl, createHostApi, GitHostReporter, hookReceiverService, RepositoryPoller, repositoryAccess, type HookReceiverService } from '../gitHosts/index.js';
 import { readSecretFile } from '../../config/index.js';
 import { createOutboundClient } from '../../storage/index.js';
 import { cachePinsService, type CachePinsService, GarbageCollector, gcAdminService, type GcAdminService } from '../gc/index.js';
@@ -54,6 +54,8 @@ export interface ServiceOptions {
   archiveProgress?: ArchiveProgress;
   /** the status reporter's first retry delay (2 s by default) */
   gitHostRetryBaseMs?: number;
+  /** how long a private repository's link holds before .kiln-projects is read again (default 10 minutes) */
+  gitHostLinkRecheckMs?: number;
   /** false: the garbage collector runs only when a test calls its tick() (docs/gc.md) */
   gcLoop?: boolean;
   /** where a crash test holds a collection pass or deep round before it kills the process */
@@ -155,6 +157,18 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const logFeed = new BuildLogFeed();
   logFeed.listen(events.bus);
   const buildLogs = new BuildLogs(db.scheduler, config['log.chunkBytes'], (id) => logFeed.notify(id));
+  const gitHostEnabled = config['gitHostApp.enable'];
+  // The host's API is reached like a webhook receiver: only where outbound.allowedNetworks lets kiln connect.
+  const gitHost = gitHostEnabled ? (() => {
+    const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'] });
+    const privateKeyFile = config['gitHostApp.privateKeyFile']!;
+    const api = createHostApi({ apiUrl: config['gitHostApp.apiUrl'], appId: config['gitHostApp.id']!, privateKey: () => readSecretFile(privateKeyFile), outbound, userAgent: `kiln/${opened.version}` });
+    const access = repositoryAccess({
+      sql: db.scheduler, api, outbound, cloneUrl: cloneBaseUrl(config['gitHostApp.apiUrl'], config['gitHostApp.cloneUrl']), clock, log: componentLogger(log, 'scheduler'),
+      ...(opts.gitHostLinkRecheckMs !== undefined ? { recheckMs: opts.gitHostLinkRecheckMs } : {}),
+    });
+    return { outbound, api, access };
+  })() : null;
   const scheduler = new BuildScheduler({
     sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'), clock,
     nars: new WorkerNars({
@@ -164,6 +178,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     logs: buildLogs,
     storage: storageLimits,
     readToken: (cacheIds, ttlSecs) => mintCacheReadToken(secretBox, cacheIds, ttlSecs),
+    ...(gitHost ? { privateFetch: gitHost.access.privateFetch } : {}),
     supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     metrics,
     settings: {
@@ -203,13 +218,9 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     sources: sourceUploadsService({ sql: db.web, blobs: opened.blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
     commits: commitsService(db.web),
   };
-  const gitHostEnabled = config['gitHostApp.enable'];
   let reporter: GitHostReporter | null = null;
-  if (gitHostEnabled) {
-    // The host's API is reached like a webhook receiver: only where outbound.allowedNetworks lets kiln connect.
-    const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'] });
-    const privateKeyFile = config['gitHostApp.privateKeyFile']!;
-    const api = createHostApi({ apiUrl: config['gitHostApp.apiUrl'], appId: config['gitHostApp.id']!, privateKey: () => readSecretFile(privateKeyFile), outbound, userAgent: `kiln/${opened.version}` });
+  if (gitHost) {
+    const { api, outbound } = gitHost;
     reporter = new GitHostReporter({
       sql: db.scheduler, bus: events.bus, api, outbound, frontendUrl: config['frontend.url'], log: componentLogger(log, 'scheduler'), clock,
       supervisor: root, ...(opts.gitHostRetryBaseMs !== undefined ? { retryBaseMs: opts.gitHostRetryBaseMs } : {}),
@@ -218,7 +229,8 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const hooks = hookReceiverService({
     sql: db.web, events: events.events, secretFile: gitHostEnabled ? config['gitHostApp.webhookSecretFile'] : null,
     repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: webLog,
-    started: async (started) => {
+    started: async (started, superseded) => {
+      await stopSuperseded(events.events, db.web, scheduler, superseded);
       scheduler.wake();
       reporter?.wake();
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
@@ -227,8 +239,10 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const poller = new RepositoryPoller({
     sql: db.scheduler, events: events.events, repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: componentLogger(log, 'scheduler'), clock,
     supervisor: root,
-    started: async (started) => {
+    started: async (started, superseded) => {
+      await stopSuperseded(events.events, db.scheduler, scheduler, superseded);
       scheduler.wake();
+      reporter?.wake();
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });

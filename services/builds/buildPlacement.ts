@@ -4,6 +4,7 @@
 // architectures and system features fit, then started in one transaction and sent. Only workers
 // connected to this process are candidates; the guarded status change lets one process win a job.
 import type { Sql } from 'postgres';
+import type { RepositoryAccess } from '../../protocol/index.js';
 import type { Events, KilnMetrics } from '../../storage/index.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches, type BuildJobSettings } from './buildJobMessage.js';
@@ -50,7 +51,12 @@ export interface BuildPlacementDeps {
   wake(): void;
   /** kiln_dispatch_latency_seconds */
   metrics?: Pick<KilnMetrics, 'jobDispatched'>;
+  /** a private repository of the Git host application: where and with what token its evaluation fetches (null: as any repository) */
+  privateFetch?: PrivateFetchLookup;
 }
+
+/** services/gitHosts' repositoryAccess, injected: builds does not depend on gitHosts. */
+export type PrivateFetchLookup = (projectId: string, repository: string) => Promise<{ repository: string; access: RepositoryAccess } | null>;
 
 type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] };
 
@@ -91,16 +97,28 @@ export class BuildPlacement {
       const worker = workers.connected().find((w) =>
         w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && jobs.running(w, 'eval') < w.hello.maxConcurrentEvals);
       if (!worker) continue;
+      let fetchWith: Awaited<ReturnType<PrivateFetchLookup>>;
+      try {
+        fetchWith = (await this.deps.privateFetch?.(evaluation.project_id, evaluation.repository)) ?? null;
+      } catch (error) {
+        // the host could not be asked, or its clone address is refused: failed with why (POST /evals/{id} restart tries again)
+        const why = error instanceof Error ? error.message : String(error);
+        await changePhase(events, evaluation.id, { event: { type: 'reject' }, reason: `fetch_failed: the Git host application gave no access to the repository: ${why}`.slice(0, 2000) });
+        continue;
+      }
       if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
-      this.sendEvaluation(worker, evaluation);
+      this.sendEvaluation(worker, evaluation, fetchWith);
     }
   }
 
-  private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation): void {
+  private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>): void {
     const attempt = evaluation.attempts + 1;
     const jobId = `eval:${evaluation.id}:${attempt}`;
     this.deps.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt }, worker);
-    worker.link.send({ t: 'evalJob', jobId, project: evaluation.project_id, repository: evaluation.repository, commit: evaluation.commit, attributes: evaluation.wildcard, timeoutSecs: 0 });
+    worker.link.send({
+      t: 'evalJob', jobId, project: evaluation.project_id, repository: fetchWith?.repository ?? evaluation.repository, commit: evaluation.commit,
+      attributes: evaluation.wildcard, timeoutSecs: 0, ...(fetchWith ? { access: fetchWith.access } : {}),
+    });
     this.deps.events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
   }
 

@@ -13,7 +13,7 @@ import { CoalescingLoop, type Supervisor } from '../../supervisors/index.js';
 import { JobTable } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
 import { BuildOutcomes } from './buildOutcomes.js';
-import { BuildPlacement, type PlacementSettings } from './buildPlacement.js';
+import { BuildPlacement, type PlacementSettings, type PrivateFetchLookup } from './buildPlacement.js';
 import { buildProgressReporter } from './buildProgress.js';
 import { systemClock, type Clock } from '../../supervisors/index.js';
 import { EvaluationProgress } from './evaluationProgress.js';
@@ -72,6 +72,8 @@ export interface BuildSchedulerDeps {
   ticker?: SchedulerTicker;
   /** kiln_build_duration_seconds and kiln_dispatch_latency_seconds */
   metrics?: Pick<KilnMetrics, 'buildEnded' | 'jobDispatched'>;
+  /** private repositories of the Git host application (services/gitHosts repositoryAccess) */
+  privateFetch?: PrivateFetchLookup;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -105,7 +107,9 @@ export class BuildScheduler implements WorkerListener {
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
     this.leadership = new SchedulerLeadership(sql, events, log);
     this.queueDepth = new QueueDepthReporter(sql, events, clock);
-    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
+    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}),
+    });
     this.router = new WorkerMessageRouter({
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,

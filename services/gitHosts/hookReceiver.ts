@@ -22,7 +22,7 @@ import {
   ApiError, describeIssue, HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository,
 } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
-import { insertEvaluation, parkForApproval, type TriggerOf } from '../builds/index.js';
+import { insertEvaluation, parkForApproval, supersedeOlder, type TriggerOf } from '../builds/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
 import { eventRepositoryKeys, repositoryKey } from './repositoryMatch.js';
 
@@ -33,8 +33,8 @@ export interface HookReceiverDeps {
   secretFile: string | null;
   repositories: RepositoryPolicy;
   log: Logger;
-  /** after new evaluations commit: the scheduler looks, retention prunes, the reporter sends */
-  started(evaluations: readonly { id: string; taskId: string }[]): Promise<void>;
+  /** after new evaluations commit: the scheduler looks, retention prunes, the reporter sends, superseded ones stop */
+  started(evaluations: readonly { id: string; taskId: string }[], superseded: readonly string[]): Promise<void>;
 }
 
 export interface HookOutcome {
@@ -53,7 +53,7 @@ interface Planned {
   wildcard: string;
   commit: string;
   started: TriggerOf;
-  /** a pull request from a fork for a task with requires_approval: parked until a member approves */
+  /** a pull request from a fork for a task with requires_approval (its own or its project's): parked until a member approves */
   approval: boolean;
 }
 
@@ -98,8 +98,8 @@ export function hookReceiverService(deps: HookReceiverDeps) {
   /** The active projects whose repository is the event's, each with its tasks (the default one made if missing). */
   async function matchingTasks(repository: HookRepository) {
     const keys = eventRepositoryKeys(repository);
-    const projects = await sql<(Planned['project'] & { wildcard: string; default_branch: string | null })[]>`
-      select p.id, p.organization_id, o.name as organization, p.name, p.repository, p.wildcard, p.default_branch
+    const projects = await sql<(Planned['project'] & { wildcard: string; default_branch: string | null; requires_approval: boolean })[]>`
+      select p.id, p.organization_id, o.name as organization, p.name, p.repository, p.wildcard, p.default_branch, p.requires_approval
       from projects p join organizations o on o.id = p.organization_id where p.active`;
     const matched = projects.filter((p) => {
       const key = repositoryKey(p.repository);
@@ -111,7 +111,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
       const tasks = await sql<{ id: string; name: string; wildcard: string | null; branch: string | null; requires_approval: boolean }[]>`
         select id, name, wildcard, branch, requires_approval from tasks where project_id = ${project.id} and name <> 'direct' order by name`;
       for (const task of tasks) {
-        found.push({ project, task, requiresApproval: task.requires_approval, branch: task.branch ?? project.default_branch ?? repository.default_branch, wildcard: task.wildcard ?? project.wildcard });
+        found.push({ project, task, requiresApproval: task.requires_approval || project.requires_approval, branch: task.branch ?? project.default_branch ?? repository.default_branch, wildcard: task.wildcard ?? project.wildcard });
       }
     }
     return found;
@@ -119,7 +119,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
 
   /**
    * The tasks to evaluate for `branch`, leaving out projects whose repository the instance no longer
-   * accepts. `fromFork`: only tasks with requires_approval, each parked for approval.
+   * accepts. `fromFork`: only tasks with requires_approval (their own or the project's), each parked for approval.
    */
   async function plan(repository: HookRepository, branch: string, commit: string, started: TriggerOf, fromFork = false): Promise<Planned[]> {
     const planned: Planned[] = [];
@@ -132,7 +132,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
         deps.log.warn({ project: `${m.project.organization}/${m.project.name}`, err: error }, 'a webhook matched a project whose repository is refused; not evaluated');
         continue;
       }
-      const { wildcard, default_branch: _branch, ...project } = m.project;
+      const { wildcard, default_branch: _branch, requires_approval: _approval, ...project } = m.project;
       planned.push({ project, task: { id: m.task.id, name: m.task.name }, wildcard: m.wildcard, commit, started, approval: fromFork });
     }
     return planned;
@@ -186,8 +186,10 @@ export function hookReceiverService(deps: HookReceiverDeps) {
   /** Writes the evaluations and their report rows; returns their ids. */
   async function startAll(tx: TransactionSql, emit: Parameters<Parameters<Events['transaction']>[0]>[1], planned: readonly Planned[], report: ReportTarget | null) {
     const started: { id: string; taskId: string }[] = [];
+    const superseded: string[] = [];
     for (const p of planned) {
       const id = await insertEvaluation(tx, emit, { project: p.project, task: p.task, commit: p.commit, wildcard: p.wildcard, started: p.started, createdBy: null });
+      superseded.push(...await supersedeOlder(tx, emit, { id, taskId: p.task.id, commit: p.commit, started: p.started }));
       if (p.approval) await parkForApproval(tx, emit, id, 'waiting for approval: a pull request from a fork (POST /evals/{id} {"method": "approve"})');
       started.push({ id, taskId: p.task.id });
       if (report) {
@@ -196,7 +198,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
           values (${id}, ${report.installationId}, ${report.repository}, ${report.sha}, ${`kiln: ${p.project.organization}/${p.project.name} ${p.task.name}`})`;
       }
     }
-    return started;
+    return { started, superseded };
   }
 
   return {
@@ -262,8 +264,8 @@ export function hookReceiverService(deps: HookReceiverDeps) {
         return startAll(tx, emit, planned, report);
       });
       if (result === null) return { ...outcome, duplicate: true, evaluations: [] };
-      if (result.length > 0) await deps.started(result);
-      return { ...outcome, duplicate: false, evaluations: result.map((r) => r.id) };
+      if (result.started.length > 0) await deps.started(result.started, result.superseded);
+      return { ...outcome, duplicate: false, evaluations: result.started.map((r) => r.id) };
     },
   };
 }

@@ -40,6 +40,11 @@ export class HostApiError extends Error {
 export interface HostApi {
   /** an installation token for cloning and API calls; cached until it nears expiry */
   installationToken(installationId: number): Promise<string>;
+  /**
+   * A token that can only read one repository's contents (cached until it nears expiry): what a
+   * worker fetching a private repository gets, so a leaked one opens nothing else of the installation.
+   */
+  repositoryReadToken(installationId: number, repositoryId: number): Promise<string>;
   /** one REST call as the installation: `call(42, 'POST /repos/{owner}/{repo}/check-runs', { owner, repo, … })` */
   call(installationId: number, route: string, parameters: Record<string, unknown>): Promise<HostResponse>;
 }
@@ -88,6 +93,13 @@ export function createHostApi(settings: HostApiSettings): HostApi {
 
   return {
     installationToken,
+    async repositoryReadToken(installationId, repositoryId) {
+      try {
+        return (await authOf()({ type: 'installation', installationId, repositoryIds: [repositoryId], permissions: { contents: 'read' } })).token;
+      } catch (e) {
+        throw failure(`read token of repository ${repositoryId} (installation ${installationId})`, e);
+      }
+    },
     async call(installationId, route, parameters) {
       const token = await installationToken(installationId);
       try {

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Events } from '../../storage/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
-import { insertEvaluation } from '../builds/index.js';
+import { insertEvaluation, supersedeOlder } from '../builds/index.js';
 import { listHeads, vetRepository, type RepositoryHeads, type RepositoryPolicy } from '../projects/index.js';
 
 export interface PollerDeps {
@@ -19,8 +19,8 @@ export interface PollerDeps {
   log: Logger;
   clock: Clock;
   supervisor: Supervisor;
-  /** after new evaluations commit: the scheduler looks, retention prunes */
-  started(evaluations: readonly { id: string; taskId: string }[]): Promise<void>;
+  /** after new evaluations commit: the scheduler looks, retention prunes, superseded ones stop */
+  started(evaluations: readonly { id: string; taskId: string }[], superseded: readonly string[]): Promise<void>;
   /** how often due projects are looked for (default 1 s; a project's own interval is at least projects.minPollIntervalSecs) */
   tickMs?: number;
 }
@@ -102,6 +102,7 @@ export class RepositoryPoller {
       byBranch.set(branch, [...(byBranch.get(branch) ?? []), task]);
     }
     const started: { id: string; taskId: string }[] = [];
+    const superseded: string[] = [];
     for (const [branch, branchTasks] of byBranch) {
       const commit = heads.branches.get(branch)!;
       const made = await this.deps.events.transaction(async (tx, emit) => {
@@ -121,6 +122,7 @@ export class RepositoryPoller {
           const id = await insertEvaluation(tx, emit, {
             project, task: { id: task.id, name: task.name }, commit, wildcard: task.wildcard ?? project.wildcard, started: { trigger: 'poll', branch }, createdBy: null,
           });
+          superseded.push(...await supersedeOlder(tx, emit, { id, taskId: task.id, commit, started: { trigger: 'poll', branch } }));
           ids.push({ id, taskId: task.id });
         }
         return ids;
@@ -128,6 +130,6 @@ export class RepositoryPoller {
       if (made.length > 0) log.info({ project: label, branch, commit, evaluations: made.map((m) => m.id) }, 'a polled branch head moved');
       started.push(...made);
     }
-    if (started.length > 0) await this.deps.started(started);
+    if (started.length > 0) await this.deps.started(started, superseded);
   }
 }

@@ -27,7 +27,8 @@ export interface ProjectDetails {
 export const toProjectView = (row: ProjectRow, access: Access): ProjectView => ({
   id: row.id, organization: row.organization, name: row.name, display_name: row.display_name,
   description: row.description, repository: row.repository, wildcard: row.wildcard,
-  default_branch: row.default_branch, poll_interval_secs: row.poll_interval_secs, active: row.active, state_managed: row.state_managed,
+  default_branch: row.default_branch, poll_interval_secs: row.poll_interval_secs,
+  cancel_superseded: row.cancel_superseded, requires_approval: row.requires_approval, active: row.active, state_managed: row.state_managed,
   created_at: row.created_at, role: row.role, permissions: permissionList(access),
 });
 
@@ -78,9 +79,11 @@ export function projectsService({ sql, config, events }: AccessDeps) {
       try {
         const id = await events.transaction(async (tx, emit) => {
           const [project] = await tx<{ id: string }[]>`
-            insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, created_by, poll_interval_secs, next_poll_at)
+            insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, created_by, poll_interval_secs, next_poll_at,
+                                  cancel_superseded, requires_approval)
             values (${organization.id}, ${body.name}, ${body.display_name ?? ''}, ${body.description ?? ''}, ${body.repository},
-                    ${body.wildcard ?? 'packages.*.*'}, ${body.default_branch ?? null}, ${userId}, ${poll}, ${poll === null ? null : sql`now()`})
+                    ${body.wildcard ?? 'packages.*.*'}, ${body.default_branch ?? null}, ${userId}, ${poll}, ${poll === null ? null : sql`now()`},
+                    ${body.cancel_superseded ?? true}, ${body.requires_approval ?? false})
             returning id`;
           const [task] = await tx<{ id: string }[]>`insert into tasks (project_id, name) values (${project!.id}, ${DEFAULT_TASK}) returning id`;
           const { content, scope } = projectEvent({ id: project!.id, organization_id: organization.id, organization: organization.name, name: body.name });
@@ -117,7 +120,9 @@ export function projectsService({ sql, config, events }: AccessDeps) {
             wildcard = coalesce(${body.wildcard ?? null}, wildcard),
             default_branch = case when ${branchGiven} then ${body.default_branch ?? null} else default_branch end,
             poll_interval_secs = case when ${pollGiven} then ${poll}::integer else poll_interval_secs end,
-            next_poll_at = case when ${pollGiven} then (case when ${poll}::integer is null then null else now() end) else next_poll_at end
+            next_poll_at = case when ${pollGiven} then (case when ${poll}::integer is null then null else now() end) else next_poll_at end,
+            cancel_superseded = coalesce(${body.cancel_superseded ?? null}::boolean, cancel_superseded),
+            requires_approval = coalesce(${body.requires_approval ?? null}::boolean, requires_approval)
           where id = ${row.id}`;
         // a new repository's heads are not the old one's: the next poll starts from what it finds
         if (body.repository !== undefined && body.repository !== row.repository) await tx`delete from project_polled_heads where project_id = ${row.id}`;

@@ -32,6 +32,10 @@ export async function applyStateFile(deps: AccessDeps, state: StateFile, read: (
   const { sql, config, secretBox, log } = deps;
   // The state file is the operator's, but its projects run on the same workers as every tenant's: same rule.
   for (const p of state.projects) {
+    const min = config['projects.minPollIntervalSecs'];
+    if (p.poll_interval_secs !== null && p.poll_interval_secs < min) {
+      throw new Error(`state file, project ${p.organization}/${p.name}: poll_interval_secs: at least ${min} on this instance (projects.minPollIntervalSecs)`);
+    }
     await vetRepository(p.repository, { allowLocal: config['projects.allowLocalRepositories'] }).catch((e: unknown) => {
       throw new Error(`state file, project ${p.organization}/${p.name}: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     });
@@ -103,13 +107,21 @@ async function applyProjects(tx: TransactionSql, state: StateFile, orgIds: Map<s
   const ids = new Map<string, string>();
   for (const p of state.projects) {
     const orgId = orgIds.get(lower(p.organization))!;
+    const [old] = await tx<{ repository: string }[]>`select repository from projects where organization_id = ${orgId} and name = ${p.name}`;
     const [row] = await tx<{ id: string }[]>`
-      insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, active, state_managed)
-      values (${orgId}, ${p.name}, ${p.display_name}, ${p.description}, ${p.repository}, ${p.wildcard}, ${p.default_branch}, ${p.active}, true)
+      insert into projects (organization_id, name, display_name, description, repository, wildcard, default_branch, active, state_managed,
+                            poll_interval_secs, next_poll_at, cancel_superseded, requires_approval)
+      values (${orgId}, ${p.name}, ${p.display_name}, ${p.description}, ${p.repository}, ${p.wildcard}, ${p.default_branch}, ${p.active}, true,
+              ${p.poll_interval_secs}, ${p.poll_interval_secs === null ? null : tx`now()`}, ${p.cancel_superseded}, ${p.requires_approval})
       on conflict (organization_id, name) do update set
         display_name = excluded.display_name, description = excluded.description, repository = excluded.repository,
-        wildcard = excluded.wildcard, default_branch = excluded.default_branch, active = excluded.active, state_managed = true
+        wildcard = excluded.wildcard, default_branch = excluded.default_branch, active = excluded.active, state_managed = true,
+        -- a changed interval polls from now; an unchanged one keeps its schedule
+        next_poll_at = case when projects.poll_interval_secs is not distinct from excluded.poll_interval_secs then projects.next_poll_at else excluded.next_poll_at end,
+        poll_interval_secs = excluded.poll_interval_secs, cancel_superseded = excluded.cancel_superseded, requires_approval = excluded.requires_approval
       returning id`;
+    // a new repository's heads are not the old one's (as for PATCH): the next poll starts from what it finds
+    if (old && old.repository !== p.repository) await tx`delete from project_polled_heads where project_id = ${row!.id}`;
     await tx`insert into tasks (project_id, name) values (${row!.id}, ${DEFAULT_TASK}) on conflict do nothing`;
     ids.set(lower(`${p.organization}/${p.name}`), row!.id);
   }

@@ -37,6 +37,10 @@ export const StateProject = z.strictObject({
   wildcard: z.string().min(1).max(1000).default('packages.*.*'),
   default_branch: z.string().min(1).max(255).nullable().default(null),
   active: z.boolean().default(true),
+  /** polling (docs/git-hosts.md): seconds between polls, at least projects.minPollIntervalSecs; null: not polled */
+  poll_interval_secs: z.number().int().min(1).max(86_400).nullable().default(null),
+  cancel_superseded: z.boolean().default(true),
+  requires_approval: z.boolean().default(false),
 });
 
 export const StateCache = z.strictObject({

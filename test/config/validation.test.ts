@@ -139,6 +139,12 @@ t.test('an enabled feature needs its settings', async (t) => {
     t.match(problemsOf({ overrides: { ...app, 'gitHostApp.apiUrl': apiUrl } }), [/^gitHostApp\.apiUrl=.*must be an http\(s\) URL without user, password, query or fragment$/], apiUrl);
   }
   t.same(problemsOf({ overrides: { ...app, 'gitHostApp.apiUrl': 'ftp://git.example' } }).length, 1, 'not http(s)');
+  // the installation token travels to the clone URL too
+  for (const cloneUrl of ['https://x-access-token:t@git.example', 'https://git.example/?x=1', 'https://git.example/#f']) {
+    t.match(problemsOf({ overrides: { ...app, 'gitHostApp.cloneUrl': cloneUrl } }), [/^gitHostApp\.cloneUrl=.*must be an http\(s\) URL without user, password, query or fragment$/], cloneUrl);
+  }
+  t.doesNotThrow(() => load({ overrides: { ...app, 'gitHostApp.cloneUrl': 'https://git.example/forgejo' } }), 'a base with a path');
+  t.doesNotThrow(() => load({ overrides: { 'gitHostApp.cloneUrl': 'https://u:p@git.example' } }), 'not checked while the application is off');
   t.throws(() => loadConfig({ scope: 'worker', env: {}, overrides: { 'worker.capabilities.federate': true } }), {
     message: 'worker.discoverable=false from default: must be true when worker.capabilities.federate is true (federation needs incoming connections)',
   });

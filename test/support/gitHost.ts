@@ -5,9 +5,14 @@
 // with a failure (500, 429 with Retry-After), and can act as a host without check runs (Gitea).
 // It also sends webhooks signed exactly as GitHub does, from real captured payloads
 // (@octokit/webhooks-examples) rewritten to point at a local repository and at itself.
+// Hosted repositories (`host.hostRepository`) are served as GitHub serves private ones: git's smart
+// HTTP through the real `git http-backend` at /<owner>/<name>.git, only to HTTP Basic
+// `x-access-token:<token>` with an installation token that covers the repository, and their files
+// through GET /repos/{owner}/{repo}/contents/{path} (the default branch).
 import { generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { Webhooks } from '@octokit/webhooks';
@@ -22,6 +27,22 @@ export interface HostCall {
   body: Record<string, unknown>;
   /** the installation whose token authorised it (null for the token route itself) */
   installation: number | null;
+}
+
+/** An installation token as issued: its installation and, when scoped, its repositories and permissions. */
+export interface IssuedToken {
+  installation: number;
+  repositoryIds: number[] | null;
+  permissions: Record<string, string> | null;
+}
+
+/** One git request to a hosted repository. */
+export interface GitRequest {
+  repository: string;
+  path: string;
+  /** the token it came with (null: none), and whether it was let in */
+  token: string | null;
+  allowed: boolean;
 }
 
 export interface FailureAnswer {
@@ -45,6 +66,15 @@ export interface TestGitHost {
   failNext(route: RegExp, answers: FailureAnswer[]): void;
   /** false: check-run routes answer 404, as on a host without check runs */
   checkRuns: boolean;
+  /** every token issued, by token */
+  tokens: Map<string, IssuedToken>;
+  /** git requests to hosted repositories */
+  gitRequests: GitRequest[];
+  /**
+   * Serves the repository at `source` (a work tree or bare repository) as the private repository
+   * `fullName` with this id; again after new commits in `source`: the hosted copy is fetched anew.
+   */
+  hostRepository(fullName: string, id: number, source: string): void;
   close(): Promise<void>;
 }
 
@@ -64,12 +94,24 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
   const secret = `hook-secret-${randomUUID()}`;
   const secretFile = join(dir, 'hook-secret');
   writeFileSync(secretFile, `${secret}\n`);
-  const tokens = new Map<string, number>();
+  const tokens = new Map<string, IssuedToken>();
+  const hosted = new Map<string, number>();
+  const hostedRoot = join(dir, 'hosted');
   const failures: { route: RegExp; answers: FailureAnswer[] }[] = [];
   let nextCheckRun = 1000;
 
   const host: TestGitHost = {
-    url: '', appId, privateKeyFile, secretFile, secret, calls: [], tokensIssued: 0, checkRuns: true,
+    url: '', appId, privateKeyFile, secretFile, secret, calls: [], tokensIssued: 0, checkRuns: true, tokens, gitRequests: [],
+    hostRepository: (fullName, id, source) => {
+      const bare = join(hostedRoot, `${fullName}.git`);
+      if (!hosted.has(fullName)) {
+        mkdirSync(join(bare, '..'), { recursive: true });
+        execFileSync('git', ['clone', '--quiet', '--bare', source, bare]);
+      } else {
+        execFileSync('git', ['-C', bare, 'fetch', '--quiet', '--force', source, '+refs/heads/*:refs/heads/*']);
+      }
+      hosted.set(fullName, id);
+    },
     failNext: (route, answers) => {
       failures.push({ route, answers: [...answers] });
     },
@@ -92,7 +134,62 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
     }
   }
 
+  /** git's smart HTTP for a hosted repository: the token must be an installation token that covers it. */
+  function serveGit(req: IncomingMessage, res: ServerResponse, fullName: string, rest: string): void {
+    const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? '')?.[1];
+    const [user, token] = basic ? Buffer.from(basic, 'base64').toString('utf8').split(':') : [];
+    const issued = token === undefined ? undefined : tokens.get(token);
+    const id = hosted.get(fullName)!;
+    const allowed = user === 'x-access-token' && issued !== undefined && (issued.repositoryIds === null || issued.repositoryIds.includes(id));
+    host.gitRequests.push({ repository: fullName, path: rest, token: token ?? null, allowed });
+    if (!allowed) {
+      res.writeHead(401, { 'www-authenticate': 'Basic realm="GitHub"', 'content-type': 'text/plain' });
+      res.end('Invalid username or token.');
+      return;
+    }
+    const [pathInfo, query = ''] = rest.split('?') as [string, string?];
+    const cgi = spawn('/usr/lib/git-core/git-http-backend', [], {
+      env: {
+        PATH: process.env['PATH'], GIT_PROJECT_ROOT: hostedRoot, GIT_HTTP_EXPORT_ALL: '1', PATH_INFO: `/${fullName}.git${pathInfo}`, QUERY_STRING: query,
+        REQUEST_METHOD: req.method ?? 'GET', CONTENT_TYPE: req.headers['content-type'] ?? '', REMOTE_USER: user, REMOTE_ADDR: '127.0.0.1',
+        GIT_PROTOCOL: req.headers['git-protocol'] as string | undefined ?? '', HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
+      },
+    });
+    req.pipe(cgi.stdin);
+    const out: Buffer[] = [];
+    cgi.stdout.on('data', (c: Buffer) => out.push(c));
+    cgi.on('close', () => {
+      const all = Buffer.concat(out);
+      const split = all.indexOf('\r\n\r\n');
+      const head = all.subarray(0, split).toString('utf8').split('\r\n');
+      const headers: Record<string, string> = {};
+      let status = 200;
+      for (const line of head) {
+        const [name, ...value] = line.split(':');
+        if (name!.toLowerCase() === 'status') status = Number(value.join(':').trim().split(' ')[0]);
+        else headers[name!.toLowerCase()] = value.join(':').trim();
+      }
+      res.writeHead(status, headers);
+      res.end(all.subarray(split + 4));
+    });
+  }
+
+  /** GET /repos/{owner}/{repo}/contents/{path}: a file of the default branch, as GitHub answers it (base64). */
+  function contents(res: ServerResponse, fullName: string, path: string): void {
+    const id = hosted.get(fullName);
+    if (id === undefined) return send(res, 404, { message: 'Not Found' });
+    let data: Buffer;
+    try {
+      data = execFileSync('git', ['-C', join(hostedRoot, `${fullName}.git`), 'show', `HEAD:${path}`], { stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch {
+      return send(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest/repos/contents#get-repository-content' });
+    }
+    return send(res, 200, { type: 'file', encoding: 'base64', size: data.length, name: path.split('/').at(-1), path, content: data.toString('base64').replace(/(.{60})/g, '$1\n') });
+  }
+
   const server: Server = createServer((req, res) => {
+    const gitRoute = /^\/([^/]+\/[^/]+)\.git(\/.*)$/.exec(req.url ?? '');
+    if (gitRoute && hosted.has(gitRoute[1]!)) return serveGit(req, res, gitRoute[1]!, gitRoute[2]!);
     void (async () => {
       const text = await readBody(req);
       const path = (req.url ?? '/').split('?')[0]!;
@@ -102,20 +199,27 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
       if (method === 'POST' && tokenRoute) {
         if (!(await appJwtOk(req, publicKey))) return send(res, 401, { message: 'A JSON web token could not be decoded' });
         const token = `ghs_${randomUUID().replace(/-/g, '')}`;
-        tokens.set(token, Number(tokenRoute[1]));
+        const repositoryIds = Array.isArray(body['repository_ids']) ? (body['repository_ids'] as number[]) : null;
+        const permissions = typeof body['permissions'] === 'object' && body['permissions'] !== null ? (body['permissions'] as Record<string, string>) : null;
+        tokens.set(token, { installation: Number(tokenRoute[1]), repositoryIds, permissions });
         host.tokensIssued += 1;
         host.calls.push({ method, path, body, installation: null });
         return send(res, 201, {
           token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: { checks: 'write', statuses: 'write', contents: 'read' }, repository_selection: 'all',
         });
       }
-      const installation = tokens.get(/^token (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '');
+      const installation = tokens.get(/^token (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '')?.installation;
       if (installation === undefined) return send(res, 401, { message: 'Bad credentials' });
       const failure = failures.find((f) => f.route.test(`${method} ${path}`) && f.answers.length > 0);
       if (failure) {
         const answer = failure.answers.shift()!;
         host.calls.push({ method, path, body, installation });
         return send(res, answer.status, { message: `failure ${answer.status} on purpose` }, answer.headers ?? {});
+      }
+      const file = /^\/repos\/([^/]+\/[^/]+)\/contents\/(.+)$/.exec(path);
+      if (method === 'GET' && file) {
+        host.calls.push({ method, path, body, installation });
+        return contents(res, file[1]!.toLowerCase(), decodeURIComponent(file[2]!));
       }
       if (/^\/repos\/[^/]+\/[^/]+\/check-runs(\/\d+)?$/.test(path) && !host.checkRuns) return send(res, 404, { message: 'Not Found' });
       host.calls.push({ method, path, body, installation });

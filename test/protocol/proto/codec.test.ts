@@ -59,6 +59,12 @@ t.test('the malformed corpus: each fails under its own name and code', async (t)
     ['an unknown reject code', pack({ ...valid('reject'), code: 'teapot' }), 'reject.code', /./, 'malformed_message'],
     ['a class that does not fit the reason', pack({ ...valid('jobFailed'), failure: { class: 'FailedTimeout', reason: 'builder_failed', message: 'x' } }), 'jobFailed.failure.class', /does not match the reason/, 'malformed_message'],
     ['a commit that is not hex', pack({ ...valid('evalJob'), commit: 'HEAD' }), 'evalJob.commit', /40 or 64/, 'malformed_message'],
+    // the token becomes an HTTP header line and the pin a curl option: nothing may break out of either
+    ['a token with a line break', pack({ ...valid('evalJob'), access: { token: 'ghs_x\r\nX-Evil: 1', resolve: null } }), 'evalJob.access.token', /visible ASCII/, 'malformed_message'],
+    ['an empty token', pack({ ...valid('evalJob'), access: { token: '', resolve: null } }), 'evalJob.access.token', /visible ASCII/, 'malformed_message'],
+    ['a pin that is not host:port:addresses', pack({ ...valid('evalJob'), access: { token: 'ghs_x', resolve: '-x:1:2' } }), 'evalJob.access.resolve', /host:port:addresses/, 'malformed_message'],
+    ['a pin with a space', pack({ ...valid('evalJob'), access: { token: 'ghs_x', resolve: 'git.example:443:1.2.3.4 --x' } }), 'evalJob.access.resolve', /host:port:addresses/, 'malformed_message'],
+    ['access with an extra field', pack({ ...valid('evalJob'), access: { token: 'ghs_x', resolve: null, user: 'x' } }), 'evalJob.access', /./, 'malformed_message'],
     ['a negative transfer id', pack({ ...valid('narCredit'), transferId: -1 }), 'narCredit.transferId', /./, 'malformed_message'],
     ['NaN seconds', pack({ ...valid('buildJob'), timeoutSecs: Number.NaN }), 'buildJob.timeoutSecs', /./, 'malformed_message'],
   ];

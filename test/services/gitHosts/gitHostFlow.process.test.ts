@@ -1,8 +1,11 @@
 // End to end with real Nix: a push webhook from the loopback Git host starts an evaluation that a
 // real local worker evaluates and builds; the check run goes queued → in progress → completed,
 // success for a flake that builds, failure with the failed build's first log lines for one that
-// does not, each with the evaluation page under frontend.url.
-import { mkdtempSync, rmSync } from 'node:fs';
+// does not, each with the evaluation page under frontend.url. A newer push to the branch while a
+// build of the older commit runs aborts that evaluation: the worker kills the build, the old check
+// run ends cancelled and the newer commit is built.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -77,4 +80,51 @@ t.test('push → evaluation on a real worker → check run success or failure', 
   const summary = (failure.body['output'] as { summary: string }).summary;
   t.match(summary, /kiln-gh-broken failed/, 'the failed build is named');
   t.match(summary, /first line of the failure\nsecond line/, 'with its first log lines');
+});
+
+t.test('a newer push aborts the running evaluation of the older commit', { timeout: TIMEOUT }, async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-githost-supersede-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const host = await startTestGitHost(dir);
+  t.teardown(() => host.close());
+  const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, ...gitHostOptions(host), 'frontend.url': FRONTEND }, { gitHostRetryBaseMs: 20 });
+  const nonce = randomBytes(8).toString('hex');
+  // the older commit's build runs until something kills it
+  const repo = createFlakeRepo(join(dir, 'app'), { 'flake.nix': shellFlake(nonce, '      hello = mk "kiln-gh-stuck" "echo stuck starts; sleep 3600; mkdir $out";') });
+  const { token } = await signUp(kiln, 'ada');
+  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
+  const cache = await createTestCache(kiln.sql, 'main', { public: true });
+  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: repo.url, wildcard: 'packages.x86_64-linux.*' } })).status, 200);
+  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache.id}, 0 from projects where name = 'app'`;
+  const worker = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(dir, 'worker') });
+  t.teardown(() => worker.stop());
+  const pushTo = async (commit: string) => {
+    const payload = pointAt(examplePayload('push'), host, 'acme/app', repo.url, 78);
+    Object.assign(payload, { ref: 'refs/heads/main', after: commit, deleted: false });
+    const sent = await sendHook(kiln.url, 'push', payload, { secret: host.secret });
+    t.equal(sent.status, 200, JSON.stringify(sent.json));
+    return (sent.json.message as { evaluations: string[] }).evaluations[0]!;
+  };
+
+  const older = await pushTo(repo.commit);
+  const [started] = await eventually(() => kiln.sql<{ id: string }[]>`
+    select db.id from builds b join derivation_builds db on db.id = b.derivation_build_id where b.evaluation_id = ${older} and db.status = 'started'`,
+  { timeout: 0.5 * TIMEOUT, interval: 200, until: (rows) => rows.length === 1, message: 'the stuck build runs' });
+
+  writeFileSync(join(repo.dir, 'flake.nix'), shellFlake(nonce, '      hello = mk "kiln-gh-quick" "echo quick; mkdir $out";'));
+  const git = (args: string[]) => execFileSync('git', ['-C', repo.dir, '-c', 'user.email=t@kiln.invalid', '-c', 'user.name=t', ...args], { encoding: 'utf8' }).trim();
+  git(['commit', '--quiet', '-am', 'quick']);
+  const newer = await pushTo(git(['rev-parse', 'HEAD']));
+
+  const [old] = await kiln.sql<{ phase: string; error: string }[]>`select phase, error from evaluations where id = ${older}`;
+  t.equal(old!.phase, 'aborted', 'the older evaluation is aborted at once');
+  t.match(old!.error, `superseded by evaluation ${newer}`);
+  const killed = await worker.waitForLog((line) => line.msg === 'build failed' && String(line['drvPath']).includes('kiln-gh-stuck'));
+  t.equal(killed['reason'], 'cancelled', 'the worker killed the running build');
+  const [build] = await kiln.sql<{ status: string }[]>`select status from derivation_builds where id = ${started!.id}`;
+  t.equal(build!.status, 'aborted');
+  const cancelled = await eventually(() => host.calls.find((c) => c.body['external_id'] === older && c.body['status'] === 'completed'), { timeout: 0.5 * TIMEOUT, interval: 200, message: 'the old check run completes' });
+  t.equal(cancelled.body['conclusion'], 'cancelled');
+  const success = await eventually(() => host.calls.find((c) => c.body['external_id'] === newer && c.body['status'] === 'completed'), { timeout: 0.5 * TIMEOUT, interval: 200, message: 'the new check run completes' });
+  t.equal(success.body['conclusion'], 'success', 'the newer commit is built');
 });

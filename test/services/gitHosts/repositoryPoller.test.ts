@@ -77,6 +77,14 @@ t.test('polling', async (t) => {
     t.equal(all.length, 2);
     t.match(all[1], { trigger: 'poll', branch: 'feature', commit: secondFeature, task: 'feat' });
     t.equal((await heads('app'))['main'], second, 'main did not move: nothing more for default');
+
+    // main moves again while the evaluation of `second` is still open (no worker here): superseded
+    const third = commitTo(repo.dir, 'main');
+    const [, , latest] = await eventually(() => evaluations('app'), { until: (e) => e.length > 2, timeout: 30_000, message: 'the third head is evaluated' });
+    t.match(latest, { trigger: 'poll', branch: 'main', commit: third });
+    const [old] = await kiln.sql<{ phase: string; error: string }[]>`select phase, error from evaluations where id = ${evaluation!.id}`;
+    t.match(old, { phase: 'aborted', error: `superseded by evaluation ${latest!.id} of commit ${third.slice(0, 12)}` }, 'the older poll evaluation of main is superseded');
+    t.notMatch((await kiln.sql<{ phase: string }[]>`select phase from evaluations where id = ${all[1]!.id}`)[0]!.phase, 'aborted', 'feature\'s is not');
   });
 
   await t.test('a commit already evaluated (by a push, say) is not evaluated again; a repository gone is skipped, others go on', async (t) => {

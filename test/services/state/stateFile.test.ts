@@ -80,6 +80,31 @@ t.test('applying the state file', async (t) => {
     t.same((await f.sql`select state_managed from caches where name = 'private'`).map((r) => r['state_managed']), [false], 'released, not deleted');
     t.equal((await f.sql`select 1 from api_keys`).length, 0);
   });
+
+  t.test('polling, superseded evaluations and approval of a declared project', async (t) => {
+    type Settings = { poll_interval_secs: number | null; next_poll_at: Date | null; cancel_superseded: boolean; requires_approval: boolean };
+    const settings = async () => (await f.sql<Settings[]>`select poll_interval_secs, next_poll_at, cancel_superseded, requires_approval from projects where name = 'web'`)[0]!;
+    t.match(await settings(), { poll_interval_secs: null, next_poll_at: null, cancel_superseded: true, requires_approval: false }, 'defaults: not polled, superseded cancelled, approval per task');
+    const declared = fullState(dir);
+    const base = declared.projects[0]!;
+    const write = (project: Record<string, unknown>) => {
+      declared.projects = [{ ...base, ...project }];
+      const next = join(dir, 'polling.json');
+      writeFileSync(next, JSON.stringify(declared));
+      return readStateFile(next);
+    };
+    await applyStateFile(f.deps, write({ poll_interval_secs: 120, cancel_superseded: false, requires_approval: true }));
+    const polled = await settings();
+    t.match(polled, { poll_interval_secs: 120, cancel_superseded: false, requires_approval: true });
+    t.ok(polled.next_poll_at, 'due for its first poll');
+    await f.sql`update projects set next_poll_at = '2030-01-01' where name = 'web'`;
+    await applyStateFile(f.deps, write({ poll_interval_secs: 120, cancel_superseded: false, requires_approval: true }));
+    t.same((await settings()).next_poll_at, new Date('2030-01-01'), 'the same interval keeps its schedule');
+    await applyStateFile(f.deps, write({ poll_interval_secs: null }));
+    t.match(await settings(), { poll_interval_secs: null, next_poll_at: null, cancel_superseded: true, requires_approval: false }, 'dropped from the file: back to the defaults');
+    await t.rejects(applyStateFile(f.deps, write({ poll_interval_secs: 5 })), /poll_interval_secs: at least 60 on this instance \(projects\.minPollIntervalSecs\)/, 'below the instance minimum');
+    t.throws(() => write({ poll_interval_secs: 'often' }), 'not a number: the file is refused');
+  });
 });
 
 t.test('readStateFile names every problem without a database', async (t) => {
