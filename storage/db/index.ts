@@ -13,7 +13,7 @@ export {
 export {
   activeCachesNamed, allCacheRows, cacheIdNamed, cacheNameOf, cacheRowById, cacheRowNamed, cacheSealedKey, cacheServingRow, candidateCacheRows, declareCache, deleteCache,
   insertCache, releaseUndeclaredCaches, setCacheActive, subscribedCacheRows, updateCacheSettings, cacheNames, cacheStorageTotals,
-  rotateCacheKey, type RotateOutcome, cachePreviousKey, cachePreviousSealedKey, cacheKeyNames, endedPreviousKeys, endPreviousKey,
+  rotateCacheKey, cachePreviousKey, cachePreviousSealedKey, cacheKeyNames, endedPreviousKeys, endPreviousKey,
   type CacheKeyColumns, type CacheRow, type CacheSettings, type CacheServingRow, type NewCache, type SubscribedCacheRow,
 } from './caches.js';
 export type { Queryable } from './queryable.js';

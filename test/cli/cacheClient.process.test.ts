@@ -1,5 +1,5 @@
 // The kiln client as users run it: a child process against a real server, real nix-build paths,
-// and real Nix substituting what it uploaded.
+// and real Nix substituting what it uploaded; pins through the client, which waits out a 429.
 import t from 'tap';
 import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,19 @@ in mk "kiln-cli-top" "mkdir $out; echo ${'${'}middle} > $out/dep"
 
 t.test('kiln login and kiln cache … against a real server', async (t) => {
   requireNix();
-  const kiln = await startTestKiln(t);
+  // The rate limiter's clock: still, unless a step is armed; then it moves on after the next take.
+  let limiterNow = 1_700_000_000_000;
+  let armedStepMs: number | null = null;
+  let takesSinceArmed = 0;
+  const rateLimitClock = {
+    now: () => {
+      takesSinceArmed++;
+      const at = limiterNow;
+      if (armedStepMs !== null) [limiterNow, armedStepMs] = [limiterNow + armedStepMs, null];
+      return at;
+    },
+  };
+  const kiln = await startTestKiln(t, {}, { rateLimitClock });
   const ada = await signUp(kiln, 'ada');
   const bob = await signUp(kiln, 'bob');
   await kiln.api('PUT', '/caches', { token: ada.token, body: { name: 'main' } });
@@ -166,5 +178,34 @@ t.test('kiln login and kiln cache … against a real server', async (t) => {
     t.equal(keys.status, 0, keys.stderr);
     t.ok(keys.stdout.includes(`Previous:  ${mainKey}`), keys.stdout);
     t.match(keys.stdout, /Current: {3}\S+-main-2:/);
+  });
+
+  t.test('pin, pins a page at a time, unpin; an empty pin-write bucket is waited out', async (t) => {
+    // The closure again (delete above took some of it away).
+    t.equal((await kilnCli(['cache', 'upload', top, 'main'], env)).status, 0);
+    const pinned = await kilnCli(['cache', 'pin', 'main', middle, bottom, '--json'], env);
+    t.equal(pinned.status, 0, pinned.stdout);
+    t.match(pinned.json, [{ store_path: middle, expires_at: null }, { store_path: bottom }]);
+    const page = await kilnCli(['cache', 'pins', 'main', '--page', '2', '--per-page', '1', '--json'], env);
+    t.equal(page.status, 0, page.stderr);
+    t.match(page.json, { page: 2, per_page: 1, total: 2 });
+    t.equal((page.json as { pins: unknown[] }).pins.length, 1, 'one pin on the second page of one');
+    const text = await kilnCli(['cache', 'pins', 'main', '--per-page', '1'], env);
+    t.match(text.stdout, /page 1 of 2 \(2 pins\)/);
+    const tooLarge = await kilnCli(['cache', 'pins', 'main', '--per-page', '500', '--json'], env);
+    t.equal(tooLarge.status, 1);
+    t.match(tooLarge.json, { error: true, code: 'invalid_query' });
+
+    // ada's session drains ada's bucket (the CLI's key is ada's too).
+    let drained = 0;
+    while ((await kiln.api('DELETE', `/caches/main/pins/${'1'.repeat(32)}`, { token: ada.token })).status === 404) drained++;
+    t.ok(drained < 300, `the bucket ran dry after ${drained} more writes`);
+    // The CLI's first DELETE is refused (Retry-After: 1); the clock then moves a refill on.
+    armedStepMs = 200;
+    takesSinceArmed = 0;
+    const unpinned = await kilnCli(['cache', 'unpin', 'main', middle, '--json'], env);
+    t.equal(unpinned.status, 0, unpinned.stderr);
+    t.equal(takesSinceArmed, 2, 'refused once, then waited and tried again');
+    t.same((await kiln.sql`select hash_part from cache_pins`).map((r) => r['hash_part']), [bottom.slice(11, 43)], 'only bottom is still pinned');
   });
 });
