@@ -70,6 +70,9 @@ export function formatTable(header: string[], rows: string[][]): string {
   return [line(header), ...rows.map(line)].join('\n');
 }
 
+/** The parser of an option given several times (`-p a -p b`): the values in order; its default is []. */
+export const repeated = (value: string, previous: string[]): string[] => [...previous, value];
+
 /** Every client command's `--json`. */
 export const jsonOption = () => new Option('--json', 'print the result as JSON');
 

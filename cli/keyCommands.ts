@@ -4,10 +4,8 @@
 import type { Command } from 'commander';
 import type { ApiKeyView, CreatedApiKeyView } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
-import { formatDate, formatTable, jsonOption, runClientCommand, UsageError } from './clientOutput.js';
+import { formatDate, formatTable, jsonOption, repeated, runClientCommand, UsageError } from './clientOutput.js';
 import { requireConfirmation } from './confirmation.js';
-
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 function days(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -27,11 +25,11 @@ export function keyCommands(program: Command): void {
     }));
 
   key.command('create').description('create an API key; its secret is printed this once').argument('<name>')
-    .option('-p, --permission <name>', 'a permission the key carries (repeatable), e.g. viewProject, triggerEvaluation, viewCache, writeStore', collect, [] as string[])
+    .option('-p, --permission <name>', 'a permission the key carries (repeatable), e.g. viewProject, triggerEvaluation, viewCache, writeStore', repeated, [] as string[])
     .option('--project <org/project>', 'pin the key to one project')
     .option('--cache <cache>', 'pin the key to one cache')
     .option('--expires-in-days <n>', 'the key stops working after this many days')
-    .option('--allowed-ip <cidr>', 'accept the key only from this address block (repeatable)', collect, [] as string[])
+    .option('--allowed-ip <cidr>', 'accept the key only from this address block (repeatable)', repeated, [] as string[])
     .addOption(jsonOption())
     .action(async (name: string, opts: { permission: string[]; project?: string; cache?: string; expiresInDays?: string; allowedIp: string[]; json?: boolean }) =>
       runClientCommand(opts.json === true, async (out) => {

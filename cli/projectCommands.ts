@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import type { ProjectDetails, ProjectView } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
-import { formatDate, formatFields, formatTable, jsonOption, runClientCommand } from './clientOutput.js';
+import { formatDate, formatFields, formatTable, jsonOption, repeated, runClientCommand } from './clientOutput.js';
 import { requireConfirmation } from './confirmation.js';
 import { watchEvaluation } from './evalWatch.js';
 import { orgProject, projectPath, segment } from './resourceArguments.js';
@@ -36,8 +36,6 @@ const showDetails = (d: ProjectDetails): string => [
     ]),
 ].join('\n');
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
-
 export function projectCommands(program: Command): void {
   const project = program.command('project').description('projects: a repository evaluated at commits, built on the farm');
 
@@ -59,7 +57,7 @@ export function projectCommands(program: Command): void {
     .option('--branch <branch>', 'the default branch (default: the repository\'s HEAD)')
     .option('--display-name <text>')
     .option('--description <text>')
-    .option('--cache <cache>', 'subscribe the project to this cache read-write (repeatable)', collect, [] as string[])
+    .option('--cache <cache>', 'subscribe the project to this cache read-write (repeatable)', repeated, [] as string[])
     .addOption(jsonOption())
     .action(async (name: string, opts: { repository: string; wildcard?: string; branch?: string; displayName?: string; description?: string; cache: string[]; json?: boolean }) =>
       runClientCommand(opts.json === true, async (out) => {

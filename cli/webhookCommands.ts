@@ -5,7 +5,7 @@ import { Command, Option } from 'commander';
 import { deliveryStatuses, type DeliveryPage, type DeliveryView, type WebhookView, type WebhookWithSecret } from '../protocol/index.js';
 import type { ApiClient } from './apiClient.js';
 import { connect } from './clientConnection.js';
-import { formatDate, formatTable, jsonOption, runClientCommand, UsageError } from './clientOutput.js';
+import { formatDate, formatTable, jsonOption, repeated, runClientCommand, UsageError } from './clientOutput.js';
 import { projectRef, segment } from './resourceArguments.js';
 
 interface ScopeOptions {
@@ -29,8 +29,6 @@ const withScope = (command: Command): Command => command
   .option('--instance', 'the instance\'s webhooks (superusers)')
   .addOption(jsonOption());
 
-const collect = (value: string, previous: string[]): string[] => [...previous, value];
-
 const deliveriesTable = (ds: readonly DeliveryView[]): string => formatTable(['DELIVERY', 'EVENT', 'STATUS', 'ATTEMPTS', 'HTTP', 'CREATED', 'ERROR'], ds.map((d) => [
   d.id, d.event, d.status, `${d.attempts}/${d.max_attempts}`, d.last_response_status === null ? '-' : String(d.last_response_status), formatDate(d.created_at), d.last_error ?? '',
 ]));
@@ -48,7 +46,7 @@ export function webhookCommands(program: Command): void {
     }));
 
   withScope(webhook.command('create').description('create a webhook; its signing secret is printed this once').argument('<url>'))
-    .option('-e, --event <glob>', 'an event glob such as build.* (repeatable; none: every event in scope)', collect, [] as string[])
+    .option('-e, --event <glob>', 'an event glob such as build.* (repeatable; none: every event in scope)', repeated, [] as string[])
     .option('--description <text>')
     .option('--inactive', 'create it switched off')
     .action(async (url: string, opts: ScopeOptions & { event: string[]; description?: string; inactive?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
