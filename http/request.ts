@@ -27,7 +27,23 @@ export class Req<P = unknown> {
     private readonly bodyStream: BodyStream | null,
     /** a HEAD request (routed as GET, answered without a body) */
     readonly isHead = false,
+    /** subscribes to the client's leaving (the listener runs at once when it already left); returns the unsubscribe */
+    private readonly watchAbort: ((listener: () => void) => () => void) | null = null,
   ) {}
+
+  private knownSignal: AbortSignal | undefined;
+
+  /**
+   * Aborted when the client goes away before the answer is written, made on first use (most
+   * handlers never wait on anything the client's leaving should stop, as a storage read place).
+   */
+  get signal(): AbortSignal {
+    if (this.knownSignal) return this.knownSignal;
+    const controller = new AbortController();
+    this.knownSignal = controller.signal;
+    this.watchAbort?.(() => controller.abort());
+    return this.knownSignal;
+  }
 
   /** The request's id in logs and 500 answers: the process and its request count, made on first use. */
   get id(): string {

@@ -102,6 +102,13 @@ function peerAddress(res: HttpResponse, state: ResponseState, headers: Record<st
   return clientAddress(peer, headers['x-forwarded-for'], trusted);
 }
 
+/** Req.signal's source: the listener runs when the client leaves, or at once when it already has. */
+function watchAbort(state: ResponseState, listener: () => void): () => void {
+  if (!state.aborted) return state.onAbort(listener);
+  listener();
+  return () => undefined;
+}
+
 /** Answers with the error's envelope (complete in memory, so written at once). */
 function failNow(res: HttpResponse, state: ResponseState, e: ApiError, head: boolean, close = false): void {
   respondComplete(res, state, errorReply(e), head, close);
@@ -213,7 +220,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     let request: Req<P> | undefined;
     const quick = route.options.auth === 'none' && route.options.body === 'none';
     if (quick) {
-      request = new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head);
+      request = new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, null, null, head, (l) => watchAbort(state, l));
       request.principal = opts.anonymous;
       try {
         early = route.handler(request);
@@ -257,7 +264,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       }
       body = new BodyStream(res, limit, route.options.reuseBodyPieces === true, undefined, opts.minimumBodyRate ?? null);
     }
-    request ??= new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head);
+    request ??= new Req<P>(sequenceNumber, method, url, queryText, headers, () => peerAddress(res, state, headers, trusted), params, buffered, body, head, (l) => watchAbort(state, l));
 
     const work = (async () => {
       try {

@@ -107,7 +107,7 @@ async function serveStored(services: CacheRouteServices, req: Req<Principal>, ca
   }
   const blobRange = range.kind === 'part' ? { start: range.start, end: range.end } : undefined;
   const length = range.kind === 'part' ? range.end - range.start + 1 : fileSize;
-  return streamReply(status, length, lazyBody(() => reads.openNar(fileHash, blobRange, workerOf(req)), `NAR file ${fileHash}`), { ...headers, ...part });
+  return streamReply(status, length, lazyBody(() => reads.openNar(fileHash, blobRange, workerOf(req), req.signal), `NAR file ${fileHash}`), { ...headers, ...part });
 }
 
 export function narFileRoutes(r: Router<Principal>, services: CacheRouteServices): void {

@@ -39,9 +39,12 @@ interface ReadinessMove {
  * moves inputs_remaining of every build that takes it as an input, in the caller's transaction.
  * One statement for all of a transaction's changes, after locking the dependents in id order:
  * two batches of completions sharing dependents then wait for each other instead of deadlocking.
+ * Returns the telling of the builds it made ready, for the caller to run once the transaction has
+ * committed: told earlier, a scheduler pass could read them before the commit, find them not ready
+ * yet and forget them until its next full read.
  */
-async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]): Promise<void> {
-  if (moves.length === 0) return;
+async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]): Promise<() => void> {
+  if (moves.length === 0) return () => undefined;
   const ids = moves.map((m) => m.derivationBuildId);
   const deltas = moves.map((m) => m.delta);
   const dependents = tx`
@@ -56,7 +59,9 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
     returning dep.id, dep.status, dep.inputs_remaining`;
   const ready = moved.filter((d) => d.inputs_remaining === 0 && d.status === 'queued').map((d) => d.id);
   const tell = new Set(moves.flatMap((m) => (m.readied ? [m.readied] : [])));
-  if (ready.length > 0) for (const readied of tell) readied(ready);
+  return () => {
+    if (ready.length > 0) for (const readied of tell) readied(ready);
+  };
 }
 
 /** Whether a change from `from` to `to` moves the dependents' counters, and which way. */
@@ -114,14 +119,16 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
   if (changes.length === 0) return [];
   for (let attempt = 1; ; attempt++) {
     try {
-      return await events.transaction(async (tx, emit) => {
+      const { results, tellReadied } = await events.transaction(async (tx, emit) => {
         const moves: ReadinessMove[] = [];
         const results = changes.length > 1 && sameSimpleEvent(changes)
           ? await applyStatusChangesAtOnce(tx, emit, changes, moves)
           : await sequentially(changes, (c) => applyStatusChange(tx, emit, c.id, c.change, moves));
-        await moveReadiness(tx, moves);
-        return results;
+        return { results, tellReadied: await moveReadiness(tx, moves) };
       });
+      // committed: the builds it made ready are visible to whoever is told of them
+      tellReadied();
+      return results;
     } catch (error) {
       // Another process's batch locked the same rows in another order: nothing was written, try again.
       if (!isDeadlock(error) || attempt >= 3) throw error;
@@ -199,7 +206,8 @@ export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivat
   const applied: string[] = [];
   const moves: ReadinessMove[] = [];
   for (const id of derivationBuildIds) if ((await applyStatusChange(tx, emit, id, change, moves)) !== null) applied.push(id);
-  await moveReadiness(tx, moves);
+  // Inside the caller's transaction, whose commit this cannot wait for: these callers pass no `readied`.
+  (await moveReadiness(tx, moves))();
   return applied;
 }
 
@@ -228,7 +236,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   if (delta !== 0) {
     const move = { derivationBuildId, delta, ...(change.readied ? { readied: change.readied } : {}) };
     if (moves) moves.push(move);
-    else await moveReadiness(tx, [move]);
+    else (await moveReadiness(tx, [move]))(); // the caller's transaction, as applyStatusChanges
   }
   const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
   emitBuildEvents(emit, derivationBuildId, builds, to, updated, change);

@@ -36,9 +36,9 @@ export interface NarReads {
   /**
    * A NAR file (or a range of it) from storage, for a caller done with each chunk when it asks for
    * the next; `worker` names the worker asking, for its own bound. Throws StorageBusy when the read
-   * cannot start within nar.storageOpenTimeoutSecs.
+   * cannot start within nar.storageOpenTimeoutSecs, ReaderGone when `gone` (the request's abort) fires first.
    */
-  openNar(fileHash: string, range?: BlobRange, worker?: string): Promise<BlobRead | null>;
+  openNar(fileHash: string, range?: BlobRange, worker?: string, gone?: AbortSignal): Promise<BlobRead | null>;
   /** A URL the client may fetch the file from directly, or null when the store has none. */
   presignedNar(fileHash: string, expiresSecs: number): Promise<string | null>;
   /** The .ls listing of a path the cache holds (not kept in memory: its routes are rate limited). */
@@ -157,7 +157,7 @@ export function narReads(deps: NarReadsDeps): NarReads {
     },
 
     narStored: async (fileHash) => (await blobs.stat(narBlobKey(fileHash))) !== null,
-    openNar: (fileHash, range, worker) => gate.open(() => blobs.get(narBlobKey(fileHash), range, { reuseChunks: true }), worker),
+    openNar: (fileHash, range, worker, gone) => gate.open(() => blobs.get(narBlobKey(fileHash), range, { reuseChunks: true }), worker, gone),
     presignedNar: (fileHash, expiresSecs) => blobs.presignedUrl(narBlobKey(fileHash), expiresSecs),
     listing: (cacheId, hashPart) => findListingRow(sql, cacheId, hashPart),
 

@@ -14,6 +14,14 @@ export class StorageBusy extends Error {
 
 export const isStorageBusy = (e: unknown): e is StorageBusy => e instanceof StorageBusy;
 
+/** The reader went away (its request aborted) before its read started: it left the line, holding nothing. */
+export class ReaderGone extends Error {
+  constructor() {
+    super('the client went away before its NAR read from storage started');
+    this.name = 'ReaderGone';
+  }
+}
+
 export interface StorageReadGateOptions {
   /** nar.maxConcurrentDownloads */
   maxReads: number;
@@ -72,23 +80,32 @@ export class StorageReadGate {
   /**
    * Runs `open` once a place is free; the place is held until the returned read's body ends or is
    * cancelled. `worker` names the worker asking (its address), when the request is a build job's.
+   * `gone` fires when the reader's request is aborted: a reader that left must not keep its place in
+   * line until the deadline, nor take a place and open the blob for nobody (a client could otherwise
+   * queue thousands of such reads by connecting and hanging up, ahead of every real one).
    */
-  async open(open: () => Promise<BlobRead | null>, worker?: string): Promise<BlobRead | null> {
+  async open(open: () => Promise<BlobRead | null>, worker?: string, gone?: AbortSignal): Promise<BlobRead | null> {
+    if (gone?.aborted) throw new ReaderGone();
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), this.options.openTimeoutSecs * 1000);
+    const signal = gone ? AbortSignal.any([deadline.signal, gone]) : deadline.signal;
     try {
-      return await this.openBefore(open, worker, deadline.signal);
+      return await this.openBefore(open, worker, signal, gone);
     } finally {
       clearTimeout(timer);
     }
   }
 
-  private async openBefore(open: () => Promise<BlobRead | null>, worker: string | undefined, deadline: AbortSignal): Promise<BlobRead | null> {
+  private async openBefore(open: () => Promise<BlobRead | null>, worker: string | undefined, deadline: AbortSignal, gone: AbortSignal | undefined): Promise<BlobRead | null> {
+    const refusal = () => (gone?.aborted ? new ReaderGone() : new StorageBusy(this.options.openTimeoutSecs));
     const own = worker === undefined ? undefined : this.placesOf(worker);
-    if (own && !(await own.take(deadline))) throw this.busy(worker);
+    if (own && !(await own.take(deadline))) {
+      this.busy(worker);
+      throw refusal();
+    }
     if (!(await this.all.take(deadline))) {
       this.release(own, worker);
-      throw new StorageBusy(this.options.openTimeoutSecs);
+      throw refusal();
     }
     let released = false;
     const release = () => {
@@ -99,7 +116,7 @@ export class StorageReadGate {
     };
     let read: BlobRead | null;
     try {
-      read = await untilAborted(open(), deadline, this.options.openTimeoutSecs);
+      read = await untilAborted(open(), deadline, refusal);
     } catch (e) {
       release();
       throw e;
@@ -123,19 +140,19 @@ export class StorageReadGate {
     if (own.idle) this.perWorker.delete(worker);
   }
 
-  private busy(worker: string | undefined): StorageBusy {
+  /** Forgets the worker's places once nobody holds or waits for one. */
+  private busy(worker: string | undefined): void {
     if (worker !== undefined && this.perWorker.get(worker)?.idle) this.perWorker.delete(worker);
-    return new StorageBusy(this.options.openTimeoutSecs);
   }
 }
 
-/** The opened read, or StorageBusy when the deadline comes first (a late read is cancelled on arrival). */
-function untilAborted(opening: Promise<BlobRead | null>, signal: AbortSignal, secs: number): Promise<BlobRead | null> {
+/** The opened read, or `refusal()` when the signal comes first (a late read is cancelled on arrival). */
+function untilAborted(opening: Promise<BlobRead | null>, signal: AbortSignal, refusal: () => Error): Promise<BlobRead | null> {
   return new Promise((resolve, reject) => {
     let late = false;
     const onAbort = () => {
       late = true;
-      reject(new StorageBusy(secs));
+      reject(refusal());
     };
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });

@@ -77,6 +77,37 @@ t.test('the readiness counter', async (t) => {
     t.same(await ready(), [c.drvPath]);
   });
 
+  t.test('the builds a change made ready are named only once it committed, and the scheduler\'s ready read then finds them', async (t) => {
+    const input = derivationNode('committed-input');
+    const user = derivationNode('committed-user', [input.drvPath]);
+    await record([input, user]);
+    const [inputId, userId] = await buildIds([input, user]);
+    // The same events, noting while a transaction's function runs or its commit is still to come.
+    let uncommitted = false;
+    const watched = new Proxy(events, {
+      get(target, key, receiver) {
+        if (key !== 'transaction') return Reflect.get(target, key, receiver) as unknown;
+        return async (...args: Parameters<typeof events.transaction>) => {
+          uncommitted = true;
+          try {
+            return await target.transaction(...args);
+          } finally {
+            uncommitted = false;
+          }
+        };
+      },
+    });
+    await changeBuildStatuses(watched, [{ id: inputId!, change: { event: { type: 'dispatch' }, workerId: randomUUID() } }]);
+    const told: { ids: string[]; uncommitted: boolean; found: Promise<string[]> }[] = [];
+    const readied = (ids: string[]) =>
+      told.push({ ids, uncommitted, found: readyBuilds(db.sql, 10, new Date(), ids).then((rows) => rows.map((r) => r.id)) });
+    await changeBuildStatuses(watched, [{ id: inputId!, change: { event: { type: 'succeed' }, readied } }]);
+    t.equal(told.length, 1);
+    t.same(told[0]!.ids, [userId]);
+    t.equal(told[0]!.uncommitted, false, 'told after the commit, not from inside the transaction');
+    t.same(await told[0]!.found, [userId], 'a ready read made when told finds the build');
+  });
+
   t.test('a build recorded after its inputs were built counts only the open ones', async (t) => {
     const built = derivationNode('built');
     const open = derivationNode('open');

@@ -77,6 +77,31 @@ t.test('the storage read gate', async (t) => {
     next!.cancel();
   });
 
+  t.test('a reader that went away leaves the line at once: it neither opens the blob nor holds up the next reader', async (t) => {
+    const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 1, openTimeoutSecs: 60 });
+    const held = await gate.open(open);
+    let ghostOpens = 0;
+    const ghosts = Array.from({ length: 3 }, (_, i) => {
+      const client = new AbortController();
+      const read = gate.open(() => (ghostOpens++, open()), i === 0 ? 'w' : undefined, client.signal);
+      read.catch(() => undefined);
+      return { client, read };
+    });
+    t.notOk(await settled(ghosts[0]!.read), 'waiting for a place');
+    for (const ghost of ghosts) ghost.client.abort();
+    for (const ghost of ghosts) t.ok(await settled(ghost.read), 'an aborted reader stops waiting');
+    await t.rejects(ghosts[0]!.read, { name: 'ReaderGone' }, 'refused as gone, not as storage busy');
+    held!.cancel();
+    const next = gate.open(open, 'w');
+    t.ok(await settled(next), 'the next reader (even of the same worker) gets the freed place at once');
+    t.equal(ghostOpens, 0, 'nothing was opened for the readers that left');
+    (await next)!.cancel();
+    const gone = new AbortController();
+    gone.abort();
+    await t.rejects(gate.open(open, undefined, gone.signal), { name: 'ReaderGone' }, 'a reader gone before asking is refused without a place');
+    t.ok(await gate.open(open).then((r) => (r!.cancel(), true)), 'every place is free');
+  });
+
   t.test('a missing blob or a failing open gives the place back', async (t) => {
     const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 1, openTimeoutSecs: 60 });
     t.equal(await gate.open(() => blobs.get('missing'), 'w'), null);
