@@ -29,6 +29,26 @@ export interface StorageReadGateOptions {
   maxReadsPerWorker: number;
   /** nar.storageOpenTimeoutSecs */
   openTimeoutSecs: number;
+  /** a held read whose average pace since it opened falls below this many bytes a second loses its place */
+  minBytesPerSec?: number;
+  /** how often that pace is checked */
+  paceCheckMs?: number;
+}
+
+/**
+ * A reader that trickles (a few bytes a second over many connections) would hold every place for
+ * hours: uWS's idle timeout only cuts one that stops outright. 16 KiB/s is a 128 kbit/s link;
+ * holding all 16 default places at that pace costs an attacker 256 KiB/s, not nothing, and a
+ * server facing the public should size nar.maxConcurrentDownloads well above that.
+ */
+const MIN_BYTES_PER_SEC = 16 * 1024;
+const PACE_CHECK_MS = 30_000;
+
+export class ReaderTooSlow extends Error {
+  constructor(readonly bytesPerSec: number) {
+    super(`the NAR was read at ${Math.round(bytesPerSec)} bytes/s, below ${MIN_BYTES_PER_SEC}`);
+    this.name = 'ReaderTooSlow';
+  }
 }
 
 /** Places handed out in arrival order; a waiter whose deadline passes leaves the line. */
@@ -125,7 +145,7 @@ export class StorageReadGate {
       release();
       return null;
     }
-    return holding(read, release);
+    return holding(read, release, this.options.minBytesPerSec ?? MIN_BYTES_PER_SEC, this.options.paceCheckMs ?? PACE_CHECK_MS);
   }
 
   private placesOf(worker: string): Places {
@@ -170,21 +190,46 @@ function untilAborted(opening: Promise<BlobRead | null>, signal: AbortSignal, re
   });
 }
 
-/** The read, giving its place back once when the body ends, fails or is cancelled. */
-function holding(read: BlobRead, release: () => void): BlobRead {
+/**
+ * The read, giving its place back once when the body ends, fails or is cancelled, or when its pace
+ * since it opened falls below `minBytesPerSec` at a check: the store's stream is cancelled and the
+ * body ends with ReaderTooSlow when next pulled. The pace counts bytes pulled from the store, which
+ * the HTTP side pulls only as the client takes them.
+ */
+function holding(read: BlobRead, release: () => void, minBytesPerSec: number, checkMs: number): BlobRead {
+  const opened = performance.now();
+  let pulled = 0;
+  let tooSlow: ReaderTooSlow | null = null;
+  const pace = setInterval(() => {
+    const bytesPerSec = pulled / ((performance.now() - opened) / 1000);
+    if (bytesPerSec >= minBytesPerSec) return;
+    tooSlow = new ReaderTooSlow(bytesPerSec);
+    done();
+    read.cancel();
+  }, checkMs);
+  pace.unref();
+  const done = () => {
+    clearInterval(pace);
+    release();
+  };
   return {
     size: read.size,
     range: read.range,
     cancel() {
       read.cancel();
-      release();
+      done();
     },
     body: {
       async *[Symbol.asyncIterator]() {
         try {
-          yield* read.body;
+          for await (const chunk of read.body) {
+            if (tooSlow) throw tooSlow;
+            pulled += chunk.byteLength;
+            yield chunk;
+          }
+          if (tooSlow) throw tooSlow;
         } finally {
-          release();
+          done();
         }
       },
     },

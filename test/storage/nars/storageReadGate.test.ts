@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { FilesystemBlobStore, isStorageBusy, type BlobRead } from '../../../storage/index.js';
-import { StorageReadGate } from '../../../storage/nars/storageReadGate.js';
+import { ReaderTooSlow, StorageReadGate } from '../../../storage/nars/storageReadGate.js';
 
 t.test('the storage read gate', async (t) => {
   const blobs = new FilesystemBlobStore(mkdtempSync(join(tmpdir(), 'kiln-gate-')));
@@ -109,5 +109,29 @@ t.test('the storage read gate', async (t) => {
     const next = await gate.open(open, 'w');
     t.ok(next, 'nothing stayed taken');
     next!.cancel();
+  });
+
+  t.test('a reader slower than minBytesPerSec loses its place at the next check, and its body ends', async (t) => {
+    await blobs.put('big', (async function* () { for (let i = 0; i < 8; i++) yield Buffer.alloc(1 << 20, i); })(), 8 << 20);
+    const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 8, openTimeoutSecs: 60, minBytesPerSec: 64 << 20, paceCheckMs: 200 });
+    const slow = await gate.open(() => blobs.get('big'));
+    const body = slow!.body[Symbol.asyncIterator]();
+    t.notOk((await body.next()).done, 'one chunk pulled, then the reader dawdles');
+    const next = gate.open(() => blobs.get('a'));
+    const freed = await next;
+    t.ok(freed, 'after a check the place went to the next reader');
+    freed!.cancel();
+    await t.rejects(body.next(), ReaderTooSlow, 'the slow body ends with ReaderTooSlow');
+  });
+
+  t.test('a reader at pace keeps its place to the end', async (t) => {
+    const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 8, openTimeoutSecs: 60, minBytesPerSec: 1024, paceCheckMs: 50 });
+    const read = await gate.open(() => blobs.get('big'));
+    let bytes = 0;
+    for await (const chunk of read!.body) {
+      bytes += chunk.byteLength;
+      await new Promise((resolve) => setTimeout(resolve, 60));
+    }
+    t.equal(bytes, 8 << 20, 'every byte, across several checks');
   });
 });
