@@ -7,6 +7,8 @@ import { BuildLogStream } from './buildLogStream.js';
 import { inParallel, reply, type JobContext } from './jobContext.js';
 import { LogLimiter } from './logLimiter.js';
 import { realiseDerivation } from './nixBuild.js';
+import { openBuildCgroup, type BuildCgroup } from './buildCgroup.js';
+import type { BuildResources } from '../protocol/index.js';
 import { writeJobNetrc } from './substituterNetrc.js';
 import { closureOf, queryPathInfos, referencesFirst } from './pathInfo.js';
 
@@ -25,9 +27,13 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
     burstBytesPerMin: settings.logBurstBytesPerMin,
     sustainedBytesPerHour: settings.logSustainedBytesPerHour,
   }));
+  const cgroup = await buildCgroupOf(ctx, job.jobId);
+  let resources: BuildResources | null = null;
+  let built = false;
+  const measured = () => (resources ? { resources } : {});
   const fail = (failure: JobFailure) => {
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, class: failure.class, reason: failure.reason }, 'build failed');
-    reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure, durationMs: Date.now() - started, ...logs.close() });
+    reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure, durationMs: Date.now() - started, ...logs.close(), ...measured() });
   };
   const rootsDir = settings.gcrootsDir;
   if (rootsDir) await mkdir(rootsDir, { recursive: true });
@@ -45,7 +51,10 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
       env: settings.childEnv,
       signal: ctx.signal,
       onLog: (line) => logs.line(line),
+      ...(cgroup ? { wrap: (command: string, args: readonly string[]) => ((built = true), cgroup.wrap(command, args)) } : {}),
     });
+    // Only a build step that ran has resources: a build that stopped at its inputs has none.
+    if (cgroup && built) resources = await cgroup.read().catch(() => null);
     if (!realised.ok) return fail(realised.failure);
 
     let infos;
@@ -66,12 +75,25 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
     const outputs = Object.entries(realised.outputs).map(([name, path]) => ({ name, ...byPath.get(path)! }));
     reply(ctx, {
       t: 'buildResult', jobId: job.jobId, drvPath: job.drvPath, outputs, alreadyValid: realised.alreadyValid,
-      durationMs: Date.now() - started, ...logs.close(),
+      durationMs: Date.now() - started, ...logs.close(), ...measured(),
     });
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, alreadyValid: realised.alreadyValid }, 'build done');
   } finally {
     logs.close(); // a second close only flushes nothing: this one catches a throw above
     await netrc.remove();
+    await cgroup?.remove().catch((e: unknown) => ctx.log.warn({ err: e, jobId: job.jobId }, 'could not remove the build\'s cgroup'));
     if (rootsDir) await removeRoots(rootsDir, rootName(job.jobId));
+  }
+}
+
+/** The build's cgroup when worker.build.metrics names a usable one; otherwise none, with a warning. */
+async function buildCgroupOf(ctx: JobContext, jobId: string): Promise<BuildCgroup | null> {
+  const parent = ctx.settings.buildCgroup;
+  if (parent === null) return null;
+  try {
+    return await openBuildCgroup(parent, jobId);
+  } catch (e) {
+    ctx.log.warn({ err: e, cgroup: parent }, 'cannot make a cgroup for the build under worker.build.cgroup: its resources are not recorded');
+    return null;
   }
 }

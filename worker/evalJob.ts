@@ -6,12 +6,23 @@ import { derivationClosure } from './derivationGraph.js';
 import { evaluateFlake } from './flakeEval.js';
 import { checkoutCommit } from './gitCheckout.js';
 import { batchesOf, reply, type JobContext } from './jobContext.js';
+import { EvalStatsCollector } from './evalStats.js';
 
 /** A rough encoded size: MessagePack is a little smaller than JSON for these shapes. */
 const estimate = (item: unknown): number => JSON.stringify(item).length;
 
 export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
+  const stats = ctx.settings.evalMetrics ? await EvalStatsCollector.open() : null;
+  try {
+    await evaluate(job, ctx, stats);
+  } finally {
+    await stats?.close();
+  }
+}
+
+async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector | null): Promise<void> {
   const started = Date.now();
+  const activity = (kind: 'fetch' | 'eval', message: string) => reply(ctx, { t: 'evalActivity', jobId: job.jobId, kind, message: message.slice(0, 4096) });
   const timeout = job.timeoutSecs > 0 ? AbortSignal.timeout(job.timeoutSecs * 1000) : undefined;
   const signal = timeout ? AbortSignal.any([ctx.signal, timeout]) : ctx.signal;
   const fail = (failure: JobFailure) => {
@@ -23,13 +34,19 @@ export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
 
   const wildcard = parseAttributeWildcard(job.attributes);
   if (!wildcard.ok) return fail(jobFailure('eval_error', `the attribute wildcard is invalid: ${wildcard.field}: ${wildcard.reason}`));
+  activity('fetch', `fetching ${job.repository} at ${job.commit}`);
   const checkout = await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, job.commit, ctx.settings.childEnv, signal);
   if (!checkout.ok) return fail(checkout.failure);
-  const evaluation = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal });
+  activity('fetch', `fetched ${job.commit}`);
+  const evaluation = await evaluateFlake({
+    flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal,
+    ...(stats ? { stats } : {}), onActivity: (message) => activity('eval', message),
+  });
   if (!evaluation.ok) return fail(evaluation.failure);
   const { attributes, errors } = evaluation.value;
 
   let derivations;
+  activity('eval', `reading the derivation closure of ${attributes.length} attributes`);
   try {
     derivations = await derivationClosure(attributes.map((a) => a.drvPath), ctx.settings.childEnv, signal);
   } catch (e) {
@@ -47,9 +64,10 @@ export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
       errors: batch.flatMap((item) => (item.kind === 'error' ? [item.e] : [])),
     });
   }
+  const evalStats = stats?.stats() ?? null;
   reply(ctx, {
     t: 'evalResult', jobId: job.jobId, commit: job.commit, derivationCount: derivations.length, attributeCount: attributes.length,
-    errorCount: errors.length, durationMs: Date.now() - started,
+    errorCount: errors.length, durationMs: Date.now() - started, ...(evalStats ? { stats: evalStats } : {}),
   });
   ctx.log.info({ jobId: job.jobId, derivations: derivations.length, attributes: attributes.length, errors: errors.length }, 'evaluation done');
 }

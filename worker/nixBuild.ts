@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
 import { classifyBuildFailure } from './failureClassifier.js';
 import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
+import { runCommand } from './childProcess.js';
 import { parseNixLogLine } from './nixLogLines.js';
 
 export interface RealiseOptions {
@@ -27,6 +28,8 @@ export interface RealiseOptions {
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   onLog: (line: string) => void;
+  /** runs the build step (not the fetches before it) through this, say inside the build's cgroup (buildCgroup.ts) */
+  wrap?: (command: string, args: readonly string[]) => [string, string[]];
 }
 
 export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure };
@@ -107,7 +110,8 @@ export async function realiseDerivation(options: RealiseOptions): Promise<Realis
   if (options.maxSilentSecs > 0) args.push('--max-silent-time', String(options.maxSilentSecs));
   if (options.gcRoot !== null) args.push('--add-root', options.gcRoot);
   const errors: string[] = [];
-  const built = await nixStore(args, {
+  const [command, commandArgs] = options.wrap ? options.wrap('nix-store', args) : ['nix-store', args];
+  const built = await runCommand(command, commandArgs, {
     ...run,
     collectStdout: false,
     onStderrLine: (line) => {

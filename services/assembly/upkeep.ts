@@ -2,7 +2,7 @@
 // background sweeps"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
-// record retention (retentionDays: expired sessions, worker connection history and the Git host's
+// record retention (retentionDays: expired sessions, worker connection history, per-build resource samples and the Git host's
 // delivery ids; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
 // supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
 // so no process needs to lead. Times come from the injected clock; tests run passes by hand.
@@ -10,7 +10,7 @@ import type { Config, Logger } from '../../config/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import type { EventBus, NarStorage, Sql } from '../../storage/index.js';
 import { cacheSigningKeys, KEY_ROTATED_REASONS, onCacheChanged, runDebugIndexBackfill, runSignSweep, type DebugIndexReport, type SignSweepReport } from '../caches/index.js';
-import { runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
+import { deleteOldBuildSamples, runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
@@ -24,6 +24,7 @@ export interface RetentionReport {
   sessions: number;
   workerConnections: number;
   gitHostDeliveries: number;
+  buildSamples: number;
 }
 
 export interface UpkeepDeps {
@@ -72,6 +73,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       sessions: await deleteExpiredSessions(sql, config['retentionDays'], clock.now()),
       workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
       gitHostDeliveries: await deleteOldHookDeliveries(sql, config['retentionDays'], clock.now()),
+      buildSamples: await deleteOldBuildSamples(sql, config['retentionDays'], clock.now()),
     }),
     trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),

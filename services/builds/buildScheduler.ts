@@ -100,6 +100,7 @@ export class BuildScheduler implements WorkerListener {
     this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, storage: deps.storage, readToken: deps.readToken, settings, clock, wake, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
     this.router = new WorkerMessageRouter({
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      statistics: { sql, now: () => clock.now() },
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
       evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake },
     });
