@@ -8,7 +8,7 @@ import { inParallel, reply, type JobContext } from './jobContext.js';
 import { LogLimiter } from './logLimiter.js';
 import { realiseDerivation } from './nixBuild.js';
 import { openBuildCgroup, type BuildCgroup } from './buildCgroup.js';
-import type { BuildResources } from '../protocol/index.js';
+import { jobRootSpan, type BuildResources, type SpanIds } from '../protocol/index.js';
 import { writeJobNetrc } from './substituterNetrc.js';
 import { closureOf, queryPathInfos, referencesFirst } from './pathInfo.js';
 
@@ -21,6 +21,19 @@ async function removeRoots(dir: string, name: string): Promise<void> {
 }
 
 export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void> {
+  // The worker's span of the job hangs below the server's (docs/metrics.md, "Stage traces").
+  const span = ctx.tracer.child('worker.build_job', jobRootSpan(job.jobId), { job_id: job.jobId, drv_path: job.drvPath });
+  let ok = false;
+  try {
+    ok = await build(job, ctx, span.ids);
+  } finally {
+    span.end(ok ? 'ok' : 'error');
+  }
+}
+
+/** true when the build succeeded and its outputs were pushed */
+async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<boolean> {
+  const stage = (name: string) => ctx.tracer.child(name, jobSpan).end;
   const started = Date.now();
   const { settings } = ctx;
   const logs = new BuildLogStream(job.jobId, ctx.connection, new LogLimiter({
@@ -34,6 +47,7 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
   const fail = (failure: JobFailure) => {
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, class: failure.class, reason: failure.reason }, 'build failed');
     reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure, durationMs: Date.now() - started, ...logs.close(), ...measured() });
+    return false;
   };
   const rootsDir = settings.gcrootsDir;
   if (rootsDir) await mkdir(rootsDir, { recursive: true });
@@ -51,6 +65,7 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
       env: settings.childEnv,
       signal: ctx.signal,
       onLog: (line) => logs.line(line),
+      stage,
       ...(cgroup ? { wrap: (command: string, args: readonly string[]) => ((built = true), cgroup.wrap(command, args)) } : {}),
     });
     // Only a build step that ran has resources: a build that stopped at its inputs has none.
@@ -64,9 +79,12 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
       return fail(jobFailure('worker_error', e instanceof Error ? e.message : String(e)));
     }
     if (job.targetCaches.length > 0) {
+      const uploaded = stage('build.upload');
       try {
         await inParallel(infos, settings.narPushesPerJob, (info) => ctx.pusher.push(job.jobId, info, job.targetCaches, ctx.signal));
+        uploaded('ok', { paths: infos.length });
       } catch (e) {
+        uploaded('error');
         if (ctx.signal.aborted) return fail(jobFailure('cancelled', 'the build was cancelled while pushing'));
         return fail(jobFailure('push_failed', e instanceof Error ? e.message : String(e)));
       }
@@ -78,6 +96,7 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
       durationMs: Date.now() - started, ...logs.close(), ...measured(),
     });
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, alreadyValid: realised.alreadyValid }, 'build done');
+    return true;
   } finally {
     logs.close(); // a second close only flushes nothing: this one catches a throw above
     await netrc.remove();

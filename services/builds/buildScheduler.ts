@@ -5,6 +5,7 @@
 // dispatches to the workers connected to it; the guarded status changes (queued → started) let
 // exactly one process win a job. One process per database leads (schedulerLeadership.ts) and
 // re-queues the jobs of processes that died. This file runs the passes and wires the parts.
+import type { StageTracer } from '../../config/index.js';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message, RejectCode } from '../../protocol/index.js';
@@ -69,6 +70,8 @@ export interface BuildSchedulerDeps {
   ticker?: SchedulerTicker;
   /** kiln_build_duration_seconds and kiln_dispatch_latency_seconds */
   metrics?: Pick<KilnMetrics, 'buildEnded' | 'jobDispatched'>;
+  /** log.traceDir: each job's span (docs/metrics.md, "Stage traces") */
+  tracer?: StageTracer;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -91,7 +94,7 @@ export class BuildScheduler implements WorkerListener {
     const onError = (error: unknown) => log.warn({ err: error }, 'publishing progress failed');
     this.evaluationProgress = new EvaluationProgress(sql, events, onError);
     const buildProgress = buildProgressReporter(sql, events, systemClock, onError);
-    const jobs = new JobTable(deps.supervisor, buildProgress, (id) => workers.connected().find((w) => w.hello.workerId === id));
+    const jobs = new JobTable(deps.supervisor, buildProgress, (id) => workers.connected().find((w) => w.hello.workerId === id), deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, wake, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock });
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
