@@ -21,3 +21,21 @@ create index build_resource_samples_recorded on build_resource_samples (recorded
 -- The evaluator's statistics (worker.eval.metrics) and the evaluation job's wall-clock time.
 alter table evaluations add column eval_duration_ms bigint check (eval_duration_ms >= 0);
 alter table evaluations add column eval_stats jsonb;
+
+-- Worker samples (metrics.workerSampleIntervalSecs): what each connected worker's last heartbeat
+-- said, one row per worker and sample, written by the process it is connected to; raw samples,
+-- kept metrics.retention.rawDays.
+create table worker_samples (
+  worker_id uuid not null,
+  sampled_at timestamptz not null,
+  load1 real not null,
+  memory_free_bytes bigint not null,
+  memory_total_bytes bigint not null,
+  store_free_bytes bigint,
+  build_slots int not null,
+  builds_running int not null,
+  eval_slots int not null,
+  evals_running int not null,
+  primary key (worker_id, sampled_at)
+);
+create index worker_samples_sampled on worker_samples (sampled_at);
