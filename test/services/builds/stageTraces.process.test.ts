@@ -8,8 +8,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { startTestKiln } from '../../support/kiln.js';
-import { signUp } from '../../support/accounts.js';
-import { createTestCache } from '../../support/caches.js';
+import { subscribedProject } from '../../support/subscribedProject.js';
 import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
 import { spawnWorker } from '../../support/workerProcess.js';
 import { requireNix } from '../../support/nixStore.js';
@@ -34,12 +33,7 @@ t.test('an evaluation and its builds leave linked spans in the server\'s and the
   const kiln = await startTestKiln(t, { localWorker: true, 'log.traceDir': serverTraces });
   const repo = createFlakeRepo(join(work, 'repo'), { 'flake.nix': shellFlake(randomBytes(8).toString('hex'), `      base = mk "kiln-trace-base" "mkdir $out; echo base > $out/data";
       app = mk "kiln-trace-app" "mkdir $out; cat \${base}/data > $out/copied";`) });
-  const { token } = await signUp(kiln, 'ada');
-  t.equal((await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } })).status, 200);
-  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: repo.url, wildcard: 'packages.x86_64-linux.*' } })).status, 200);
-  const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
-  const cache = await createTestCache(kiln.sql, 'main', { public: true });
-  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
+  const { token } = await subscribedProject(kiln, { repository: repo.url, publicCache: true });
 
   const worker = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(work, 'worker'), args: ['--log-trace-dir', workerTraces] });
   let stopped = false;
