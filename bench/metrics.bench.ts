@@ -64,9 +64,16 @@ const work = await mkdtemp(join(tmpdir(), 'kiln-bench-metrics-'));
 const tokenFile = join(work, 'token');
 await writeFile(tokenFile, 'bench-scrape-token');
 
+/**
+ * Each kiln's PostgreSQL connections, bounded: two kilns with the default pools (plus pg-boss's)
+ * next to other benchmarks exhausted the server's max_connections at load 20. Narinfo hits are
+ * answered from memory, so the bound does not shape the figure.
+ */
+const POOLS = { 'database.maxConnections': 3, 'database.cache.maxConnections': 3, 'database.web.maxConnections': 2, 'database.minConnections': 1, 'database.cache.minConnections': 1 };
+
 /** A kiln with one public cache holding PATHS small paths; the narinfo paths it serves. */
 async function cacheServer(metricsOn: boolean): Promise<{ bench: BenchKiln; paths: string[] }> {
-  const bench = await startBenchKiln(metricsOn ? { 'metrics.tokenFile': tokenFile } : {});
+  const bench = await startBenchKiln(metricsOn ? { ...POOLS, 'metrics.tokenFile': tokenFile } : POOLS);
   await bench.createCache('bench');
   const paths: string[] = [];
   for (let i = 0; i < PATHS; i++) {

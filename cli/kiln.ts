@@ -1,5 +1,5 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
-import { componentLogger, createLogger, type LoadedConfig, type Logger } from '../config/index.js';
+import { componentLogger, createLogger, openStageTracer, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, createOutboundClient, KilnMetrics, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
 import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector } from '../services/index.js';
@@ -131,6 +131,9 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       const otlp = startOtlpPush({ endpoint: otlpEndpoint, intervalSecs: config['metrics.otlp.pushIntervalSecs'], metrics, version, log, outbound });
       stack.push(() => otlp.stop());
     }
+    // log.traceDir: every job's span as a JSON line (docs/metrics.md, "Stage traces").
+    const tracer = openStageTracer(config['log.traceDir'], 'server');
+    stack.push(() => tracer.close());
     // The stored per-minute cache traffic, whatever metrics.tokenFile says: it is for people and the UI.
     const trafficCounters = new TrafficCounters(() => clock.now().getTime());
     const root = createRootSupervisor({
@@ -177,7 +180,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
     const services = createServices(
-      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool, trafficCounters },
+      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool, trafficCounters, tracer },
       {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
@@ -192,7 +195,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     scheduler.start();
     stack.push(() => scheduler.stop());
     const upkeep = startUpkeep({
-      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus, trafficCounters,
+      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus, trafficCounters, workers,
       supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     });
     stack.push(() => upkeep.stop());

@@ -20,3 +20,5 @@ export { maskValue } from './mask.js';
 export { renderOptionTable } from './optionTable.js';
 export { createLogger, componentLogger, logFormatFor, serverLogComponents, workerLogComponents } from './logger.js';
 export type { Logger, LogComponent, LoggerOptions } from './logger.js';
+export { openStageTracer, disabledTracer } from './stageTraces.js';
+export type { StageTracer, EndSpan, SpanAttributes, SpanStatus } from './stageTraces.js';

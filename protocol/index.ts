@@ -5,3 +5,4 @@ export * from './proto/index.js';
 export * from './events/index.js';
 export * from './net/index.js';
 export * from './schema/index.js';
+export * from './trace/index.js';

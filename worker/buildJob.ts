@@ -7,6 +7,8 @@ import { BuildLogStream } from './buildLogStream.js';
 import { inParallel, reply, type JobContext } from './jobContext.js';
 import { LogLimiter } from './logLimiter.js';
 import { realiseDerivation } from './nixBuild.js';
+import { openBuildCgroup, type BuildCgroup } from './buildCgroup.js';
+import { jobRootSpan, type BuildResources, type SpanIds } from '../protocol/index.js';
 import { writeJobNetrc } from './substituterNetrc.js';
 import { closureOf, queryPathInfos, referencesFirst } from './pathInfo.js';
 
@@ -19,15 +21,33 @@ async function removeRoots(dir: string, name: string): Promise<void> {
 }
 
 export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void> {
+  // The worker's span of the job hangs below the server's (docs/metrics.md, "Stage traces").
+  const span = ctx.tracer.child('worker.build_job', jobRootSpan(job.jobId), { job_id: job.jobId, drv_path: job.drvPath });
+  let ok = false;
+  try {
+    ok = await build(job, ctx, span.ids);
+  } finally {
+    span.end(ok ? 'ok' : 'error');
+  }
+}
+
+/** true when the build succeeded and its outputs were pushed */
+async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<boolean> {
+  const stage = (name: string) => ctx.tracer.child(name, jobSpan).end;
   const started = Date.now();
   const { settings } = ctx;
   const logs = new BuildLogStream(job.jobId, ctx.connection, new LogLimiter({
     burstBytesPerMin: settings.logBurstBytesPerMin,
     sustainedBytesPerHour: settings.logSustainedBytesPerHour,
   }));
+  const cgroup = await buildCgroupOf(ctx, job.jobId);
+  let resources: BuildResources | null = null;
+  let built = false;
+  const measured = () => (resources ? { resources } : {});
   const fail = (failure: JobFailure) => {
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, class: failure.class, reason: failure.reason }, 'build failed');
-    reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure, durationMs: Date.now() - started, ...logs.close() });
+    reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure, durationMs: Date.now() - started, ...logs.close(), ...measured() });
+    return false;
   };
   const rootsDir = settings.gcrootsDir;
   if (rootsDir) await mkdir(rootsDir, { recursive: true });
@@ -45,7 +65,11 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
       env: settings.childEnv,
       signal: ctx.signal,
       onLog: (line) => logs.line(line),
+      stage,
+      ...(cgroup ? { wrap: (command: string, args: readonly string[]) => ((built = true), cgroup.wrap(command, args)) } : {}),
     });
+    // Only a build step that ran has resources: a build that stopped at its inputs has none.
+    if (cgroup && built) resources = await cgroup.read().catch(() => null);
     if (!realised.ok) return fail(realised.failure);
 
     let infos;
@@ -55,9 +79,12 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
       return fail(jobFailure('worker_error', e instanceof Error ? e.message : String(e)));
     }
     if (job.targetCaches.length > 0) {
+      const uploaded = stage('build.upload');
       try {
         await inParallel(infos, settings.narPushesPerJob, (info) => ctx.pusher.push(job.jobId, info, job.targetCaches, ctx.signal));
+        uploaded('ok', { paths: infos.length });
       } catch (e) {
+        uploaded('error');
         if (ctx.signal.aborted) return fail(jobFailure('cancelled', 'the build was cancelled while pushing'));
         return fail(jobFailure('push_failed', e instanceof Error ? e.message : String(e)));
       }
@@ -66,12 +93,26 @@ export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void>
     const outputs = Object.entries(realised.outputs).map(([name, path]) => ({ name, ...byPath.get(path)! }));
     reply(ctx, {
       t: 'buildResult', jobId: job.jobId, drvPath: job.drvPath, outputs, alreadyValid: realised.alreadyValid,
-      durationMs: Date.now() - started, ...logs.close(),
+      durationMs: Date.now() - started, ...logs.close(), ...measured(),
     });
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, alreadyValid: realised.alreadyValid }, 'build done');
+    return true;
   } finally {
     logs.close(); // a second close only flushes nothing: this one catches a throw above
     await netrc.remove();
+    await cgroup?.remove().catch((e: unknown) => ctx.log.warn({ err: e, jobId: job.jobId }, 'could not remove the build\'s cgroup'));
     if (rootsDir) await removeRoots(rootsDir, rootName(job.jobId));
+  }
+}
+
+/** The build's cgroup when worker.build.metrics names a usable one; otherwise none, with a warning. */
+async function buildCgroupOf(ctx: JobContext, jobId: string): Promise<BuildCgroup | null> {
+  const parent = ctx.settings.buildCgroup;
+  if (parent === null) return null;
+  try {
+    return await openBuildCgroup(parent, jobId);
+  } catch (e) {
+    ctx.log.warn({ err: e, cgroup: parent }, 'cannot make a cgroup for the build under worker.build.cgroup: its resources are not recorded');
+    return null;
   }
 }

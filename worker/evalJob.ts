@@ -6,12 +6,30 @@ import { derivationClosure } from './derivationGraph.js';
 import { evaluateFlake } from './flakeEval.js';
 import { checkoutCommit } from './gitCheckout.js';
 import { batchesOf, reply, type JobContext } from './jobContext.js';
+import { EvalStatsCollector } from './evalStats.js';
+import { jobRootSpan, type SpanIds } from '../protocol/index.js';
 
 /** A rough encoded size: MessagePack is a little smaller than JSON for these shapes. */
 const estimate = (item: unknown): number => JSON.stringify(item).length;
 
 export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
+  const stats = ctx.settings.evalMetrics ? await EvalStatsCollector.open() : null;
+  // The worker's span of the job hangs below the server's (docs/metrics.md, "Stage traces").
+  const span = ctx.tracer.child('worker.evaluation_job', jobRootSpan(job.jobId), { job_id: job.jobId });
+  let ok = false;
+  try {
+    ok = await evaluate(job, ctx, stats, span.ids);
+  } finally {
+    span.end(ok ? 'ok' : 'error');
+    await stats?.close();
+  }
+}
+
+/** true when the evaluation succeeded */
+async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector | null, jobSpan: SpanIds): Promise<boolean> {
+  const stage = (name: string) => ctx.tracer.child(name, jobSpan).end;
   const started = Date.now();
+  const activity = (kind: 'fetch' | 'eval', message: string) => reply(ctx, { t: 'evalActivity', jobId: job.jobId, kind, message: message.slice(0, 4096) });
   const timeout = job.timeoutSecs > 0 ? AbortSignal.timeout(job.timeoutSecs * 1000) : undefined;
   const signal = timeout ? AbortSignal.any([ctx.signal, timeout]) : ctx.signal;
   const fail = (failure: JobFailure) => {
@@ -19,20 +37,34 @@ export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
     const final = failure.reason === 'cancelled' && timeout?.aborted ? jobFailure('timeout', `the evaluation took longer than ${job.timeoutSecs} s`) : failure;
     ctx.log.info({ jobId: job.jobId, reason: final.reason }, 'evaluation failed');
     reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure: final, durationMs: Date.now() - started, logBytes: 0, logDroppedBytes: 0 });
+    return false;
   };
 
   const wildcard = parseAttributeWildcard(job.attributes);
   if (!wildcard.ok) return fail(jobFailure('eval_error', `the attribute wildcard is invalid: ${wildcard.field}: ${wildcard.reason}`));
+  activity('fetch', `fetching ${job.repository} at ${job.commit}`);
+  const fetched = stage('eval.fetch');
   const checkout = await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, job.commit, ctx.settings.childEnv, signal, job.access);
+  fetched(checkout.ok ? 'ok' : 'error');
   if (!checkout.ok) return fail(checkout.failure);
-  const evaluation = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal });
+  activity('fetch', `fetched ${job.commit}`);
+  const evaluated = stage('eval.evaluate');
+  const evaluation = await evaluateFlake({
+    flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal,
+    ...(stats ? { stats } : {}), onActivity: (message) => activity('eval', message),
+  });
+  evaluated(evaluation.ok ? 'ok' : 'error', evaluation.ok ? { attributes: evaluation.value.attributes.length, errors: evaluation.value.errors.length } : {});
   if (!evaluation.ok) return fail(evaluation.failure);
   const { attributes, errors } = evaluation.value;
 
   let derivations;
+  activity('eval', `reading the derivation closure of ${attributes.length} attributes`);
+  const walked = stage('eval.closure');
   try {
     derivations = await derivationClosure(attributes.map((a) => a.drvPath), ctx.settings.childEnv, signal);
+    walked('ok', { derivations: derivations.length });
   } catch (e) {
+    walked('error');
     if (signal.aborted) return fail(jobFailure('cancelled', 'the evaluation was cancelled'));
     return fail(jobFailure('worker_error', e instanceof Error ? e.message : String(e)));
   }
@@ -47,9 +79,11 @@ export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
       errors: batch.flatMap((item) => (item.kind === 'error' ? [item.e] : [])),
     });
   }
+  const evalStats = stats?.stats() ?? null;
   reply(ctx, {
     t: 'evalResult', jobId: job.jobId, commit: job.commit, derivationCount: derivations.length, attributeCount: attributes.length,
-    errorCount: errors.length, durationMs: Date.now() - started,
+    errorCount: errors.length, durationMs: Date.now() - started, ...(evalStats ? { stats: evalStats } : {}),
   });
   ctx.log.info({ jobId: job.jobId, derivations: derivations.length, attributes: attributes.length, errors: errors.length }, 'evaluation done');
+  return true;
 }

@@ -10,6 +10,7 @@ import { classifyEvalFailure } from './failureClassifier.js';
 import { derivationsExpression, selectAttributesExpression } from './flakeExpressions.js';
 import { checkFlakeLock } from './flakeLock.js';
 import { nix, nixErrorText, PURE_EVAL_ARGS } from './nixCli.js';
+import type { EvalStatsCollector } from './evalStats.js';
 
 export interface FlakeEvaluation {
   attributes: EvaluatedAttribute[];
@@ -21,6 +22,10 @@ export interface EvaluateOptions {
   wildcard: AttributeWildcard;
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
+  /** worker.eval.metrics: every `nix eval` run adds its statistics here */
+  stats?: EvalStatsCollector;
+  /** what the evaluation does now, in words (evaluation.activity) */
+  onActivity?: (message: string) => void;
 }
 
 /** Attributes per `nix eval` before any bisection. */
@@ -42,18 +47,24 @@ export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: tru
   const evalExpression = async (expression: string): Promise<EvalRun> => {
     const bytes = Buffer.byteLength(expression);
     if (bytes > MAX_EXPRESSION_BYTES) return { ok: false, message: `the expression to evaluate is ${bytes} bytes, over kiln's limit of ${MAX_EXPRESSION_BYTES}`, aborted: false };
-    const result = await nix(['eval', ...PURE_EVAL_ARGS, '--json', '--expr', expression], { env: options.env, ...(options.signal ? { signal: options.signal } : {}) });
+    const args = ['eval', ...PURE_EVAL_ARGS, '--json', '--expr', expression];
+    const run = (env: NodeJS.ProcessEnv) => nix(args, { env, ...(options.signal ? { signal: options.signal } : {}) });
+    const result = options.stats ? await options.stats.around(options.env, run) : await run(options.env);
     if (result.exitCode !== 0) return { ok: false, message: nixErrorText(result.stderr), aborted: result.aborted };
     return { ok: true, json: JSON.parse(result.stdout) as unknown };
   };
+  const say = options.onActivity ?? (() => undefined);
+  say('checking the flake\'s lock file');
   const lock = await checkFlakeLock(options.flakeRef, options.env, options.signal);
   if (!lock.ok) return { ok: false, failure: lock.aborted ? cancelled() : lock.failure };
+  say('selecting the attributes of the wildcard');
   const selected = await evalExpression(selectAttributesExpression(options.flakeRef, options.wildcard));
   if (!selected.ok) return { ok: false, failure: selected.aborted ? cancelled() : classifyEvalFailure(selected.message) };
   const paths = AttributePaths.parse(selected.json);
   const unique = [...new Map(paths.map((p) => [JSON.stringify(p), p])).values()];
   const evaluation: FlakeEvaluation = { attributes: [], errors: [] };
   for (let start = 0; start < unique.length; start += BATCH) {
+    say(`evaluating attributes ${start + 1}–${Math.min(unique.length, start + BATCH)} of ${unique.length}`);
     const aborted = await evaluateBatch(unique.slice(start, start + BATCH), evaluation, (paths) => evalExpression(derivationsExpression(options.flakeRef, paths)));
     if (aborted) return { ok: false, failure: cancelled() };
   }

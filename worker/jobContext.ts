@@ -1,6 +1,6 @@
 // What a running job may use: the connection it came on, the NAR pusher of that connection,
 // the worker's settings, a logger and the signal that cancels it.
-import type { Logger } from '../config/index.js';
+import type { Logger, StageTracer } from '../config/index.js';
 import type { Outgoing } from '../protocol/index.js';
 import type { ProtoConnection } from './connection.js';
 import type { NarPusher } from './narPusher.js';
@@ -12,6 +12,8 @@ export interface JobContext {
   settings: WorkerSettings;
   log: Logger;
   signal: AbortSignal;
+  /** worker.log.traceDir: the job's stage spans (docs/metrics.md, "Stage traces") */
+  tracer: StageTracer;
 }
 
 /** Sends a job's message; a connection that closed meanwhile drops it (the server re-queues the job). */

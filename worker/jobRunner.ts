@@ -2,7 +2,7 @@
 // them, and cancels them on cancelJob or when the connection ends. Jobs are tied to the
 // connection they came on: when it closes the server re-queues them (after its heartbeat timeout
 // at the latest), so the worker stops them rather than finishing work nobody will collect.
-import type { Logger } from '../config/index.js';
+import { disabledTracer, type Logger, type StageTracer } from '../config/index.js';
 import { jobFailure, type BuildJob, type EvalJob, type Message, type PushJob } from '../protocol/index.js';
 import { runBuildJob } from './buildJob.js';
 import type { ProtoConnection } from './connection.js';
@@ -29,6 +29,7 @@ export class JobRunner {
   constructor(
     private readonly settings: WorkerSettings,
     private readonly logs: { eval: Logger; build: Logger },
+    private readonly tracer: StageTracer = disabledTracer,
   ) {}
 
   count(kind: Kind): number {
@@ -68,7 +69,7 @@ export class JobRunner {
     connection.send({ t: 'jobAccepted', jobId: message.jobId });
     const abort = new AbortController();
     const kind = kindOf(message);
-    const ctx: JobContext = { connection, pusher, settings: this.settings, log: kind === 'eval' ? this.logs.eval : this.logs.build, signal: abort.signal };
+    const ctx: JobContext = { connection, pusher, settings: this.settings, log: kind === 'eval' ? this.logs.eval : this.logs.build, signal: abort.signal, tracer: this.tracer };
     const done = this.run(message, ctx).finally(() => {
       this.running.delete(message.jobId);
       mine.delete(message.jobId);

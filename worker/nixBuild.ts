@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
 import { classifyBuildFailure } from './failureClassifier.js';
 import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
+import { runCommand } from './childProcess.js';
 import { parseNixLogLine } from './nixLogLines.js';
 
 export interface RealiseOptions {
@@ -27,6 +28,10 @@ export interface RealiseOptions {
   env: NodeJS.ProcessEnv;
   signal?: AbortSignal;
   onLog: (line: string) => void;
+  /** starts a stage span (build.fetch_inputs, build.build) and returns its end (docs/metrics.md, "Stage traces") */
+  stage?: (name: string) => (status: 'ok' | 'error') => void;
+  /** runs the build step (not the fetches before it) through this, say inside the build's cgroup (buildCgroup.ts) */
+  wrap?: (command: string, args: readonly string[]) => [string, string[]];
 }
 
 export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure };
@@ -65,6 +70,18 @@ async function ensureDerivation(options: RealiseOptions): Promise<JobFailure | u
 }
 
 export async function realiseDerivation(options: RealiseOptions): Promise<Realised> {
+  // Everything before the build command is fetching its inputs; a realisation that ends before it ends that stage.
+  let fetching = options.stage?.('build.fetch_inputs');
+  const fetched = (status: 'ok' | 'error') => {
+    fetching?.(status);
+    fetching = undefined;
+  };
+  const realised = await realiseSteps(options, fetched);
+  fetched(realised.ok ? 'ok' : 'error');
+  return realised;
+}
+
+async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'error') => void): Promise<Realised> {
   const run = { env: options.env, ...(options.signal ? { signal: options.signal } : {}) };
   const missing = await ensureDerivation(options);
   if (options.signal?.aborted) return cancelled();
@@ -107,7 +124,10 @@ export async function realiseDerivation(options: RealiseOptions): Promise<Realis
   if (options.maxSilentSecs > 0) args.push('--max-silent-time', String(options.maxSilentSecs));
   if (options.gcRoot !== null) args.push('--add-root', options.gcRoot);
   const errors: string[] = [];
-  const built = await nixStore(args, {
+  fetched('ok');
+  const building = options.stage?.('build.build');
+  const [command, commandArgs] = options.wrap ? options.wrap('nix-store', args) : ['nix-store', args];
+  const built = await runCommand(command, commandArgs, {
     ...run,
     collectStdout: false,
     onStderrLine: (line) => {
@@ -116,6 +136,7 @@ export async function realiseDerivation(options: RealiseOptions): Promise<Realis
       else if (event.kind === 'error') errors.push(event.text);
     },
   });
+  building?.(built.exitCode === 0 ? 'ok' : 'error');
   if (built.aborted) return cancelled();
   if (built.exitCode === 0) return { ok: true, outputs, alreadyValid: false };
   const errorText = errors.join('\n') || nixErrorText(built.stderr);

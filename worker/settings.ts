@@ -31,6 +31,12 @@ export interface WorkerSettings {
   narPushesPerJob: number;
   /** '' disables pinning */
   gcrootsDir: string;
+  /** worker.eval.metrics: the evaluator's statistics with each evaluation's result */
+  evalMetrics: boolean;
+  /** worker.build.cgroup when worker.build.metrics is on: each build runs in a cgroup made under it; null: none */
+  buildCgroup: string | null;
+  /** worker.log.traceDir */
+  traceDir: string | null;
   /** the environment every Nix and git child runs with: the worker's own plus worker.environmentVariables */
   childEnv: NodeJS.ProcessEnv;
 }
@@ -72,6 +78,9 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     narChunkBytes: config['worker.nar.chunkBytes'],
     narPushesPerJob: Math.max(1, Math.floor(config['worker.nar.maxConcurrentUploads'] / 2)),
     gcrootsDir: config['worker.gcrootsDir'],
+    evalMetrics: config['worker.eval.metrics'],
+    buildCgroup: config['worker.build.metrics'] ? config['worker.build.cgroup'] : null,
+    traceDir: config['worker.log.traceDir'],
     childEnv,
   };
 }

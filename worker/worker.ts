@@ -1,6 +1,6 @@
 // The `kiln worker` process: identity, then connect → handshake → serve jobs, and after every
 // lost connection a reconnect with exponential backoff (at most 60 s) until stopped.
-import { componentLogger, type Config, type Logger } from '../config/index.js';
+import { componentLogger, openStageTracer, type Config, type Logger } from '../config/index.js';
 import type { PeerTokens, WorkerHello } from '../protocol/index.js';
 import { backoffDelayMs } from './backoff.js';
 import { acceptServer, connect, HandshakeRejected, type ProtoConnection } from './connection.js';
@@ -75,7 +75,8 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   const sandbox = sandboxWarning(await nixSandboxMode(settings.childEnv));
   if (sandbox) log.warn(sandbox);
   const protoLog = componentLogger(log, 'proto');
-  const runner = new JobRunner(settings, { eval: componentLogger(log, 'eval'), build: componentLogger(log, 'build') });
+  const tracer = openStageTracer(settings.traceDir, 'worker');
+  const runner = new JobRunner(settings, { eval: componentLogger(log, 'eval'), build: componentLogger(log, 'build') }, tracer);
 
   let storeFree: number | null = await storeFreeBytes();
   const storeTimer = setInterval(() => void storeFreeBytes().then((bytes) => (storeFree = bytes)), 30_000);
@@ -153,6 +154,7 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
       current?.close('shutting_down', 'the worker is stopping');
       await listener?.close();
       await loop;
+      await tracer.close();
     },
   };
 }

@@ -137,6 +137,50 @@ export const EvalBatch = z.strictObject({
 });
 export type EvalBatch = z.infer<typeof EvalBatch>;
 
+/**
+ * The evaluator's statistics (NIX_SHOW_STATS) of an evaluation, summed over its `nix eval` runs
+ * (worker.eval.metrics); the heap is the largest any run reached.
+ */
+export const EvalStats = z.strictObject({
+  runs: z.int().min(0),
+  cpuSeconds: z.number().min(0).max(1e9),
+  thunks: z.int().min(0),
+  functionCalls: z.int().min(0),
+  primOpCalls: z.int().min(0),
+  values: z.int().min(0),
+  lookups: z.int().min(0),
+  /** bytes the evaluator allocated (gc.totalBytes), all runs together */
+  allocatedBytes: z.int().min(0),
+  /** the largest garbage-collected heap of one run (gc.heapSize) */
+  peakHeapBytes: z.int().min(0),
+});
+export type EvalStats = z.infer<typeof EvalStats>;
+
+/** What an evaluation is doing now (evaluation.activity): fetching its commit, or evaluating. */
+export const EvalActivity = z.strictObject({
+  v,
+  t: z.literal('evalActivity'),
+  jobId: JobId,
+  kind: z.enum(['fetch', 'eval']),
+  message: z.string().max(4096),
+});
+export type EvalActivity = z.infer<typeof EvalActivity>;
+
+/**
+ * A build's resources from its cgroup (worker.build.metrics, worker.build.cgroup): CPU time always
+ * (cgroup v2 counts it without a controller), the rest null when the cgroup has no such file (the
+ * memory or io controller is not enabled there).
+ */
+export const BuildResources = z.strictObject({
+  cpuUserSeconds: z.number().min(0).max(1e9),
+  cpuSystemSeconds: z.number().min(0).max(1e9),
+  peakMemoryBytes: z.int().min(0).nullable(),
+  ioReadBytes: z.int().min(0).nullable(),
+  ioWriteBytes: z.int().min(0).nullable(),
+  oomKills: z.int().min(0).nullable(),
+});
+export type BuildResources = z.infer<typeof BuildResources>;
+
 /** The end of a successful evaluation, with totals so the server can tell it missed nothing. */
 export const EvalResult = z.strictObject({
   v,
@@ -147,6 +191,8 @@ export const EvalResult = z.strictObject({
   attributeCount: z.int().min(0),
   errorCount: z.int().min(0),
   durationMs: z.int().min(0),
+  /** with worker.eval.metrics */
+  stats: EvalStats.optional(),
 });
 export type EvalResult = z.infer<typeof EvalResult>;
 
@@ -186,6 +232,8 @@ export const BuildResult = z.strictObject({
   durationMs: z.int().min(0),
   logBytes: ByteCount,
   logDroppedBytes: ByteCount,
+  /** with worker.build.metrics and a usable worker.build.cgroup */
+  resources: BuildResources.optional(),
 });
 export type BuildResult = z.infer<typeof BuildResult>;
 
@@ -205,5 +253,7 @@ export const JobFailed = z.strictObject({
   durationMs: z.int().min(0),
   logBytes: ByteCount,
   logDroppedBytes: ByteCount,
+  /** a build that ran (not an evaluation) with worker.build.metrics and a usable worker.build.cgroup */
+  resources: BuildResources.optional(),
 });
 export type JobFailed = z.infer<typeof JobFailed>;

@@ -1,7 +1,7 @@
 // The service graph of a server process, built once in dependency order from what cli/kiln.ts opened:
 // each service gets finished services only, so nothing is wired after the fact. Cross-cutting
 // notifications (a cache changed) travel over the event bus, subscribed to by whoever listens.
-import { componentLogger, type Config, type Logger } from '../../config/index.js';
+import { componentLogger, type Config, type Logger, type StageTracer } from '../../config/index.js';
 import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
 import type { Clock, Supervisor } from '../../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
@@ -42,6 +42,8 @@ export interface OpenedResources {
   cpu: CpuPool;
   /** cache traffic per minute, flushed to PostgreSQL by the upkeep (docs/metrics.md, stored metrics) */
   trafficCounters: TrafficCounters;
+  /** log.traceDir: stage spans (docs/metrics.md, "Stage traces") */
+  tracer?: StageTracer;
 }
 
 /** Tuning for tests; production passes none. */
@@ -181,6 +183,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     ...(gitHost ? { privateFetch: gitHost.access.privateFetch } : {}),
     supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     metrics,
+    ...(opened.tracer ? { tracer: opened.tracer } : {}),
     settings: {
       maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],
       defaultTimeoutSecs: config['build.defaultTimeoutSecs'], defaultMaxSilentSecs: config['build.defaultMaxSilentSecs'], serveUrl: config['serveUrl'],
@@ -246,7 +249,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });
-  registerServerMetrics({ metrics, sql: db.web, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
+  registerServerMetrics({ metrics, sql: db.web, pools: { web: db.web, cache: db.cache, scheduler: db.scheduler }, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
   const collector = new GarbageCollector(
     { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) },
     opts.gcLoop === false ? { loop: false } : {},

@@ -2,7 +2,7 @@
 // background sweeps"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
-// record retention (retentionDays: expired sessions, worker connection history and the Git host's
+// record retention (retentionDays: expired sessions, worker connection history, per-build resource samples and the Git host's
 // delivery ids; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
 // supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
 // so no process needs to lead. Times come from the injected clock; tests run passes by hand.
@@ -10,12 +10,12 @@ import type { Config, Logger } from '../../config/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import type { EventBus, NarStorage, Sql } from '../../storage/index.js';
 import { cacheSigningKeys, KEY_ROTATED_REASONS, onCacheChanged, runDebugIndexBackfill, runSignSweep, type DebugIndexReport, type SignSweepReport } from '../caches/index.js';
-import { runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
+import { deleteOldBuildSamples, runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
 import { deleteExpiredSessions } from '../accounts/index.js';
-import { deleteOldWorkerConnections } from '../workers/index.js';
+import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
 import type { SecretBox, TrafficCounters } from '../../storage/index.js';
-import { flushTraffic, rollUpAndPrune } from '../metrics/index.js';
+import { flushTraffic, rollUpAndPrune, sampleWorkers } from '../metrics/index.js';
 
 /** Retention runs hourly: retentionDays counts days, an hour late is within its precision. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -24,11 +24,13 @@ export interface RetentionReport {
   sessions: number;
   workerConnections: number;
   gitHostDeliveries: number;
+  buildSamples: number;
 }
 
 export interface UpkeepDeps {
   config: Pick<Config, 'cache.signSweepIntervalSecs' | 'cache.debugIndexIntervalSecs' | 'metrics.graphConsistencyIntervalSecs' | 'retentionDays'
-    | 'metrics.cacheFlushIntervalSecs' | 'metrics.rollupIntervalSecs' | 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'>;
+    | 'metrics.cacheFlushIntervalSecs' | 'metrics.rollupIntervalSecs' | 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'
+    | 'metrics.workerSampleIntervalSecs'>;
   log: Logger;
   clock: Clock;
   /** the binary cache's pool: signatures and the debug index */
@@ -41,6 +43,8 @@ export interface UpkeepDeps {
   supervisor: Supervisor;
   /** this process's cache traffic counts, flushed every metrics.cacheFlushIntervalSecs */
   trafficCounters: Pick<TrafficCounters, 'take' | 'restore'>;
+  /** the workers connected to this process, sampled every metrics.workerSampleIntervalSecs; none: no samples */
+  workers?: Pick<WorkerConnections, 'connected'>;
 }
 
 /** The passes, for tests and operators' tools: each runs once now and resolves with what it did. */
@@ -54,6 +58,8 @@ export interface Upkeep {
   trafficFlush(): Promise<{ minutes: number }>;
   /** rolls the stored traffic up and applies metrics.retention.* */
   metricRollup(): Promise<{ deleted: number }>;
+  /** writes a sample of each connected worker and deletes samples past metrics.retention.rawDays */
+  workerSamples(): Promise<{ sampled: number; deleted: number }>;
   /** Resolves once the passes the timers and wakes started have ended. */
   settle(): Promise<void>;
   stop(): Promise<void>;
@@ -72,9 +78,11 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       sessions: await deleteExpiredSessions(sql, config['retentionDays'], clock.now()),
       workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
       gitHostDeliveries: await deleteOldHookDeliveries(sql, config['retentionDays'], clock.now()),
+      buildSamples: await deleteOldBuildSamples(sql, config['retentionDays'], clock.now()),
     }),
     trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
+    workerSamples: async () => (deps.workers ? sampleWorkers(sql, deps.workers, config['metrics.retention.rawDays'], clock.now()) : { sampled: 0, deleted: 0 }),
   };
 
   const loops: CoalescingLoop[] = [];
@@ -98,6 +106,8 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   if (config['retentionDays'] > 0) loopOf('record-retention', RETENTION_INTERVAL_MS, passes.retention);
   const flushLoop = loopOf('traffic-flush', config['metrics.cacheFlushIntervalSecs'] * 1000, async () => ((await passes.trafficFlush()).minutes === 0 ? null : {}));
   loopOf('metric-rollup', config['metrics.rollupIntervalSecs'] * 1000, passes.metricRollup);
+  // Quiet: a sample every few seconds is routine, not news for the log.
+  if (deps.workers) loopOf('worker-samples', config['metrics.workerSampleIntervalSecs'] * 1000, async () => (await passes.workerSamples(), null));
   // A rotation in any process: re-sign now rather than at the next interval.
   const unsubscribe = onCacheChanged(deps.bus, KEY_ROTATED_REASONS, () => signLoop.wake());
 

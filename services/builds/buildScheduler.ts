@@ -5,6 +5,7 @@
 // dispatches to the workers connected to it; the guarded status changes (queued → started) let
 // exactly one process win a job. One process per database leads (schedulerLeadership.ts) and
 // re-queues the jobs of processes that died. This file runs the passes and wires the parts.
+import type { StageTracer } from '../../config/index.js';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message, RejectCode } from '../../protocol/index.js';
@@ -74,6 +75,8 @@ export interface BuildSchedulerDeps {
   metrics?: Pick<KilnMetrics, 'buildEnded' | 'jobDispatched'>;
   /** private repositories of the Git host application (services/gitHosts repositoryAccess) */
   privateFetch?: PrivateFetchLookup;
+  /** log.traceDir: each job's span (docs/metrics.md, "Stage traces") */
+  tracer?: StageTracer;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -97,7 +100,7 @@ export class BuildScheduler implements WorkerListener {
     const onError = (error: unknown) => log.warn({ err: error }, 'publishing progress failed');
     this.evaluationProgress = new EvaluationProgress(sql, events, onError);
     const buildProgress = buildProgressReporter(sql, events, systemClock, onError);
-    const jobs = new JobTable(deps.supervisor, buildProgress, (id) => workers.connected().find((w) => w.hello.workerId === id));
+    const jobs = new JobTable(deps.supervisor, buildProgress, (id) => workers.connected().find((w) => w.hello.workerId === id), deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
     // What this process's own completions and substitutions make ready, the queue learns by id: no re-read.
@@ -112,6 +115,7 @@ export class BuildScheduler implements WorkerListener {
     });
     this.router = new WorkerMessageRouter({
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      statistics: { sql, now: () => clock.now() },
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
       evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake },
     });

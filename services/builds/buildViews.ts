@@ -7,6 +7,7 @@ import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type Entr
 /** `<hash>-<name>.drv`, what Nix asks for at log/{drv} */
 const DRV_BASE_NAME = /^[0-9a-df-np-sv-z]{32}-[A-Za-z0-9+\-._?=]{1,211}\.drv$/;
 import { readBuildLog } from './buildLogs.js';
+import { latestBuildResources, type BuildResourcesView } from './buildStatistics.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from '../access/index.js';
 import { demandProject, demandProjectRef } from '../access/index.js';
@@ -29,6 +30,8 @@ export interface BuildView {
   queued_at: Date;
   started_at: Date | null;
   finished_at: Date | null;
+  /** GET /builds/{id} only: the latest attempt's resources, null before a worker reported one */
+  resources?: BuildResourcesView | null;
 }
 
 
@@ -68,6 +71,7 @@ const toEntryPoint = (b: BuildView): EntryPointView => ({
 });
 
 export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService, 'visible'>) {
+  /** One build with its latest attempt's resources (docs/metrics.md): null before a worker reported one. */
   async function build(who: Principal, id: string): Promise<BuildView> {
     const [row] = await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.id = ${id}`;
     if (!row) throw new ApiError('not_found', `no build ${id}`);
@@ -76,7 +80,8 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
       if (e instanceof ApiError && e.status !== 404) throw e;
       throw new ApiError('not_found', `no build ${id}`);
     });
-    return toView(row);
+    const resources = (await latestBuildResources(sql, [row.derivation_build])).get(row.derivation_build) ?? null;
+    return { ...toView(row), resources };
   }
 
   const entryPoints = async (evaluationId: string) =>

@@ -9,6 +9,33 @@ import { evaluationMove } from '../../actors/index.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch } from './graphRecorder.js';
 import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
+import { recordEvaluationStats } from './buildStatistics.js';
+
+/** evaluation.activity events one job may cause: a worker's messages are few (docs/metrics.md), a flood is cut. */
+const ACTIVITY_PER_JOB = 1000;
+
+interface ActivityTarget {
+  identity: { evaluation_id: string; project: string; task: string };
+  scope: { projectId: string; organizationId: string; taskId: string; evaluationId: string };
+  sent: number;
+}
+const activityTargets = new WeakMap<EvalJobEntry, Promise<ActivityTarget | null>>();
+
+function activityTarget(sql: Sql, job: EvalJobEntry): Promise<ActivityTarget | null> {
+  let target = activityTargets.get(job);
+  if (target === undefined) {
+    target = sql<{ project: string; task: string; project_id: string; organization_id: string; task_id: string }[]>`
+      select o.name || '/' || p.name as project, t.name as task, p.id as project_id, p.organization_id, t.id as task_id
+      from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id join organizations o on o.id = p.organization_id
+      where e.id = ${job.evaluationId}`.then(([row]) => (row ? {
+      identity: { evaluation_id: job.evaluationId, project: row.project, task: row.task },
+      scope: { projectId: row.project_id, organizationId: row.organization_id, taskId: row.task_id, evaluationId: job.evaluationId },
+      sent: 0,
+    } : null));
+    activityTargets.set(job, target);
+  }
+  return target;
+}
 
 export interface EvaluationJobDeps {
   sql: Sql;
@@ -33,8 +60,17 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
     });
     return;
   }
+  if (message.t === 'evalActivity') {
+    const target = await activityTarget(sql, job);
+    if (target === null || target.sent >= ACTIVITY_PER_JOB) return;
+    target.sent += 1;
+    events.publish('evaluation.activity', { ...target.identity, kind: message.kind, message: message.message }, target.scope);
+    return;
+  }
   if (message.t === 'evalResult') {
     if (!jobs.end(job, { type: 'succeeded' })) return;
+    await recordEvaluationStats(sql, job.evaluationId, message.durationMs, message.stats)
+      .catch((error: unknown) => deps.log.warn({ err: error, evaluation: job.evaluationId }, 'storing an evaluation\'s statistics failed'));
     await job.chain;
     if (job.failed) {
       await changePhase(events, job.evaluationId, {

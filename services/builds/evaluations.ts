@@ -13,6 +13,7 @@ import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
 import { demandProject, demandProjectRef, type ProjectRow } from '../access/index.js';
 import { listProjectEvaluations, type ProjectEvaluationsPageView } from './projectEvaluations.js';
 import type { SchedulerPort } from './schedulerPort.js';
+import { evaluationStatsView, type EvaluationStatsView } from './buildStatistics.js';
 
 export interface EvaluationView {
   id: string;
@@ -102,23 +103,25 @@ export function evaluationsService(deps: EvaluationsDeps) {
       return listProjectEvaluations(sql, row.id, query);
     },
 
-    async get(who: Principal, id: string): Promise<EvaluationView> {
+    async get(who: Principal, id: string): Promise<EvaluationView & { statistics: EvaluationStatsView }> {
       const label = await visible(who, id, 'viewProject');
       // The row and its build counts are independent reads: in parallel (the evaluation page waits for them).
-      const [[row], counts] = await Promise.all([
-        sql<Omit<EvaluationView, 'project' | 'task' | 'builds'>[]>`
-          select id, commit, wildcard as attr, trigger, branch, pull_request, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at
+      const [[found], counts] = await Promise.all([
+        sql<(Omit<EvaluationView, 'project' | 'task' | 'builds'> & Parameters<typeof evaluationStatsView>[0])[]>`
+          select id, commit, wildcard as attr, trigger, branch, pull_request, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at,
+            eval_duration_ms, eval_stats
           from evaluations where id = ${id}`,
         sql<{ status: string; n: number }[]>`
           select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id
           where b.evaluation_id = ${id} group by db.status`,
       ]);
+      const { eval_duration_ms, eval_stats, ...row } = found!;
       const builds = { total: 0, queued: 0, started: 0, completed: 0, failed: 0, substituted: 0, aborted: 0 };
       for (const c of counts) {
         builds.total += c.n;
         if (c.status in builds) builds[c.status as keyof typeof builds] += c.n;
       }
-      return { ...row!, project: label.project, task: label.task, builds };
+      return { ...row, project: label.project, task: label.task, builds, statistics: evaluationStatsView({ eval_duration_ms, eval_stats }) };
     },
 
     /**

@@ -5,6 +5,8 @@ import { summarizeWorkerJob, workerJobMachine, type WorkerJobEvent, type WorkerJ
 import type { Supervisor, SupervisedActor } from '../../supervisors/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { ConnectedWorker } from '../workers/index.js';
+import { disabledTracer, type EndSpan, type StageTracer } from '../../config/index.js';
+import { jobRootSpan } from '../../protocol/index.js';
 
 export type JobActor = SupervisedActor<WorkerJobMachine>;
 export type EvalJobEntry = { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor };
@@ -20,11 +22,14 @@ type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: num
 
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
+  /** each running job's root span (docs/metrics.md, "Stage traces"), written when the job ends */
+  private readonly spans = new Map<string, EndSpan>();
 
   constructor(
     private readonly supervisor: Supervisor,
     private readonly buildProgress: BuildProgressReporter,
     private readonly workerOf: (workerId: string) => ConnectedWorker | undefined,
+    private readonly tracer: StageTracer = disabledTracer,
   ) {}
 
   get(jobId: string): Job | undefined {
@@ -49,6 +54,12 @@ export class JobTable {
       ? { ...job, chain: Promise.resolve(), failed: false, actor }
       : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 } };
     this.jobs.set(job.jobId, entry);
+    if (this.tracer.enabled) {
+      this.spans.set(job.jobId, this.tracer.start(job.kind === 'eval' ? 'server.evaluation_job' : 'server.build_job', jobRootSpan(job.jobId), {
+        job_id: job.jobId, worker: worker.hello.workerId, attempt: job.attempt,
+        ...(job.kind === 'eval' ? { evaluation_id: job.evaluationId } : { derivation_build_id: job.derivationBuildId }),
+      }));
+    }
     return entry;
   }
 
@@ -60,6 +71,8 @@ export class JobTable {
     if (!job.actor.getSnapshot().can(event)) return false;
     job.actor.send(event);
     this.jobs.delete(job.jobId);
+    this.spans.get(job.jobId)?.(event.type === 'succeeded' ? 'ok' : 'error', { outcome: event.type });
+    this.spans.delete(job.jobId);
     this.workerOf(job.workerId)?.actor?.send({ type: 'jobEnded' });
     return true;
   }

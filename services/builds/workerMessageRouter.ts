@@ -3,6 +3,7 @@
 // refusal or a lost connection back to the queue. A message about a job this process did not give
 // that worker, or one that already ended (the job actor says so), is dropped.
 import type { Logger } from 'pino';
+import type { Sql } from 'postgres';
 import type { Message, RejectCode } from '../../protocol/index.js';
 import type { Events, KilnMetrics } from '../../storage/index.js';
 import type { BuildLogs } from './buildLogs.js';
@@ -10,6 +11,7 @@ import type { BuildOutcomes } from './buildOutcomes.js';
 import type { BuildPlacement } from './buildPlacement.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
+import { recordBuildSample } from './buildStatistics.js';
 import type { JobCancellations } from './jobCancellations.js';
 import type { BuildJobEntry, Job, JobTable } from './schedulerJobs.js';
 import type { ConnectedWorker } from '../workers/index.js';
@@ -27,6 +29,8 @@ export interface WorkerMessageRouterDeps {
   log: Logger;
   /** the scheduler runs a pass: a job ended, so a worker has room or builds became ready */
   wake(): void;
+  /** where build samples go (buildStatistics.ts), and their time */
+  statistics: { sql: Sql; now: () => Date };
   /** kiln_build_duration_seconds: the worker's own measure of each build */
   metrics?: Pick<KilnMetrics, 'buildEnded'>;
 }
@@ -105,6 +109,9 @@ export class WorkerMessageRouter {
     }
     if (!jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
     this.deps.metrics?.buildEnded(message.t === 'buildResult' ? 'completed' : 'failed', message.durationMs / 1000);
+    const sample = { derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: message.durationMs, resources: message.resources ?? null };
+    await recordBuildSample(this.deps.statistics.sql, sample, this.deps.statistics.now())
+      .catch((error: unknown) => this.deps.log.warn({ err: error }, 'storing a build\'s resource sample failed'));
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
     // the common case, batched: results that arrive together complete in one transaction

@@ -37,7 +37,7 @@ export interface EventSystemDeps {
   /** this process's instance lease key (services/workers/serverInstance.ts): delivery attempts are claimed under it */
   leaseKey: number;
   /** kiln_webhook_deliveries_total */
-  metrics?: Pick<KilnMetrics, 'webhookDelivery'>;
+  metrics?: Pick<KilnMetrics, 'webhookDelivery' | 'eventBusLag' | 'enabled'>;
 }
 
 /** Tuning for tests and benchmarks; production uses the defaults. */
@@ -76,7 +76,8 @@ function mailSender(mailer: Mailer) {
 export async function openEventSystem(deps: EventSystemDeps, opts: EventSystemOptions = {}): Promise<EventSystem> {
   const { config, db, boss, root, secretBox, log } = deps;
   const now = () => deps.clock.now().getTime();
-  const bus = opts.bus ?? (await openEventBus(config, db.scheduler, log));
+  const metrics = deps.metrics;
+  const bus = opts.bus ?? (await openEventBus(config, db.scheduler, log, metrics?.enabled ? { onRemoteLag: (seconds) => metrics.eventBusLag(seconds) } : {}));
   const closers: (() => Promise<void> | void)[] = [() => bus.close()];
   const close = async () => {
     for (const c of closers.reverse()) await c();

@@ -3,3 +3,4 @@ export { registerServerMetrics } from './serverMetrics.js';
 export { flushTraffic, rollUpAndPrune } from './trafficRecorder.js';
 export { cacheMetricsService, type CacheMetricsService } from './cacheMetrics.js';
 export { startOtlpPush } from './otlpPush.js';
+export { sampleWorkers } from './workerSamples.js';

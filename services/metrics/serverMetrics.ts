@@ -12,6 +12,8 @@ import type { WorkerConnections } from '../workers/index.js';
 export interface ServerMetricsDeps {
   metrics: KilnMetrics;
   sql: Sql;
+  /** the process's pools by name (database.web.*, database.cache.*, database.*): each probed for its wait */
+  pools: Readonly<Record<string, Sql>>;
   workers: Pick<WorkerConnections, 'connected'>;
   nars: Pick<NarStorage, 'hotCacheStats'>;
   cpu: Pick<CpuPool, 'stats'>;
@@ -24,6 +26,21 @@ export interface ServerMetricsDeps {
 const STORAGE_MEMO_MS = 60_000;
 /** Counts of open evaluations, builds and deliveries: at most every 10 s. */
 const COUNTS_MEMO_MS = 10_000;
+/** A pool's wait is probed at most every 5 s. */
+const POOL_PROBE_MS = 5_000;
+
+/**
+ * How long a query waits for a connection of `sql` now: the time to reserve one (released at once).
+ * postgres.js counts no waits of its own, so the probe is a query's view of the pool: well under a
+ * millisecond when a connection is idle, the time until one frees up when every one is busy.
+ */
+async function poolWait(sql: Sql): Promise<number> {
+  const started = performance.now();
+  const reserved = await sql.reserve();
+  const waited = (performance.now() - started) / 1000;
+  reserved.release();
+  return waited;
+}
 
 /**
  * `read` at most once per `periodMs`: the first call waits for it; later calls answer the last value
@@ -86,6 +103,10 @@ export function registerServerMetrics(deps: ServerMetricsDeps): void {
     return ['pending', 'attempting', 'retrying'].map((status) => ({ labels: { status }, value: counts.get(status) ?? 0 }));
   });
   metrics.scraped('kiln_webhook_backlog', 'webhook and task action deliveries not finished yet, by status', ['status'], backlog);
+
+  const pools = Object.entries(deps.pools).map(([pool, poolSql]) => ({ pool, wait: readInBackground(POOL_PROBE_MS, now, () => poolWait(poolSql)) }));
+  metrics.scraped('kiln_postgres_pool_wait_seconds', 'seconds the last probe of each PostgreSQL pool waited for a connection (probed at most every 5 s, in the background)', ['pool'], async () =>
+    Promise.all(pools.map(async (p) => ({ labels: { pool: p.pool }, value: await p.wait() }))));
 
   const cacheStorage = readInBackground(STORAGE_MEMO_MS, now, async (): Promise<CacheStorageRow[]> => topWithOther(
     (await cacheStorageTotals(sql)).map((r) => ({ label: r.name, bytes: r.bytes, paths: r.paths })), deps.labelTopn, (r) => r.bytes,

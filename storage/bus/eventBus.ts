@@ -10,6 +10,8 @@ export interface BusEvent {
   event: string;
   scope: EventScope;
   frame: string;
+  /** when another process sent it (its clock, ms since the epoch); absent for this process's own */
+  sentAt?: number;
 }
 
 export type BusListener = (event: BusEvent) => void;
@@ -32,16 +34,18 @@ export interface Relay {
 
 export type RelayFactory = (origin: string, onRemote: BusListener) => Promise<Relay>;
 
-/** What travels between processes: origin (so a process skips its own), event, scope, frame. */
+/** What travels between processes: origin (so a process skips its own), event, scope, frame, send time. */
 export interface WireEvent {
   o: string;
   e: string;
   s: EventScope;
   f: string;
+  /** ms since the epoch when it was sent: the receiver's kiln_event_bus_lag_seconds */
+  t?: number;
 }
 
-export function toWire(origin: string, event: BusEvent): string {
-  const wire: WireEvent = { o: origin, e: event.event, s: event.scope, f: event.frame };
+export function toWire(origin: string, event: BusEvent, now = Date.now()): string {
+  const wire: WireEvent = { o: origin, e: event.event, s: event.scope, f: event.frame, t: now };
   return JSON.stringify(wire);
 }
 
@@ -56,10 +60,16 @@ export function fromWire(origin: string, value: unknown): BusEvent | null {
   if (typeof value !== 'object' || value === null) return null;
   const w = value as Partial<WireEvent>;
   if (w.o === origin || typeof w.e !== 'string' || typeof w.f !== 'string' || typeof w.s !== 'object' || w.s === null) return null;
-  return { event: w.e, scope: w.s, frame: w.f };
+  return { event: w.e, scope: w.s, frame: w.f, ...(typeof w.t === 'number' && Number.isFinite(w.t) ? { sentAt: w.t } : {}) };
 }
 
-export async function createEventBus(transport: BusTransport, log: Logger, relayFactory?: RelayFactory): Promise<EventBus> {
+export interface EventBusOptions {
+  /** seconds from another process's send to this process's receipt, for each event relayed (the metric's observer) */
+  onRemoteLag?: (seconds: number) => void;
+  now?: () => number;
+}
+
+export async function createEventBus(transport: BusTransport, log: Logger, relayFactory?: RelayFactory, options: EventBusOptions = {}): Promise<EventBus> {
   const origin = randomBytes(8).toString('hex');
   const listeners = new Set<BusListener>();
   const deliver = (event: BusEvent): void => {
@@ -71,7 +81,14 @@ export async function createEventBus(transport: BusTransport, log: Logger, relay
       }
     }
   };
-  const relay = relayFactory ? await relayFactory(origin, deliver) : null;
+  const now = options.now ?? Date.now;
+  const onLag = options.onRemoteLag;
+  const deliverRemote = onLag === undefined ? deliver : (event: BusEvent): void => {
+    // Clocks of different hosts differ: a negative lag is a clock ahead of ours, counted as 0.
+    if (event.sentAt !== undefined) onLag(Math.max(0, now() - event.sentAt) / 1000);
+    deliver(event);
+  };
+  const relay = relayFactory ? await relayFactory(origin, deliverRemote) : null;
   let closed = false;
   return {
     transport,

@@ -2,7 +2,7 @@
 import type { Sql } from 'postgres';
 import type { Logger } from 'pino';
 import type { Config } from '../../config/index.js';
-import { createEventBus, type EventBus } from './eventBus.js';
+import { createEventBus, type EventBus, type EventBusOptions } from './eventBus.js';
 import { postgresRelay } from './postgresRelay.js';
 import { redisRelay } from './redisRelay.js';
 
@@ -11,12 +11,12 @@ import { redisRelay } from './redisRelay.js';
  * through PostgreSQL LISTEN/NOTIFY otherwise. The channel is named after the database, so
  * installations sharing one Redis stay apart when their databases have different names.
  */
-export async function openEventBus(config: Pick<Config, 'redis.url'>, sql: Sql, log: Logger): Promise<EventBus> {
+export async function openEventBus(config: Pick<Config, 'redis.url'>, sql: Sql, log: Logger, options: EventBusOptions = {}): Promise<EventBus> {
   const [row] = await sql<{ name: string }[]>`select current_database() as name`;
   const database = row?.name ?? 'kiln';
   const url = config['redis.url'];
-  if (url) return createEventBus('redis', log, (origin, onRemote) => redisRelay(origin, onRemote, { url, channel: `kiln:events:${database}`, log }));
-  return createEventBus('postgres', log, (origin, onRemote) => postgresRelay(origin, onRemote, { sql, channel: 'kiln_events', log }));
+  if (url) return createEventBus('redis', log, (origin, onRemote) => redisRelay(origin, onRemote, { url, channel: `kiln:events:${database}`, log }), options);
+  return createEventBus('postgres', log, (origin, onRemote) => postgresRelay(origin, onRemote, { sql, channel: 'kiln_events', log }), options);
 }
 
 /** A bus for this process alone (tools and tests that run one process). */

@@ -25,6 +25,8 @@ export type NarinfoOutcome = 'hit' | 'miss' | 'upstream';
 /** Seconds buckets for requests: a narinfo from memory is well under a millisecond, an upload is seconds. */
 const REQUEST_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** Seconds buckets for builds and waits: seconds to hours. */
+/** Seconds buckets for the event bus: a relay within a host is a millisecond, a slow Redis or NOTIFY backlog seconds. */
+const BUS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 const LONG_BUCKETS = [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400, 43200];
 
 export class KilnMetrics {
@@ -45,6 +47,7 @@ export class KilnMetrics {
   private readonly buildDuration: Histogram<'status'>;
   private readonly dispatchLatency: Histogram<'kind'>;
   private readonly collectFailures: Counter<'series'>;
+  private readonly busLag: Histogram;
 
   constructor(readonly options: KilnMetricsOptions) {
     const registers = [this.registry];
@@ -61,6 +64,7 @@ export class KilnMetrics {
     this.buildDuration = new Histogram({ name: 'kiln_build_duration_seconds', help: 'builds that ended on a worker, from dispatch to result, by status', labelNames: ['status'], buckets: LONG_BUCKETS, registers });
     this.dispatchLatency = new Histogram({ name: 'kiln_dispatch_latency_seconds', help: 'time a job waited in the queue before a worker took it, by job kind', labelNames: ['kind'], buckets: LONG_BUCKETS, registers });
     this.collectFailures = new Counter({ name: 'kiln_metrics_collect_failures_total', help: 'scrape-time series that could not be read (the scrape answers without them)', labelNames: ['series'], registers });
+    this.busLag = new Histogram({ name: 'kiln_event_bus_lag_seconds', help: 'events relayed from another server process: time from its send to this process\'s receipt (by the two hosts\' clocks)', buckets: BUS_BUCKETS, registers });
     if (options.enabled) collectDefaultMetrics({ register: this.registry, prefix: 'kiln_' });
   }
 
@@ -117,6 +121,10 @@ export class KilnMetrics {
 
   jobDispatched(kind: 'build' | 'evaluation', waitedSeconds: number): void {
     if (this.options.enabled) this.dispatchLatency.observe({ kind }, waitedSeconds);
+  }
+
+  eventBusLag(seconds: number): void {
+    if (this.options.enabled) this.busLag.observe(seconds);
   }
 
   /** A cache name as a label value: itself or "other" (metrics.labelTopn). */

@@ -43,9 +43,18 @@ export const EXAMPLES: Outgoing[] = [
     attributes: [{ path: ['packages', 'x86_64-linux', 'app'], drvPath: drv, outputs: { out } }],
     errors: [{ path: ['packages', 'x86_64-linux', 'bad'], message: 'error: boom' }],
   },
+  { t: 'evalActivity', jobId: 'eval-1', kind: 'eval', message: 'evaluating attributes 1–2 of 2' },
   { t: 'evalResult', jobId: 'eval-1', commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 1, durationMs: 1234 },
+  {
+    t: 'evalResult', jobId: 'eval-2', commit: 'b'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 1234,
+    stats: { runs: 3, cpuSeconds: 0.25, thunks: 100, functionCalls: 10, primOpCalls: 5, values: 400, lookups: 7, allocatedBytes: 83536, peakHeapBytes: 402718720 },
+  },
   { t: 'buildLog', jobId: 'b:1', seq: 0, data: Buffer.from('building\n'), droppedBytes: 0 },
   { t: 'buildResult', jobId: 'b:1', drvPath: drv, outputs: [{ name: 'out', ...info }], alreadyValid: false, durationMs: 99, logBytes: 9, logDroppedBytes: 0 },
+  {
+    t: 'buildResult', jobId: 'b:2', drvPath: drv, outputs: [{ name: 'out', ...info }], alreadyValid: false, durationMs: 99, logBytes: 9, logDroppedBytes: 0,
+    resources: { cpuUserSeconds: 1.5, cpuSystemSeconds: 0.25, peakMemoryBytes: null, ioReadBytes: 4096, ioWriteBytes: null, oomKills: null },
+  },
   { t: 'pushResult', jobId: 'p1', paths: [{ path: drv, status: 'present' }] },
   {
     t: 'jobFailed', jobId: 'b:3', failure: { class: 'FailedPermanent', reason: 'builder_failed', message: 'builder failed with exit code 3', exitCode: 3 },

@@ -10,12 +10,14 @@ export interface SubscribedProject {
   cache: TestCache;
 }
 
-export async function subscribedProject(kiln: TestKiln): Promise<SubscribedProject> {
+/** `repository`: a real one for tests with a real worker; `publicCache`: main is public. */
+export async function subscribedProject(kiln: TestKiln, opts: { repository?: string; publicCache?: boolean } = {}): Promise<SubscribedProject> {
   const { token } = await signUp(kiln, 'ada');
   await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
-  await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: 'file:///nonexistent', wildcard: 'packages.x86_64-linux.*' } });
+  const made = await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: opts.repository ?? 'file:///nonexistent', wildcard: 'packages.x86_64-linux.*' } });
+  if (made.status !== 200) throw new Error(`PUT /projects/acme: ${String(made.message)}`);
   const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
-  const cache = await createTestCache(kiln.sql, 'main');
+  const cache = await createTestCache(kiln.sql, 'main', opts.publicCache ? { public: true } : {});
   await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
   return { token, projectId: project!.id, cache };
 }

@@ -67,6 +67,11 @@ t.test('the malformed corpus: each fails under its own name and code', async (t)
     ['access with an extra field', pack({ ...valid('evalJob'), access: { token: 'ghs_x', resolve: null, user: 'x' } }), 'evalJob.access', /./, 'malformed_message'],
     ['a negative transfer id', pack({ ...valid('narCredit'), transferId: -1 }), 'narCredit.transferId', /./, 'malformed_message'],
     ['NaN seconds', pack({ ...valid('buildJob'), timeoutSecs: Number.NaN }), 'buildJob.timeoutSecs', /./, 'malformed_message'],
+    ['an activity of an unknown kind', pack({ ...valid('evalActivity'), kind: 'build' }), 'evalActivity.kind', /./, 'malformed_message'],
+    ['an activity message over 4096 characters', pack({ ...valid('evalActivity'), message: 'x'.repeat(4097) }), 'evalActivity.message', /./, 'malformed_message'],
+    ['negative CPU time', pack({ ...valid('buildResult'), resources: { cpuUserSeconds: -1, cpuSystemSeconds: 0, peakMemoryBytes: null, ioReadBytes: null, ioWriteBytes: null, oomKills: null } }), 'buildResult.resources.cpuUserSeconds', /./, 'malformed_message'],
+    ['a fractional OOM kill count', pack({ ...valid('jobFailed'), resources: { cpuUserSeconds: 0, cpuSystemSeconds: 0, peakMemoryBytes: null, ioReadBytes: null, ioWriteBytes: null, oomKills: 0.5 } }), 'jobFailed.resources.oomKills', /./, 'malformed_message'],
+    ['statistics with an extra field', pack({ ...valid('evalResult'), stats: { runs: 1, cpuSeconds: 0, thunks: 0, functionCalls: 0, primOpCalls: 0, values: 0, lookups: 0, allocatedBytes: 0, peakHeapBytes: 0, hotspots: [] } }), 'evalResult.stats', /hotspots/, 'malformed_message'],
   ];
   for (const [name, bytes, field, reason, code] of corpus) {
     const decoded = decodeMessage(bytes);

@@ -145,15 +145,15 @@ t.test('upkeep passes', async (t) => {
     };
     await delivery('d-old', ago(31));
     await delivery('d-recent', ago(29));
-    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2, gitHostDeliveries: 1 });
+    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2, gitHostDeliveries: 1, buildSamples: 0 });
     t.same((await kiln.sql<{ id: string }[]>`select id from git_host_deliveries`).map((r) => r.id), ['d-recent'], 'a delivery id goes 30 days after it arrived');
     const keptSessions = (await kiln.sql<{ id: string }[]>`select id from sessions where id = any(${Object.values(sessions)}::uuid[])`).map((r) => r.id).sort();
     t.same(keptSessions, [sessions.expiredRecently, sessions.live].sort());
     const keptConnections = (await kiln.sql<{ id: string }[]>`select id from worker_connections`).map((r) => r.id).sort();
     t.same(keptConnections, [connections.closedRecently, connections.current, connections.openNeverBack].sort(),
       'an open connection stays until the worker connects again');
-    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0, gitHostDeliveries: 0 });
+    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0, gitHostDeliveries: 0, buildSamples: 0 });
     clock.step(2 * DAY_MS);
-    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0, gitHostDeliveries: 1 }, 'the recently expired session and delivery id go once 30 days past');
+    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0, gitHostDeliveries: 1, buildSamples: 0 }, 'the recently expired session and delivery id go once 30 days past');
   });
 });

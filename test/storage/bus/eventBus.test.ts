@@ -63,3 +63,29 @@ t.test('a listener that throws does not stop the others', async (t) => {
   bus.publish(event(2));
   t.same(seen, ['{"n":1}'], 'a closed bus publishes nothing');
 });
+
+for (const transport of ['postgres', 'redis'] as const) {
+  t.test(`the lag of events relayed through ${transport} is observed by the receiver only`, async (t) => {
+    const { sql } = await testDatabase(t);
+    const config = { 'redis.url': transport === 'redis' ? REDIS_URL : null };
+    const lagsA: number[] = [];
+    const lagsB: number[] = [];
+    // B's clock runs 3 s ahead of the sender's: every lag it sees is at least 3 s. A's runs 60 s
+    // behind: a sender's clock ahead of the receiver's gives no negative lag, but 0.
+    const a = await openEventBus(config, sql, log, { onRemoteLag: (s) => lagsA.push(s), now: () => Date.now() - 60_000 });
+    const b = await openEventBus(config, sql, log, { onRemoteLag: (s) => lagsB.push(s), now: () => Date.now() + 3000 });
+    t.teardown(async () => {
+      await a.close();
+      await b.close();
+    });
+    const seenB = collect(b);
+    a.publish(event(1));
+    a.publish(event(2));
+    b.publish(event(3));
+    await eventually('B receives A’s events', async () => (seenB.length >= 3 ? true : undefined));
+    await eventually('A receives B’s event', async () => (lagsA.length >= 1 ? true : undefined));
+    t.equal(lagsB.length, 2, 'one lag per event relayed from A; none for B’s own');
+    t.ok(lagsB.every((s) => s >= 3), `lags ${lagsB.join(', ')} include the 3 s the clocks differ`);
+    t.same(lagsA, [0], 'a sender ahead of the receiver counts as no lag');
+  });
+}

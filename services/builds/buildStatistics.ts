@@ -1,0 +1,99 @@
+// Per-build and per-evaluation statistics (docs/metrics.md, "Build and evaluation statistics"):
+// each build attempt that ends on a worker leaves a sample with its wall-clock time and, when the
+// worker measured them (worker.build.metrics), its cgroup's CPU time, peak memory, disk I/O and
+// OOM kills; an evaluation keeps its job's wall-clock time and the evaluator's statistics
+// (worker.eval.metrics). Samples go retentionDays after they were recorded.
+import type { Sql } from 'postgres';
+import type { BuildResources, EvalStats } from '../../protocol/index.js';
+import { deleteInSlices, retentionCutoff } from '../../storage/index.js';
+
+export interface BuildSample {
+  derivationBuildId: string;
+  attempt: number;
+  workerId: string;
+  wallMs: number;
+  resources: BuildResources | null;
+}
+
+/** What GET /builds/{id} shows of the latest attempt's sample. */
+export interface BuildResourcesView {
+  attempt: number;
+  wall_seconds: number;
+  cpu_user_seconds: number | null;
+  cpu_system_seconds: number | null;
+  peak_memory_bytes: number | null;
+  io_read_bytes: number | null;
+  io_write_bytes: number | null;
+  oom_kills: number | null;
+}
+
+/** What GET /evals/{id} shows: the evaluation job's time and the evaluator's statistics. */
+export interface EvaluationStatsView {
+  wall_seconds: number | null;
+  evaluator: {
+    runs: number; cpu_seconds: number; thunks: number; function_calls: number; primop_calls: number; values: number; lookups: number;
+    allocated_bytes: number; peak_heap_bytes: number;
+  } | null;
+}
+
+const ms = (seconds: number) => Math.round(seconds * 1000);
+
+export async function recordBuildSample(sql: Sql, sample: BuildSample, now: Date): Promise<void> {
+  const r = sample.resources;
+  await sql`
+    insert into build_resource_samples (derivation_build_id, attempt, recorded_at, worker_id, wall_ms, cpu_user_ms, cpu_system_ms,
+      peak_memory_bytes, io_read_bytes, io_write_bytes, oom_kills)
+    values (${sample.derivationBuildId}, ${sample.attempt}, ${now}, ${sample.workerId}, ${sample.wallMs}, ${r ? ms(r.cpuUserSeconds) : null},
+      ${r ? ms(r.cpuSystemSeconds) : null}, ${r?.peakMemoryBytes ?? null}, ${r?.ioReadBytes ?? null}, ${r?.ioWriteBytes ?? null}, ${r?.oomKills ?? null})
+    on conflict (derivation_build_id, attempt) do nothing`;
+}
+
+export async function recordEvaluationStats(sql: Sql, evaluationId: string, durationMs: number, stats: EvalStats | undefined): Promise<void> {
+  const evaluator = stats === undefined ? null : {
+    runs: stats.runs, cpu_seconds: stats.cpuSeconds, thunks: stats.thunks, function_calls: stats.functionCalls, primop_calls: stats.primOpCalls,
+    values: stats.values, lookups: stats.lookups, allocated_bytes: stats.allocatedBytes, peak_heap_bytes: stats.peakHeapBytes,
+  };
+  await sql`update evaluations set eval_duration_ms = ${durationMs}, eval_stats = ${evaluator === null ? null : sql.json(evaluator)} where id = ${evaluationId}`;
+}
+
+interface SampleRow {
+  attempt: number;
+  wall_ms: string;
+  cpu_user_ms: string | null;
+  cpu_system_ms: string | null;
+  peak_memory_bytes: string | null;
+  io_read_bytes: string | null;
+  io_write_bytes: string | null;
+  oom_kills: number | null;
+}
+
+const num = (v: string | null): number | null => (v === null ? null : Number(v));
+
+/** The latest attempt's sample of each derivation build. */
+export async function latestBuildResources(sql: Sql, derivationBuildIds: readonly string[]): Promise<Map<string, BuildResourcesView>> {
+  if (derivationBuildIds.length === 0) return new Map();
+  const rows = await sql<(SampleRow & { derivation_build_id: string })[]>`
+    select distinct on (derivation_build_id) derivation_build_id, attempt, wall_ms, cpu_user_ms, cpu_system_ms, peak_memory_bytes,
+      io_read_bytes, io_write_bytes, oom_kills
+    from build_resource_samples where derivation_build_id = any(${derivationBuildIds as string[]}::uuid[])
+    order by derivation_build_id, attempt desc`;
+  return new Map(rows.map((r) => [r.derivation_build_id, {
+    attempt: r.attempt, wall_seconds: Number(r.wall_ms) / 1000,
+    cpu_user_seconds: r.cpu_user_ms === null ? null : Number(r.cpu_user_ms) / 1000,
+    cpu_system_seconds: r.cpu_system_ms === null ? null : Number(r.cpu_system_ms) / 1000,
+    peak_memory_bytes: num(r.peak_memory_bytes), io_read_bytes: num(r.io_read_bytes), io_write_bytes: num(r.io_write_bytes), oom_kills: r.oom_kills,
+  }]));
+}
+
+export function evaluationStatsView(row: { eval_duration_ms: string | null; eval_stats: EvaluationStatsView['evaluator'] }): EvaluationStatsView {
+  return { wall_seconds: row.eval_duration_ms === null ? null : Number(row.eval_duration_ms) / 1000, evaluator: row.eval_stats };
+}
+
+/** Deletes samples recorded more than `retentionDays` before `now`, in slices; how many. 0 keeps everything. */
+export async function deleteOldBuildSamples(sql: Sql, retentionDays: number, now: Date): Promise<number> {
+  const before = retentionCutoff(retentionDays, now);
+  if (before === null) return 0;
+  return deleteInSlices(async (limit) => (await sql`
+    delete from build_resource_samples where ctid in (select ctid from build_resource_samples where recorded_at < ${before} limit ${limit})
+    returning 1`).length);
+}

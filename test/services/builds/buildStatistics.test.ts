@@ -1,0 +1,88 @@
+// Per-build and per-evaluation statistics on the server (docs/metrics.md, "Build and evaluation
+// statistics"), with a protocol-level worker against the real server and PostgreSQL: the worker's
+// evalActivity becomes evaluation.activity in the evaluation's scope (what the task and evaluation
+// live sockets filter on), its evaluator statistics show on GET /evals/{id}, each build attempt's
+// sample is stored and the latest shows on GET /builds/{id}, and samples go after retentionDays.
+import t from 'tap';
+import { jobFailure } from '../../../protocol/index.js';
+import { deleteOldBuildSamples } from '../../../services/builds/index.js';
+import { startTestKiln } from '../../support/kiln.js';
+import { subscribedProject } from '../../support/subscribedProject.js';
+import { handshake, testHello } from '../../support/protoClient.js';
+import { derivationNode, narHash } from '../../support/derivationNodes.js';
+import { eventually } from '../../support/eventually.js';
+
+const DAY = 86_400_000;
+
+t.test('statistics of an evaluation and of each build attempt', async (t) => {
+  const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, 'build.maxAttempts': 3 });
+  const activity: { frame: Record<string, unknown>; scope: Record<string, unknown> }[] = [];
+  kiln.events.bus.subscribe((event) => {
+    if (event.event === 'evaluation.activity') activity.push({ frame: JSON.parse(event.frame) as Record<string, unknown>, scope: event.scope as Record<string, unknown> });
+  });
+  const { token, projectId } = await subscribedProject(kiln);
+  const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, testHello());
+  t.teardown(() => worker.close());
+  await worker.next('welcome');
+  const evaluated = await kiln.api<string>('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
+  t.equal(evaluated.status, 200, String(evaluated.message));
+  const evaluationId = evaluated.message;
+
+  const evalJob = await worker.next('evalJob');
+  worker.send({ t: 'jobAccepted', jobId: evalJob.jobId });
+  worker.send({ t: 'evalActivity', jobId: evalJob.jobId, kind: 'fetch', message: 'fetching the repository' });
+  worker.send({ t: 'evalActivity', jobId: evalJob.jobId, kind: 'eval', message: 'evaluating attributes 1–1 of 1' });
+  const only = derivationNode('only');
+  worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [only.derivation], attributes: [], errors: [] });
+  worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [], attributes: [{ path: ['packages', 'x86_64-linux', 'only'], drvPath: only.drvPath, outputs: { out: only.out } }], errors: [] });
+  const stats = { runs: 3, cpuSeconds: 1.25, thunks: 1000, functionCalls: 200, primOpCalls: 30, values: 4000, lookups: 50, allocatedBytes: 123456, peakHeapBytes: 402718720 };
+  worker.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 2500, stats });
+
+  await t.test('evaluation.activity, in the evaluation\'s scope', async (t) => {
+    await eventually(() => activity.length >= 2, { message: 'both activity events' });
+    t.match(activity.map((a) => a.frame), [
+      { event: 'evaluation.activity', content: { evaluation_id: evaluationId, task: 'default', kind: 'fetch', message: 'fetching the repository' } },
+      { content: { kind: 'eval', message: 'evaluating attributes 1–1 of 1' } },
+    ]);
+    t.match(activity[0]!.scope, { projectId, evaluationId });
+  });
+
+  await t.test('GET /evals/{id} shows the evaluation job\'s time and the evaluator\'s statistics', async (t) => {
+    const got = await eventually(async () => (await kiln.api<{ statistics: unknown }>('GET', `/evals/${evaluationId}`, { token })).message,
+      { until: (e) => (e.statistics as { wall_seconds: number | null }).wall_seconds !== null, message: 'the statistics are stored' });
+    t.same(got.statistics, {
+      wall_seconds: 2.5,
+      evaluator: { runs: 3, cpu_seconds: 1.25, thunks: 1000, function_calls: 200, primop_calls: 30, values: 4000, lookups: 50, allocated_bytes: 123456, peak_heap_bytes: 402718720 },
+    });
+  });
+
+  const builds = await kiln.api<{ build_id: string }[]>('GET', `/evals/${evaluationId}/builds`, { token });
+  const buildId = builds.message[0]!.build_id;
+
+  await t.test('each attempt leaves a sample; GET /builds/{id} shows the latest', async (t) => {
+    const resources = { cpuUserSeconds: 3.5, cpuSystemSeconds: 0.25, peakMemoryBytes: 1 << 20, ioReadBytes: 4096, ioWriteBytes: 8192, oomKills: 0 };
+    const first = await worker.next('buildJob');
+    worker.send({ t: 'jobAccepted', jobId: first.jobId });
+    worker.send({ t: 'jobFailed', jobId: first.jobId, failure: jobFailure('network', 'network happened'), durationMs: 1500, logBytes: 0, logDroppedBytes: 0, resources: { ...resources, oomKills: 1 } });
+    const second = await worker.next('buildJob');
+    worker.send({ t: 'jobAccepted', jobId: second.jobId });
+    const output = { name: 'out', path: only.out, narHash: narHash(), narSize: 100, references: [], deriver: only.drvPath, ca: null };
+    worker.send({ t: 'buildResult', jobId: second.jobId, drvPath: only.drvPath, outputs: [output], alreadyValid: false, durationMs: 4000, logBytes: 0, logDroppedBytes: 0, resources });
+    const build = await eventually(async () => (await kiln.api<{ status: string; resources: unknown }>('GET', `/builds/${buildId}`, { token })).message,
+      { until: (b) => (b.resources as { attempt: number } | null)?.attempt === 2, message: 'the second attempt\'s sample' });
+    t.same(build.resources, {
+      attempt: 2, wall_seconds: 4, cpu_user_seconds: 3.5, cpu_system_seconds: 0.25, peak_memory_bytes: 1048576, io_read_bytes: 4096, io_write_bytes: 8192, oom_kills: 0,
+    });
+    const samples = await kiln.sql<{ attempt: number; wall_ms: string; oom_kills: number }[]>`select attempt, wall_ms, oom_kills from build_resource_samples order by attempt`;
+    t.same(samples, [{ attempt: 1, wall_ms: '1500', oom_kills: 1 }, { attempt: 2, wall_ms: '4000', oom_kills: 0 }], 'the failed attempt kept its own');
+  });
+
+  await t.test('samples go retentionDays after they were recorded, not before', async (t) => {
+    const [row] = await kiln.sql<{ recorded_at: Date }[]>`select max(recorded_at) as recorded_at from build_resource_samples`;
+    const recorded = row!.recorded_at.getTime();
+    t.equal(await deleteOldBuildSamples(kiln.sql, 90, new Date(recorded + 90 * DAY - 1000)), 0, 'a second before the boundary');
+    t.equal(await deleteOldBuildSamples(kiln.sql, 0, new Date(recorded + 1000 * DAY)), 0, '0 keeps everything');
+    t.equal(await deleteOldBuildSamples(kiln.sql, 90, new Date(recorded + 90 * DAY + 1000)), 2, 'a second after');
+    t.equal((await kiln.api<{ resources: unknown }>('GET', `/builds/${buildId}`, { token })).message.resources, null);
+  });
+});

@@ -1,0 +1,105 @@
+// Per-build and per-evaluation statistics from a real worker (docs/metrics.md, "Build and
+// evaluation statistics"): real Nix writes its evaluator statistics (NIX_SHOW_STATS), a build runs
+// in a cgroup v2 directory the worker makes under worker.build.cgroup and the kernel's counters come
+// back with the result; the worker says what the evaluation is doing (evalActivity). Without the
+// options nothing is measured, and a worker.build.cgroup that is no cgroup costs a warning only.
+import t, { type Test } from 'tap';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { loadConfig } from '../../config/index.js';
+import { startWorker } from '../../worker/index.js';
+import { createFlakeRepo, shellFlake } from '../support/flakeRepo.js';
+import { requireNix, tempDir } from '../support/nixStore.js';
+import { startProtoServer, type WorkerSession } from '../support/protoServer.js';
+import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
+
+requireNix();
+const PROJECT = randomUUID();
+const dir = tempDir('kiln-worker-stats-');
+// A build that burns CPU in its own process: the cgroup must count it, although it is the builder's and not the worker's.
+const repo = createFlakeRepo(join(dir, 'repo'), {
+  'flake.nix': shellFlake(randomUUID(), `      busy = mk "kiln-test-busy" "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo $i > $out";
+      busyAgain = mk "kiln-test-busy-again" "i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo $i > $out";`),
+});
+
+/** cgroup v2 as this machine mounts it; a test that needs it says so rather than pass on a machine without. */
+function cgroupRoot(): string | null {
+  for (const root of ['/sys/fs/cgroup/unified', '/sys/fs/cgroup']) if (existsSync(join(root, 'cgroup.procs')) && existsSync(join(root, 'cgroup.controllers'))) return root;
+  return null;
+}
+
+async function workerWith(t: Test, overrides: Record<string, unknown>): Promise<WorkerSession> {
+  const server = await startProtoServer({ openModeProjects: [] });
+  const name = randomUUID().slice(0, 8);
+  const config = loadConfig({
+    scope: 'worker', env: {},
+    overrides: { 'worker.serverUrl': server.url, 'worker.baseDir': join(dir, `worker-${name}`), 'worker.gcrootsDir': join(dir, `gcroots-${name}`), ...overrides },
+  }).values;
+  const worker = await startWorker(config, { log: pino({ level: process.env['KILN_TEST_LOG'] ? 'debug' : 'silent' }), software: 'kiln test', env: { ...process.env, NIX_REMOTE: 'local', NIX_CONFIG: TEST_NIX_CONFIG } });
+  t.teardown(async () => {
+    await worker.stop();
+    await server.close();
+  });
+  return server.nextWorker();
+}
+
+async function evaluate(session: WorkerSession, jobId: string) {
+  session.send({ t: 'evalJob', project: PROJECT, jobId, repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.*', timeoutSecs: 120 });
+  const evaluated = await session.evalOutcome(jobId);
+  if (evaluated.final.t !== 'evalResult') throw new Error(`the evaluation failed: ${JSON.stringify(evaluated.final)}`);
+  const drv = (name: string) => evaluated.batches.flatMap((b) => b.attributes).find((a) => a.path[2] === name)!.drvPath;
+  return { result: evaluated.final, drv };
+}
+
+t.test('with worker.eval.metrics and worker.build.metrics', async (t) => {
+  const root = cgroupRoot();
+  if (root === null) return t.fail('this machine has no cgroup v2 hierarchy: the build statistics cannot be tested');
+  const parent = join(root, `kiln-test-${randomUUID().slice(0, 8)}`);
+  mkdirSync(parent);
+  t.teardown(() => rmdirSync(parent));
+  const session = await workerWith(t, { 'worker.eval.metrics': true, 'worker.build.metrics': true, 'worker.build.cgroup': parent });
+
+  const { result, drv } = await evaluate(session, 'e');
+  const stats = result.stats;
+  t.ok(stats, 'the evaluation result carries the evaluator\'s statistics');
+  // Three runs at least: the attribute selection and one derivation batch are `nix eval`s; the lock check may be one more.
+  t.ok(stats!.runs >= 2, `${stats!.runs} nix eval runs counted`);
+  t.ok(stats!.thunks > 0 && stats!.functionCalls > 0 && stats!.values > 0, 'thunks, calls and values were counted');
+  t.ok(stats!.allocatedBytes > 0 && stats!.peakHeapBytes > 0, 'heap and allocation');
+  t.ok(stats!.cpuSeconds > 0, 'evaluator CPU time');
+
+  const activity = [];
+  for (;;) {
+    const m = await Promise.race([session.next('evalActivity', 'e'), new Promise<null>((resolve) => setImmediate(() => resolve(null)))]);
+    if (m === null) break;
+    activity.push(m);
+  }
+  t.same(activity.slice(0, 2).map((a) => [a.kind, a.message]), [['fetch', `fetching ${repo.url} at ${repo.commit}`], ['fetch', `fetched ${repo.commit}`]]);
+  t.ok(activity.some((a) => a.kind === 'eval' && a.message === 'evaluating attributes 1–2 of 2'), JSON.stringify(activity.map((a) => a.message)));
+
+  session.send({ t: 'buildJob', jobId: 'b', drvPath: drv('busy'), substituters: [], targetCaches: [], timeoutSecs: 120, maxSilentSecs: 120 });
+  const built = await session.outcome('b');
+  t.equal(built.t, 'buildResult', JSON.stringify(built));
+  const resources = built.t === 'buildResult' ? built.resources : undefined;
+  t.ok(resources, 'the build result carries the cgroup\'s counters');
+  t.ok(resources!.cpuUserSeconds + resources!.cpuSystemSeconds > 0, `the builder's CPU time was counted: ${JSON.stringify(resources)}`);
+  // What the kernel does not count in this cgroup is null, not 0: here only what the enabled controllers give.
+  const memory = readFileSync(join(parent, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('memory');
+  t.equal(resources!.peakMemoryBytes !== null, memory, `peak memory is ${memory ? 'counted with' : 'null without'} the memory controller`);
+  t.notOk(readdirSync(parent).some((entry) => entry.startsWith('kiln-build-')), 'no build cgroup is left behind');
+});
+
+t.test('without the options nothing is measured; a worker.build.cgroup that is no cgroup costs only the numbers', async (t) => {
+  const notACgroup = join(dir, 'not-a-cgroup');
+  mkdirSync(notACgroup, { recursive: true });
+  const session = await workerWith(t, { 'worker.eval.metrics': false, 'worker.build.metrics': true, 'worker.build.cgroup': notACgroup });
+  const { result, drv } = await evaluate(session, 'e2');
+  t.equal(result.stats, undefined, 'no evaluator statistics with worker.eval.metrics false');
+  session.send({ t: 'buildJob', jobId: 'b2', drvPath: drv('busyAgain'), substituters: [], targetCaches: [], timeoutSecs: 120, maxSilentSecs: 120 });
+  const built = await session.outcome('b2');
+  t.match(built, { t: 'buildResult' }, 'the build still runs');
+  t.equal(built.t === 'buildResult' ? built.resources : 'x', undefined, 'and reports no resources');
+  t.same(readdirSync(notACgroup), [], 'nothing is left in the directory');
+});

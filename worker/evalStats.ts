@@ -1,0 +1,76 @@
+// The evaluator's statistics of one evaluation (worker.eval.metrics): each `nix eval` run gets
+// NIX_SHOW_STATS=1 and its own NIX_SHOW_STATS_PATH, so Nix writes its statistics there as JSON when
+// the run ends (rather than on stderr, where the error messages are read); the collector sums them.
+// A run that left no file or an unreadable one (killed, cancelled, an older Nix) is not counted.
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { EvalStats } from '../protocol/index.js';
+
+/** What kiln reads of Nix's statistics; Nix writes much more (sizes, symbols, sets). */
+const NixStats = z.object({
+  cpuTime: z.number().min(0).optional(),
+  values: z.object({ number: z.number().min(0) }).partial().optional(),
+  nrThunks: z.number().min(0).optional(),
+  nrFunctionCalls: z.number().min(0).optional(),
+  nrPrimOpCalls: z.number().min(0).optional(),
+  nrLookups: z.number().min(0).optional(),
+  gc: z.object({ heapSize: z.number().min(0), totalBytes: z.number().min(0) }).partial().optional(),
+});
+
+const whole = (n: number | undefined): number => Math.min(Number.MAX_SAFE_INTEGER, Math.round(n ?? 0));
+
+export class EvalStatsCollector {
+  private readonly totals: EvalStats = {
+    runs: 0, cpuSeconds: 0, thunks: 0, functionCalls: 0, primOpCalls: 0, values: 0, lookups: 0, allocatedBytes: 0, peakHeapBytes: 0,
+  };
+  private next = 0;
+
+  private constructor(private readonly dir: string) {}
+
+  static async open(): Promise<EvalStatsCollector> {
+    return new EvalStatsCollector(await mkdtemp(join(tmpdir(), 'kiln-eval-stats-')));
+  }
+
+  /** Runs `run` with the environment that makes Nix write its statistics, then adds them. */
+  async around<T>(env: NodeJS.ProcessEnv, run: (env: NodeJS.ProcessEnv) => Promise<T>): Promise<T> {
+    const path = join(this.dir, `run-${this.next++}.json`);
+    try {
+      return await run({ ...env, NIX_SHOW_STATS: '1', NIX_SHOW_STATS_PATH: path });
+    } finally {
+      await this.add(path);
+    }
+  }
+
+  private async add(path: string): Promise<void> {
+    let parsed;
+    try {
+      parsed = NixStats.safeParse(JSON.parse(await readFile(path, 'utf8')));
+    } catch {
+      return;
+    }
+    if (!parsed.success) return;
+    const s = parsed.data;
+    const t = this.totals;
+    t.runs += 1;
+    t.cpuSeconds += s.cpuTime ?? 0;
+    t.thunks = whole(t.thunks + (s.nrThunks ?? 0));
+    t.functionCalls = whole(t.functionCalls + (s.nrFunctionCalls ?? 0));
+    t.primOpCalls = whole(t.primOpCalls + (s.nrPrimOpCalls ?? 0));
+    t.values = whole(t.values + (s.values?.number ?? 0));
+    t.lookups = whole(t.lookups + (s.nrLookups ?? 0));
+    t.allocatedBytes = whole(t.allocatedBytes + (s.gc?.totalBytes ?? 0));
+    t.peakHeapBytes = Math.max(t.peakHeapBytes, whole(s.gc?.heapSize));
+    await rm(path, { force: true });
+  }
+
+  /** The sums so far; null when no run left statistics. */
+  stats(): EvalStats | null {
+    return this.totals.runs === 0 ? null : { ...this.totals, cpuSeconds: Math.round(this.totals.cpuSeconds * 1e6) / 1e6 };
+  }
+
+  async close(): Promise<void> {
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}
