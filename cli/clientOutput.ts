@@ -5,6 +5,7 @@
 import { Option } from 'commander';
 import { isApiRequestError } from './apiClient.js';
 import { ClientConfigError } from './clientConfig.js';
+import { inert, inertLines } from './inertText.js';
 
 export class UsageError extends Error {
   constructor(
@@ -64,7 +65,8 @@ export function formatBytes(bytes: number): string {
 }
 
 /** Columns padded to their widest cell; the last column is not padded. */
-export function formatTable(header: string[], rows: string[][]): string {
+export function formatTable(header: string[], unsafeRows: string[][]): string {
+  const rows = unsafeRows.map((r) => r.map(inert));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   return [line(header), ...rows.map(line)].join('\n');
@@ -82,5 +84,5 @@ export const formatDate = (iso: string | null): string => (iso === null ? '-' : 
 /** Lines of `Label:  value`, the labels padded to one width (the `show` commands). */
 export function formatFields(fields: [string, string][]): string {
   const width = Math.max(...fields.map(([label]) => label.length)) + 2;
-  return fields.map(([label, value]) => `${`${label}:`.padEnd(width)}${value}`).join('\n');
+  return fields.map(([label, value]) => `${`${label}:`.padEnd(width)}${inertLines(value)}`).join('\n');
 }

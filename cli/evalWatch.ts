@@ -10,6 +10,7 @@ import { setTimeout as wait } from 'node:timers/promises';
 import type { BuildView, EvaluationView } from '../protocol/index.js';
 import { isApiRequestError, type ApiClient } from './apiClient.js';
 import type { Output } from './clientOutput.js';
+import { inert } from './inertText.js';
 import { countsLine, evaluationFailed, FINAL_PHASES, showEvaluationWithBuilds, sortBuilds, type EvaluationWithBuilds } from './evaluationText.js';
 import { openLiveSocket, type LiveEvent } from './liveSocket.js';
 
@@ -42,7 +43,7 @@ function lineView(stream: NodeJS.WritableStream): WatchView {
   const buildChanged = (b: BuildView) => {
     if (printed.get(b.build_id) === b.status) return;
     printed.set(b.build_id, b.status);
-    stream.write(`${b.status.padEnd(11)} ${b.name}${b.failure ? ` (${b.failure.class})` : ''}\n`);
+    stream.write(`${b.status.padEnd(11)} ${inert(b.name)}${b.failure ? ` (${b.failure.class})` : ''}\n`);
   };
   return {
     update: (state) => sortBuilds(state.builds).forEach(buildChanged),
@@ -76,7 +77,7 @@ function terminalView(stream: NodeJS.WriteStream): WatchView {
       `[${'#'.repeat(filled)}${'-'.repeat(30 - filled)}] ${String(done).padStart(String(builds.length).length)}/${builds.length}  ${countsLine(c).replace(/^\d+ builds: /, '')}`,
       ...rows.map((b) => `  ${b.status.padEnd(11)} ${b.name}${b.failure ? ` (${b.failure.class})` : ''}`),
       ...(builds.length > rows.length ? [`  … ${builds.length - rows.length} more`] : []),
-    ].map((l) => l.slice(0, width()));
+    ].map((l) => inert(l).slice(0, width()));
     stream.write(`${drawn > 0 ? `\x1b[${drawn}F` : ''}\x1b[J${lines.join('\n')}\n`);
     drawn = lines.length;
   };

@@ -6,13 +6,7 @@ import { ApiClient } from './apiClient.js';
 import { clientConfigPath, normalizeServer, writeClientConfigFile } from './clientConfig.js';
 import { connect } from './clientConnection.js';
 import { formatFields, jsonOption, runClientCommand, UsageError, type Output } from './clientOutput.js';
-import { ask } from './prompt.js';
-
-async function readStdin(): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').trim();
-}
+import { ask, readStdin } from './prompt.js';
 
 /** GET /api/v1/config's answer, as far as login needs it. */
 interface ServerFeatures {

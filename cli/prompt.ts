@@ -43,3 +43,10 @@ export async function ask(questions: readonly Question[], input: NodeJS.ReadStre
     rl.close();
   }
 }
+
+/** All of standard input, trimmed: a secret given as `-` stays out of the process list and the shell history. */
+export async function readStdin(input: NodeJS.ReadableStream = process.stdin): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of input) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks).toString('utf8').trim();
+}

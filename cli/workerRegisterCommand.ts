@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import type { NewWorkerRegistration } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
 import { jsonOption, runClientCommand } from './clientOutput.js';
+import { readStdin } from './prompt.js';
 import { projectRef, segment } from './resourceArguments.js';
 
 export function workerRegisterCommand(worker: Command): void {
@@ -11,7 +12,7 @@ export function workerRegisterCommand(worker: Command): void {
     .option('--name <name>', 'a name to tell tokens apart')
     .option('--worker-id <uuid>', 'accept the token only from the worker with this id')
     .option('--endpoint <ws-url>', 'a discoverable worker\'s /proto URL: the server connects to it')
-    .option('--server-token <token>', 'the token the server presents to that worker (needs --endpoint)')
+    .option('--server-token <token>', 'the token the server presents to that worker (needs --endpoint); - reads it from standard input, out of the process list')
     .addOption(jsonOption())
     .action(async (project: string, opts: { name?: string; workerId?: string; endpoint?: string; serverToken?: string; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const client = await connect();
@@ -19,7 +20,7 @@ export function workerRegisterCommand(worker: Command): void {
         ...(opts.name === undefined ? {} : { name: opts.name }),
         ...(opts.workerId === undefined ? {} : { worker_id: opts.workerId }),
         ...(opts.endpoint === undefined ? {} : { endpoint: opts.endpoint }),
-        ...(opts.serverToken === undefined ? {} : { server_token: opts.serverToken }),
+        ...(opts.serverToken === undefined ? {} : { server_token: opts.serverToken === '-' ? await readStdin() : opts.serverToken }),
       };
       const made = await client.call<NewWorkerRegistration>('POST', `/projects/${segment(await projectRef(client, project))}/workers`, { body });
       out.note(`registered worker token "${made.name}" (${made.id}); the token is shown only now (put it in the worker's peers file):`);
