@@ -19,6 +19,12 @@ interface ServerFeatures {
  * server signs in only by OIDC (or --oidc), the provider's URL to open and the token the sign-in
  * shows, pasted back.
  */
+/** https, or http to this machine itself: a password sent there is read by nobody on the way. */
+function sentPrivately(server: string): boolean {
+  const url = new URL(server);
+  return url.protocol === 'https:' || ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname) || url.hostname.startsWith('127.');
+}
+
 async function signIn(server: string, oidc: boolean, out: Output): Promise<string> {
   const anonymous = new ApiClient({ server, token: '' });
   const features = await anonymous.call<ServerFeatures>('GET', '/config');
@@ -29,6 +35,7 @@ async function signIn(server: string, oidc: boolean, out: Output): Promise<strin
     const [token] = await ask([{ text: 'Then paste the session token the sign-in shows: ', secret: true }]);
     return token!.trim();
   }
+  if (!sentPrivately(server)) out.note(`warning: ${server} is plain http: the password crosses the network readable by anyone on the way; use https`);
   const [loginname, password] = await ask([{ text: 'User name: ' }, { text: 'Password: ', secret: true }]);
   if (!loginname!.trim() || !password) throw new UsageError('the user name and the password must not be empty');
   return anonymous.call<string>('POST', '/auth/basic/login', { body: { loginname: loginname!.trim(), password } });
