@@ -74,9 +74,14 @@ t.test('serving threads', async (t) => {
     t.equal((await uploadChunked(kiln, admin.token, 'pub', file)).status, 200);
     const after = await Promise.all(Array.from({ length: 30 }, () => getFresh(missing)));
     t.same(new Set(after.map((a) => a.status)), new Set([200]), 'no thread serves its remembered miss after the upload');
+    // Cache names are case-insensitive: every thread learns the narinfo under other spellings too.
+    const spellings = ['PUB', 'Pub'].map((name) => `${kiln.url}/cache/${name}/${tree.hash}.narinfo`);
+    for (const url of spellings) await Promise.all(Array.from({ length: 30 }, () => getFresh(url)));
+    const learned = await Promise.all(spellings.flatMap((url) => Array.from({ length: 30 }, () => getFresh(url))));
+    t.same(new Set(learned.map((a) => a.status)), new Set([200]), 'other spellings of the name answer');
     t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: false } })).status, 200);
-    const privately = await Promise.all(Array.from({ length: 30 }, () => getFresh(narinfo)));
-    t.same(new Set(privately.map((a) => a.status)), new Set([401]), 'no thread serves a cache made private from memory');
+    const privately = await Promise.all([narinfo, ...spellings].flatMap((url) => Array.from({ length: 30 }, () => getFresh(url))));
+    t.same(new Set(privately.map((a) => a.status)), new Set([401]), 'no thread serves a cache made private from memory, in any spelling');
     t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: true } })).status, 200);
   });
 
