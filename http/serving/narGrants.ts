@@ -21,7 +21,7 @@ export function threadNarServices(services: Pick<Services, 'binaryCache' | 'nars
       const cache = await anonymousReadableCache(services.binaryCache, name);
       // Anonymous readers read only public caches; the thread writes a public cache's headers.
       if (cache === null || !cache.public) return null;
-      const known = reads.narFileInMemory(cache.id, fileHash) ?? (await reads.narFile(cache.id, fileHash));
+      const known = await reads.narFile(cache.id, fileHash);
       if (known === null) return null;
       const path = reads.narFilePath(fileHash);
       if (path === null) return null;
