@@ -89,6 +89,25 @@ t.test('serving threads', async (t) => {
       ws.on('error', () => resolve(-1));
     })));
     t.same(new Set(refused), new Set([401]), 'a live socket without a token is refused as the main thread refuses it');
+    // An open socket: the main thread's frames reach the client through whichever listener took it.
+    const frames = await Promise.all(Array.from({ length: 20 }, () => new Promise<string>((resolve) => {
+      const ws = new WebSocket(`${kiln.url.replace('http', 'ws')}/api/v1/metrics/events?events=stream.open`, { headers: { authorization: `Bearer ${admin.token}` } });
+      // A bound so that a socket the relay never serves fails the test instead of hanging it.
+      const silent = setTimeout(() => {
+        resolve('silent for 30 s');
+        ws.terminate();
+      }, 30_000);
+      ws.on('message', (data: Buffer) => {
+        clearTimeout(silent);
+        resolve((JSON.parse(data.toString()) as { event: string }).event);
+        ws.close();
+      });
+      ws.on('close', (code) => {
+        clearTimeout(silent);
+        resolve(`closed ${code}`);
+      });
+    })));
+    t.same(new Set(frames), new Set(['stream.open']), 'every open socket hears the main thread');
   });
 
   t.test('an upload and an access change reach every thread', async (t) => {
