@@ -32,8 +32,9 @@ await bench.createCache('bench');
 const { kiln, token } = bench;
 
 /**
- * Uploads that a serving thread relays were seen reset mid-request (ECONNRESET, http.threads 2, not
- * yet understood): the setup retries them and says how many, so the serving figures still come.
+ * Uploads that a serving thread relays were seen reset mid-request (ECONNRESET, or the thread's 502
+ * when its loopback connection was reset; http.threads 2): the setup retries them and says how
+ * many, so the serving figures still come.
  */
 let uploadResets = 0;
 async function upload(nar: Buffer, name: string): Promise<{ hash: string; fileHash: string }> {
@@ -41,7 +42,7 @@ async function upload(nar: Buffer, name: string): Promise<{ hash: string; fileHa
     try {
       return await uploadOnce(nar, name);
     } catch (e) {
-      if (attempt >= 5 || !(e instanceof TypeError)) throw e;
+      if (attempt >= 5 || !(e instanceof TypeError || (e instanceof Error && e.message.startsWith('upload: 502')))) throw e;
       uploadResets++;
     }
   }

@@ -25,7 +25,13 @@ export interface ForwardedAnswer {
   body: Buffer;
 }
 
-export const originAgent = (): Agent => new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+/**
+ * Idle loopback connections are dropped after 4 s, before uWS closes them at 10 s (its HTTP idle
+ * timeout): a request sent on a connection the main thread is closing meets a reset, and one with
+ * a body (an upload) cannot be sent again. (`timeout` destroys only free sockets; on a request in
+ * flight it is an event nobody listens to.)
+ */
+export const originAgent = (): Agent => new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 4_000 });
 
 const remoteAddress = (res: HttpResponse): string => Buffer.from(res.getRemoteAddressAsText()).toString();
 
@@ -91,13 +97,17 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
     upstream.destroy();
   });
   if (hasBody) {
+    let paused = false;
     res.onData((chunk, last) => {
       // uWS reuses the chunk's memory after this call returns: copy it.
       const more = upstream.write(Buffer.from(chunk.slice(0)));
       if (last) upstream.end();
-      else if (!more) {
+      else if (!more && !paused) {
+        // Chunks uWS already read still arrive after pause(): one wait for drain, not one per chunk.
+        paused = true;
         res.pause();
         upstream.once('drain', () => {
+          paused = false;
           if (!aborted) res.resume();
         });
       }
