@@ -2,8 +2,9 @@
 // kiln against nginx (a worker per core, sendfile) serving the very same files. Both are warmed
 // up, rounds interleave them and alternate which goes first, and the figure is the median of the
 // rounds' kiln / nginx ratios. Load comes from wrk in its own process.
-//   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words]
-// (the third argument picks scenarios whose name contains one of the comma-separated words, e.g. "miss,16")
+//   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words|all] [http.threads]
+// (the third argument picks scenarios whose name contains one of the comma-separated words, e.g.
+// "miss,16"; the fourth sets kiln's serving threads, its default when absent)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
 const SMALL_PATHS = 1000;
 const LARGE_NARS = 8;
+const threads = process.argv[5] === undefined ? undefined : Number(process.argv[5]);
 
 const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32_ALPHABET[b & 31]).join('');
 const narOfFile = (contents: Buffer) => Buffer.concat([
@@ -25,11 +27,28 @@ const narOfFile = (contents: Buffer) => Buffer.concat([
   Buffer.alloc(narPadding(contents.length)), encodeNarStrings(')'),
 ]);
 
-const bench = await startBenchKiln({ 'nar.maxUploadSize': 64 << 20 });
+const bench = await startBenchKiln({ 'nar.maxUploadSize': 64 << 20, ...(threads === undefined ? {} : { 'http.threads': threads }) });
 await bench.createCache('bench');
 const { kiln, token } = bench;
 
+/**
+ * Uploads that a serving thread relays were seen reset mid-request (ECONNRESET, or the thread's 502
+ * when its loopback connection was reset; http.threads 2): the setup retries them and says how
+ * many, so the serving figures still come.
+ */
+let uploadResets = 0;
 async function upload(nar: Buffer, name: string): Promise<{ hash: string; fileHash: string }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await uploadOnce(nar, name);
+    } catch (e) {
+      if (attempt >= 5 || !(e instanceof TypeError || (e instanceof Error && e.message.startsWith('upload: 502')))) throw e;
+      uploadResets++;
+    }
+  }
+}
+
+async function uploadOnce(nar: Buffer, name: string): Promise<{ hash: string; fileHash: string }> {
   const hash = nix32(32);
   const digest = await hashNar([nar]);
   const form = new FormData();
@@ -49,29 +68,36 @@ for (let i = 0; i < SMALL_PATHS; i += 8) {
 }
 const large: { hash: string; fileHash: string }[] = [];
 for (let i = 0; i < LARGE_NARS; i++) large.push(await upload(narOfFile(randomBytes(16 << 20)), `large-${i}`));
+const medium: { hash: string; fileHash: string }[] = [];
+for (let i = 0; i < LARGE_NARS; i++) medium.push(await upload(narOfFile(randomBytes(2 << 20)), `medium-${i}`));
 // nginx serves kiln's own bytes: the narinfo text kiln answers, and kiln's stored NAR files.
-for (const { hash, fileHash } of [...small, ...large]) {
+for (const { hash, fileHash } of [...small, ...large, ...medium]) {
   const text = await (await fetch(`${kiln.url}/cache/bench/${hash}.narinfo`)).text();
   await writeFile(join(root, 'cache', 'bench', `${hash}.narinfo`), text);
   await copyFile(join(bench.baseDir, 'blobs', 'nar', `${fileHash}.nar.zst`), join(root, 'cache', 'bench', 'nar', `${fileHash}.nar.zst`));
 }
+if (uploadResets > 0) console.error(`${uploadResets} upload(s) reset and retried`);
 const lists = {
   hits: small.map((p) => `/cache/bench/${p.hash}.narinfo`),
   misses: Array.from({ length: SMALL_PATHS }, () => `/cache/bench/${nix32(32)}.narinfo`),
   smallNars: small.map((p) => `/cache/bench/nar/${p.fileHash}.nar.zst`),
   largeNars: large.map((p) => `/cache/bench/nar/${p.fileHash}.nar.zst`),
+  mediumNars: medium.map((p) => `/cache/bench/nar/${p.fileHash}.nar.zst`),
 };
 for (const [name, paths] of Object.entries(lists)) await writeFile(join(work, `${name}.txt`), `${paths.join('\n')}\n`);
 const script = join(work, 'paths.lua');
 await writeFile(script, WRK_PATHS_SCRIPT);
 const nginx = await startNginx(work, root, await freePortForBench());
 
-const only = process.argv[4]?.split(',') ?? null;
+const only = process.argv[4] === undefined || process.argv[4] === 'all' ? null : process.argv[4].split(',');
 const scenarios = [
   { name: 'narinfo hit', list: 'hits', connections: 64 },
   { name: 'narinfo miss (404)', list: 'misses', connections: 64 },
-  { name: 'NAR 1-4 KiB (memory)', list: 'smallNars', connections: 64 },
-  { name: 'NAR 16 MiB (streamed)', list: 'largeNars', connections: 8 },
+  { name: 'NAR 1-4 KiB', list: 'smallNars', connections: 64 },
+  { name: 'NAR 2 MiB, 8 conn', list: 'mediumNars', connections: 8 },
+  { name: 'NAR 2 MiB, 64 conn', list: 'mediumNars', connections: 64 },
+  { name: 'NAR 16 MiB, 8 conn', list: 'largeNars', connections: 8 },
+  { name: 'NAR 16 MiB, 64 conn', list: 'largeNars', connections: 64 },
 ].filter((s) => only === null || only.some((word) => s.name.includes(word)));
 type Sample = { rps: number[]; p50: number[]; p99: number[]; mbps: number[]; non2xx: number; socketErrors: number };
 /** kiln / nginx of each round, whose two runs were back to back: steadier than a ratio of medians on a busy machine */
@@ -100,7 +126,7 @@ for (const s of scenarios) {
   const k = samples[`${s.name}|kiln`]!;
   const figures = (x: Sample) => ({ rps: Math.round(median(x.rps)), MBps: Math.round(median(x.mbps)), p50Ms: median(x.p50), p99Ms: median(x.p99), non2xx: x.non2xx, socketErrors: x.socketErrors });
   console.log(JSON.stringify({
-    bench: 'binary-cache', scenario: s.name, connections: s.connections, loadAverage: loadAverage(),
+    bench: 'binary-cache', scenario: s.name, connections: s.connections, threads: threads ?? 'default', loadAverage: loadAverage(),
     nginx: figures(n), kiln: figures(k),
     ratio: median(roundRatios[s.name]!), roundRatios: roundRatios[s.name], ratioOfMedians: +(median(k.rps) / median(n.rps)).toFixed(3),
   }));

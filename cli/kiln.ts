@@ -8,7 +8,7 @@ import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
-import { buildRoutes, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
+import { buildRoutes, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -250,11 +250,13 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     if (threads > 1) {
       const serving = await startServingThreads({
         count: threads, listenAddr: config['listenAddr'], port: http.port, originPort: http.originPort!, log: componentLogger(log, 'web'),
+        // With S3 the route redirects large files to a presigned URL: the threads leave NARs to it.
+        ...(config['s3.enable'] ? {} : { nars: threadNarServices(services) }),
         supervisor: root.supervise({ id: 'http-threads', restartBudget: { maxRestarts: 5 * threads, withinMs: 10_000 } }),
       });
       // Before the main thread's listener closes: a thread relays to it until it has stopped.
       stack.push(() => serving.stop());
-      const unforget = nars.reads.onForget((_cacheId, hashPart) => serving.broadcast({ t: 'forgetPath', hashPart }));
+      const unforget = nars.reads.onForget((cacheId, hashPart, fileHash) => serving.broadcast({ t: 'forgetPath', cacheId, hashPart, ...(fileHash === undefined ? {} : { fileHash }) }));
       const unchanged = onCacheChanged(events.bus, CACHE_SETTINGS_REASONS, (change) => serving.broadcast({ t: 'forgetCache', cache: change.cache }));
       stack.push(() => {
         unforget();

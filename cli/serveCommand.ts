@@ -30,13 +30,23 @@ export function serveCommand(program: Command): void {
     const { startKiln } = await import('./kiln.js'); // the server stack loads only for `serve`
     const crashPoints = crashPointsFrom(process.env);
     const kiln = await startKiln(loaded, { log, ...(stateFile === undefined ? {} : { stateFile }), ...(crashPoints ? { crashPoints } : {}) });
+    // A process that ends while a serving thread still holds its listen socket dies in uWS's
+    // native code (an assert, SIGABRT): on a fatal error the threads close their sockets and end
+    // first (docs/http.md, "Shutdown"). Without threads, Node's own handling is left alone.
+    const exitAfterThreads = (code: number) => void (kiln.servingThreads?.stop() ?? Promise.resolve()).finally(() => process.exit(code));
+    if (kiln.servingThreads !== null) {
+      process.on('uncaughtException', (error) => {
+        kiln.log.fatal({ err: error }, 'uncaught exception; stopping');
+        exitAfterThreads(1);
+      });
+    }
     // With error reports on, an unhandled rejection is reported before the process ends as Node
-    // would have ended it (without them, Node's own handling is left alone).
+    // would have ended it.
     if (loaded.values['errorReport.enable']) {
       process.on('unhandledRejection', (reason) => {
         kiln.log.fatal({ err: reason }, 'unhandled promise rejection; stopping');
         kiln.errorReports.report(reason, { source: 'unhandled rejection' });
-        void kiln.errorReports.flush().finally(() => process.exit(1));
+        void kiln.errorReports.flush().finally(() => exitAfterThreads(1));
       });
     }
     let stopping = false;

@@ -11,5 +11,6 @@ export { authRateLimits, rateLimited, type RatePolicy } from './rateLimit.js';
 export { eventSockets, type EventSockets, type EventSocketsOptions } from './live/eventSockets.js';
 export { protoRoute, type ProtoRoute, type ProtoRouteOptions } from './proto/protoRoute.js';
 export { startServingThreads, type ServingThreads } from './serving/servingThreads.js';
+export { threadNarServices } from './serving/narGrants.js';
 export { freePort } from './serving/reusablePort.js';
 export { startOutboundWorkers, type OutboundWorkers, type OutboundWorkersOptions } from './proto/outboundWorkers.js';

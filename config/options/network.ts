@@ -21,7 +21,7 @@ export const networkOptions = {
   ),
   'http.threads': option(
     int({ min: 1, max: 64 }), 1,
-    'uWS serving threads on the server\'s port: each answers anonymous narinfo requests from its own hot memory and relays everything else to the main thread; 1 serves everything from the main thread',
+    'uWS serving threads on the server\'s port: each answers anonymous narinfo requests from its own hot memory, sends anonymous readers\' NAR files itself from the filesystem store, and relays everything else to the main thread; 1 serves everything from the main thread',
     { extension: true },
   ),
   'http.trustedProxies': option(cidrList(), ['127.0.0.1/8', '::1/128'], 'CIDR ranges of peers allowed to set X-Forwarded-For'),

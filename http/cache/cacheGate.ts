@@ -48,6 +48,22 @@ export function readableCacheInMemory(access: BinaryCacheAccess, req: Req<Princi
   return known === undefined ? undefined : readDecision(name, known);
 }
 
+/**
+ * The cache `name` when a request without credentials may read it, or null when such a request is
+ * refused (a serving thread then hands it to the main thread, whose route words the refusal).
+ * The decision readableCache takes for that request, from the same memo.
+ */
+export async function anonymousReadableCache(access: BinaryCacheAccess, name: string): Promise<BinaryCache | null> {
+  // Anonymous answers do not depend on the address (binaryCacheAccess.ts).
+  const decision = access.peek(name, undefined, '') ?? (await access.resolve(name, undefined, ''));
+  try {
+    return readDecision(name, decision);
+  } catch (e) {
+    if (isApiError(e)) return null;
+    throw e;
+  }
+}
+
 function readDecision(name: string, decision: CacheAccess): BinaryCache {
   switch (decision.kind) {
     case 'visible':

@@ -10,6 +10,7 @@ import type { Router } from '../router.js';
 import { parseRange } from './byteRange.js';
 import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache, readableCacheInMemory } from './cacheGate.js';
+import { narAnswerHead } from './narHeaders.js';
 import { stagedNixFile } from './stagedNixFile.js';
 
 /** A presigned URL outlives any sane download start; the client follows it at once. */
@@ -50,10 +51,6 @@ function lazyBody(open: () => Promise<BlobRead | null>, what: string): AsyncIter
   };
 }
 
-// Content-addressed: the bytes under a name never change.
-const PUBLIC_NAR = { 'Content-Type': 'application/x-nix-nar', 'Accept-Ranges': 'bytes', 'Cache-Control': 'public, max-age=31536000, immutable' };
-const PRIVATE_NAR = { ...PUBLIC_NAR, 'Cache-Control': 'private, max-age=31536000, immutable' };
-
 const unsatisfiable = (req: Req<Principal>, fileSize: number): ApiError =>
   new ApiError('range_not_satisfiable', `the file has ${fileSize} bytes; the range ${req.header('range')} lies outside it`, {
     headers: { 'Content-Range': `bytes */${fileSize}` },
@@ -61,12 +58,10 @@ const unsatisfiable = (req: Req<Principal>, fileSize: number): ApiError =>
 
 /** A whole small file, or the range asked for, as the reply. */
 function smallFileReply(req: Req<Principal>, cache: BinaryCache, bytes: Buffer): Reply {
-  const headers = cache.public ? PUBLIC_NAR : PRIVATE_NAR;
-  if (req.header('range') === undefined) return bytesReply(200, bytes, headers);
   const range = parseRange(req.header('range'), bytes.length);
   if (range.kind === 'unsatisfiable') throw unsatisfiable(req, bytes.length);
-  if (range.kind === 'whole') return bytesReply(200, bytes, headers);
-  return bytesReply(206, bytes.subarray(range.start, range.end + 1), { ...headers, 'Content-Range': `bytes ${range.start}-${range.end}/${bytes.length}` });
+  const head = narAnswerHead(cache.public, range, bytes.length);
+  return bytesReply(head.status, head.status === 200 ? bytes : bytes.subarray(head.start, head.start + head.length), head.headers);
 }
 
 /**
@@ -87,7 +82,6 @@ function fromMemory(services: CacheRouteServices, req: Req<Principal>): Reply | 
 }
 
 async function serveStored(services: CacheRouteServices, req: Req<Principal>, cache: BinaryCache, fileHash: string, fileSize: number): Promise<Reply> {
-  const headers = cache.public ? PUBLIC_NAR : PRIVATE_NAR;
   const range = parseRange(req.header('range'), fileSize);
   if (range.kind === 'unsatisfiable') throw unsatisfiable(req, fileSize);
   const { reads } = services.nars;
@@ -95,8 +89,6 @@ async function serveStored(services: CacheRouteServices, req: Req<Principal>, ca
     const url = await reads.presignedNar(fileHash, PRESIGN_SECS);
     if (url !== null) return emptyReply(302, { Location: url, 'Cache-Control': 'no-store' });
   }
-  const part: Record<string, string> = range.kind === 'part' ? { 'Content-Range': `bytes ${range.start}-${range.end}/${fileSize}` } : {};
-  const status = range.kind === 'part' ? 206 : 200;
   if (fileSize <= services.config['nar.smallBytes']) {
     const bytes = await reads.smallNar(fileHash, workerOf(req)).catch((e: unknown) => { throw storageBusy(e); });
     if (bytes === null) throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
@@ -106,8 +98,8 @@ async function serveStored(services: CacheRouteServices, req: Req<Principal>, ca
     throw new ApiError('not_found', `the NAR file ${fileHash} is missing from storage`);
   }
   const blobRange = range.kind === 'part' ? { start: range.start, end: range.end } : undefined;
-  const length = range.kind === 'part' ? range.end - range.start + 1 : fileSize;
-  return streamReply(status, length, lazyBody(() => reads.openNar(fileHash, blobRange, workerOf(req), req.signal), `NAR file ${fileHash}`), { ...headers, ...part });
+  const head = narAnswerHead(cache.public, range, fileSize);
+  return streamReply(head.status, head.length, lazyBody(() => reads.openNar(fileHash, blobRange, workerOf(req), req.signal), `NAR file ${fileHash}`), head.headers);
 }
 
 export function narFileRoutes(r: Router<Principal>, services: CacheRouteServices): void {

@@ -25,16 +25,43 @@ export interface ForwardedAnswer {
   body: Buffer;
 }
 
-export const originAgent = (): Agent => new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64 });
+/**
+ * Idle loopback connections are dropped after 4 s, before uWS closes them at 10 s (its HTTP idle
+ * timeout): a request sent on a connection the main thread is closing meets a reset, and one with
+ * a body (an upload) cannot be sent again. (`timeout` destroys only free sockets; on a request in
+ * flight it is an event nobody listens to.)
+ */
+export const originAgent = (): Agent => new Agent({ keepAlive: true, maxSockets: 256, maxFreeSockets: 64, timeout: 4_000 });
 
 const remoteAddress = (res: HttpResponse): string => Buffer.from(res.getRemoteAddressAsText()).toString();
+
+/** What forwarding needs of a request, copied while uWS's HttpRequest is valid. */
+export interface CapturedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  hasBody: boolean;
+}
+
+export interface LearnAnswer {
+  maxBytes: number;
+  done: (answer: ForwardedAnswer) => void;
+}
 
 /**
  * Forwards one request. `learn`, when given, receives the whole answer of a small complete GET
  * (at most `learnBytes`) after it was written, for the thread's hot memory.
  */
-export function forwardHttp(res: HttpResponse, req: HttpRequest, origin: ForwardOrigin, learn?: { maxBytes: number; done: (answer: ForwardedAnswer) => void }): void {
-  // Everything from `req` first: it is invalid once this callback returns.
+export function forwardHttp(res: HttpResponse, req: HttpRequest, origin: ForwardOrigin, learn?: LearnAnswer): void {
+  const captured = captureRequest(res, req, origin);
+  if (captured !== null) forwardCaptured(res, captured, origin, learn);
+}
+
+/**
+ * Copies what forwarding needs from `req` (invalid once the uWS callback returns). A request whose
+ * framing is in doubt is answered here (400, connection closed) and null returned.
+ */
+export function captureRequest(res: HttpResponse, req: HttpRequest, origin: ForwardOrigin): CapturedRequest | null {
   const method = req.getMethod().toUpperCase();
   const query = req.getQuery();
   const path = query ? `${req.getUrl()}?${query}` : req.getUrl();
@@ -43,31 +70,44 @@ export function forwardHttp(res: HttpResponse, req: HttpRequest, origin: Forward
     if (!HOP_BY_HOP.has(k)) headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
   });
   const framing = requestFraming(req.getHeader('content-length') || undefined, req.getHeader('transfer-encoding') || undefined);
-  let aborted = false;
-  let finished = false;
   if (!framing.ok) {
     // As the main thread's catch-all answers it: where this body ends is in doubt, so the connection closes.
     res.cork(() => res.writeStatus('400 Bad Request').writeHeader('Content-Type', 'application/json')
       .end(JSON.stringify({ error: true, message: framing.problem, code: 'invalid_framing' }), true));
-    return;
+    return null;
   }
   headers[FORWARDED_PEER_HEADER] = forwardedPeerValue(origin.secret, remoteAddress(res));
   const hasBody = framing.length !== null ? framing.length > 0 : req.getHeader('transfer-encoding') !== '';
   if (framing.length !== null) headers['content-length'] = String(framing.length);
+  return { method, path, headers, hasBody };
+}
 
+/**
+ * Sends a captured request to the main thread and its answer back to the client. Within the uWS
+ * callback for any request; after it (the client's connection still open) only for one without a
+ * body, whose bytes uWS would not hold for a handler registered late.
+ */
+export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, origin: ForwardOrigin, learn?: LearnAnswer): void {
+  const { method, path, headers, hasBody } = captured;
+  let aborted = false;
+  let finished = false;
   const upstream = httpRequest({ host: '127.0.0.1', port: origin.port, method, path, headers, agent: origin.agent });
   res.onAborted(() => {
     aborted = true;
     upstream.destroy();
   });
   if (hasBody) {
+    let paused = false;
     res.onData((chunk, last) => {
       // uWS reuses the chunk's memory after this call returns: copy it.
       const more = upstream.write(Buffer.from(chunk.slice(0)));
       if (last) upstream.end();
-      else if (!more) {
+      else if (!more && !paused) {
+        // Chunks uWS already read still arrive after pause(): one wait for drain, not one per chunk.
+        paused = true;
         res.pause();
         upstream.once('drain', () => {
+          paused = false;
           if (!aborted) res.resume();
         });
       }

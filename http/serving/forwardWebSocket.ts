@@ -14,15 +14,25 @@ const SKIP = new Set(['connection', 'upgrade', 'sec-websocket-key', 'sec-websock
 
 interface Relay {
   upstream: WebSocket;
-  client: UwsSocket<Relay> | null;
+  client: UwsSocket<RelayData> | null;
   closed: boolean;
+}
+
+/**
+ * The client socket's user data. uWS copies the properties of the object given to upgrade() into a
+ * new one, so the relay is held by reference: the upgrade's closures and the socket's handlers then
+ * share it (a relay given directly never learned its client, and nothing from the main thread,
+ * messages or its close, reached the client).
+ */
+interface RelayData {
+  relay: Relay;
 }
 
 /** A close code a peer may send (RFC 6455 §7.4): 1005/1006/1015 only describe what happened. */
 const sendableCode = (code: number): number => (code >= 1000 && code <= 4999 && code !== 1005 && code !== 1006 && code !== 1015 ? code : 1000);
 
 export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void {
-  app.ws<Relay>('/*', {
+  app.ws<RelayData>('/*', {
     compression: 0,
     // The main thread enforces each route's own frame limits; the relay only must not be the smaller.
     maxPayloadLength: 64 * 1024 * 1024,
@@ -59,7 +69,7 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void 
       });
       upstream.once('open', () => {
         if (aborted) return;
-        res.cork(() => res.upgrade<Relay>(relay, key, upstream.protocol, '', context));
+        res.cork(() => res.upgrade<RelayData>({ relay }, key, upstream.protocol, '', context));
         for (const m of early) relay.client?.send(m.data, m.binary);
       });
       upstream.once('unexpected-response', (_request, answer) => {
@@ -89,18 +99,18 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void 
       });
     },
     open: (ws) => {
-      ws.getUserData().client = ws;
+      ws.getUserData().relay.client = ws;
     },
     message: (ws, message, binary) => {
-      const { upstream } = ws.getUserData();
+      const { upstream } = ws.getUserData().relay;
       // uWS reuses the message's memory after this call: copy it.
       upstream.send(Buffer.from(message.slice(0)), { binary });
     },
     drain: (ws) => {
-      if (ws.getBufferedAmount() < RELAY_HIGH_WATER) ws.getUserData().upstream.resume();
+      if (ws.getBufferedAmount() < RELAY_HIGH_WATER) ws.getUserData().relay.upstream.resume();
     },
     close: (ws, code, reason) => {
-      const relay = ws.getUserData();
+      const { relay } = ws.getUserData();
       if (relay.closed) return;
       relay.closed = true;
       relay.upstream.close(sendableCode(code), Buffer.from(reason.slice(0)));

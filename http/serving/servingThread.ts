@@ -1,6 +1,7 @@
 // A serving thread (`http.threads` > 1; docs/http.md, "Serving threads"): its own uWS app on the
 // server's port (SO_REUSEPORT, the kernel spreads connections), answering anonymous narinfo GETs
-// of readable caches from its hot memory and relaying everything else, WebSockets included, to the
+// of readable caches from its hot memory, sending anonymous readers' NAR files itself from the
+// filesystem blob store (threadNars.ts), and relaying everything else, WebSockets included, to the
 // main thread's loopback listener, which owns the API, the sockets and the cache state.
 import { parentPort, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
@@ -9,6 +10,7 @@ import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } fr
 import { relayWebSockets } from './forwardWebSocket.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { threadNars } from './threadNars.js';
 
 /** The thread's hot memory: narinfos are ~1-2 KiB, so this holds tens of thousands. */
 const HOT_BYTES = 64 * 1024 * 1024;
@@ -22,6 +24,11 @@ const counters = new Float64Array(data.counters);
 const hot = new ThreadHotCache(HOT_BYTES);
 const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agent: originAgent() };
 const post = (message: FromServingThread) => port.postMessage(message);
+const nars = threadNars({
+  origin, enabled: data.sendsNars, counters,
+  ask: (id, cache, fileHash) => post({ t: 'narAsk', id, cache, fileHash }),
+  report: (sent) => post({ t: 'narsSent', sent }),
+});
 
 function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
   counters[COUNTER_REQUESTS]!++;
@@ -60,6 +67,8 @@ function learnNarinfo(generation: number, cache: string, file: string, a: Forwar
 const app = uWS.App();
 relayWebSockets(app, origin);
 app.get('/cache/:cache/:file', answerFromMemory);
+app.get('/cache/:cache/nar/:file', (res, req) => nars.answer(res, req, false));
+app.head('/cache/:cache/nar/:file', (res, req) => nars.answer(res, req, true));
 app.any('/*', (res, req) => {
   counters[COUNTER_REQUESTS]!++;
   counters[COUNTER_FORWARDED]!++;
@@ -85,9 +94,14 @@ port.on('message', (message: ToServingThread) => {
   switch (message.t) {
     case 'forgetPath':
       hot.forgetPath(message.hashPart);
+      if (message.fileHash !== undefined) nars.grants.forgetFile(message.cacheId, message.fileHash);
       break;
     case 'forgetCache':
       hot.forgetCache(message.cache);
+      nars.grants.forgetCache(message.cache);
+      break;
+    case 'narGrant':
+      nars.granted(message.id, message.grant);
       break;
     case 'stop':
       stop();

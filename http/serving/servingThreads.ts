@@ -7,7 +7,8 @@ import { Worker } from 'node:worker_threads';
 import { fromPromise } from 'xstate';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import type { ThreadNarServices } from './narGrants.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 
 /**
  * How long a thread has to close its listen socket and end before it is terminated. Terminating a
@@ -24,6 +25,8 @@ export interface ServingThreadsOptions {
   /** the main thread's loopback listener */
   originPort: number;
   supervisor: Supervisor;
+  /** NAR files the threads send themselves (filesystem blob store); without it every NAR request is forwarded */
+  nars?: ThreadNarServices;
   log: { info(o: object, msg: string): void; error(o: object, msg: string): void };
 }
 
@@ -50,7 +53,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
   const threadLogic = fromPromise<void, { index: number }>(({ input, signal }) => new Promise<void>((resolve, reject) => {
     const { index } = input;
     const data: ServingThreadData = {
-      index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), counters: counters[index]!,
+      index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!,
     };
     const worker = new Worker(new URL('./servingThread.ts', import.meta.url), { workerData: data, execArgv: threadExecArgv(), name: `http-thread-${index}` });
     startCounts.set(index, (startCounts.get(index) ?? 0) + 1);
@@ -61,7 +64,19 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
     };
     signal.addEventListener('abort', end, { once: true });
     worker.on('message', (m: FromServingThread) => {
-      if (m.t === 'listening' && !m.ok) worker.postMessage({ t: 'stop' } satisfies ToServingThread);
+      switch (m.t) {
+        case 'listening':
+          if (!m.ok) worker.postMessage({ t: 'stop' } satisfies ToServingThread);
+          break;
+        case 'narAsk':
+          // A failed lookup grants nothing: the thread forwards, and the route answers the error.
+          void (opts.nars?.grant(m.cache, m.fileHash) ?? Promise.resolve(null)).catch(() => null)
+            .then((grant) => worker.postMessage({ t: 'narGrant', id: m.id, grant } satisfies ToServingThread));
+          break;
+        case 'narsSent':
+          opts.nars?.sent(m.sent);
+          break;
+      }
     });
     worker.on('error', (e) => opts.log.error({ err: e, thread: index }, 'a serving thread failed'));
     worker.on('exit', (code) => {
@@ -78,7 +93,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       id: `http-thread-${index}`, kind: 'http-thread', logic: threadLogic, input: { index },
       summarize: () => {
         const c = new Float64Array(counters[index]!);
-        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, starts: startCounts.get(index) ?? 0 };
+        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, starts: startCounts.get(index) ?? 0 };
       },
     });
     ready.push(new Promise<void>((resolve, reject) => {
@@ -88,7 +103,13 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
           setTimeout(wait, 5);
           return;
         }
-        worker.once('message', (m: FromServingThread) => (m.ok ? resolve() : reject(new Error(`serving thread ${index} cannot listen on ${opts.listenAddr}:${opts.port}`))));
+        const listening = (m: FromServingThread) => {
+          if (m.t !== 'listening') return;
+          worker.off('message', listening);
+          if (m.ok) resolve();
+          else reject(new Error(`serving thread ${index} cannot listen on ${opts.listenAddr}:${opts.port}`));
+        };
+        worker.on('message', listening);
       };
       wait();
     }));

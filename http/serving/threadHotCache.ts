@@ -3,12 +3,26 @@
 // itself: an entry is served only while the main thread said, within ACCESS_TTL_MS, that the cache
 // answers anonymous readers; invalidations drop entries, and an answer to a request that was
 // forwarded before an invalidation arrived is not learned (it may predate the change).
+//
+// Cache names are case-insensitive (citext): `/cache/PUB/…` and `/cache/pub/…` are one cache to the
+// main thread, so everything here is keyed by the lower-cased name. Keyed by the URL's spelling, an
+// invalidation naming the cache one way would leave the other spellings answering from memory.
+// Only names of the cache name pattern are kept at all: a name outside it (other letters whose
+// lower case PostgreSQL and JavaScript might see differently) always goes to the main thread.
 
 /** As long as the main thread trusts a cache's settings (services/caches/binaryCacheAccess.ts). */
 export const ACCESS_TTL_MS = 5_000;
 /** As storage/nars/narReads.ts: hits 60 s, misses 5 s. */
 export const HIT_TTL_MS = 60_000;
 export const MISS_TTL_MS = 5_000;
+
+/** The names a cache may have (storage/db/migrations/0002_model.sql, caches.name). */
+const CACHE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+
+/** The one spelling of a cache's name this memory knows it by, or null for a name it never keeps. */
+export function canonicalCacheName(name: string): string | null {
+  return CACHE_NAME.test(name) ? name.toLowerCase() : null;
+}
 
 export interface HotAnswer {
   status: number;
@@ -29,7 +43,9 @@ export class ThreadHotCache {
   constructor(private readonly maxBytes: number, private readonly now: () => number = Date.now) {}
 
   /** The answer for GET /cache/{cache}/{file} without credentials, when memory may give it. */
-  get(cache: string, file: string): HotAnswer | undefined {
+  get(name: string, file: string): HotAnswer | undefined {
+    const cache = canonicalCacheName(name);
+    if (cache === null) return undefined;
     const seen = this.confirmed.get(cache);
     if (seen === undefined) return undefined;
     const now = this.now();
@@ -40,8 +56,9 @@ export class ThreadHotCache {
   }
 
   /** Learns the main thread's answer to a request forwarded at `generation`. */
-  learn(generation: number, cache: string, file: string, answer: Omit<HotAnswer, 'expires'>): void {
-    if (generation !== this.generation) return;
+  learn(generation: number, name: string, file: string, answer: Omit<HotAnswer, 'expires'>): void {
+    const cache = canonicalCacheName(name);
+    if (generation !== this.generation || cache === null) return;
     const now = this.now();
     this.confirmed.set(cache, now);
     const key = `${cache}/${file}`;
@@ -64,8 +81,10 @@ export class ThreadHotCache {
   }
 
   /** A cache's settings or access changed: nothing the thread knows of it is served until the main thread answers again. */
-  forgetCache(cache: string): void {
+  forgetCache(name: string): void {
     this.generation++;
+    // Whatever the spelling of the event: every spelling of the cache is one key here.
+    const cache = name.toLowerCase();
     this.confirmed.delete(cache);
     const prefix = `${cache}/`;
     for (const key of [...this.answers.keys()]) if (key.startsWith(prefix)) this.drop(key);

@@ -10,25 +10,56 @@ export interface ServingThreadData {
   originPort: number;
   /** forwardedPeer.ts: proves to the main thread that a forwarded peer address is a thread's */
   secret: string;
-  /** [requests, answered from memory, forwarded]: written by the thread only, read by the main thread */
+  /** whether the thread may ask for NAR grants (the blob store has local files: not S3) */
+  sendsNars: boolean;
+  /** [requests, answered from memory, forwarded, NAR files sent]: written by the thread only, read by the main thread */
   counters: SharedArrayBuffer;
 }
 
 export const COUNTER_REQUESTS = 0;
 export const COUNTER_FROM_MEMORY = 1;
 export const COUNTER_FORWARDED = 2;
-export const COUNTERS = 3;
+export const COUNTER_NARS = 3;
+export const COUNTERS = 4;
+
+/**
+ * The main thread's word that a request without credentials may read a NAR file of a cache, and
+ * where the file is: what its route would send, decided by the same gate (http/cache/cacheGate.ts).
+ */
+export interface NarGrant {
+  cacheId: string;
+  /** the cache's name as stored (events and metrics name it so) */
+  cache: string;
+  fileHash: string;
+  fileSize: number;
+  /** the blob's local file */
+  path: string;
+}
+
+/** NAR files a thread sent, for the main thread's traffic counters and events (cacheTraffic.ts). */
+export interface NarSent {
+  cacheId: string;
+  cache: string;
+  fileHash: string;
+  bytes: number;
+}
 
 /** Main → thread. */
 export type ToServingThread =
-  /** a path was uploaded, deleted, re-signed or collected: forget its narinfo in every cache */
-  | { t: 'forgetPath'; hashPart: string }
+  /** a path was uploaded, deleted, re-signed or collected: forget its narinfo in every cache, and the cache's grant of its NAR file */
+  | { t: 'forgetPath'; cacheId: string; hashPart: string; fileHash?: string }
   /** a cache's settings or access changed (cache.changed): forget what the thread knows of it */
   | { t: 'forgetCache'; cache: string }
+  /** the answer to a narAsk: null sends the request to the main thread */
+  | { t: 'narGrant'; id: number; grant: NarGrant | null }
   /** close the listen socket, finish the connections, end the thread */
   | { t: 'stop' }
   /** throw, as a bug in the thread would (tests: the crash path) */
   | { t: 'fail'; reason: string };
 
 /** Thread → main. */
-export type FromServingThread = { t: 'listening'; ok: boolean };
+export type FromServingThread =
+  | { t: 'listening'; ok: boolean }
+  /** may a request without credentials read nar/<fileHash>.nar.zst of cache `cache`? */
+  | { t: 'narAsk'; id: number; cache: string; fileHash: string }
+  | { t: 'narsSent'; sent: NarSent[] };

@@ -57,6 +57,12 @@ export interface BlobStore {
   /** A URL a client can GET without credentials until it expires; null when the backend has none (filesystem). */
   presignedUrl(key: string, expiresSecs: number): Promise<string | null>;
   /**
+   * The file that holds the blob on this machine, for a reader in another thread of this process
+   * (the serving threads read NARs themselves, docs/http.md); null when the backend has none (S3).
+   * Says nothing of whether the blob exists: the reader finds that out when it opens the file.
+   */
+  localPath(key: string): string | null;
+  /**
    * Removes writes a crash abandoned, returning how many: temporary files not written to since
    * `olderThan`, multipart uploads started before it. Pick a time no live put can be that slow.
    */

@@ -103,6 +103,10 @@ export class FilesystemBlobStore implements BlobStore {
     return null;
   }
 
+  localPath(key: string): string {
+    return this.pathOf(key);
+  }
+
   async sweepPartial(olderThan: Date): Promise<number> {
     let removed = 0;
     for await (const file of this.walk('')) {

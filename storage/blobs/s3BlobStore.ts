@@ -181,6 +181,11 @@ export class S3BlobStore implements BlobStore {
     return getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key }), { expiresIn: expiresSecs });
   }
 
+  localPath(key: string): null {
+    this.objectKey(key);
+    return null;
+  }
+
   /** Aborts multipart uploads a crashed process left behind; they are invisible but S3 bills their parts. */
   async sweepPartial(olderThan: Date): Promise<number> {
     let aborted = 0;

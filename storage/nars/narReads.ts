@@ -41,12 +41,14 @@ export interface NarReads {
   openNar(fileHash: string, range?: BlobRange, worker?: string, gone?: AbortSignal): Promise<BlobRead | null>;
   /** A URL the client may fetch the file from directly, or null when the store has none. */
   presignedNar(fileHash: string, expiresSecs: number): Promise<string | null>;
+  /** The local file a serving thread reads the NAR file from, or null when the store has none (S3). */
+  narFilePath(fileHash: string): string | null;
   /** The .ls listing of a path the cache holds (not kept in memory: its routes are rate limited). */
   listing(cacheId: string, hashPart: string): Promise<ListingRow | null>;
   /** Forgets what this process knows of a path in a cache (after an upload or a delete). */
   forget(cacheId: string, hashPart: string, fileHash?: string): void;
-  /** Hears of every forget (serving threads forget the path too); returns the unsubscribe. */
-  onForget(listener: (cacheId: string, hashPart: string) => void): () => void;
+  /** Hears of every forget (serving threads forget the path, and their grant of its file, too); returns the unsubscribe. */
+  onForget(listener: (cacheId: string, hashPart: string, fileHash?: string) => void): () => void;
 }
 
 export interface NarReadsDeps {
@@ -83,7 +85,7 @@ export function renderStoredNarinfo(row: NarinfoRow): string {
 
 export function narReads(deps: NarReadsDeps): NarReads {
   const { sql, blobs, hot, fetches, gate } = deps;
-  const forgetListeners = new Set<(cacheId: string, hashPart: string) => void>();
+  const forgetListeners = new Set<(cacheId: string, hashPart: string, fileHash?: string) => void>();
   const inflight = new Map<string, Promise<unknown>>();
   const once = <T>(key: string, load: () => Promise<T>): Promise<T> => {
     const running = inflight.get(key) as Promise<T> | undefined;
@@ -159,12 +161,13 @@ export function narReads(deps: NarReadsDeps): NarReads {
     narStored: async (fileHash) => (await blobs.stat(narBlobKey(fileHash))) !== null,
     openNar: (fileHash, range, worker, gone) => gate.open(() => blobs.get(narBlobKey(fileHash), range, { reuseChunks: true }), worker, gone),
     presignedNar: (fileHash, expiresSecs) => blobs.presignedUrl(narBlobKey(fileHash), expiresSecs),
+    narFilePath: (fileHash) => blobs.localPath(narBlobKey(fileHash)),
     listing: (cacheId, hashPart) => findListingRow(sql, cacheId, hashPart),
 
     forget(cacheId, hashPart, fileHash) {
       hot.delete(narinfoKey(cacheId, hashPart));
       if (fileHash !== undefined) hot.delete(fileKey(cacheId, fileHash));
-      for (const listener of forgetListeners) listener(cacheId, hashPart);
+      for (const listener of forgetListeners) listener(cacheId, hashPart, fileHash);
     },
 
     onForget(listener) {

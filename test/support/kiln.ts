@@ -41,6 +41,18 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * The serving threads of a test server (docs/http.md, "Serving threads", "In tests"): one event
+ * loop unless KILN_TEST_HTTP_THREADS says otherwise (a count, or `default` for the option's own
+ * default) or the test asks. Three test files run at once on two cores: threads in every server of
+ * every file would multiply start-up work and memory for nothing most tests look at.
+ */
+function testHttpThreads(): { 'http.threads'?: number } {
+  const asked = process.env['KILN_TEST_HTTP_THREADS'];
+  if (asked === 'default') return {};
+  return { 'http.threads': asked ? Number(asked) : 1 };
+}
+
 export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}, options: StartKilnOptions = {}): Promise<TestKiln> {
   const { url, sql } = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-test-'));
@@ -65,8 +77,7 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       'outbound.allowedNetworks': LOOPBACK_NETWORKS,
       // Test repositories are local flakes (test/support/flakeRepo.ts); tests of the default set it back to false.
       'projects.allowLocalRepositories': true,
-      // KILN_TEST_HTTP_THREADS=4 runs a test file with serving threads (docs/http.md, "Serving threads").
-      ...(process.env['KILN_TEST_HTTP_THREADS'] ? { 'http.threads': Number(process.env['KILN_TEST_HTTP_THREADS']) } : {}),
+      ...testHttpThreads(),
       ...overrides,
     },
   });

@@ -2,25 +2,34 @@
 // answer narinfos from their own memory, relay the rest (API, WebSockets) to the main thread, forget
 // what an upload or an access change made stale, show in /admin/actors with their counts, and a
 // thread killed under load is restarted while the others keep answering.
-import { request as httpRequest } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { join } from 'node:path';
 import t from 'tap';
 import WebSocket from 'ws';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { eventually } from '../../support/eventually.js';
-import { buildFixturePaths } from '../../support/nixStore.js';
+import { buildFixturePaths, nixStoreAdd, tempDir } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
 
 const THREADS = 3;
 
-/** One GET on a connection of its own, so that requests spread over the listeners. */
-function getFresh(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
+interface FreshAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  bytes: Buffer;
+}
+
+/** One request on a connection of its own, so that requests spread over the listeners. */
+function requestFresh(url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<FreshAnswer> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
+    const req = httpRequest(url, { method, agent: false, headers: { connection: 'close', ...headers } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString() }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, bytes: Buffer.concat(chunks) }));
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -28,8 +37,19 @@ function getFresh(url: string, headers: Record<string, string> = {}): Promise<{ 
   });
 }
 
+/** One GET on a connection of its own, its body as text. */
+const getFresh = async (url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> => {
+  const answer = await requestFresh(url, headers);
+  return { status: answer.status, body: answer.bytes.toString() };
+};
+
+/** `n` requests at once, each on its own connection. */
+const many = (n: number, url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<FreshAnswer[]> =>
+  Promise.all(Array.from({ length: n }, () => requestFresh(url, headers, method)));
+
 interface ActorNode { id: string; status?: string; restarts?: number; summary?: Record<string, number>; children?: ActorNode[] }
 const threadNodes = (root: ActorNode): ActorNode[] => root.children?.find((c) => c.id === 'http-threads')?.children ?? [];
+const threadSum = (root: ActorNode, field: string): number => threadNodes(root).reduce((n, node) => n + (node.summary?.[field] ?? 0), 0);
 
 t.test('serving threads', async (t) => {
   const kiln = await startTestKiln(t, { 'http.threads': THREADS });
@@ -40,6 +60,7 @@ t.test('serving threads', async (t) => {
   const [tree, file] = [localNar(fixtures.tree), localNar(fixtures.file)];
   t.equal((await uploadChunked(kiln, admin.token, 'pub', tree)).status, 200);
   const narinfo = `${kiln.url}/cache/pub/${tree.hash}.narinfo`;
+  const actorTree = async () => (await kiln.api<ActorNode>('GET', '/admin/actors', { token: admin.token })).message;
   const missing = `${kiln.url}/cache/pub/${file.hash}.narinfo`;
 
   t.test('narinfos and misses answer alike on every listener; threads answer from memory', async (t) => {
@@ -68,16 +89,94 @@ t.test('serving threads', async (t) => {
       ws.on('error', () => resolve(-1));
     })));
     t.same(new Set(refused), new Set([401]), 'a live socket without a token is refused as the main thread refuses it');
+    // An open socket: the main thread's frames reach the client through whichever listener took it.
+    const frames = await Promise.all(Array.from({ length: 20 }, () => new Promise<string>((resolve) => {
+      const ws = new WebSocket(`${kiln.url.replace('http', 'ws')}/api/v1/metrics/events?events=stream.open`, { headers: { authorization: `Bearer ${admin.token}` } });
+      // A bound so that a socket the relay never serves fails the test instead of hanging it.
+      const silent = setTimeout(() => {
+        resolve('silent for 30 s');
+        ws.terminate();
+      }, 30_000);
+      ws.on('message', (data: Buffer) => {
+        clearTimeout(silent);
+        resolve((JSON.parse(data.toString()) as { event: string }).event);
+        ws.close();
+      });
+      ws.on('close', (code) => {
+        clearTimeout(silent);
+        resolve(`closed ${code}`);
+      });
+    })));
+    t.same(new Set(frames), new Set(['stream.open']), 'every open socket hears the main thread');
   });
 
   t.test('an upload and an access change reach every thread', async (t) => {
     t.equal((await uploadChunked(kiln, admin.token, 'pub', file)).status, 200);
     const after = await Promise.all(Array.from({ length: 30 }, () => getFresh(missing)));
     t.same(new Set(after.map((a) => a.status)), new Set([200]), 'no thread serves its remembered miss after the upload');
+    // Cache names are case-insensitive: every thread learns the narinfo under other spellings too.
+    const spellings = ['PUB', 'Pub'].map((name) => `${kiln.url}/cache/${name}/${tree.hash}.narinfo`);
+    for (const url of spellings) await Promise.all(Array.from({ length: 30 }, () => getFresh(url)));
+    const learned = await Promise.all(spellings.flatMap((url) => Array.from({ length: 30 }, () => getFresh(url))));
+    t.same(new Set(learned.map((a) => a.status)), new Set([200]), 'other spellings of the name answer');
     t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: false } })).status, 200);
-    const privately = await Promise.all(Array.from({ length: 30 }, () => getFresh(narinfo)));
-    t.same(new Set(privately.map((a) => a.status)), new Set([401]), 'no thread serves a cache made private from memory');
+    const privately = await Promise.all([narinfo, ...spellings].flatMap((url) => Array.from({ length: 30 }, () => getFresh(url))));
+    t.same(new Set(privately.map((a) => a.status)), new Set([401]), 'no thread serves a cache made private from memory, in any spelling');
     t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: true } })).status, 200);
+  });
+
+  t.test('NAR files: the threads send them themselves, answering as the main thread does', async (t) => {
+    // 5 MiB that zstd cannot shrink: several 1 MiB pieces, streamed with backpressure.
+    const dir = tempDir('kiln-threads-nar-');
+    writeFileSync(join(dir, 'noise'), randomBytes(5 << 20));
+    const big = localNar(nixStoreAdd(dir));
+    t.equal((await uploadChunked(kiln, admin.token, 'pub', big)).status, 200);
+    const url = /^URL: (.*)$/m.exec((await getFresh(`${kiln.url}/cache/pub/${big.hash}.narinfo`)).body)?.[1];
+    const nar = `${kiln.url}/cache/pub/${url}`;
+    // With credentials a request always goes to the main thread's route: the reference answer.
+    const basic = { authorization: `Basic ${Buffer.from(`ada:${admin.token}`).toString('base64')}` };
+    const reference = await requestFresh(nar, basic);
+    t.equal(reference.status, 200);
+    t.ok(reference.bytes.length > 5 << 20, `the reference is the whole file (${reference.bytes.length} bytes)`);
+    const sentBefore = threadSum(await actorTree(), 'nars');
+
+    const whole = await many(24, nar);
+    t.same(new Set(whole.map((a) => a.status)), new Set([200]));
+    t.ok(whole.every((a) => a.bytes.equals(reference.bytes)), 'every listener sends the same bytes');
+    t.same(new Set(whole.map((a) => `${a.headers['content-type']}|${a.headers['cache-control']}|${a.headers['accept-ranges']}`)),
+      new Set([`${reference.headers['content-type']}|${reference.headers['cache-control']}|${reference.headers['accept-ranges']}`]), 'with the same headers');
+    t.ok(threadSum(await actorTree(), 'nars') > sentBefore, 'threads sent files themselves');
+
+    const range = { range: 'bytes=1000-2500000' };
+    const partReference = await requestFresh(nar, { ...basic, ...range });
+    t.equal(partReference.status, 206);
+    const parts = await many(16, nar, range);
+    t.same(new Set(parts.map((a) => `${a.status} ${a.headers['content-range']}`)), new Set([`206 ${partReference.headers['content-range']}`]));
+    t.ok(parts.every((a) => a.bytes.equals(reference.bytes.subarray(1000, 2500001))), 'a range is the same bytes everywhere');
+    const heads = await many(16, nar, {}, 'HEAD');
+    t.same(new Set(heads.map((a) => `${a.status} ${a.headers['content-length']} ${a.bytes.length}`)), new Set([`200 ${reference.bytes.length} 0`]), 'HEAD: the length, no body');
+    const outside = await many(16, nar, { range: `bytes=${reference.bytes.length}-` });
+    t.same(new Set(outside.map((a) => `${a.status} ${a.headers['content-range']}`)), new Set([`416 bytes */${reference.bytes.length}`]));
+
+    // Another tenant's file under this cache's name, and that tenant's private cache without credentials.
+    await createTestCache(kiln.sql, 'hidden', { public: false, ownerId: admin.id });
+    const secret = localNar(fixtures.executable);
+    t.equal((await uploadChunked(kiln, admin.token, 'hidden', secret)).status, 200);
+    const secretUrl = /^URL: (.*)$/m.exec((await getFresh(`${kiln.url}/cache/hidden/${secret.hash}.narinfo`, basic)).body)?.[1];
+    t.equal((await requestFresh(`${kiln.url}/cache/hidden/${secretUrl}`, basic)).status, 200, 'the owner reads it');
+    t.same(new Set((await many(16, `${kiln.url}/cache/pub/${secretUrl}`)).map((a) => a.status)), new Set([404]), 'not under another cache');
+    t.same(new Set((await many(16, `${kiln.url}/cache/hidden/${secretUrl}`)).map((a) => a.status)), new Set([401]), 'not without credentials');
+    t.same(new Set((await many(16, `${kiln.url}/cache/HIDDEN/${secretUrl}`)).map((a) => a.status)), new Set([401]), 'in no spelling');
+
+    // Every thread holds a grant now; a delete and an access change drop them at once.
+    await many(24, `${kiln.url}/cache/PUB/${url}`);
+    t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: false } })).status, 200);
+    const privately = await Promise.all([nar, `${kiln.url}/cache/PUB/${url}`].map((u) => many(16, u)));
+    t.same(new Set(privately.flat().map((a) => a.status)), new Set([401]), 'a cache made private: no thread sends its files');
+    t.equal((await kiln.api('PATCH', '/caches/pub', { token: admin.token, body: { public: true } })).status, 200);
+    t.same(new Set((await many(24, nar)).map((a) => a.status)), new Set([200]));
+    t.equal((await kiln.api('DELETE', `/caches/pub/nars/${big.hash}`, { token: admin.token })).status, 200);
+    t.same(new Set((await many(24, nar)).map((a) => a.status)), new Set([404]), 'a deleted path: no thread sends its file');
   });
 
   t.test('a thread killed under load: the others answer, it restarts', async (t) => {

@@ -91,6 +91,7 @@ export function blobStoreBehaviour(t: Test, { store, stagingDir }: BehaviourTarg
       await t.rejects(store.stat(key), BlobKeyError, `stat ${JSON.stringify(key)}`);
       await t.rejects(store.delete(key), BlobKeyError, `delete ${JSON.stringify(key)}`);
       await t.rejects(store.presignedUrl(key, 60), BlobKeyError, `presignedUrl ${JSON.stringify(key)}`);
+      t.throws(() => store.localPath(key), BlobKeyError, `localPath ${JSON.stringify(key)}`);
     }
     for (const prefix of ['/nar', '../', 'nar/../', 'a b']) {
       await t.rejects(keysUnder(store, prefix), BlobKeyError, `list ${JSON.stringify(prefix)}`);

@@ -25,6 +25,7 @@ t.test('a key is a path under the root', async (t) => {
   await store.put('nar/0abc.nar.zst', chunks('bytes'));
   t.equal((await stat(join(root, 'nar', '0abc.nar.zst'))).size, 5);
   t.equal(await store.presignedUrl('nar/0abc.nar.zst'), null);
+  t.equal(store.localPath('nar/0abc.nar.zst'), join(root, 'nar', '0abc.nar.zst'), 'the file a serving thread reads');
 });
 
 t.test('a staging file on the same filesystem is renamed in, not copied', async (t) => {

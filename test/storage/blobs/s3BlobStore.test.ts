@@ -60,6 +60,7 @@ t.test('the prefix places objects in the bucket and hides itself from keys', asy
   t.equal((await readAll((await whole.get('kiln/cache/nar/a.nar.zst'))!.body)).toString(), 'a');
   t.equal(await prefixed.stat('kiln/cache/nar/a.nar.zst'), null);
   t.match(await prefixed.presignedUrl('nar/a.nar.zst', 60), /\/kiln\/kiln\/cache\/nar\/a\.nar\.zst\?/);
+  t.equal(prefixed.localPath('nar/a.nar.zst'), null, 'no local file: serving threads leave S3 NARs to the main thread');
   t.throws(() => new S3BlobStore(s3.options({ prefix: 'a/../b' })), /s3\.prefix "a\/\.\.\/b" must not contain "\." or "\.\." segments/);
 });
 

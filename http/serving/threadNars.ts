@@ -1,0 +1,194 @@
+// NAR files a serving thread sends itself (docs/http.md, "Serving threads"): GETs and HEADs of
+// /cache/{cache}/nar/{file} without credentials, read from the filesystem blob store and streamed
+// with backpressure, Range as the main thread's route answers it. The thread never decides access:
+// it asks the main thread (narAsk), whose grant is what the route would decide for that request,
+// and keeps the grant for ACCESS_TTL_MS unless an invalidation drops it first. Everything else
+// (credentials, a refusal, a file the cache lacks or storage lost, an unsatisfiable range, S3) is
+// forwarded to the main thread, which words the answer.
+import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
+import { parseRange } from '../cache/byteRange.js';
+import { narAnswerHead } from '../cache/narHeaders.js';
+import { streamReply } from '../reply.js';
+import { respond, ResponseState } from '../respond.js';
+import { openFile } from './filePieces.js';
+import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
+import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
+import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_REQUESTS, type NarGrant, type NarSent } from './threadMessages.js';
+
+/** Grants kept at most (a few hundred bytes each), oldest out. */
+const GRANTS_MAX = 65_536;
+/** The shape of a stored NAR's name; the main thread checks it for real before it grants. */
+const NAR_FILE = /^[0-9a-z]{52}\.nar\.zst$/;
+/** How often sent files are reported to the main thread. */
+const REPORT_MS = 100;
+
+type Kept = NarGrant & { expires: number };
+
+/** The grants a thread holds: keyed by the lower-cased cache name as the URL spells it, and the file. */
+export class NarGrants {
+  private readonly grants = new Map<string, Kept>();
+  /** bumped by every invalidation: a grant asked for before it is used for nothing */
+  generation = 0;
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  get(cache: string, fileHash: string): NarGrant | undefined {
+    const kept = this.grants.get(`${cache}/${fileHash}`);
+    if (kept === undefined || kept.expires <= this.now()) return undefined;
+    return kept;
+  }
+
+  keep(cache: string, grant: NarGrant): void {
+    const key = `${cache}/${grant.fileHash}`;
+    this.grants.delete(key);
+    this.grants.set(key, { ...grant, expires: this.now() + ACCESS_TTL_MS });
+    for (const oldest of this.grants.keys()) {
+      if (this.grants.size <= GRANTS_MAX) break;
+      this.grants.delete(oldest);
+    }
+  }
+
+  /** A path of cache `cacheId` was deleted or collected: its file is no longer that cache's to give. */
+  forgetFile(cacheId: string, fileHash: string): void {
+    this.generation++;
+    for (const [key, kept] of this.grants) if (kept.cacheId === cacheId && kept.fileHash === fileHash) this.grants.delete(key);
+  }
+
+  /** A cache's settings or access changed, in any spelling of its name. */
+  forgetCache(name: string): void {
+    this.generation++;
+    const prefix = `${name.toLowerCase()}/`;
+    for (const key of this.grants.keys()) if (key.startsWith(prefix)) this.grants.delete(key);
+  }
+}
+
+interface Waiting {
+  res: HttpResponse;
+  state: ResponseState;
+  captured: CapturedRequest;
+  range: string;
+  head: boolean;
+}
+
+export interface ThreadNarsOptions {
+  origin: ForwardOrigin;
+  /** whether grants can be asked for at all (false: every NAR request is forwarded) */
+  enabled: boolean;
+  counters: Float64Array;
+  ask(id: number, cache: string, fileHash: string): void;
+  report(sent: NarSent[]): void;
+}
+
+export interface ThreadNars {
+  /** The uWS handler of GET (head false) and HEAD of /cache/:cache/nar/:file. */
+  answer(res: HttpResponse, req: HttpRequest, head: boolean): void;
+  /** The main thread's answer to ask `id`. */
+  granted(id: number, grant: NarGrant | null): void;
+  readonly grants: NarGrants;
+}
+
+export function threadNars(opts: ThreadNarsOptions): ThreadNars {
+  const { origin, counters } = opts;
+  const grants = new NarGrants();
+  /** ask id → what it asked; one ask per cache and file at a time, its waiters in `waiting` */
+  const asks = new Map<number, { key: string; cache: string; generation: number }>();
+  const waiting = new Map<string, Waiting[]>();
+  let nextAsk = 0;
+  let sent: NarSent[] = [];
+
+  const forward = (w: Waiting): void => {
+    counters[COUNTER_FORWARDED]!++;
+    forwardCaptured(w.res, w.captured, origin);
+  };
+
+  const reported = (grant: NarGrant): void => {
+    if (sent.length === 0) setTimeout(() => {
+      opts.report(sent);
+      sent = [];
+    }, REPORT_MS).unref();
+    sent.push({ cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize });
+  };
+
+  async function send(w: Waiting, grant: NarGrant): Promise<void> {
+    const range = parseRange(w.range === '' ? undefined : w.range, grant.fileSize);
+    if (range.kind === 'unsatisfiable') return forward(w);
+    const file = await openFile(grant.path);
+    if (w.state.aborted) return file?.close();
+    if (file === null || file.size !== grant.fileSize) {
+      // Storage lost it, or the main thread's word is stale: its route decides (404).
+      file?.close();
+      grants.forgetFile(grant.cacheId, grant.fileHash);
+      return forward(w);
+    }
+    // Granted only to requests without credentials, so only for a public cache's files.
+    const answer = narAnswerHead(true, range, grant.fileSize);
+    counters[COUNTER_NARS]!++;
+    // As the route: a GET is traffic (the file's size), a HEAD is not.
+    if (!w.head) reported(grant);
+    const body = { [Symbol.asyncIterator]: () => file.pieces(answer.start, answer.start + answer.length) };
+    try {
+      await respond(w.res, w.state, streamReply(answer.status, answer.length, body, answer.headers), w.head);
+    } finally {
+      file.close(); // a HEAD, or a client gone before the first piece: the pieces never began
+    }
+  }
+
+  const start = (w: Waiting, grant: NarGrant): void => {
+    // respond() closes the connection of a body that failed midway; nothing else is left to do.
+    send(w, grant).catch(() => undefined);
+  };
+
+  return {
+    grants,
+
+    answer(res, req, head) {
+      counters[COUNTER_REQUESTS]!++;
+      const cache = canonicalCacheName(req.getParameter(0) ?? '');
+      const file = req.getParameter(1) ?? '';
+      const plain = req.getHeader('authorization') === '' && req.getHeader('content-length') === '' && req.getHeader('transfer-encoding') === '';
+      if (!opts.enabled || !plain || cache === null || !NAR_FILE.test(file)) {
+        counters[COUNTER_FORWARDED]!++;
+        forwardHttp(res, req, origin);
+        return;
+      }
+      const range = req.getHeader('range');
+      const captured = captureRequest(res, req, origin);
+      if (captured === null) return;
+      const state = new ResponseState();
+      res.onAborted(() => state.abort());
+      const w: Waiting = { res, state, captured, range, head };
+      const fileHash = file.slice(0, 52);
+      const grant = grants.get(cache, fileHash);
+      if (grant !== undefined) {
+        start(w, grant);
+        return;
+      }
+      const key = `${cache}/${fileHash}`;
+      const queue = waiting.get(key);
+      if (queue !== undefined) {
+        queue.push(w);
+        return;
+      }
+      waiting.set(key, [w]);
+      const id = nextAsk++;
+      asks.set(id, { key, cache, generation: grants.generation });
+      opts.ask(id, cache, fileHash);
+    },
+
+    granted(id, grant) {
+      const ask = asks.get(id);
+      if (ask === undefined) return;
+      asks.delete(id);
+      const queue = waiting.get(ask.key) ?? [];
+      waiting.delete(ask.key);
+      // A grant asked for before an invalidation may predate it: the main thread answers these.
+      const usable = grant !== null && ask.generation === grants.generation;
+      if (usable) grants.keep(ask.cache, grant);
+      for (const w of queue) {
+        if (w.state.aborted) continue;
+        if (usable) start(w, grant);
+        else forward(w);
+      }
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// A serving thread's NAR grants (http/serving/threadNars.ts): kept for the access TTL, keyed by the
+// lower-cased cache name, dropped for every spelling by an access change and for the one cache by
+// a delete of the file's path; every invalidation bumps the generation, so grants asked for before
+// it are not used.
+import t from 'tap';
+import { NarGrants } from '../../../http/serving/threadNars.js';
+import { ACCESS_TTL_MS } from '../../../http/serving/threadHotCache.js';
+
+const FILE = '0'.repeat(52);
+const OTHER = '1'.repeat(52);
+const grant = (cacheId: string, fileHash = FILE) => ({ cacheId, cache: 'Pub', fileHash, fileSize: 10, path: `/blobs/nar/${fileHash}.nar.zst` });
+
+t.test('a grant lives for the access TTL', async (t) => {
+  let now = 1_000;
+  const grants = new NarGrants(() => now);
+  grants.keep('pub', grant('c1'));
+  t.equal(grants.get('pub', FILE)?.fileSize, 10);
+  t.equal(grants.get('pub', OTHER), undefined, 'only the file granted');
+  t.equal(grants.get('other', FILE), undefined, 'only under the cache granted');
+  now += ACCESS_TTL_MS;
+  t.equal(grants.get('pub', FILE), undefined, 'then the main thread is asked again');
+});
+
+t.test('an access change in any spelling drops the cache’s grants', async (t) => {
+  for (const spelling of ['pub', 'PUB', 'Pub']) {
+    const grants = new NarGrants(() => 1_000);
+    grants.keep('pub', grant('c1'));
+    grants.keep('pub', grant('c1', OTHER));
+    grants.keep('priv', grant('c2'));
+    const before = grants.generation;
+    grants.forgetCache(spelling);
+    t.equal(grants.get('pub', FILE), undefined, `${spelling}: dropped`);
+    t.equal(grants.get('pub', OTHER), undefined, `${spelling}: every file of it`);
+    t.equal(grants.get('priv', FILE)?.cacheId, 'c2', `${spelling}: another cache keeps its grant`);
+    t.ok(grants.generation > before, 'asks under way are not used');
+  }
+});
+
+t.test('a deleted path drops its file in its cache only', async (t) => {
+  const grants = new NarGrants(() => 1_000);
+  grants.keep('pub', grant('c1'));
+  grants.keep('other', grant('c2'));
+  const before = grants.generation;
+  grants.forgetFile('c1', FILE);
+  t.equal(grants.get('pub', FILE), undefined);
+  t.equal(grants.get('other', FILE)?.cacheId, 'c2', 'the same file in another cache stays');
+  t.ok(grants.generation > before);
+});
