@@ -37,7 +37,7 @@ t.test('a narinfo lives for its TTL, then is served once more while it is fetche
   /** Reads from memory until it says `want`, a database round trip apart (the refresh runs meanwhile); bounded. */
   const settlesOn = async (want: string) => {
     let seen = inMemory();
-    for (let round = 0; seen !== want && round < 200; round++) {
+    for (let round = 0; seen !== want && round < 2000; round++) {
       await sql`select 1`;
       seen = inMemory();
     }
