@@ -34,6 +34,31 @@ export const BuildId = z.uuid({ message: 'a build id is a UUID' });
 // /builds/{id}/downloads and the closure routes answer. Dates are ISO strings on the wire.
 const Timestamp = z.iso.datetime({ offset: true });
 
+const Count = z.number().int();
+
+/** GET /evals/{id}'s `statistics` (docs/metrics.md): the evaluation job's time and the evaluator's counters (worker.eval.metrics). */
+export const EvaluationStatistics = z.strictObject({
+  wall_seconds: z.number().nullable(),
+  evaluator: z.strictObject({
+    runs: Count, cpu_seconds: z.number(), thunks: Count, function_calls: Count, primop_calls: Count, values: Count, lookups: Count,
+    allocated_bytes: Count, peak_heap_bytes: Count,
+  }).nullable(),
+});
+export type EvaluationStatistics = z.infer<typeof EvaluationStatistics>;
+
+/** GET /builds/{id}'s `resources`: the latest attempt's sample; a counter the worker did not measure is null (worker.build.metrics). */
+export const BuildResourcesView = z.strictObject({
+  attempt: Count,
+  wall_seconds: z.number(),
+  cpu_user_seconds: z.number().nullable(),
+  cpu_system_seconds: z.number().nullable(),
+  peak_memory_bytes: Count.nullable(),
+  io_read_bytes: Count.nullable(),
+  io_write_bytes: Count.nullable(),
+  oom_kills: Count.nullable(),
+});
+export type BuildResourcesView = z.infer<typeof BuildResourcesView>;
+
 /** GET /evals/{id} */
 export const EvaluationView = z.strictObject({
   id: z.uuid(),
@@ -58,6 +83,8 @@ export const EvaluationView = z.strictObject({
     total: z.number().int(), queued: z.number().int(), started: z.number().int(), completed: z.number().int(),
     failed: z.number().int(), substituted: z.number().int(), aborted: z.number().int(),
   }),
+  /** GET /evals/{id} only */
+  statistics: EvaluationStatistics.optional(),
 });
 export type EvaluationView = z.infer<typeof EvaluationView>;
 
@@ -82,6 +109,8 @@ export const BuildView = z.strictObject({
   queued_at: Timestamp,
   started_at: Timestamp.nullable(),
   finished_at: Timestamp.nullable(),
+  /** GET /builds/{id} only: null before a worker reported a sample */
+  resources: BuildResourcesView.nullable().optional(),
 });
 export type BuildView = z.infer<typeof BuildView>;
 

@@ -4,7 +4,7 @@
 // OOM kills; an evaluation keeps its job's wall-clock time and the evaluator's statistics
 // (worker.eval.metrics). Samples go retentionDays after they were recorded.
 import type { Sql } from 'postgres';
-import type { BuildResources, EvalStats } from '../../protocol/index.js';
+import type { BuildResources, BuildResourcesView, EvalStats, EvaluationStatistics as EvaluationStatsView } from '../../protocol/index.js';
 import { deleteInSlices, retentionCutoff } from '../../storage/index.js';
 
 export interface BuildSample {
@@ -15,26 +15,8 @@ export interface BuildSample {
   resources: BuildResources | null;
 }
 
-/** What GET /builds/{id} shows of the latest attempt's sample. */
-export interface BuildResourcesView {
-  attempt: number;
-  wall_seconds: number;
-  cpu_user_seconds: number | null;
-  cpu_system_seconds: number | null;
-  peak_memory_bytes: number | null;
-  io_read_bytes: number | null;
-  io_write_bytes: number | null;
-  oom_kills: number | null;
-}
-
-/** What GET /evals/{id} shows: the evaluation job's time and the evaluator's statistics. */
-export interface EvaluationStatsView {
-  wall_seconds: number | null;
-  evaluator: {
-    runs: number; cpu_seconds: number; thunks: number; function_calls: number; primop_calls: number; values: number; lookups: number;
-    allocated_bytes: number; peak_heap_bytes: number;
-  } | null;
-}
+/** What GET /builds/{id} shows of the latest attempt's sample, and what GET /evals/{id} shows of the evaluation (protocol/api). */
+export type { BuildResourcesView, EvaluationStatistics as EvaluationStatsView } from '../../protocol/index.js';
 
 const ms = (seconds: number) => Math.round(seconds * 1000);
 
