@@ -8,6 +8,7 @@ import {
   formatHash,
   parseHash,
   parseNarinfo,
+  parseContentAddress,
   parseNarUrl,
   parseStorePath,
   type Narinfo,
@@ -101,6 +102,9 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
         if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
         const narHash = parseHash(client.narHash, 'sha256', 'narHash');
         if (!narHash.ok) throw new StoreRefusal(`narHash: ${narHash.reason}`);
+        // Checked as a narinfo's CA line is: the value goes into a narinfo the cache signs.
+        const ca = client.ca === '' ? null : parseContentAddress(client.ca);
+        if (ca !== null && !ca.ok) throw new StoreRefusal(`ca: ${ca.reason}`);
         info = {
           storePath: `${DEFAULT_STORE_DIR}/${baseName(client.path, 'path')}`,
           url: '',
@@ -111,7 +115,7 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
           ...(client.deriver === '' ? {} : { deriver: baseName(client.deriver, 'deriver') }),
           // the client's signatures are not kept: the cache signs with its own key
           sigs: [],
-          ...(client.ca === '' ? {} : { ca: client.ca }),
+          ...(ca === null ? {} : { ca: ca.value }),
         };
       } catch (e) {
         await drain();
