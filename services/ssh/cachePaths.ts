@@ -27,6 +27,8 @@ export interface SessionStore {
 export interface CachePathsDeps {
   nars: NarStorage;
   ingest: NarIngest;
+  /** nar.maxUploadSize: a larger claimed NarSize ends the session before a permit is asked for */
+  maxUploadSize: number;
 }
 
 /** A refusal the client is told; the operation's input was read whole (or the session ends anyway). */
@@ -100,6 +102,11 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       let info: Narinfo;
       try {
         if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
+        // Refused on the claim, before an upload permit is waited for: a huge claim would hold
+        // every other tenant's uploads behind it. Draining that much is no better: the session ends.
+        if (client.narSize > deps.maxUploadSize) {
+          throw new SessionEnds(`the NAR of ${client.path} has ${client.narSize} bytes, more than nar.maxUploadSize (${deps.maxUploadSize})`);
+        }
         const narHash = parseHash(client.narHash, 'sha256', 'narHash');
         if (!narHash.ok) throw new StoreRefusal(`narHash: ${narHash.reason}`);
         // Checked as a narinfo's CA line is: the value goes into a narinfo the cache signs.
@@ -118,7 +125,7 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
           ...(ca === null ? {} : { ca: ca.value }),
         };
       } catch (e) {
-        await drain();
+        if (!(e instanceof SessionEnds)) await drain();
         throw e;
       }
       const target = store.writeTarget;

@@ -31,7 +31,7 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
     keys,
     start: async () =>
       startSshServer({
-        sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys,
+        sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
         hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),
         authenticateApiKey: deps.authenticateApiKey,
         listenAddresses: deps.config['ssh.listenAddresses'],

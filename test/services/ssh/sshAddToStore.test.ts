@@ -1,10 +1,12 @@
 // AddToStoreNar over SSH (services/ssh/cachePaths.ts add(), shared by ssh-ng and ssh://) against
 // a hostile client, on a test kiln's real storage, upload budget and HTTP narinfo: a `ca` that
 // is not a content address (a line break would inject lines into the narinfo the cache signs)
-// is refused before a byte is read.
+// is refused before a byte is read; a claimed NarSize past nar.maxUploadSize ends the session
+// before an upload permit is asked for.
 import t from 'tap';
+import { acquireUpload } from '../../../actors/index.js';
 import { sha256Nix32 } from '../../../protocol/index.js';
-import { cachePaths, StoreRefusal, type ClientPathInfo, type SessionStore } from '../../../services/ssh/cachePaths.js';
+import { cachePaths, SessionEnds, StoreRefusal, type ClientPathInfo, type SessionStore } from '../../../services/ssh/cachePaths.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { startTestKiln } from '../../support/kiln.js';
@@ -25,12 +27,24 @@ async function rejection(work: Promise<unknown>): Promise<unknown> {
   throw new Error('it was not refused');
 }
 
+/** Waits for `condition` (a bound that only stops a hung test, not a measurement). */
+async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+const BYTES_BUDGET = 4 << 20;
+const MAX_UPLOAD = 1 << 20;
+
 const clientInfo = (nar: TestNar, extra: Partial<ClientPathInfo> = {}): ClientPathInfo => ({
   path: nar.info.storePath, deriver: '', narHash: nar.info.narHash, references: [], narSize: nar.info.narSize, ca: '', ...extra,
 });
 
 t.test('AddToStoreNar over SSH', async (t) => {
-  const kiln = await startTestKiln(t);
+  const kiln = await startTestKiln(t, { 'upload.bytesBudget': BYTES_BUDGET });
   const ada = await signUp(kiln, 'ada');
   const cache = await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
   const front = await testNarIngest(kiln);
@@ -38,7 +52,7 @@ t.test('AddToStoreNar over SSH', async (t) => {
     cache: { id: cache.id, name: 'main' }, canRead: true,
     writeTarget: { id: cache.id, name: 'main', uploader: 'ada', owner: ada.id },
   };
-  const paths = cachePaths({ nars: kiln.nars, ingest: front.ingest }, store);
+  const paths = cachePaths({ nars: kiln.nars, ingest: front.ingest, maxUploadSize: MAX_UPLOAD }, store);
   const stored = async (nar: TestNar) => (await kiln.sql`select 1 from cached_paths where store_path = ${nar.info.storePath}`).length > 0;
   const narinfoOf = async (nar: TestNar) => (await fetch(`${kiln.url}/cache/main/${nar.hash}.narinfo`)).text();
 
@@ -65,5 +79,22 @@ t.test('AddToStoreNar over SSH', async (t) => {
     const text = await narinfoOf(nar);
     t.match(text, `\nCA: fixed:r:${caHash}\n`, 'its hash printed in nix32, as every narinfo hash');
     t.notMatch(text, /evil/);
+  });
+
+  t.test('a NarSize past nar.maxUploadSize ends the session before a permit is asked for', async (t) => {
+    const nar = await makeTestNar(t, { f: 'claims to be huge\n' });
+    // All of upload.bytesBudget in one permit: an add that asks for one waits.
+    const held = await acquireUpload(front.budget, { bytes: BYTES_BUDGET });
+    let drained = false;
+    const adding = rejection(paths.add(clientInfo(nar, { narSize: MAX_UPLOAD + 1 }), once(nar.nar), async () => {
+      drained = true;
+    }));
+    const first = await Promise.race([adding, until('a permit request', () => front.budget.getSnapshot().context.waiting.length > 0).then(() => 'waited for a permit')]);
+    held.release();
+    t.type(first, SessionEnds, 'refused on the claim, without waiting for a permit');
+    t.match(first, { message: /more than nar\.maxUploadSize \(1048576\)/ });
+    t.notOk(drained, 'the claimed bytes are not read: the session ends');
+    await adding;
+    t.notOk(await stored(nar), 'nothing was stored');
   });
 });
