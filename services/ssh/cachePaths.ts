@@ -15,6 +15,7 @@ import {
 } from '../../protocol/index.js';
 import type { NarStorage } from '../../storage/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
+import type { NarLeases } from './narLeases.js';
 
 /** What the SSH login may do in the cache its user name selected. */
 export interface SessionStore {
@@ -29,6 +30,8 @@ export interface CachePathsDeps {
   ingest: NarIngest;
   /** nar.maxUploadSize: a larger claimed NarSize ends the session before a permit is asked for */
   maxUploadSize: number;
+  /** upload.leaseIdleSecs: a NAR that stalls while its permit is held ends the session */
+  leases: NarLeases;
 }
 
 /** A refusal the client is told; the operation's input was read whole (or the session ends anyway). */
@@ -136,7 +139,7 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       if (held !== null) return drain();
       let whole = false;
       const counted = (async function* () {
-        yield* nar;
+        yield* deps.leases.leased(nar);
         whole = true;
       })();
       await deps.ingest.admitted(info.narSize, 'wait', target.owner, async () => {

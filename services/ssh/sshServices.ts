@@ -2,10 +2,12 @@
 // SSH server, started by `kiln serve` when ssh.enable is set.
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../../config/index.js';
+import type { Clock } from '../../supervisors/index.js';
 import type { NarStorage } from '../../storage/index.js';
 import type { KeyUser } from '../access/index.js';
 import type { NarIngest } from '../caches/index.js';
 import { loadHostKey } from './hostKey.js';
+import { NarLeases } from './narLeases.js';
 import { startSshServer, type SshServer } from './sshServer.js';
 import { userSshKeysService, type UserSshKeys } from './userSshKeys.js';
 
@@ -17,6 +19,8 @@ export interface SshServicesDeps {
   /** the web pool's ingest front door, shared with `nix copy --to http://…` */
   ingest: NarIngest;
   authenticateApiKey(secret: string, peerAddress: string): Promise<KeyUser>;
+  /** what upload.leaseIdleSecs is measured by */
+  clock: Clock;
 }
 
 export interface SshServices {
@@ -32,6 +36,7 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
     start: async () =>
       startSshServer({
         sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
+        leases: new NarLeases({ idleSecs: deps.config['upload.leaseIdleSecs'], clock: deps.clock }),
         hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),
         authenticateApiKey: deps.authenticateApiKey,
         listenAddresses: deps.config['ssh.listenAddresses'],

@@ -2,16 +2,19 @@
 // a hostile client, on a test kiln's real storage, upload budget and HTTP narinfo: a `ca` that
 // is not a content address (a line break would inject lines into the narinfo the cache signs)
 // is refused before a byte is read; a claimed NarSize past nar.maxUploadSize ends the session
-// before an upload permit is asked for.
+// before an upload permit is asked for; a NAR that stalls while its permit is held loses it after
+// upload.leaseIdleSecs (a stepped clock).
 import t from 'tap';
 import { acquireUpload } from '../../../actors/index.js';
 import { sha256Nix32 } from '../../../protocol/index.js';
+import { NarLeases } from '../../../services/ssh/narLeases.js';
 import { cachePaths, SessionEnds, StoreRefusal, type ClientPathInfo, type SessionStore } from '../../../services/ssh/cachePaths.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { testNarIngest } from '../../support/narIngest.js';
 import { makeTestNar, type TestNar } from '../../support/narStorage.js';
+import { steppedClock } from '../../support/clock.js';
 
 async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
   yield bytes;
@@ -39,6 +42,31 @@ async function until(what: string, condition: () => boolean, limitMs = 20_000): 
 const BYTES_BUDGET = 4 << 20;
 const MAX_UPLOAD = 1 << 20;
 
+/** A NAR the test hands over piece by piece, as a client that may stop sending; `pulls` counts the reads. */
+function trickle() {
+  const queue: (Uint8Array | 'end')[] = [];
+  let wake: (() => void) | null = null;
+  const state = { pulls: 0 };
+  const push = (item: Uint8Array | 'end') => {
+    queue.push(item);
+    wake?.();
+  };
+  return {
+    state,
+    send: (bytes: Uint8Array) => push(bytes),
+    end: () => push('end'),
+    body: (async function* () {
+      for (;;) {
+        state.pulls++;
+        while (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+        const next = queue.shift()!;
+        if (next === 'end') return;
+        yield next;
+      }
+    })(),
+  };
+}
+
 const clientInfo = (nar: TestNar, extra: Partial<ClientPathInfo> = {}): ClientPathInfo => ({
   path: nar.info.storePath, deriver: '', narHash: nar.info.narHash, references: [], narSize: nar.info.narSize, ca: '', ...extra,
 });
@@ -52,7 +80,10 @@ t.test('AddToStoreNar over SSH', async (t) => {
     cache: { id: cache.id, name: 'main' }, canRead: true,
     writeTarget: { id: cache.id, name: 'main', uploader: 'ada', owner: ada.id },
   };
-  const paths = cachePaths({ nars: kiln.nars, ingest: front.ingest, maxUploadSize: MAX_UPLOAD }, store);
+  const clock = steppedClock(new Date('2026-11-26T12:00:00Z'));
+  const leases = new NarLeases({ idleSecs: 300, clock });
+  const paths = cachePaths({ nars: kiln.nars, ingest: front.ingest, maxUploadSize: MAX_UPLOAD, leases }, store);
+  const permits = () => front.budget.getSnapshot().context.granted.length;
   const stored = async (nar: TestNar) => (await kiln.sql`select 1 from cached_paths where store_path = ${nar.info.storePath}`).length > 0;
   const narinfoOf = async (nar: TestNar) => (await fetch(`${kiln.url}/cache/main/${nar.hash}.narinfo`)).text();
 
@@ -96,5 +127,36 @@ t.test('AddToStoreNar over SSH', async (t) => {
     t.notOk(drained, 'the claimed bytes are not read: the session ends');
     await adding;
     t.notOk(await stored(nar), 'nothing was stored');
+  });
+
+  t.test('a NAR that stalls holding its permit loses it after upload.leaseIdleSecs', async (t) => {
+    const nar = await makeTestNar(t, { f: 'a stalled NAR\n'.repeat(3000) });
+    const third = Math.floor(nar.nar.length / 3);
+    const client = trickle();
+    const adding = rejection(paths.add(clientInfo(nar), client.body, async () => undefined));
+    client.send(nar.nar.subarray(0, third));
+    await until('the first piece to be read with a permit held', () => client.state.pulls === 2 && permits() === 1);
+
+    clock.step(200_000);
+    t.equal(leases.expireIdle(), 0, '200 s without data keeps the lease');
+    client.send(nar.nar.subarray(third, 2 * third));
+    await until('the second piece to be read', () => client.state.pulls === 3);
+    clock.step(250_000); // 450 s since the start, 250 s since the last piece: data keeps the lease
+    t.equal(leases.expireIdle(), 0, 'a NAR with recent data keeps going');
+    t.equal(permits(), 1, 'and keeps its permit');
+    clock.step(51_000);
+    const expired = leases.expireIdle(); // no await since the step: the sweep timer cannot come first
+    t.equal(expired, 1, 'past the lease the NAR ends');
+    if (expired === 0) {
+      // the lease failed: let the add finish instead of hanging
+      client.send(nar.nar.subarray(2 * third));
+      client.end();
+    }
+    const ended = await adding;
+    t.type(ended, SessionEnds, 'the session ends: the rest of the NAR is still on the wire');
+    t.match(ended, { message: /upload\.leaseIdleSecs/ });
+    t.equal(permits(), 0, 'the permit is back');
+    t.notOk(await stored(nar), 'nothing was stored');
+    t.equal(leases.expireIdle(), 0, 'the lease is gone');
   });
 });
