@@ -39,6 +39,11 @@ export const networkOptions = {
     'OpenSSH private host key; null generates an ed25519 key in baseDir on first start',
   ),
   'ssh.listenAddresses': option(ipList(), ['::'], 'addresses to listen on; IPv6 addresses also accept IPv4'),
+  'ssh.loginGraceSecs': option(
+    int({ min: 1, max: 3600 }), 60,
+    'seconds an SSH connection may take from its TCP accept to a successful login before it is dropped',
+    { extension: true },
+  ),
   'ssh.openFirewall': option(bool(), false, 'open the SSH port', deploymentOnly),
   'ssh.port': option(port({ listen: true }), 2222, 'SSH listen port'),
   'proto.anonymousCache.enable': option(

@@ -16,6 +16,7 @@ import {
 import type { NarStorage } from '../../storage/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
 import type { NarLeases } from './narLeases.js';
+import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /** What the SSH login may do in the cache its user name selected. */
 export interface SessionStore {
@@ -33,12 +34,6 @@ export interface CachePathsDeps {
   /** upload.leaseIdleSecs: a NAR that stalls while its permit is held ends the session */
   leases: NarLeases;
 }
-
-/** A refusal the client is told; the operation's input was read whole (or the session ends anyway). */
-export class StoreRefusal extends Error {}
-
-/** A refusal after which the session ends: part of the operation's input is still unread. */
-export class SessionEnds extends Error {}
 
 /** A path's info as the client sent it (ValidPathInfo fields), before kiln checks it. */
 export interface ClientPathInfo {

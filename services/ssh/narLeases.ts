@@ -5,7 +5,7 @@
 // has been awaited for longer than the lease throws SessionEnds, its staging file goes and its
 // permit comes back; the session ends, since the rest of the NAR is still on the wire.
 import type { Clock } from '../../supervisors/index.js';
-import { SessionEnds } from './cachePaths.js';
+import { SessionEnds } from './sessionErrors.js';
 
 export interface NarLeasesDeps {
   /** upload.leaseIdleSecs */

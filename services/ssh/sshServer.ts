@@ -3,6 +3,7 @@
 // the cache (`ssh-ng://CACHE@kiln`), and the login acts there with the user's role (an API key:
 // its permissions ∩ its owner's role, its pins), as at the binary cache paths. The one command
 // served is `nix-daemon --stdio` (daemonSession.ts); shells and anything else are refused.
+import { createServer, type Server as NetServer } from 'node:net';
 import ssh2, { type AuthContext, type Connection, type ServerChannel } from 'ssh2';
 import type { Logger } from '../../config/index.js';
 import { accessOf, cacheTarget, findCache, type Principal } from '../access/index.js';
@@ -12,12 +13,13 @@ import type { SessionStore } from './cachePaths.js';
 import type { UserSshKeys } from './userSshKeys.js';
 import type { Sql } from 'postgres';
 import { ApiError, WireError } from '../../protocol/index.js';
-import { SessionEnds, StoreRefusal } from './cachePaths.js';
+import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 import { serveLegacySession } from './serveSession.js';
+import { SshConnections, type SshConnection, type SshConnectionsDeps } from './sshConnections.js';
 
 const { Server, utils } = ssh2;
 
-export interface SshServerDeps extends DaemonSessionDeps {
+export interface SshServerDeps extends DaemonSessionDeps, SshConnectionsDeps {
   sql: Sql;
   log: Logger;
   hostKey: Buffer;
@@ -31,6 +33,8 @@ export interface SshServerDeps extends DaemonSessionDeps {
 export interface SshServer {
   /** the port listened on (the first address's, when ssh.port is 0) */
   readonly port: number;
+  /** Drops connections past ssh.loginGraceSecs now (a timer does it too); how many. */
+  sweepConnections(): number;
   close(): Promise<void>;
 }
 
@@ -78,10 +82,12 @@ function channelOutput(channel: ServerChannel): SessionOutput {
 export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
   const { log } = deps;
 
-  const clients = new Set<Connection>();
-  const onConnection = (client: Connection, peerAddress: string) => {
-    clients.add(client);
-    client.on('close', () => clients.delete(client));
+  const connections = new SshConnections(deps);
+  const onConnection = (client: Connection, peerAddress: string, connection: SshConnection | undefined) => {
+    if (connection === undefined) {
+      client.end(); // not accepted by kiln's own listener: cannot happen
+      return;
+    }
     let principal: Principal | null = null;
     let cacheName = '';
     client.on('authentication', (ctx: AuthContext) => {
@@ -95,6 +101,7 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           const parsed = Array.isArray(key) ? key[0] : key;
           if (parsed === undefined || parsed instanceof Error || ctx.blob === undefined || parsed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return refuse();
           principal = owner.user;
+          connection.loggedIn(owner.user.userId);
           ctx.accept();
         }, (e: unknown) => {
           log.error({ err: e }, 'ssh: looking up a login key failed');
@@ -103,6 +110,7 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
       } else if (ctx.method === 'password') {
         deps.authenticateApiKey(ctx.password, peerAddress).then((user) => {
           principal = user;
+          connection.loggedIn(user.userId);
           ctx.accept();
         }, refuse);
       } else refuse();
@@ -164,11 +172,20 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     }
   }
 
-  const servers: ssh2.Server[] = [];
+  // kiln accepts the TCP connections itself and hands them to ssh2, so the login grace counts
+  // from the accept (ssh2 tells of a connection only once the peer sent its version line).
+  const servers: NetServer[] = [];
   let port = deps.port;
   try {
     for (const address of deps.listenAddresses) {
-      const server = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) => onConnection(client, info.ip));
+      const accepted = new Map<string, SshConnection>();
+      const ssh = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) => onConnection(client, info.ip, accepted.get(`${info.ip}|${info.port}`)));
+      const server = createServer((socket) => {
+        const key = `${socket.remoteAddress}|${socket.remotePort}`;
+        accepted.set(key, connections.accept(socket));
+        socket.once('close', () => accepted.delete(key));
+        ssh.injectSocket(socket);
+      });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, address, () => {
@@ -187,9 +204,11 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
   log.info({ port, addresses: deps.listenAddresses }, 'kiln serves SSH');
   return {
     port,
+    sweepConnections: () => connections.sweep(),
     close: async () => {
-      for (const client of clients) client.end();
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      connections.closeAll();
+      await closed;
     },
   };
 }

@@ -36,6 +36,7 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
     start: async () =>
       startSshServer({
         sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
+        clock: deps.clock, loginGraceSecs: deps.config['ssh.loginGraceSecs'],
         leases: new NarLeases({ idleSecs: deps.config['upload.leaseIdleSecs'], clock: deps.clock }),
         hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),
         authenticateApiKey: deps.authenticateApiKey,

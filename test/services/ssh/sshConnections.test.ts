@@ -1,0 +1,93 @@
+// The SSH server's connection limits with a real OpenSSH client and raw sockets, on a stepped
+// clock: ssh.loginGraceSecs drops a connection that has not logged in in time (one that sent
+// nothing at all, one that stopped after the version line), never one that logged in.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import ssh2 from 'ssh2';
+import { generateSshKeyPair } from '../../../services/organizations/sshKeys.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { steppedClock } from '../../support/clock.js';
+import { startTestKiln, type TestKiln } from '../../support/kiln.js';
+
+const { utils } = ssh2;
+
+const dir = mkdtempSync(join(tmpdir(), 'kiln-ssh-connections-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+/** `ssh` options for kiln's port, one identity and kiln's host key as the only known host. */
+function sshOptions(kiln: TestKiln, identity: string): string[] {
+  const hostKey = utils.parseKey(readFileSync(join(kiln.baseDir, 'ssh', 'ssh_host_ed25519_key')));
+  const parsed = Array.isArray(hostKey) ? hostKey[0]! : hostKey;
+  if (parsed instanceof Error) throw parsed;
+  const knownHosts = join(dir, 'known_hosts');
+  writeFileSync(knownHosts, `[127.0.0.1]:${kiln.sshPort} ${parsed.type} ${parsed.getPublicSSH().toString('base64')}\n`);
+  return [
+    '-p', String(kiln.sshPort), '-i', identity, '-o', 'IdentitiesOnly=yes', '-o', `UserKnownHostsFile=${knownHosts}`,
+    '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-F', '/dev/null',
+  ];
+}
+
+/** Waits for `condition` (a bound that only stops a hung test, not a measurement). */
+async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
+  const deadline = Date.now() + limitMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/** A TCP connection to kiln's SSH port that has received the server's version line. */
+async function rawConnection(kiln: TestKiln): Promise<{ socket: Socket; closed: () => boolean }> {
+  const socket = connect(kiln.sshPort!, '127.0.0.1');
+  let received = '';
+  let closed = false;
+  socket.on('data', (d: Buffer) => (received += d.toString('latin1')));
+  socket.on('error', () => undefined);
+  socket.on('close', () => (closed = true));
+  await until('the server\'s version line', () => received.startsWith('SSH-2.0-kiln'));
+  return { socket, closed: () => closed };
+}
+
+/** `ssh -N` logged in as `identity`: a connection with no session, kept open until killed. */
+async function loggedIn(kiln: TestKiln, identity: string, cache: string): Promise<ChildProcess> {
+  const child = spawn('ssh', ['-v', '-N', ...sshOptions(kiln, identity), `${cache}@127.0.0.1`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  await until('ssh to log in', () => /Authenticated to/.test(stderr) || child.exitCode !== null);
+  if (child.exitCode !== null) throw new Error(`ssh exited:\n${stderr}`);
+  return child;
+}
+
+t.test('ssh.loginGraceSecs', async (t) => {
+  const clock = steppedClock(new Date('2026-11-26T12:00:00Z'));
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'], 'ssh.loginGraceSecs': 60 }, { clock });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
+  const pair = generateSshKeyPair('ada');
+  const identity = join(dir, 'id_ada');
+  writeFileSync(identity, pair.privateKey, { mode: 0o600 });
+  t.equal((await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } })).status, 200);
+  const ssh = kiln.ssh!;
+
+  const silent = await rawConnection(kiln);
+  const greeted = await rawConnection(kiln);
+  greeted.socket.write('SSH-2.0-OpenSSH_9.2\r\n'); // the version line, then nothing: no key exchange, no login
+  const client = await loggedIn(kiln, identity, 'main');
+  t.teardown(() => client.kill());
+
+  clock.step(59_000);
+  t.equal(ssh.sweepConnections(), 0, 'within the grace nothing is dropped');
+  clock.step(2_000);
+  t.equal(ssh.sweepConnections(), 2, 'past it the two connections that did not log in are dropped');
+  await until('the dropped sockets to close', () => silent.closed() && greeted.closed());
+  t.pass('their sockets are closed');
+
+  clock.step(600_000);
+  t.equal(ssh.sweepConnections(), 0, 'a logged-in connection is never dropped for the grace');
+  t.equal(client.exitCode, null, 'ssh stays connected');
+});
