@@ -23,7 +23,7 @@ export interface SshServerDeps extends DaemonSessionDeps, SshConnectionsDeps {
   sql: Sql;
   log: Logger;
   hostKey: Buffer;
-  keys: Pick<UserSshKeys, 'ownerOf'>;
+  keys: Pick<UserSshKeys, 'ownerOf' | 'markUsed'>;
   /** an API key's principal as seen from `peerAddress`; throws when it is unknown, expired or not allowed from there */
   authenticateApiKey(secret: string, peerAddress: string): Promise<KeyUser>;
   listenAddresses: readonly string[];
@@ -103,6 +103,7 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           principal = owner.user;
           connection.loggedIn(owner.user.userId);
           ctx.accept();
+          deps.keys.markUsed(owner.keyId).catch((e: unknown) => log.warn({ err: e }, 'ssh: recording a login key\'s use failed'));
         }, (e: unknown) => {
           log.error({ err: e }, 'ssh: looking up a login key failed');
           refuse();

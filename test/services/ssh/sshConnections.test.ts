@@ -1,6 +1,7 @@
 // The SSH server's connection limits with a real OpenSSH client and raw sockets, on a stepped
 // clock: ssh.loginGraceSecs drops a connection that has not logged in in time (one that sent
-// nothing at all, one that stopped after the version line), never one that logged in.
+// nothing at all, one that stopped after the version line), never one that logged in. A key's
+// last_used_at moves only on a verified signature, not on an unsigned publickey query.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -53,6 +54,17 @@ async function rawConnection(kiln: TestKiln): Promise<{ socket: Socket; closed: 
   return { socket, closed: () => closed };
 }
 
+/** Runs `ssh` to its end (the server is in this process: never spawnSync). */
+function runSsh(args: string[]): Promise<{ status: number | null; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('ssh', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stderr }));
+  });
+}
+
 /** `ssh -N` logged in as `identity`: a connection with no session, kept open until killed. */
 async function loggedIn(kiln: TestKiln, identity: string, cache: string): Promise<ChildProcess> {
   const child = spawn('ssh', ['-v', '-N', ...sshOptions(kiln, identity), `${cache}@127.0.0.1`], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -90,4 +102,31 @@ t.test('ssh.loginGraceSecs', async (t) => {
   clock.step(600_000);
   t.equal(ssh.sweepConnections(), 0, 'a logged-in connection is never dropped for the grace');
   t.equal(client.exitCode, null, 'ssh stays connected');
+});
+
+t.test('last_used_at: only a verified signature is a use of a key', async (t) => {
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'] });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
+  const pair = generateSshKeyPair('ada');
+  t.equal((await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } })).status, 200);
+  const lastUsed = async () => (await kiln.sql<{ last_used_at: Date | null }[]>`select last_used_at from user_ssh_keys`)[0]!.last_used_at;
+
+  // Anyone may hold the public half: ssh offers it (an unsigned query), hears it would do, and has no private key to sign with.
+  const probe = join(dir, 'id_probe');
+  writeFileSync(`${probe}.pub`, `${pair.publicKey}\n`);
+  const probed = await runSsh([...sshOptions(kiln, `${probe}.pub`), '-v', 'main@127.0.0.1', 'true']);
+  t.not(probed.status, 0, 'the holder of the public key alone is refused');
+  t.match(probed.stderr, /Server accepts key/, 'after the server answered the unsigned query');
+  t.equal(await lastUsed(), null, 'the query did not mark the key used');
+
+  const identity = join(dir, 'id_ada2');
+  writeFileSync(identity, pair.privateKey, { mode: 0o600 });
+  const login = await runSsh([...sshOptions(kiln, identity), 'main@127.0.0.1', 'true']);
+  t.match(login.stderr, /kiln serves only/, 'the signed login got in (and was told what kiln serves)');
+  // the use is recorded after the login is accepted, not before: wait for it (a bound, not a measurement)
+  let used: Date | null = null;
+  const deadline = Date.now() + 20_000;
+  while ((used = await lastUsed()) === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+  t.ok(used, 'a signed login marks it used');
 });
