@@ -12,7 +12,7 @@ import { serveDaemonSession, type DaemonSessionDeps, type SessionOutput } from '
 import type { SessionStore } from './cachePaths.js';
 import type { UserSshKeys } from './userSshKeys.js';
 import type { Sql } from 'postgres';
-import { ApiError, WireError } from '../../protocol/index.js';
+import { ApiError, mappedIpv4, WireError } from '../../protocol/index.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 import { serveLegacySession } from './serveSession.js';
 import { SshConnections, type SshConnection, type SshConnectionsDeps } from './sshConnections.js';
@@ -180,7 +180,9 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
   try {
     for (const address of deps.listenAddresses) {
       const accepted = new Map<string, SshConnection>();
-      const ssh = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) => onConnection(client, info.ip, accepted.get(`${info.ip}|${info.port}`)));
+      // On a dual-stack listener an IPv4 peer is ::ffff:a.b.c.d; allowed_ips name it as a.b.c.d.
+      const ssh = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) =>
+        onConnection(client, mappedIpv4(info.ip) ?? info.ip, accepted.get(`${info.ip}|${info.port}`)));
       const server = createServer((socket) => {
         const key = `${socket.remoteAddress}|${socket.remotePort}`;
         accepted.set(key, connections.accept(socket));

@@ -1,7 +1,8 @@
 // The SSH server's connection limits with a real OpenSSH client and raw sockets, on a stepped
 // clock: ssh.loginGraceSecs drops a connection that has not logged in in time (one that sent
 // nothing at all, one that stopped after the version line), never one that logged in. A key's
-// last_used_at moves only on a verified signature, not on an unsigned publickey query.
+// last_used_at moves only on a verified signature, not on an unsigned publickey query. On a
+// dual-stack listener an IPv4 peer (::ffff:127.0.0.1) matches an API key's allowed_ips 127.0.0.1/32.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -129,4 +130,27 @@ t.test('last_used_at: only a verified signature is a use of a key', async (t) =>
   const deadline = Date.now() + 20_000;
   while ((used = await lastUsed()) === null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
   t.ok(used, 'a signed login marks it used');
+});
+
+t.test('an IPv4 peer on a dual-stack listener matches allowed_ips', async (t) => {
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['::'] });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
+  const passwordLogin = async (allowed: string[]) => {
+    const key = await kiln.api<{ secret: string }>('POST', '/user/keys', { token: ada.token, body: { name: `k${allowed.join()}`, permissions: ['viewCache'], allowed_ips: allowed } });
+    t.equal(key.status, 200, JSON.stringify(key.message));
+    const askpass = join(dir, 'askpass.sh');
+    writeFileSync(askpass, `#!/bin/sh\necho '${key.message.secret}'\n`, { mode: 0o700 });
+    // ssh takes the first value of an option: these come before sshOptions' BatchMode=yes
+    const opts = ['-o', 'PubkeyAuthentication=no', '-o', 'PreferredAuthentications=password', '-o', 'BatchMode=no', '-o', 'NumberOfPasswordPrompts=1', ...sshOptions(kiln, '/dev/null')];
+    return new Promise<string>((resolve, reject) => {
+      const child = spawn('ssh', [...opts, 'main@127.0.0.1', 'true'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' } });
+      let stderr = '';
+      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      child.on('error', reject);
+      child.on('close', () => resolve(stderr));
+    });
+  };
+  t.match(await passwordLogin(['127.0.0.1/32']), /kiln serves only/, 'a key allowed from 127.0.0.1 logs in over ::ffff:127.0.0.1');
+  t.match(await passwordLogin(['10.0.0.0/8']), /Permission denied/, 'a key allowed elsewhere does not');
 });
