@@ -12,6 +12,7 @@ import { serveDaemonSession, type DaemonSessionDeps, type SessionOutput } from '
 import type { SessionStore } from './cachePaths.js';
 import type { UserSshKeys } from './userSshKeys.js';
 import type { Sql } from 'postgres';
+import type { RateLimiter } from '../../storage/index.js';
 import { ApiError, mappedIpv4, WireError } from '../../protocol/index.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 import { serveLegacySession } from './serveSession.js';
@@ -19,8 +20,16 @@ import { SshConnections, type SshConnection, type SshConnectionsDeps } from './s
 
 const { Server, utils } = ssh2;
 
+/**
+ * Password (API key) attempts per client address: the budget of the HTTP sign-in (20 at once,
+ * one more every 3 s), in its own bucket family. A key login is not limited: it proves a private key.
+ */
+export const SSH_PASSWORD_RATE = { name: 'ssh.password', burst: 20, refillMs: 3_000 } as const;
+
 export interface SshServerDeps extends DaemonSessionDeps, SshConnectionsDeps {
   sql: Sql;
+  /** takes a token of SSH_PASSWORD_RATE before a password is checked */
+  rateLimiter: RateLimiter;
   log: Logger;
   hostKey: Buffer;
   keys: Pick<UserSshKeys, 'ownerOf' | 'markUsed'>;
@@ -109,7 +118,10 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           refuse();
         });
       } else if (ctx.method === 'password') {
-        deps.authenticateApiKey(ctx.password, peerAddress).then((user) => {
+        deps.rateLimiter.take(`${SSH_PASSWORD_RATE.name}:${peerAddress}`, SSH_PASSWORD_RATE).then((decision) => {
+          if (!decision.allowed) throw new Error('rate limited');
+          return deps.authenticateApiKey(ctx.password, peerAddress);
+        }).then((user) => {
           principal = user;
           connection.loggedIn(user.userId);
           ctx.accept();

@@ -3,7 +3,7 @@
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../../config/index.js';
 import type { Clock } from '../../supervisors/index.js';
-import type { NarStorage } from '../../storage/index.js';
+import type { NarStorage, RateLimiter } from '../../storage/index.js';
 import type { KeyUser } from '../access/index.js';
 import type { NarIngest } from '../caches/index.js';
 import { loadHostKey } from './hostKey.js';
@@ -21,6 +21,8 @@ export interface SshServicesDeps {
   authenticateApiKey(secret: string, peerAddress: string): Promise<KeyUser>;
   /** what upload.leaseIdleSecs is measured by */
   clock: Clock;
+  /** password attempts per address (sshServer.ts SSH_PASSWORD_RATE) */
+  rateLimiter: RateLimiter;
 }
 
 export interface SshServices {
@@ -36,7 +38,7 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
     start: async () =>
       startSshServer({
         sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
-        clock: deps.clock, loginGraceSecs: deps.config['ssh.loginGraceSecs'],
+        clock: deps.clock, rateLimiter: deps.rateLimiter, loginGraceSecs: deps.config['ssh.loginGraceSecs'],
         leases: new NarLeases({ idleSecs: deps.config['upload.leaseIdleSecs'], clock: deps.clock }),
         hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),
         authenticateApiKey: deps.authenticateApiKey,

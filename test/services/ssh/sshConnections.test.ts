@@ -132,6 +132,35 @@ t.test('last_used_at: only a verified signature is a use of a key', async (t) =>
   t.ok(used, 'a signed login marks it used');
 });
 
+/** `ssh … true` logging in with `secret` as the password, `prompts` times; its stderr. */
+function passwordSsh(kiln: TestKiln, secret: string, prompts = 1): Promise<string> {
+  const askpass = join(dir, `askpass-${Math.random().toString(36).slice(2)}.sh`);
+  writeFileSync(askpass, `#!/bin/sh\necho '${secret}'\n`, { mode: 0o700 });
+  // ssh takes the first value of an option: these come before sshOptions' BatchMode=yes
+  const opts = ['-o', 'PubkeyAuthentication=no', '-o', 'PreferredAuthentications=password', '-o', 'BatchMode=no', '-o', `NumberOfPasswordPrompts=${prompts}`, ...sshOptions(kiln, '/dev/null')];
+  return new Promise<string>((resolve, reject) => {
+    const child = spawn('ssh', [...opts, 'main@127.0.0.1', 'true'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' } });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('close', () => resolve(stderr));
+  });
+}
+
+t.test('password attempts are rate limited per address (20 at once, one more every 3 s)', async (t) => {
+  let now = Date.parse('2026-11-26T12:00:00Z');
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'] }, { rateLimitClock: { now: () => now } });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
+  const key = await kiln.api<{ secret: string }>('POST', '/user/keys', { token: ada.token, body: { name: 'ssh', permissions: ['viewCache'] } });
+  t.equal(key.status, 200);
+  for (let i = 0; i < 4; i++) t.match(await passwordSsh(kiln, 'SVC-wrong', 5), /Permission denied/, 'five wrong passwords');
+  t.match(await passwordSsh(kiln, key.message.secret), /Permission denied/, 'after 20 attempts even the right key is refused');
+  now += 3_000;
+  t.match(await passwordSsh(kiln, key.message.secret), /kiln serves only/, '3 s later one more attempt is allowed, and it logs in');
+  t.match(await passwordSsh(kiln, key.message.secret), /Permission denied/, 'and only one');
+});
+
 t.test('an IPv4 peer on a dual-stack listener matches allowed_ips', async (t) => {
   const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['::'] });
   const ada = await signUp(kiln, 'ada');
@@ -139,17 +168,7 @@ t.test('an IPv4 peer on a dual-stack listener matches allowed_ips', async (t) =>
   const passwordLogin = async (allowed: string[]) => {
     const key = await kiln.api<{ secret: string }>('POST', '/user/keys', { token: ada.token, body: { name: `k${allowed.join()}`, permissions: ['viewCache'], allowed_ips: allowed } });
     t.equal(key.status, 200, JSON.stringify(key.message));
-    const askpass = join(dir, 'askpass.sh');
-    writeFileSync(askpass, `#!/bin/sh\necho '${key.message.secret}'\n`, { mode: 0o700 });
-    // ssh takes the first value of an option: these come before sshOptions' BatchMode=yes
-    const opts = ['-o', 'PubkeyAuthentication=no', '-o', 'PreferredAuthentications=password', '-o', 'BatchMode=no', '-o', 'NumberOfPasswordPrompts=1', ...sshOptions(kiln, '/dev/null')];
-    return new Promise<string>((resolve, reject) => {
-      const child = spawn('ssh', [...opts, 'main@127.0.0.1', 'true'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' } });
-      let stderr = '';
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.on('error', reject);
-      child.on('close', () => resolve(stderr));
-    });
+    return passwordSsh(kiln, key.message.secret);
   };
   t.match(await passwordLogin(['127.0.0.1/32']), /kiln serves only/, 'a key allowed from 127.0.0.1 logs in over ::ffff:127.0.0.1');
   t.match(await passwordLogin(['10.0.0.0/8']), /Permission denied/, 'a key allowed elsewhere does not');
