@@ -44,6 +44,11 @@ export const networkOptions = {
     'seconds an SSH connection may take from its TCP accept to a successful login before it is dropped',
     { extension: true },
   ),
+  'ssh.maxSessionsPerUser': option(
+    int({ min: 1, max: 10000 }), 32,
+    'SSH sessions (ssh-ng or ssh:// store connections) one user may have running at once across all connections; past it a session is refused with a message',
+    { extension: true },
+  ),
   'ssh.openFirewall': option(bool(), false, 'open the SSH port', deploymentOnly),
   'ssh.port': option(port({ listen: true }), 2222, 'SSH listen port'),
   'proto.anonymousCache.enable': option(

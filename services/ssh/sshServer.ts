@@ -28,6 +28,8 @@ export const SSH_PASSWORD_RATE = { name: 'ssh.password', burst: 20, refillMs: 3_
 
 export interface SshServerDeps extends DaemonSessionDeps, SshConnectionsDeps {
   sql: Sql;
+  /** ssh.maxSessionsPerUser */
+  maxSessionsPerUser: number;
   /** takes a token of SSH_PASSWORD_RATE before a password is checked */
   rateLimiter: RateLimiter;
   log: Logger;
@@ -92,6 +94,8 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
   const { log } = deps;
 
   const connections = new SshConnections(deps);
+  /** running sessions (exec channels) by user id, for ssh.maxSessionsPerUser */
+  const sessionsOf = new Map<string, number>();
   const onConnection = (client: Connection, peerAddress: string, connection: SshConnection | undefined) => {
     if (connection === undefined) {
       client.end(); // not accepted by kiln's own listener: cannot happen
@@ -134,10 +138,33 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
         session.on('exec', (accept, _reject, info) => {
           const command = info.command.trim();
           const channel = accept();
+          const userId = principal?.kind === 'user' ? principal.userId : '';
+          const running = sessionsOf.get(userId) ?? 0;
+          if (running >= deps.maxSessionsPerUser) {
+            channel.stderr.write(`kiln: this user has ${running} SSH sessions running, the most ssh.maxSessionsPerUser allows; wait for one to end\n`);
+            channel.exit(1);
+            channel.end();
+            return;
+          }
+          sessionsOf.set(userId, running + 1);
+          let released = false;
+          // Given back once: when the session's runner ends, or its channel or connection closes
+          // (ssh2 does not close a channel whose connection died).
+          const release = () => {
+            if (released) return;
+            released = true;
+            client.off('close', release);
+            const left = (sessionsOf.get(userId) ?? 1) - 1;
+            if (left > 0) sessionsOf.set(userId, left);
+            else sessionsOf.delete(userId);
+          };
+          channel.once('close', release);
+          client.once('close', release);
           const serve = SERVE_COMMAND.exec(command);
-          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName);
-          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined);
+          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName).finally(release);
+          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined).finally(release);
           else {
+            release();
             channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host) and \`nix-store --serve --write\` (ssh://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
             channel.exit(127);
             channel.end();

@@ -173,3 +173,27 @@ t.test('an IPv4 peer on a dual-stack listener matches allowed_ips', async (t) =>
   t.match(await passwordLogin(['127.0.0.1/32']), /kiln serves only/, 'a key allowed from 127.0.0.1 logs in over ::ffff:127.0.0.1');
   t.match(await passwordLogin(['10.0.0.0/8']), /Permission denied/, 'a key allowed elsewhere does not');
 });
+
+t.test('ssh.maxSessionsPerUser', async (t) => {
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'], 'ssh.maxSessionsPerUser': 1 });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
+  const pair = generateSshKeyPair('ada');
+  const identity = join(dir, 'id_cap');
+  writeFileSync(identity, pair.privateKey, { mode: 0o600 });
+  t.equal((await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } })).status, 200);
+
+  // A daemon session waiting for the client's greeting holds the one slot.
+  const holder = spawn('ssh', [...sshOptions(kiln, identity), 'main@127.0.0.1', 'nix-daemon', '--stdio'], { stdio: ['pipe', 'ignore', 'ignore'] });
+  t.teardown(() => holder.kill());
+  let second = '';
+  const deadline = Date.now() + 20_000;
+  // until the holder's session runs, the second one may still get in (a bound, not a measurement)
+  while (!/maxSessionsPerUser/.test(second) && Date.now() < deadline) second = (await runSsh([...sshOptions(kiln, identity), 'main@127.0.0.1', 'true'])).stderr;
+  t.match(second, /1 SSH sessions running, the most ssh\.maxSessionsPerUser allows/, 'a second session is refused with a message');
+  holder.kill();
+  let third = '';
+  const again = Date.now() + 20_000;
+  while (!/kiln serves only/.test(third) && Date.now() < again) third = (await runSsh([...sshOptions(kiln, identity), 'main@127.0.0.1', 'true'])).stderr;
+  t.match(third, /kiln serves only/, 'once the first ended a session runs again');
+});
