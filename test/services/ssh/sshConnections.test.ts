@@ -3,36 +3,24 @@
 // nothing at all, one that stopped after the version line), never one that logged in. A key's
 // last_used_at moves only on a verified signature, not on an unsigned publickey query. On a
 // dual-stack listener an IPv4 peer (::ffff:127.0.0.1) matches an API key's allowed_ips 127.0.0.1/32.
+// Password attempts are rate limited per address; ssh.maxSessionsPerUser caps a user's sessions.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import ssh2 from 'ssh2';
 import { generateSshKeyPair } from '../../../services/organizations/sshKeys.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { steppedClock } from '../../support/clock.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
-
-const { utils } = ssh2;
+import { kilnSshOptions } from '../../support/kilnSsh.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-ssh-connections-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 
-/** `ssh` options for kiln's port, one identity and kiln's host key as the only known host. */
-function sshOptions(kiln: TestKiln, identity: string): string[] {
-  const hostKey = utils.parseKey(readFileSync(join(kiln.baseDir, 'ssh', 'ssh_host_ed25519_key')));
-  const parsed = Array.isArray(hostKey) ? hostKey[0]! : hostKey;
-  if (parsed instanceof Error) throw parsed;
-  const knownHosts = join(dir, 'known_hosts');
-  writeFileSync(knownHosts, `[127.0.0.1]:${kiln.sshPort} ${parsed.type} ${parsed.getPublicSSH().toString('base64')}\n`);
-  return [
-    '-p', String(kiln.sshPort), '-i', identity, '-o', 'IdentitiesOnly=yes', '-o', `UserKnownHostsFile=${knownHosts}`,
-    '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-F', '/dev/null',
-  ];
-}
+const sshOptions = (kiln: TestKiln, identity: string): string[] => kilnSshOptions(kiln, dir, identity);
 
 /** Waits for `condition` (a bound that only stops a hung test, not a measurement). */
 async function until(what: string, condition: () => boolean, limitMs = 20_000): Promise<void> {
