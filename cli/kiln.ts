@@ -2,7 +2,7 @@
 import { componentLogger, createLogger, openStageTracer, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, createOutboundClient, KilnMetrics, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
-import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector } from '../services/index.js';
+import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector, type SshServer } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
 import { startLocalWorker } from './localWorker.js';
@@ -16,6 +16,8 @@ export interface Kiln {
   readonly port: number;
   /** the SSH server's port (ssh.enable), else null */
   readonly sshPort: number | null;
+  /** the SSH server (ssh.enable), else null; tests sweep its connections by hand */
+  readonly ssh: SshServer | null;
   readonly db: Database;
   readonly root: Supervisor;
   readonly log: Logger;
@@ -277,16 +279,16 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       const localWorker = startLocalWorker({ port: http.port, baseDir: workerDir, log: componentLogger(log, 'proto') });
       if (localWorker) stack.push(() => localWorker.stop());
     }
-    let sshPort: number | null = null;
+    let ssh: SshServer | null = null;
     if (config['ssh.enable']) {
-      const ssh = await services.ssh.start();
-      sshPort = ssh.port;
-      stack.push(() => ssh.close());
+      const started = await services.ssh.start();
+      ssh = started;
+      stack.push(() => started.close());
     }
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, sshPort, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, routes, stop: unwind };
+    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

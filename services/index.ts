@@ -33,6 +33,7 @@ export { BuildLogFeed } from './builds/index.js';
 export { pruneTaskEvaluations, effectiveKeep } from './builds/index.js';
 export { buildProgressReporter } from './builds/index.js';
 export { createServices, type Services } from './assembly/index.js';
+export type { SshServer } from './ssh/index.js';
 export { startUpkeep, type Upkeep } from './assembly/index.js';
 export type { RunningScheduler } from './builds/index.js';
 export type { GarbageCollector } from './gc/index.js';

@@ -39,6 +39,16 @@ export const networkOptions = {
     'OpenSSH private host key; null generates an ed25519 key in baseDir on first start',
   ),
   'ssh.listenAddresses': option(ipList(), ['::'], 'addresses to listen on; IPv6 addresses also accept IPv4'),
+  'ssh.loginGraceSecs': option(
+    int({ min: 1, max: 3600 }), 60,
+    'seconds an SSH connection may take from its TCP accept to a successful login before it is dropped',
+    { extension: true },
+  ),
+  'ssh.maxSessionsPerUser': option(
+    int({ min: 1, max: 10000 }), 32,
+    'SSH sessions (ssh-ng or ssh:// store connections) one user may have running at once across all connections; past it a session is refused with a message',
+    { extension: true },
+  ),
   'ssh.openFirewall': option(bool(), false, 'open the SSH port', deploymentOnly),
   'ssh.port': option(port({ listen: true }), 2222, 'SSH listen port'),
   'proto.anonymousCache.enable': option(

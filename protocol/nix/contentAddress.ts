@@ -3,7 +3,9 @@
 // builtins.path) hash the NAR. A server that recomputes the path from the bytes knows the bytes
 // are what the path promises, so it can sign them without trusting who uploaded them.
 import { createHash } from 'node:crypto';
+import { formatHash, parseHash } from './hash.js';
 import { encodeNix32 } from './nix32.js';
+import { parsedOk, parseFailure, type Parsed } from './parsed.js';
 import { DEFAULT_STORE_DIR } from './storePath.js';
 
 const sha256 = (data: string | Uint8Array): Buffer => createHash('sha256').update(data).digest();
@@ -33,4 +35,16 @@ export function textStorePath(name: string, contents: Uint8Array, references: re
 /** The path of a source added recursively with SHA-256 (`./dir`, `builtins.path`), from its NAR; `self`: it refers to itself. */
 export function sourceStorePath(name: string, nar: Uint8Array, references: readonly string[], self: boolean, storeDir = DEFAULT_STORE_DIR): string {
   return makeStorePath(makeType('source', references, self), sha256(nar).toString('hex'), name, storeDir);
+}
+
+/**
+ * A content address as a narinfo's CA line (and the daemon protocols' `ca` field) carries it,
+ * normalized to print its hash in nix32 like every other hash in a narinfo. Anything else, a line
+ * break above all, is refused: the value is written into a narinfo the cache signs.
+ */
+export function parseContentAddress(value: string): Parsed<string> {
+  const match = /^(text:|fixed:r:|fixed:)(.+)$/.exec(value);
+  if (!match) return parseFailure('CA', `expected "text:<hash>", "fixed:<hash>" or "fixed:r:<hash>", got ${JSON.stringify(value.slice(0, 120))}`);
+  const hash = parseHash(match[2]!, undefined, 'CA');
+  return hash.ok ? parsedOk(`${match[1]}${formatHash(hash.value)}`) : hash;
 }

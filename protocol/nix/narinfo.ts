@@ -1,5 +1,6 @@
 // Text in, value out. No I/O, config, clock or logger, so the server, the CLI and workers all
 // share it. The format is Nix's (libstore/nar-info.cc): "Key: value" lines ending in LF.
+import { parseContentAddress } from './contentAddress.js';
 import { formatHash, parseHash, type HashAlgorithm } from './hash.js';
 import { parseFailure, parsedOk, type Parsed } from './parsed.js';
 import { DEFAULT_STORE_DIR, parseStorePath, parseStorePathBaseName } from './storePath.js';
@@ -42,14 +43,6 @@ function parseHashField(value: string | undefined, field: string, algorithm?: Ha
   if (value === undefined) return parsedOk(undefined);
   const hash = parseHash(value, algorithm, field);
   return hash.ok ? parsedOk(formatHash(hash.value)) : hash;
-}
-
-/** Content addresses print their hash in nix32, like every other hash in a narinfo. */
-function parseContentAddress(value: string): Parsed<string> {
-  const match = /^(text:|fixed:r:|fixed:)(.+)$/.exec(value);
-  if (!match) return parseFailure('CA', `expected "text:<hash>", "fixed:<hash>" or "fixed:r:<hash>", got ${JSON.stringify(value)}`);
-  const hash = parseHash(match[2]!, undefined, 'CA');
-  return hash.ok ? parsedOk(`${match[1]}${formatHash(hash.value)}`) : hash;
 }
 
 /** Parses a narinfo; strict about the fields Nix needs, tolerant of unknown fields and order. */

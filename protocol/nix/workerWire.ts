@@ -14,6 +14,8 @@ export const STDERR_ERROR = 0x63787470;
 export const MAX_WIRE_STRING = 1 << 20;
 /** Most entries of a list (paths of QueryValidPaths, references, settings). */
 export const MAX_WIRE_LIST = 1 << 20;
+/** Most bytes of a list's strings together: a million entries of a MiB each would be a TiB held in memory. */
+export const MAX_WIRE_LIST_BYTES = 32 << 20;
 
 export class WireError extends Error {
   constructor(message: string) {
@@ -87,7 +89,11 @@ export class WireReader {
   }
 
   async blob(max = MAX_WIRE_STRING): Promise<Buffer> {
-    const length = await this.u64();
+    return this.blobOf(await this.u64(), max);
+  }
+
+  /** The bytes and padding of a string whose length was read. */
+  private async blobOf(length: number, max: number): Promise<Buffer> {
     if (length > max) throw new WireError(`a string of ${length} bytes is longer than ${max}`);
     const b = Buffer.from(await this.bytes(length));
     await this.padding(length);
@@ -98,11 +104,18 @@ export class WireReader {
     return (await this.blob(max)).toString('utf8');
   }
 
-  async strings(maxCount = MAX_WIRE_LIST): Promise<string[]> {
+  async strings(maxCount = MAX_WIRE_LIST, maxBytes = MAX_WIRE_LIST_BYTES): Promise<string[]> {
     const count = await this.u64();
     if (count > maxCount) throw new WireError(`a list of ${count} entries is longer than ${maxCount}`);
     const out: string[] = [];
-    for (let i = 0; i < count; i++) out.push(await this.string());
+    let total = 0;
+    for (let i = 0; i < count; i++) {
+      const length = await this.u64();
+      total += length;
+      // Checked before the string is read: what was read so far stays under the cap.
+      if (total > maxBytes) throw new WireError(`a list's strings add up to more than ${maxBytes} bytes`);
+      out.push((await this.blobOf(length, MAX_WIRE_STRING)).toString('utf8'));
+    }
     return out;
   }
 

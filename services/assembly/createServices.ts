@@ -267,7 +267,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
     scheduler, logFeed, builds: { evaluations, views, data }, buildRequests, gc,
     ssh: createSshServices({
-      sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest,
+      sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest, clock, rateLimiter: opened.rateLimiter,
       authenticateApiKey: (secret, peerAddress) => identity.apiKeys.authenticate(secret, peerAddress),
     }),
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),

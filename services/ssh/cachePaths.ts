@@ -8,12 +8,15 @@ import {
   formatHash,
   parseHash,
   parseNarinfo,
+  parseContentAddress,
   parseNarUrl,
   parseStorePath,
   type Narinfo,
 } from '../../protocol/index.js';
 import type { NarStorage } from '../../storage/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
+import type { NarLeases } from './narLeases.js';
+import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /** What the SSH login may do in the cache its user name selected. */
 export interface SessionStore {
@@ -26,13 +29,11 @@ export interface SessionStore {
 export interface CachePathsDeps {
   nars: NarStorage;
   ingest: NarIngest;
+  /** nar.maxUploadSize: a larger claimed NarSize ends the session before a permit is asked for */
+  maxUploadSize: number;
+  /** upload.leaseIdleSecs: a NAR that stalls while its permit is held ends the session */
+  leases: NarLeases;
 }
-
-/** A refusal the client is told; the operation's input was read whole (or the session ends anyway). */
-export class StoreRefusal extends Error {}
-
-/** A refusal after which the session ends: part of the operation's input is still unread. */
-export class SessionEnds extends Error {}
 
 /** A path's info as the client sent it (ValidPathInfo fields), before kiln checks it. */
 export interface ClientPathInfo {
@@ -99,8 +100,16 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       let info: Narinfo;
       try {
         if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
+        // Refused on the claim, before an upload permit is waited for: a huge claim would hold
+        // every other tenant's uploads behind it. Draining that much is no better: the session ends.
+        if (client.narSize > deps.maxUploadSize) {
+          throw new SessionEnds(`the NAR of ${client.path} has ${client.narSize} bytes, more than nar.maxUploadSize (${deps.maxUploadSize})`);
+        }
         const narHash = parseHash(client.narHash, 'sha256', 'narHash');
         if (!narHash.ok) throw new StoreRefusal(`narHash: ${narHash.reason}`);
+        // Checked as a narinfo's CA line is: the value goes into a narinfo the cache signs.
+        const ca = client.ca === '' ? null : parseContentAddress(client.ca);
+        if (ca !== null && !ca.ok) throw new StoreRefusal(`ca: ${ca.reason}`);
         info = {
           storePath: `${DEFAULT_STORE_DIR}/${baseName(client.path, 'path')}`,
           url: '',
@@ -111,10 +120,10 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
           ...(client.deriver === '' ? {} : { deriver: baseName(client.deriver, 'deriver') }),
           // the client's signatures are not kept: the cache signs with its own key
           sigs: [],
-          ...(client.ca === '' ? {} : { ca: client.ca }),
+          ...(ca === null ? {} : { ca: ca.value }),
         };
       } catch (e) {
-        await drain();
+        if (!(e instanceof SessionEnds)) await drain();
         throw e;
       }
       const target = store.writeTarget;
@@ -125,7 +134,7 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       if (held !== null) return drain();
       let whole = false;
       const counted = (async function* () {
-        yield* nar;
+        yield* deps.leases.leased(nar);
         whole = true;
       })();
       await deps.ingest.admitted(info.narSize, 'wait', target.owner, async () => {

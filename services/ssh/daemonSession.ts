@@ -22,7 +22,8 @@ import {
   WORKER_MAGIC_2,
   type Narinfo,
 } from '../../protocol/index.js';
-import { cachePaths, SessionEnds, StoreRefusal, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+import { cachePaths, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /**
  * The protocol version kiln speaks: 1.31. From 1.32 a client sends `nix copy --to` as one

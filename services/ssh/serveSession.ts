@@ -3,7 +3,8 @@
 // client) answered from one kiln cache. The protocol has no error message on the wire: like
 // `nix-store --serve`, kiln writes the error to the session's stderr and ends it.
 import { readImportedPathInfo, WireError, WireReader, wireString, wireStrings, wireU64 } from '../../protocol/index.js';
-import { cachePaths, StoreRefusal, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+import { cachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+import { StoreRefusal } from './sessionErrors.js';
 import type { SessionOutput } from './daemonSession.js';
 
 const SERVE_MAGIC_1 = 0x390c9deb;

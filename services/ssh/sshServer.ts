@@ -3,6 +3,7 @@
 // the cache (`ssh-ng://CACHE@kiln`), and the login acts there with the user's role (an API key:
 // its permissions ∩ its owner's role, its pins), as at the binary cache paths. The one command
 // served is `nix-daemon --stdio` (daemonSession.ts); shells and anything else are refused.
+import { createServer, type Server as NetServer } from 'node:net';
 import ssh2, { type AuthContext, type Connection, type ServerChannel } from 'ssh2';
 import type { Logger } from '../../config/index.js';
 import { accessOf, cacheTarget, findCache, type Principal } from '../access/index.js';
@@ -11,17 +12,29 @@ import { serveDaemonSession, type DaemonSessionDeps, type SessionOutput } from '
 import type { SessionStore } from './cachePaths.js';
 import type { UserSshKeys } from './userSshKeys.js';
 import type { Sql } from 'postgres';
-import { ApiError, WireError } from '../../protocol/index.js';
-import { SessionEnds, StoreRefusal } from './cachePaths.js';
+import type { RateLimiter } from '../../storage/index.js';
+import { ApiError, mappedIpv4, WireError } from '../../protocol/index.js';
+import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 import { serveLegacySession } from './serveSession.js';
+import { SshConnections, type SshConnection, type SshConnectionsDeps } from './sshConnections.js';
 
 const { Server, utils } = ssh2;
 
-export interface SshServerDeps extends DaemonSessionDeps {
+/**
+ * Password (API key) attempts per client address: the budget of the HTTP sign-in (20 at once,
+ * one more every 3 s), in its own bucket family. A key login is not limited: it proves a private key.
+ */
+export const SSH_PASSWORD_RATE = { name: 'ssh.password', burst: 20, refillMs: 3_000 } as const;
+
+export interface SshServerDeps extends DaemonSessionDeps, SshConnectionsDeps {
   sql: Sql;
+  /** ssh.maxSessionsPerUser */
+  maxSessionsPerUser: number;
+  /** takes a token of SSH_PASSWORD_RATE before a password is checked */
+  rateLimiter: RateLimiter;
   log: Logger;
   hostKey: Buffer;
-  keys: Pick<UserSshKeys, 'ownerOf'>;
+  keys: Pick<UserSshKeys, 'ownerOf' | 'markUsed'>;
   /** an API key's principal as seen from `peerAddress`; throws when it is unknown, expired or not allowed from there */
   authenticateApiKey(secret: string, peerAddress: string): Promise<KeyUser>;
   listenAddresses: readonly string[];
@@ -31,6 +44,8 @@ export interface SshServerDeps extends DaemonSessionDeps {
 export interface SshServer {
   /** the port listened on (the first address's, when ssh.port is 0) */
   readonly port: number;
+  /** Drops connections past ssh.loginGraceSecs now (a timer does it too); how many. */
+  sweepConnections(): number;
   close(): Promise<void>;
 }
 
@@ -78,10 +93,14 @@ function channelOutput(channel: ServerChannel): SessionOutput {
 export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
   const { log } = deps;
 
-  const clients = new Set<Connection>();
-  const onConnection = (client: Connection, peerAddress: string) => {
-    clients.add(client);
-    client.on('close', () => clients.delete(client));
+  const connections = new SshConnections(deps);
+  /** running sessions (exec channels) by user id, for ssh.maxSessionsPerUser */
+  const sessionsOf = new Map<string, number>();
+  const onConnection = (client: Connection, peerAddress: string, connection: SshConnection | undefined) => {
+    if (connection === undefined) {
+      client.end(); // not accepted by kiln's own listener: cannot happen
+      return;
+    }
     let principal: Principal | null = null;
     let cacheName = '';
     client.on('authentication', (ctx: AuthContext) => {
@@ -95,14 +114,20 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           const parsed = Array.isArray(key) ? key[0] : key;
           if (parsed === undefined || parsed instanceof Error || ctx.blob === undefined || parsed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return refuse();
           principal = owner.user;
+          connection.loggedIn(owner.user.userId);
           ctx.accept();
+          deps.keys.markUsed(owner.keyId).catch((e: unknown) => log.warn({ err: e }, 'ssh: recording a login key\'s use failed'));
         }, (e: unknown) => {
           log.error({ err: e }, 'ssh: looking up a login key failed');
           refuse();
         });
       } else if (ctx.method === 'password') {
-        deps.authenticateApiKey(ctx.password, peerAddress).then((user) => {
+        deps.rateLimiter.take(`${SSH_PASSWORD_RATE.name}:${peerAddress}`, SSH_PASSWORD_RATE).then((decision) => {
+          if (!decision.allowed) throw new Error('rate limited');
+          return deps.authenticateApiKey(ctx.password, peerAddress);
+        }).then((user) => {
           principal = user;
+          connection.loggedIn(user.userId);
           ctx.accept();
         }, refuse);
       } else refuse();
@@ -113,10 +138,33 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
         session.on('exec', (accept, _reject, info) => {
           const command = info.command.trim();
           const channel = accept();
+          const userId = principal?.kind === 'user' ? principal.userId : '';
+          const running = sessionsOf.get(userId) ?? 0;
+          if (running >= deps.maxSessionsPerUser) {
+            channel.stderr.write(`kiln: this user has ${running} SSH sessions running, the most ssh.maxSessionsPerUser allows; wait for one to end\n`);
+            channel.exit(1);
+            channel.end();
+            return;
+          }
+          sessionsOf.set(userId, running + 1);
+          let released = false;
+          // Given back once: when the session's runner ends, or its channel or connection closes
+          // (ssh2 does not close a channel whose connection died).
+          const release = () => {
+            if (released) return;
+            released = true;
+            client.off('close', release);
+            const left = (sessionsOf.get(userId) ?? 1) - 1;
+            if (left > 0) sessionsOf.set(userId, left);
+            else sessionsOf.delete(userId);
+          };
+          channel.once('close', release);
+          client.once('close', release);
           const serve = SERVE_COMMAND.exec(command);
-          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName);
-          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined);
+          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName).finally(release);
+          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined).finally(release);
           else {
+            release();
             channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host) and \`nix-store --serve --write\` (ssh://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
             channel.exit(127);
             channel.end();
@@ -164,11 +212,22 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     }
   }
 
-  const servers: ssh2.Server[] = [];
+  // kiln accepts the TCP connections itself and hands them to ssh2, so the login grace counts
+  // from the accept (ssh2 tells of a connection only once the peer sent its version line).
+  const servers: NetServer[] = [];
   let port = deps.port;
   try {
     for (const address of deps.listenAddresses) {
-      const server = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) => onConnection(client, info.ip));
+      const accepted = new Map<string, SshConnection>();
+      // On a dual-stack listener an IPv4 peer is ::ffff:a.b.c.d; allowed_ips name it as a.b.c.d.
+      const ssh = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) =>
+        onConnection(client, mappedIpv4(info.ip) ?? info.ip, accepted.get(`${info.ip}|${info.port}`)));
+      const server = createServer((socket) => {
+        const key = `${socket.remoteAddress}|${socket.remotePort}`;
+        accepted.set(key, connections.accept(socket));
+        socket.once('close', () => accepted.delete(key));
+        ssh.injectSocket(socket);
+      });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(port, address, () => {
@@ -187,9 +246,11 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
   log.info({ port, addresses: deps.listenAddresses }, 'kiln serves SSH');
   return {
     port,
+    sweepConnections: () => connections.sweep(),
     close: async () => {
-      for (const client of clients) client.end();
-      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+      connections.closeAll();
+      await closed;
     },
   };
 }

@@ -2,10 +2,12 @@
 // SSH server, started by `kiln serve` when ssh.enable is set.
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../../config/index.js';
-import type { NarStorage } from '../../storage/index.js';
+import type { Clock } from '../../supervisors/index.js';
+import type { NarStorage, RateLimiter } from '../../storage/index.js';
 import type { KeyUser } from '../access/index.js';
 import type { NarIngest } from '../caches/index.js';
 import { loadHostKey } from './hostKey.js';
+import { NarLeases } from './narLeases.js';
 import { startSshServer, type SshServer } from './sshServer.js';
 import { userSshKeysService, type UserSshKeys } from './userSshKeys.js';
 
@@ -17,6 +19,10 @@ export interface SshServicesDeps {
   /** the web pool's ingest front door, shared with `nix copy --to http://…` */
   ingest: NarIngest;
   authenticateApiKey(secret: string, peerAddress: string): Promise<KeyUser>;
+  /** what upload.leaseIdleSecs is measured by */
+  clock: Clock;
+  /** password attempts per address (sshServer.ts SSH_PASSWORD_RATE) */
+  rateLimiter: RateLimiter;
 }
 
 export interface SshServices {
@@ -31,7 +37,10 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
     keys,
     start: async () =>
       startSshServer({
-        sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys,
+        sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
+        clock: deps.clock, rateLimiter: deps.rateLimiter, loginGraceSecs: deps.config['ssh.loginGraceSecs'],
+        maxSessionsPerUser: deps.config['ssh.maxSessionsPerUser'],
+        leases: new NarLeases({ idleSecs: deps.config['upload.leaseIdleSecs'], clock: deps.clock }),
         hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),
         authenticateApiKey: deps.authenticateApiKey,
         listenAddresses: deps.config['ssh.listenAddresses'],

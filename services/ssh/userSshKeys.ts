@@ -84,16 +84,23 @@ export function userSshKeysService({ sql }: { sql: Sql }) {
       return `SSH key "${name}" deleted`;
     },
 
-    /** Who logs in with this key blob: an enabled user, or null. */
+    /** Who logs in with this key blob: an enabled user, or null. Asking marks nothing: the key may not be proven yet. */
     async ownerOf(blob: Buffer): Promise<SshKeyOwner | null> {
       const [row] = await sql<{ id: string; user_id: string; username: string; superuser: boolean }[]>`
-        update user_ssh_keys k set last_used_at = now()
-        from users u
-        where k.key_blob = ${blob.toString('base64')} and u.id = k.user_id and not u.disabled
-        returning k.id, u.id as user_id, u.username::text as username, u.superuser`;
+        select k.id, u.id as user_id, u.username::text as username, u.superuser
+        from user_ssh_keys k join users u on u.id = k.user_id
+        where k.key_blob = ${blob.toString('base64')} and not u.disabled`;
       if (!row) return null;
       // An SSH login acts as the user does in a session; its id names the key, for the access memo.
       return { keyId: row.id, user: { kind: 'user', via: 'session', sessionId: `ssh-key:${row.id}`, userId: row.user_id, username: row.username, superuser: row.superuser } };
+    },
+
+    /**
+     * Records a login by the key: only after its signature verified. An unsigned publickey query
+     * proves nothing (anyone may hold a public key), so it must not look like a use.
+     */
+    async markUsed(keyId: string): Promise<void> {
+      await sql`update user_ssh_keys set last_used_at = now() where id = ${keyId}`;
     },
   };
 }

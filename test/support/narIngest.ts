@@ -8,7 +8,7 @@ import type { TestKiln } from './kiln.js';
 export interface TestNarIngest {
   ingest: NarIngest;
   /** the kiln's UploadBudget actor, which the front door asks for permits */
-  budget: UploadBudgetRef & { getSnapshot(): { context: { waiting: readonly unknown[] } } };
+  budget: UploadBudgetRef & { getSnapshot(): { context: { waiting: readonly unknown[]; granted: readonly unknown[] } } };
 }
 
 export async function testNarIngest(kiln: TestKiln, options: { maxStorageGb?: number; restWaitSecs?: number } = {}): Promise<TestNarIngest> {

@@ -1,6 +1,6 @@
 // The worker/serve protocol's byte format (protocol/nix/workerWire.ts): round trips, and the
 // malformed input a hostile SSH client may send: short streams, non-zero padding, absurd lengths
-// and frames, integers past 2^53.
+// and frames, integers past 2^53, string lists past 32 MiB in total.
 import t from 'tap';
 import { WireError, WireReader, wireString, wireStrings, wireU64 } from '../../../protocol/index.js';
 
@@ -25,6 +25,13 @@ t.test('malformed input is a WireError, never a hang or a huge allocation', asyn
   await t.rejects(reader(wireU64(1), Buffer.from([0x61, 1, 0, 0, 0, 0, 0, 0])).string(), /non-zero padding/);
   await t.rejects(reader(wireU64(1 << 30)).string(), /longer than/, 'a 1 GiB string is refused before it is read');
   await t.rejects(reader(wireU64(1e9)).strings(), /longer than/, 'a billion-entry list is refused');
+  const mib = wireString(Buffer.alloc(1 << 20, 0x61));
+  const bigList = (count: number) => new WireReader((function* () {
+    yield wireU64(count);
+    for (let i = 0; i < count; i++) yield mib; // the same buffer each time: the test itself holds 1 MiB
+  })());
+  t.equal((await bigList(32).strings()).length, 32, 'a list of 32 MiB of strings is read');
+  await t.rejects(bigList(33).strings(), /add up to more than 33554432 bytes/, 'one more MiB is refused before it is read');
   await t.rejects(reader(Buffer.from([0, 0, 0, 0, 0, 0, 0, 0x80])).u64(), /out of range/);
   const frames = reader(wireU64(1 << 30)).frames(1 << 20);
   await t.rejects(frames.next(), /longer than/, 'an oversized frame');

@@ -3,14 +3,12 @@
 // stores with signatures required, the permission refusals (unknown key, no writeStore, private
 // cache without view), API keys as the password, and broken sessions that store nothing.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import ssh2 from 'ssh2';
-
-const { utils } = ssh2;
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
+import { kilnSshOptions } from '../../support/kilnSsh.js';
 import { signUp, type TestAccount } from '../../support/accounts.js';
 import { addCacheMember, createTestCache } from '../../support/caches.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
@@ -29,19 +27,7 @@ function keyFile(name: string): { file: string; publicKey: string } {
   return { file, publicKey: pair.publicKey };
 }
 
-/** NIX_SSHOPTS for kiln's port, one identity, and a known_hosts holding kiln's host key only. */
-function sshOptions(kiln: TestKiln, identity: string, extra: string[] = []): string[] {
-  const hostKey = utils.parseKey(readFileSync(join(kiln.baseDir, 'ssh', 'ssh_host_ed25519_key')));
-  const parsed = Array.isArray(hostKey) ? hostKey[0]! : hostKey;
-  if (parsed instanceof Error) throw parsed;
-  const knownHosts = join(dir, 'known_hosts');
-  writeFileSync(knownHosts, `[127.0.0.1]:${kiln.sshPort} ${parsed.type} ${parsed.getPublicSSH().toString('base64')}\n`);
-  // ssh takes the first value of an option: the caller's come first.
-  return [
-    ...extra, '-p', String(kiln.sshPort), '-i', identity, '-o', 'IdentitiesOnly=yes', '-o', `UserKnownHostsFile=${knownHosts}`,
-    '-o', 'StrictHostKeyChecking=yes', '-o', 'BatchMode=yes', '-F', '/dev/null',
-  ];
-}
+const sshOptions = (kiln: TestKiln, identity: string, extra: string[] = []): string[] => kilnSshOptions(kiln, dir, identity, extra);
 
 const sshEnv = (kiln: TestKiln, identity: string) => ({ env: { NIX_SSHOPTS: sshOptions(kiln, identity).join(' ') } });
 
