@@ -1,5 +1,6 @@
 // Field types that several /proto messages share.
 import { z } from 'zod';
+import { parseContentAddress } from '../nix/contentAddress.js';
 import { parseStorePath } from '../nix/storePath.js';
 
 /** A full store path in /nix/store, checked by Nix's own rules. */
@@ -13,6 +14,8 @@ export const DrvPathText = StorePathText.refine((text) => text.endsWith('.drv'),
 
 /** `sha256:<nix32>`, the form a narinfo's NarHash takes. */
 export const NarHashText = z.string().regex(/^sha256:[0-9a-df-np-sv-z]{52}$/, 'expected sha256:<52 nix32 characters>');
+/** A narinfo's CA value, checked as the narinfo parser checks it: it goes into a signed narinfo, so no line break may ride along. */
+export const ContentAddressText = z.string().max(300).refine((ca) => parseContentAddress(ca).ok, 'expected text:<hash>, fixed:<hash> or fixed:r:<hash>');
 
 /** Chosen by the server; opaque to the worker. */
 export const JobId = z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, 'a job id is 1 to 128 of A-Z a-z 0-9 . _ : -');

@@ -4,7 +4,7 @@
 // evalResult, builds stream buildLog chunks before their buildResult.
 import { z } from 'zod';
 import { PROTOCOL_VERSION } from './limits.js';
-import { ByteCount, Bytes, CommitHash, DrvPathText, JobId, NarHashText, Seconds, StorePathText, SystemFeature, SystemType } from './fields.js';
+import { ByteCount, Bytes, CommitHash, ContentAddressText, DrvPathText, JobId, NarHashText, Seconds, StorePathText, SystemFeature, SystemType } from './fields.js';
 import { JobFailure } from './failureClass.js';
 
 const v = z.literal(PROTOCOL_VERSION);
@@ -214,7 +214,7 @@ export const PathInfo = z.strictObject({
   narSize: ByteCount,
   references: z.array(StorePathText).max(100_000),
   deriver: DrvPathText.nullable(),
-  ca: z.string().max(300).nullable(),
+  ca: ContentAddressText.nullable(),
 });
 export type PathInfo = z.infer<typeof PathInfo>;
 
