@@ -29,7 +29,7 @@ t.test('encodeMessage refuses an invalid message (a bug of the sender)', async (
 });
 
 t.test('a real content address passes the CA check', async (t) => {
-  const start = valid('narPushStart') as { info: object };
+  const start = valid('narPushStart') as unknown as { info: object };
   const withCa = { ...start, info: { ...start.info, ca: 'fixed:r:sha256:1b8m03r63zqhnjf7l5wnldhh7c134ap5vpj0850ymkq1iyzicy5s' } };
   t.match(decodeMessage(pack(withCa), { maxBytes: 1 << 20 }), { ok: true });
 });
@@ -66,8 +66,8 @@ t.test('the malformed corpus: each fails under its own name and code', async (t)
     ['a class that does not fit the reason', pack({ ...valid('jobFailed'), failure: { class: 'FailedTimeout', reason: 'builder_failed', message: 'x' } }), 'jobFailed.failure.class', /does not match the reason/, 'malformed_message'],
     ['a commit that is not hex', pack({ ...valid('evalJob'), commit: 'HEAD' }), 'evalJob.commit', /40 or 64/, 'malformed_message'],
     // the token becomes an HTTP header line and the pin a curl option: nothing may break out of either
-    ['a CA line carrying another narinfo line', pack({ ...valid('narPushStart'), info: { ...(valid('narPushStart') as { info: object }).info, ca: 'fixed:r:sha256:1b8m03r63zqhnjf7l5wnldhh7c134ap5vpj0850ymkq1iyzicy5s\nSig: evil:AAAA' } }), 'narPushStart.info.ca', /text:<hash>/, 'malformed_message'],
-    ['a CA that is not a content address', pack({ ...valid('narPushStart'), info: { ...(valid('narPushStart') as { info: object }).info, ca: 'whatever' } }), 'narPushStart.info.ca', /text:<hash>/, 'malformed_message'],
+    ['a CA line carrying another narinfo line', pack({ ...valid('narPushStart'), info: { ...(valid('narPushStart') as unknown as { info: object }).info, ca: 'fixed:r:sha256:1b8m03r63zqhnjf7l5wnldhh7c134ap5vpj0850ymkq1iyzicy5s\nSig: evil:AAAA' } }), 'narPushStart.info.ca', /text:<hash>/, 'malformed_message'],
+    ['a CA that is not a content address', pack({ ...valid('narPushStart'), info: { ...(valid('narPushStart') as unknown as { info: object }).info, ca: 'whatever' } }), 'narPushStart.info.ca', /text:<hash>/, 'malformed_message'],
     ['a token with a line break', pack({ ...valid('evalJob'), access: { token: 'ghs_x\r\nX-Evil: 1', resolve: null } }), 'evalJob.access.token', /visible ASCII/, 'malformed_message'],
     ['an empty token', pack({ ...valid('evalJob'), access: { token: '', resolve: null } }), 'evalJob.access.token', /visible ASCII/, 'malformed_message'],
     ['a pin that is not host:port:addresses', pack({ ...valid('evalJob'), access: { token: 'ghs_x', resolve: '-x:1:2' } }), 'evalJob.access.resolve', /host:port:addresses/, 'malformed_message'],
