@@ -21,4 +21,4 @@ export { renderOptionTable } from './optionTable.js';
 export { createLogger, componentLogger, logFormatFor, serverLogComponents, workerLogComponents } from './logger.js';
 export type { Logger, LogComponent, LoggerOptions } from './logger.js';
 export { openStageTracer, disabledTracer } from './stageTraces.js';
-export type { StageTracer, EndSpan, SpanAttributes, SpanStatus } from './stageTraces.js';
+export type { StageTracer, EndSpan } from './stageTraces.js';

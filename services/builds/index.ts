@@ -2,7 +2,7 @@
 export { buildDataServices, type BuildDataServices } from './buildData.js';
 export { BuildLogFeed } from './buildLogFeed.js';
 export { BuildLogs } from './buildLogs.js';
-export { deleteOldBuildSamples, type BuildResourcesView, type EvaluationStatsView } from './buildStatistics.js';
+export { deleteOldBuildSamples } from './buildStatistics.js';
 export { buildProgressReporter } from './buildProgress.js';
 export { BuildScheduler, type SchedulerTicker } from './buildScheduler.js';
 export { type BuildView, buildViewsService, type BuildViewsService } from './buildViews.js';

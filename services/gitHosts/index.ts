@@ -4,4 +4,4 @@ export { hookReceiverService, type HookReceiverService } from './hookReceiver.js
 export { GitHostReporter } from './statusReports.js';
 export { deleteOldHookDeliveries } from './deliveryRetention.js';
 export { RepositoryPoller } from './repositoryPoller.js';
-export { cloneBaseUrl, repositoryAccess, LINK_FILE, type RepositoryAccessService } from './repositoryAccess.js';
+export { cloneBaseUrl, repositoryAccess } from './repositoryAccess.js';

@@ -21,7 +21,7 @@ import { HostApiError, type HostApi } from './hostApi.js';
 import { repositoryKey } from './repositoryMatch.js';
 
 /** The file on the default branch that names the projects a repository lets kiln fetch it for. */
-export const LINK_FILE = '.kiln-projects';
+const LINK_FILE = '.kiln-projects';
 /** The file is read at most this much (GitHub's contents API serves files up to 1 MB inline). */
 const LINK_FILE_MAX_BYTES = 64 * 1024;
 const DEFAULT_RECHECK_MS = 10 * 60_000;
@@ -160,4 +160,4 @@ export function repositoryAccess(deps: RepositoryAccessDeps) {
     },
   };
 }
-export type RepositoryAccessService = ReturnType<typeof repositoryAccess>;
+type RepositoryAccessService = ReturnType<typeof repositoryAccess>;

@@ -9,7 +9,7 @@ export { type IngestOutcome } from './ingestOutcome.js';
 export { type PathRemoval, deleteBlobsIfUnreferenced } from './pathDeletion.js';
 export { type SweepReport } from './sweeper.js';
 export { HotCache } from './hotCache.js';
-export { StorageBusy, isStorageBusy } from './storageReadGate.js';
+export { isStorageBusy } from './storageReadGate.js';
 export { UploadProblem, isUploadProblem, type UploadProblemKind } from './uploadProblem.js';
 export { type StagedUploadRow, type ListingRow } from './sql/index.js';
 export { ReferenceScanner } from './referenceScanner.js';
