@@ -100,7 +100,8 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
   } finally {
     logs.close(); // a second close only flushes nothing: this one catches a throw above
     await netrc.remove();
-    await cgroup?.remove().catch((e: unknown) => ctx.log.warn({ err: e, jobId: job.jobId }, 'could not remove the build\'s cgroup'));
+    // Not awaited, as the evaluation's statistics files are not: the slot is free once the result is sent.
+    void cgroup?.remove().catch((e: unknown) => ctx.log.warn({ err: e, jobId: job.jobId }, 'could not remove the build\'s cgroup'));
     if (rootsDir) await removeRoots(rootsDir, rootName(job.jobId));
   }
 }

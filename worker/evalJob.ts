@@ -21,7 +21,9 @@ export async function runEvalJob(job: EvalJob, ctx: JobContext): Promise<void> {
     ok = await evaluate(job, ctx, stats, span.ids);
   } finally {
     span.end(ok ? 'ok' : 'error');
-    await stats?.close();
+    // Not awaited: the final message is sent, and the job's slot must be free when the server,
+    // hearing it, sends the next job (awaiting here had the worker refuse that job as busy).
+    void stats?.close().catch((e: unknown) => ctx.log.warn({ err: e, jobId: job.jobId }, 'could not remove the evaluation\'s statistics files'));
   }
 }
 
