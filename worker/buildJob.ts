@@ -54,6 +54,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
   const netrc = await writeJobNetrc(job.substituters);
   try {
     const realised = await realiseDerivation({
+      ...(ctx.settings.oomScoreAdjust === null ? {} : { oomScore: ctx.settings.oomScoreAdjust }),
       drvPath: job.drvPath,
       timeoutSecs: job.timeoutSecs,
       maxSilentSecs: job.maxSilentSecs,

@@ -3,6 +3,7 @@
 // an AbortSignal that ends the child and everything it started (SIGTERM to its process group, then
 // SIGKILL): nix-store forks substituters and helpers, and a cancelled build must leave nothing behind.
 import { spawn } from 'node:child_process';
+import { withOomScore } from './oomScore.js';
 
 export interface RunOptions {
   env: NodeJS.ProcessEnv;
@@ -14,6 +15,8 @@ export interface RunOptions {
   stderrTailBytes?: number;
   /** stdout is collected unless this is false */
   collectStdout?: boolean;
+  /** the child's out-of-memory score adjustment (worker/oomScore.ts); unset: inherited */
+  oomScore?: number;
 }
 
 export interface RunResult {
@@ -35,7 +38,8 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       return;
     }
     // detached: the child leads its own process group, which the abort signals as a whole.
-    const child = spawn(command, args, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const [file, argv] = options.oomScore === undefined ? [command, args] : withOomScore(options.oomScore, command, args);
+    const child = spawn(file, argv, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     const stdout: Buffer[] = [];
     const tailLimit = options.stderrTailBytes ?? 64 * 1024;
     let tail = '';

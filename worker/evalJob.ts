@@ -7,6 +7,7 @@ import { evaluateFlake } from './flakeEval.js';
 import { checkoutCommit } from './gitCheckout.js';
 import { batchesOf, reply, type JobContext } from './jobContext.js';
 import { EvalStatsCollector } from './evalStats.js';
+import { EVALUATION_OOM_SCORE } from './oomScore.js';
 import { jobRootSpan, type SpanIds } from '../protocol/index.js';
 
 /** A rough encoded size: MessagePack is a little smaller than JSON for these shapes. */
@@ -54,6 +55,7 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
   const evaluation = await evaluateFlake({
     flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal,
     ...(stats ? { stats } : {}), onActivity: (message) => activity('eval', message),
+    ...(ctx.settings.oomScoreAdjust === null ? {} : { oomScore: EVALUATION_OOM_SCORE }),
   });
   evaluated(evaluation.ok ? 'ok' : 'error', evaluation.ok ? { attributes: evaluation.value.attributes.length, errors: evaluation.value.errors.length } : {});
   if (!evaluation.ok) return fail(evaluation.failure);

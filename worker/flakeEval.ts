@@ -26,6 +26,8 @@ export interface EvaluateOptions {
   stats?: EvalStatsCollector;
   /** what the evaluation does now, in words (evaluation.activity) */
   onActivity?: (message: string) => void;
+  /** each `nix eval`'s out-of-memory score adjustment (EVALUATION_OOM_SCORE when worker.build.oomScoreAdjust is set) */
+  oomScore?: number;
 }
 
 /** Attributes per `nix eval` before any bisection. */
@@ -48,7 +50,7 @@ export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: tru
     const bytes = Buffer.byteLength(expression);
     if (bytes > MAX_EXPRESSION_BYTES) return { ok: false, message: `the expression to evaluate is ${bytes} bytes, over kiln's limit of ${MAX_EXPRESSION_BYTES}`, aborted: false };
     const args = ['eval', ...PURE_EVAL_ARGS, '--json', '--expr', expression];
-    const run = (env: NodeJS.ProcessEnv) => nix(args, { env, ...(options.signal ? { signal: options.signal } : {}) });
+    const run = (env: NodeJS.ProcessEnv) => nix(args, { env, ...(options.signal ? { signal: options.signal } : {}), ...(options.oomScore === undefined ? {} : { oomScore: options.oomScore }) });
     const result = options.stats ? await options.stats.around(options.env, run) : await run(options.env);
     if (result.exitCode !== 0) return { ok: false, message: nixErrorText(result.stderr), aborted: result.aborted };
     return { ok: true, json: JSON.parse(result.stdout) as unknown };

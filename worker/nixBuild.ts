@@ -32,6 +32,8 @@ export interface RealiseOptions {
   stage?: (name: string) => (status: 'ok' | 'error') => void;
   /** runs the build step (not the fetches before it) through this, say inside the build's cgroup (buildCgroup.ts) */
   wrap?: (command: string, args: readonly string[]) => [string, string[]];
+  /** the build step's out-of-memory score adjustment, which its builders inherit (worker.build.oomScoreAdjust) */
+  oomScore?: number;
 }
 
 export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure };
@@ -129,6 +131,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   const [command, commandArgs] = options.wrap ? options.wrap('nix-store', args) : ['nix-store', args];
   const built = await runCommand(command, commandArgs, {
     ...run,
+    ...(options.oomScore === undefined ? {} : { oomScore: options.oomScore }),
     collectStdout: false,
     onStderrLine: (line) => {
       const event = parseNixLogLine(line);

@@ -33,6 +33,8 @@ export interface WorkerSettings {
   gcrootsDir: string;
   /** worker.eval.metrics: the evaluator's statistics with each evaluation's result */
   evalMetrics: boolean;
+  /** worker.build.oomScoreAdjust as the worker may apply it (worker/oomScore.ts): builds get it, evaluations 600; null: inherited */
+  oomScoreAdjust: number | null;
   /** worker.build.cgroup when worker.build.metrics is on: each build runs in a cgroup made under it; null: none */
   buildCgroup: string | null;
   /** worker.log.traceDir */
@@ -79,6 +81,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     narPushesPerJob: Math.max(1, Math.floor(config['worker.nar.maxConcurrentUploads'] / 2)),
     gcrootsDir: config['worker.gcrootsDir'],
     evalMetrics: config['worker.eval.metrics'],
+    oomScoreAdjust: config['worker.build.oomScoreAdjust'],
     buildCgroup: config['worker.build.metrics'] ? config['worker.build.cgroup'] : null,
     traceDir: config['worker.log.traceDir'],
     childEnv,

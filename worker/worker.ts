@@ -10,6 +10,7 @@ import { detectSystemFeatures, hostCores, hostMemoryBytes, loadMetrics, loadWork
 import { JobRunner } from './jobRunner.js';
 import { nixSandboxMode, sandboxWarning } from './nixSandbox.js';
 import { secureWorkerBaseDir } from './privateDirectories.js';
+import { effectiveOomScore } from './oomScore.js';
 import { workerSettings, type WorkerSettings } from './settings.js';
 
 export interface RunningWorker {
@@ -58,7 +59,8 @@ async function buildHello(settings: WorkerSettings, id: string, software: string
 }
 
 export async function startWorker(config: Config, options: StartWorkerOptions): Promise<RunningWorker> {
-  const settings = workerSettings(config, options.env);
+  const configured = workerSettings(config, options.env);
+  const settings = { ...configured, oomScoreAdjust: effectiveOomScore(configured.oomScoreAdjust, (message) => options.log.warn(message)) };
   const serverUrl = settings.serverUrl;
   if (serverUrl === null && !settings.discoverable) {
     throw new Error('worker.serverUrl is not set (--server-url ws://host:port/proto) and the worker is not discoverable (--discoverable): it would never meet a server');
