@@ -45,8 +45,8 @@ const MIN_BYTES_PER_SEC = 16 * 1024;
 const PACE_CHECK_MS = 30_000;
 
 export class ReaderTooSlow extends Error {
-  constructor(readonly bytesPerSec: number) {
-    super(`the NAR was read at ${Math.round(bytesPerSec)} bytes/s, below ${MIN_BYTES_PER_SEC}`);
+  constructor(readonly bytesPerSec: number, minimum: number) {
+    super(`the NAR was read at ${Math.round(bytesPerSec)} bytes/s, below ${minimum}`);
     this.name = 'ReaderTooSlow';
   }
 }
@@ -120,7 +120,7 @@ export class StorageReadGate {
     const refusal = () => (gone?.aborted ? new ReaderGone() : new StorageBusy(this.options.openTimeoutSecs));
     const own = worker === undefined ? undefined : this.placesOf(worker);
     if (own && !(await own.take(deadline))) {
-      this.busy(worker);
+      this.forgetIfIdle(worker);
       throw refusal();
     }
     if (!(await this.all.take(deadline))) {
@@ -157,11 +157,11 @@ export class StorageReadGate {
   private release(own: Places | undefined, worker: string | undefined): void {
     if (!own || worker === undefined) return;
     own.give();
-    if (own.idle) this.perWorker.delete(worker);
+    this.forgetIfIdle(worker);
   }
 
   /** Forgets the worker's places once nobody holds or waits for one. */
-  private busy(worker: string | undefined): void {
+  private forgetIfIdle(worker: string | undefined): void {
     if (worker !== undefined && this.perWorker.get(worker)?.idle) this.perWorker.delete(worker);
   }
 }
@@ -203,7 +203,7 @@ function holding(read: BlobRead, release: () => void, minBytesPerSec: number, ch
   const pace = setInterval(() => {
     const bytesPerSec = pulled / ((performance.now() - opened) / 1000);
     if (bytesPerSec >= minBytesPerSec) return;
-    tooSlow = new ReaderTooSlow(bytesPerSec);
+    tooSlow = new ReaderTooSlow(bytesPerSec, minBytesPerSec);
     done();
     read.cancel();
   }, checkMs);

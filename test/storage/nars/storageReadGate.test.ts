@@ -19,8 +19,9 @@ t.test('the storage read gate', async (t) => {
   const settled = async (p: Promise<unknown>) => {
     let done = false;
     void p.then(() => (done = true), () => (done = true));
-    // Any already-possible hand-over has happened once a few turns of the event loop passed.
-    for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+    // Any already-possible hand-over, and the file open it leads to (thread-pool I/O), has happened
+    // within 100 ms; a few event-loop turns were not always enough for the open under load.
+    for (let i = 0; i < 20 && !done; i++) await new Promise((resolve) => setTimeout(resolve, 5));
     return done;
   };
 
