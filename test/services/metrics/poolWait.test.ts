@@ -26,6 +26,7 @@ t.test('a pool whose connections are all busy shows the wait of its probe', asyn
   held.release();
   const scrape = parseScrape(await scraping);
   t.equal(scrape.types.get('kiln_postgres_pool_wait_seconds'), 'gauge');
-  t.ok(scrape.value('kiln_postgres_pool_wait_seconds', { pool: 'cache' }) >= 0.4, `the busy pool waited ${scrape.value('kiln_postgres_pool_wait_seconds', { pool: 'cache' })} s`);
+  // Held 400 ms; the probe's clock and the timer's may differ by a millisecond or so, and an idle pool waits ~0.
+  t.ok(scrape.value('kiln_postgres_pool_wait_seconds', { pool: 'cache' }) >= 0.3, `the busy pool waited ${scrape.value('kiln_postgres_pool_wait_seconds', { pool: 'cache' })} s`);
   t.same(scrape.labelSets('kiln_postgres_pool_wait_seconds').map((l) => l['pool']).sort(), ['cache', 'web']);
 });
