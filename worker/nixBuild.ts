@@ -9,6 +9,7 @@ import { jobFailure, type JobFailure, type Substituter } from '../protocol/index
 import { classifyBuildFailure } from './failureClassifier.js';
 import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
 import { runCommand } from './childProcess.js';
+import { storeConnections } from './storeConnections.js';
 import { parseNixLogLine } from './nixLogLines.js';
 
 export interface RealiseOptions {
@@ -21,7 +22,7 @@ export interface RealiseOptions {
   substituters: readonly Substituter[];
   /** a netrc file with the private substituters' passwords (worker/substituterNetrc.ts); null: none */
   netrcFile: string | null;
-  /** where to register an indirect GC root for the outputs; null: none */
+  /** where to register indirect GC roots: the outputs here, the inputs at `<gcRoot>-inputs…`; null: none */
   gcRoot: string | null;
   /** forward the stored log when the outputs were already valid */
   fetchStoredLog: boolean;
@@ -110,7 +111,10 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
 
   const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs];
   if (inputs.length > 0) {
-    const fetched = await nixStore(['--realise', '--max-jobs', '0', ...substituterArgs(options.substituters, options.netrcFile), ...inputs], { ...run, collectStdout: false });
+    // The inputs' own root (`<gcRoot>-inputs`, `-inputs-2`, …) keeps them from a collection
+    // between this step and the build, where no Nix process of the job holds them.
+    const pin = options.gcRoot === null ? [] : ['--add-root', `${options.gcRoot}-inputs`];
+    const fetched = await nixStore(['--realise', '--max-jobs', '0', ...pin, ...substituterArgs(options.substituters, options.netrcFile), ...inputs], { ...run, collectStdout: false });
     if (fetched.aborted) return cancelled();
     if (fetched.exitCode !== 0) {
       const text = nixErrorText(fetched.stderr);
@@ -129,7 +133,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   fetched('ok');
   const building = options.stage?.('build.build');
   const [command, commandArgs] = options.wrap ? options.wrap('nix-store', args) : ['nix-store', args];
-  const built = await runCommand(command, commandArgs, {
+  const built = await storeConnections.hold(() => runCommand(command, commandArgs, {
     ...run,
     ...(options.oomScore === undefined ? {} : { oomScore: options.oomScore }),
     collectStdout: false,
@@ -138,7 +142,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
       if (event.kind === 'log') options.onLog(event.text);
       else if (event.kind === 'error') errors.push(event.text);
     },
-  });
+  }));
   building?.(built.exitCode === 0 ? 'ok' : 'error');
   if (built.aborted) return cancelled();
   if (built.exitCode === 0) return { ok: true, outputs, alreadyValid: false };

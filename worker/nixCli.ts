@@ -2,6 +2,7 @@
 // features; newer Nix accepts the same flag. Everything else (store, sandbox, substituters) comes
 // from Nix's own configuration and the child environment (NIX_CONFIG, NIX_REMOTE), not from kiln.
 import { runCommand, type RunOptions, type RunResult } from './childProcess.js';
+import { storeConnections } from './storeConnections.js';
 
 export const NIX_FEATURE_ARGS = ['--extra-experimental-features', 'nix-command flakes'] as const;
 
@@ -13,9 +14,10 @@ export const NIX_FEATURE_ARGS = ['--extra-experimental-features', 'nix-command f
  */
 export const PURE_EVAL_ARGS = ['--option', 'pure-eval', 'true'] as const;
 
-export const nix = (args: readonly string[], options: RunOptions): Promise<RunResult> => runCommand('nix', [...NIX_FEATURE_ARGS, ...args], options);
+/** `nix …`, holding one of the worker's store connections while it runs (worker/storeConnections.ts). */
+export const nix = (args: readonly string[], options: RunOptions): Promise<RunResult> => storeConnections.hold(() => runCommand('nix', [...NIX_FEATURE_ARGS, ...args], options));
 
-export const nixStore = (args: readonly string[], options: RunOptions): Promise<RunResult> => runCommand('nix-store', args, options);
+export const nixStore = (args: readonly string[], options: RunOptions): Promise<RunResult> => storeConnections.hold(() => runCommand('nix-store', args, options));
 
 /** The last error Nix printed, without colours or its "error: " prefix, for a failure message. */
 export function nixErrorText(stderr: string): string {

@@ -31,6 +31,8 @@ export interface WorkerSettings {
   narPushesPerJob: number;
   /** '' disables pinning */
   gcrootsDir: string;
+  /** worker.nixDaemon.maxConnections: Nix commands running at once (worker/storeConnections.ts) */
+  storeConnections: number;
   /** worker.eval.metrics: the evaluator's statistics with each evaluation's result */
   evalMetrics: boolean;
   /** worker.build.oomScoreAdjust as the worker may apply it (worker/oomScore.ts): builds get it, evaluations 600; null: inherited */
@@ -80,6 +82,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     narChunkBytes: config['worker.nar.chunkBytes'],
     narPushesPerJob: Math.max(1, Math.floor(config['worker.nar.maxConcurrentUploads'] / 2)),
     gcrootsDir: config['worker.gcrootsDir'],
+    storeConnections: config['worker.nixDaemon.maxConnections'],
     evalMetrics: config['worker.eval.metrics'],
     oomScoreAdjust: config['worker.build.oomScoreAdjust'],
     buildCgroup: config['worker.build.metrics'] ? config['worker.build.cgroup'] : null,

@@ -12,6 +12,7 @@ import { nixSandboxMode, sandboxWarning } from './nixSandbox.js';
 import { secureWorkerBaseDir } from './privateDirectories.js';
 import { effectiveOomScore } from './oomScore.js';
 import { workerSettings, type WorkerSettings } from './settings.js';
+import { storeConnections } from './storeConnections.js';
 
 export interface RunningWorker {
   readonly id: string;
@@ -61,6 +62,7 @@ async function buildHello(settings: WorkerSettings, id: string, software: string
 export async function startWorker(config: Config, options: StartWorkerOptions): Promise<RunningWorker> {
   const configured = workerSettings(config, options.env);
   const settings = { ...configured, oomScoreAdjust: effectiveOomScore(configured.oomScoreAdjust, (message) => options.log.warn(message)) };
+  storeConnections.setLimit(settings.storeConnections);
   const serverUrl = settings.serverUrl;
   if (serverUrl === null && !settings.discoverable) {
     throw new Error('worker.serverUrl is not set (--server-url ws://host:port/proto) and the worker is not discoverable (--discoverable): it would never meet a server');

@@ -2,6 +2,7 @@
 // paths as the process test, kept short, so the job code counts for coverage.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../config/index.js';
@@ -71,4 +72,6 @@ t.test('eval, build, push and cancel in one in-process worker', async (t) => {
   session.send(twice);
   t.match(await session.next('jobRefused', 'twice'), { refusal: 'duplicate' }, 'a job id already running is refused');
   t.match(await session.outcome('twice'), { t: 'buildResult', alreadyValid: true });
+  // Roots go after the result is sent; by now build b's are long gone.
+  t.same(readdirSync(join(dir, 'gcroots')).filter((name) => name.startsWith('job-b')), [], 'a finished job leaves no GC roots');
 });
