@@ -74,7 +74,8 @@ export const buildLifecycle = setup({
   context: FINAL_CONTEXT,
   states: {
     // fail from queued: an input failed (dependency_failed)
-    queued: { on: { dispatch: 'started', substitute: 'substituted', fail: { guard: 'inputFailed', target: 'failed' } } },
+    // abort from queued: POST /builds/{id} abort of it or of an input it waits for (services/builds/buildControl.ts)
+    queued: { on: { dispatch: 'started', substitute: 'substituted', fail: { guard: 'inputFailed', target: 'failed' }, abort: 'aborted' } },
     started: {
       on: {
         succeed: 'completed',

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import {
   AddSshKeyBody, AdminSessionsQuery, AdminUsersQuery, BuildId, CacheMetricsQuery, CacheKeysView, CacheName, CacheView, CheckUsernameBody, CreateApiKeyBody, CreateCacheBody,
   CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, DeleteSshKeyBody,
-  DeliveryListQuery, DeliveryPage, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
+  DeliveryListQuery, DeliveryPage, EvaluateTaskBody, EvaluationActionBody, BuildActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
   InviteBody, LoginBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, PinPage, PinView, ProjectEvaluationsQuery, ProjectRef, RegisterBody,
   RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, SettingsPatch,
   StorePathHash, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
@@ -210,6 +210,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'post /api/v1/builds': { rawBody: 'multipart/form-data', errors: ['invalid_multipart', 'invalid_closure', 'no_writable_cache', 'cache_not_writable'], summary: 'build a closure exported by the client (direct build)' },
   'get /api/v1/builds/direct/recent': { query: RecentQuery },
   'get /api/v1/builds/:id': {},
+  'post /api/v1/builds/:id': { body: BuildActionBody, errors: ['evaluation_finished', 'build_finished', 'build_shared', 'build_not_failed', 'build_inputs_failed'], summary: 'abort or restart one build (kiln extension)' },
   'get /api/v1/builds/:id/log': { rawResponse: 'text/plain' },
   'get /api/v1/builds/:id/dependencies': {},
   'post /api/v1/builds/:id/log': {},

@@ -26,6 +26,9 @@ export type EvaluateTaskBody = z.infer<typeof EvaluateTaskBody>;
  */
 export const EvaluationActionBody = z.object({ method: z.enum(['abort', 'approve', 'restart']) });
 export type EvaluationActionBody = z.infer<typeof EvaluationActionBody>;
+/** POST /builds/{id} (kiln extension, docs/builds.md "Aborting or restarting one build") */
+export const BuildActionBody = z.object({ method: z.enum(['abort', 'restart']) });
+export type BuildActionBody = z.infer<typeof BuildActionBody>;
 
 export const EvaluationId = z.uuid({ message: 'an evaluation id is a UUID' });
 export const BuildId = z.uuid({ message: 'a build id is a UUID' });

@@ -7,7 +7,7 @@ import type { Clock, Supervisor } from '../../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
 import { cacheMetricsService, registerServerMetrics, type CacheMetricsService } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
-import { buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
+import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
 import { createSshServices, type SshServices } from '../ssh/index.js';
@@ -98,7 +98,7 @@ export interface Services {
   /** live log readers in this process hear of new bytes and of status changes */
   logFeed: BuildLogFeed;
   /** evaluations and the read side of builds */
-  builds: { evaluations: EvaluationsService; views: BuildViewsService; data: BuildDataServices };
+  builds: { evaluations: EvaluationsService; views: BuildViewsService; data: BuildDataServices; control: BuildControlService };
   /** direct builds, source uploads and commits (docs/builds.md) */
   buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
   /** garbage collection: the collector (started by the composition root), pins, the superuser's runs */
@@ -265,7 +265,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches }),
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
-    scheduler, logFeed, builds: { evaluations, views, data }, buildRequests, gc,
+    scheduler, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,
     ssh: createSshServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest, clock, rateLimiter: opened.rateLimiter,
       authenticateApiKey: (secret, peerAddress) => identity.apiKeys.authenticate(secret, peerAddress),

@@ -1,4 +1,5 @@
 // The public face of services/builds/: what other domains and folders import from it.
+export { buildControlService, type BuildControlService } from './buildControl.js';
 export { buildDataServices, type BuildDataServices } from './buildData.js';
 export { BuildLogFeed } from './buildLogFeed.js';
 export { BuildLogs } from './buildLogs.js';

@@ -221,6 +221,27 @@ const resetActionEvaluation = (phase: 'queued' | 'failed') => async (c: Ctx) => 
     on conflict (id) do update set phase = excluded.phase`;
 };
 
+// POST /builds/{id}: a build of a building evaluation of its own task, put back in the status the
+// action expects (and the evaluation back to building, which an abort may have completed) before each cell.
+const MATRIX_ACTION_BUILD = '0e0e0e0e-0000-4000-8000-0000000000c4';
+const MATRIX_ACTION_BUILD_EVALUATION = '0e0e0e0e-0000-4000-8000-0000000000c3';
+const resetActionBuild = (status: 'queued' | 'failed') => async (c: Ctx) => {
+  await c.kiln.sql`insert into tasks (project_id, name) values (${c.ids['web']!}, 'matrix-build-actions') on conflict do nothing`;
+  await c.kiln.sql`
+    insert into evaluations (id, task_id, repository, commit, wildcard, phase)
+    select ${MATRIX_ACTION_BUILD_EVALUATION}, id, 'file:///nonexistent', ${'e'.repeat(40)}, 'packages.*', 'building' from tasks
+    where project_id = ${c.ids['web']!} and name = 'matrix-build-actions'
+    on conflict (id) do update set phase = excluded.phase, finished_at = null`;
+  const [drv] = await c.kiln.sql<{ id: string }[]>`insert into derivations (drv_path, name, system, outputs)
+    values ('/nix/store/0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0c-matrix-action.drv', 'matrix-action', 'x86_64-linux', ${c.kiln.sql.json({ out: '/nix/store/0a0a0a0a0a0a0a0a0a0a0a0a0a0a0a0d-matrix-action' })})
+    on conflict (drv_path) do update set name = excluded.name returning id`;
+  const [db] = await c.kiln.sql<{ id: string }[]>`insert into derivation_builds (derivation_id, status, failure_class, failure_reason)
+    values (${drv!.id}, ${status}, ${status === 'failed' ? 'FailedPermanent' : null}, ${status === 'failed' ? 'builder_failed' : null})
+    on conflict (derivation_id) do update set status = excluded.status, failure_class = excluded.failure_class, failure_reason = excluded.failure_reason returning id`;
+  await c.kiln.sql`insert into builds (id, evaluation_id, derivation_build_id, attr) values (${MATRIX_ACTION_BUILD}, ${MATRIX_ACTION_BUILD_EVALUATION}, ${db!.id}, 'packages.action')
+    on conflict (id) do nothing`;
+};
+
 const endpoints: Endpoint[] = [
   // organizations
   { method: 'GET', path: '/orgs', scope: 'user', permission: null },
@@ -426,6 +447,8 @@ const endpoints: Endpoint[] = [
   // abort a running evaluation, restart a finished one (issue 23: a new evaluation, 200 with its id)
   { method: 'POST', path: `/evals/${MATRIX_ACTION_EVALUATION}`, body: { method: 'abort' }, scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: resetActionEvaluation('queued') },
   { method: 'POST', path: `/evals/${MATRIX_ACTION_EVALUATION}`, body: { method: 'restart' }, scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: resetActionEvaluation('failed') },
+  { method: 'POST', path: `/builds/${MATRIX_ACTION_BUILD}`, body: { method: 'abort' }, scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: resetActionBuild('queued') },
+  { method: 'POST', path: `/builds/${MATRIX_ACTION_BUILD}`, body: { method: 'restart' }, scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: resetActionBuild('failed') },
   { method: 'POST', path: `/builds/${MATRIX_BUILD}/log`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/builds/${MATRIX_BUILD}/graph`, scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'GET', path: `/builds/${MATRIX_BUILD}/downloads`, scope: 'project', role: 'View', permission: 'viewProject' },

@@ -1,6 +1,6 @@
 // /api/v1/builds routes.
 import { z } from 'zod';
-import { BuildId, EvaluationId } from '../../../protocol/index.js';
+import { BuildActionBody, BuildId, EvaluationId } from '../../../protocol/index.js';
 import type { Principal, Services } from '../../../services/index.js';
 import { contentTypeOf } from '../../cache/contentType.js';
 import { bytesReply, chunkedReply, streamReply } from '../../reply.js';
@@ -9,11 +9,15 @@ import type { Router } from '../../router.js';
 
 const ProductFilename = z.string().min(1, 'must not be empty').max(255, 'must be at most 255 characters');
 
-// One build: its record, its stored log (text/plain) and its direct dependencies; with the build
+// One build: its record, abort or restart of it, its stored log (text/plain) and its direct dependencies; with the build
 // data services, the streamed logs, the dependency graph and the build products (docs/builds.md).
-export function buildsRoutes(r: Router<Principal>, { builds: { views, data } }: Pick<Services, 'builds'>): void {
+export function buildsRoutes(r: Router<Principal>, { builds: { views, data, control } }: Pick<Services, 'builds'>): void {
   const id = (req: Req<Principal>) => req.param('id', BuildId);
   r.get('/builds/:id', (req) => views.build(req.principal, id(req)));
+  r.post('/builds/:id', async (req) => {
+    const build = id(req);
+    return control.act(req.principal, build, (await req.body(BuildActionBody)).method);
+  });
   r.get('/builds/:id/log', async (req) => bytesReply(200, await views.log(req.principal, id(req)), { 'content-type': 'text/plain; charset=utf-8', 'x-content-type-options': 'nosniff' }));
   r.get('/builds/:id/dependencies', (req) => views.dependencies(req.principal, id(req)));
   if (!data) return;

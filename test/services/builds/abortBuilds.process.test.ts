@@ -147,4 +147,25 @@ t.test('aborting an evaluation cancels its running build on the worker', { timeo
     t.equal((await kiln.api('POST', `/evals/${third}`, { token, body: { method: 'abort' } })).status, 200);
     t.same(await eventually('the build ends again', buildProcesses, (p) => p.length === 0), []);
   });
+
+  t.test('one build aborted on its own: refused while another open evaluation wants it, then killed on the worker', async (t) => {
+    const fourth = await evaluate();
+    const running = await eventually('the build runs again', async () => (await sleeperBuild(kiln, token, fourth))?.status, (s) => s === 'started');
+    t.equal(running, 'started');
+    const target = (await sleeperBuild(kiln, token, fourth))!;
+    const fifth = await evaluate();
+    t.equal(await eventually('the fifth evaluation is building', () => phaseOf(kiln, token, fifth), (p) => p === 'building'), 'building');
+    const shared = await kiln.api<string>('POST', `/builds/${target.build_id}`, { token, body: { method: 'abort' } });
+    t.equal(shared.status, 409);
+    t.equal(shared.code, 'build_shared', 'the fifth evaluation wants it too');
+    t.equal((await sleeperBuild(kiln, token, fifth))!.status, 'started', 'and it runs on');
+    t.equal((await kiln.api('POST', `/evals/${fifth}`, { token, body: { method: 'abort' } })).status, 200);
+    const aborted = await kiln.api<string>('POST', `/builds/${target.build_id}`, { token, body: { method: 'abort' } });
+    t.equal(aborted.status, 200, aborted.message);
+    t.match((await sleeperBuild(kiln, token, fourth))!, { status: 'aborted', failure: { class: 'FailedTransient', reason: 'cancelled' } });
+    t.same(await eventually('the Nix process and its builder end', buildProcesses, (p) => p.length === 0), [], 'the job was cancelled on the worker');
+    t.equal(await phaseOf(kiln, token, fourth), 'completed', 'nothing of the evaluation is left to run: it ends');
+    const again = await kiln.api<string>('POST', `/builds/${target.build_id}`, { token, body: { method: 'abort' } });
+    t.equal(again.code, 'evaluation_finished', 'a finished evaluation\'s builds are history');
+  });
 });
