@@ -38,7 +38,7 @@ t.test('build events and where they lead', async (t) => {
   t.equal(nextBuild('started', { type: 'succeed' }), 'completed');
   t.equal(nextBuild('started', inputFailed), null, 'a running build started after its inputs ended');
   t.equal(nextBuild('started', { type: 'abort' }), 'aborted');
-  t.equal(nextBuild('queued', { type: 'abort' }), null, 'only a running build is aborted');
+  t.equal(nextBuild('queued', { type: 'abort' }), 'aborted', 'a queued build is aborted on its own or with an input (POST /builds/{id})');
   t.equal(nextBuild('queued', { type: 'succeed' }), null, 'nothing completes without starting');
   for (const why of ['lost', 'refused', 'orphaned'] as const) {
     t.equal(nextBuild('started', { type: 'requeue', why }), 'queued', `started → queued: ${why}`);
