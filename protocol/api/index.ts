@@ -23,5 +23,6 @@ export { ProjectEvaluationsQuery } from './projectEvaluations.js';
 export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository } from './gitHostHooks.js';
 export { GcRequestBody, GcRunId, GcRunView, PinBody, PinListQuery, PinPage, PinView } from './gc.js';
 export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';
+export { SessionId, UserSessionView } from './userSessions.js';
 export { CACHE_METRICS_MAX_POINTS, CacheMetricsQuery } from './cacheMetrics.js';
 export { openApiDocument, openApiPath, type OpenApiRoute, type RouteSchemas } from './openApi.js';
