@@ -8,8 +8,8 @@ import {
   CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, DeleteSshKeyBody,
   DeliveryListQuery, DeliveryPage, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
   InviteBody, LoginBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, PinPage, PinView, ProjectEvaluationsQuery, ProjectRef, RegisterBody,
-  RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, SessionId, SettingsPatch,
-  StorePathHash, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
+  RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, ServerConfigView, SessionId, SettingsPatch,
+  StorePathHash, SubscribeBody, TaskActionWithSecret, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
   UpdateWebhookBody, UpstreamBody, UserSessionView, WebhookView, type RouteSchemas,
 } from '../protocol/index.js';
 import { VerifyEmailQuery } from './api/v1/auth.js';
@@ -53,7 +53,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/health': { errors: ['database_unavailable'] },
   'get /api/v1/metrics': { security: 'metricsToken', rawResponse: 'text/plain' },
   'get /metrics': { security: 'metricsToken', rawResponse: 'text/plain' },
-  'get /api/v1/config': {},
+  'get /api/v1/config': { response: ServerConfigView },
   'get /api/v1/admin/actors': {},
   'post /api/v1/admin/gc': { body: GcRequestBody, response: GcRunView, status: 202 },
   'get /api/v1/admin/gc': { response: z.array(GcRunView) },
@@ -151,7 +151,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'post /api/v1/hooks/github': { security: 'hookSignature', rawBody: 'application/json', errors: ['git_host_disabled', 'invalid_signature', 'invalid_webhook'] },
   'get /api/v1/tasks/:project/:task/actions': {},
   'put /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody },
-  'post /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody },
+  'post /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody, response: TaskActionWithSecret },
   'get /api/v1/tasks/:project/:task/actions/:id': {},
   'patch /api/v1/tasks/:project/:task/actions/:id': { body: UpdateTaskActionBody },
   'delete /api/v1/tasks/:project/:task/actions/:id': {},

@@ -4,6 +4,7 @@
 // matching one for a page path (http/frontend/). Run after externalBoot.js; argument: the build
 // folder. Writes <build>/_app/routes/<node>.html and <build>/_app/routes/routes.json:
 // [{ "route": "/evals/[id]", "html": "/_app/routes/18.html" }, …].
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -39,6 +40,12 @@ if (!index.includes('</head>')) fail('index.html has no </head>');
 /** Already in the shell's own index.html: not named twice. */
 const inShell = (file) => index.includes(`"/${file}"`);
 
+/** Routes whose index.html also starts their first API reads (scripts/earlyReads.client.js), as a hashed immutable file. */
+const earlyCode = readFileSync(new URL('./earlyReads.client.js', import.meta.url), 'utf8');
+const earlyFile = `_app/immutable/entry/earlyReads.${createHash('sha256').update(earlyCode).digest('hex').slice(0, 10)}.js`;
+writeFileSync(join(dir, earlyFile), earlyCode);
+const EARLY_READS = new Set(['/evals/[id]']);
+
 const routes = [];
 mkdirSync(join(dir, '_app/routes'), { recursive: true });
 for (const [route, [page, layouts = []]] of Object.entries(dictionary)) {
@@ -49,6 +56,8 @@ for (const [route, [page, layouts = []]] of Object.entries(dictionary)) {
   const styles = new Set();
   for (const node of [...layouts, page]) closure(`${GENERATED}/nodes/${node < 0 ? ~node : node}.js`, scripts, styles);
   const links = [
+    // First: its reads start before the shell's modules are even requested.
+    ...(EARLY_READS.has(route) ? [`<script src="/${earlyFile}"></script>`] : []),
     ...[...scripts].filter((f) => !inShell(f)).map((f) => `<link href="/${f}" rel="modulepreload">`),
     // A preload, not a stylesheet: the page does not wait for it to paint; the router links it when the page mounts.
     ...[...styles].filter((f) => !inShell(f)).map((f) => `<link href="/${f}" rel="preload" as="style">`),
