@@ -36,7 +36,7 @@ function closure(key, scripts = new Set(), styles = new Set()) {
 }
 
 const index = readFileSync(join(dir, 'index.html'), 'utf8');
-if (!index.includes('</head>')) fail('index.html has no </head>');
+if (!index.includes('<head>') || !index.includes('</head>')) fail('index.html has no <head> or </head>');
 /** Already in the shell's own index.html: not named twice. */
 const inShell = (file) => index.includes(`"/${file}"`);
 
@@ -56,14 +56,15 @@ for (const [route, [page, layouts = []]] of Object.entries(dictionary)) {
   const styles = new Set();
   for (const node of [...layouts, page]) closure(`${GENERATED}/nodes/${node < 0 ? ~node : node}.js`, scripts, styles);
   const links = [
-    // First: its reads start before the shell's modules are even requested.
-    ...(EARLY_READS.has(route) ? [`<script src="/${earlyFile}"></script>`] : []),
     ...[...scripts].filter((f) => !inShell(f)).map((f) => `<link href="/${f}" rel="modulepreload">`),
     // A preload, not a stylesheet: the page does not wait for it to paint; the router links it when the page mounts.
     ...[...styles].filter((f) => !inShell(f)).map((f) => `<link href="/${f}" rel="preload" as="style">`),
   ];
   const html = `/_app/routes/${page}.html`;
-  writeFileSync(join(dir, html), index.replace('</head>', `${links.map((l) => `\t\t${l}\n`).join('')}  </head>`));
+  // The early-reads script goes first in the head: the browser requests it before the shell's dozen
+  // module preloads, which would otherwise hold the connections it waits for.
+  const early = EARLY_READS.has(route) ? `\n\t\t<script src="/${earlyFile}"></script>` : '';
+  writeFileSync(join(dir, html), index.replace('<head>', `<head>${early}`).replace('</head>', `${links.map((l) => `\t\t${l}\n`).join('')}  </head>`));
   routes.push({ route, html });
 }
 writeFileSync(join(dir, '_app/routes/routes.json'), JSON.stringify(routes, null, 1) + '\n');
