@@ -8,9 +8,9 @@ import {
   CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, DeleteSshKeyBody,
   DeliveryListQuery, DeliveryPage, EvaluateTaskBody, EvaluationActionBody, BuildActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
   InviteBody, LoginBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, PinPage, PinView, ProjectEvaluationsQuery, ProjectRef, RegisterBody,
-  RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, SettingsPatch,
-  StorePathHash, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
-  UpdateWebhookBody, UpstreamBody, WebhookView, type RouteSchemas,
+  RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, ServerConfigView, SessionId, SettingsPatch,
+  StorePathHash, SubscribeBody, TaskActionWithSecret, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
+  UpdateWebhookBody, UpstreamBody, UserSessionView, WebhookView, type RouteSchemas,
 } from '../protocol/index.js';
 import { VerifyEmailQuery } from './api/v1/auth.js';
 import { RecentQuery } from './api/v1/directBuilds.js';
@@ -30,6 +30,7 @@ export const pathParameters: Readonly<Record<string, z.ZodType>> = {
   hash: StorePathHash,
   evaluation: EvaluationId,
   build: BuildId,
+  session: SessionId,
 };
 
 /** `<method> <pattern>` → what the route reads and answers (RouteSchemas). */
@@ -52,7 +53,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/health': { errors: ['database_unavailable'] },
   'get /api/v1/metrics': { security: 'metricsToken', rawResponse: 'text/plain' },
   'get /metrics': { security: 'metricsToken', rawResponse: 'text/plain' },
-  'get /api/v1/config': {},
+  'get /api/v1/config': { response: ServerConfigView },
   'get /api/v1/admin/actors': {},
   'post /api/v1/admin/gc': { body: GcRequestBody, response: GcRunView, status: 202 },
   'get /api/v1/admin/gc': { response: z.array(GcRunView) },
@@ -78,6 +79,8 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/user/ssh-keys': { summary: 'the SSH public keys that log in as this account (docs/ssh.md)' },
   'post /api/v1/user/ssh-keys': { body: AddSshKeyBody, errors: ['ssh_key_exists', 'session_required'], summary: 'register an SSH public key' },
   'delete /api/v1/user/ssh-keys': { body: DeleteSshKeyBody, query: DeleteSshKeyQuery, errors: ['ssh_key_not_found', 'session_required'] },
+  'get /api/v1/user/sessions': { response: z.array(UserSessionView), summary: "the caller's own active sessions (kiln extension, docs/auth.md)" },
+  'delete /api/v1/user/sessions/:session': { errors: ['session_not_found', 'session_required'], summary: 'revoke one of your sessions; the current one logs out' },
   'get /scim/v2/Users': { security: 'scimToken' },
   'get /scim/v2/Users/:id': { security: 'scimToken' },
   'post /scim/v2/Users': { body: ScimUserBody, security: 'scimToken' },
@@ -148,7 +151,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'post /api/v1/hooks/github': { security: 'hookSignature', rawBody: 'application/json', errors: ['git_host_disabled', 'invalid_signature', 'invalid_webhook'] },
   'get /api/v1/tasks/:project/:task/actions': {},
   'put /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody },
-  'post /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody },
+  'post /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody, response: TaskActionWithSecret },
   'get /api/v1/tasks/:project/:task/actions/:id': {},
   'patch /api/v1/tasks/:project/:task/actions/:id': { body: UpdateTaskActionBody },
   'delete /api/v1/tasks/:project/:task/actions/:id': {},

@@ -11,6 +11,7 @@ import { oidcRoutes } from './api/v1/oidcAuth.js';
 import { userRoutes } from './api/v1/user.js';
 import { userKeysRoutes } from './api/v1/userKeys.js';
 import { userSshKeysRoutes } from './api/v1/userSshKeys.js';
+import { userSessionsRoutes } from './api/v1/userSessions.js';
 import { scimRoutes } from './scim/users.js';
 import { membersRoutes } from './api/v1/members.js';
 import { invitationsRoutes } from './api/v1/invitations.js';
@@ -61,6 +62,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   userRoutes(api, services);
   userKeysRoutes(api, services);
   userSshKeysRoutes(api, services);
+  userSessionsRoutes(api, services);
   scimRoutes(root(), services);
   // The single-segment /projects/{project}/… routes come before /projects/{org}/{project}.
   membersRoutes(api, services);

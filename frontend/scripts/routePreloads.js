@@ -4,6 +4,7 @@
 // matching one for a page path (http/frontend/). Run after externalBoot.js; argument: the build
 // folder. Writes <build>/_app/routes/<node>.html and <build>/_app/routes/routes.json:
 // [{ "route": "/evals/[id]", "html": "/_app/routes/18.html" }, …].
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -35,9 +36,15 @@ function closure(key, scripts = new Set(), styles = new Set()) {
 }
 
 const index = readFileSync(join(dir, 'index.html'), 'utf8');
-if (!index.includes('</head>')) fail('index.html has no </head>');
+if (!index.includes('<head>') || !index.includes('</head>')) fail('index.html has no <head> or </head>');
 /** Already in the shell's own index.html: not named twice. */
 const inShell = (file) => index.includes(`"/${file}"`);
+
+/** Routes whose index.html also starts their first API reads (scripts/earlyReads.client.js), as a hashed immutable file. */
+const earlyCode = readFileSync(new URL('./earlyReads.client.js', import.meta.url), 'utf8');
+const earlyFile = `_app/immutable/entry/earlyReads.${createHash('sha256').update(earlyCode).digest('hex').slice(0, 10)}.js`;
+writeFileSync(join(dir, earlyFile), earlyCode);
+const EARLY_READS = new Set(['/evals/[id]']);
 
 const routes = [];
 mkdirSync(join(dir, '_app/routes'), { recursive: true });
@@ -54,7 +61,10 @@ for (const [route, [page, layouts = []]] of Object.entries(dictionary)) {
     ...[...styles].filter((f) => !inShell(f)).map((f) => `<link href="/${f}" rel="preload" as="style">`),
   ];
   const html = `/_app/routes/${page}.html`;
-  writeFileSync(join(dir, html), index.replace('</head>', `${links.map((l) => `\t\t${l}\n`).join('')}  </head>`));
+  // The early-reads script goes first in the head: the browser requests it before the shell's dozen
+  // module preloads, which would otherwise hold the connections it waits for.
+  const early = EARLY_READS.has(route) ? `\n\t\t<script src="/${earlyFile}"></script>` : '';
+  writeFileSync(join(dir, html), index.replace('<head>', `<head>${early}`).replace('</head>', `${links.map((l) => `\t\t${l}\n`).join('')}  </head>`));
   routes.push({ route, html });
 }
 writeFileSync(join(dir, '_app/routes/routes.json'), JSON.stringify(routes, null, 1) + '\n');

@@ -40,6 +40,7 @@ export const errorCodes = {
   key_exists: { status: 409, meaning: 'the caller already has an API key of that name' },
   ssh_key_exists: { status: 409, meaning: 'POST /user/ssh-keys with a name the caller uses, or a public key already registered (by anyone)' },
   ssh_key_not_found: { status: 404, meaning: 'DELETE /user/ssh-keys names no SSH key of the caller' },
+  session_not_found: { status: 404, meaning: 'DELETE /user/sessions/{session} names no active session of the caller' },
   invalid_verification_token: { status: 400, meaning: 'the e-mail verification link is unknown, used, or for an address the account no longer has' },
   verification_expired: { status: 410, meaning: 'the e-mail verification link is older than 48 hours' },
   oidc_disabled: { status: 404, meaning: 'an OIDC route while `oidc.enable` is false' },

@@ -144,3 +144,7 @@ export const TaskActionView = z.strictObject({
   last_delivery: LastDelivery,
 });
 export type TaskActionView = z.infer<typeof TaskActionView>;
+
+/** POST …/actions answers the action with, for send_web_request, its signing secret (shown only then). */
+export const TaskActionWithSecret = TaskActionView.extend({ secret: z.string().optional() });
+export type TaskActionWithSecret = z.infer<typeof TaskActionWithSecret>;

@@ -133,8 +133,17 @@ t.test('evaluation and build pages', { timeout: Number(process.env['KILN_FLOW_TI
   t.test('abort asks first; Cancel keeps the evaluation, confirming aborts it', async (t) => {
     // idle has no subscription: its evaluation waits until aborted.
     const idle = await call<string>('POST', '/projects/acme/idle/evaluate');
+    const reads: string[] = [];
+    const onRequest = (r: { url(): string }) => { if (r.url().includes(`/api/v1/evals/${idle}`)) reads.push(new URL(r.url()).pathname + new URL(r.url()).search); };
+    page.on('request', onRequest);
     await page.goto(`${kiln.url}/evals/${idle}`);
     await phase.getByText(/^(queued|waiting)$/).waitFor();
+    await page.getByText('This evaluation has no builds.').or(page.getByText(/No builds yet/)).waitFor();
+    page.off('request', onRequest);
+    // The route's index.html started both first reads before the app booted; the app took each (none is left) and asked for neither again.
+    // A string, not a function: this file is compiled without the DOM's types.
+    t.same(await page.evaluate("Object.keys(window.kilnEarlyReads ?? { 'no early reads': true })"), [], 'both early reads were taken by the page');
+    t.same(reads.filter((r) => !r.endsWith('/live')).sort(), [`/api/v1/evals/${idle}`, `/api/v1/evals/${idle}/builds/page?page=1&per_page=100`], 'each read once');
     await page.getByRole('button', { name: 'Abort evaluation' }).click();
     const dialog = page.getByRole('dialog', { name: 'Abort this evaluation?' });
     await dialog.waitFor();

@@ -301,6 +301,19 @@ const endpoints: Endpoint[] = [
     before: (c) => c.kiln.sql`insert into user_ssh_keys (user_id, name, key_type, key_blob, fingerprint)
       values (${c.user.id}, 'matrix', 'ssh-ed25519', ${randomUUID()}, 'SHA256:x') on conflict do nothing`,
   },
+  // the caller's own sessions (issue 18, kiln extension): any credential of the user lists them, a session revokes one
+  { method: 'GET', path: '/user/sessions', scope: 'user', permission: null },
+  {
+    method: 'DELETE', path: (c) => `/user/sessions/${c.ids[`session-${c.persona}`]!}`, scope: 'user', permission: null, sessionOnly: true,
+    before: (c) => c.kiln.sql`insert into sessions (id, user_id, expires_at) values (${c.ids[`session-${c.persona}`]!}, ${c.user.id}, now() + interval '1 day')
+      on conflict (id) do update set revoked_at = null`,
+  },
+  // another account's session is never anyone else's to revoke, a superuser's included: admitted, then not found
+  {
+    method: 'DELETE', path: (c) => `/user/sessions/${c.ids['extraSession']!}`, scope: 'user', permission: null, sessionOnly: true, ok: 404,
+    before: (c) => c.kiln.sql`insert into sessions (id, user_id, expires_at) select ${c.ids['extraSession']!}, id, now() + interval '1 day' from users where username = 'extra'
+      on conflict (id) do update set revoked_at = null`,
+  },
   {
     method: 'POST', path: (c) => `/invitations/${c.ids[`invite-${c.persona}`]!}/accept`, scope: 'user', permission: null, sessionOnly: true,
     before: async (c) => {
@@ -548,6 +561,8 @@ export function authorizationMatrix(part: number, parts: number): void {
     const org = await kiln.api<{ id: string }>('PUT', '/orgs', { token: cacheOwner.token, body: { name: 'acme' } });
     const ids: Record<string, string> = { acme: org.message.id, registration: randomUUID(), request: randomUUID(), extraInvite: randomUUID() };
     for (const p of personas) ids[`invite-${p}`] = randomUUID();
+    for (const p of personas) ids[`session-${p}`] = randomUUID();
+    ids['extraSession'] = randomUUID();
     await kiln.sql`delete from organization_members`;
     await membersOf({ kiln } as Ctx, 'organization_members', ids['acme']!);
     for (const name of ['web', 'other']) {

@@ -38,6 +38,18 @@ export function onSignedOut(listener: () => void): () => void {
 
 export type Method = 'GET' | 'PUT' | 'POST' | 'PATCH' | 'DELETE';
 
+/** Reads a route's index.html started before the app booted (frontend/scripts/earlyReads.client.js), by path. */
+type EarlyReads = Record<string, { token: string; response: Promise<Response> } | undefined>;
+
+/** The early read of `path` made with `token`, once: the next GET of it fetches again. */
+function takeEarlyRead(path: string, token: string | null): Promise<Response> | undefined {
+  const reads = (globalThis as { kilnEarlyReads?: EarlyReads }).kilnEarlyReads;
+  const read = reads?.[path];
+  if (!reads || !read) return undefined;
+  delete reads[path];
+  return read.token === token ? read.response : undefined;
+}
+
 /**
  * Calls `path` (under /api/v1) and returns the envelope's message typed as T. The caller names T
  * from protocol/api where a schema exists (`z.infer` types, imported with `import type`).
@@ -49,7 +61,8 @@ export async function api<T>(method: Method, path: string, body?: unknown): Prom
   if (body !== undefined) headers['Content-Type'] = 'application/json';
   let response: Response;
   try {
-    response = await fetch(API + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    response = await ((method === 'GET' ? takeEarlyRead(path, token) : undefined)
+      ?? fetch(API + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) }));
   } catch (e) {
     throw new ApiFailure(0, 'network', `kiln could not be reached (${e instanceof Error ? e.message : String(e)})`, null);
   }

@@ -1,14 +1,11 @@
 // Live updates: one of the API's WebSockets (/api/v1/evals/{id}/live, /builds/{id}/live, …),
 // one event envelope per frame, reconnecting with a growing pause while the page wants it.
+import type { Envelope } from '$protocol/events/envelope';
 import { API } from './api';
 import { sessionToken } from './session';
 
-/** What each frame carries (the event envelope of the API spec). */
-export interface LiveEvent {
-  event: string;
-  at: string;
-  content: Record<string, unknown>;
-}
+/** What each frame carries: the event envelope of the API spec (protocol/events). */
+export type LiveEvent = Envelope;
 
 export interface LiveOptions {
   /** query parameters, e.g. { events: 'build.*' } for the firehose */

@@ -1,17 +1,9 @@
 // GET /api/v1/config, fetched once: what the sign-in pages need before anyone signs in.
+import type { ServerConfigView } from '$protocol/api/serverConfig';
 import { get } from './api';
 
-/** The fields of GET /api/v1/config the pages read (http/api/v1/serverConfig.ts answers them). */
-export interface ServerFeatures {
-  registration: boolean;
-  oidc: boolean;
-  oidc_required: boolean;
-  email_verification: boolean;
-  logo_url: string | null;
-  create_cache: boolean;
-  create_project: boolean;
-  create_team: boolean;
-}
+/** GET /api/v1/config as protocol/api declares it. */
+type ServerFeatures = ServerConfigView;
 
 let pending: Promise<ServerFeatures> | null = null;
 

@@ -1,10 +1,11 @@
 // GET /api/v1/config: the server settings a client may know.
+import type { ServerConfigView } from '../../../protocol/index.js';
 import type { Services } from '../../../services/index.js';
 import type { Router } from '../../router.js';
 
 /** GET /api/v1/config: what a client (the web UI, the CLI) needs to know before signing in. */
 export function serverConfigRoutes<P>(r: Router<P>, { config }: Pick<Services, 'config'>): void {
-  const features = {
+  const features: ServerConfigView = {
     registration: config['registration.enable'] && !config['oidc.required'],
     oidc: config['oidc.enable'],
     oidc_required: config['oidc.enable'] && config['oidc.required'],

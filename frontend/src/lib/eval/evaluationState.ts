@@ -1,13 +1,20 @@
 // What the evaluation page derives from the API's views and the live events: the open phases, the
 // progress, and a build list (read a page at a time, so with gaps) that status changes update in place.
 import type { BuildView, EvaluationView } from '$protocol/api/evaluations';
+import type { BuildStatus, EvaluationPhase } from '$protocol/events/buildEvents';
 import type { LiveEvent } from '$lib/live';
 
-/** Phases an evaluation can still leave (docs/builds.md, "Phases and transitions"); abort is offered in these. */
-export const OPEN_PHASES = new Set(['queued', 'waiting', 'approval_granted', 'fetching', 'evaluating', 'building']);
+/** Whether a phase is one an evaluation can still leave (docs/builds.md, "Phases and transitions"); a new phase fails the type check here until it is sorted. */
+const PHASE_IS_OPEN: Record<EvaluationPhase, boolean> = {
+  queued: true, waiting: true, approval_granted: true, fetching: true, evaluating: true, building: true,
+  completed: false, failed: false, aborted: false,
+};
+/** Phases abort is offered in (a set of strings: EvaluationView's phase is a string) */
+export const OPEN_PHASES: ReadonlySet<string> = new Set(Object.entries(PHASE_IS_OPEN).filter(([, open]) => open).map(([phase]) => phase));
 
-export const BUILD_STATUSES = ['queued', 'started', 'completed', 'failed', 'substituted', 'aborted'] as const;
-export type BuildStatusName = (typeof BUILD_STATUSES)[number];
+/** Every build status once, in the order the filter shows them (protocol/events' buildStatuses; a value import would bring zod into the shell). */
+const STATUS_ORDER: Record<BuildStatus, number> = { queued: 0, started: 1, completed: 2, failed: 3, substituted: 4, aborted: 5 };
+export const BUILD_STATUSES = (Object.keys(STATUS_ORDER) as BuildStatus[]).sort((a, b) => STATUS_ORDER[a] - STATUS_ORDER[b]);
 
 /** Builds that are final, for the progress bar. */
 export function finishedBuilds(counts: EvaluationView['builds']): number {
