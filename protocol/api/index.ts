@@ -24,4 +24,5 @@ export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, Installa
 export { GcRequestBody, GcRunId, GcRunView, PinBody, PinListQuery, PinPage, PinView } from './gc.js';
 export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';
 export { CACHE_METRICS_MAX_POINTS, CacheMetricsQuery } from './cacheMetrics.js';
+export { MetricsWindowQuery, ProjectMetricsQuery } from './metricsWindow.js';
 export { openApiDocument, openApiPath, type OpenApiRoute, type RouteSchemas } from './openApi.js';
