@@ -7,7 +7,7 @@
 // (uploadFailure.ts). What is not an ApiError is a server fault.
 import { rm } from 'node:fs/promises';
 import { acquireUpload, type UploadBudgetRef } from '../../actors/index.js';
-import { newTraceRoot, type Narinfo, type NarUploadResult, type SigningKey, type SpanIds } from '../../protocol/index.js';
+import { childSpan, newTraceRoot, type Narinfo, type NarUploadResult, type SigningKey, type SpanIds } from '../../protocol/index.js';
 import { disabledTracer, type StageTracer } from '../../config/index.js';
 import { isUploadProblem, type Events, type IngestOutcome, type KilnMetrics, type NarStorage } from '../../storage/index.js';
 import type { CacheSigningKeys } from './cacheSigningKeys.js';
@@ -153,9 +153,13 @@ export function narIngest(deps: NarIngestDeps): NarIngest {
     },
 
     async ingest(target, info, source, trace) {
-      const span = tracer.child('nar.ingest', trace ?? newTraceRoot(), {
-        cache: target.name, store_path: info.storePath, nar_size: info.narSize, source: 'file' in source ? 'file' : 'staged' in source ? 'staged' : 'stored',
-      });
+      // Below the caller's span, or the root of a trace of its own.
+      const ids = trace === undefined ? newTraceRoot() : childSpan(trace);
+      const span = {
+        ids, end: tracer.start('nar.ingest', ids, {
+          cache: target.name, store_path: info.storePath, nar_size: info.narSize, source: 'file' in source ? 'file' : 'staged' in source ? 'staged' : 'stored',
+        }),
+      };
       try {
         const signingKey = await deps.keys.of(target.id);
         // The storage pass: the NAR read and verified against its NarHash, compressed, written, recorded and signed.

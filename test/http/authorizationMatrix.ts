@@ -61,8 +61,9 @@ interface Endpoint {
   /** the status of an admitted call when it is not 200 (202 for a requested collection run) */
   ok?: number;
   /**
-   * a scoped row superusers may also use (a worker's samples): a superuser's session gets 200; its
-   * row keys lack admin, so they are strangers like any other (404)
+   * a scoped row superusers may also use (a worker's samples): a superuser's session and its unpinned
+   * keys holding admin (the row's keys lack only the row's permission) get 200; its pinned key is a
+   * stranger like any other (404)
    */
   superuserReads?: true;
 }
@@ -94,7 +95,7 @@ function refusalOrOk(e: Endpoint, persona: Persona, credential: Credential): num
     return persona === 'superuser' && !keyLacks ? 200 : 403;
   }
   if (e.scope === 'create') return credential === 'keyPinnedElsewhere' || credential === 'keyWithoutPermission' ? 403 : 200;
-  if (e.superuserReads && persona === 'superuser' && credential === 'session') return 200;
+  if (e.superuserReads && persona === 'superuser' && credential !== 'keyPinnedElsewhere') return 200;
   // A superuser is not an implicit member: without a role it is a stranger.
   const role: Role | null = persona === 'nonMember' || persona === 'superuser' ? null : persona;
   if (role === null) return 404;
