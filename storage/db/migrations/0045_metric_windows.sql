@@ -31,3 +31,7 @@ create table cache_path_fetches (
   primary key (cache_id, day, file_hash)
 );
 create index cache_path_fetches_day on cache_path_fetches (day);
+
+-- A build attempt's resources so far (worker.build.metrics): the heartbeats of the worker running it
+-- keep a row with running = true up to date; the job's result replaces it with the final counters.
+alter table build_resource_samples add column running boolean not null default false;
