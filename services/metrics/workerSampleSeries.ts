@@ -16,7 +16,7 @@ const DEFAULT_WINDOW_MS = 24 * HOUR_MS;
 /** At most a week per answer (40,320 samples at the default 15 s interval, fewer with the cap below). */
 const MAX_WINDOW_MS = 7 * 24 * HOUR_MS;
 /** At most this many samples per answer, oldest first; `truncated` says there were more. */
-export const WORKER_SAMPLES_MAX = 5000;
+const WORKER_SAMPLES_MAX = 5000;
 
 interface SampleRow {
   sampled_at: Date;

@@ -9,7 +9,7 @@ import type { PathFetchCount } from '../db/pathFetches.js';
  * Distinct NAR files counted per flush at most: past that, a flood of distinct files (a client
  * walking a whole cache) still counts in the minute totals, not per file, so memory stays bounded.
  */
-export const MAX_FILES_PER_FLUSH = 10_000;
+const MAX_FILES_PER_FLUSH = 10_000;
 
 export class TrafficCounters {
   private pending = new Map<string, TrafficMinute>();
