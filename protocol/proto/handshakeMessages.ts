@@ -2,7 +2,8 @@
 // Then heartbeats, and `reject` from either side to end the connection with a reason.
 import { z } from 'zod';
 import { MAX_CHALLENGE_PROJECTS, MAX_NAR_CHUNK_BYTES, MAX_TOKENS_PER_PROJECT, MIN_NAR_CHUNK_BYTES, PROTOCOL_VERSION } from './limits.js';
-import { ByteCount, Bytes, JobId, Seconds, SystemFeature, SystemType } from './fields.js';
+import { ByteCount, Bytes, Seconds, SystemFeature, SystemType } from './fields.js';
+import { BuildReading } from './jobMessages.js';
 import { REJECT_CODES, type RejectCode } from './rejectCodes.js';
 
 const v = z.literal(PROTOCOL_VERSION);
@@ -106,23 +107,6 @@ export const LoadMetrics = z.strictObject({
   storeFreeBytes: ByteCount.nullable(),
 });
 export type LoadMetrics = z.infer<typeof LoadMetrics>;
-
-/**
- * A running build's counters so far, from its cgroup (worker.build.metrics, worker.build.cgroup):
- * the job result's resources plus the memory in use now. At most a heartbeat interval old.
- */
-export const BuildReading = z.strictObject({
-  jobId: JobId,
-  wallSeconds: z.number().min(0).max(1e9),
-  cpuUserSeconds: z.number().min(0).max(1e9),
-  cpuSystemSeconds: z.number().min(0).max(1e9),
-  memoryBytes: z.int().min(0).nullable(),
-  peakMemoryBytes: z.int().min(0).nullable(),
-  ioReadBytes: z.int().min(0).nullable(),
-  ioWriteBytes: z.int().min(0).nullable(),
-  oomKills: z.int().min(0).nullable(),
-});
-export type BuildReading = z.infer<typeof BuildReading>;
 
 /** Worker → server every heartbeatIntervalSecs; `builds`: readings of the running builds that have a cgroup. */
 export const Heartbeat = z.strictObject({ v, t: z.literal('heartbeat'), seq: z.int().min(0), load: LoadMetrics, builds: z.array(BuildReading).max(1024).optional() });

@@ -7,11 +7,11 @@ export { REJECT_CODES, type RejectCode, rejectCodeNames, isRejectCode, closeFram
 export { FailureClass, FailureReason, FAILURE_REASONS, classOfFailure, JobFailure, jobFailure } from './failureClass.js';
 export { StorePathText, DrvPathText, NarHashText, JobId, CommitHash, SystemType, SystemFeature } from './fields.js';
 export {
-  WorkerCapabilities, Hello, Challenge, ProjectToken, Auth, ProtoLimits, Welcome, Reject, LoadMetrics, BuildReading, Heartbeat, HeartbeatAck, ProtoError,
+  WorkerCapabilities, Hello, Challenge, ProjectToken, Auth, ProtoLimits, Welcome, Reject, LoadMetrics, Heartbeat, HeartbeatAck, ProtoError,
 } from './handshakeMessages.js';
 export {
   EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
-  EvalBatch, EvalResult, EvalStats, BuildResources, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
+  EvalBatch, EvalResult, EvalStats, BuildResources, BuildReading, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
 } from './jobMessages.js';
 export { NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbortCode, NarAbort } from './narMessages.js';
 export {

@@ -40,14 +40,17 @@ export class TrafficCounters {
     this.entry(cacheId).narBytesServed += bytes;
     if (fileHash === undefined) return;
     const day = Math.floor(this.now() / 86_400_000) * 86_400_000;
-    const key = `${cacheId} ${day} ${fileHash}`;
+    this.addFile({ cacheId, day: new Date(day), fileHash, fetches: 1, bytes });
+  }
+
+  /** Adds to a file's count, or starts one while there is room (MAX_FILES_PER_FLUSH). */
+  private addFile(row: PathFetchCount): void {
+    const key = `${row.cacheId} ${row.day.getTime()} ${row.fileHash}`;
     const file = this.files.get(key);
     if (file !== undefined) {
-      file.fetches++;
-      file.bytes += bytes;
-    } else if (this.files.size < MAX_FILES_PER_FLUSH) {
-      this.files.set(key, { cacheId, day: new Date(day), fileHash, fetches: 1, bytes });
-    }
+      file.fetches += row.fetches;
+      file.bytes += row.bytes;
+    } else if (this.files.size < MAX_FILES_PER_FLUSH) this.files.set(key, { ...row });
   }
 
   /** The per-file fetches counted since the last take, emptied. */
@@ -59,14 +62,7 @@ export class TrafficCounters {
 
   /** Puts back per-file counts a failed flush could not write (within the same bound). */
   restoreFiles(rows: readonly PathFetchCount[]): void {
-    for (const row of rows) {
-      const key = `${row.cacheId} ${row.day.getTime()} ${row.fileHash}`;
-      const file = this.files.get(key);
-      if (file !== undefined) {
-        file.fetches += row.fetches;
-        file.bytes += row.bytes;
-      } else if (this.files.size < MAX_FILES_PER_FLUSH) this.files.set(key, { ...row });
-    }
+    for (const row of rows) this.addFile(row);
   }
 
   /** Everything counted since the last take, emptied. */
