@@ -252,7 +252,12 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });
-  registerServerMetrics({ metrics, sql: db.web, pools: { web: db.web, cache: db.cache, scheduler: db.scheduler }, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
+  registerServerMetrics({ metrics, sql: db.web, pools: { web: db.web, cache: db.cache, scheduler: db.scheduler }, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'],
+    uploads: () => {
+      const { granted, waiting } = uploadBudget.getSnapshot().context;
+      return { granted: granted.length, waiting: waiting.length };
+    },
+  });
   const collector = new GarbageCollector(
     { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) },
     opts.gcLoop === false ? { loop: false } : {},

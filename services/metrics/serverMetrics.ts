@@ -17,6 +17,8 @@ export interface ServerMetricsDeps {
   workers: Pick<WorkerConnections, 'connected'>;
   nars: Pick<NarStorage, 'hotCacheStats'>;
   cpu: Pick<CpuPool, 'stats'>;
+  /** the UploadBudget's permits now: granted (uploads in progress) and waiting */
+  uploads?: () => { granted: number; waiting: number };
   /** metrics.labelTopn: caches with their own storage series, the rest summed as "other" */
   labelTopn: number;
   now?: () => number;
@@ -140,6 +142,14 @@ export function registerServerMetrics(deps: ServerMetricsDeps): void {
   metrics.scraped('kiln_cpu_pool_queued_tasks', 'CPU-bound tasks (hashing, compression) waiting for a thread', [], () => [{ labels: {}, value: deps.cpu.stats().queued }]);
   metrics.scraped('kiln_cpu_pool_threads', 'threads of the CPU pool', [], () => [{ labels: {}, value: deps.cpu.stats().threads }]);
   metrics.scraped('kiln_cpu_pool_utilization_ratio', 'share of the CPU pool\'s capacity used since the start, 0 to 1', [], () => [{ labels: {}, value: deps.cpu.stats().utilization }]);
+
+  const uploads = deps.uploads;
+  if (uploads) {
+    metrics.scraped('kiln_upload_permits', 'upload permits of this process (upload.concurrency, upload.bytesBudget): granted (uploads being stored) and waiting', ['state'], () => {
+      const now = uploads();
+      return [{ labels: { state: 'granted' }, value: now.granted }, { labels: { state: 'waiting' }, value: now.waiting }];
+    });
+  }
 
   metrics.scraped('kiln_hot_cache_bytes', 'bytes held by the in-memory narinfo and small NAR cache (nar.hotCacheBytes)', [], () => [{ labels: {}, value: deps.nars.hotCacheStats().bytes }]);
   metrics.scraped('kiln_hot_cache_entries', 'entries of the in-memory narinfo and small NAR cache', [], () => [{ labels: {}, value: deps.nars.hotCacheStats().entries }]);
