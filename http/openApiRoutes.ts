@@ -4,7 +4,7 @@
 // the one its handler passes to req.body()/req.query().
 import { z } from 'zod';
 import {
-  AddSshKeyBody, AdminSessionsQuery, AdminUsersQuery, BuildId, CacheMetricsQuery, CacheKeysView, CacheName, CacheView, CheckUsernameBody, CreateApiKeyBody, CreateCacheBody,
+  AddSshKeyBody, AdminSessionsQuery, AdminUsersQuery, BuildId, CacheMetricsQuery, MetricsWindowQuery, ProjectMetricsQuery, CacheKeysView, CacheName, CacheView, CheckUsernameBody, CreateApiKeyBody, CreateCacheBody,
   CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, DeleteSshKeyBody,
   DeliveryListQuery, DeliveryPage, EvaluateTaskBody, EvaluationActionBody, BuildActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
   InviteBody, LoginBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, PinPage, PinView, ProjectEvaluationsQuery, ProjectRef, RegisterBody,
@@ -243,6 +243,9 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'delete /api/v1/caches/:cache/nars/:hash': {},
   'get /api/v1/caches/:cache/stats': {},
   'get /api/v1/caches/:cache/metrics': { query: CacheMetricsQuery, summary: 'stored traffic of a cache per minute, hour, day or week (docs/metrics.md)' },
+  'get /api/v1/workers/:worker/samples': { query: MetricsWindowQuery, summary: 'a worker\'s stored samples: superusers, or manageWorkers on a project it connected for (docs/metrics.md)' },
+  'get /api/v1/metrics/instance': { query: MetricsWindowQuery, summary: 'the instance-wide window, superusers only (docs/metrics.md)' },
+  'get /api/v1/projects/:org/:project/metrics': { query: ProjectMetricsQuery, summary: 'a project\'s evaluations and build times per hour or day (docs/metrics.md)' },
   'get /api/v1/board/cache': { summary: 'each cache the caller may see with its size and recent traffic' },
   'get /api/v1/caches/:cache/pins': { query: PinListQuery, response: PinPage },
   'put /api/v1/caches/:cache/pins/:hash': { body: PinBody, response: PinView },

@@ -28,6 +28,7 @@ import { cacheNarsRoutes } from './api/v1/cacheNars.js';
 import { cachePinsRoutes } from './api/v1/cachePins.js';
 import { cacheUpstreamsRoutes } from './api/v1/cacheUpstreams.js';
 import { cacheMetricsRoutes } from './api/v1/cacheMetrics.js';
+import { storedMetricsRoutes } from './api/v1/storedMetrics.js';
 import { webhooksRoutes } from './api/v1/webhooks.js';
 import { gitHostHooksRoutes } from './api/v1/gitHostHooks.js';
 import { taskActionsRoutes } from './api/v1/taskActions.js';
@@ -89,6 +90,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   cachePinsRoutes(api, services);
   cacheUpstreamsRoutes(api, services);
   cacheMetricsRoutes(api, services);
+  storedMetricsRoutes(api, services);
   narUploadRoutes(api, services);
   // Last: the UI answers only what no route above owns.
   frontendRoutes(table, services.config);

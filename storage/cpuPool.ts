@@ -17,6 +17,9 @@ export interface CpuPoolStats {
   completed: number;
   /** Share of the pool's capacity used since it started, 0 to 1. */
   utilization: number;
+  /** milliseconds tasks ran and waited for a thread since the start: median and 99th percentile (piscina's timing histograms) */
+  runMs: { p50: number; p99: number };
+  waitMs: { p50: number; p99: number };
 }
 
 export interface CpuPool {
@@ -72,6 +75,8 @@ export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
       queued: piscina.queueSize,
       completed: piscina.completed,
       utilization: piscina.utilization,
+      runMs: { p50: piscina.histogram.runTime.p50, p99: piscina.histogram.runTime.p99 },
+      waitMs: { p50: piscina.histogram.waitTime.p50, p99: piscina.histogram.waitTime.p99 },
     }),
     destroy() {
       closing ??= piscina.close({ force: true });

@@ -5,7 +5,8 @@
 // NIX_REMOTE=local) that is the builder itself; with a daemon it is only the client (the build
 // runs under the daemon). When the build ends the worker reads CPU time (cpu.stat, always there in
 // cgroup v2), peak memory (memory.peak), disk I/O (io.stat) and OOM kills (memory.events) when
-// those controllers are enabled, then removes the cgroup.
+// those controllers are enabled, then removes the cgroup. While it runs, the heartbeats carry the
+// same counters so far (buildReadings.ts).
 import { mkdir, readFile, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BuildResources } from '../protocol/index.js';
@@ -15,6 +16,8 @@ export interface BuildCgroup {
   wrap(command: string, args: readonly string[]): [string, string[]];
   /** what the cgroup counted; call once its processes ended */
   read(): Promise<BuildResources>;
+  /** what it counted so far, and the memory its processes use now (memory.current; null without the memory controller) */
+  readNow(): Promise<BuildResources & { memoryBytes: number | null }>;
   remove(): Promise<void>;
 }
 
@@ -58,22 +61,27 @@ export async function openBuildCgroup(parent: string, jobId: string): Promise<Bu
     await rmdir(dir).catch(() => undefined);
     throw new Error(`${parent} is not a cgroup v2 directory`);
   }
+  const read = async (): Promise<BuildResources> => {
+    const cpu = await keyedFile(join(dir, 'cpu.stat'));
+    const events = await keyedFile(join(dir, 'memory.events'));
+    const peak = await readFile(join(dir, 'memory.peak'), 'utf8').catch(() => null);
+    const io = await ioBytes(join(dir, 'io.stat'));
+    return {
+      cpuUserSeconds: (cpu?.get('user_usec') ?? 0) / 1e6,
+      cpuSystemSeconds: (cpu?.get('system_usec') ?? 0) / 1e6,
+      peakMemoryBytes: peak !== null && /^\d+\s*$/.test(peak) ? Number(peak.trim()) : null,
+      ioReadBytes: io?.read ?? null,
+      ioWriteBytes: io?.write ?? null,
+      oomKills: events?.get('oom_kill') ?? null,
+    };
+  };
   return {
     // "$0" is the cgroup directory and "$@" the command: no value is ever parsed by the shell.
     wrap: (command, args) => ['/bin/sh', ['-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', dir, command, ...args]],
-    async read() {
-      const cpu = await keyedFile(join(dir, 'cpu.stat'));
-      const events = await keyedFile(join(dir, 'memory.events'));
-      const peak = await readFile(join(dir, 'memory.peak'), 'utf8').catch(() => null);
-      const io = await ioBytes(join(dir, 'io.stat'));
-      return {
-        cpuUserSeconds: (cpu?.get('user_usec') ?? 0) / 1e6,
-        cpuSystemSeconds: (cpu?.get('system_usec') ?? 0) / 1e6,
-        peakMemoryBytes: peak !== null && /^\d+\s*$/.test(peak) ? Number(peak.trim()) : null,
-        ioReadBytes: io?.read ?? null,
-        ioWriteBytes: io?.write ?? null,
-        oomKills: events?.get('oom_kill') ?? null,
-      };
+    read,
+    async readNow() {
+      const current = await readFile(join(dir, 'memory.current'), 'utf8').catch(() => null);
+      return { ...(await read()), memoryBytes: current !== null && /^\d+\s*$/.test(current) ? Number(current.trim()) : null };
     },
     // A cgroup with a process left in it cannot be removed: it stays, and is named in the error.
     remove: () => rmdir(dir),

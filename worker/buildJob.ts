@@ -41,6 +41,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
     sustainedBytesPerHour: settings.logSustainedBytesPerHour,
   }));
   const cgroup = await buildCgroupOf(ctx, job.jobId);
+  if (cgroup) ctx.readings.add(job.jobId, cgroup);
   let resources: BuildResources | null = null;
   let built = false;
   const measured = () => (resources ? { resources } : {});
@@ -100,6 +101,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
     return true;
   } finally {
     logs.close(); // a second close only flushes nothing: this one catches a throw above
+    ctx.readings.remove(job.jobId);
     await netrc.remove();
     // Not awaited, as the evaluation's statistics files are not: the slot is free once the result is sent.
     void cgroup?.remove().catch((e: unknown) => ctx.log.warn({ err: e, jobId: job.jobId }, 'could not remove the build\'s cgroup'));

@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import type { Logger } from '../config/index.js';
 import {
   closeFrameFor, decodeMessage, rejectCodeOfClose, encodeMessage, HANDSHAKE_MAX_MESSAGE_BYTES, HANDSHAKE_TIMEOUT_SECS, isServerMessage, startWorkerHandshake,
-  workerHandshakeReceive, workerHandshakeTimeout, type HandshakeStep, type LoadMetrics, type Message, type Outgoing, type PeerTokens,
+  workerHandshakeReceive, workerHandshakeTimeout, type BuildReading, type HandshakeStep, type LoadMetrics, type Message, type Outgoing, type PeerTokens,
   type RejectCode, type Welcome, type WorkerHandshakeState, type WorkerHello,
 } from '../protocol/index.js';
 
@@ -16,6 +16,8 @@ export interface ConnectOptions {
   peers: PeerTokens | null;
   log: Logger;
   load: () => LoadMetrics;
+  /** the running builds' readings so far (worker.build.metrics), sent with each heartbeat */
+  builds?: () => BuildReading[];
   handshakeTimeoutSecs?: number;
 }
 
@@ -117,7 +119,8 @@ function handshakeOver(socket: WebSocket, options: ConnectOptions, open: boolean
           rejectAndClose('heartbeat_timeout', `no message from the server for ${heartbeatTimeoutSecs} s`);
           return;
         }
-        send({ t: 'heartbeat', seq: heartbeatSeq++, load: options.load() });
+        const builds = options.builds?.() ?? [];
+        send({ t: 'heartbeat', seq: heartbeatSeq++, load: options.load(), ...(builds.length > 0 ? { builds: builds.slice(0, 1024) } : {}) });
       }, heartbeatIntervalSecs * 1000);
       heartbeatTimer.unref();
     };

@@ -1,5 +1,6 @@
 // What a running job may use: the connection it came on, the NAR pusher of that connection,
 // the worker's settings, a logger and the signal that cancels it.
+import type { BuildReadings } from './buildReadings.js';
 import type { Logger, StageTracer } from '../config/index.js';
 import type { Outgoing } from '../protocol/index.js';
 import type { ProtoConnection } from './connection.js';
@@ -14,6 +15,8 @@ export interface JobContext {
   signal: AbortSignal;
   /** worker.log.traceDir: the job's stage spans (docs/metrics.md, "Stage traces") */
   tracer: StageTracer;
+  /** running builds' cgroup readings, sent with the heartbeats */
+  readings: BuildReadings;
 }
 
 /** Sends a job's message; a connection that closed meanwhile drops it (the server re-queues the job). */

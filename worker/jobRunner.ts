@@ -2,6 +2,7 @@
 // them, and cancels them on cancelJob or when the connection ends. Jobs are tied to the
 // connection they came on: when it closes the server re-queues them (after its heartbeat timeout
 // at the latest), so the worker stops them rather than finishing work nobody will collect.
+import { BuildReadings } from './buildReadings.js';
 import { disabledTracer, type Logger, type StageTracer } from '../config/index.js';
 import { jobFailure, type BuildJob, type EvalJob, type Message, type PushJob } from '../protocol/index.js';
 import { runBuildJob } from './buildJob.js';
@@ -30,6 +31,8 @@ export class JobRunner {
     private readonly settings: WorkerSettings,
     private readonly logs: { eval: Logger; build: Logger },
     private readonly tracer: StageTracer = disabledTracer,
+    /** the running builds' readings the heartbeats carry */
+    readonly readings: BuildReadings = new BuildReadings(),
   ) {}
 
   count(kind: Kind): number {
@@ -69,7 +72,7 @@ export class JobRunner {
     connection.send({ t: 'jobAccepted', jobId: message.jobId });
     const abort = new AbortController();
     const kind = kindOf(message);
-    const ctx: JobContext = { connection, pusher, settings: this.settings, log: kind === 'eval' ? this.logs.eval : this.logs.build, signal: abort.signal, tracer: this.tracer };
+    const ctx: JobContext = { connection, pusher, settings: this.settings, log: kind === 'eval' ? this.logs.eval : this.logs.build, signal: abort.signal, tracer: this.tracer, readings: this.readings };
     const done = this.run(message, ctx).finally(() => {
       this.running.delete(message.jobId);
       mine.delete(message.jobId);

@@ -98,6 +98,7 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   });
 
   const load = () => loadMetrics(runner.count('build'), runner.count('eval'), storeFree);
+  const builds = () => runner.readings.snapshot();
   // A server that connects here (worker.discoverable) gets the same handshake; jobs run on whichever connection is open.
   let listener: ServerListener | null = null;
   if (settings.discoverable) {
@@ -106,7 +107,7 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
       listenAddr: settings.listenAddr, port: settings.port, accepted, log: protoLog,
       busy: () => current !== undefined,
       onServer: (socket, address) => {
-        void acceptServer(socket, { url: `ws://${address}`, hello, peers, log: protoLog, load }).then(async (connection) => {
+        void acceptServer(socket, { url: `ws://${address}`, hello, peers, log: protoLog, load, builds }).then(async (connection) => {
           current = connection;
           protoLog.info({ address, projects: connection.welcome.projects.length }, 'a server connected and accepted this worker');
           runner.attach(connection);
@@ -123,7 +124,7 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
     let attempt = 0;
     while (!stopping && serverUrl !== null) {
       try {
-        const connection = await connect({ url: serverUrl, hello, peers, log: protoLog, load });
+        const connection = await connect({ url: serverUrl, hello, peers, log: protoLog, load, builds });
         if (stopping) {
           connection.close('shutting_down', 'the worker is stopping');
           break;

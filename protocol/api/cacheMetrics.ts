@@ -5,7 +5,7 @@ import { z } from 'zod';
 
 const TrafficPeriodName = z.enum(['minute', 'hour', 'day', 'week']);
 
-const Instant = z.string().max(40).refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), 'an RFC 3339 instant such as 2026-11-26T12:00:00Z');
+export const Instant = z.string().max(40).refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), 'an RFC 3339 instant such as 2026-11-26T12:00:00Z');
 
 export const CacheMetricsQuery = z.strictObject({
   period: TrafficPeriodName.optional(),

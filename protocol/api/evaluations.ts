@@ -52,6 +52,8 @@ export type EvaluationStatistics = z.infer<typeof EvaluationStatistics>;
 /** GET /builds/{id}'s `resources`: the latest attempt's sample; a counter the worker did not measure is null (worker.build.metrics). */
 export const BuildResourcesView = z.strictObject({
   attempt: Count,
+  /** true: the attempt is still running and these are its counters so far (heartbeats) */
+  running: z.boolean(),
   wall_seconds: z.number(),
   cpu_user_seconds: z.number().nullable(),
   cpu_system_seconds: z.number().nullable(),

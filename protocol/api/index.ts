@@ -26,4 +26,5 @@ export { AdminSessionsQuery, AdminUsersQuery } from './adminAccounts.js';
 export { SessionId, UserSessionView } from './userSessions.js';
 export { ServerConfigView } from './serverConfig.js';
 export { CACHE_METRICS_MAX_POINTS, CacheMetricsQuery } from './cacheMetrics.js';
+export { MetricsWindowQuery, ProjectMetricsQuery } from './metricsWindow.js';
 export { openApiDocument, openApiPath, type OpenApiRoute, type RouteSchemas } from './openApi.js';

@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { MAX_CHALLENGE_PROJECTS, MAX_NAR_CHUNK_BYTES, MAX_TOKENS_PER_PROJECT, MIN_NAR_CHUNK_BYTES, PROTOCOL_VERSION } from './limits.js';
 import { ByteCount, Bytes, Seconds, SystemFeature, SystemType } from './fields.js';
+import { BuildReading } from './jobMessages.js';
 import { REJECT_CODES, type RejectCode } from './rejectCodes.js';
 
 const v = z.literal(PROTOCOL_VERSION);
@@ -107,8 +108,8 @@ export const LoadMetrics = z.strictObject({
 });
 export type LoadMetrics = z.infer<typeof LoadMetrics>;
 
-/** Worker → server every heartbeatIntervalSecs. */
-export const Heartbeat = z.strictObject({ v, t: z.literal('heartbeat'), seq: z.int().min(0), load: LoadMetrics });
+/** Worker → server every heartbeatIntervalSecs; `builds`: readings of the running builds that have a cgroup. */
+export const Heartbeat = z.strictObject({ v, t: z.literal('heartbeat'), seq: z.int().min(0), load: LoadMetrics, builds: z.array(BuildReading).max(1024).optional() });
 export type Heartbeat = z.infer<typeof Heartbeat>;
 
 /** Server → worker for each heartbeat, so a worker notices a server lost without a TCP close. */

@@ -11,7 +11,7 @@ export {
 } from './handshakeMessages.js';
 export {
   EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
-  EvalBatch, EvalResult, EvalStats, BuildResources, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
+  EvalBatch, EvalResult, EvalStats, BuildResources, BuildReading, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
 } from './jobMessages.js';
 export { NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbortCode, NarAbort } from './narMessages.js';
 export {

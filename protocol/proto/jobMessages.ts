@@ -181,6 +181,17 @@ export const BuildResources = z.strictObject({
 });
 export type BuildResources = z.infer<typeof BuildResources>;
 
+/**
+ * A running build's counters so far, sent with the heartbeats (worker.build.metrics): the job
+ * result's resources plus the memory in use now. At most a heartbeat interval old.
+ */
+export const BuildReading = BuildResources.extend({
+  jobId: JobId,
+  wallSeconds: z.number().min(0).max(1e9),
+  memoryBytes: z.int().min(0).nullable(),
+});
+export type BuildReading = z.infer<typeof BuildReading>;
+
 /** The end of a successful evaluation, with totals so the server can tell it missed nothing. */
 export const EvalResult = z.strictObject({
   v,

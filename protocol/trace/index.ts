@@ -1,2 +1,2 @@
 // The public face of protocol/trace/: the ids of stage spans (docs/metrics.md, "Stage traces").
-export { jobRootSpan, childSpan, type SpanIds } from './jobTrace.js';
+export { jobRootSpan, childSpan, newTraceRoot, type SpanIds } from './jobTrace.js';

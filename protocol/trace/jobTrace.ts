@@ -22,3 +22,8 @@ export function jobRootSpan(jobId: string): SpanIds {
 export function childSpan(parent: SpanIds): SpanIds {
   return { traceId: parent.traceId, spanId: randomBytes(8).toString('hex'), parentSpanId: parent.spanId };
 }
+
+/** A new trace of its own (an ingest or an upstream fetch that no job asked for). */
+export function newTraceRoot(): SpanIds {
+  return { traceId: randomBytes(16).toString('hex'), spanId: randomBytes(8).toString('hex'), parentSpanId: null };
+}

@@ -5,7 +5,7 @@ import { componentLogger, type Config, type Logger, type StageTracer } from '../
 import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
 import type { Clock, Supervisor } from '../../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
-import { cacheMetricsService, registerServerMetrics, type CacheMetricsService } from '../metrics/index.js';
+import { cacheMetricsService, instanceWindowService, projectSeriesService, registerServerMetrics, workerSampleSeriesService, type CacheMetricsService, type InstanceWindowService, type ProjectSeriesService, type WorkerSampleSeriesService } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
 import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
@@ -105,6 +105,8 @@ export interface Services {
   gc: { collector: GarbageCollector; pins: CachePinsService; admin: GcAdminService };
   /** the stored cache traffic: series per cache and the cache board (docs/metrics.md) */
   cacheMetrics: CacheMetricsService;
+  /** the other stored series: a worker's samples, the instance window, a project's evaluations and builds (docs/metrics.md) */
+  storedMetrics: { workers: WorkerSampleSeriesService; instance: InstanceWindowService; projects: ProjectSeriesService };
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
   /**
@@ -139,12 +141,13 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   // The ingest front door, once per pool: the web pool for REST, `nix copy` and direct builds, the scheduler's for /proto pushes.
   const ingestOn = (sql: Database['web'], on: EventSystem['events']): NarIngest => narIngest({
     nars, keys: cacheSigningKeys(sql, secretBox), uploadBudget, restWaitSecs: config['upload.restWaitSecs'], storageLimits, events: on, metrics,
+    ...(opened.tracer ? { tracer: opened.tracer } : {}),
   });
   const webIngest = ingestOn(db.web, events.events);
   const narUploads = narUploadService({ sql: db.web, nars, ingest: webIngest, maxUploadSize: config['nar.maxUploadSize'] });
   const caches = createCacheServices({
     sql: db.web, config, log: componentLogger(log, 'cache'), secretBox, nars, events: events.events, bus: events.bus, clock, metrics,
-    trafficCounters: opened.trafficCounters,
+    trafficCounters: opened.trafficCounters, ...(opened.tracer ? { tracer: opened.tracer } : {}),
   });
 
   // Workers and the scheduler use the scheduler's pool (database.*), not the HTTP API's.
@@ -249,7 +252,12 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       for (const taskId of new Set(started.map((s) => s.taskId))) await prune(taskId);
     },
   });
-  registerServerMetrics({ metrics, sql: db.web, pools: { web: db.web, cache: db.cache, scheduler: db.scheduler }, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'] });
+  registerServerMetrics({ metrics, sql: db.web, pools: { web: db.web, cache: db.cache, scheduler: db.scheduler }, workers, nars, cpu: opened.cpu, labelTopn: config['metrics.labelTopn'],
+    uploads: () => {
+      const { granted, waiting } = uploadBudget.getSnapshot().context;
+      return { granted: granted.length, waiting: waiting.length };
+    },
+  });
   const collector = new GarbageCollector(
     { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) },
     opts.gcLoop === false ? { loop: false } : {},
@@ -263,7 +271,10 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     gitHosts: { hooks, reporter, poller },
     config, log, version: opened.version, metrics, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
-    cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches }),
+    cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches, labelTopn: config['metrics.labelTopn'] }),
+    storedMetrics: {
+      workers: workerSampleSeriesService({ sql: db.web, clock }), instance: instanceWindowService({ sql: db.web, clock }), projects: projectSeriesService({ sql: db.web, clock }),
+    },
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
     scheduler, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,
     ssh: createSshServices({

@@ -15,7 +15,7 @@ import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
 import type { SecretBox, TrafficCounters } from '../../storage/index.js';
-import { flushTraffic, rollUpAndPrune, sampleWorkers } from '../metrics/index.js';
+import { flushTraffic, rollUpAndPrune, sampleInstance, sampleWorkers } from '../metrics/index.js';
 
 /** Retention runs hourly: retentionDays counts days, an hour late is within its precision. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -30,7 +30,7 @@ export interface RetentionReport {
 export interface UpkeepDeps {
   config: Pick<Config, 'cache.signSweepIntervalSecs' | 'cache.debugIndexIntervalSecs' | 'metrics.graphConsistencyIntervalSecs' | 'retentionDays'
     | 'metrics.cacheFlushIntervalSecs' | 'metrics.rollupIntervalSecs' | 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'
-    | 'metrics.workerSampleIntervalSecs'>;
+    | 'metrics.workerSampleIntervalSecs' | 'metrics.instanceIntervalSecs'>;
   log: Logger;
   clock: Clock;
   /** the binary cache's pool: signatures and the debug index */
@@ -42,7 +42,7 @@ export interface UpkeepDeps {
   bus: Pick<EventBus, 'subscribe'>;
   supervisor: Supervisor;
   /** this process's cache traffic counts, flushed every metrics.cacheFlushIntervalSecs */
-  trafficCounters: Pick<TrafficCounters, 'take' | 'restore'>;
+  trafficCounters: Pick<TrafficCounters, 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>;
   /** the workers connected to this process, sampled every metrics.workerSampleIntervalSecs; none: no samples */
   workers?: Pick<WorkerConnections, 'connected'>;
 }
@@ -60,6 +60,8 @@ export interface Upkeep {
   metricRollup(): Promise<{ deleted: number }>;
   /** writes a sample of each connected worker and deletes samples past metrics.retention.rawDays */
   workerSamples(): Promise<{ sampled: number; deleted: number }>;
+  /** writes the instance window's row of this interval (unless another process did) and deletes rows past metrics.retention.rawDays */
+  instanceSample(): Promise<{ sampled: number; deleted: number }>;
   /** Resolves once the passes the timers and wakes started have ended. */
   settle(): Promise<void>;
   stop(): Promise<void>;
@@ -83,6 +85,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
     workerSamples: async () => (deps.workers ? sampleWorkers(sql, deps.workers, config['metrics.retention.rawDays'], clock.now()) : { sampled: 0, deleted: 0 }),
+    instanceSample: () => sampleInstance(sql, config['metrics.instanceIntervalSecs'], config['metrics.retention.rawDays'], clock.now()),
   };
 
   const loops: CoalescingLoop[] = [];
@@ -108,6 +111,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   loopOf('metric-rollup', config['metrics.rollupIntervalSecs'] * 1000, passes.metricRollup);
   // Quiet: a sample every few seconds is routine, not news for the log.
   if (deps.workers) loopOf('worker-samples', config['metrics.workerSampleIntervalSecs'] * 1000, async () => (await passes.workerSamples(), null));
+  loopOf('instance-window', config['metrics.instanceIntervalSecs'] * 1000, async () => (await passes.instanceSample(), null));
   // A rotation in any process: re-sign now rather than at the next interval.
   const unsubscribe = onCacheChanged(deps.bus, KEY_ROTATED_REASONS, () => signLoop.wake());
 

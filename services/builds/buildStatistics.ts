@@ -2,7 +2,8 @@
 // each build attempt that ends on a worker leaves a sample with its wall-clock time and, when the
 // worker measured them (worker.build.metrics), its cgroup's CPU time, peak memory, disk I/O and
 // OOM kills; an evaluation keeps its job's wall-clock time and the evaluator's statistics
-// (worker.eval.metrics). Samples go retentionDays after they were recorded.
+// (worker.eval.metrics). While a build runs, its worker's heartbeats keep a running sample of its
+// counters so far, which the result replaces. Samples go retentionDays after they were recorded.
 import type { Sql } from 'postgres';
 import type { BuildResources, BuildResourcesView, EvalStats, EvaluationStatistics as EvaluationStatsView } from '../../protocol/index.js';
 import { deleteInSlices, retentionCutoff } from '../../storage/index.js';
@@ -27,7 +28,26 @@ export async function recordBuildSample(sql: Sql, sample: BuildSample, now: Date
       peak_memory_bytes, io_read_bytes, io_write_bytes, oom_kills)
     values (${sample.derivationBuildId}, ${sample.attempt}, ${now}, ${sample.workerId}, ${sample.wallMs}, ${r ? ms(r.cpuUserSeconds) : null},
       ${r ? ms(r.cpuSystemSeconds) : null}, ${r?.peakMemoryBytes ?? null}, ${r?.ioReadBytes ?? null}, ${r?.ioWriteBytes ?? null}, ${r?.oomKills ?? null})
-    on conflict (derivation_build_id, attempt) do nothing`;
+    on conflict (derivation_build_id, attempt) do update set recorded_at = excluded.recorded_at, worker_id = excluded.worker_id, wall_ms = excluded.wall_ms,
+      cpu_user_ms = excluded.cpu_user_ms, cpu_system_ms = excluded.cpu_system_ms, peak_memory_bytes = excluded.peak_memory_bytes,
+      io_read_bytes = excluded.io_read_bytes, io_write_bytes = excluded.io_write_bytes, oom_kills = excluded.oom_kills, running = false
+    where build_resource_samples.running`;
+}
+
+/** Running builds' readings so far (heartbeats): each replaces the attempt's running row, never a final one. */
+export async function recordBuildReadings(sql: Sql, readings: readonly (BuildSample & { resources: BuildResources })[], now: Date): Promise<void> {
+  for (const sample of readings) {
+    const r = sample.resources;
+    await sql`
+      insert into build_resource_samples (derivation_build_id, attempt, recorded_at, worker_id, wall_ms, cpu_user_ms, cpu_system_ms,
+        peak_memory_bytes, io_read_bytes, io_write_bytes, oom_kills, running)
+      values (${sample.derivationBuildId}, ${sample.attempt}, ${now}, ${sample.workerId}, ${sample.wallMs}, ${ms(r.cpuUserSeconds)}, ${ms(r.cpuSystemSeconds)},
+        ${r.peakMemoryBytes}, ${r.ioReadBytes}, ${r.ioWriteBytes}, ${r.oomKills}, true)
+      on conflict (derivation_build_id, attempt) do update set recorded_at = excluded.recorded_at, wall_ms = excluded.wall_ms,
+        cpu_user_ms = excluded.cpu_user_ms, cpu_system_ms = excluded.cpu_system_ms, peak_memory_bytes = excluded.peak_memory_bytes,
+        io_read_bytes = excluded.io_read_bytes, io_write_bytes = excluded.io_write_bytes, oom_kills = excluded.oom_kills
+      where build_resource_samples.running`;
+  }
 }
 
 export async function recordEvaluationStats(sql: Sql, evaluationId: string, durationMs: number, stats: EvalStats | undefined): Promise<void> {
@@ -47,6 +67,7 @@ interface SampleRow {
   io_read_bytes: string | null;
   io_write_bytes: string | null;
   oom_kills: number | null;
+  running: boolean;
 }
 
 const num = (v: string | null): number | null => (v === null ? null : Number(v));
@@ -56,11 +77,11 @@ export async function latestBuildResources(sql: Sql, derivationBuildIds: readonl
   if (derivationBuildIds.length === 0) return new Map();
   const rows = await sql<(SampleRow & { derivation_build_id: string })[]>`
     select distinct on (derivation_build_id) derivation_build_id, attempt, wall_ms, cpu_user_ms, cpu_system_ms, peak_memory_bytes,
-      io_read_bytes, io_write_bytes, oom_kills
+      io_read_bytes, io_write_bytes, oom_kills, running
     from build_resource_samples where derivation_build_id = any(${derivationBuildIds as string[]}::uuid[])
     order by derivation_build_id, attempt desc`;
   return new Map(rows.map((r) => [r.derivation_build_id, {
-    attempt: r.attempt, wall_seconds: Number(r.wall_ms) / 1000,
+    attempt: r.attempt, running: r.running, wall_seconds: Number(r.wall_ms) / 1000,
     cpu_user_seconds: r.cpu_user_ms === null ? null : Number(r.cpu_user_ms) / 1000,
     cpu_system_seconds: r.cpu_system_ms === null ? null : Number(r.cpu_system_ms) / 1000,
     peak_memory_bytes: num(r.peak_memory_bytes), io_read_bytes: num(r.io_read_bytes), io_write_bytes: num(r.io_write_bytes), oom_kills: r.oom_kills,

@@ -11,7 +11,7 @@ import type { BuildOutcomes } from './buildOutcomes.js';
 import type { BuildPlacement } from './buildPlacement.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
-import { recordBuildSample } from './buildStatistics.js';
+import { recordBuildReadings, recordBuildSample } from './buildStatistics.js';
 import type { JobCancellations } from './jobCancellations.js';
 import type { BuildJobEntry, Job, JobTable } from './schedulerJobs.js';
 import type { ConnectedWorker } from '../workers/index.js';
@@ -77,7 +77,8 @@ export class WorkerMessageRouter {
       case 'narChunk': return nars.chunk(worker, message);
       case 'narPushEnd': return nars.end(worker, message);
       case 'narAbort': return nars.abort(worker, message.transferId);
-      case 'heartbeat': case 'pushResult': case 'error': return;
+      case 'heartbeat': return this.readings(worker, message);
+      case 'pushResult': case 'error': return;
       default:
     }
     if (!('jobId' in message) || message.jobId === undefined) return;
@@ -87,6 +88,20 @@ export class WorkerMessageRouter {
     if (message.t === 'jobRefused') return this.refused(worker, job);
     if (job.kind === 'eval') return evaluationJobMessage(this.deps.evaluationJobs, job, message);
     return this.buildMessage(job, message);
+  }
+
+  /** A heartbeat's readings of running builds, for the builds this process gave that worker. */
+  private async readings(worker: ConnectedWorker, message: Extract<Message, { t: 'heartbeat' }>): Promise<void> {
+    const samples = (message.builds ?? []).flatMap((r) => {
+      const job = this.deps.jobs.get(r.jobId);
+      if (job?.kind !== 'build' || job.workerId !== worker.hello.workerId) return [];
+      const resources = {
+        cpuUserSeconds: r.cpuUserSeconds, cpuSystemSeconds: r.cpuSystemSeconds, peakMemoryBytes: r.peakMemoryBytes,
+        ioReadBytes: r.ioReadBytes, ioWriteBytes: r.ioWriteBytes, oomKills: r.oomKills,
+      };
+      return [{ derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: Math.round(r.wallSeconds * 1000), resources }];
+    });
+    if (samples.length > 0) await recordBuildReadings(this.deps.statistics.sql, samples, this.deps.statistics.now());
   }
 
   private async refused(worker: ConnectedWorker, job: Job): Promise<void> {

@@ -6,6 +6,8 @@ import { cacheTraffic } from './cacheTraffic.js';
 import { cacheUpstreamsService } from './cacheUpstreams.js';
 import { createOutboundClient, outboundFetch, type EventBus, type KilnMetrics, type OutboundClient, type TrafficCounters } from '../../storage/index.js';
 import { createUpstreams } from './upstreams.js';
+import { tracedFetch } from './tracedFetch.js';
+import type { StageTracer } from '../../config/index.js';
 import { cacheKeyRotationService } from './cacheKeyRotation.js';
 import { debugInfoDocument } from './debugIndex.js';
 import type { Clock } from '../../supervisors/index.js';
@@ -20,6 +22,8 @@ export interface CacheServicesDeps extends CacheDeps {
   metrics?: Pick<KilnMetrics, 'narinfoAnswered' | 'narBytesServed'>;
   /** the stored per-minute traffic series (services/metrics/trafficRecorder.ts) */
   trafficCounters?: Pick<TrafficCounters, 'narinfo' | 'served'>;
+  /** log.traceDir: each upstream fetch is a span */
+  tracer?: StageTracer;
 }
 
 /** Caches, their NARs and their upstreams, built once at start (services/createServices.ts). */
@@ -33,7 +37,7 @@ export function createCacheServices(deps: CacheServicesDeps) {
     concurrency: deps.config['cache.upstreamQueryConcurrency'],
     maxNarBytes: deps.config['nar.maxUploadSize'],
     tempFile: (suffix) => deps.nars.staging.tempFile(suffix),
-    fetch: outboundFetch(outbound),
+    fetch: deps.tracer ? tracedFetch(outboundFetch(outbound), deps.tracer) : outboundFetch(outbound),
     bus: deps.bus,
   });
   return {

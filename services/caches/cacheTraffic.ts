@@ -70,7 +70,7 @@ export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<Kil
     },
     fetched: (cache, fileHash, bytes) => {
       metrics?.narBytesServed(cache.name, bytes);
-      counters?.served(cache.id, bytes);
+      counters?.served(cache.id, bytes, fileHash);
       add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes });
     },
     get dropped() {

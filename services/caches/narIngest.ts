@@ -7,7 +7,8 @@
 // (uploadFailure.ts). What is not an ApiError is a server fault.
 import { rm } from 'node:fs/promises';
 import { acquireUpload, type UploadBudgetRef } from '../../actors/index.js';
-import type { Narinfo, NarUploadResult, SigningKey } from '../../protocol/index.js';
+import { childSpan, newTraceRoot, type Narinfo, type NarUploadResult, type SigningKey, type SpanIds } from '../../protocol/index.js';
+import { disabledTracer, type StageTracer } from '../../config/index.js';
 import { isUploadProblem, type Events, type IngestOutcome, type KilnMetrics, type NarStorage } from '../../storage/index.js';
 import type { CacheSigningKeys } from './cacheSigningKeys.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
@@ -60,6 +61,8 @@ export interface NarIngestDeps {
   events: Events;
   /** kiln_cache_nar_ingested_bytes_total and kiln_upload_busy_total */
   metrics?: Pick<KilnMetrics, 'narBytesIngested' | 'uploadRefusedBusy'>;
+  /** log.traceDir: each ingest's stages as spans (docs/metrics.md, "Stage traces") */
+  tracer?: StageTracer;
 }
 
 export interface NarIngest {
@@ -73,8 +76,11 @@ export interface NarIngest {
    * copy is returned; null when the path is new.
    */
   demandRoomFor(target: IngestTarget, info: Narinfo): Promise<NarUploadResult | null>;
-  /** Ingests the NAR signed with the cache's key, and announces the path when it was added. */
-  ingest(target: IngestTarget, info: Narinfo, source: NarSource): Promise<NarUploadResult>;
+  /**
+   * Ingests the NAR signed with the cache's key, and announces the path when it was added. `trace`:
+   * the span its spans go below (a build job's, for a worker's push); none: a trace of its own.
+   */
+  ingest(target: IngestTarget, info: Narinfo, source: NarSource, trace?: SpanIds): Promise<NarUploadResult>;
   /** Writes `body` to a temporary file (413 nar_too_large past nar.maxUploadSize); the caller forgets it. */
   stage(body: AsyncIterable<Uint8Array>): Promise<string>;
   /** A fresh temporary path for a caller writing a NAR piece by piece; the caller forgets it. */
@@ -106,6 +112,7 @@ export async function translated<T>(work: () => Promise<T>): Promise<T> {
 
 export function narIngest(deps: NarIngestDeps): NarIngest {
   const { uploads } = deps.nars;
+  const tracer = deps.tracer ?? disabledTracer;
 
   const admit = async (bytes: number, mode: AdmissionMode, owner: string | undefined) => {
     const who = owner === undefined ? {} : { owner };
@@ -145,18 +152,42 @@ export function narIngest(deps: NarIngestDeps): NarIngest {
       return null;
     },
 
-    async ingest(target, info, source) {
-      const signingKey = await deps.keys.of(target.id);
-      const result = resultOf(await translated(() => stored({ cacheId: target.id, signingKey, info }, source)));
-      if (result.status === 'added') {
-        deps.metrics?.narBytesIngested(target.name, result.file_size);
-        await announceAddedNar(deps.events, {
-          cache: { id: target.id, name: target.name, keyName: signingKey.name },
-          storePath: result.store_path, narHash: result.nar_hash, narSize: result.nar_size, fileHash: result.file_hash, fileSize: result.file_size,
-          ...(target.uploader === undefined ? {} : { user: target.uploader }),
-        });
+    async ingest(target, info, source, trace) {
+      // Below the caller's span, or the root of a trace of its own.
+      const ids = trace === undefined ? newTraceRoot() : childSpan(trace);
+      const span = {
+        ids, end: tracer.start('nar.ingest', ids, {
+          cache: target.name, store_path: info.storePath, nar_size: info.narSize, source: 'file' in source ? 'file' : 'staged' in source ? 'staged' : 'stored',
+        }),
+      };
+      try {
+        const signingKey = await deps.keys.of(target.id);
+        // The storage pass: the NAR read and verified against its NarHash, compressed, written, recorded and signed.
+        const store = tracer.child('nar.store', span.ids);
+        let result: NarUploadResult;
+        try {
+          result = resultOf(await translated(() => stored({ cacheId: target.id, signingKey, info }, source)));
+          store.end('ok', { status: result.status, file_size: result.file_size });
+        } catch (error) {
+          store.end('error');
+          throw error;
+        }
+        if (result.status === 'added') {
+          deps.metrics?.narBytesIngested(target.name, result.file_size);
+          const announce = tracer.child('nar.announce', span.ids);
+          await announceAddedNar(deps.events, {
+            cache: { id: target.id, name: target.name, keyName: signingKey.name },
+            storePath: result.store_path, narHash: result.nar_hash, narSize: result.nar_size, fileHash: result.file_hash, fileSize: result.file_size,
+            ...(target.uploader === undefined ? {} : { user: target.uploader }),
+          });
+          announce.end();
+        }
+        span.end('ok', { status: result.status });
+        return result;
+      } catch (error) {
+        span.end('error', { error: (error instanceof Error ? error.message : String(error)).slice(0, 300) });
+        throw error;
       }
-      return result;
     },
 
     stage: async (body) => (await translated(() => uploads.stageTemporary(body))).file,

@@ -1,8 +1,9 @@
 // Reading the stored cache traffic (docs/metrics.md, "Stored metrics"): a cache's time series, for
 // whoever may see the cache (viewCache; 404 otherwise, as for the cache itself), and the cache
-// board, per cache the caller may see: stored paths and bytes, and traffic of the last hour and day.
+// board, per cache the caller may see: stored paths and bytes, traffic of the last hour and day, and
+// its most fetched NAR files since yesterday (UTC days; metrics.labelTopn of them).
 import { ApiError, CACHE_METRICS_MAX_POINTS, type CacheMetricsQuery, type Permission } from '../../protocol/index.js';
-import { storedTotalsOf, trafficSeries, trafficTotalsSince, type Sql, type TrafficCounts, type TrafficPeriod } from '../../storage/index.js';
+import { storedTotalsOf, topFetchedPaths, trafficSeries, trafficTotalsSince, type Sql, type TrafficCounts, type TrafficPeriod } from '../../storage/index.js';
 import type { Principal } from '../access/index.js';
 import type { Clock } from '../../supervisors/index.js';
 
@@ -31,13 +32,15 @@ const trafficView = (c: TrafficCounts | undefined): TrafficView => {
 export interface CacheMetricsDeps {
   sql: Sql;
   clock: Clock;
+  /** metrics.labelTopn: the board's top fetched paths per cache */
+  labelTopn: number;
   caches: {
     demandRecord(who: Principal, name: string, permission: Permission): Promise<{ row: { id: string; name: string } }>;
     list(who: Principal): Promise<{ id: string; name: string }[]>;
   };
 }
 
-export function cacheMetricsService({ sql, clock, caches }: CacheMetricsDeps) {
+export function cacheMetricsService({ sql, clock, caches, labelTopn }: CacheMetricsDeps) {
   return {
     async series(who: Principal, cache: string, query: CacheMetricsQuery) {
       const { row } = await caches.demandRecord(who, cache, 'viewCache');
@@ -60,12 +63,14 @@ export function cacheMetricsService({ sql, clock, caches }: CacheMetricsDeps) {
       const visible = await caches.list(who);
       const ids = visible.map((c) => c.id);
       const now = clock.now().getTime();
-      const [stored, hour, day] = await Promise.all([
-        storedTotalsOf(sql, ids), trafficTotalsSince(sql, ids, new Date(now - PERIOD_MS.hour)), trafficTotalsSince(sql, ids, new Date(now - PERIOD_MS.day)),
+      const since = new Date(now - PERIOD_MS.day);
+      const [stored, hour, day, top] = await Promise.all([
+        storedTotalsOf(sql, ids), trafficTotalsSince(sql, ids, new Date(now - PERIOD_MS.hour)), trafficTotalsSince(sql, ids, since),
+        topFetchedPaths(sql, ids, since, labelTopn),
       ]);
       const rows = visible.map((c) => ({
         cache: c.name, paths: stored.get(c.id)?.paths ?? 0, bytes: stored.get(c.id)?.bytes ?? 0,
-        last_hour: trafficView(hour.get(c.id)), last_day: trafficView(day.get(c.id)),
+        last_hour: trafficView(hour.get(c.id)), last_day: trafficView(day.get(c.id)), top_paths: top.get(c.id) ?? [],
       }));
       const requests = (r: (typeof rows)[number]) => r.last_day.narinfo_hits + r.last_day.narinfo_misses + r.last_day.upstream_hits;
       return rows.sort((a, b) => requests(b) - requests(a) || a.cache.localeCompare(b.cache));

@@ -4,3 +4,6 @@ export { flushTraffic, rollUpAndPrune } from './trafficRecorder.js';
 export { cacheMetricsService, type CacheMetricsService } from './cacheMetrics.js';
 export { startOtlpPush } from './otlpPush.js';
 export { sampleWorkers } from './workerSamples.js';
+export { sampleInstance, instanceWindowService, type InstanceWindowService } from './instanceWindow.js';
+export { workerSampleSeriesService, type WorkerSampleSeriesService } from './workerSampleSeries.js';
+export { projectSeriesService, type ProjectSeriesService } from './projectSeries.js';

@@ -17,6 +17,8 @@ export interface ServerMetricsDeps {
   workers: Pick<WorkerConnections, 'connected'>;
   nars: Pick<NarStorage, 'hotCacheStats'>;
   cpu: Pick<CpuPool, 'stats'>;
+  /** the UploadBudget's permits now: granted (uploads in progress) and waiting */
+  uploads?: () => { granted: number; waiting: number };
   /** metrics.labelTopn: caches with their own storage series, the rest summed as "other" */
   labelTopn: number;
   now?: () => number;
@@ -139,7 +141,25 @@ export function registerServerMetrics(deps: ServerMetricsDeps): void {
 
   metrics.scraped('kiln_cpu_pool_queued_tasks', 'CPU-bound tasks (hashing, compression) waiting for a thread', [], () => [{ labels: {}, value: deps.cpu.stats().queued }]);
   metrics.scraped('kiln_cpu_pool_threads', 'threads of the CPU pool', [], () => [{ labels: {}, value: deps.cpu.stats().threads }]);
+  metrics.scraped('kiln_cpu_pool_tasks_completed_total', 'CPU pool tasks completed since the start', [], () => [{ labels: {}, value: deps.cpu.stats().completed }]);
+  metrics.scraped('kiln_cpu_pool_task_seconds', 'CPU pool task time since the start: how long tasks ran and waited for a thread, median and 99th percentile', ['stage', 'quantile'], () => {
+    const { runMs, waitMs } = deps.cpu.stats();
+    // piscina answers NaN before its first task: no task, no time.
+    const s = (ms: number) => (Number.isFinite(ms) ? ms / 1000 : 0);
+    return [
+      { labels: { stage: 'run', quantile: '0.5' }, value: s(runMs.p50) }, { labels: { stage: 'run', quantile: '0.99' }, value: s(runMs.p99) },
+      { labels: { stage: 'wait', quantile: '0.5' }, value: s(waitMs.p50) }, { labels: { stage: 'wait', quantile: '0.99' }, value: s(waitMs.p99) },
+    ];
+  });
   metrics.scraped('kiln_cpu_pool_utilization_ratio', 'share of the CPU pool\'s capacity used since the start, 0 to 1', [], () => [{ labels: {}, value: deps.cpu.stats().utilization }]);
+
+  const uploads = deps.uploads;
+  if (uploads) {
+    metrics.scraped('kiln_upload_permits', 'upload permits of this process (upload.concurrency, upload.bytesBudget): granted (uploads being stored) and waiting', ['state'], () => {
+      const now = uploads();
+      return [{ labels: { state: 'granted' }, value: now.granted }, { labels: { state: 'waiting' }, value: now.waiting }];
+    });
+  }
 
   metrics.scraped('kiln_hot_cache_bytes', 'bytes held by the in-memory narinfo and small NAR cache (nar.hotCacheBytes)', [], () => [{ labels: {}, value: deps.nars.hotCacheStats().bytes }]);
   metrics.scraped('kiln_hot_cache_entries', 'entries of the in-memory narinfo and small NAR cache', [], () => [{ labels: {}, value: deps.nars.hotCacheStats().entries }]);

@@ -1,17 +1,26 @@
 // The passes behind the stored cache traffic (docs/metrics.md, "Stored metrics"), run by the
 // upkeep: a flush of this process's per-minute counters (metrics.cacheFlushIntervalSecs), and a
 // rollup pass (metrics.rollupIntervalSecs) that rolls minutes up to hours, days and weeks and
-// deletes minutes past metrics.retention.rawDays and hour rollups past metrics.retention.rollupDays.
+// deletes minutes (and per-file fetch days) past metrics.retention.rawDays and hour rollups past
+// metrics.retention.rollupDays.
 import type { Config } from '../../config/index.js';
-import { addTrafficMinutes, pruneTraffic, retentionCutoff, rollUpTraffic, type Sql, type TrafficCounters } from '../../storage/index.js';
+import { addPathFetches, addTrafficMinutes, prunePathFetches, pruneTraffic, retentionCutoff, rollUpTraffic, type Sql, type TrafficCounters } from '../../storage/index.js';
 
 /** Writes what was counted since the last flush; a failed write keeps the counts for the next. */
-export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'take' | 'restore'>): Promise<{ minutes: number }> {
+export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>): Promise<{ minutes: number }> {
   const rows = counters.take();
+  const files = counters.takeFiles();
   try {
     await addTrafficMinutes(sql, rows);
   } catch (err) {
     counters.restore(rows);
+    counters.restoreFiles(files);
+    throw err;
+  }
+  try {
+    await addPathFetches(sql, files);
+  } catch (err) {
+    counters.restoreFiles(files);
     throw err;
   }
   return { minutes: rows.length };
@@ -20,9 +29,7 @@ export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'ta
 /** One rollup pass, then retention; how many rows retention deleted. */
 export async function rollUpAndPrune(sql: Sql, config: Pick<Config, 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'>, now: Date): Promise<{ deleted: number }> {
   await rollUpTraffic(sql);
-  const deleted = await pruneTraffic(sql, {
-    rawBefore: retentionCutoff(config['metrics.retention.rawDays'], now),
-    rollupBefore: retentionCutoff(config['metrics.retention.rollupDays'], now),
-  });
-  return { deleted };
+  const rawBefore = retentionCutoff(config['metrics.retention.rawDays'], now);
+  const deleted = await pruneTraffic(sql, { rawBefore, rollupBefore: retentionCutoff(config['metrics.retention.rollupDays'], now) });
+  return { deleted: deleted + (rawBefore === null ? 0 : await prunePathFetches(sql, rawBefore)) };
 }

@@ -128,7 +128,8 @@ export class WorkerConnections {
       worker.load = message.load;
       worker.actor?.send({ type: 'heartbeat', load1: message.load.load1 });
       worker.link.send({ t: 'heartbeatAck', seq: message.seq });
-      return;
+      // Readings of running builds go on to the scheduler, which knows their jobs; a plain heartbeat ends here.
+      if (message.builds === undefined || message.builds.length === 0) return;
     }
     for (const listener of this.listeners) listener.received(worker, message);
   }

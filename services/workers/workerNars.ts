@@ -10,7 +10,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Clock } from '../../supervisors/index.js';
-import { isApiError, type MessageOf, type Narinfo } from '../../protocol/index.js';
+import { isApiError, jobRootSpan, type MessageOf, type Narinfo } from '../../protocol/index.js';
 import { activeCachesNamed } from '../../storage/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
 import type { ConnectedWorker } from './workerConnections.js';
@@ -152,7 +152,7 @@ export class WorkerNars {
       return await this.deps.ingest.admitted(info.narSize, 'wait', undefined, async () => {
         for (const target of transfer.targets) {
           try {
-            await this.deps.ingest.ingest(target, info, { file: transfer.file });
+            await this.deps.ingest.ingest(target, info, { file: transfer.file }, jobRootSpan(transfer.start.jobId));
           } catch (error) {
             return this.refusal(error, transferId, target.name, true);
           }

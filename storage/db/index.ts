@@ -22,3 +22,4 @@ export {
   addTrafficMinutes, rollUpTraffic, pruneTraffic, trafficSeries, trafficTotalsSince, storedTotalsOf,
   type TrafficCounts, type TrafficMinute, type TrafficPeriod,
 } from './cacheTraffic.js';
+export { addPathFetches, prunePathFetches, topFetchedPaths } from './pathFetches.js';

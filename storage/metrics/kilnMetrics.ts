@@ -34,11 +34,16 @@ export class KilnMetrics {
   private readonly cacheLabel: BoundedLabel;
   // The families that grow with routes and caches render their lines once (prerenderedFamilies.ts).
   private readonly httpDuration: HistogramFamily<'group' | 'method' | 'status'>;
-  /** children by "group method status", so a request looks up one key */
-  private readonly httpChildren = new Map<string, { observe(value: number): void }>();
+  /**
+   * children by group, then method, then status: three lookups of strings the route table and
+   * the server already hold (interned, hashed once) and a number, so a request builds no key
+   */
+  private readonly httpChildren = new Map<string, Map<string, Map<number, { observe(value: number): void }>>>();
   private readonly narinfo: CounterFamily<'cache' | 'outcome'>;
-  private readonly narinfoChildren = new Map<string, { inc(by?: number): void }>();
+  /** each cache's three outcome children, bound at its first answer */
+  private readonly narinfoChildren = new Map<string, Record<NarinfoOutcome, { inc(by?: number): void }>>();
   private readonly narServed: CounterFamily<'cache'>;
+  private readonly narServedChildren = new Map<string, { inc(by?: number): void }>();
   private readonly narIngested: CounterFamily<'cache'>;
   private readonly families: PrerenderedFamily[];
   private readonly uploadBusy: Counter;
@@ -75,28 +80,31 @@ export class KilnMetrics {
   /** An HTTP answer: `group` from the route table (a bounded set), `status` the answer's. */
   httpRequest(group: string, method: string, status: number, seconds: number): void {
     if (!this.options.enabled) return;
-    const key = `${group} ${method} ${status}`;
-    let child = this.httpChildren.get(key);
-    if (child === undefined) {
-      child = this.httpDuration.child(group, method, String(status));
-      this.httpChildren.set(key, child);
-    }
+    let byMethod = this.httpChildren.get(group);
+    if (byMethod === undefined) this.httpChildren.set(group, (byMethod = new Map()));
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) byMethod.set(method, (byStatus = new Map()));
+    let child = byStatus.get(status);
+    if (child === undefined) byStatus.set(status, (child = this.httpDuration.child(group, method, String(status))));
     child.observe(seconds);
   }
 
   narinfoAnswered(cache: string, outcome: NarinfoOutcome): void {
     if (!this.options.enabled) return;
-    const key = `${cache} ${outcome}`;
-    let child = this.narinfoChildren.get(key);
-    if (child === undefined) {
-      child = this.narinfo.child(this.cacheLabel.value(cache), outcome);
-      this.narinfoChildren.set(key, child);
+    let children = this.narinfoChildren.get(cache);
+    if (children === undefined) {
+      const label = this.cacheLabel.value(cache);
+      children = { hit: this.narinfo.child(label, 'hit'), miss: this.narinfo.child(label, 'miss'), upstream: this.narinfo.child(label, 'upstream') };
+      this.narinfoChildren.set(cache, children);
     }
-    child.inc();
+    children[outcome].inc();
   }
 
   narBytesServed(cache: string, bytes: number): void {
-    if (this.options.enabled) this.narServed.child(this.cacheLabel.value(cache)).inc(bytes);
+    if (!this.options.enabled) return;
+    let child = this.narServedChildren.get(cache);
+    if (child === undefined) this.narServedChildren.set(cache, (child = this.narServed.child(this.cacheLabel.value(cache))));
+    child.inc(bytes);
   }
 
   narBytesIngested(cache: string, bytes: number): void {

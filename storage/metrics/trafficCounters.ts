@@ -3,9 +3,17 @@
 // map entry; nothing else happens per request. Counted whether or not /metrics is enabled: the
 // stored series are for people and the UI.
 import type { TrafficMinute } from '../db/cacheTraffic.js';
+import type { PathFetchCount } from '../db/pathFetches.js';
+
+/**
+ * Distinct NAR files counted per flush at most: past that, a flood of distinct files (a client
+ * walking a whole cache) still counts in the minute totals, not per file, so memory stays bounded.
+ */
+const MAX_FILES_PER_FLUSH = 10_000;
 
 export class TrafficCounters {
   private pending = new Map<string, TrafficMinute>();
+  private files = new Map<string, PathFetchCount>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -27,8 +35,34 @@ export class TrafficCounters {
     else entry.upstreamHits++;
   }
 
-  served(cacheId: string, bytes: number): void {
+  /** A NAR file sent: its bytes to the minute, and one fetch of `fileHash` (the board's top fetched paths). */
+  served(cacheId: string, bytes: number, fileHash?: string): void {
     this.entry(cacheId).narBytesServed += bytes;
+    if (fileHash === undefined) return;
+    const day = Math.floor(this.now() / 86_400_000) * 86_400_000;
+    this.addFile({ cacheId, day: new Date(day), fileHash, fetches: 1, bytes });
+  }
+
+  /** Adds to a file's count, or starts one while there is room (MAX_FILES_PER_FLUSH). */
+  private addFile(row: PathFetchCount): void {
+    const key = `${row.cacheId} ${row.day.getTime()} ${row.fileHash}`;
+    const file = this.files.get(key);
+    if (file !== undefined) {
+      file.fetches += row.fetches;
+      file.bytes += row.bytes;
+    } else if (this.files.size < MAX_FILES_PER_FLUSH) this.files.set(key, { ...row });
+  }
+
+  /** The per-file fetches counted since the last take, emptied. */
+  takeFiles(): PathFetchCount[] {
+    const taken = [...this.files.values()];
+    this.files = new Map();
+    return taken;
+  }
+
+  /** Puts back per-file counts a failed flush could not write (within the same bound). */
+  restoreFiles(rows: readonly PathFetchCount[]): void {
+    for (const row of rows) this.addFile(row);
   }
 
   /** Everything counted since the last take, emptied. */

@@ -60,6 +60,12 @@ interface Endpoint {
   socket?: true;
   /** the status of an admitted call when it is not 200 (202 for a requested collection run) */
   ok?: number;
+  /**
+   * a scoped row superusers may also use (a worker's samples): a superuser's session and its unpinned
+   * keys holding admin (the row's keys lack only the row's permission) get 200; its pinned key is a
+   * stranger like any other (404)
+   */
+  superuserReads?: true;
 }
 
 const rank: Record<Role, number> = { View: 1, Write: 2, Admin: 3 };
@@ -89,6 +95,7 @@ function refusalOrOk(e: Endpoint, persona: Persona, credential: Credential): num
     return persona === 'superuser' && !keyLacks ? 200 : 403;
   }
   if (e.scope === 'create') return credential === 'keyPinnedElsewhere' || credential === 'keyWithoutPermission' ? 403 : 200;
+  if (e.superuserReads && persona === 'superuser' && credential !== 'keyPinnedElsewhere') return 200;
   // A superuser is not an implicit member: without a role it is a stranger.
   const role: Role | null = persona === 'nonMember' || persona === 'superuser' ? null : persona;
   if (role === null) return 404;
@@ -171,6 +178,16 @@ const webhookRows = (base: string, id: string, access: Pick<Endpoint, 'scope' | 
     { method: 'GET', path: `${base}/${id}/deliveries`, ...access, before },
     { method: 'DELETE', path: `${base}/${id}`, ...access, before },
   ];
+};
+// A worker that connected for acme/web, with one sample (the worker samples row).
+const MATRIX_WORKER = '0e0e0e0e-0000-4000-8000-0000000000b1';
+const ensureMatrixWorker = async (c: Ctx) => {
+  const [connection] = await c.kiln.sql<{ id: string }[]>`
+    insert into worker_connections (id, worker_id, hello, projects, disconnected_at)
+    values ('0e0e0e0e-0000-4000-8000-0000000000b2', ${MATRIX_WORKER}, '{}', ${[c.ids['web']!]}::uuid[], now())
+    on conflict (id) do update set projects = excluded.projects returning id`;
+  await c.kiln.sql`insert into worker_samples (worker_id, connection_id, sampled_at, load1, memory_free_bytes, memory_total_bytes, build_slots, builds_running, eval_slots, evals_running)
+    values (${MATRIX_WORKER}, ${connection!.id}, now(), 1, 1, 1, 1, 0, 1, 0) on conflict do nothing`;
 };
 const TASK_ACTION = '0e0e0e0e-0000-4000-8000-0000000000a1';
 const ensureTaskAction = (c: Ctx) => c.kiln.sql`
@@ -424,6 +441,9 @@ const endpoints: Endpoint[] = [
   // stored metrics (issue 21): a cache's traffic series for whoever may see it; the cache board for any signed-in account (it lists only the caches each may see)
   { method: 'GET', path: '/caches/main/metrics', scope: 'cache', role: 'View', permission: 'viewCache' },
   { method: 'GET', path: '/board/cache', scope: 'user', permission: null },
+  // the other stored series (issue 21): a worker's samples (manageWorkers on a project it connected for, or a superuser), a project's series (viewProject)
+  { method: 'GET', path: `/workers/${MATRIX_WORKER}/samples`, scope: 'project', role: 'Admin', permission: 'manageWorkers', superuserReads: true, before: ensureMatrixWorker },
+  { method: 'GET', path: '/projects/acme/web/metrics?period=day', scope: 'project', role: 'View', permission: 'viewProject' },
   {
     method: 'PUT', path: '/caches/main/upstreams', scope: 'cache', role: 'Admin', permission: 'manageCache',
     body: { url: 'http://upstream.example/cache', public_key: `upstream-1:${Buffer.alloc(32, 3).toString('base64')}` },
@@ -486,6 +506,7 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/admin/users?per_page=5&search=a', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/admin/sessions?state=all', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/workers', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/metrics/instance', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/board/live', scope: 'superuser', permission: 'admin', socket: true },

@@ -23,6 +23,10 @@ export const EXAMPLES: Outgoing[] = [
   },
   { t: 'reject', code: 'bad_token', reason: 'none of the presented peer tokens is valid' },
   { t: 'heartbeat', seq: 7, load: { runningBuilds: 1, runningEvals: 0, load1: 0.42, memoryFreeBytes: 1 << 30, memoryTotalBytes: 4 << 30, storeFreeBytes: null } },
+  {
+    t: 'heartbeat', seq: 8, load: { runningBuilds: 1, runningEvals: 0, load1: 0.42, memoryFreeBytes: 1 << 30, memoryTotalBytes: 4 << 30, storeFreeBytes: null },
+    builds: [{ jobId: 'job-1', wallSeconds: 12.5, cpuUserSeconds: 10, cpuSystemSeconds: 1, memoryBytes: 1 << 20, peakMemoryBytes: 1 << 21, ioReadBytes: null, ioWriteBytes: null, oomKills: null }],
+  },
   { t: 'heartbeatAck', seq: 7 },
   { t: 'error', code: 'unknown_job', message: 'no running job x', jobId: 'x' },
   { t: 'evalJob', jobId: 'eval-1', project: '5b0d7a3e-8f7c-4d2a-9c1e-3f4a5b6c7d8e', repository: 'https://example.org/repo.git', commit: 'a'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 0 },

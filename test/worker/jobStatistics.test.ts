@@ -1,7 +1,7 @@
 // Per-build and per-evaluation statistics from a real worker (docs/metrics.md, "Build and
 // evaluation statistics"): real Nix writes its evaluator statistics (NIX_SHOW_STATS), a build runs
 // in a cgroup v2 directory the worker makes under worker.build.cgroup and the kernel's counters come
-// back with the result; the worker says what the evaluation is doing (evalActivity). Without the
+// back with the result (and, while it runs, with each heartbeat); the worker says what the evaluation is doing (evalActivity). Without the
 // options nothing is measured, and a worker.build.cgroup that is no cgroup costs a warning only.
 import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
@@ -14,13 +14,14 @@ import { createFlakeRepo, shellFlake } from '../support/flakeRepo.js';
 import { requireNix, tempDir } from '../support/nixStore.js';
 import { startProtoServer, type WorkerSession } from '../support/protoServer.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
+import { eventually } from '../support/eventually.js';
 
 requireNix();
 const PROJECT = randomUUID();
 const dir = tempDir('kiln-worker-stats-');
 // A build that burns CPU in its own process: the cgroup must count it, although it is the builder's and not the worker's.
 const repo = createFlakeRepo(join(dir, 'repo'), {
-  'flake.nix': shellFlake(randomUUID(), `      busy = mk "kiln-test-busy" "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo $i > $out";
+  'flake.nix': shellFlake(randomUUID(), `      busy = mk "kiln-test-busy" "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done; echo $i > $out";
       busyAgain = mk "kiln-test-busy-again" "i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo $i > $out";`),
 });
 
@@ -89,6 +90,16 @@ t.test('with worker.eval.metrics and worker.build.metrics', async (t) => {
   const memory = readFileSync(join(parent, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('memory');
   t.equal(resources!.peakMemoryBytes !== null, memory, `peak memory is ${memory ? 'counted with' : 'null without'} the memory controller`);
   t.notOk(readdirSync(parent).some((entry) => entry.startsWith('kiln-build-')), 'no build cgroup is left behind');
+  // While it ran (several seconds of CPU, a heartbeat a second), the heartbeats carried its counters so far.
+  const readings = session.heartbeats.flatMap((h) => h.builds ?? []).filter((r) => r.jobId === 'b');
+  t.ok(readings.length > 0, 'heartbeats carried readings of the running build');
+  const last = readings.at(-1)!;
+  t.ok(last.wallSeconds > 0 && last.cpuUserSeconds + last.cpuSystemSeconds > 0, `a reading counts the builder's time so far: ${JSON.stringify(last)}`);
+  t.ok(last.cpuUserSeconds <= resources!.cpuUserSeconds, 'so far is no more than the total');
+  t.equal(last.memoryBytes !== null, memory, 'memory in use with the memory controller');
+  const after = session.heartbeats.length;
+  await eventually(() => session.heartbeats.length >= after + 2, { message: 'two more heartbeats' });
+  t.same(session.heartbeats.slice(after).flatMap((h) => h.builds ?? []), [], 'an ended build is no longer read');
 });
 
 t.test('without the options nothing is measured; a worker.build.cgroup that is no cgroup costs only the numbers', async (t) => {

@@ -2,7 +2,8 @@
 // statistics"), with a protocol-level worker against the real server and PostgreSQL: the worker's
 // evalActivity becomes evaluation.activity in the evaluation's scope (what the task and evaluation
 // live sockets filter on), its evaluator statistics show on GET /evals/{id}, each build attempt's
-// sample is stored and the latest shows on GET /builds/{id}, and samples go after retentionDays.
+// sample is stored and the latest shows on GET /builds/{id} (while it runs, the heartbeats' readings
+// of it, marked running), and samples go after retentionDays.
 import t from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { deleteOldBuildSamples } from '../../../services/builds/index.js';
@@ -66,15 +67,28 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
     worker.send({ t: 'jobFailed', jobId: first.jobId, failure: jobFailure('network', 'network happened'), durationMs: 1500, logBytes: 0, logDroppedBytes: 0, resources: { ...resources, oomKills: 1 } });
     const second = await worker.next('buildJob');
     worker.send({ t: 'jobAccepted', jobId: second.jobId });
+    // While it runs: the heartbeat's readings of it show as the running attempt's counters so far; a reading of a job this worker does not run is ignored.
+    const reading = { wallSeconds: 2, cpuUserSeconds: 1.5, cpuSystemSeconds: 0.125, memoryBytes: 1 << 19, peakMemoryBytes: 1 << 19, ioReadBytes: 1024, ioWriteBytes: 2048, oomKills: 0 };
+    worker.send({ t: 'heartbeat', seq: 1, load: { runningBuilds: 1, runningEvals: 0, load1: 1, memoryFreeBytes: 1, memoryTotalBytes: 2, storeFreeBytes: null },
+      builds: [{ jobId: second.jobId, ...reading }, { jobId: first.jobId, ...reading, wallSeconds: 99 }, { jobId: 'no-such-job', ...reading }] });
+    const running = await eventually(async () => (await kiln.api<{ resources: unknown }>('GET', `/builds/${buildId}`, { token })).message,
+      { until: (b) => (b.resources as { attempt: number } | null)?.attempt === 2, message: 'the running attempt\'s reading' });
+    t.same(running.resources, {
+      attempt: 2, running: true, wall_seconds: 2, cpu_user_seconds: 1.5, cpu_system_seconds: 0.125, peak_memory_bytes: 524288, io_read_bytes: 1024, io_write_bytes: 2048, oom_kills: 0,
+    });
     const output = { name: 'out', path: only.out, narHash: narHash(), narSize: 100, references: [], deriver: only.drvPath, ca: null };
     worker.send({ t: 'buildResult', jobId: second.jobId, drvPath: only.drvPath, outputs: [output], alreadyValid: false, durationMs: 4000, logBytes: 0, logDroppedBytes: 0, resources });
     const build = await eventually(async () => (await kiln.api<{ status: string; resources: unknown }>('GET', `/builds/${buildId}`, { token })).message,
-      { until: (b) => (b.resources as { attempt: number } | null)?.attempt === 2, message: 'the second attempt\'s sample' });
+      { until: (b) => (b.resources as { running: boolean } | null)?.running === false && (b.resources as { attempt: number }).attempt === 2, message: 'the second attempt\'s sample' });
     t.same(build.resources, {
-      attempt: 2, wall_seconds: 4, cpu_user_seconds: 3.5, cpu_system_seconds: 0.25, peak_memory_bytes: 1048576, io_read_bytes: 4096, io_write_bytes: 8192, oom_kills: 0,
+      attempt: 2, running: false, wall_seconds: 4, cpu_user_seconds: 3.5, cpu_system_seconds: 0.25, peak_memory_bytes: 1048576, io_read_bytes: 4096, io_write_bytes: 8192, oom_kills: 0,
     });
     const samples = await kiln.sql<{ attempt: number; wall_ms: string; oom_kills: number }[]>`select attempt, wall_ms, oom_kills from build_resource_samples order by attempt`;
-    t.same(samples, [{ attempt: 1, wall_ms: '1500', oom_kills: 1 }, { attempt: 2, wall_ms: '4000', oom_kills: 0 }], 'the failed attempt kept its own');
+    t.same(samples, [{ attempt: 1, wall_ms: '1500', oom_kills: 1 }, { attempt: 2, wall_ms: '4000', oom_kills: 0 }], 'the failed attempt kept its own; the 99 s reading of the ended first job went nowhere');
+    // A heartbeat after the result, still naming the job (a worker that read its cgroup late), changes nothing: the job ended.
+    worker.send({ t: 'heartbeat', seq: 2, load: { runningBuilds: 0, runningEvals: 0, load1: 1, memoryFreeBytes: 1, memoryTotalBytes: 2, storeFreeBytes: null }, builds: [{ jobId: second.jobId, ...reading }] });
+    await worker.next('heartbeatAck');
+    t.same((await kiln.sql`select wall_ms from build_resource_samples where attempt = 2`)[0], { wall_ms: '4000' });
   });
 
   await t.test('samples go retentionDays after they were recorded, not before', async (t) => {

@@ -69,6 +69,13 @@ t.test('an evaluation and its builds leave linked spans in the server\'s and the
     const stages = workerSpans.filter((s) => s.parent_span_id === job?.span_id);
     t.same(stages.map((s) => s.name), ['build.fetch_inputs', 'build.build', 'build.upload'], 'fetch inputs, build, upload');
     t.ok(stages.every((s) => s.trace_id === root.trace_id && s.status === 'ok'));
+    // The server's side of the upload: each pushed path's ingest below the job's root, its stages below that.
+    const ingests = server.spans.filter((s) => s.name === 'nar.ingest' && s.parent_span_id === root.span_id);
+    t.ok(ingests.length >= 1, 'the pushed output\'s ingest hangs below the build job');
+    for (const ingest of ingests) {
+      t.match(ingest, { trace_id: root.trace_id, status: 'ok', process: 'server' });
+      t.same(server.spans.filter((s) => s.parent_span_id === ingest.span_id).map((s) => s.name).filter((n) => n === 'nar.store'), ['nar.store']);
+    }
   }
   t.notOk(server.spans.some((s) => s.trace_id === evalRoot.trace_id && s !== evalRoot), 'each job is its own trace');
 });

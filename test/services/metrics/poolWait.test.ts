@@ -18,7 +18,7 @@ t.test('a pool whose connections are all busy shows the wait of its probe', asyn
   registerServerMetrics({
     metrics, sql, pools: { web: sql, cache: busy },
     workers: { connected: () => [] }, nars: { hotCacheStats: () => ({ bytes: 0, capacityBytes: 0, entries: 0, hits: 0, misses: 0 }) },
-    cpu: { stats: () => ({ queued: 0, threads: 1, utilization: 0, completed: 0 }) }, labelTopn: 5,
+    cpu: { stats: () => ({ queued: 0, threads: 1, utilization: 0, completed: 0, runMs: { p50: 0, p99: 0 }, waitMs: { p50: 0, p99: 0 } }) }, labelTopn: 5,
   });
   const held = await busy.reserve();
   const scraping = metrics.text();

@@ -22,9 +22,9 @@ t.test('a sample per connected worker from its last heartbeat; raw samples kept 
   worker.send({ t: 'heartbeat', seq: 1, load });
   await eventually(() => kiln.workers.connected()[0]?.load !== null, { message: 'the heartbeat arrived' });
   t.same(await kiln.upkeep.workerSamples(), { sampled: 1, deleted: 0 });
-  const rows = await kiln.sql`select worker_id, load1, memory_free_bytes, memory_total_bytes, store_free_bytes, build_slots, builds_running, eval_slots, evals_running from worker_samples`;
+  const rows = await kiln.sql`select worker_id, connection_id = ${kiln.workers.connected()[0]!.connectionId} as from_its_connection, load1, memory_free_bytes, memory_total_bytes, store_free_bytes, build_slots, builds_running, eval_slots, evals_running from worker_samples`;
   t.same(rows, [{
-    worker_id: hello.workerId, load1: 2.5, memory_free_bytes: String(1 << 30), memory_total_bytes: String(4 * (1 << 30)), store_free_bytes: '123456789',
+    worker_id: hello.workerId, from_its_connection: true, load1: 2.5, memory_free_bytes: String(1 << 30), memory_total_bytes: String(4 * (1 << 30)), store_free_bytes: '123456789',
     build_slots: 6, builds_running: 3, eval_slots: 2, evals_running: 1,
   }]);
 

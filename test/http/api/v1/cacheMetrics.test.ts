@@ -11,7 +11,7 @@ import { localNar, uploadChunked } from '../../../support/narUploads.js';
 
 interface Point { start: string; narinfo_hits: number; narinfo_misses: number; upstream_hits: number; nar_bytes_served: number; hit_ratio: number | null }
 interface Series { cache: string; period: string; points: Point[] }
-interface BoardRow { cache: string; paths: number; bytes: number; last_hour: Omit<Point, 'start'>; last_day: Omit<Point, 'start'> }
+interface BoardRow { cache: string; paths: number; bytes: number; last_hour: Omit<Point, 'start'>; last_day: Omit<Point, 'start'>; top_paths: { store_path: string | null; file_hash: string; fetches: number; bytes: number }[] }
 
 t.test('stored cache traffic', async (t) => {
   const kiln = await startTestKiln(t);
@@ -62,6 +62,10 @@ t.test('stored cache traffic', async (t) => {
     const pub = mine.message[0]!;
     t.same([pub.paths, pub.bytes, pub.last_hour.narinfo_hits, pub.last_day.narinfo_misses, pub.last_day.nar_bytes_served], [1, fileSize, hits, misses, fileSize]);
     t.equal(pub.last_day.hit_ratio, +(hits / (hits + misses)).toFixed(4));
+    t.equal(pub.top_paths.length, 1, 'one NAR file fetched');
+    t.same([pub.top_paths[0]!.file_hash, pub.top_paths[0]!.fetches, pub.top_paths[0]!.bytes], [fileHash, 1, fileSize]);
+    t.match(pub.top_paths[0]!.store_path, tree.hash, 'named by the store path it holds');
+    t.same(mine.message[1]!.top_paths, [], 'nothing fetched from secret');
     const theirs = await kiln.api<BoardRow[]>('GET', '/board/cache', { token: eve.token });
     t.same(theirs.message.map((r) => r.cache), ['pub']);
     t.equal((await kiln.api('GET', '/board/cache')).status, 401);

@@ -120,6 +120,9 @@ t.test('with metrics.tokenFile', async (t) => {
     t.equal(after.value('kiln_queue_depth', { kind: 'build' }), 0);
     t.equal(after.value('kiln_builds', { status: 'queued' }), 0);
     t.equal(after.value('kiln_workers_connected'), 0);
+    t.ok(after.value('kiln_cpu_pool_tasks_completed_total') >= 1, 'the upload hashed and compressed in the CPU pool');
+    t.ok(after.value('kiln_cpu_pool_task_seconds', { stage: 'run', quantile: '0.99' }) > 0, 'and took time there');
+    t.same([after.value('kiln_upload_permits', { state: 'granted' }), after.value('kiln_upload_permits', { state: 'waiting' })], [0, 0], 'no upload in progress or waiting');
     t.equal(after.types.get('kiln_hot_cache_lookups_total'), 'counter');
     t.ok(after.value('kiln_hot_cache_lookups_total', { result: 'hit' }) >= 7);
     for (const name of ['kiln_nodejs_eventloop_lag_seconds', 'kiln_nodejs_heap_size_used_bytes', 'kiln_cpu_pool_queued_tasks', 'kiln_webhook_backlog']) {
