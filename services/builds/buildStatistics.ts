@@ -67,7 +67,7 @@ function insertBuildSamples(sql: Sql, batch: readonly PendingSample[]) {
   return sql`
     insert into build_resource_samples (derivation_build_id, attempt, recorded_at, worker_id, wall_ms, cpu_user_ms, cpu_system_ms,
       peak_memory_bytes, io_read_bytes, io_write_bytes, oom_kills)
-    select * from unnest(${column((s) => s.derivationBuildId)}::uuid[], ${column((s) => s.attempt)}::int[], ${batch.map((b) => b.at)}::timestamptz[],
+    select * from unnest(${column((s) => s.derivationBuildId)}::uuid[], ${column((s) => s.attempt)}::int[], ${batch.map((b) => b.at.toISOString())}::timestamptz[],
       ${column((s) => s.workerId)}::uuid[], ${column((s) => s.wallMs)}::bigint[], ${column((_, r) => (r ? ms(r.cpuUserSeconds) : null))}::bigint[],
       ${column((_, r) => (r ? ms(r.cpuSystemSeconds) : null))}::bigint[], ${column((_, r) => r?.peakMemoryBytes ?? null)}::bigint[],
       ${column((_, r) => r?.ioReadBytes ?? null)}::bigint[], ${column((_, r) => r?.ioWriteBytes ?? null)}::bigint[], ${column((_, r) => r?.oomKills ?? null)}::int[])
