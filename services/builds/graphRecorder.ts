@@ -98,6 +98,9 @@ async function stage(tx: TransactionSql, staged: StagedEvalBatch): Promise<void>
     create temp table if not exists staged_edges (drv_path text not null, input_path text not null) on commit delete rows`).simple();
   await copyInto(tx, 'staged_derivations', STAGED_DERIVATION_COLUMNS, staged.derivationRows);
   await copyInto(tx, 'staged_edges', ['drv_path', 'input_path'], staged.edgeRows);
+  // Temporary tables have no statistics until analyzed: without them the planner guessed their
+  // size and scanned all of derivations for the joins by path (a cost growing with every batch).
+  await tx.unsafe('analyze staged_derivations, staged_edges').simple();
 }
 
 /**
