@@ -18,7 +18,9 @@ export interface ChildServer<T> {
 
 export async function forkServer<T>(script: string, args: string[]): Promise<ChildServer<T>> {
   const path = fileURLToPath(new URL(script, import.meta.url));
-  const child: ChildProcess = fork(path, args, { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  // BENCH_CPU_PROF=dir: the server writes a V8 CPU profile there when it exits (where a pass spends its time)
+  const profile = process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : [];
+  const child: ChildProcess = fork(path, args, { execArgv: ['--import', 'tsx', ...profile], stdio: 'inherit' });
   const ready = await new Promise<T>((resolve, reject) => {
     child.once('message', (message) => resolve(message as T));
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));

@@ -10,7 +10,7 @@
 //   npm run bench -- eval-record [derivations=50000] [rounds=3]
 import { randomUUID } from 'node:crypto';
 import type { Sql, TransactionSql } from 'postgres';
-import { loadAverage } from './childServer.js';
+import { loadAverage, processUsage } from './childServer.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
 import { syntheticGraph, type SyntheticGraph } from './syntheticGraph.js';
 
@@ -57,11 +57,16 @@ const floor: number[] = [];
 const kiln: number[] = [];
 let edges = 0;
 let batches = 0;
+let peakRss = 0;
 for (let round = 0; round < rounds; round++) {
   const graph = syntheticGraph(size, { seed: `round-${round}-${Date.now()}` });
   edges = graph.edges;
   const recordWithKiln = async () => {
-    const recorded = await recordGraph(server, evaluator, graph);
+    // the server's resident memory while it records (the 500,000-derivation goal: ≤ 1 GiB)
+    const sampler = setInterval(() => {
+      peakRss = Math.max(peakRss, processUsage(server.kiln.pid).rssBytes);
+    }, 100);
+    const recorded = await recordGraph(server, evaluator, graph).finally(() => clearInterval(sampler));
     batches = recorded.batches;
     kiln.push(recorded.buildingAt - recorded.firstBatchAt);
     return recorded.sentAt - recorded.firstBatchAt;
@@ -78,7 +83,7 @@ for (let round = 0; round < rounds; round++) {
 }
 const [{ count }] = await server.sql<[{ count: string }]>`select count(*) from derivation_builds`;
 console.log(`graph: ${size} derivations, ${edges} edges, ${batches} evalBatch messages; derivation_builds rows: ${count}`);
-console.log(`load average after: ${loadAverage()}`);
+console.log(`load average after: ${loadAverage()}; server peak RSS while recording: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
 console.log('| run | median ms | derivations/s | vs COPY |');
 console.log('|---|---:|---:|---:|');
 console.log(`| COPY of the same rows (floor) | ${median(floor).toFixed(0)} | ${(size / (median(floor) / 1000)).toFixed(0)} | 1.00 |`);

@@ -21,13 +21,57 @@ export type { BuildResourcesView, EvaluationStatistics as EvaluationStatsView } 
 
 const ms = (seconds: number) => Math.round(seconds * 1000);
 
-export async function recordBuildSample(sql: Sql, sample: BuildSample, now: Date): Promise<void> {
-  const r = sample.resources;
-  await sql`
+/**
+ * Writes the samples of the builds that end in the same event-loop turn in one multi-row insert:
+ * at thousands of results a second, a statement per build was the dispatch loop's largest cost
+ * in the database (issue 23). record() settles once its sample is written; a batch the database
+ * refuses is written again one sample at a time, so one bad sample costs only itself.
+ */
+export class BuildSampleWriter {
+  private pending: PendingSample[] = [];
+  private scheduled = false;
+
+  constructor(private readonly sql: Sql, private readonly now: () => Date) {}
+
+  record(sample: BuildSample): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      this.pending.push({ sample, at: this.now(), resolve, reject });
+      if (this.scheduled) return;
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        void this.write(this.pending.splice(0));
+      });
+    });
+  }
+
+  private async write(batch: readonly PendingSample[]): Promise<void> {
+    try {
+      await insertBuildSamples(this.sql, batch);
+      for (const p of batch) p.resolve();
+    } catch (error) {
+      if (batch.length === 1) return batch[0]!.reject(error);
+      for (const p of batch) await this.write([p]);
+    }
+  }
+}
+
+interface PendingSample {
+  sample: BuildSample;
+  at: Date;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+function insertBuildSamples(sql: Sql, batch: readonly PendingSample[]) {
+  const column = <T>(of: (s: BuildSample, r: BuildResources | null) => T) => batch.map(({ sample }) => of(sample, sample.resources));
+  return sql`
     insert into build_resource_samples (derivation_build_id, attempt, recorded_at, worker_id, wall_ms, cpu_user_ms, cpu_system_ms,
       peak_memory_bytes, io_read_bytes, io_write_bytes, oom_kills)
-    values (${sample.derivationBuildId}, ${sample.attempt}, ${now}, ${sample.workerId}, ${sample.wallMs}, ${r ? ms(r.cpuUserSeconds) : null},
-      ${r ? ms(r.cpuSystemSeconds) : null}, ${r?.peakMemoryBytes ?? null}, ${r?.ioReadBytes ?? null}, ${r?.ioWriteBytes ?? null}, ${r?.oomKills ?? null})
+    select * from unnest(${column((s) => s.derivationBuildId)}::uuid[], ${column((s) => s.attempt)}::int[], ${batch.map((b) => b.at.toISOString())}::timestamptz[],
+      ${column((s) => s.workerId)}::uuid[], ${column((s) => s.wallMs)}::bigint[], ${column((_, r) => (r ? ms(r.cpuUserSeconds) : null))}::bigint[],
+      ${column((_, r) => (r ? ms(r.cpuSystemSeconds) : null))}::bigint[], ${column((_, r) => r?.peakMemoryBytes ?? null)}::bigint[],
+      ${column((_, r) => r?.ioReadBytes ?? null)}::bigint[], ${column((_, r) => r?.ioWriteBytes ?? null)}::bigint[], ${column((_, r) => r?.oomKills ?? null)}::int[])
     on conflict (derivation_build_id, attempt) do update set recorded_at = excluded.recorded_at, worker_id = excluded.worker_id, wall_ms = excluded.wall_ms,
       cpu_user_ms = excluded.cpu_user_ms, cpu_system_ms = excluded.cpu_system_ms, peak_memory_bytes = excluded.peak_memory_bytes,
       io_read_bytes = excluded.io_read_bytes, io_write_bytes = excluded.io_write_bytes, oom_kills = excluded.oom_kills, running = false

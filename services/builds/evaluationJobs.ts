@@ -7,7 +7,7 @@ import type { Message } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
 import { evaluationMove } from '../../actors/index.js';
 import { changePhase } from './evaluationPhases.js';
-import { recordEvalBatch } from './graphRecorder.js';
+import { recordEvalBatch, stageEvalBatch, type StagedEvalBatch } from './graphRecorder.js';
 import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
 import { recordEvaluationStats } from './buildStatistics.js';
 
@@ -54,7 +54,16 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
   const { sql, events, jobs } = deps;
   if (message.t === 'evalBatch') {
     job.actor.send({ type: 'progress', amount: message.derivations.length });
-    job.chain = job.chain.then(() => recordEvalBatch(events, job.evaluationId, message)).catch((error: unknown) => {
+    // as COPY rows at once: the decoded batch is not kept while earlier ones are recorded
+    let staged: StagedEvalBatch;
+    try {
+      staged = stageEvalBatch(message);
+    } catch (error) {
+      job.failed = true;
+      deps.log.error({ err: error, evaluation: job.evaluationId }, 'an evaluation batch cannot be recorded');
+      return;
+    }
+    job.chain = job.chain.then(() => recordEvalBatch(events, job.evaluationId, staged)).catch((error: unknown) => {
       job.failed = true;
       deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
     });

@@ -3,33 +3,70 @@
 // derivation_build; each evaluation gets its own builds rows pointing at the shared ones.
 // Batches of one evaluation are recorded in order (the caller chains them), and derivations come
 // after their inputs, so every edge's target already has a row.
+//
+// A batch is turned into COPY rows when it arrives (stageEvalBatch), so the decoded message is
+// let go at once: a worker streams batches faster than they are recorded, and 500,000 decoded
+// derivations waiting in line would not fit the server's memory (issue 23). Recording COPYs the
+// derivations into a staging table and merges them in one statement; edges, builds and
+// attributes then go in by id.
 import type { TransactionSql } from 'postgres';
-import type { Emit, Events } from '../../storage/index.js';
+import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
 import { insertDerivationBuilds } from './readiness.js';
 
-export async function recordEvalBatch(events: Events, evaluationId: string, batch: MessageOf<'evalBatch'>): Promise<{ derivations: number }> {
+/** An evalBatch as COPY rows for the staging tables, and what else it says, small. */
+export interface StagedEvalBatch {
+  /** staged_derivations rows (copyRow lines), in the batch's order */
+  derivationRows: string;
+  /** the derivations' paths, in the batch's order */
+  paths: string[];
+  /** each edge as two entries: a derivation's path, then one input's */
+  edges: string[];
+  /** drv path → attribute path; the last attribute naming a derivation wins */
+  attributes: Map<string, string>;
+  errors: { attr: string; message: string }[];
+}
+
+const STAGED_DERIVATION_COLUMNS = [
+  'seq', 'drv_path', 'name', 'system', 'required_features', 'outputs', 'input_srcs', 'timeout_secs', 'max_silent_secs', 'prefer_local_build', 'fixed_output',
+];
+
+/** The batch as staging rows; nothing of the decoded message is kept. */
+export function stageEvalBatch(batch: MessageOf<'evalBatch'>): StagedEvalBatch {
+  let derivationRows = '';
+  const edges: string[] = [];
+  batch.derivations.forEach((n, seq) => {
+    derivationRows += copyRow([
+      seq, n.drvPath, n.name, n.system, arrayLiteral(n.requiredSystemFeatures), JSON.stringify(n.outputs), arrayLiteral(n.inputSrcs),
+      n.timeoutSecs, n.maxSilentSecs, n.preferLocalBuild, n.fixedOutput,
+    ]);
+    for (const input of Object.keys(n.inputDrvs)) edges.push(n.drvPath, input);
+  });
+  return {
+    derivationRows, paths: batch.derivations.map((n) => n.drvPath), edges,
+    attributes: new Map(batch.attributes.map((a) => [a.drvPath, formatAttributePath(a.path)])),
+    errors: batch.errors.map((e) => ({ attr: formatAttributePath(e.path), message: e.message.slice(0, 20000) })),
+  };
+}
+
+export async function recordEvalBatch(events: Events, evaluationId: string, batch: MessageOf<'evalBatch'> | StagedEvalBatch): Promise<{ derivations: number }> {
+  const staged = 'derivationRows' in batch ? batch : stageEvalBatch(batch);
+  const { paths } = staged;
   return events.transaction(async (tx, emit) => {
-    const nodes = batch.derivations;
-    const paths = nodes.map((n) => n.drvPath);
-    // Derivations shared with earlier evaluations, and the inputs and attributes' derivations from earlier batches, found by
-    // their paths in one query; from here on rows are addressed by id, never joined by path again.
     const ids = new Map<string, string>();
-    const lookUp = async (wanted: readonly string[]) => {
-      if (wanted.length === 0) return;
-      for (const r of await tx<{ id: string; drv_path: string }[]>`select id, drv_path from derivations where drv_path = any(${wanted as string[]})`) ids.set(r.drv_path, r.id);
-    };
-    await lookUp([...new Set([...paths, ...nodes.flatMap((n) => Object.keys(n.inputDrvs)), ...batch.attributes.map((a) => a.drvPath)])]);
-    const recordedBefore = [...new Set(paths.filter((p) => ids.has(p)).map((p) => ids.get(p)!))];
-    const inserted = await insertDerivations(tx, nodes.filter((n) => !ids.has(n.drvPath)));
-    for (const [path, id] of inserted) ids.set(path, id);
-    // Another evaluation's recording wrote these meanwhile, with their edges and builds.
-    await lookUp(paths.filter((p) => !ids.has(p)));
-    await insertEdges(tx, nodes.filter((n) => inserted.has(n.drvPath)), ids);
-    await insertDerivationBuilds(tx, [...inserted.values()]);
-    const derivationIds = [...new Set(paths.map((p) => ids.get(p)!))];
-    if (derivationIds.length > 0) {
+    if (paths.length > 0) {
+      await stage(tx, staged);
+      const inserted = await mergeDerivations(tx);
+      for (const r of inserted) ids.set(r.drv_path, r.id);
+      // The derivations recorded before (by earlier evaluations, or by another recording
+      // meanwhile) and the inputs from earlier batches, found by path in one query; from here on
+      // rows are addressed by id, never joined by path again.
+      const recordedBefore = await lookUp(tx, ids, [...new Set([...paths, ...staged.edges])]);
+      const insertedIds = inserted.map((r) => r.id);
+      await insertEdges(tx, staged.edges, ids, new Set(insertedIds));
+      await insertDerivationBuilds(tx, insertedIds);
+      const derivationIds = [...new Set(paths.map((p) => ids.get(p)!))];
       await tx`
         insert into builds (evaluation_id, derivation_build_id)
         select ${evaluationId}, id from derivation_builds where derivation_id = any(${derivationIds}::uuid[])
@@ -39,57 +76,67 @@ export async function recordEvalBatch(events: Events, evaluationId: string, batc
       // batch has a new queued build: only the ones recorded before can be finished.
       await requeueReachedBuilds(tx, emit, evaluationId, recordedBefore);
     }
-    // The last attribute naming a derivation wins, as it did when each one was its own update.
-    const attrs = new Map(batch.attributes.flatMap((a) => {
-      const id = ids.get(a.drvPath);
-      return id === undefined ? [] : [[id, formatAttributePath(a.path)] as const];
-    }));
-    if (attrs.size > 0) {
+    if (staged.attributes.size > 0) {
+      await lookUp(tx, ids, [...staged.attributes.keys()]);
+      const attrs = [...staged.attributes].flatMap(([path, attr]) => (ids.has(path) ? [[ids.get(path)!, attr] as const] : []));
       await tx`
         update builds b set entry_point = true, attr = a.attr
-        from unnest(${[...attrs.keys()]}::uuid[], ${[...attrs.values()]}::text[]) as a(derivation_id, attr)
+        from unnest(${attrs.map((a) => a[0])}::uuid[], ${attrs.map((a) => a[1])}::text[]) as a(derivation_id, attr)
         join derivation_builds db on db.derivation_id = a.derivation_id
         where b.derivation_build_id = db.id and b.evaluation_id = ${evaluationId}`;
     }
-    if (batch.errors.length > 0) {
+    if (staged.errors.length > 0) {
       await tx`
         insert into evaluation_attribute_errors (evaluation_id, attr, message)
         select ${evaluationId}, attr, message
-        from unnest(${batch.errors.map((e) => formatAttributePath(e.path))}::text[], ${batch.errors.map((e) => e.message.slice(0, 20000))}::text[]) as x(attr, message)
+        from unnest(${staged.errors.map((e) => e.attr)}::text[], ${staged.errors.map((e) => e.message)}::text[]) as x(attr, message)
         on conflict do nothing`;
     }
     return { derivations: paths.length };
   });
 }
 
-/**
- * The derivations no evaluation recorded yet, in one multi-row insert (the batch travels as one
- * jsonb value, which keeps the array columns whole: unnest would flatten text[][]); drv path → id
- * of the rows it wrote (a row another recording wrote meanwhile is skipped).
- */
-async function insertDerivations(tx: TransactionSql, nodes: MessageOf<'evalBatch'>['derivations']): Promise<Map<string, string>> {
-  if (nodes.length === 0) return new Map();
-  const rows = await tx<{ id: string; drv_path: string }[]>`
-    insert into derivations (drv_path, name, system, required_features, outputs, input_srcs, timeout_secs, max_silent_secs, prefer_local_build, fixed_output)
-    select n->>'drvPath', n->>'name', n->>'system', array(select jsonb_array_elements_text(n->'requiredSystemFeatures')), n->'outputs',
-           array(select jsonb_array_elements_text(n->'inputSrcs')), (n->>'timeoutSecs')::integer, (n->>'maxSilentSecs')::integer,
-           (n->>'preferLocalBuild')::boolean, (n->>'fixedOutput')::boolean
-    from jsonb_array_elements(${tx.json(nodes)}::jsonb) with ordinality as x(n, i) order by i
-    on conflict (drv_path) do nothing returning id, drv_path`;
-  return new Map(rows.map((r) => [r.drv_path, r.id]));
+/** Adds the ids of those of `wanted` not in `ids` yet that have a row; the ids it found. */
+async function lookUp(tx: TransactionSql, ids: Map<string, string>, wanted: readonly string[]): Promise<string[]> {
+  const missing = wanted.filter((p) => !ids.has(p));
+  if (missing.length === 0) return [];
+  const rows = await tx<{ id: string; drv_path: string }[]>`select id, drv_path from derivations where drv_path = any(${missing})`;
+  for (const r of rows) ids.set(r.drv_path, r.id);
+  return rows.map((r) => r.id);
 }
 
-/** The edges of derivations this batch wrote (one written before has its own), by id. */
-async function insertEdges(tx: TransactionSql, nodes: MessageOf<'evalBatch'>['derivations'], ids: ReadonlyMap<string, string>): Promise<void> {
+/** The batch's derivations into this transaction's staging table (temporary, emptied at commit, made once per connection), by COPY. */
+async function stage(tx: TransactionSql, staged: StagedEvalBatch): Promise<void> {
+  await tx.unsafe(`
+    create temp table if not exists staged_derivations (
+      seq int not null, drv_path text not null, name text not null, system text not null, required_features text[] not null,
+      outputs jsonb not null, input_srcs text[] not null, timeout_secs int, max_silent_secs int, prefer_local_build boolean not null,
+      fixed_output boolean not null) on commit delete rows`).simple();
+  await copyInto(tx, 'staged_derivations', STAGED_DERIVATION_COLUMNS, staged.derivationRows);
+}
+
+/**
+ * The staged derivations no evaluation recorded yet, in one statement; the rows it wrote (a row
+ * another recording wrote meanwhile is skipped, with its edges and build).
+ */
+function mergeDerivations(tx: TransactionSql) {
+  return tx<{ id: string; drv_path: string }[]>`
+    insert into derivations (drv_path, name, system, required_features, outputs, input_srcs, timeout_secs, max_silent_secs, prefer_local_build, fixed_output)
+    select s.drv_path, s.name, s.system, s.required_features, s.outputs, s.input_srcs, s.timeout_secs, s.max_silent_secs, s.prefer_local_build, s.fixed_output
+    from staged_derivations s where not exists (select 1 from derivations d where d.drv_path = s.drv_path) order by s.seq
+    on conflict (drv_path) do nothing returning id, drv_path`;
+}
+
+/** The edges of derivations this batch wrote (one written before has its own), by id; an input with no row is left out. */
+async function insertEdges(tx: TransactionSql, edges: readonly string[], ids: ReadonlyMap<string, string>, inserted: ReadonlySet<string>): Promise<void> {
   const from: string[] = [];
   const to: string[] = [];
-  for (const node of nodes) {
-    for (const input of Object.keys(node.inputDrvs)) {
-      const inputId = ids.get(input);
-      if (inputId === undefined) continue;
-      from.push(ids.get(node.drvPath)!);
-      to.push(inputId);
-    }
+  for (let i = 0; i < edges.length; i += 2) {
+    const derivationId = ids.get(edges[i]!)!;
+    const inputId = ids.get(edges[i + 1]!);
+    if (!inserted.has(derivationId) || inputId === undefined) continue;
+    from.push(derivationId);
+    to.push(inputId);
   }
   if (from.length === 0) return;
   await tx`

@@ -11,7 +11,7 @@ import type { BuildOutcomes } from './buildOutcomes.js';
 import type { BuildPlacement } from './buildPlacement.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
-import { recordBuildReadings, recordBuildSample } from './buildStatistics.js';
+import { BuildSampleWriter, recordBuildReadings } from './buildStatistics.js';
 import type { JobCancellations } from './jobCancellations.js';
 import type { BuildJobEntry, Job, JobTable } from './schedulerJobs.js';
 import type { ConnectedWorker } from '../workers/index.js';
@@ -36,7 +36,11 @@ export interface WorkerMessageRouterDeps {
 }
 
 export class WorkerMessageRouter {
-  constructor(private readonly deps: WorkerMessageRouterDeps) {}
+  private readonly samples: BuildSampleWriter;
+
+  constructor(private readonly deps: WorkerMessageRouterDeps) {
+    this.samples = new BuildSampleWriter(deps.statistics.sql, deps.statistics.now);
+  }
 
   received(worker: ConnectedWorker, message: Message): void {
     void this.route(worker, message).catch((error: unknown) => {
@@ -125,7 +129,7 @@ export class WorkerMessageRouter {
     if (!jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
     this.deps.metrics?.buildEnded(message.t === 'buildResult' ? 'completed' : 'failed', message.durationMs / 1000);
     const sample = { derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: message.durationMs, resources: message.resources ?? null };
-    await recordBuildSample(this.deps.statistics.sql, sample, this.deps.statistics.now())
+    await this.samples.record(sample)
       .catch((error: unknown) => this.deps.log.warn({ err: error }, 'storing a build\'s resource sample failed'));
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };

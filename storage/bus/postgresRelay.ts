@@ -1,7 +1,8 @@
 // Events between server processes through PostgreSQL LISTEN/NOTIFY, when no Redis is configured.
-// Events published in one turn of the event loop share NOTIFY calls (a JSON array per payload);
-// NOTIFY payloads are limited to 8000 bytes, so a larger event goes into event_relay and the
-// NOTIFY carries its row id.
+// Events published in one turn of the event loop share one NOTIFY (a JSON array). NOTIFY payloads
+// are limited to 8000 bytes, so a turn's events that do not fit go into one event_relay row (a
+// JSON array) and the one NOTIFY carries its row id: a scheduler pass that emits thousands of
+// build events costs one insert and one NOTIFY, not a NOTIFY per 8000 bytes (issue 23).
 import type { Sql } from 'postgres';
 import type { Logger } from 'pino';
 import { fromWire, toWire, wirePrefix, type BusEvent, type BusListener, type Relay } from './eventBus.js';
@@ -31,12 +32,17 @@ export async function postgresRelay(origin: string, onRemote: BusListener, opts:
   };
   const fetchRelayed = async (id: number): Promise<void> => {
     const [row] = await sql<{ payload: string }[]>`select payload from event_relay where id = ${id}`;
-    if (row) receive(JSON.parse(row.payload));
+    if (!row) return;
+    const value: unknown = JSON.parse(row.payload);
+    // a turn's events as an array; a single event as written before
+    if (Array.isArray(value)) for (const item of value) receive(item);
+    else receive(value);
   };
   // A batch is one process's (flush below): its own come back from PostgreSQL and are skipped unread.
   const ownBatch = `[${wirePrefix(origin)}`;
+  const ownRow = wirePrefix(origin);
   const listener = await sql.listen(channel, (payload) => {
-    if (payload.startsWith(ownBatch)) return;
+    if (payload.startsWith(ownBatch) || payload.startsWith(ownRow)) return;
     let value: unknown;
     try {
       value = JSON.parse(payload);
@@ -50,6 +56,7 @@ export async function postgresRelay(origin: string, onRemote: BusListener, opts:
   });
 
   let queue: string[] = [];
+  let queuedBytes = 0;
   let scheduled = false;
   const notify = (payload: string) =>
     sql`select pg_notify(${channel}, ${payload})`.then(() => {
@@ -57,31 +64,20 @@ export async function postgresRelay(origin: string, onRemote: BusListener, opts:
     });
   const flush = async (): Promise<void> => {
     scheduled = false;
-    const batch = queue;
+    const batch = `[${queue.join(',')}]`;
+    const fits = queuedBytes + queue.length + 1 <= PAYLOAD_LIMIT;
     queue = [];
-    let parts: string[] = [];
-    let size = 2;
-    const sends: Promise<void>[] = [];
-    for (const wire of batch) {
-      const bytes = Buffer.byteLength(wire);
-      if (bytes + 2 > PAYLOAD_LIMIT) {
-        sends.push(
-          sql<{ id: string }[]>`insert into event_relay (payload) values (${wire}) returning id`.then(([row]) => notify(JSON.stringify({ r: Number(row!.id) }))),
-        );
-        continue;
+    queuedBytes = 0;
+    try {
+      if (fits) await notify(batch);
+      else {
+        const [row] = await sql<{ id: string }[]>`insert into event_relay (payload) values (${batch}) returning id`;
+        // the origin first, so the sender skips its own notice unread
+        await notify(`${ownRow}"r":${Number(row!.id)}}`);
       }
-      if (size + bytes + 1 > PAYLOAD_LIMIT) {
-        sends.push(notify(`[${parts.join(',')}]`));
-        parts = [];
-        size = 2;
-      }
-      parts.push(wire);
-      size += bytes + 1;
+    } catch (err) {
+      warn(err, 'PostgreSQL did not take a NOTIFY');
     }
-    if (parts.length > 0) sends.push(notify(`[${parts.join(',')}]`));
-    const results = await Promise.allSettled(sends);
-    const failed = results.find((r) => r.status === 'rejected');
-    if (failed) warn(failed.reason, 'PostgreSQL did not take a NOTIFY');
   };
 
   const cleanup = setInterval(() => {
@@ -91,7 +87,9 @@ export async function postgresRelay(origin: string, onRemote: BusListener, opts:
 
   return {
     send(event: BusEvent) {
-      queue.push(toWire(origin, event));
+      const wire = toWire(origin, event);
+      queue.push(wire);
+      queuedBytes += Buffer.byteLength(wire);
       if (!scheduled) {
         scheduled = true;
         setImmediate(() => void flush());

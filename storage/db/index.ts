@@ -18,6 +18,7 @@ export {
 } from './caches.js';
 export type { Queryable } from './queryable.js';
 export { deleteInSlices, retentionCutoff } from './sliceDeletes.js';
+export { arrayLiteral, copyInto, copyRow } from './copyText.js';
 export {
   addTrafficMinutes, rollUpTraffic, pruneTraffic, trafficSeries, trafficTotalsSince, storedTotalsOf,
   type TrafficCounts, type TrafficMinute, type TrafficPeriod,

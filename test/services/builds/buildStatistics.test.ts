@@ -7,6 +7,7 @@
 import t from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { deleteOldBuildSamples } from '../../../services/builds/index.js';
+import { BuildSampleWriter } from '../../../services/builds/buildStatistics.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { subscribedProject } from '../../support/subscribedProject.js';
 import { handshake, testHello } from '../../support/protoClient.js';
@@ -22,7 +23,8 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
     if (event.event === 'evaluation.activity') activity.push({ frame: JSON.parse(event.frame) as Record<string, unknown>, scope: event.scope as Record<string, unknown> });
   });
   const { token, projectId } = await subscribedProject(kiln);
-  const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, testHello());
+  const hello = testHello();
+  const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, hello);
   t.teardown(() => worker.close());
   await worker.next('welcome');
   const evaluated = await kiln.api<string>('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
@@ -98,5 +100,21 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
     t.equal(await deleteOldBuildSamples(kiln.sql, 0, new Date(recorded + 1000 * DAY)), 0, '0 keeps everything');
     t.equal(await deleteOldBuildSamples(kiln.sql, 90, new Date(recorded + 90 * DAY + 1000)), 2, 'a second after');
     t.equal((await kiln.api<{ resources: unknown }>('GET', `/builds/${buildId}`, { token })).message.resources, null);
+  });
+
+  await t.test('the samples of one turn go in together; one the database refuses costs only itself', async (t) => {
+    const [row] = await kiln.sql<{ id: string }[]>`select derivation_build_id as id from builds where id = ${buildId}`;
+    const at = new Date('2026-01-02T03:04:05Z');
+    const writer = new BuildSampleWriter(kiln.sql, () => at);
+    const sample = (attempt: number, oomKills: number) => ({
+      derivationBuildId: row!.id, attempt, workerId: hello.workerId, wallMs: 10 * attempt,
+      resources: { cpuUserSeconds: 1, cpuSystemSeconds: 0, peakMemoryBytes: null, ioReadBytes: null, ioWriteBytes: null, oomKills },
+    });
+    // oom_kills is an int column: 2^40 passes the message schema but not the database
+    const results = await Promise.allSettled([writer.record(sample(10, 0)), writer.record(sample(11, 2 ** 40)), writer.record(sample(12, 1))]);
+    t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
+    const rows = await kiln.sql<{ attempt: number; recorded_at: Date; oom_kills: number }[]>`
+      select attempt, recorded_at, oom_kills from build_resource_samples where derivation_build_id = ${row!.id} and attempt >= 10 order by attempt`;
+    t.same(rows, [{ attempt: 10, recorded_at: at, oom_kills: 0 }, { attempt: 12, recorded_at: at, oom_kills: 1 }]);
   });
 });

@@ -45,6 +45,29 @@ for (const transport of ['postgres', 'redis'] as const) {
   });
 }
 
+t.test('a turn of events larger than one NOTIFY goes through PostgreSQL as one relay row and one notice', async (t) => {
+  const { sql } = await testDatabase(t);
+  const a = await openEventBus({ 'redis.url': null }, sql, log);
+  const b = await openEventBus({ 'redis.url': null }, sql, log);
+  t.teardown(async () => {
+    await a.close();
+    await b.close();
+  });
+  const seenA = collect(a);
+  const seenB = collect(b);
+  const [before] = await sql<{ n: number }[]>`select count(*)::int as n from event_relay`;
+  // 200 events of ~300 bytes in one turn: about 8 NOTIFY payloads' worth
+  const frames = Array.from({ length: 200 }, (_, i) => JSON.stringify({ n: i, padding: 'y'.repeat(250) }));
+  for (const [i, frame] of frames.entries()) a.publish(event(i, frame));
+  await eventually('B receives the turn’s events', async () => (seenB.length >= frames.length ? true : undefined));
+  t.same(seenB.map((e) => e.frame), frames, 'every event arrived once, in the order published');
+  const [after] = await sql<{ n: number }[]>`select count(*)::int as n from event_relay`;
+  t.equal(after!.n - before!.n, 1, 'one relay row for the whole turn');
+  b.publish(event(999));
+  await eventually('A receives B’s event', async () => (seenA.length > frames.length ? true : undefined));
+  t.equal(seenA.length, frames.length + 1, 'A did not receive its own turn back from the relay row');
+});
+
 t.test('an unreachable Redis fails the start with a message naming redis.url', async (t) => {
   const { sql } = await testDatabase(t);
   await t.rejects(openEventBus({ 'redis.url': 'redis://127.0.0.1:1' }, sql, log), /cannot connect to Redis at 127\.0\.0\.1:1 \(redis\.url\) for the event bus/);
