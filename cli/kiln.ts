@@ -258,7 +258,6 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       });
       // Before the main thread's listener closes: a thread relays to it until it has stopped.
       stack.push(() => serving.stop());
-      if (process.env['KILN_EXPERIMENT_MAIN_OFF'] === '1') http.closePublicListener();
       const unforget = nars.reads.onForget((cacheId, hashPart, fileHash) => serving.broadcast({ t: 'forgetPath', cacheId, hashPart, ...(fileHash === undefined ? {} : { fileHash }) }));
       const unchanged = onCacheChanged(events.bus, CACHE_SETTINGS_REASONS, (change) => serving.broadcast({ t: 'forgetCache', cache: change.cache }));
       stack.push(() => {

@@ -56,8 +56,6 @@ export interface HttpServer {
   readonly originPort: number | null;
   /** Stops accepting, waits up to `graceMs` for requests in flight, then closes every connection. */
   close(graceMs?: number): Promise<void>;
-  /** Stops accepting on the public port only (serving threads hold it); the loopback origin stays. */
-  closePublicListener(): void;
 }
 
 const METHODS = new Set<string>(['get', 'put', 'post', 'patch', 'delete']);
@@ -310,17 +308,13 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     });
   });
   return (async () => {
-    let socket: us_listen_socket | null = await listen(opts.listenAddr, opts.port);
+    const socket = await listen(opts.listenAddr, opts.port);
     const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
-    const closePublic = () => {
-      if (socket !== null) uWS.us_listen_socket_close(socket);
-      socket = null;
-    };
     let origin: us_listen_socket | null = null;
     try {
       origin = opts.origin === true ? await listen('127.0.0.1', 0) : null;
     } catch (e) {
-      closePublic();
+      uWS.us_listen_socket_close(socket);
       throw e;
     }
     const originPort = origin === null ? null : uWS.us_socket_local_port(origin as unknown as uWS.us_socket);
@@ -330,9 +324,8 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
       port,
       originPort,
       app,
-      closePublicListener: closePublic,
       async close(graceMs = 10_000) {
-        closePublic();
+        uWS.us_listen_socket_close(socket);
         if (origin !== null) uWS.us_listen_socket_close(origin);
         const deadline = new Promise((r) => setTimeout(r, graceMs).unref());
         await Promise.race([Promise.allSettled([...inFlight]), deadline]);
