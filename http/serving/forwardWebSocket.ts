@@ -16,6 +16,8 @@ const SKIP = new Set(['connection', 'upgrade', 'sec-websocket-key', 'sec-websock
 interface Relay {
   upstream: WebSocket;
   client: UwsSocket<RelayData> | null;
+  /** uWS closed the client's socket: touching it now throws (and would end the thread) */
+  clientGone: boolean;
   closed: boolean;
   /** the upstream's close, when it came before the client's upgrade: passed on right after it */
   ending: { code: number; reason: Buffer } | null;
@@ -57,8 +59,10 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin, late: 
       let aborted = false;
       const upstream = new WebSocket(`ws://127.0.0.1:${origin.port}${path}`, protocols, { headers, perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
       const early: { data: Buffer; binary: boolean }[] = [];
-      const relay: Relay = { upstream, client: null, closed: false, ending: null };
+      const relay: Relay = { upstream, client: null, clientGone: false, closed: false, ending: null };
       upstream.on('message', (data: Buffer, binary: boolean) => {
+        // Frames still on their way after the client left (its close goes upstream meanwhile).
+        if (relay.clientGone) return;
         if (relay.client === null) {
           early.push({ data, binary });
           return;
@@ -102,7 +106,7 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin, late: 
         res.cork(() => res.writeStatus('502 Bad Gateway').end());
       });
       upstream.on('close', (code: number, reason: Buffer) => {
-        if (relay.closed) return;
+        if (relay.closed || relay.clientGone) return;
         relay.closed = true;
         if (relay.client === null) relay.ending = { code, reason };
         else relay.client.end(sendableCode(code), reason);
@@ -121,6 +125,7 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin, late: 
     },
     close: (ws, code, reason) => {
       const { relay } = ws.getUserData();
+      relay.clientGone = true;
       if (relay.closed) return;
       relay.closed = true;
       relay.upstream.close(sendableCode(code), Buffer.from(reason.slice(0)));

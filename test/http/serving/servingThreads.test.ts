@@ -123,6 +123,39 @@ t.test('serving threads', async (t) => {
     t.same(new Set(frames), new Set(['stream.open']), 'every open socket hears the main thread');
   });
 
+  t.test('clients that leave while the main thread is sending: no thread fails', async (t) => {
+    // Frames already on their way to a thread when its client left must be dropped there: sending
+    // them on the closed uWS socket threw and ended the thread, with all its connections
+    // (seen with 1,000 relayed workers, bench/protoWorkers.bench.ts).
+    const startsBefore = Array.from({ length: THREADS }, (_, i) => kiln.servingThreads!.starts(i));
+    let flowing = true;
+    let n = 0;
+    const padding = 'x'.repeat(2048);
+    const flow = (async () => {
+      while (flowing) {
+        for (let i = 0; i < 50; i++) kiln.events.bus.publish({ event: 'worker.queue_depth', scope: {}, frame: JSON.stringify({ event: 'worker.queue_depth', at: new Date().toISOString(), content: { queued: n++, padding } }) });
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    for (let round = 0; round < 5; round++) {
+      await Promise.all(Array.from({ length: 20 }, () => new Promise<void>((resolve) => {
+        const ws = new WebSocket(`${kiln.url.replace('http', 'ws')}/api/v1/metrics/events?events=worker.*`, { headers: { authorization: `Bearer ${admin.token}` } });
+        ws.once('message', () => {
+          ws.terminate();
+          resolve();
+        });
+        ws.on('error', () => resolve());
+        ws.on('close', () => resolve());
+      })));
+    }
+    flowing = false;
+    await flow;
+    const startsAfter = Array.from({ length: THREADS }, (_, i) => kiln.servingThreads!.starts(i));
+    t.same(startsAfter, startsBefore, 'no thread was restarted');
+    const statuses = await Promise.all(Array.from({ length: 20 }, () => getFresh(narinfo)));
+    t.same(new Set(statuses.map((a) => a.status)), new Set([200]));
+  });
+
   t.test('an upload and an access change reach every thread', async (t) => {
     t.equal((await uploadChunked(kiln, admin.token, 'pub', file)).status, 200);
     const after = await Promise.all(Array.from({ length: 30 }, () => getFresh(missing)));
