@@ -7,28 +7,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { get, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import t from 'tap';
+import { holdOpen, readAll } from '../../support/heldReads.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
 import { nixStoreAdd, tempDir } from '../../support/nixStore.js';
-
-/** A GET on a connection of its own whose body this side does not read: the server's stream stays open under backpressure. */
-function holdOpen(url: string, headers: Record<string, string> = {}): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    get(url, { agent: false, headers }, (res) => {
-      res.pause();
-      resolve(res);
-    }).on('error', reject);
-  });
-}
-
-async function readAll(res: IncomingMessage): Promise<number> {
-  let bytes = 0;
-  res.resume();
-  for await (const chunk of res) bytes += (chunk as Buffer).byteLength;
-  return bytes;
-}
 
 /** One GET on a connection of its own (so that requests spread over the listeners): its status and error code. */
 function fresh(url: string, headers: Record<string, string> = {}): Promise<string> {
