@@ -1,12 +1,13 @@
 // WebSockets (/proto, live sockets) that reach a serving thread are relayed to the main thread's
 // loopback listener, which owns the sockets' state (docs/http.md, "Serving threads"). The thread
-// opens the upstream socket first and upgrades the client only once it is open, so a refusal
-// (401, 404, server_full) reaches the client as the main thread wrote it. Each direction pauses
+// opens the upstream socket first and upgrades the client only once it is open (lateUpgrades.ts), so
+// a refusal (401, 404, server_full) reaches the client as the main thread wrote it. Each direction pauses
 // its source while the other side's buffer is over RELAY_HIGH_WATER.
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket as UwsSocket, us_socket_context_t } from 'uWebSockets.js';
 import WebSocket from 'ws';
 import { FORWARDED_PEER_HEADER, forwardedPeerValue } from './forwardedPeer.js';
 import type { ForwardOrigin } from './forwardHttp.js';
+import type { LateUpgrades } from './lateUpgrades.js';
 
 const RELAY_HIGH_WATER = 4 * 1024 * 1024;
 /** Headers the ws client writes itself for the upstream handshake. */
@@ -15,7 +16,11 @@ const SKIP = new Set(['connection', 'upgrade', 'sec-websocket-key', 'sec-websock
 interface Relay {
   upstream: WebSocket;
   client: UwsSocket<RelayData> | null;
+  /** uWS closed the client's socket: touching it now throws (and would end the thread) */
+  clientGone: boolean;
   closed: boolean;
+  /** the upstream's close, when it came before the client's upgrade: passed on right after it */
+  ending: { code: number; reason: Buffer } | null;
 }
 
 /**
@@ -31,7 +36,7 @@ interface RelayData {
 /** A close code a peer may send (RFC 6455 §7.4): 1005/1006/1015 only describe what happened. */
 const sendableCode = (code: number): number => (code >= 1000 && code <= 4999 && code !== 1005 && code !== 1006 && code !== 1015 ? code : 1000);
 
-export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void {
+export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin, late: LateUpgrades): void {
   app.ws<RelayData>('/*', {
     compression: 0,
     // The main thread enforces each route's own frame limits; the relay only must not be the smaller.
@@ -54,8 +59,10 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void 
       let aborted = false;
       const upstream = new WebSocket(`ws://127.0.0.1:${origin.port}${path}`, protocols, { headers, perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
       const early: { data: Buffer; binary: boolean }[] = [];
-      const relay: Relay = { upstream, client: null, closed: false };
+      const relay: Relay = { upstream, client: null, clientGone: false, closed: false, ending: null };
       upstream.on('message', (data: Buffer, binary: boolean) => {
+        // Frames still on their way after the client left (its close goes upstream meanwhile).
+        if (relay.clientGone) return;
         if (relay.client === null) {
           early.push({ data, binary });
           return;
@@ -69,8 +76,14 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void 
       });
       upstream.once('open', () => {
         if (aborted) return;
-        res.cork(() => res.upgrade<RelayData>({ relay }, key, upstream.protocol, '', context));
-        for (const m of early) relay.client?.send(m.data, m.binary);
+        // Not under res.cork(): lateUpgrades.ts says why.
+        late.run(() => {
+          // Gone, or answered 502 meanwhile (an upstream error: closed with nothing to pass on).
+          if (aborted || (relay.closed && relay.ending === null)) return;
+          res.upgrade<RelayData>({ relay }, key, upstream.protocol, '', context);
+          for (const m of early) relay.client?.send(m.data, m.binary);
+          if (relay.ending !== null) relay.client?.end(sendableCode(relay.ending.code), relay.ending.reason);
+        });
       });
       upstream.once('unexpected-response', (_request, answer) => {
         const chunks: Buffer[] = [];
@@ -93,9 +106,10 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void 
         res.cork(() => res.writeStatus('502 Bad Gateway').end());
       });
       upstream.on('close', (code: number, reason: Buffer) => {
-        if (relay.closed) return;
+        if (relay.closed || relay.clientGone) return;
         relay.closed = true;
-        relay.client?.end(sendableCode(code), reason);
+        if (relay.client === null) relay.ending = { code, reason };
+        else relay.client.end(sendableCode(code), reason);
       });
     },
     open: (ws) => {
@@ -111,6 +125,7 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin): void 
     },
     close: (ws, code, reason) => {
       const { relay } = ws.getUserData();
+      relay.clientGone = true;
       if (relay.closed) return;
       relay.closed = true;
       relay.upstream.close(sendableCode(code), Buffer.from(reason.slice(0)));

@@ -5,17 +5,21 @@
 // sent comes back as traffic, counted and published as the route's own answers are.
 import { isNix32 } from '../../protocol/index.js';
 import type { Services } from '../../services/index.js';
+import type { ThreadReadPlaces } from '../../storage/index.js';
 import { anonymousReadableCache } from '../cache/cacheGate.js';
 import type { NarGrant, NarSent } from './threadMessages.js';
 
 export interface ThreadNarServices {
   grant(cache: string, fileHash: string): Promise<NarGrant | null>;
   sent(sent: readonly NarSent[]): void;
+  /** nar.maxConcurrentDownloads, one count for the main thread's reads and the threads' */
+  readPlaces: ThreadReadPlaces;
 }
 
 export function threadNarServices(services: Pick<Services, 'binaryCache' | 'nars' | 'caches'>): ThreadNarServices {
   const { reads } = services.nars;
   return {
+    readPlaces: services.nars.readPlaces,
     async grant(name, fileHash) {
       if (fileHash.length !== 52 || !isNix32(fileHash)) return null;
       const cache = await anonymousReadableCache(services.binaryCache, name);

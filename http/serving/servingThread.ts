@@ -8,6 +8,8 @@ import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } from './forwardHttp.js';
 import { relayWebSockets } from './forwardWebSocket.js';
+import { lateUpgrades } from './lateUpgrades.js';
+import { SharedReadPlaces } from '../../storage/index.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 import { threadNars } from './threadNars.js';
@@ -26,6 +28,8 @@ const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agen
 const post = (message: FromServingThread) => port.postMessage(message);
 const nars = threadNars({
   origin, enabled: data.sendsNars, counters,
+  places: data.readPlaces === null ? null : new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer),
+  placesFreed: () => post({ t: 'readPlacesFreed' }),
   ask: (id, cache, fileHash) => post({ t: 'narAsk', id, cache, fileHash }),
   report: (sent) => post({ t: 'narsSent', sent }),
 });
@@ -65,7 +69,8 @@ function learnNarinfo(generation: number, cache: string, file: string, a: Forwar
 }
 
 const app = uWS.App();
-relayWebSockets(app, origin);
+const late = await lateUpgrades();
+relayWebSockets(app, origin, late);
 app.get('/cache/:cache/:file', answerFromMemory);
 app.get('/cache/:cache/nar/:file', (res, req) => nars.answer(res, req, false));
 app.head('/cache/:cache/nar/:file', (res, req) => nars.answer(res, req, true));
@@ -86,6 +91,7 @@ function stop(): void {
   if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
   listenSocket = null;
   app.close();
+  late.close();
   origin.agent.destroy();
   port.close();
 }

@@ -8,7 +8,7 @@ import { fromPromise } from 'xstate';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
 import type { ThreadNarServices } from './narGrants.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_READS_HELD, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 
 /**
  * How long a thread has to close its listen socket and end before it is terminated. Terminating a
@@ -54,6 +54,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
     const { index } = input;
     const data: ServingThreadData = {
       index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!,
+      readPlaces: opts.nars === undefined ? null : { buffer: opts.nars.readPlaces.buffer, limit: opts.nars.readPlaces.limit },
     };
     const worker = new Worker(new URL('./servingThread.ts', import.meta.url), { workerData: data, execArgv: threadExecArgv(), name: `http-thread-${index}` });
     startCounts.set(index, (startCounts.get(index) ?? 0) + 1);
@@ -76,11 +77,18 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
         case 'narsSent':
           opts.nars?.sent(m.sent);
           break;
+        case 'readPlacesFreed':
+          opts.nars?.readPlaces.freed();
+          break;
       }
     });
     worker.on('error', (e) => opts.log.error({ err: e, thread: index }, 'a serving thread failed'));
     worker.on('exit', (code) => {
       ended = true;
+      // Reads a thread held end with it: their places are free again.
+      const held = new Float64Array(counters[index]!);
+      opts.nars?.readPlaces.freed(held[COUNTER_READS_HELD]!);
+      held[COUNTER_READS_HELD] = 0;
       if (running.get(index) === worker) running.delete(index);
       if (stopping || signal.aborted) resolve();
       else reject(new Error(`serving thread ${index} ended (exit code ${code})`));

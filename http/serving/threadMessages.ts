@@ -12,15 +12,19 @@ export interface ServingThreadData {
   secret: string;
   /** whether the thread may ask for NAR grants (the blob store has local files: not S3) */
   sendsNars: boolean;
-  /** [requests, answered from memory, forwarded, NAR files sent]: written by the thread only, read by the main thread */
+  /** [requests, answered from memory, forwarded, NAR files sent, storage read places held]: written by the thread only, read by the main thread */
   counters: SharedArrayBuffer;
+  /** nar.maxConcurrentDownloads shared with the main thread (storage/nars/sharedReadPlaces.ts), when the thread sends NARs */
+  readPlaces: { buffer: SharedArrayBuffer; limit: number } | null;
 }
 
 export const COUNTER_REQUESTS = 0;
 export const COUNTER_FROM_MEMORY = 1;
 export const COUNTER_FORWARDED = 2;
 export const COUNTER_NARS = 3;
-export const COUNTERS = 4;
+/** places of nar.maxConcurrentDownloads the thread holds: given back by the main thread if it ends holding them */
+export const COUNTER_READS_HELD = 4;
+export const COUNTERS = 5;
 
 /**
  * The main thread's word that a request without credentials may read a NAR file of a cache, and
@@ -62,4 +66,6 @@ export type FromServingThread =
   | { t: 'listening'; ok: boolean }
   /** may a request without credentials read nar/<fileHash>.nar.zst of cache `cache`? */
   | { t: 'narAsk'; id: number; cache: string; fileHash: string }
-  | { t: 'narsSent'; sent: NarSent[] };
+  | { t: 'narsSent'; sent: NarSent[] }
+  /** the thread gave back a place of nar.maxConcurrentDownloads while the main thread had readers waiting */
+  | { t: 'readPlacesFreed' };

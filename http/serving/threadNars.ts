@@ -13,7 +13,8 @@ import { respond, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
-import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_REQUESTS, type NarGrant, type NarSent } from './threadMessages.js';
+import type { SharedReadPlaces } from '../../storage/index.js';
+import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_READS_HELD, COUNTER_REQUESTS, type NarGrant, type NarSent } from './threadMessages.js';
 
 /** Grants kept at most (a few hundred bytes each), oldest out. */
 const GRANTS_MAX = 65_536;
@@ -72,6 +73,10 @@ interface Waiting {
 
 export interface ThreadNarsOptions {
   origin: ForwardOrigin;
+  /** nar.maxConcurrentDownloads, one count with the main thread's reads (storage/nars/sharedReadPlaces.ts) */
+  places: SharedReadPlaces | null;
+  /** tells the main thread a place came free while its readers wait */
+  placesFreed(): void;
   /** whether grants can be asked for at all (false: every NAR request is forwarded) */
   enabled: boolean;
   counters: Float64Array;
@@ -109,9 +114,38 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     sent.push({ cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize });
   };
 
+  /**
+   * A place among nar.maxConcurrentDownloads for a GET (a HEAD reads nothing, as on the route), or
+   * null when none is free: the main thread's gate then queues the request and answers in time.
+   */
+  function takePlace(head: boolean): (() => void) | null {
+    const { places } = opts;
+    if (head || places === null) return () => undefined;
+    if (!places.tryTake()) return null;
+    counters[COUNTER_READS_HELD]!++;
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      places.give();
+      counters[COUNTER_READS_HELD]!--;
+      if (places.waiting > 0) opts.placesFreed();
+    };
+  }
+
   async function send(w: Waiting, grant: NarGrant): Promise<void> {
     const range = parseRange(w.range === '' ? undefined : w.range, grant.fileSize);
     if (range.kind === 'unsatisfiable') return forward(w);
+    const givePlace = takePlace(w.head);
+    if (givePlace === null) return forward(w);
+    try {
+      await sendFile(w, grant, range);
+    } finally {
+      givePlace();
+    }
+  }
+
+  async function sendFile(w: Waiting, grant: NarGrant, range: Exclude<ReturnType<typeof parseRange>, { kind: 'unsatisfiable' }>): Promise<void> {
     const file = await openFile(grant.path);
     if (w.state.aborted) return file?.close();
     if (file === null || file.size !== grant.fileSize) {

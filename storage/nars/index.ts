@@ -1,5 +1,6 @@
 // The public face of storage/nars/: what other folders import from it (DESIGN.md, Layout).
-export { openNarStorage, type NarStorage, type NarStorageConfig, type NarStorageDeps } from './narStorage.js';
+export { openNarStorage, type NarStorage, type NarStorageConfig, type NarStorageDeps, type ThreadReadPlaces } from './narStorage.js';
+export { SharedReadPlaces } from './sharedReadPlaces.js';
 export { narBlobKey, stagingArea, type StagingArea } from './narLocations.js';
 export { type NarReads, renderStoredNarinfo, POSITIVE_TTL_MS, NEGATIVE_TTL_MS } from './narReads.js';
 export { type NarUploads, type FinalizeRequest } from './narUploads.js';

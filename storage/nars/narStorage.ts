@@ -50,6 +50,8 @@ export interface NarStorage {
   readonly blobs: BlobStore;
   readonly staging: StagingArea;
   readonly reads: NarReads;
+  /** nar.maxConcurrentDownloads as one count with the serving threads' reads (sharedReadPlaces.ts). */
+  readonly readPlaces: ThreadReadPlaces;
   readonly uploads: NarUploads;
   readonly fetches: FetchRecorder;
   /** Inside the request's transaction (the NAR management API): see pathDeletion.ts. */
@@ -66,6 +68,14 @@ export interface NarStorage {
   hotCacheStats(): HotCacheStats;
   /** Stops the sweeper timer and writes the pending fetch times. */
   close(): Promise<void>;
+}
+
+export interface ThreadReadPlaces {
+  /** the count's shared memory, for SharedReadPlaces in a thread */
+  readonly buffer: SharedArrayBuffer;
+  readonly limit: number;
+  /** A thread gave places back, or ended holding `lost` of them: readers waiting here take them. */
+  freed(lost?: number): void;
 }
 
 export interface HotCacheStats {
@@ -106,6 +116,7 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
     blobs,
     staging,
     reads,
+    readPlaces: { buffer: gate.shared.buffer, limit: gate.shared.limit, freed: (lost) => gate.placesFreed(lost) },
     uploads,
     fetches,
     removePathFromCache,

@@ -4,6 +4,7 @@
 // nar.storageOpenTimeoutSecs (waiting for a place, then for the store to hand over the stream)
 // fails with StorageBusy, so the client is told to retry instead of hanging on a stalled store.
 import type { BlobRead } from '../blobs/index.js';
+import { SharedReadPlaces } from './sharedReadPlaces.js';
 
 export class StorageBusy extends Error {
   constructor(readonly waitedSecs: number) {
@@ -53,48 +54,88 @@ export class ReaderTooSlow extends Error {
 
 /** Places handed out in arrival order; a waiter whose deadline passes leaves the line. */
 class Places {
-  private active = 0;
   private readonly line: { grant: () => void }[] = [];
 
-  constructor(private readonly limit: number) {}
+  /** `count`: the places taken, this process's own or shared with the serving threads. */
+  constructor(private readonly count: PlaceCount) {}
 
   get idle(): boolean {
-    return this.active === 0 && this.line.length === 0;
+    return this.count.active === 0 && this.line.length === 0;
   }
 
   /** Resolves true once a place is held, false when `signal` fires first. */
   take(signal: AbortSignal): Promise<boolean> {
-    if (this.active < this.limit) {
-      this.active++;
-      return Promise.resolve(true);
-    }
+    if (this.line.length === 0 && this.count.tryTake()) return Promise.resolve(true);
     return new Promise((resolve) => {
       const waiter = { grant: () => { signal.removeEventListener('abort', leave); resolve(true); } };
       const leave = () => {
         const at = this.line.indexOf(waiter);
         if (at >= 0) this.line.splice(at, 1);
+        this.count.waiting = this.line.length;
         resolve(false);
       };
       if (signal.aborted) return resolve(false);
       signal.addEventListener('abort', leave, { once: true });
       this.line.push(waiter);
+      this.count.waiting = this.line.length;
     });
   }
 
   give(): void {
     const next = this.line.shift();
-    // The place passes straight to the next waiter, so `active` stays as it is.
+    this.count.waiting = this.line.length;
+    // The place passes straight to the next waiter, so the count stays as it is.
     if (next) next.grant();
-    else this.active--;
+    else this.count.give();
+  }
+
+  /** Places given back elsewhere (a serving thread): the line takes what is free now. */
+  wake(): void {
+    while (this.line.length > 0 && this.count.tryTake()) {
+      const next = this.line.shift()!;
+      this.count.waiting = this.line.length;
+      next.grant();
+    }
+  }
+}
+
+/** How many places are taken: SharedReadPlaces, or LocalPlaces for one worker's. */
+interface PlaceCount {
+  readonly active: number;
+  waiting: number;
+  tryTake(): boolean;
+  give(): void;
+}
+
+class LocalPlaces implements PlaceCount {
+  active = 0;
+  waiting = 0;
+  constructor(private readonly limit: number) {}
+  tryTake(): boolean {
+    if (this.active >= this.limit) return false;
+    this.active++;
+    return true;
+  }
+  give(): void {
+    this.active--;
   }
 }
 
 export class StorageReadGate {
+  /** The nar.maxConcurrentDownloads count, shared with the serving threads (http/serving/threadNars.ts). */
+  readonly shared: SharedReadPlaces;
   private readonly all: Places;
   private readonly perWorker = new Map<string, Places>();
 
   constructor(private readonly options: StorageReadGateOptions) {
-    this.all = new Places(options.maxReads);
+    this.shared = new SharedReadPlaces(options.maxReads);
+    this.all = new Places(this.shared);
+  }
+
+  /** A serving thread gave places back (or ended holding `lost` of them): readers waiting here take them. */
+  placesFreed(lost = 0): void {
+    if (lost > 0) this.shared.give(lost);
+    this.all.wake();
   }
 
   /**
@@ -150,7 +191,7 @@ export class StorageReadGate {
 
   private placesOf(worker: string): Places {
     let places = this.perWorker.get(worker);
-    if (!places) this.perWorker.set(worker, (places = new Places(this.options.maxReadsPerWorker)));
+    if (!places) this.perWorker.set(worker, (places = new Places(new LocalPlaces(this.options.maxReadsPerWorker))));
     return places;
   }
 

@@ -3,32 +3,15 @@
 // place: seen from a raw client that holds a stream open by not reading it, and from real Nix.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { get, type IncomingMessage } from 'node:http';
 import { join } from 'node:path';
 import t from 'tap';
+import { holdOpen, readAll } from '../../support/heldReads.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
 import { freshStore, nixOk } from '../../support/nixClient.js';
 import { nixStoreAdd, tempDir } from '../../support/nixStore.js';
-
-/** A GET whose body this side does not read, so the server's stream stays open under backpressure. */
-function holdOpen(url: string): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    get(url, (res) => {
-      res.pause();
-      resolve(res);
-    }).on('error', reject);
-  });
-}
-
-async function readAll(res: IncomingMessage): Promise<number> {
-  let bytes = 0;
-  res.resume();
-  for await (const chunk of res) bytes += (chunk as Buffer).byteLength;
-  return bytes;
-}
 
 t.test('storage reads', async (t) => {
   const kiln = await startTestKiln(t, {

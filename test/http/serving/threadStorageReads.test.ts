@@ -1,0 +1,91 @@
+// nar.maxConcurrentDownloads counts the serving threads' NAR reads with the main thread's (docs/
+// binary-cache.md, "Storage reads"): a file a thread is sending holds the only place, so the main
+// thread's route refuses with 503 storage_busy, and a read the main thread holds makes every
+// thread's request wait in the main thread's line and be refused in time.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { get, type IncomingMessage } from 'node:http';
+import { join } from 'node:path';
+import t from 'tap';
+import { holdOpen, readAll } from '../../support/heldReads.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { startTestKiln } from '../../support/kiln.js';
+import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { nixStoreAdd, tempDir } from '../../support/nixStore.js';
+
+/** One GET on a connection of its own (so that requests spread over the listeners): its status and error code. */
+function fresh(url: string, headers: Record<string, string> = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const body = Buffer.concat(chunks);
+        resolve(res.statusCode === 503 ? `503 ${(JSON.parse(body.toString()) as { code: string }).code}` : `${res.statusCode} ${body.length}`);
+      });
+    }).on('error', reject);
+  });
+}
+
+interface ActorNode { id: string; summary?: Record<string, number>; children?: ActorNode[] }
+
+t.test('storage reads of serving threads and the main thread are one count', async (t) => {
+  // Nix blocks this event loop (the main thread's): prepared before the server starts.
+  const dir = join(tempDir('kiln-thread-reads-'), 'big');
+  mkdirSync(dir);
+  writeFileSync(join(dir, 'noise'), randomBytes(24 << 20));
+  const nar = localNar(nixStoreAdd(dir));
+  const kiln = await startTestKiln(t, {
+    'http.threads': 3,
+    'nar.maxConcurrentDownloads': 1,
+    'nar.storageOpenTimeoutSecs': 1,
+    'nar.smallBytes': 0,
+    'nar.hotCacheBytes': 0,
+  });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
+  const uploaded = await uploadChunked(kiln, ada.token, 'main', nar, 4 << 20);
+  t.equal(uploaded.status, 200);
+  const { file_hash, file_size } = uploaded.body.message as { file_hash: string; file_size: number };
+  const narUrl = `${kiln.url}/cache/main/nar/${file_hash}.nar.zst`;
+  // With credentials a request always goes to the main thread's route.
+  const basic = { authorization: `Basic ${Buffer.from(`ada:${ada.token}`).toString('base64')}` };
+  const threadNars = async (): Promise<number> => {
+    const root = (await kiln.api<ActorNode>('GET', '/admin/actors', { token: ada.token })).message;
+    const threads = root.children?.find((c) => c.id === 'http-threads')?.children ?? [];
+    return threads.reduce((n, node) => n + (node.summary?.['nars'] ?? 0), 0);
+  };
+
+  t.test('a file a thread is sending holds the place', async (t) => {
+    // The kernel spreads connections over the listeners: hold reads until a thread took one.
+    let held: IncomingMessage | null = null;
+    for (let attempt = 0; attempt < 40 && held === null; attempt++) {
+      const before = await threadNars();
+      const res = await holdOpen(narUrl);
+      t.equal(res.statusCode, 200);
+      if ((await threadNars()) > before) held = res;
+      else t.equal(await readAll(res), file_size);
+    }
+    if (held === null) return t.fail('no thread took a read in 40 tries');
+    t.equal(await fresh(narUrl, basic), '503 storage_busy', 'the main thread\'s route finds no place');
+    const anonymous = await Promise.all(Array.from({ length: 8 }, () => fresh(narUrl)));
+    t.same(new Set(anonymous), new Set(['503 storage_busy']), 'nor does any thread');
+    t.equal(await readAll(held), file_size, 'the held read delivers every byte');
+    t.equal(await fresh(narUrl, basic), `200 ${file_size}`, 'its place is free once it ended');
+    const after = await Promise.all(Array.from({ length: 4 }, () => fresh(narUrl)));
+    t.same(new Set(after), new Set([`200 ${file_size}`]), 'on every listener');
+  });
+
+  t.test('a read the main thread holds makes the threads wait, then refuse', async (t) => {
+    const held = await holdOpen(narUrl, basic);
+    t.equal(held.statusCode, 200);
+    const before = await threadNars();
+    const anonymous = await Promise.all(Array.from({ length: 12 }, () => fresh(narUrl)));
+    t.same(new Set(anonymous), new Set(['503 storage_busy']), 'every listener refuses in time');
+    t.equal(await threadNars(), before, 'no thread sent the file meanwhile');
+    t.equal(await readAll(held), file_size);
+    const after = await Promise.all(Array.from({ length: 4 }, () => fresh(narUrl)));
+    t.same(new Set(after), new Set([`200 ${file_size}`]));
+  });
+});
