@@ -224,9 +224,9 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
         onConnection(client, mappedIpv4(info.ip) ?? info.ip, accepted.get(`${info.ip}|${info.port}`)));
       const server = createServer((socket) => {
         const key = `${socket.remoteAddress}|${socket.remotePort}`;
+        ssh.injectSocket(socket);
         accepted.set(key, connections.accept(socket));
         socket.once('close', () => accepted.delete(key));
-        ssh.injectSocket(socket);
       });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

@@ -39,6 +39,7 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
       startSshServer({
         sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
         clock: deps.clock, rateLimiter: deps.rateLimiter, loginGraceSecs: deps.config['ssh.loginGraceSecs'],
+        idleTimeoutSecs: deps.config['ssh.idleTimeoutSecs'],
         maxSessionsPerUser: deps.config['ssh.maxSessionsPerUser'],
         leases: new NarLeases({ idleSecs: deps.config['upload.leaseIdleSecs'], clock: deps.clock }),
         hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),
