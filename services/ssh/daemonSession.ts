@@ -23,6 +23,7 @@ import {
   type Narinfo,
 } from '../../protocol/index.js';
 import { cachePaths, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+import type { FarmBuilds } from './farmBuilds.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /**
@@ -42,14 +43,26 @@ const op = {
   queryPathFromHashPart: 29,
   queryValidPaths: 31,
   narFromPath: 38,
+  buildDerivation: 36,
   addToStoreNar: 39,
   queryMissing: 40,
 } as const;
 
+/** STDERR_NEXT: a log line for the client, before the operation's STDERR_LAST. */
+const STDERR_NEXT = 0x6f6c6d67;
+/** BuildResult::Status values kiln answers BuildDerivation with. */
+const BUILT = 0;
+const MISC_FAILURE = 9;
+
+/** Most bytes of a BasicDerivation's environment kiln reads (and drops). */
+const MAX_ENV_BYTES = 32 << 20;
 /** Largest frame of a framed NAR kiln accepts; Nix sends 32 KiB frames. */
 const MAX_FRAME = 8 << 20;
 
-export type DaemonSessionDeps = CachePathsDeps;
+export interface DaemonSessionDeps extends CachePathsDeps {
+  /** BuildPaths of derivations and BuildDerivation: direct builds in kiln's farm */
+  farm: FarmBuilds;
+}
 
 /** The channel's output with backpressure: resolves when the bytes may be followed by more. */
 export interface SessionOutput {
@@ -60,7 +73,11 @@ export interface SessionOutput {
  * Serves the session until the client closes it or breaks the protocol. `store` is null when the
  * user name names no cache this login may see: the client is told so at the greeting.
  */
-export async function serveDaemonSession(deps: DaemonSessionDeps, store: SessionStore | null, input: AsyncIterable<Uint8Array>, out: SessionOutput, refusal: string): Promise<void> {
+export async function serveDaemonSession(
+  deps: DaemonSessionDeps, store: SessionStore | null, input: AsyncIterable<Uint8Array>, out: SessionOutput, refusal: string,
+  /** marks the connection busy while a build is waited for (ssh.idleTimeoutSecs); returns the release */
+  hold: () => () => void = () => () => undefined,
+): Promise<void> {
   const from = new WireReader(input);
   if ((await from.u64()) !== WORKER_MAGIC_1) throw new WireError('protocol mismatch: the client did not greet with the worker magic');
   await out.write(Buffer.concat([wireU64(WORKER_MAGIC_2), wireU64(PROTOCOL_VERSION)]));
@@ -80,6 +97,16 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
   const knows = () => cache.demandMembership();
   const infoOf = (path: string) => cache.info(path);
   const last = () => out.write(wireU64(STDERR_LAST));
+  const logLine = (line: string) => out.write(Buffer.concat([wireU64(STDERR_NEXT), wireString(`${line}\n`)]));
+  /** A farm build of `drvPath`, the connection held busy while it runs. */
+  const farmBuild = async (drvPath: string) => {
+    const release = hold();
+    try {
+      return await deps.farm.build(store, cache, drvPath, logLine);
+    } finally {
+      release();
+    }
+  };
 
   for (;;) {
     if (await from.atEnd()) return;
@@ -137,16 +164,37 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
           break;
         case op.buildPaths: {
           // `nix copy --from` realises its store paths in the source store first: for paths the
-          // cache holds that is nothing to do. Building derivations over ssh-ng is not served yet.
+          // cache holds that is nothing to do. A derivation (`drv!out`) is built in the farm.
           const targets = await from.strings();
           if (minor >= 15) await from.u64(); // build mode
           readable('BuildPaths');
           for (const target of targets) {
-            if (target.includes('!')) throw new StoreRefusal(`kiln does not build over ssh-ng yet (asked for ${target})`);
-            if ((await infoOf(target)) === null) throw new StoreRefusal(`path '${target}' is not in cache "${store.cache.name}"`);
+            const bang = target.indexOf('!');
+            if (bang < 0) {
+              if ((await infoOf(target)) === null) throw new StoreRefusal(`path '${target}' is not in cache "${store.cache.name}"`);
+              continue;
+            }
+            const outcome = await farmBuild(target.slice(0, bang));
+            if (!outcome.ok) throw new StoreRefusal(outcome.message);
           }
           await last();
           await out.write(wireU64(1));
+          break;
+        }
+        case op.buildDerivation: {
+          const drvPath = await from.string();
+          const claimed = await readBasicDerivationOutputs(from);
+          await from.u64(); // build mode
+          const outcome = await farmBuild(drvPath);
+          // The client takes the outputs its own derivation names: they must be what the cache's .drv built.
+          const differing = outcome.ok ? Object.entries(claimed).filter(([name, path]) => path !== '' && outcome.outputs[name] !== path) : [];
+          const failure = !outcome.ok ? outcome.message
+            : differing.length > 0 ? `the derivation sent names outputs (${differing.map(([n, p]) => `${n} ${p}`).join(', ')}) that ${drvPath} in cache "${store.cache.name}" does not build` : '';
+          await last();
+          const result = [wireU64(failure === '' ? BUILT : MISC_FAILURE), wireString(failure)];
+          if (minor >= 29) result.push(wireU64(1), wireU64(0), wireU64(0), wireU64(0)); // timesBuilt, isNonDeterministic, start and stop time
+          if (minor >= 28) result.push(wireU64(0)); // builtOutputs: only content-addressed derivations need them
+          await out.write(Buffer.concat(result));
           break;
         }
         case op.queryMissing: {
@@ -194,6 +242,35 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
       } else throw e;
     }
   }
+}
+
+/**
+ * A BasicDerivation as writeDerivation sends it (derivations.cc): outputs (name, path, hash
+ * algorithm, hash), input sources, platform, builder, arguments, environment. Only the outputs'
+ * paths are kept: kiln builds the .drv from the cache, never this unverifiable copy.
+ */
+async function readBasicDerivationOutputs(from: WireReader): Promise<Record<string, string>> {
+  const outputs: Record<string, string> = {};
+  const count = await from.u64();
+  if (count > 1000) throw new WireError(`a derivation with ${count} outputs`);
+  for (let i = 0; i < count; i++) {
+    const name = await from.string();
+    outputs[name] = await from.string();
+    await from.string(); // hash algorithm
+    await from.string(); // hash
+  }
+  await from.strings(); // input sources
+  await from.string(); // platform
+  await from.string(); // builder
+  await from.strings(); // arguments
+  const env = await from.u64();
+  if (env > 100_000) throw new WireError(`a derivation with ${env} environment variables`);
+  let envBytes = 0;
+  for (let i = 0; i < env * 2; i++) {
+    envBytes += (await from.string()).length;
+    if (envBytes > MAX_ENV_BYTES) throw new WireError(`a derivation's environment has more than ${MAX_ENV_BYTES} bytes`);
+  }
+  return outputs;
 }
 
 /** ValidPathInfo::write without the path (path-info.cc): what QueryPathInfo answers. */

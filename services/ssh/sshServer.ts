@@ -49,19 +49,25 @@ export interface SshServer {
   close(): Promise<void>;
 }
 
-/** The command Nix runs for `ssh-ng://` (remote-program defaults to nix-daemon); a path before it is allowed. */
-const DAEMON_COMMAND = /^(?:\S*\/)?nix-daemon --stdio$/;
+/**
+ * The command Nix runs for `ssh-ng://` (remote-program defaults to nix-daemon; a path before it
+ * is allowed). `--project ORG/PROJECT` (from `?remote-program=nix-daemon --project ORG/PROJECT`)
+ * names the project builds go into when several write into the cache.
+ */
+const DAEMON_COMMAND = /^(?:\S*\/)?nix-daemon(?: --project[= ]([A-Za-z0-9][A-Za-z0-9_.-]{0,62}\/[A-Za-z0-9][A-Za-z0-9_.-]{0,62}))? --stdio$/;
 /** The command Nix runs for `ssh://` (legacy-ssh-store.cc); `--write` lets it add paths. */
 const SERVE_COMMAND = /^(?:\S*\/)?nix-store --serve( --write)?$/;
 
 /** The cache `name` as `who` may use it over SSH, or null when it may not see it. */
-export async function sessionStore(sql: Sql, who: Principal, name: string): Promise<SessionStore | null> {
+export async function sessionStore(sql: Sql, who: Principal, name: string, project: string | null = null): Promise<SessionStore | null> {
   if (who.kind !== 'user') return null;
   const row = await findCache(sql, who, name);
   if (!row || !row.active) return null;
   const access = accessOf(who, cacheTarget(row));
   if (!access.visible) return null;
   return {
+    who,
+    project,
     cache: { id: row.id, name: row.name },
     canRead: access.permissions.has('viewCache') || row.public,
     writeTarget: access.permissions.has('writeStore') ? { id: row.id, name: row.name, uploader: who.username, owner: who.userId } : null,
@@ -161,7 +167,8 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           channel.once('close', release);
           client.once('close', release);
           const serve = SERVE_COMMAND.exec(command);
-          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName).finally(release);
+          const daemon = DAEMON_COMMAND.exec(command);
+          if (daemon !== null) void runDaemon(channel, principal, cacheName, daemon[1] ?? null, () => connection.hold()).finally(release);
           else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined).finally(release);
           else {
             release();
@@ -178,11 +185,11 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     client.on('error', (e) => log.debug({ err: e, peerAddress }, 'ssh: connection error'));
   };
 
-  async function runDaemon(channel: ServerChannel, who: Principal | null, name: string): Promise<void> {
+  async function runDaemon(channel: ServerChannel, who: Principal | null, name: string, project: string | null, hold: () => () => void): Promise<void> {
     let code = 0;
     try {
-      const store = who === null ? null : await sessionStore(deps.sql, who, name);
-      await serveDaemonSession(deps, store, channel, channelOutput(channel), noCache(name));
+      const store = who === null ? null : await sessionStore(deps.sql, who, name, project);
+      await serveDaemonSession(deps, store, channel, channelOutput(channel), noCache(name), hold);
     } catch (e) {
       code = 1;
       if (e instanceof WireError) log.debug({ err: e, cache: name }, 'ssh: session ended on a protocol error');
