@@ -27,11 +27,12 @@ import type { FarmBuilds } from './farmBuilds.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /**
- * The protocol version kiln speaks: 1.31. From 1.32 a client sends `nix copy --to` as one
- * AddMultipleToStore stream; at 1.31 it sends each path with AddToStoreNar, whose framed NAR
- * needs no parsing to find its end. Nix 2.8 speaks 1.34 and negotiates down.
+ * The protocol version kiln speaks: 1.32. From 1.32 a client sends `nix copy --to` as one
+ * AddMultipleToStore stream (no round trip per path); an older one sends each path with
+ * AddToStoreNar. Nix 2.8 speaks 1.34 and negotiates down (1.33 adds the daemon's version string,
+ * 1.34 BuildPathsWithResults).
  */
-export const DAEMON_PROTOCOL_MINOR = 31;
+export const DAEMON_PROTOCOL_MINOR = 32;
 const PROTOCOL_VERSION = (1 << 8) | DAEMON_PROTOCOL_MINOR;
 
 const op = {
@@ -46,6 +47,7 @@ const op = {
   buildDerivation: 36,
   addToStoreNar: 39,
   queryMissing: 40,
+  addMultipleToStore: 44,
 } as const;
 
 /** STDERR_NEXT: a log line for the client, before the operation's STDERR_LAST. */
@@ -161,6 +163,9 @@ export async function serveDaemonSession(
         }
         case op.addToStoreNar:
           await addToStoreNar(cache, from, minor, last);
+          break;
+        case op.addMultipleToStore:
+          await addMultipleToStore(cache, from, last);
           break;
         case op.buildPaths: {
           // `nix copy --from` realises its store paths in the source store first: for paths the
@@ -303,5 +308,38 @@ async function addToStoreNar(cache: CachePaths, from: WireReader, minor: number,
   await cache.add(info, frames, async () => {
     for await (const chunk of frames) void chunk;
   });
+  await last();
+}
+
+/**
+ * AddMultipleToStore (1.32+, daemon.cc and Store::addMultipleToStore): one framed stream holding
+ * a count, then per path its info (as AddToStoreNar's) and its NAR of NarSize bytes, unframed
+ * within the stream. Each path goes through the same front door as AddToStoreNar, one after the
+ * other; a refusal drains the rest of the stream so the session stays in step and the client is
+ * told, and the paths before it stay stored (as with a real daemon).
+ */
+async function addMultipleToStore(cache: CachePaths, from: WireReader, last: () => Promise<void>): Promise<void> {
+  await from.u64(); // repair
+  await from.u64(); // dontCheckSigs: the cache signs with its own key
+  const frames = from.frames(MAX_FRAME);
+  const stream = new WireReader(frames);
+  const drainStream = async () => {
+    for await (const chunk of frames) void chunk;
+  };
+  try {
+    const count = await stream.u64();
+    for (let i = 0; i < count; i++) {
+      const info = await readImportedPathInfo(stream);
+      if (info.narSize === 0) throw new SessionEnds(`${info.path}: a path without its NarSize cannot be read from an AddMultipleToStore stream`);
+      const nar = stream.exactly(info.narSize);
+      await cache.add(info, nar, async () => {
+        for await (const chunk of nar) void chunk;
+      });
+    }
+    if (!(await stream.atEnd())) throw new WireError('AddMultipleToStore: bytes after the last path');
+  } catch (e) {
+    if (e instanceof StoreRefusal || e instanceof ApiError) await drainStream();
+    throw e;
+  }
   await last();
 }

@@ -143,14 +143,7 @@ export async function serveLegacySession(deps: CachePathsDeps, store: SessionSto
         const { narSize } = info;
         if (narSize === 0) throw new StoreRefusal('narInfo is too old and missing the narSize field');
         // The NAR follows unframed: exactly narSize bytes.
-        const sized = (async function* () {
-          let left = narSize;
-          while (left > 0) {
-            const piece = await from.some(Math.min(left, 1 << 20));
-            left -= piece.length;
-            yield Buffer.from(piece);
-          }
-        })();
+        const sized = from.exactly(narSize);
         await cache.add(info, sized, async () => {
           for await (const chunk of sized) void chunk;
         });
