@@ -17,7 +17,7 @@ import type { CachePaths, SessionStore } from './cachePaths.js';
 import { StoreRefusal } from './sessionErrors.js';
 
 /** The most bytes of a .drv closure read from the cache for one build: the cap of `POST /builds`. */
-export const MAX_DRV_CLOSURE_BYTES = 20 << 20;
+const MAX_DRV_CLOSURE_BYTES = 20 << 20;
 /** exportMagic of Nix's export format (store-api.hh). */
 const EXPORT_MAGIC = 0x4558494e;
 const FINAL = new Set(['completed', 'failed', 'substituted', 'aborted']);
@@ -31,7 +31,7 @@ export interface FarmBuildsDeps {
 }
 
 /** How a farm build ended, as the client is told. */
-export interface FarmOutcome {
+interface FarmOutcome {
   ok: boolean;
   /** the failure as the client shows it; empty when ok */
   message: string;

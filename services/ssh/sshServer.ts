@@ -230,6 +230,10 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
       const ssh = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) =>
         onConnection(client, mappedIpv4(info.ip) ?? info.ip, accepted.get(`${info.ip}|${info.port}`)));
       const server = createServer((socket) => {
+        // A reply is often two small writes (STDERR_LAST, then the answer): with Nagle's algorithm
+        // the second waits for the client's delayed ACK, some 40 ms per round trip (OpenSSH's
+        // sshd sets TCP_NODELAY for sessions too).
+        socket.setNoDelay(true);
         const key = `${socket.remoteAddress}|${socket.remotePort}`;
         ssh.injectSocket(socket);
         accepted.set(key, connections.accept(socket));
