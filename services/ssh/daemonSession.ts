@@ -56,6 +56,8 @@ const STDERR_NEXT = 0x6f6c6d67;
 const BUILT = 0;
 const MISC_FAILURE = 9;
 
+/** Paths of one AddMultipleToStore stream ingested at once while the stream is read on. */
+const INGESTS_IN_FLIGHT = 8;
 /** Most bytes of a BasicDerivation's environment kiln reads (and drops). */
 const MAX_ENV_BYTES = 32 << 20;
 /** Largest frame of a framed NAR kiln accepts; Nix sends 32 KiB frames. */
@@ -326,20 +328,46 @@ async function addMultipleToStore(cache: CachePaths, from: WireReader, last: () 
   const drainStream = async () => {
     for await (const chunk of frames) void chunk;
   };
+  // A path's NAR is read off the stream before the next path's info; its ingest (database rows,
+  // fsyncs, signing) runs on while the next NARs are read, up to INGESTS_IN_FLIGHT at once.
+  const inFlight = new Set<Promise<void>>();
+  let failure: { error: unknown } | null = null;
   try {
     const count = await stream.u64();
-    for (let i = 0; i < count; i++) {
+    for (let i = 0; i < count && failure === null; i++) {
       const info = await readImportedPathInfo(stream);
       if (info.narSize === 0) throw new SessionEnds(`${info.path}: a path without its NarSize cannot be read from an AddMultipleToStore stream`);
-      const nar = stream.exactly(info.narSize);
-      await cache.add(info, nar, async () => {
+      let consumed!: () => void;
+      const read = new Promise<void>((resolve) => (consumed = resolve));
+      const nar = (async function* () {
+        try {
+          yield* stream.exactly(info.narSize);
+        } finally {
+          consumed();
+        }
+      })();
+      const adding: Promise<void> = cache.add(info, nar, async () => {
         for await (const chunk of nar) void chunk;
+      }).catch((error: unknown) => {
+        failure ??= { error };
+      }).finally(() => {
+        inFlight.delete(adding);
+        consumed(); // refused before its NAR was read: the session ends, nothing more is read
       });
+      inFlight.add(adding);
+      await read;
+      while (inFlight.size >= INGESTS_IN_FLIGHT) await Promise.race(inFlight);
     }
-    if (!(await stream.atEnd())) throw new WireError('AddMultipleToStore: bytes after the last path');
+    await Promise.all(inFlight);
+    if (failure === null && !(await stream.atEnd())) throw new WireError('AddMultipleToStore: bytes after the last path');
   } catch (e) {
-    if (e instanceof StoreRefusal || e instanceof ApiError) await drainStream();
-    throw e;
+    await Promise.all(inFlight);
+    failure ??= { error: e };
+  }
+  if (failure !== null) {
+    const { error } = failure;
+    if (error instanceof StoreRefusal || error instanceof ApiError) await drainStream();
+    throw error;
   }
   await last();
 }
