@@ -64,16 +64,22 @@ async function loggedIn(kiln: TestKiln, identity: string, cache: string): Promis
   return child;
 }
 
-t.test('ssh.loginGraceSecs', async (t) => {
+/** A kiln on a stepped clock with `options`, ada owning the public cache "main", and her login key at `identity`. */
+async function kilnWithLogin(t: Parameters<typeof startTestKiln>[0], options: Parameters<typeof startTestKiln>[1], keyFileName: string) {
   const clock = steppedClock(new Date('2026-11-26T12:00:00Z'));
-  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'], 'ssh.loginGraceSecs': 60 }, { clock });
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'], ...options }, { clock });
   const ada = await signUp(kiln, 'ada');
   await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
   const pair = generateSshKeyPair('ada');
-  const identity = join(dir, 'id_ada');
+  const identity = join(dir, keyFileName);
   writeFileSync(identity, pair.privateKey, { mode: 0o600 });
-  t.equal((await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } })).status, 200);
-  const ssh = kiln.ssh!;
+  const added = await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } });
+  if (added.status !== 200) throw new Error(`registering the key: ${JSON.stringify(added.message)}`);
+  return { clock, kiln, ssh: kiln.ssh!, identity };
+}
+
+t.test('ssh.loginGraceSecs', async (t) => {
+  const { clock, kiln, ssh, identity } = await kilnWithLogin(t, { 'ssh.loginGraceSecs': 60 }, 'id_ada');
 
   const silent = await rawConnection(kiln);
   const greeted = await rawConnection(kiln);
@@ -94,15 +100,7 @@ t.test('ssh.loginGraceSecs', async (t) => {
 });
 
 t.test('ssh.idleTimeoutSecs drops a logged-in connection the client has left silent', async (t) => {
-  const clock = steppedClock(new Date('2026-11-26T12:00:00Z'));
-  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'], 'ssh.idleTimeoutSecs': 600 }, { clock });
-  const ada = await signUp(kiln, 'ada');
-  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
-  const pair = generateSshKeyPair('ada');
-  const identity = join(dir, 'id_idle');
-  writeFileSync(identity, pair.privateKey, { mode: 0o600 });
-  t.equal((await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } })).status, 200);
-  const ssh = kiln.ssh!;
+  const { clock, kiln, ssh, identity } = await kilnWithLogin(t, { 'ssh.idleTimeoutSecs': 600 }, 'id_idle');
 
   const quiet = await loggedIn(kiln, identity, 'main');
   t.teardown(() => quiet.kill());
