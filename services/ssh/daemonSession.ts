@@ -23,7 +23,7 @@ import {
   type Narinfo,
 } from '../../protocol/index.js';
 import { cachePaths, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
-import type { FarmBuilds } from './farmBuilds.js';
+import { buildDerivationFailure, readBasicDerivationOutputs, type FarmBuilds } from './farmBuilds.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /**
@@ -58,8 +58,6 @@ const MISC_FAILURE = 9;
 
 /** Paths of one AddMultipleToStore stream ingested at once while the stream is read on. */
 const INGESTS_IN_FLIGHT = 8;
-/** Most bytes of a BasicDerivation's environment kiln reads (and drops). */
-const MAX_ENV_BYTES = 32 << 20;
 /** Largest frame of a framed NAR kiln accepts; Nix sends 32 KiB frames. */
 const MAX_FRAME = 8 << 20;
 
@@ -192,11 +190,7 @@ export async function serveDaemonSession(
           const drvPath = await from.string();
           const claimed = await readBasicDerivationOutputs(from);
           await from.u64(); // build mode
-          const outcome = await farmBuild(drvPath);
-          // The client takes the outputs its own derivation names: they must be what the cache's .drv built.
-          const differing = outcome.ok ? Object.entries(claimed).filter(([name, path]) => path !== '' && outcome.outputs[name] !== path) : [];
-          const failure = !outcome.ok ? outcome.message
-            : differing.length > 0 ? `the derivation sent names outputs (${differing.map(([n, p]) => `${n} ${p}`).join(', ')}) that ${drvPath} in cache "${store.cache.name}" does not build` : '';
+          const failure = buildDerivationFailure(await farmBuild(drvPath), claimed, drvPath, store.cache.name);
           await last();
           const result = [wireU64(failure === '' ? BUILT : MISC_FAILURE), wireString(failure)];
           if (minor >= 29) result.push(wireU64(1), wireU64(0), wireU64(0), wireU64(0)); // timesBuilt, isNonDeterministic, start and stop time
@@ -249,35 +243,6 @@ export async function serveDaemonSession(
       } else throw e;
     }
   }
-}
-
-/**
- * A BasicDerivation as writeDerivation sends it (derivations.cc): outputs (name, path, hash
- * algorithm, hash), input sources, platform, builder, arguments, environment. Only the outputs'
- * paths are kept: kiln builds the .drv from the cache, never this unverifiable copy.
- */
-async function readBasicDerivationOutputs(from: WireReader): Promise<Record<string, string>> {
-  const outputs: Record<string, string> = {};
-  const count = await from.u64();
-  if (count > 1000) throw new WireError(`a derivation with ${count} outputs`);
-  for (let i = 0; i < count; i++) {
-    const name = await from.string();
-    outputs[name] = await from.string();
-    await from.string(); // hash algorithm
-    await from.string(); // hash
-  }
-  await from.strings(); // input sources
-  await from.string(); // platform
-  await from.string(); // builder
-  await from.strings(); // arguments
-  const env = await from.u64();
-  if (env > 100_000) throw new WireError(`a derivation with ${env} environment variables`);
-  let envBytes = 0;
-  for (let i = 0; i < env * 2; i++) {
-    envBytes += (await from.string()).length;
-    if (envBytes > MAX_ENV_BYTES) throw new WireError(`a derivation's environment has more than ${MAX_ENV_BYTES} bytes`);
-  }
-  return outputs;
 }
 
 /** ValidPathInfo::write without the path (path-info.cc): what QueryPathInfo answers. */

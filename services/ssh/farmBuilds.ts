@@ -9,7 +9,7 @@
 // input derivations), whose output paths nobody can check. Nix's own daemon builds those only
 // for trusted users; kiln builds the checked .drv, whose outputs Nix verifies on every worker.
 import type { Sql } from 'postgres';
-import { ApiError, DEFAULT_STORE_DIR, parseStorePath, wireString, wireStrings, wireU64 } from '../../protocol/index.js';
+import { ApiError, DEFAULT_STORE_DIR, parseStorePath, WireError, wireString, wireStrings, wireU64, type WireReader } from '../../protocol/index.js';
 import type { Principal } from '../access/index.js';
 import { demandProjectPath } from '../projects/index.js';
 import type { BuildView } from '../builds/index.js';
@@ -21,6 +21,8 @@ const MAX_DRV_CLOSURE_BYTES = 20 << 20;
 /** exportMagic of Nix's export format (store-api.hh). */
 const EXPORT_MAGIC = 0x4558494e;
 const FINAL = new Set(['completed', 'failed', 'substituted', 'aborted']);
+/** Most bytes of a BasicDerivation's environment kiln reads (and drops). */
+const MAX_ENV_BYTES = 32 << 20;
 
 export interface FarmBuildsDeps {
   sql: Sql;
@@ -86,6 +88,44 @@ async function drvClosureExport(cache: CachePaths, cacheName: string, drvPath: s
   }
   parts.push(wireU64(0));
   return Buffer.concat(parts);
+}
+
+/**
+ * A BasicDerivation as writeDerivation sends it (derivations.cc): outputs (name, path, hash
+ * algorithm, hash), input sources, platform, builder, arguments, environment. Only the outputs'
+ * paths are kept: kiln builds the .drv from the cache, never this unverifiable copy.
+ */
+export async function readBasicDerivationOutputs(from: WireReader): Promise<Record<string, string>> {
+  const outputs: Record<string, string> = {};
+  const count = await from.u64();
+  if (count > 1000) throw new WireError(`a derivation with ${count} outputs`);
+  for (let i = 0; i < count; i++) {
+    const name = await from.string();
+    outputs[name] = await from.string();
+    await from.string(); // hash algorithm
+    await from.string(); // hash
+  }
+  await from.strings(); // input sources
+  await from.string(); // platform
+  await from.string(); // builder
+  await from.strings(); // arguments
+  const env = await from.u64();
+  if (env > 100_000) throw new WireError(`a derivation with ${env} environment variables`);
+  let envBytes = 0;
+  for (let i = 0; i < env * 2; i++) {
+    envBytes += (await from.string()).length;
+    if (envBytes > MAX_ENV_BYTES) throw new WireError(`a derivation's environment has more than ${MAX_ENV_BYTES} bytes`);
+  }
+  return outputs;
+}
+
+/** Why a finished farm build does not answer a BuildDerivation whose derivation names `claimed` outputs; empty when it does. */
+export function buildDerivationFailure(outcome: FarmOutcome, claimed: Record<string, string>, drvPath: string, cacheName: string): string {
+  if (!outcome.ok) return outcome.message;
+  // The client takes the outputs its own derivation names: they must be what the cache's .drv built.
+  const differing = Object.entries(claimed).filter(([name, path]) => path !== '' && outcome.outputs[name] !== path);
+  if (differing.length === 0) return '';
+  return `the derivation sent names outputs (${differing.map(([n, p]) => `${n} ${p}`).join(', ')}) that ${drvPath} in cache "${cacheName}" does not build`;
 }
 
 export function farmBuilds(deps: FarmBuildsDeps) {

@@ -169,7 +169,7 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           const serve = SERVE_COMMAND.exec(command);
           const daemon = DAEMON_COMMAND.exec(command);
           if (daemon !== null) void runDaemon(channel, principal, cacheName, daemon[1] ?? null, () => connection.hold()).finally(release);
-          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined).finally(release);
+          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined, () => connection.hold()).finally(release);
           else {
             release();
             channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host) and \`nix-store --serve --write\` (ssh://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
@@ -201,11 +201,14 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     }
   }
 
-  async function runServe(channel: ServerChannel, who: Principal | null, name: string, write: boolean): Promise<void> {
+  async function runServe(channel: ServerChannel, who: Principal | null, name: string, write: boolean, hold: () => () => void): Promise<void> {
     let code = 0;
     try {
       const store = who === null ? null : await sessionStore(deps.sql, who, name);
-      await serveLegacySession(deps, store, write, channel, channelOutput(channel), noCache(name));
+      const stderr = (text: string) => {
+        if (!channel.destroyed) channel.stderr.write(text);
+      };
+      await serveLegacySession(deps, store, write, channel, channelOutput(channel), noCache(name), stderr, hold);
     } catch (e) {
       code = 1;
       // No error message on the serve protocol's wire: the client shows the session's stderr.

@@ -1,7 +1,7 @@
 // Builds over SSH go into kiln's farm, with the real Nix and OpenSSH clients and a real
 // `kiln worker`: `nix build --store ssh-ng://CACHE@kiln --eval-store auto` (BuildPaths of
-// `drv!out`) and `nix-build --builders 'ssh-ng://CACHE@kiln x86_64-linux' -j0` (BuildDerivation)
-// each become a direct build of the project that writes into the cache; the client sees the
+// `drv!out`) and `nix-build --builders 'ssh-ng://CACHE@kiln x86_64-linux' -j0` (BuildDerivation;
+// also over `ssh://`, the serve protocol) each become a direct build of the project that writes into the cache; the client sees the
 // build's log, the output lands in the cache, and the build is listed with its log in the API.
 // A derivation whose .drv the cache lacks is refused with what to do; a reader cannot build.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -98,6 +98,21 @@ t.test('builds over ssh-ng run on kiln\'s workers', { timeout: 280_000 }, async 
     const listed = (await directBuilds()).find((b) => b.drv_path === instantiated);
     t.equal(listed?.status, 'completed', 'the build is in the direct-builds list');
 
+  });
+
+  await t.test('nix-build --builders ssh:// -j0 (the serve protocol\'s BuildDerivation) builds in the farm', async (t) => {
+    const { file, nonce } = freshDerivation('kiln-serve-builder');
+    const client = join(dir, 'serve-client-store');
+    const store = ['--store', client];
+    const instantiated = (await nixOk('nix', ['eval', ...store, '--raw', '-f', file, 'drvPath'], sshEnv(adaKey))).trim();
+    await nixOk('nix', ['copy', '--from', client, '--to', 'ssh-ng://main@127.0.0.1', '--derivation', instantiated], sshEnv(adaKey));
+    const builders = ['--option', 'builders', 'ssh://main@127.0.0.1 x86_64-linux', '--option', 'builders-use-substitutes', 'false'];
+    const run = await runNix('nix-build', [...store, ...builders, '-j0', '--no-out-link', file], sshEnv(adaKey));
+    t.equal(run.status, 0, run.stderr);
+    t.match(run.stderr, new RegExp(`building top ${nonce}`), 'the client saw the build\'s log (on the session\'s stderr)');
+    t.ok((await nixOk('nix-store', [...store, '--query', '--hash', run.stdout.trim()], {})).startsWith('sha256:'), 'the output arrived in the client\'s store');
+    const listed = (await directBuilds()).find((b) => b.drv_path === instantiated);
+    t.equal(listed?.status, 'completed', 'the build is in the direct-builds list');
   });
 
   await t.test('a reader of the cache cannot build into it', async (t) => {
