@@ -49,12 +49,16 @@ t.test('builds over ssh-ng run on kiln\'s workers', { timeout: 280_000 }, async 
   };
   const adaKey = await keyOf(ada, 'ada');
   const bobKey = await keyOf(bob, 'bob');
+  const carol = await signUp(kiln, 'carol');
+  const carolKey = await keyOf(carol, 'carol');
   t.equal((await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'acme' } })).status, 200);
   t.equal((await kiln.api('PUT', '/projects/acme', { token: ada.token, body: { name: 'app', repository: 'file:///nonexistent' } })).status, 200);
   const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
   const cache = await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
   await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
   await addCacheMember(kiln.sql, cache.id, bob.id, 'View');
+  // carol may write into the cache, but is no member of acme: she may not build in its project
+  await addCacheMember(kiln.sql, cache.id, carol.id, 'Write');
 
   const worker = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(dir, 'worker') });
   t.teardown(() => worker.stop());
@@ -120,5 +124,13 @@ t.test('builds over ssh-ng run on kiln\'s workers', { timeout: 280_000 }, async 
     const run = await runNix('nix', ['build', '--store', 'ssh-ng://main@127.0.0.1', '--eval-store', 'auto', '-f', file, '--json'], sshEnv(bobKey));
     t.not(run.status, 0);
     t.match(run.stderr, /writeStore/);
+  });
+
+  await t.test('a writer of the cache who may not build in its project cannot build', async (t) => {
+    const { file } = freshDerivation('kiln-ssh-carol');
+    const run = await runNix('nix', ['build', '--store', 'ssh-ng://main@127.0.0.1', '--eval-store', 'auto', '-f', file, '--json'], sshEnv(carolKey));
+    t.not(run.status, 0);
+    t.match(run.stderr, /no project you may build in .* writes into cache "main"/);
+    t.notOk((await directBuilds()).some((b) => b.drv_path.includes('kiln-ssh-carol')), 'no build was made');
   });
 });
