@@ -65,7 +65,8 @@ async function ensureDerivation(options: RealiseOptions): Promise<JobFailure | u
   if (await allValid([options.drvPath], run)) return undefined;
   const reasons: string[] = [];
   for (const substituter of options.substituters) {
-    const copied = await nix(['copy', '--from', substituter.url, ...substituterArgs([substituter], options.netrcFile), options.drvPath], run);
+    // --derivation: the .drv itself; without it nix copy would realise its outputs in the substituter, which cannot build
+    const copied = await nix(['copy', '--derivation', '--from', substituter.url, ...substituterArgs([substituter], options.netrcFile), options.drvPath], run);
     if (copied.exitCode === 0) return undefined;
     reasons.push(`${substituter.url}: ${nixErrorText(copied.stderr)}`);
   }

@@ -38,6 +38,11 @@ export const networkOptions = {
     nullable(path()), null,
     'OpenSSH private host key; null generates an ed25519 key in baseDir on first start',
   ),
+  'ssh.idleTimeoutSecs': option(
+    int({ min: 0, max: 604800 }), 3600,
+    'seconds a logged-in SSH connection may go without a byte from the client while no operation (a build) runs before it is dropped; 0 never drops one',
+    { extension: true },
+  ),
   'ssh.listenAddresses': option(ipList(), ['::'], 'addresses to listen on; IPv6 addresses also accept IPv4'),
   'ssh.loginGraceSecs': option(
     int({ min: 1, max: 3600 }), 60,

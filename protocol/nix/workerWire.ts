@@ -119,6 +119,16 @@ export class WireReader {
     return out;
   }
 
+  /** Exactly `length` bytes as chunks of at most `piece` bytes (a NAR of known size); a WireError when the stream ends first. */
+  async *exactly(length: number, piece = 1 << 20): AsyncGenerator<Buffer> {
+    let left = length;
+    while (left > 0) {
+      const got = await this.some(Math.min(left, piece));
+      left -= got.length;
+      yield Buffer.from(got);
+    }
+  }
+
   /** The frames of a framed stream (FramedSink), up to its empty end frame; each at most `maxFrame` bytes. */
   async *frames(maxFrame: number): AsyncGenerator<Buffer> {
     for (;;) {

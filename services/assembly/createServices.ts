@@ -280,6 +280,8 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     ssh: createSshServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest, clock, rateLimiter: opened.rateLimiter,
       authenticateApiKey: (secret, peerAddress) => identity.apiKeys.authenticate(secret, peerAddress),
+      // builds asked for over SSH are direct builds, followed like POST /builds/{id}/log
+      builds: { direct: buildRequests.direct, views, liveLog: (who, id) => data.logStreams.live(who, id) },
     }),
     ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
   };

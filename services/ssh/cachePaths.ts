@@ -14,12 +14,17 @@ import {
   type Narinfo,
 } from '../../protocol/index.js';
 import type { NarStorage } from '../../storage/index.js';
+import type { Principal } from '../access/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
 import type { NarLeases } from './narLeases.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /** What the SSH login may do in the cache its user name selected. */
 export interface SessionStore {
+  /** the login */
+  who: Principal;
+  /** the project builds go into, when the session's command names one (`nix-daemon --project ORG/PROJECT`) */
+  project: string | null;
   cache: { id: string; name: string };
   canRead: boolean;
   /** where added paths are ingested; null without writeStore on the cache */

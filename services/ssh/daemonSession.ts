@@ -23,14 +23,16 @@ import {
   type Narinfo,
 } from '../../protocol/index.js';
 import { cachePaths, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+import { buildDerivationFailure, readBasicDerivationOutputs, type FarmBuilds } from './farmBuilds.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
 /**
- * The protocol version kiln speaks: 1.31. From 1.32 a client sends `nix copy --to` as one
- * AddMultipleToStore stream; at 1.31 it sends each path with AddToStoreNar, whose framed NAR
- * needs no parsing to find its end. Nix 2.8 speaks 1.34 and negotiates down.
+ * The protocol version kiln speaks: 1.32. From 1.32 a client sends `nix copy --to` as one
+ * AddMultipleToStore stream (no round trip per path); an older one sends each path with
+ * AddToStoreNar. Nix 2.8 speaks 1.34 and negotiates down (1.33 adds the daemon's version string,
+ * 1.34 BuildPathsWithResults).
  */
-export const DAEMON_PROTOCOL_MINOR = 31;
+export const DAEMON_PROTOCOL_MINOR = 32;
 const PROTOCOL_VERSION = (1 << 8) | DAEMON_PROTOCOL_MINOR;
 
 const op = {
@@ -42,14 +44,27 @@ const op = {
   queryPathFromHashPart: 29,
   queryValidPaths: 31,
   narFromPath: 38,
+  buildDerivation: 36,
   addToStoreNar: 39,
   queryMissing: 40,
+  addMultipleToStore: 44,
 } as const;
 
+/** STDERR_NEXT: a log line for the client, before the operation's STDERR_LAST. */
+const STDERR_NEXT = 0x6f6c6d67;
+/** BuildResult::Status values kiln answers BuildDerivation with. */
+const BUILT = 0;
+const MISC_FAILURE = 9;
+
+/** Paths of one AddMultipleToStore stream ingested at once while the stream is read on. */
+const INGESTS_IN_FLIGHT = 8;
 /** Largest frame of a framed NAR kiln accepts; Nix sends 32 KiB frames. */
 const MAX_FRAME = 8 << 20;
 
-export type DaemonSessionDeps = CachePathsDeps;
+export interface DaemonSessionDeps extends CachePathsDeps {
+  /** BuildPaths of derivations and BuildDerivation: direct builds in kiln's farm */
+  farm: FarmBuilds;
+}
 
 /** The channel's output with backpressure: resolves when the bytes may be followed by more. */
 export interface SessionOutput {
@@ -60,7 +75,11 @@ export interface SessionOutput {
  * Serves the session until the client closes it or breaks the protocol. `store` is null when the
  * user name names no cache this login may see: the client is told so at the greeting.
  */
-export async function serveDaemonSession(deps: DaemonSessionDeps, store: SessionStore | null, input: AsyncIterable<Uint8Array>, out: SessionOutput, refusal: string): Promise<void> {
+export async function serveDaemonSession(
+  deps: DaemonSessionDeps, store: SessionStore | null, input: AsyncIterable<Uint8Array>, out: SessionOutput, refusal: string,
+  /** marks the connection busy while a build is waited for (ssh.idleTimeoutSecs); returns the release */
+  hold: () => () => void = () => () => undefined,
+): Promise<void> {
   const from = new WireReader(input);
   if ((await from.u64()) !== WORKER_MAGIC_1) throw new WireError('protocol mismatch: the client did not greet with the worker magic');
   await out.write(Buffer.concat([wireU64(WORKER_MAGIC_2), wireU64(PROTOCOL_VERSION)]));
@@ -80,6 +99,16 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
   const knows = () => cache.demandMembership();
   const infoOf = (path: string) => cache.info(path);
   const last = () => out.write(wireU64(STDERR_LAST));
+  const logLine = (line: string) => out.write(Buffer.concat([wireU64(STDERR_NEXT), wireString(`${line}\n`)]));
+  /** A farm build of `drvPath`, the connection held busy while it runs. */
+  const farmBuild = async (drvPath: string) => {
+    const release = hold();
+    try {
+      return await deps.farm.build(store, cache, drvPath, logLine);
+    } finally {
+      release();
+    }
+  };
 
   for (;;) {
     if (await from.atEnd()) return;
@@ -135,18 +164,38 @@ export async function serveDaemonSession(deps: DaemonSessionDeps, store: Session
         case op.addToStoreNar:
           await addToStoreNar(cache, from, minor, last);
           break;
+        case op.addMultipleToStore:
+          await addMultipleToStore(cache, from, last);
+          break;
         case op.buildPaths: {
           // `nix copy --from` realises its store paths in the source store first: for paths the
-          // cache holds that is nothing to do. Building derivations over ssh-ng is not served yet.
+          // cache holds that is nothing to do. A derivation (`drv!out`) is built in the farm.
           const targets = await from.strings();
           if (minor >= 15) await from.u64(); // build mode
           readable('BuildPaths');
           for (const target of targets) {
-            if (target.includes('!')) throw new StoreRefusal(`kiln does not build over ssh-ng yet (asked for ${target})`);
-            if ((await infoOf(target)) === null) throw new StoreRefusal(`path '${target}' is not in cache "${store.cache.name}"`);
+            const bang = target.indexOf('!');
+            if (bang < 0) {
+              if ((await infoOf(target)) === null) throw new StoreRefusal(`path '${target}' is not in cache "${store.cache.name}"`);
+              continue;
+            }
+            const outcome = await farmBuild(target.slice(0, bang));
+            if (!outcome.ok) throw new StoreRefusal(outcome.message);
           }
           await last();
           await out.write(wireU64(1));
+          break;
+        }
+        case op.buildDerivation: {
+          const drvPath = await from.string();
+          const claimed = await readBasicDerivationOutputs(from);
+          await from.u64(); // build mode
+          const failure = buildDerivationFailure(await farmBuild(drvPath), claimed, drvPath, store.cache.name);
+          await last();
+          const result = [wireU64(failure === '' ? BUILT : MISC_FAILURE), wireString(failure)];
+          if (minor >= 29) result.push(wireU64(1), wireU64(0), wireU64(0), wireU64(0)); // timesBuilt, isNonDeterministic, start and stop time
+          if (minor >= 28) result.push(wireU64(0)); // builtOutputs: only content-addressed derivations need them
+          await out.write(Buffer.concat(result));
           break;
         }
         case op.queryMissing: {
@@ -226,5 +275,64 @@ async function addToStoreNar(cache: CachePaths, from: WireReader, minor: number,
   await cache.add(info, frames, async () => {
     for await (const chunk of frames) void chunk;
   });
+  await last();
+}
+
+/**
+ * AddMultipleToStore (1.32+, daemon.cc and Store::addMultipleToStore): one framed stream holding
+ * a count, then per path its info (as AddToStoreNar's) and its NAR of NarSize bytes, unframed
+ * within the stream. Each path goes through the same front door as AddToStoreNar, one after the
+ * other; a refusal drains the rest of the stream so the session stays in step and the client is
+ * told, and the paths before it stay stored (as with a real daemon).
+ */
+async function addMultipleToStore(cache: CachePaths, from: WireReader, last: () => Promise<void>): Promise<void> {
+  await from.u64(); // repair
+  await from.u64(); // dontCheckSigs: the cache signs with its own key
+  const frames = from.frames(MAX_FRAME);
+  const stream = new WireReader(frames);
+  const drainStream = async () => {
+    for await (const chunk of frames) void chunk;
+  };
+  // A path's NAR is read off the stream before the next path's info; its ingest (database rows,
+  // fsyncs, signing) runs on while the next NARs are read, up to INGESTS_IN_FLIGHT at once.
+  const inFlight = new Set<Promise<void>>();
+  let failure: { error: unknown } | null = null;
+  try {
+    const count = await stream.u64();
+    for (let i = 0; i < count && failure === null; i++) {
+      const info = await readImportedPathInfo(stream);
+      if (info.narSize === 0) throw new SessionEnds(`${info.path}: a path without its NarSize cannot be read from an AddMultipleToStore stream`);
+      let consumed!: () => void;
+      const read = new Promise<void>((resolve) => (consumed = resolve));
+      const nar = (async function* () {
+        try {
+          yield* stream.exactly(info.narSize);
+        } finally {
+          consumed();
+        }
+      })();
+      const adding: Promise<void> = cache.add(info, nar, async () => {
+        for await (const chunk of nar) void chunk;
+      }).catch((error: unknown) => {
+        failure ??= { error };
+      }).finally(() => {
+        inFlight.delete(adding);
+        consumed(); // refused before its NAR was read: the session ends, nothing more is read
+      });
+      inFlight.add(adding);
+      await read;
+      while (inFlight.size >= INGESTS_IN_FLIGHT) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+    if (failure === null && !(await stream.atEnd())) throw new WireError('AddMultipleToStore: bytes after the last path');
+  } catch (e) {
+    await Promise.all(inFlight);
+    failure ??= { error: e };
+  }
+  if (failure !== null) {
+    const { error } = failure;
+    if (error instanceof StoreRefusal || error instanceof ApiError) await drainStream();
+    throw error;
+  }
   await last();
 }

@@ -3,9 +3,10 @@
 // client) answered from one kiln cache. The protocol has no error message on the wire: like
 // `nix-store --serve`, kiln writes the error to the session's stderr and ends it.
 import { readImportedPathInfo, WireError, WireReader, wireString, wireStrings, wireU64 } from '../../protocol/index.js';
-import { cachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
+import { cachePaths, type SessionStore } from './cachePaths.js';
+import { buildDerivationFailure, readBasicDerivationOutputs } from './farmBuilds.js';
 import { StoreRefusal } from './sessionErrors.js';
-import type { SessionOutput } from './daemonSession.js';
+import type { DaemonSessionDeps, SessionOutput } from './daemonSession.js';
 
 const SERVE_MAGIC_1 = 0x390c9deb;
 const SERVE_MAGIC_2 = 0x5452eecb;
@@ -19,16 +20,26 @@ const cmd = {
   exportPaths: 5,
   buildPaths: 6,
   queryClosure: 7,
+  buildDerivation: 8,
   addToStoreNar: 9,
 } as const;
 
 /** BuildResult::Status PermanentFailure: what BuildPaths answers for what kiln cannot give. */
 const PERMANENT_FAILURE = 3;
+/** BuildResult::Status values of BuildDerivation. */
+const BUILT = 0;
+const MISC_FAILURE = 9;
 /** exportMagic of Nix's export format (store-api.hh): one path's trailer starts with it. */
 const EXPORT_MAGIC = 0x4558494e;
 
 /** Serves the session; throws StoreRefusal or WireError with what the client should be told on stderr. */
-export async function serveLegacySession(deps: CachePathsDeps, store: SessionStore | null, writeFlag: boolean, input: AsyncIterable<Uint8Array>, out: SessionOutput, refusal: string): Promise<void> {
+export async function serveLegacySession(
+  deps: DaemonSessionDeps, store: SessionStore | null, writeFlag: boolean, input: AsyncIterable<Uint8Array>, out: SessionOutput, refusal: string,
+  /** the session's stderr: where the serve protocol's clients read a build's log */
+  stderr: (text: string) => void = () => undefined,
+  /** marks the connection busy while a build is waited for (ssh.idleTimeoutSecs); returns the release */
+  hold: () => () => void = () => () => undefined,
+): Promise<void> {
   const from = new WireReader(input);
   if ((await from.u64()) !== SERVE_MAGIC_1) throw new WireError('protocol mismatch: the client did not greet with the serve magic');
   await out.write(Buffer.concat([wireU64(SERVE_MAGIC_2), wireU64((2 << 8) | SERVE_PROTOCOL_MINOR)]));
@@ -37,6 +48,15 @@ export async function serveLegacySession(deps: CachePathsDeps, store: SessionSto
   if (clientVersion >> 8 !== 2 || minor < 4) throw new WireError('serve protocol before 2.4 is not supported');
   if (store === null) throw new StoreRefusal(refusal);
   const cache = cachePaths(deps, store);
+  /** A farm build of `drvPath` (farmBuilds.ts), its log on stderr, the connection held busy meanwhile. */
+  const farmBuild = async (drvPath: string) => {
+    const release = hold();
+    try {
+      return await deps.farm.build(store, cache, drvPath, async (line) => stderr(`${line}\n`));
+    } finally {
+      release();
+    }
+  };
 
   const readBuildSettings = async () => {
     await from.u64(); // maxSilentTime
@@ -110,14 +130,40 @@ export async function serveLegacySession(deps: CachePathsDeps, store: SessionSto
         await readBuildSettings();
         if (!writeFlag) throw new StoreRefusal('building paths is not allowed');
         cache.demandRead('BuildPaths');
-        // `nix copy --from` realises its paths in the source store first: for paths the cache holds that is nothing to do.
+        // `nix copy --from` realises its paths in the source store first: for paths the cache holds
+        // that is nothing to do. A derivation (`drv!out`) is built in the farm.
         let problem: string | null = null;
         for (const target of targets) {
-          if (target.includes('!')) problem = `kiln does not build over ssh:// yet (asked for ${target})`;
-          else if ((await cache.info(target)) === null) problem = `path '${target}' is not in cache "${store.cache.name}"`;
+          const bang = target.indexOf('!');
+          if (bang >= 0) {
+            const outcome = await farmBuild(target.slice(0, bang)).catch((e: unknown) => {
+              if (e instanceof StoreRefusal) return { ok: false, message: e.message };
+              throw e;
+            });
+            if (!outcome.ok) problem = outcome.message;
+          } else if ((await cache.info(target)) === null) problem = `path '${target}' is not in cache "${store.cache.name}"`;
           if (problem !== null) break;
         }
         await out.write(problem === null ? wireU64(0) : Buffer.concat([wireU64(PERMANENT_FAILURE), wireString(problem)]));
+        break;
+      }
+      case cmd.buildDerivation: {
+        const drvPath = await from.string();
+        const claimed = await readBasicDerivationOutputs(from);
+        await readBuildSettings();
+        if (!writeFlag) throw new StoreRefusal('building paths is not allowed');
+        // A refusal is the build's failure here: the client shows it as the reason the build failed.
+        const failure = await farmBuild(drvPath).then(
+          (outcome) => buildDerivationFailure(outcome, claimed, drvPath, store.cache.name),
+          (e: unknown) => {
+            if (e instanceof StoreRefusal) return e.message;
+            throw e;
+          },
+        );
+        const result = [wireU64(failure === '' ? BUILT : MISC_FAILURE), wireString(failure)];
+        if (minor >= 3) result.push(wireU64(1), wireU64(0), wireU64(0), wireU64(0)); // timesBuilt, isNonDeterministic, start and stop time
+        if (minor >= 6) result.push(wireU64(0)); // builtOutputs: only content-addressed derivations need them
+        await out.write(Buffer.concat(result));
         break;
       }
       case cmd.queryClosure: {
@@ -143,14 +189,7 @@ export async function serveLegacySession(deps: CachePathsDeps, store: SessionSto
         const { narSize } = info;
         if (narSize === 0) throw new StoreRefusal('narInfo is too old and missing the narSize field');
         // The NAR follows unframed: exactly narSize bytes.
-        const sized = (async function* () {
-          let left = narSize;
-          while (left > 0) {
-            const piece = await from.some(Math.min(left, 1 << 20));
-            left -= piece.length;
-            yield Buffer.from(piece);
-          }
-        })();
+        const sized = from.exactly(narSize);
         await cache.add(info, sized, async () => {
           for await (const chunk of sized) void chunk;
         });

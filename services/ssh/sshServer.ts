@@ -49,19 +49,25 @@ export interface SshServer {
   close(): Promise<void>;
 }
 
-/** The command Nix runs for `ssh-ng://` (remote-program defaults to nix-daemon); a path before it is allowed. */
-const DAEMON_COMMAND = /^(?:\S*\/)?nix-daemon --stdio$/;
+/**
+ * The command Nix runs for `ssh-ng://` (remote-program defaults to nix-daemon; a path before it
+ * is allowed). `--project ORG/PROJECT` (from `?remote-program=nix-daemon --project ORG/PROJECT`)
+ * names the project builds go into when several write into the cache.
+ */
+const DAEMON_COMMAND = /^(?:\S*\/)?nix-daemon(?: --project[= ]([A-Za-z0-9][A-Za-z0-9_.-]{0,62}\/[A-Za-z0-9][A-Za-z0-9_.-]{0,62}))? --stdio$/;
 /** The command Nix runs for `ssh://` (legacy-ssh-store.cc); `--write` lets it add paths. */
 const SERVE_COMMAND = /^(?:\S*\/)?nix-store --serve( --write)?$/;
 
 /** The cache `name` as `who` may use it over SSH, or null when it may not see it. */
-export async function sessionStore(sql: Sql, who: Principal, name: string): Promise<SessionStore | null> {
+export async function sessionStore(sql: Sql, who: Principal, name: string, project: string | null = null): Promise<SessionStore | null> {
   if (who.kind !== 'user') return null;
   const row = await findCache(sql, who, name);
   if (!row || !row.active) return null;
   const access = accessOf(who, cacheTarget(row));
   if (!access.visible) return null;
   return {
+    who,
+    project,
     cache: { id: row.id, name: row.name },
     canRead: access.permissions.has('viewCache') || row.public,
     writeTarget: access.permissions.has('writeStore') ? { id: row.id, name: row.name, uploader: who.username, owner: who.userId } : null,
@@ -161,8 +167,9 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           channel.once('close', release);
           client.once('close', release);
           const serve = SERVE_COMMAND.exec(command);
-          if (DAEMON_COMMAND.test(command)) void runDaemon(channel, principal, cacheName).finally(release);
-          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined).finally(release);
+          const daemon = DAEMON_COMMAND.exec(command);
+          if (daemon !== null) void runDaemon(channel, principal, cacheName, daemon[1] ?? null, () => connection.hold()).finally(release);
+          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined, () => connection.hold()).finally(release);
           else {
             release();
             channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host) and \`nix-store --serve --write\` (ssh://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
@@ -178,11 +185,11 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     client.on('error', (e) => log.debug({ err: e, peerAddress }, 'ssh: connection error'));
   };
 
-  async function runDaemon(channel: ServerChannel, who: Principal | null, name: string): Promise<void> {
+  async function runDaemon(channel: ServerChannel, who: Principal | null, name: string, project: string | null, hold: () => () => void): Promise<void> {
     let code = 0;
     try {
-      const store = who === null ? null : await sessionStore(deps.sql, who, name);
-      await serveDaemonSession(deps, store, channel, channelOutput(channel), noCache(name));
+      const store = who === null ? null : await sessionStore(deps.sql, who, name, project);
+      await serveDaemonSession(deps, store, channel, channelOutput(channel), noCache(name), hold);
     } catch (e) {
       code = 1;
       if (e instanceof WireError) log.debug({ err: e, cache: name }, 'ssh: session ended on a protocol error');
@@ -194,11 +201,14 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     }
   }
 
-  async function runServe(channel: ServerChannel, who: Principal | null, name: string, write: boolean): Promise<void> {
+  async function runServe(channel: ServerChannel, who: Principal | null, name: string, write: boolean, hold: () => () => void): Promise<void> {
     let code = 0;
     try {
       const store = who === null ? null : await sessionStore(deps.sql, who, name);
-      await serveLegacySession(deps, store, write, channel, channelOutput(channel), noCache(name));
+      const stderr = (text: string) => {
+        if (!channel.destroyed) channel.stderr.write(text);
+      };
+      await serveLegacySession(deps, store, write, channel, channelOutput(channel), noCache(name), stderr, hold);
     } catch (e) {
       code = 1;
       // No error message on the serve protocol's wire: the client shows the session's stderr.
@@ -223,10 +233,14 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
       const ssh = new Server({ hostKeys: [deps.hostKey], ident: 'kiln' }, (client, info) =>
         onConnection(client, mappedIpv4(info.ip) ?? info.ip, accepted.get(`${info.ip}|${info.port}`)));
       const server = createServer((socket) => {
+        // A reply is often two small writes (STDERR_LAST, then the answer): with Nagle's algorithm
+        // the second waits for the client's delayed ACK, some 40 ms per round trip (OpenSSH's
+        // sshd sets TCP_NODELAY for sessions too).
+        socket.setNoDelay(true);
         const key = `${socket.remoteAddress}|${socket.remotePort}`;
+        ssh.injectSocket(socket);
         accepted.set(key, connections.accept(socket));
         socket.once('close', () => accepted.delete(key));
-        ssh.injectSocket(socket);
       });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);

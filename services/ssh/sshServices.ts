@@ -7,6 +7,7 @@ import type { NarStorage, RateLimiter } from '../../storage/index.js';
 import type { KeyUser } from '../access/index.js';
 import type { NarIngest } from '../caches/index.js';
 import { loadHostKey } from './hostKey.js';
+import { farmBuilds, type FarmBuildsDeps } from './farmBuilds.js';
 import { NarLeases } from './narLeases.js';
 import { startSshServer, type SshServer } from './sshServer.js';
 import { userSshKeysService, type UserSshKeys } from './userSshKeys.js';
@@ -23,6 +24,8 @@ export interface SshServicesDeps {
   clock: Clock;
   /** password attempts per address (sshServer.ts SSH_PASSWORD_RATE) */
   rateLimiter: RateLimiter;
+  /** direct builds, their views and live logs: where BuildPaths and BuildDerivation go */
+  builds: Omit<FarmBuildsDeps, 'sql'>;
 }
 
 export interface SshServices {
@@ -38,7 +41,9 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
     start: async () =>
       startSshServer({
         sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
+        farm: farmBuilds({ sql: deps.sql, ...deps.builds }),
         clock: deps.clock, rateLimiter: deps.rateLimiter, loginGraceSecs: deps.config['ssh.loginGraceSecs'],
+        idleTimeoutSecs: deps.config['ssh.idleTimeoutSecs'],
         maxSessionsPerUser: deps.config['ssh.maxSessionsPerUser'],
         leases: new NarLeases({ idleSecs: deps.config['upload.leaseIdleSecs'], clock: deps.clock }),
         hostKey: await loadHostKey(deps.config['ssh.hostKeyFile'], deps.config['baseDir']),

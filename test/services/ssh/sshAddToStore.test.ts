@@ -78,6 +78,7 @@ t.test('AddToStoreNar over SSH', async (t) => {
   const cache = await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
   const front = await testNarIngest(kiln);
   const store: SessionStore = {
+    who: { kind: 'user', userId: ada.id, username: 'ada' } as SessionStore['who'], project: null,
     cache: { id: cache.id, name: 'main' }, canRead: true,
     writeTarget: { id: cache.id, name: 'main', uploader: 'ada', owner: ada.id },
   };

@@ -64,16 +64,22 @@ async function loggedIn(kiln: TestKiln, identity: string, cache: string): Promis
   return child;
 }
 
-t.test('ssh.loginGraceSecs', async (t) => {
+/** A kiln on a stepped clock with `options`, ada owning the public cache "main", and her login key at `identity`. */
+async function kilnWithLogin(t: Parameters<typeof startTestKiln>[0], options: Parameters<typeof startTestKiln>[1], keyFileName: string) {
   const clock = steppedClock(new Date('2026-11-26T12:00:00Z'));
-  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'], 'ssh.loginGraceSecs': 60 }, { clock });
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'], ...options }, { clock });
   const ada = await signUp(kiln, 'ada');
   await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
   const pair = generateSshKeyPair('ada');
-  const identity = join(dir, 'id_ada');
+  const identity = join(dir, keyFileName);
   writeFileSync(identity, pair.privateKey, { mode: 0o600 });
-  t.equal((await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } })).status, 200);
-  const ssh = kiln.ssh!;
+  const added = await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'k', public_key: pair.publicKey } });
+  if (added.status !== 200) throw new Error(`registering the key: ${JSON.stringify(added.message)}`);
+  return { clock, kiln, ssh: kiln.ssh!, identity };
+}
+
+t.test('ssh.loginGraceSecs', async (t) => {
+  const { clock, kiln, ssh, identity } = await kilnWithLogin(t, { 'ssh.loginGraceSecs': 60 }, 'id_ada');
 
   const silent = await rawConnection(kiln);
   const greeted = await rawConnection(kiln);
@@ -91,6 +97,32 @@ t.test('ssh.loginGraceSecs', async (t) => {
   clock.step(600_000);
   t.equal(ssh.sweepConnections(), 0, 'a logged-in connection is never dropped for the grace');
   t.equal(client.exitCode, null, 'ssh stays connected');
+});
+
+t.test('ssh.idleTimeoutSecs drops a logged-in connection the client has left silent', async (t) => {
+  const { clock, kiln, ssh, identity } = await kilnWithLogin(t, { 'ssh.idleTimeoutSecs': 600 }, 'id_idle');
+
+  const quiet = await loggedIn(kiln, identity, 'main');
+  t.teardown(() => quiet.kill());
+  // ServerAliveInterval: this client sends a keepalive every second of real time, so it is never silent for long.
+  const chatty = spawn('ssh', ['-vvv', '-N', '-o', 'ServerAliveInterval=1', ...sshOptions(kiln, identity), 'main@127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  t.teardown(() => chatty.kill());
+  let chattyLog = '';
+  chatty.stderr!.on('data', (d: Buffer) => (chattyLog += d.toString()));
+  await until('the chatty ssh to log in', () => /Authenticated to/.test(chattyLog));
+  const quietExit = new Promise<number | null>((resolve) => quiet.once('exit', resolve));
+
+  clock.step(599_000);
+  t.equal(ssh.sweepConnections(), 0, 'within the timeout nothing is dropped');
+  // the chatty client's next keepalive arrives after this step, the quiet one sends nothing
+  clock.step(2_000);
+  // (a keepalive is a global request, SSH message 80, which -vvv logs as it sends it)
+  const keepalives = () => (chattyLog.match(/send packet: type 80/g) ?? []).length;
+  const before = keepalives();
+  await until('a keepalive of the chatty client after the step', () => keepalives() > before);
+  t.equal(ssh.sweepConnections(), 1, 'past it the silent logged-in connection is dropped');
+  t.not(await quietExit, null, 'its ssh ends');
+  t.equal(chatty.exitCode, null, 'a client that keeps talking stays connected');
 });
 
 t.test('last_used_at: only a verified signature is a use of a key', async (t) => {

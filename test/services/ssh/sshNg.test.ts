@@ -14,7 +14,7 @@ import { addCacheMember, createTestCache } from '../../support/caches.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
 import { freshStore, nixOk, runNix } from '../../support/nixClient.js';
 import { generateSshKeyPair } from '../../../services/organizations/sshKeys.js';
-import { WORKER_MAGIC_1, wireString, wireStrings, wireU64 } from '../../../protocol/index.js';
+import { STDERR_LAST, WORKER_MAGIC_1, wireString, wireStrings, wireU64 } from '../../../protocol/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-ssh-test-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -193,6 +193,23 @@ t.test('ssh-ng:// with the real Nix and OpenSSH clients', async (t) => {
     const cut = await rawSession(kiln, adaKey.file, 'shared', Buffer.concat([hello, addArgs]));
     t.not(cut.status, 0, 'a client gone mid-NAR ends the session');
     t.same(await pathsIn(kiln, shared.id), before, 'nothing was stored half');
+
+    // AddMultipleToStore (1.32): one framed stream of a count and, per path, its info and NAR.
+    const pathInfo = (name: string, narSize: number) => Buffer.concat([
+      wireString(`/nix/store/00000000000000000000000000000000-${name}`), wireString(''), wireString('0'.repeat(64)), wireStrings([]),
+      wireU64(0), wireU64(narSize), wireU64(0), wireStrings([]), wireString(''),
+    ]);
+    const framed = (body: Buffer) => Buffer.concat([wireU64(body.length), body, wireU64(0)]);
+    const multiple = (body: Buffer) => Buffer.concat([hello, wireU64(44), wireU64(0), wireU64(0), framed(body)]);
+    const overCount = await rawSession(kiln, adaKey.file, 'shared', multiple(Buffer.concat([wireU64(2), pathInfo('only-one', 16), Buffer.alloc(16)])));
+    t.not(overCount.status, 0, 'a stream that ends before the paths it announced ends the session');
+    const cutMultiple = await rawSession(kiln, adaKey.file, 'shared', Buffer.concat([hello, wireU64(44), wireU64(0), wireU64(0), wireU64(4096), pathInfo('cut', 200_000), Buffer.alloc(100)]));
+    t.not(cutMultiple.status, 0, 'a client gone mid-stream ends the session');
+    const trailing = await rawSession(kiln, adaKey.file, 'shared', multiple(Buffer.concat([wireU64(0), Buffer.alloc(8, 1)])));
+    t.not(trailing.status, 0, 'bytes after the announced paths end the session');
+    const empty = await rawSession(kiln, adaKey.file, 'shared', multiple(wireU64(0)));
+    t.same(empty.stdout.subarray(-8), wireU64(STDERR_LAST), 'while a stream of no paths is answered with STDERR_LAST');
+    t.same(await pathsIn(kiln, shared.id), before, 'none of them stored anything');
     const ping = await runNix('nix', ['store', 'ping', '--store', 'ssh-ng://shared@127.0.0.1'], sshEnv(kiln, adaKey.file));
     t.equal(ping.status, 0, `the server still serves:\n${ping.stderr}`);
   });
