@@ -2,8 +2,8 @@
 // background sweeps"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
-// record retention (retentionDays: expired sessions, worker connection history, per-build resource samples and the Git host's
-// delivery ids; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
+// record retention (retentionDays: expired sessions, worker connection history, per-build resource samples, the Git host's
+// delivery ids and finished collection runs; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
 // supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
 // so no process needs to lead. Times come from the injected clock; tests run passes by hand.
 import type { Config, Logger } from '../../config/index.js';
@@ -14,6 +14,7 @@ import { deleteOldBuildSamples, runGraphConsistencyCheck, type GraphConsistencyR
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
+import { deleteOldCollectionRuns } from '../gc/index.js';
 import type { SecretBox, TrafficCounters } from '../../storage/index.js';
 import { flushTraffic, rollUpAndPrune, sampleWorkers } from '../metrics/index.js';
 
@@ -25,6 +26,8 @@ export interface RetentionReport {
   workerConnections: number;
   gitHostDeliveries: number;
   buildSamples: number;
+  /** finished passes and deep rounds (gc_runs) */
+  gcRuns: number;
 }
 
 export interface UpkeepDeps {
@@ -79,6 +82,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
       gitHostDeliveries: await deleteOldHookDeliveries(sql, config['retentionDays'], clock.now()),
       buildSamples: await deleteOldBuildSamples(sql, config['retentionDays'], clock.now()),
+      gcRuns: await deleteOldCollectionRuns(sql, config['retentionDays'], clock.now()),
     }),
     trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
