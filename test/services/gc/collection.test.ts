@@ -345,4 +345,20 @@ t.test('garbage collection', async (t) => {
     const sweptHere = (await outbox()).filter((e) => e.event === 'gc.swept' && e.content['reason'] === 'storage' && e.content['cache'] === 'forever');
     t.match(sweptHere, [{ content: { cache: 'forever', reason: 'storage', paths: 1, bytes: size } }]);
   });
+
+  t.test("a task's keep_evaluations, below eval.maxKeep, decides what its evaluations keep alive", async (t) => {
+    const [lean] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name, keep_evaluations) values (${projectId}, 'lean', 1) returning id`;
+    const older = await makeTestNar(t, { f: 'the older of two evaluations of a task keeping one\n' }, [], 'lean-older');
+    const newer = await makeTestNar(t, { f: 'the newer of two evaluations of a task keeping one\n' }, [], 'lean-newer');
+    for (const nar of [older, newer]) await upload('main', nar);
+    await evaluation(older, 'completed', 3, 3, lean!.id);
+    await evaluation(newer, 'completed', 2, 2, lean!.id);
+    clock.step(12 * HOUR);
+    const collector = new GarbageCollector({ sql: kiln.db.web, config: gcConfig, log: kiln.log, events: kiln.events.events, nars: kiln.nars, clock }, { loop: false });
+    t.teardown(() => collector.stop());
+    await kiln.api('POST', '/admin/gc', { token: ada.token, body: {} });
+    t.same(await collector.tick(), ['pass']);
+    t.ok(await held('main', newer), 'the newest evaluation of the task keeps its output');
+    t.notOk(await held('main', older), "past the task's keep_evaluations (1), though within eval.maxKeep (2): collected");
+  });
 });
