@@ -361,4 +361,21 @@ t.test('garbage collection', async (t) => {
     t.ok(await held('main', newer), 'the newest evaluation of the task keeps its output');
     t.notOk(await held('main', older), "past the task's keep_evaluations (1), though within eval.maxKeep (2): collected");
   });
+
+  t.test('gc.orphanDerivationHours 0: the pass that marks an orphan derivation deletes it', async (t) => {
+    const [zero] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name, keep_evaluations) values (${projectId}, 'zero', 1) returning id`;
+    const gone = await makeTestNar(t, { f: 'built by an evaluation no longer retained\n' }, [], 'zero-older');
+    const kept = await makeTestNar(t, { f: 'built by the retained evaluation\n' }, [], 'zero-newer');
+    const older = await evaluation(gone, 'completed', 3, 3, zero!.id);
+    const newer = await evaluation(kept, 'completed', 2, 2, zero!.id);
+    const collector = new GarbageCollector(
+      { sql: kiln.db.web, config: { ...gcConfig, 'gc.orphanDerivationHours': 0 }, log: kiln.log, events: kiln.events.events, nars: kiln.nars, clock }, { loop: false });
+    t.teardown(() => collector.stop());
+    const [before] = await kiln.sql<{ orphaned_since: Date | null }[]>`select orphaned_since from derivations where id = ${older.derivationId}`;
+    t.equal(before?.orphaned_since, null, 'not marked before the pass');
+    await kiln.api('POST', '/admin/gc', { token: ada.token, body: {} });
+    t.same(await collector.tick(), ['pass']);
+    t.equal((await kiln.sql`select 1 from derivations where id = ${older.derivationId}`).length, 0, 'marked and deleted by one pass');
+    t.equal((await kiln.sql`select 1 from derivations where id = ${newer.derivationId}`).length, 1, "the retained evaluation's derivation stays");
+  });
 });
