@@ -51,6 +51,8 @@ export interface UpkeepDeps {
   trafficCounters: Pick<TrafficCounters, 'take' | 'restore'>;
   /** the workers connected to this process, sampled every metrics.workerSampleIntervalSecs; none: no samples */
   workers?: Pick<WorkerConnections, 'connected'>;
+  /** false: no loop wakes by its interval, only by hand or by event (tests that step the clock) */
+  timers?: boolean;
 }
 
 /** The passes, for tests and operators' tools: each runs once now and resolves with what it did. */
@@ -95,7 +97,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   const loops: CoalescingLoop[] = [];
   const timers: { loop: CoalescingLoop; intervalMs: number; dueAt: number }[] = [];
   // One tick for every loop: a loop is due an interval after it was last woken by its timer.
-  const ticker = setInterval(() => {
+  const ticker = deps.timers === false ? null : setInterval(() => {
     const now = clock.now().getTime();
     for (const timer of timers) {
       if (now < timer.dueAt) continue;
@@ -103,7 +105,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       timer.loop.wake();
     }
   }, TICK_MS);
-  ticker.unref();
+  ticker?.unref();
   const loopOf = (id: string, intervalMs: number, pass: () => Promise<object | null>): CoalescingLoop => {
     const loop = new CoalescingLoop(async () => {
       const report = await pass();
@@ -133,7 +135,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     },
     async stop() {
       unsubscribe();
-      clearInterval(ticker);
+      if (ticker) clearInterval(ticker);
       // The last counts of this process are written before it goes.
       flushLoop.wake();
       await flushLoop.settle();
