@@ -97,10 +97,11 @@ export function cacheCommands(program: Command): void {
 
   cache.command('rotate-key').description('give a cache a new signing key; the old one stays listed for the overlap (manageCache)').argument('<cache>')
     .option('--overlap-hours <hours>', 'hours the old key stays listed (default: the server\'s cache.keyOverlapHours)')
+    .option('--force', 'rotate even within cache.keyRotationMinIntervalSecs of the last rotation (a leaked key; the cache\'s owner or a superuser; recorded)')
     .option('-y, --yes', 'do not ask for confirmation (required with --json)')
     .addOption(jsonOption())
-    .action(async (name: string, opts: { overlapHours?: string; yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
-      const body = opts.overlapHours === undefined ? {} : { overlap_hours: overlapHours(opts.overlapHours) };
+    .action(async (name: string, opts: { overlapHours?: string; force?: boolean; yes?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+      const body = { ...(opts.overlapHours === undefined ? {} : { overlap_hours: overlapHours(opts.overlapHours) }), ...(opts.force === true ? { force: true } : {}) };
       const client = await connect();
       await requireConfirmation(`Rotate the signing key of cache "${name}"? Clients must trust the new key before the overlap ends.`, { yes: opts.yes === true, json: opts.json === true }, 'rotated');
       out.result(await client.call<CacheKeys>('POST', `${cachePath(name)}/key/rotate`, { body }), showKeys);

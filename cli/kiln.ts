@@ -80,6 +80,8 @@ export interface StartKilnOptions {
   crashPoints?: CrashPoints;
   /** false: no background collection loop; runs happen when a test calls gc.tick() */
   gcLoop?: boolean;
+  /** false: the upkeep loops wake only by hand or by event, never by their interval (tests that step the clock and run passes by hand) */
+  upkeepTimers?: boolean;
 }
 
 /** kiln_supervisor_restarts_total: an actor's transition carries its restart count; each increase is counted under its kind. */
@@ -199,6 +201,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const upkeep = startUpkeep({
       config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus, trafficCounters, workers,
       supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
+      ...(opts.upkeepTimers === false ? { timers: false } : {}),
     });
     stack.push(() => upkeep.stop());
     const poller = services.gitHosts.poller;

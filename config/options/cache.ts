@@ -15,7 +15,7 @@ export const cacheOptions = {
   ),
   'cache.keyRotationMinIntervalSecs': option(
     unsignedInt(), 3600,
-    'seconds after a cache\'s last signing key rotation before POST /caches/{cache}/key/rotate may rotate again (409 key_rotation_too_soon naming when); each rotation ends the older key\'s overlap and re-signs the whole cache; 0 allows it at once',
+    'seconds after a cache\'s last signing key rotation before POST /caches/{cache}/key/rotate may rotate again (409 key_rotation_too_soon naming when); each rotation ends the older key\'s overlap and re-signs the whole cache; 0 allows it at once; the owner or a superuser may override it with force (a leaked key)',
     { extension: true },
   ),
   'cache.maxStorageGb': option(

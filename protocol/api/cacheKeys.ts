@@ -8,6 +8,11 @@ export const MAX_KEY_OVERLAP_HOURS = 8760;
 export const RotateCacheKeyBody = z.strictObject({
   /** hours the old key stays listed and its signatures stay served; default cache.keyOverlapHours; 0 drops it at once */
   overlap_hours: z.number().int().min(0).max(MAX_KEY_OVERLAP_HOURS).optional(),
+  /**
+   * emergency re-rotation (a leaked key): skips cache.keyRotationMinIntervalSecs. For the cache's
+   * owner, or a caller with superuser powers (any cache); recorded on the cache.update event
+   */
+  force: z.boolean().optional(),
 });
 export type RotateCacheKeyBody = z.infer<typeof RotateCacheKeyBody>;
 

@@ -36,7 +36,7 @@ export const errorCodes = {
   username_taken: { status: 409, meaning: 'registration (or SCIM) with a username an account has (case-insensitive)' },
   email_taken: { status: 409, meaning: 'registration, settings or SCIM with an e-mail address another account has' },
   oidc_subject_taken: { status: 409, meaning: 'the OIDC identity or its verified e-mail address belongs to an account linked to another identity' },
-  key_rotation_too_soon: { status: 409, meaning: 'POST /caches/{cache}/key/rotate sooner than `cache.keyRotationMinIntervalSecs` after the last rotation; the message and `Retry-After` say when the next is allowed' },
+  key_rotation_too_soon: { status: 409, meaning: 'POST /caches/{cache}/key/rotate sooner than `cache.keyRotationMinIntervalSecs` after the last rotation; the message and `Retry-After` say when the next is allowed; the owner or a superuser may override it with `force: true` (docs/caches.md)' },
   key_exists: { status: 409, meaning: 'the caller already has an API key of that name' },
   ssh_key_exists: { status: 409, meaning: 'POST /user/ssh-keys with a name the caller uses, or a public key already registered (by anyone)' },
   ssh_key_not_found: { status: 404, meaning: 'DELETE /user/ssh-keys names no SSH key of the caller' },

@@ -2,10 +2,11 @@
 // background sweeps"): the NAR signature backfill (cache.signSweepIntervalSecs, woken at once by a
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
-// record retention (retentionDays: expired sessions, worker connection history, per-build resource samples and the Git host's
-// delivery ids; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
+// record retention (retentionDays: expired sessions, worker connection history, per-build resource samples, the Git host's
+// delivery ids and finished collection runs; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
 // supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
-// so no process needs to lead. Times come from the injected clock; tests run passes by hand.
+// so no process needs to lead. The intervals are measured on the injected clock (a short real tick
+// compares it with each loop's due time), so a test's stepped clock drives the timers.
 import type { Config, Logger } from '../../config/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import type { EventBus, NarStorage, Sql } from '../../storage/index.js';
@@ -14,17 +15,22 @@ import { deleteOldBuildSamples, runGraphConsistencyCheck, type GraphConsistencyR
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
+import { deleteOldCollectionRuns } from '../gc/index.js';
 import type { SecretBox, TrafficCounters } from '../../storage/index.js';
 import { flushTraffic, rollUpAndPrune, sampleInstance, sampleWorkers } from '../metrics/index.js';
 
 /** Retention runs hourly: retentionDays counts days, an hour late is within its precision. */
 const RETENTION_INTERVAL_MS = 3_600_000;
+/** How often the timers compare the clock with their due times: the precision of every interval. */
+const TICK_MS = 250;
 
 export interface RetentionReport {
   sessions: number;
   workerConnections: number;
   gitHostDeliveries: number;
   buildSamples: number;
+  /** finished passes and deep rounds (gc_runs) */
+  gcRuns: number;
 }
 
 export interface UpkeepDeps {
@@ -45,6 +51,8 @@ export interface UpkeepDeps {
   trafficCounters: Pick<TrafficCounters, 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>;
   /** the workers connected to this process, sampled every metrics.workerSampleIntervalSecs; none: no samples */
   workers?: Pick<WorkerConnections, 'connected'>;
+  /** false: no loop wakes by its interval, only by hand or by event (tests that step the clock) */
+  timers?: boolean;
 }
 
 /** The passes, for tests and operators' tools: each runs once now and resolves with what it did. */
@@ -81,6 +89,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
       gitHostDeliveries: await deleteOldHookDeliveries(sql, config['retentionDays'], clock.now()),
       buildSamples: await deleteOldBuildSamples(sql, config['retentionDays'], clock.now()),
+      gcRuns: await deleteOldCollectionRuns(sql, config['retentionDays'], clock.now()),
     }),
     trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
@@ -89,7 +98,17 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   };
 
   const loops: CoalescingLoop[] = [];
-  const timers: NodeJS.Timeout[] = [];
+  const timers: { loop: CoalescingLoop; intervalMs: number; dueAt: number }[] = [];
+  // One tick for every loop: a loop is due an interval after it was last woken by its timer.
+  const ticker = deps.timers === false ? null : setInterval(() => {
+    const now = clock.now().getTime();
+    for (const timer of timers) {
+      if (now < timer.dueAt) continue;
+      timer.dueAt = now + timer.intervalMs;
+      timer.loop.wake();
+    }
+  }, TICK_MS);
+  ticker?.unref();
   const loopOf = (id: string, intervalMs: number, pass: () => Promise<object | null>): CoalescingLoop => {
     const loop = new CoalescingLoop(async () => {
       const report = await pass();
@@ -97,9 +116,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     }, (err) => log.error({ err, upkeep: id }, `the ${id} pass failed; it runs again at the next interval`));
     loops.push(loop);
     deps.supervisor.watch({ id, kind: 'upkeep-loop', inspect: () => loop.inspect() });
-    const timer = setInterval(() => loop.wake(), intervalMs);
-    timer.unref();
-    timers.push(timer);
+    timers.push({ loop, intervalMs, dueAt: clock.now().getTime() + intervalMs });
     return loop;
   };
 
@@ -122,7 +139,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     },
     async stop() {
       unsubscribe();
-      for (const timer of timers) clearInterval(timer);
+      if (ticker) clearInterval(ticker);
       // The last counts of this process are written before it goes.
       flushLoop.wake();
       await flushLoop.settle();

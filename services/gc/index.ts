@@ -2,3 +2,4 @@
 export { GarbageCollector } from './garbageCollector.js';
 export { cachePinsService, type CachePinsService } from './cachePins.js';
 export { gcAdminService, type GcAdminService } from './gcAdmin.js';
+export { deleteOldCollectionRuns } from './gcRunRetention.js';

@@ -139,27 +139,29 @@ export interface PreviousKeyRow {
   listed_until: Date;
 }
 
-export type RotateOutcome = { rotated: true } | { rotated: false; reason: 'gone' } | { rotated: false; reason: 'too_soon'; nextAllowedAt: Date };
+export type RotateOutcome = { rotated: true; intervalOverridden: boolean } | { rotated: false; reason: 'gone' } | { rotated: false; reason: 'too_soon'; nextAllowedAt: Date };
 
 /**
  * Moves the cache's key to cache_previous_keys (replacing an older previous key, whose overlap ends
  * now) and installs `next`. Inside the caller's transaction; the cache row is locked first, so two
- * rotations at once run one after the other. False when the cache is gone.
+ * rotations at once run one after the other. Refused sooner than `minIntervalMs` after the last
+ * rotation unless `force` (then `intervalOverridden` says whether it was sooner). False when the
+ * cache is gone.
  */
-export async function rotateCacheKey(sql: ISql, id: string, next: CacheKeyColumns, rotatedAt: Date, listedUntil: Date, minIntervalMs = 0): Promise<RotateOutcome> {
+export async function rotateCacheKey(sql: ISql, id: string, next: CacheKeyColumns, rotatedAt: Date, listedUntil: Date, minIntervalMs = 0, force = false): Promise<RotateOutcome> {
   const [locked] = await sql<{ key_rotated_at: Date | null }[]>`select key_rotated_at from caches where id = ${id} for update`;
   if (!locked) return { rotated: false, reason: 'gone' };
   // Under the row lock: of two rotations at once, the second sees the first's time.
-  if (locked.key_rotated_at !== null && rotatedAt.getTime() < locked.key_rotated_at.getTime() + minIntervalMs) {
-    return { rotated: false, reason: 'too_soon', nextAllowedAt: new Date(locked.key_rotated_at.getTime() + minIntervalMs) };
-  }
+  const nextAllowedAt = locked.key_rotated_at === null ? null : new Date(locked.key_rotated_at.getTime() + minIntervalMs);
+  const tooSoon = nextAllowedAt !== null && rotatedAt.getTime() < nextAllowedAt.getTime();
+  if (nextAllowedAt !== null && tooSoon && !force) return { rotated: false, reason: 'too_soon', nextAllowedAt };
   await sql`
     insert into cache_previous_keys (cache_id, key_name, public_key, secret_key, rotated_at, listed_until)
     select id, key_name, public_key, secret_key, ${rotatedAt}, ${listedUntil} from caches where id = ${id}
     on conflict (cache_id) do update set key_name = excluded.key_name, public_key = excluded.public_key,
       secret_key = excluded.secret_key, rotated_at = excluded.rotated_at, listed_until = excluded.listed_until`;
   await sql`update caches set key_name = ${next.key_name}, public_key = ${next.public_key}, secret_key = ${next.secret_key}, key_rotated_at = ${rotatedAt} where id = ${id}`;
-  return { rotated: true };
+  return { rotated: true, intervalOverridden: tooSoon };
 }
 
 /** The cache's previous key while it is listed at `at`, or null. */

@@ -1,6 +1,7 @@
 // The record of collection passes and deep rounds (gc_runs, migration 0020): what a superuser
 // requested, what runs, what the last ones found. Only the holder of the collector's lock starts runs.
 import type { ISql } from 'postgres';
+import { deleteInSlices } from '../db/index.js';
 
 export type GcRunKind = 'pass' | 'deep';
 export type GcRunState = 'requested' | 'running' | 'finished' | 'failed';
@@ -76,4 +77,19 @@ export async function findGcRun(sql: ISql, id: string): Promise<GcRunRow | null>
 /** The newest runs, newest first. */
 export async function recentGcRuns(sql: ISql, limit: number): Promise<GcRunRow[]> {
   return sql<GcRunRow[]>`select ${columns(sql)} from gc_runs order by id desc limit ${limit}`;
+}
+
+/**
+ * retentionDays for the collector's record ("finished admin tasks"): runs that ended before
+ * `before` go, in slices, except the newest ended run of each kind, which the schedule counts
+ * from (lastGcRunEnd) and GET /admin/gc shows. Requested and running rows are never touched.
+ */
+export async function deleteOldGcRuns(sql: ISql, before: Date): Promise<number> {
+  return deleteInSlices(async (limit) => (await sql`
+      delete from gc_runs where id in (
+        select r.id from gc_runs r
+        where r.state in ('finished', 'failed') and r.finished_at < ${before}
+          and r.id <> (select n.id from gc_runs n where n.kind = r.kind and n.state in ('finished', 'failed') order by n.finished_at desc, n.id desc limit 1)
+        limit ${limit})
+      returning 1`).length);
 }

@@ -164,7 +164,7 @@ t.test('kiln login and kiln cache … against a real server', async (t) => {
     t.equal(key.stdout.trim(), mainKey);
   });
 
-  t.test('rotate-key: refuses a bad --overlap-hours, asks, rotates; keys lists both', async (t) => {
+  t.test('rotate-key: refuses a bad --overlap-hours, asks, rotates; keys lists both; again at once only with --force', async (t) => {
     const bad = await kilnCli(['cache', 'rotate-key', 'main', '--overlap-hours', 'soon', '--yes'], env);
     t.equal(bad.status, 2);
     t.match(bad.stderr, /--overlap-hours/);
@@ -178,6 +178,13 @@ t.test('kiln login and kiln cache … against a real server', async (t) => {
     t.equal(keys.status, 0, keys.stderr);
     t.ok(keys.stdout.includes(`Previous:  ${mainKey}`), keys.stdout);
     t.match(keys.stdout, /Current: {3}\S+-main-2:/);
+    // cache.keyRotationMinIntervalSecs (3600 s by default): again at once only with --force
+    const soon = await kilnCli(['cache', 'rotate-key', 'main', '--yes', '--json'], env);
+    t.equal(soon.status, 1);
+    t.match(soon.json, { error: true, code: 'key_rotation_too_soon' });
+    const forced = await kilnCli(['cache', 'rotate-key', 'main', '--force', '--overlap-hours', '12', '--yes', '--json'], env);
+    t.equal(forced.status, 0, forced.stderr);
+    t.match(forced.json, { public_key: /-main-3:/, previous: { public_key: /-main-2:/ } });
   });
 
   t.test('pin, pins a page at a time, unpin; an empty pin-write bucket is waited out', async (t) => {

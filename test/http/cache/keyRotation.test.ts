@@ -19,7 +19,7 @@ const HOUR_MS = 3_600_000;
 
 t.test('key rotation with real Nix clients', async (t) => {
   const clock = steppedClock(new Date());
-  const kiln = await startTestKiln(t, { 'cache.keyOverlapHours': 48, 'cache.keyRotationMinIntervalSecs': 600 }, { clock });
+  const kiln = await startTestKiln(t, { 'cache.keyOverlapHours': 48, 'cache.keyRotationMinIntervalSecs': 600 }, { clock, upkeepTimers: false });
   const ada = await signUp(kiln, 'ada');
   const bob = await signUp(kiln, 'bob');
   const fixtures = buildFixturePaths();

@@ -18,7 +18,8 @@ const BUILD_ID = `ab${'0123456789abcdef01234567890abcdef01234'.slice(0, 38)}`;
 
 t.test('upkeep passes', async (t) => {
   const clock = steppedClock(new Date());
-  const kiln = await startTestKiln(t, { retentionDays: 30 }, { clock });
+  // Passes run by hand here: a step of the clock must not also start them on their timers.
+  const kiln = await startTestKiln(t, { retentionDays: 30 }, { clock, upkeepTimers: false });
   const ada = await signUp(kiln, 'ada');
 
   t.test('debug build-ID index: uploads at once, the backfill, debuginfo/{build_id}', async (t) => {
@@ -111,7 +112,7 @@ t.test('upkeep passes', async (t) => {
     t.same(await kiln.upkeep.graphConsistency(), { checked: 4, repaired: 1 });
   });
 
-  t.test('retentionDays: sessions, worker connection history and Git host delivery ids', async (t) => {
+  t.test('retentionDays: sessions, worker connection history, Git host delivery ids and collection runs', async (t) => {
     const now = clock.now().getTime();
     const ago = (days: number) => new Date(now - days * DAY_MS);
     const session = async (created: Date, expires: Date, revoked: Date | null): Promise<string> => {
@@ -145,15 +146,32 @@ t.test('upkeep passes', async (t) => {
     };
     await delivery('d-old', ago(31));
     await delivery('d-recent', ago(29));
-    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2, gitHostDeliveries: 1, buildSamples: 0 });
+    // Collection runs ("finished admin tasks"): ended ones go after retentionDays, but the newest
+    // ended run of each kind stays (the schedule counts from it); open ones are never touched.
+    const gcRun = async (kind: 'pass' | 'deep', state: string, finished: Date | null): Promise<string> => {
+      const [row] = await kiln.sql<{ id: string }[]>`
+        insert into gc_runs (kind, state, requested_at, started_at, finished_at) values (${kind}, ${state}, ${ago(100)}, ${ago(100)}, ${finished}) returning id`;
+      return row!.id;
+    };
+    const runs = {
+      passOld: await gcRun('pass', 'finished', ago(50)),
+      passFailedOld: await gcRun('pass', 'failed', ago(45)),
+      passRecent: await gcRun('pass', 'finished', ago(1)),
+      deepOld: await gcRun('deep', 'finished', ago(60)),
+      deepNewestButOld: await gcRun('deep', 'failed', ago(40)),
+      requested: await gcRun('deep', 'requested', null),
+    };
+    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2, gitHostDeliveries: 1, buildSamples: 0, gcRuns: 3 });
+    const keptRuns = (await kiln.sql<{ id: string }[]>`select id from gc_runs`).map((r) => r.id).sort();
+    t.same(keptRuns, [runs.passRecent, runs.deepNewestButOld, runs.requested].sort(), 'the newest ended run of each kind stays, however old');
     t.same((await kiln.sql<{ id: string }[]>`select id from git_host_deliveries`).map((r) => r.id), ['d-recent'], 'a delivery id goes 30 days after it arrived');
     const keptSessions = (await kiln.sql<{ id: string }[]>`select id from sessions where id = any(${Object.values(sessions)}::uuid[])`).map((r) => r.id).sort();
     t.same(keptSessions, [sessions.expiredRecently, sessions.live].sort());
     const keptConnections = (await kiln.sql<{ id: string }[]>`select id from worker_connections`).map((r) => r.id).sort();
     t.same(keptConnections, [connections.closedRecently, connections.current, connections.openNeverBack].sort(),
       'an open connection stays until the worker connects again');
-    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0, gitHostDeliveries: 0, buildSamples: 0 });
+    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0, gitHostDeliveries: 0, buildSamples: 0, gcRuns: 0 });
     clock.step(2 * DAY_MS);
-    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0, gitHostDeliveries: 1, buildSamples: 0 }, 'the recently expired session and delivery id go once 30 days past');
+    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0, gitHostDeliveries: 1, buildSamples: 0, gcRuns: 0 }, 'the recently expired session and delivery id go once 30 days past');
   });
 });

@@ -2,7 +2,8 @@
 // retained evaluations (newest keep_evaluations per task, open ones unless wedged) and the runtime
 // closure of their outputs, the NAR TTL with per-cache overrides, pins, storage-limit eviction in a
 // pass and at upload time, orphan derivations, the superuser's runs, the collector's lock, the deep
-// round and its pace. The services' clock is stepped; nothing sleeps.
+// round and its pace; the TTL from the last fetch, cache.maxStorageGb across caches, and an
+// evaluation recorded while a pass runs. The services' clock is stepped; nothing sleeps.
 import t from 'tap';
 import { GcRunView, PinPage, PinView } from '../../../protocol/index.js';
 import { GarbageCollector } from '../../../services/gc/index.js';
@@ -277,5 +278,104 @@ t.test('garbage collection', async (t) => {
     await kiln.api('POST', '/admin/gc', { token: ada.token, body: { deep: true } });
     t.same(await deep.tick(), ['deep']);
     t.same(pauses, [], 'a requested round runs without pause');
+  });
+
+  t.test('the TTL counts from the last fetch; cache.maxStorageGb evicts across caches; an evaluation recorded during the pass keeps its paths', async (t) => {
+    const vault = await createTestCache(kiln.sql, 'vault', { ownerId: ada.id, public: true });
+    t.equal((await kiln.api('PATCH', '/caches/vault', { token: ada.token, body: { keep_forever: true } })).status, 200);
+    // acme/app writes to vault too: its evaluations keep their paths alive there.
+    await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${projectId}, ${vault.id}, 0)`;
+    const [forever] = await kiln.sql<{ id: string }[]>`select id from caches where name = 'forever'`;
+
+    // TTL (main: 6 h + 1 h grace): both uploaded long ago; one fetched an hour ago, one 8 hours ago.
+    const fetchedLately = await makeTestNar(t, { f: 'uploaded long ago, fetched lately\n' }, [], 'fetched-lately');
+    const fetchedLongAgo = await makeTestNar(t, { f: 'uploaded long ago, fetched long ago\n' }, [], 'fetched-long-ago');
+    for (const nar of [fetchedLately, fetchedLongAgo]) await upload('main', nar);
+    const hoursAgo = (h: number) => new Date(clock.now().getTime() - h * HOUR);
+    await kiln.sql`update path_signatures set created_at = ${hoursAgo(100)}, last_fetched_at = ${hoursAgo(1)} where cache_id = ${main.id} and hash_part = ${fetchedLately.hash}`;
+    await kiln.sql`update path_signatures set created_at = ${hoursAgo(100)}, last_fetched_at = ${hoursAgo(8)} where cache_id = ${main.id} and hash_part = ${fetchedLongAgo.hash}`;
+
+    // The instance limit (1 GiB): four synthetic copies of 0.45 GiB in two keep_forever caches
+    // (the TTL never takes them), least recently used first: a (pinned), b, c, d.
+    const size = Math.round(0.45 * 2 ** 30);
+    const synthetic = async (cacheId: string, c: string, name: string, uploaded: Date) => {
+      const hash = c.repeat(32);
+      const [row] = await kiln.sql<{ id: string }[]>`
+        insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
+        values (${hash}, ${`/nix/store/${hash}-${name}`}, ${`sha256:${name}`}, ${size}, ${c.repeat(52)}, ${size}, '{}') returning id`;
+      await kiln.sql`insert into path_signatures (cache_id, hash_part, cached_path_id, signature, created_at) values (${cacheId}, ${hash}, ${row!.id}, 'test-1:x', ${uploaded})`;
+      return { hash, storePath: `/nix/store/${hash}-${name}` };
+    };
+    const a = await synthetic(forever!.id, 'g', 'big-a', new Date('2001-01-01T00:00:00Z'));
+    const b = await synthetic(vault.id, 'h', 'big-b', new Date('2002-01-01T00:00:00Z'));
+    const c = await synthetic(forever!.id, 'i', 'big-c', new Date('2003-01-01T00:00:00Z'));
+    const d = await synthetic(forever!.id, 'j', 'big-d', new Date('2004-01-01T00:00:00Z'));
+    t.equal((await kiln.api('PUT', `/caches/forever/pins/${a.hash}`, { token: ada.token, body: {} })).status, 200);
+    const holds = async (cacheId: string, hash: string) => (await kiln.sql`select 1 from path_signatures where cache_id = ${cacheId} and hash_part = ${hash}`).length === 1;
+
+    // While the pass runs (after its first page is removed, before the storage phase), an
+    // evaluation of acme/app records a build whose output is b.
+    let recorded = false;
+    const recordDuringPass = async (point: string) => {
+      if (point !== 'gc.pass.pageRemoved' || recorded) return;
+      recorded = true;
+      const at = clock.now();
+      const [e] = await kiln.sql<{ id: string }[]>`
+        insert into evaluations (task_id, repository, wildcard, phase, created_at, updated_at) values (${task!.id}, 'file:///nonexistent', '*', 'building', ${at}, ${at}) returning id`;
+      const [drv] = await kiln.sql<{ id: string }[]>`insert into derivations (drv_path, name, system, outputs)
+        values (${`/nix/store/${'k'.repeat(32)}-big-b.drv`}, 'big-b', 'x86_64-linux', ${kiln.sql.json({ out: b.storePath })}) returning id`;
+      const [built] = await kiln.sql<{ id: string }[]>`insert into derivation_builds (derivation_id, status) values (${drv!.id}, 'queued') returning id`;
+      await kiln.sql`insert into builds (evaluation_id, derivation_build_id, entry_point, attr, created_at) values (${e!.id}, ${built!.id}, true, 'packages.b', ${at})`;
+    };
+    const limited = new GarbageCollector(
+      { sql: kiln.db.web, config: { ...gcConfig, 'cache.maxStorageGb': 1 }, log: kiln.log, events: kiln.events.events, nars: kiln.nars, clock, crashPoints: recordDuringPass },
+      { loop: false },
+    );
+    t.teardown(() => limited.stop());
+    await kiln.api('POST', '/admin/gc', { token: ada.token, body: {} });
+    t.same(await limited.tick(), ['pass']);
+    t.ok(recorded, 'the evaluation was recorded in the middle of the pass');
+
+    t.ok(await held('main', fetchedLately), 'fetched within the TTL: stays, however old its upload');
+    t.notOk(await held('main', fetchedLongAgo), 'last fetched beyond the TTL: collected');
+    t.ok(await holds(forever!.id, a.hash), 'the least recently used copy is pinned: it stays');
+    t.ok(await holds(vault.id, b.hash), 'the next one is named by an evaluation recorded during the pass: it stays');
+    t.notOk(await holds(forever!.id, c.hash), 'evicted for the instance limit');
+    t.ok(await holds(forever!.id, d.hash), 'only what the excess needs: the newest stays');
+    const sweptHere = (await outbox()).filter((e) => e.event === 'gc.swept' && e.content['reason'] === 'storage' && e.content['cache'] === 'forever');
+    t.match(sweptHere, [{ content: { cache: 'forever', reason: 'storage', paths: 1, bytes: size } }]);
+  });
+
+  t.test("a task's keep_evaluations, below eval.maxKeep, decides what its evaluations keep alive", async (t) => {
+    const [lean] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name, keep_evaluations) values (${projectId}, 'lean', 1) returning id`;
+    const older = await makeTestNar(t, { f: 'the older of two evaluations of a task keeping one\n' }, [], 'lean-older');
+    const newer = await makeTestNar(t, { f: 'the newer of two evaluations of a task keeping one\n' }, [], 'lean-newer');
+    for (const nar of [older, newer]) await upload('main', nar);
+    await evaluation(older, 'completed', 3, 3, lean!.id);
+    await evaluation(newer, 'completed', 2, 2, lean!.id);
+    clock.step(12 * HOUR);
+    const collector = new GarbageCollector({ sql: kiln.db.web, config: gcConfig, log: kiln.log, events: kiln.events.events, nars: kiln.nars, clock }, { loop: false });
+    t.teardown(() => collector.stop());
+    await kiln.api('POST', '/admin/gc', { token: ada.token, body: {} });
+    t.same(await collector.tick(), ['pass']);
+    t.ok(await held('main', newer), 'the newest evaluation of the task keeps its output');
+    t.notOk(await held('main', older), "past the task's keep_evaluations (1), though within eval.maxKeep (2): collected");
+  });
+
+  t.test('gc.orphanDerivationHours 0: the pass that marks an orphan derivation deletes it', async (t) => {
+    const [zero] = await kiln.sql<{ id: string }[]>`insert into tasks (project_id, name, keep_evaluations) values (${projectId}, 'zero', 1) returning id`;
+    const gone = await makeTestNar(t, { f: 'built by an evaluation no longer retained\n' }, [], 'zero-older');
+    const kept = await makeTestNar(t, { f: 'built by the retained evaluation\n' }, [], 'zero-newer');
+    const older = await evaluation(gone, 'completed', 3, 3, zero!.id);
+    const newer = await evaluation(kept, 'completed', 2, 2, zero!.id);
+    const collector = new GarbageCollector(
+      { sql: kiln.db.web, config: { ...gcConfig, 'gc.orphanDerivationHours': 0 }, log: kiln.log, events: kiln.events.events, nars: kiln.nars, clock }, { loop: false });
+    t.teardown(() => collector.stop());
+    const [before] = await kiln.sql<{ orphaned_since: Date | null }[]>`select orphaned_since from derivations where id = ${older.derivationId}`;
+    t.equal(before?.orphaned_since, null, 'not marked before the pass');
+    await kiln.api('POST', '/admin/gc', { token: ada.token, body: {} });
+    t.same(await collector.tick(), ['pass']);
+    t.equal((await kiln.sql`select 1 from derivations where id = ${older.derivationId}`).length, 0, 'marked and deleted by one pass');
+    t.equal((await kiln.sql`select 1 from derivations where id = ${newer.derivationId}`).length, 1, "the retained evaluation's derivation stays");
   });
 });
