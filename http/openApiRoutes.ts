@@ -6,7 +6,7 @@ import { z } from 'zod';
 import {
   AddSshKeyBody, AdminSessionsQuery, AdminUsersQuery, BuildId, CacheMetricsQuery, CacheKeysView, CacheName, CacheView, CheckUsernameBody, CreateApiKeyBody, CreateCacheBody,
   CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, DeleteSshKeyBody,
-  DeliveryListQuery, DeliveryPage, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
+  DeliveryListQuery, DeliveryPage, EvaluateSourceBody, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
   InviteBody, LoginBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, PinPage, PinView, ProjectEvaluationsQuery, ProjectRef, RegisterBody,
   RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, SettingsPatch,
   StorePathHash, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
@@ -218,6 +218,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/builds/:id/downloads': {},
   'get /api/v1/builds/:id/download/:filename': { rawResponse: 'application/octet-stream' },
   'post /api/v1/build-requests/source': { query: UploadQuery, rawBody: 'application/gzip', errors: ['source_too_large', 'empty_source', 'unsupported_source_format'], summary: 'upload a flake source tree' },
+  'post /api/v1/build-requests/source/:id/evaluate': { body: EvaluateSourceBody, response: z.string(), errors: ['project_inactive'], summary: 'evaluate an uploaded source tree (kiln build); the answer is the evaluation id' },
   'get /build-sources/:id': { query: FetchQuery, rawResponse: 'application/gzip' },
   'get /api/v1/commits/:id': {},
   'get /api/v1/builds/:build/closure': {},

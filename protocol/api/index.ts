@@ -18,7 +18,7 @@ export { NarUploadInfo, StorePathHash, narinfoOfUpload, type NarUploadResult } f
 export { CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPage, DeliveryStatus, deliveryStatuses, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl, WebhookView, type DeliveryView, type WebhookWithSecret } from './webhooks.js';
 export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_SIZE_MAX, NarListQuery, narSortKeys, UpdateCacheBody, UpstreamBody, UpstreamCredentials } from './caches.js';
 export { CacheKeysView, MAX_KEY_OVERLAP_HOURS, RotateCacheKeyBody } from './cacheKeys.js';
-export { BuildId, BuildResourcesView, CommitId, EntryPointView, EvaluationStatistics, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, EvaluationTrigger, type BuildView, type ClosureGraphView, type EvaluationView } from './evaluations.js';
+export { BuildId, BuildResourcesView, CommitId, EntryPointView, EvaluationStatistics, EvaluateSourceBody, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, EvaluationTrigger, type BuildView, type ClosureGraphView, type EvaluationView } from './evaluations.js';
 export { ProjectEvaluationsQuery } from './projectEvaluations.js';
 export { HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository } from './gitHostHooks.js';
 export { GcRequestBody, GcRunId, GcRunView, PinBody, PinListQuery, PinPage, PinView } from './gc.js';
