@@ -1,4 +1,4 @@
-// `kiln build show|log|closure <id>` (spec: "Evaluations and builds"): one build's record, its log
+// `kiln build [dir]` (buildRunCommand.ts) and `kiln build show|log|closure <id>` (spec: "Evaluations and builds"): one build's record, its log
 // (stored, or followed live until the build is final with --follow), and its closure as a
 // size-sorted tree.
 import type { Command } from 'commander';
@@ -6,6 +6,7 @@ import type { BuildView, ClosureGraphView } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
 import { formatBytes, formatDate, formatFields, jsonOption, runClientCommand } from './clientOutput.js';
 import { uuidArgument } from './evalCommands.js';
+import { buildRunCommand } from './buildRunCommand.js';
 
 const FAILED = new Set(['failed', 'aborted']);
 
@@ -55,7 +56,8 @@ function closureTree(graph: ClosureGraphView): string {
 }
 
 export function buildCommands(program: Command): void {
-  const build = program.command('build').description('builds: one derivation of an evaluation');
+  const build = program.command('build').description('build the flake in a directory on the farm (kiln build [dir] --project org/project); show, log and closure: one build of an evaluation');
+  buildRunCommand(build);
   build.command('show').description('a build with its status and outputs').argument('<id>').addOption(jsonOption())
     .action(async (id: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
       const uuid = uuidArgument(id, 'a build');

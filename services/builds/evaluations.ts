@@ -175,7 +175,11 @@ export function evaluationsService(deps: EvaluationsDeps) {
       // commit resolves the branch head again.
       // An uploaded tree is evaluated again from the same upload (the scheduler fails it with why when the upload is gone).
       const source = old.source_sha256 === null ? null : { uploadId: old.source_upload_id, sha256: old.source_sha256 };
-      const commit = source !== null ? null : old.commit ?? (await resolveHead(project.repository, project.default_branch, await vetRepository(project.repository, deps.repositories)));
+      let commit: string | null = null;
+      if (source === null) {
+        const gitOptions = await vetRepository(project.repository, deps.repositories);
+        commit = old.commit ?? (await resolveHead(project.repository, project.default_branch, gitOptions));
+      }
       const started: TriggerOf = old.trigger === 'pull_request' && old.pull_request !== null ? { trigger: 'pull_request', pullRequest: old.pull_request }
         : (old.trigger === 'push' || old.trigger === 'poll') && old.branch !== null ? { trigger: old.trigger, branch: old.branch }
           : { trigger: 'manual' };
