@@ -60,8 +60,8 @@ export async function sourceArchive(dir: string): Promise<SourceArchive> {
   if (!files.includes('flake.nix')) throw new Error(`${dir} has no flake.nix${fromGit ? ' that git tracks or sees (git add it)' : ''}`);
   // S: symbolic link targets keep their text; member names and hard link targets move below source/
   const tar = await capture('tar', [
-    '--create', '--gzip', '--file=-', '--null', '--files-from=-', '--no-recursion', '--sort=name', '--mtime=@1', '--owner=0', '--group=0', '--numeric-owner',
-    '--transform=s,^,source/,S',
+    '--create', '--gzip', '--file=-', '--sort=name', '--mtime=@1', '--owner=0', '--group=0', '--numeric-owner',
+    '--transform=s,^,source/,S', '--no-recursion', '--null', '--files-from=-',
   ], dir, Buffer.from(files.map((f) => `${f}\0`).join('')));
   if (tar.code !== 0) throw new Error(`tar failed: ${tar.stderr.trim().slice(-2000)}`);
   return { bytes: tar.stdout, files: files.length, from: fromGit ? 'git' : 'directory' };
