@@ -32,12 +32,6 @@ export async function enqueue(file: string, paths: readonly string[]): Promise<v
   await appendFile(file, paths.map((p) => `${p}\n`).join(''), { mode: 0o600 });
 }
 
-export interface QueueBatch {
-  paths: string[];
-  /** the offset to record once these paths are done */
-  end: number;
-}
-
 export class PushQueue {
   constructor(readonly file: string) {}
 
