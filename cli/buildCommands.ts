@@ -58,8 +58,10 @@ function closureTree(graph: ClosureGraphView): string {
 export function buildCommands(program: Command): void {
   const build = program.command('build').description('build the flake in a directory on the farm (kiln build [dir] --project org/project); show, log and closure: one build of an evaluation');
   buildRunCommand(build);
+  // build's own --json (kiln build [dir]) takes the flag wherever it stands, so the subcommands read it there too
+  const asJson = (opts: { json?: boolean }) => opts.json === true || build.opts()['json'] === true;
   build.command('show').description('a build with its status and outputs').argument('<id>').addOption(jsonOption())
-    .action(async (id: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+    .action(async (id: string, opts: { json?: boolean }) => runClientCommand(asJson(opts), async (out) => {
       const uuid = uuidArgument(id, 'a build');
       out.result(await (await connect()).call<BuildView>('GET', `/builds/${uuid}`), showBuild);
     }));
@@ -67,7 +69,7 @@ export function buildCommands(program: Command): void {
   build.command('log').description('a build\'s log; --follow prints it as it is written until the build ends (exit 1 when it failed)').argument('<id>')
     .option('-f, --follow', 'follow the log live')
     .addOption(jsonOption())
-    .action(async (id: string, opts: { follow?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+    .action(async (id: string, opts: { follow?: boolean; json?: boolean }) => runClientCommand(asJson(opts), async (out) => {
       const uuid = uuidArgument(id, 'a build');
       const client = await connect();
       let log = '';
@@ -84,7 +86,7 @@ export function buildCommands(program: Command): void {
   build.command('closure').description('a build\'s build-time closure, or with --runtime the runtime closure of its outputs, as a size-sorted tree').argument('<id>')
     .option('--runtime', 'the runtime closure (store path references of the cached outputs)')
     .addOption(jsonOption())
-    .action(async (id: string, opts: { runtime?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+    .action(async (id: string, opts: { runtime?: boolean; json?: boolean }) => runClientCommand(asJson(opts), async (out) => {
       const uuid = uuidArgument(id, 'a build');
       const graph = await (await connect()).call<ClosureGraphView>('GET', `/builds/${uuid}/${opts.runtime ? 'runtime-closure' : 'closure'}`);
       out.result(graph, closureTree);
