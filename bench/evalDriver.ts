@@ -46,7 +46,7 @@ const estimate = (item: unknown): number => JSON.stringify(item).length;
 /** Evaluates the project's default task with `evaluator` answering with `graph`; resolves once it is building. */
 export async function recordGraph(server: BenchServer, evaluator: SimWorker, graph: SyntheticGraph): Promise<RecordedEvaluation> {
   const { ready } = server.kiln;
-  const jobs = new Promise<{ jobId: string; commit: string }>((resolve) => {
+  const jobs = new Promise<{ jobId: string; commit: string | null }>((resolve) => {
     evaluator.onMessage((m) => {
       if (m.t === 'evalJob') resolve(m);
     });

@@ -1,4 +1,4 @@
-// `kiln build show|log|closure <id>` (spec: "Evaluations and builds"): one build's record, its log
+// `kiln build [dir]` (buildRunCommand.ts) and `kiln build show|log|closure <id>` (spec: "Evaluations and builds"): one build's record, its log
 // (stored, or followed live until the build is final with --follow), and its closure as a
 // size-sorted tree.
 import type { Command } from 'commander';
@@ -6,6 +6,7 @@ import type { BuildView, ClosureGraphView } from '../protocol/index.js';
 import { connect } from './clientConnection.js';
 import { formatBytes, formatDate, formatFields, jsonOption, runClientCommand } from './clientOutput.js';
 import { uuidArgument } from './evalCommands.js';
+import { buildRunCommand } from './buildRunCommand.js';
 
 const FAILED = new Set(['failed', 'aborted']);
 
@@ -55,9 +56,12 @@ function closureTree(graph: ClosureGraphView): string {
 }
 
 export function buildCommands(program: Command): void {
-  const build = program.command('build').description('builds: one derivation of an evaluation');
+  const build = program.command('build').description('build the flake in a directory on the farm (kiln build [dir] --project org/project); show, log and closure: one build of an evaluation');
+  buildRunCommand(build);
+  // build's own --json (kiln build [dir]) takes the flag wherever it stands, so the subcommands read it there too
+  const asJson = (opts: { json?: boolean }) => opts.json === true || build.opts()['json'] === true;
   build.command('show').description('a build with its status and outputs').argument('<id>').addOption(jsonOption())
-    .action(async (id: string, opts: { json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+    .action(async (id: string, opts: { json?: boolean }) => runClientCommand(asJson(opts), async (out) => {
       const uuid = uuidArgument(id, 'a build');
       out.result(await (await connect()).call<BuildView>('GET', `/builds/${uuid}`), showBuild);
     }));
@@ -65,7 +69,7 @@ export function buildCommands(program: Command): void {
   build.command('log').description('a build\'s log; --follow prints it as it is written until the build ends (exit 1 when it failed)').argument('<id>')
     .option('-f, --follow', 'follow the log live')
     .addOption(jsonOption())
-    .action(async (id: string, opts: { follow?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+    .action(async (id: string, opts: { follow?: boolean; json?: boolean }) => runClientCommand(asJson(opts), async (out) => {
       const uuid = uuidArgument(id, 'a build');
       const client = await connect();
       let log = '';
@@ -82,7 +86,7 @@ export function buildCommands(program: Command): void {
   build.command('closure').description('a build\'s build-time closure, or with --runtime the runtime closure of its outputs, as a size-sorted tree').argument('<id>')
     .option('--runtime', 'the runtime closure (store path references of the cached outputs)')
     .addOption(jsonOption())
-    .action(async (id: string, opts: { runtime?: boolean; json?: boolean }) => runClientCommand(opts.json === true, async (out) => {
+    .action(async (id: string, opts: { runtime?: boolean; json?: boolean }) => runClientCommand(asJson(opts), async (out) => {
       const uuid = uuidArgument(id, 'a build');
       const graph = await (await connect()).call<ClosureGraphView>('GET', `/builds/${uuid}/${opts.runtime ? 'runtime-closure' : 'closure'}`);
       out.result(graph, closureTree);

@@ -73,7 +73,7 @@ async function storePathOf(arg: string): Promise<string> {
   return match[1]!;
 }
 
-async function uploadStorePaths(client: ApiClient, out: Output, cache: string, args: string[], closure: boolean): Promise<UploadOutcome[]> {
+export async function uploadStorePaths(client: ApiClient, out: Output, cache: string, args: string[], closure: boolean): Promise<UploadOutcome[]> {
   const named = [...new Set(await Promise.all(args.map(storePathOf)))];
   const paths = closure ? await runtimeClosure(named) : named;
   const infos = await pathInfos(paths);
@@ -85,7 +85,7 @@ async function uploadStorePaths(client: ApiClient, out: Output, cache: string, a
   return outcomes;
 }
 
-const summary = (outcomes: UploadOutcome[]): string => {
+export const summary = (outcomes: UploadOutcome[]): string => {
   const uploaded = outcomes.filter((o) => o.status === 'added');
   const bytes = uploaded.reduce((sum, o) => sum + o.nar_size, 0);
   return `${uploaded.length} uploaded (${formatBytes(bytes)}), ${outcomes.length - uploaded.length} already present`;

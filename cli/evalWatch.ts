@@ -105,8 +105,23 @@ function terminalView(stream: NodeJS.WriteStream): WatchView {
 
 const silentView: WatchView = { update: () => undefined, buildChanged: () => undefined, phaseChanged: () => undefined, activity: () => undefined, end: () => undefined };
 
-export async function watchEvaluation(client: ApiClient, id: string, out: Output, stream: NodeJS.WriteStream = process.stderr): Promise<void> {
-  const view = out.json ? silentView : stream.isTTY ? terminalView(stream) : lineView(stream);
+export interface WatchOptions {
+  /** each build as it is seen (a read or its status event): `kiln build` follows the logs of those that start */
+  onBuild?: (build: BuildView) => void;
+  /** one line per change even on a terminal (the build logs share the screen) */
+  lines?: boolean;
+  /** false: the caller reports the result and sets the exit status */
+  report?: boolean;
+}
+
+export async function watchEvaluation(client: ApiClient, id: string, out: Output, stream: NodeJS.WriteStream = process.stderr, options: WatchOptions = {}): Promise<EvaluationWithBuilds> {
+  const shown = out.json ? silentView : stream.isTTY && options.lines !== true ? terminalView(stream) : lineView(stream);
+  const onBuild = options.onBuild ?? (() => undefined);
+  const view: WatchView = {
+    ...shown,
+    update: (state) => (state.builds.forEach(onBuild), shown.update(state)),
+    buildChanged: (build) => (onBuild(build), shown.buildChanged(build)),
+  };
   let state: EvaluationWithBuilds | null = null;
   let final = false;
   let settle!: { resolve: () => void; reject: (e: unknown) => void };
@@ -182,6 +197,8 @@ export async function watchEvaluation(client: ApiClient, id: string, out: Output
     view.end();
   }
   const result = state!;
+  if (options.report === false) return result;
   out.result(result, showEvaluationWithBuilds);
   if (evaluationFailed(result.evaluation)) process.exitCode = 1;
+  return result;
 }

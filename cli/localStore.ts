@@ -30,6 +30,12 @@ export async function runtimeClosure(paths: string[]): Promise<string[]> {
   return out.split('\n').filter((l) => l !== '');
 }
 
+/** The output paths of a derivation in the local store (none when it is not there). */
+export async function derivationOutputs(drv: string): Promise<string[]> {
+  const out = await run('nix-store', ['--query', '--outputs', drv]).catch(() => '');
+  return out.split('\n').filter((l) => l !== '');
+}
+
 interface PathInfoJson {
   path?: string;
   narHash: string;

@@ -18,6 +18,7 @@ import { evalCommands } from './evalCommands.js';
 import { buildCommands } from './buildCommands.js';
 import { keyCommands } from './keyCommands.js';
 import { webhookCommands } from './webhookCommands.js';
+import { pushCommands } from './pushCommands.js';
 
 export function kilnProgram(): Command {
   const program = new Command('kiln')
@@ -42,6 +43,7 @@ export function kilnProgram(): Command {
   buildCommands(program);
   keyCommands(program);
   webhookCommands(program);
+  pushCommands(program);
   adminCommands(program);
   return program;
 }

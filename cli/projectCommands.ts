@@ -106,7 +106,7 @@ export function projectCommands(program: Command): void {
       const path = projectPath(orgProject(name));
       const client = await connect();
       const id = await client.call<string>('POST', `${path}/evaluate`);
-      if (opts.watch) return watchEvaluation(client, id, out);
+      if (opts.watch) return void (await watchEvaluation(client, id, out));
       out.result({ evaluation: id }, (r) => r.evaluation);
     }));
 }

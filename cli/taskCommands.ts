@@ -28,7 +28,7 @@ export function taskCommands(program: Command): void {
       const client = await connect();
       const body = { ...(opts.commit === undefined ? {} : { commit: opts.commit }), ...(opts.attr === undefined ? {} : { attr: opts.attr }) };
       const id = await client.call<string>('POST', `/tasks/${segment(await projectRef(client, project))}/${segment(name)}/evaluate`, { body });
-      if (opts.watch) return watchEvaluation(client, id, out);
+      if (opts.watch) return void (await watchEvaluation(client, id, out));
       out.result({ evaluation: id }, (r) => r.evaluation);
     }));
 }

@@ -1,10 +1,11 @@
-// An evalJob: fetch the commit, evaluate the wildcard, walk the derivation closure, and stream it
+// An evalJob: fetch the commit (or the uploaded source tree), evaluate the wildcard, walk the derivation closure, and stream it
 // to the server as evalBatch messages (derivations in dependency order, then attributes and
 // attribute errors), closed by evalResult with the totals.
 import { EVAL_BATCH_TARGET_BYTES, jobFailure, parseAttributeWildcard, type EvalJob, type JobFailure } from '../protocol/index.js';
 import { derivationClosure } from './derivationGraph.js';
 import { evaluateFlake } from './flakeEval.js';
 import { checkoutCommit } from './gitCheckout.js';
+import { fetchSource } from './sourceFetch.js';
 import { batchesOf, reply, type JobContext } from './jobContext.js';
 import { EvalStatsCollector } from './evalStats.js';
 import { EVALUATION_OOM_SCORE } from './oomScore.js';
@@ -45,12 +46,15 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
 
   const wildcard = parseAttributeWildcard(job.attributes);
   if (!wildcard.ok) return fail(jobFailure('eval_error', `the attribute wildcard is invalid: ${wildcard.field}: ${wildcard.reason}`));
-  activity('fetch', `fetching ${job.repository} at ${job.commit}`);
+  const what = job.source ? 'the uploaded source' : job.commit;
+  if (what === null) return fail(jobFailure('eval_error', 'the job names neither a commit nor a source upload'));
+  activity('fetch', job.source ? 'fetching the uploaded source' : `fetching ${job.repository} at ${what}`);
   const fetched = stage('eval.fetch');
-  const checkout = await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, job.commit, ctx.settings.childEnv, signal, job.access);
+  const checkout = job.source ? await fetchSource(ctx.settings.baseDir, job.source, ctx.settings.childEnv, signal)
+    : await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, what, ctx.settings.childEnv, signal, job.access);
   fetched(checkout.ok ? 'ok' : 'error');
   if (!checkout.ok) return fail(checkout.failure);
-  activity('fetch', `fetched ${job.commit}`);
+  activity('fetch', `fetched ${what}`);
   const evaluated = stage('eval.evaluate');
   const evaluation = await evaluateFlake({
     flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal,

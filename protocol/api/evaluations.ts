@@ -1,6 +1,7 @@
 // Request bodies of the evaluation endpoints (spec: "Projects and tasks", "Evaluations and builds").
 import { z } from 'zod';
 import { BuildStatus } from '../events/buildEvents.js';
+import { ResourceName } from './names.js';
 
 /** a full git commit id: 40 (SHA-1) or 64 (SHA-256) lowercase hex digits */
 export const CommitId = z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/, 'a commit is 40 or 64 lowercase hex digits');
@@ -18,6 +19,13 @@ export const EvaluateTaskBody = z.object({
   attr: z.string().min(1).max(1000).optional(),
 });
 export type EvaluateTaskBody = z.infer<typeof EvaluateTaskBody>;
+
+/** POST /build-requests/source/{id}/evaluate (`kiln build`): without task, the project's task "upload"; without attr, the task's wildcard, else the project's */
+export const EvaluateSourceBody = z.object({
+  task: ResourceName.optional(),
+  attr: z.string().min(1).max(1000).optional(),
+});
+export type EvaluateSourceBody = z.infer<typeof EvaluateSourceBody>;
 
 /**
  * POST /evals/{id}. abort: stop it; approve: let an evaluation parked for approval run

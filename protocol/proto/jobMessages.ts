@@ -23,7 +23,17 @@ export const EvalJob = z.strictObject({
   project: z.uuid(),
   /** a git URL: https://, ssh://, git://, file:// */
   repository: z.string().min(1).max(2000),
-  commit: CommitHash,
+  /** null when `source` names what to evaluate instead */
+  commit: CommitHash.nullable(),
+  /**
+   * An uploaded source tree (`kiln build`, docs/builds.md "Evaluating a source upload") evaluated
+   * instead of `repository`@`commit`: a tarball the worker GETs from `url` (a capability URL
+   * minted for this job) and checks against `sha256` (hex) before Nix unpacks it.
+   */
+  source: z.strictObject({
+    url: z.url({ protocol: /^https?$/ }).max(2000),
+    sha256: z.string().regex(/^[0-9a-f]{64}$/, 'a hex SHA-256'),
+  }).optional(),
   /** the project's attribute wildcard, e.g. `packages.x86_64-linux.*, !packages.x86_64-linux.big` */
   attributes: z.string().min(1).max(4000),
   /** 0: no limit */
@@ -197,7 +207,8 @@ export const EvalResult = z.strictObject({
   v,
   t: z.literal('evalResult'),
   jobId: JobId,
-  commit: CommitHash,
+  /** null for a source upload */
+  commit: CommitHash.nullable(),
   derivationCount: z.int().min(0),
   attributeCount: z.int().min(0),
   errorCount: z.int().min(0),

@@ -7,7 +7,7 @@ import type { Clock, Supervisor } from '../../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
 import { cacheMetricsService, instanceWindowService, projectSeriesService, registerServerMetrics, workerSampleSeriesService, type CacheMetricsService, type InstanceWindowService, type ProjectSeriesService, type WorkerSampleSeriesService } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
-import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
+import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceEvaluationsService, type SourceEvaluationsService, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
 import { createSshServices, type SshServices } from '../ssh/index.js';
@@ -100,7 +100,7 @@ export interface Services {
   /** evaluations and the read side of builds */
   builds: { evaluations: EvaluationsService; views: BuildViewsService; data: BuildDataServices; control: BuildControlService };
   /** direct builds, source uploads and commits (docs/builds.md) */
-  buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; commits: CommitsService };
+  buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; sourceEvaluations: SourceEvaluationsService; commits: CommitsService };
   /** garbage collection: the collector (started by the composition root), pins, the superuser's runs */
   gc: { collector: GarbageCollector; pins: CachePinsService; admin: GcAdminService };
   /** the stored cache traffic: series per cache and the cache board (docs/metrics.md) */
@@ -222,6 +222,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   const buildRequests = {
     direct: directBuildsService({ sql: db.web, events: events.events, ingest: webIngest, views, scheduler, prune }),
     sources: sourceUploadsService({ sql: db.web, blobs: opened.blobs, serveUrl: config['serveUrl'], maxBytes: config['http.maxSourceUploadSize'] }),
+    sourceEvaluations: sourceEvaluationsService({ sql: db.web, events: events.events, scheduler, prune }),
     commits: commitsService(db.web),
   };
   let reporter: GitHostReporter | null = null;

@@ -11,6 +11,7 @@ import { buildJobMessage, targetCaches, type BuildJobSettings } from './buildJob
 import type { Clock } from '../../supervisors/index.js';
 import type { CacheStorageLimits } from '../caches/index.js';
 import { changePhase } from './evaluationPhases.js';
+import { jobSourceUrl } from './sourceUploads.js';
 import { evaluationWaitReason } from './evaluationWait.js';
 import { outputsCached, projectCaches, readable, type OutputsQuestion, type ProjectCache } from '../caches/index.js';
 import type { JobTable } from './schedulerJobs.js';
@@ -97,7 +98,19 @@ export class BuildPlacement {
       const worker = workers.connected().find((w) =>
         w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && jobs.running(w, 'eval') < w.hello.maxConcurrentEvals);
       if (!worker) continue;
-      let fetchWith: Awaited<ReturnType<PrivateFetchLookup>>;
+      let fetchWith: Awaited<ReturnType<PrivateFetchLookup>> = null;
+      let source: { url: string; sha256: string } | null = null;
+      if (evaluation.source_sha256 !== null) {
+        // an uploaded tree: the worker fetches it with a token of this dispatch (services/builds/sourceUploads.ts)
+        source = evaluation.source_upload_id === null ? null : await jobSourceUrl(sql, settings.serveUrl, evaluation.source_upload_id);
+        if (source === null) {
+          await changePhase(events, evaluation.id, { event: { type: 'reject' }, reason: 'fetch_failed: the uploaded source is gone (uploads are kept for a day); run kiln build again' });
+          continue;
+        }
+        if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
+        this.sendEvaluation(worker, evaluation, null, source);
+        continue;
+      }
       try {
         fetchWith = (await this.deps.privateFetch?.(evaluation.project_id, evaluation.repository)) ?? null;
       } catch (error) {
@@ -111,13 +124,13 @@ export class BuildPlacement {
     }
   }
 
-  private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>): void {
+  private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>, source: { url: string; sha256: string } | null = null): void {
     const attempt = evaluation.attempts + 1;
     const jobId = `eval:${evaluation.id}:${attempt}`;
     this.deps.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt }, worker);
     worker.link.send({
       t: 'evalJob', jobId, project: evaluation.project_id, repository: fetchWith?.repository ?? evaluation.repository, commit: evaluation.commit,
-      attributes: evaluation.wildcard, timeoutSecs: 0, ...(fetchWith ? { access: fetchWith.access } : {}),
+      attributes: evaluation.wildcard, timeoutSecs: 0, ...(fetchWith ? { access: fetchWith.access } : {}), ...(source ? { source } : {}),
     });
     this.deps.events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
   }

@@ -14,8 +14,11 @@ export type TriggerOf =
 export interface NewEvaluation {
   project: { id: string; organization_id: string; organization: string; name: string; repository: string };
   task: { id: string; name: string };
-  commit: string;
+  /** null for an evaluation of an uploaded source tree */
+  commit: string | null;
   wildcard: string;
+  /** the source upload evaluated instead of a commit (`kiln build`, services/builds/sourceEvaluations.ts) */
+  source?: { uploadId: string | null; sha256: string };
   started: TriggerOf;
   /** the account that asked; null for a webhook or a poll */
   createdBy: string | null;
@@ -26,11 +29,12 @@ export async function insertEvaluation(tx: TransactionSql, emit: Emit, e: NewEva
   const branch = e.started.trigger === 'push' || e.started.trigger === 'poll' ? e.started.branch : null;
   const pullRequest = e.started.trigger === 'pull_request' ? e.started.pullRequest : null;
   const [row] = await tx<{ id: string }[]>`
-    insert into evaluations (task_id, repository, commit, wildcard, created_by, trigger, branch, pull_request)
-    values (${e.task.id}, ${e.project.repository}, ${e.commit}, ${e.wildcard}, ${e.createdBy}, ${trigger}, ${branch}, ${pullRequest})
+    insert into evaluations (task_id, repository, commit, wildcard, created_by, trigger, branch, pull_request, source_upload_id, source_sha256)
+    values (${e.task.id}, ${e.project.repository}, ${e.commit}, ${e.wildcard}, ${e.createdBy}, ${trigger}, ${branch}, ${pullRequest},
+      ${e.source?.uploadId ?? null}, ${e.source?.sha256 ?? null})
     returning id`;
   emit('evaluation.queued', {
-    evaluation_id: row!.id, project: `${e.project.organization}/${e.project.name}`, task: e.task.name, phase: 'queued', commit: e.commit, attr: e.wildcard,
+    evaluation_id: row!.id, project: `${e.project.organization}/${e.project.name}`, task: e.task.name, phase: 'queued', ...(e.commit === null ? {} : { commit: e.commit }), attr: e.wildcard,
   }, { projectId: e.project.id, organizationId: e.project.organization_id, taskId: e.task.id, evaluationId: row!.id });
   return row!.id;
 }

@@ -162,22 +162,30 @@ export function evaluationsService(deps: EvaluationsDeps) {
       const label = await visible(who, id, 'triggerEvaluation');
       const { row: project } = await demandProjectRef(sql, who, label.project_id, 'triggerEvaluation');
       if (!project.active) throw new ApiError('project_inactive', `project "${project.organization}/${project.name}" is disabled; enable it with POST /projects/${project.organization}/${project.name}/active`);
-      const [old] = await sql<{ phase: string; task_id: string; task: string; commit: string | null; wildcard: string; trigger: EvaluationTrigger; branch: string | null; pull_request: number | null }[]>`
-        select e.phase, e.task_id, t.name as task, e.commit, e.wildcard, e.trigger, e.branch, e.pull_request
+      const [old] = await sql<{
+        phase: string; task_id: string; task: string; commit: string | null; wildcard: string; trigger: EvaluationTrigger; branch: string | null; pull_request: number | null;
+        source_upload_id: string | null; source_sha256: string | null;
+      }[]>`
+        select e.phase, e.task_id, t.name as task, e.commit, e.wildcard, e.trigger, e.branch, e.pull_request, e.source_upload_id, e.source_sha256
         from evaluations e join tasks t on t.id = e.task_id where e.id = ${id}`;
       if (!old || !FINAL_PHASES.includes(old.phase as EvaluationPhase)) {
         throw new ApiError('evaluation_unfinished', `evaluation ${id} is ${old?.phase ?? 'gone'}; only a completed, failed or aborted evaluation can be restarted`);
       }
       // The repository policy holds at each evaluation; one that failed before it resolved its
       // commit resolves the branch head again.
-      const gitOptions = await vetRepository(project.repository, deps.repositories);
-      const commit = old.commit ?? (await resolveHead(project.repository, project.default_branch, gitOptions));
+      // An uploaded tree is evaluated again from the same upload (the scheduler fails it with why when the upload is gone).
+      const source = old.source_sha256 === null ? null : { uploadId: old.source_upload_id, sha256: old.source_sha256 };
+      let commit: string | null = null;
+      if (source === null) {
+        const gitOptions = await vetRepository(project.repository, deps.repositories);
+        commit = old.commit ?? (await resolveHead(project.repository, project.default_branch, gitOptions));
+      }
       const started: TriggerOf = old.trigger === 'pull_request' && old.pull_request !== null ? { trigger: 'pull_request', pullRequest: old.pull_request }
         : (old.trigger === 'push' || old.trigger === 'poll') && old.branch !== null ? { trigger: old.trigger, branch: old.branch }
           : { trigger: 'manual' };
       const restarted = await deps.events.transaction(async (tx, emit) => {
         const newId = await insertEvaluation(tx, emit, {
-          project, task: { id: old.task_id, name: old.task }, commit, wildcard: old.wildcard, started, createdBy: userIdOf(who),
+          project, task: { id: old.task_id, name: old.task }, commit, wildcard: old.wildcard, started, createdBy: userIdOf(who), ...(source ? { source } : {}),
         });
         await tx`update evaluations set restart_of = ${id}, retry_failed = true where id = ${newId}`;
         return newId;

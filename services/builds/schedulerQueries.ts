@@ -7,16 +7,20 @@ import { applyPhaseChanges } from './evaluationPhases.js';
 export interface QueuedEvaluation {
   id: string;
   repository: string;
-  commit: string;
+  /** null for an evaluation of a source upload */
+  commit: string | null;
   wildcard: string;
   project_id: string;
   attempts: number;
+  /** the upload evaluated instead of a commit (null once swept); source_sha256 says it was one */
+  source_upload_id: string | null;
+  source_sha256: string | null;
 }
 
 export const queuedEvaluations = (sql: Sql, phase: 'queued' | 'waiting') => sql<QueuedEvaluation[]>`
-  select e.id, e.repository, e.commit, e.wildcard, t.project_id, e.attempts
+  select e.id, e.repository, e.commit, e.wildcard, t.project_id, e.attempts, e.source_upload_id, e.source_sha256
   from evaluations e join tasks t on t.id = e.task_id
-  where e.phase = ${phase} and e.commit is not null and not e.awaiting_approval order by e.created_at limit 200`;
+  where e.phase = ${phase} and (e.commit is not null or e.source_sha256 is not null) and not e.awaiting_approval order by e.created_at limit 200`;
 
 export interface ReadyBuild {
   id: string;

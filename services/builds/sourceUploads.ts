@@ -2,7 +2,8 @@
 // working tree goes to blob storage under build-sources/, and the answer carries a capability URL
 // a worker fetches without an account (`GET /build-sources/{id}?token=…`, at the root like the
 // binary cache). The token is shown once and stored as a SHA-256 hash. Uploads expire after a day
-// and are swept when the next upload arrives.
+// and are swept when the next upload arrives, unless an open evaluation of theirs still needs them.
+// A worker evaluating an upload gets a fetch token of its own, minted at dispatch (jobSourceUrl).
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Sql } from 'postgres';
 import { ApiError } from '../../protocol/index.js';
@@ -54,7 +55,10 @@ export function sourceUploadsService(deps: SourceUploadsDeps) {
   /** Drops expired uploads: rows first, then their blobs (a blob without a row is unreachable). */
   async function sweepExpired(): Promise<void> {
     const gone = await sql<{ blob_key: string }[]>`
-      delete from source_uploads where id in (select id from source_uploads where expires_at < ${now()} limit 100) returning blob_key`;
+      delete from source_uploads where id in (
+        select id from source_uploads s where s.expires_at < ${now()} and not exists (
+          select 1 from evaluations e where e.source_upload_id = s.id and e.phase not in ('completed', 'failed', 'aborted'))
+        limit 100) returning blob_key`;
     for (const row of gone) await blobs.delete(row.blob_key);
   }
 
@@ -122,17 +126,34 @@ export function sourceUploadsService(deps: SourceUploadsDeps) {
     async fetch(id: string, token: string | null): Promise<{ read: BlobRead; format: string; sha256: string }> {
       const missing = () => new ApiError('not_found', `no source upload ${id} for this token (it may have expired)`);
       if (!token) throw missing();
-      const [row] = await sql<{ blob_key: string; token_hash: string; expires_at: Date; format: string; sha256: string }[]>`
-        select blob_key, token_hash, expires_at, format, sha256 from source_uploads where id = ${id}`;
-      if (!row || row.expires_at < now()) throw missing();
-      const expected = Buffer.from(row.token_hash, 'hex');
-      if (!timingSafeEqual(hashToken(token), expected)) throw missing();
+      const [row] = await sql<{ blob_key: string; token_hash: string; job_token_hash: string | null; expires_at: Date; format: string; sha256: string; in_use: boolean }[]>`
+        select blob_key, token_hash, job_token_hash, expires_at, format, sha256,
+          exists (select 1 from evaluations e where e.source_upload_id = s.id and e.phase not in ('completed', 'failed', 'aborted')) as in_use
+        from source_uploads s where id = ${id}`;
+      if (!row) throw missing();
+      const given = hashToken(token);
+      const matches = (stored: string | null) => stored !== null && timingSafeEqual(given, Buffer.from(stored, 'hex'));
+      // the uploader's token until the upload expires; a worker's while an evaluation of it is open
+      const allowed = (matches(row.token_hash) && row.expires_at >= now()) || (matches(row.job_token_hash) && row.in_use);
+      if (!allowed) throw missing();
       const read = await blobs.get(row.blob_key);
       if (!read) throw missing();
       return { read, format: row.format, sha256: row.sha256 };
     },
   };
 }
+/**
+ * The URL a worker fetches an upload through for one evaluation job: a fresh token each dispatch
+ * (the uploader's was shown once and is kept only hashed); the previous job's token stops working.
+ * null when the upload is gone.
+ */
+export async function jobSourceUrl(sql: Sql, serveUrl: string, uploadId: string): Promise<{ url: string; sha256: string } | null> {
+  const token = randomBytes(32).toString('base64url');
+  const [row] = await sql<{ sha256: string }[]>`
+    update source_uploads set job_token_hash = ${hashToken(token).toString('hex')} where id = ${uploadId} returning sha256`;
+  return row ? { url: `${serveUrl.replace(/\/+$/, '')}/build-sources/${uploadId}?token=${token}`, sha256: row.sha256 } : null;
+}
+
 export type SourceUploadsService = ReturnType<typeof sourceUploadsService>;
 
 const unsupported = () =>

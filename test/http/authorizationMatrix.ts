@@ -221,6 +221,15 @@ const ensureDirectCache = async (c: Ctx) => {
   await c.kiln.sql`update projects set active = true where id = ${c.ids['web']!}`;
 };
 const SOURCE_TARBALL = gzipSync(Buffer.concat([Buffer.alloc(257), Buffer.from('ustar\x0000'), Buffer.alloc(1024 - 265)]));
+// POST /build-requests/source/{id}/evaluate: an upload the calling persona made (another's is a 404 to anyone).
+const MATRIX_SOURCE_UPLOAD = '0e0e0e0e-0000-4000-8000-0000000000d1';
+const ensureOwnSourceUpload = async (c: Ctx) => {
+  await c.kiln.sql`update projects set active = true where id = ${c.ids['web']!}`;
+  await c.kiln.sql`
+    insert into source_uploads (id, project_id, created_by, blob_key, size, sha256, format, token_hash, expires_at)
+    values (${MATRIX_SOURCE_UPLOAD}, ${c.ids['web']!}, ${c.user.id}, ${`build-sources/${MATRIX_SOURCE_UPLOAD}`}, 1, ${'a'.repeat(64)}, 'gzip', ${'b'.repeat(64)}, now() + interval '1 day')
+    on conflict (id) do update set created_by = excluded.created_by, expires_at = excluded.expires_at`;
+};
 const MATRIX_COMMIT = 'c'.repeat(40);
 const ensureCommit = (c: Ctx) => c.kiln.sql`
   insert into evaluations (task_id, repository, commit, wildcard)
@@ -503,6 +512,7 @@ const endpoints: Endpoint[] = [
   { method: 'POST', path: '/builds', scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: ensureDirectCache, raw: () => multipartBody([['project', 'acme/web'], ['closure', DIRECT_CLOSURE]]) },
   { method: 'GET', path: '/builds/direct/recent', scope: 'user', permission: null },
   { method: 'POST', path: '/build-requests/source?project=acme/web', scope: 'project', role: 'Write', permission: 'triggerEvaluation', raw: () => ({ body: SOURCE_TARBALL, contentType: 'application/gzip' }) },
+  { method: 'POST', path: `/build-requests/source/${MATRIX_SOURCE_UPLOAD}/evaluate`, body: {}, scope: 'project', role: 'Write', permission: 'triggerEvaluation', before: ensureOwnSourceUpload },
   { method: 'GET', path: `/commits/${MATRIX_COMMIT}`, scope: 'project', role: 'View', permission: 'viewProject', before: ensureCommit },
 
   // superuser powers (issue 15): a superuser's session, or its unpinned key holding admin

@@ -1,7 +1,9 @@
 // Source uploads (docs/builds.md, "Source uploads"): POST /build-requests/source?project=… takes
 // the tarball as the raw body, up to http.maxSourceUploadSize; the answer's url is a capability
 // URL at the root, GET /build-sources/{id}?token=…, which a worker fetches without an account.
+// POST /build-requests/source/{id}/evaluate starts an evaluation of the uploaded tree (`kiln build`).
 import { z } from 'zod';
+import { EvaluateSourceBody } from '../../../protocol/index.js';
 import type { Principal, Services } from '../../../services/index.js';
 import { streamReply } from '../../reply.js';
 import type { Router } from '../../router.js';
@@ -12,13 +14,16 @@ export const UploadQuery = z.object({ project: z.string(NO_PROJECT).min(1, NO_PR
 export const FetchQuery = z.object({ token: z.string().optional() });
 
 /** `root` is the router at /: the capability URL lives outside /api/v1. */
-export function sourceUploadRoutes(root: Router<Principal>, { buildRequests: { sources: service }, config }: Pick<Services, 'buildRequests' | 'config'>): void {
+export function sourceUploadRoutes(root: Router<Principal>, { buildRequests: { sources: service, sourceEvaluations }, config }: Pick<Services, 'buildRequests' | 'config'>): void {
   const api = root.scope('/api/v1');
   const maxBytes = config['http.maxSourceUploadSize'];
   api.post('/build-requests/source', (req) => {
     const { project } = req.query(UploadQuery);
     return service.upload(req.principal, project, req.stream());
   }, { body: 'stream', maxBody: maxBytes, maxBodyName: 'http.maxSourceUploadSize' });
+
+  api.post('/build-requests/source/:id/evaluate', async (req) =>
+    sourceEvaluations.evaluate(req.principal, req.param('id', SourceId), await req.body(EvaluateSourceBody)));
 
   root.get('/build-sources/:id', async (req) => {
     const { read, format, sha256 } = await service.fetch(req.param('id', SourceId), req.query(FetchQuery).token ?? null);

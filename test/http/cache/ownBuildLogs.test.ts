@@ -97,6 +97,18 @@ t.test('nix log against a kiln cache', async (t) => {
     t.equal(await res.text(), 'building kiln-log\ndone\n');
   });
 
+  t.test('a viewer of the build gets its log with real nix log from a cache without its outputs', async (t) => {
+    // "other" holds the .drv (nix log reads it from the store it asks) but none of its outputs
+    await nixOk('nix', ['copy', '--derivation', '--to', `${kiln.url}/cache/other`, drv], { netrc });
+    const anonymous = await runNix('nix', ['log', '--store', `${kiln.url}/cache/other`, drv]);
+    t.not(anonymous.status, 0, 'a caller who may not see the build gets nothing');
+    t.notMatch(anonymous.stdout, /building kiln-log/);
+    const malloryRun = await runNix('nix', ['log', '--store', `${kiln.url}/cache/other`, drv], { netrc: netrcFile(mallory.token, 'mallory') });
+    t.not(malloryRun.status, 0, 'nor another tenant');
+    const printed = await nixOk('nix', ['log', '--store', `${kiln.url}/cache/other`, drv], { netrc });
+    t.equal(printed, 'building kiln-log\ndone\n', 'ada, who may see the build, reads its log');
+  });
+
   t.test('malformed or unknown derivation names are 404s', async (t) => {
     for (const name of ['x.drv', `${base.slice(0, -4)}`, '..%2F..%2Fetc%2Fpasswd', `${'0'.repeat(32)}-unknown.drv`]) {
       t.equal((await fetch(`${kiln.url}/cache/logs/log/${name}`)).status, 404, name);
