@@ -184,12 +184,19 @@ export interface ImportedPathInfo {
   ca: string;
 }
 
+/**
+ * Most references of one path a client may send: what PUT /cache/{cache}/nar and an export file
+ * allow. The list is kept for the path's ingest (eight at once in an AddMultipleToStore stream)
+ * and lands in the narinfo the cache signs and serves.
+ */
+const MAX_PATH_REFERENCES = 100_000;
+
 /** Reads that info; registration time, ultimate and the client's signatures are read and dropped (never trusted from a client). */
 export async function readImportedPathInfo(from: WireReader): Promise<ImportedPathInfo> {
   const path = await from.string();
   const deriver = await from.string();
   const narHash = await from.string();
-  const references = await from.strings();
+  const references = await from.strings(MAX_PATH_REFERENCES);
   await from.u64(); // registration time
   const narSize = await from.u64();
   await from.u64(); // ultimate

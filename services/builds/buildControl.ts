@@ -73,23 +73,28 @@ export function buildControlService(deps: BuildControlDeps) {
     const found = await target(who, buildId);
     await events.transaction(async (tx, emit) => {
       await openEvaluation(tx, found);
-      const [row] = await tx<{ status: string; shared: boolean }[]>`
-        select db.status, ${wantedElsewhere(tx, found.evaluationId)} as shared
-        from derivation_builds db where db.id = ${found.derivationBuildId} for update`;
+      // Locked first, asked about other evaluations after: a recording that reached the build holds
+      // a key-share lock on it until it commits, and a statement sees only what was committed
+      // when it began, so a check in the locking statement would miss that evaluation.
+      const [row] = await tx<{ status: string }[]>`select status from derivation_builds where id = ${found.derivationBuildId} for update`;
       if (!row || (row.status !== 'queued' && row.status !== 'started')) {
         throw new ApiError('build_finished', `build ${buildId} is ${row?.status ?? 'gone'}; only a queued or running build can be aborted`);
       }
-      if (row.shared) {
+      const [{ shared }] = await tx<[{ shared: boolean }]>`
+        select ${wantedElsewhere(tx, found.evaluationId)} as shared from derivation_builds db where db.id = ${found.derivationBuildId}`;
+      if (shared) {
         throw new ApiError('build_shared', `build ${buildId} is also wanted by another open evaluation of the same derivation, which an abort would stop too; abort the evaluation instead, or wait for the build`);
       }
       const failure = { class: 'FailedTransient' as const, reason: 'cancelled', message: 'aborted by request' };
       await applyStatusChange(tx, emit, found.derivationBuildId, { event: { type: 'abort' }, evaluationId: found.evaluationId, failure });
       // Its queued dependents could never start: they end with it, aborted too (not failed, so a
       // later evaluation builds them), unless another open evaluation wants them.
+      // Locked before they are asked about, as above.
       const dependents = await dependentsIn(tx, found, ['queued']);
+      await tx`select 1 from derivation_builds where id = any(${dependents.map((d) => d.id)}::uuid[]) order by id for update`;
       const unshared = await tx<{ id: string }[]>`
-        select db.id from derivation_builds db where db.id = any(${dependents.map((d) => d.id)}::uuid[]) and not ${wantedElsewhere(tx, found.evaluationId)}
-        order by db.id for update`;
+        select db.id from derivation_builds db where db.id = any(${dependents.map((d) => d.id)}::uuid[]) and db.status = 'queued' and not ${wantedElsewhere(tx, found.evaluationId)}
+        order by db.id`;
       const inputAborted = { ...failure, message: `an input of this derivation was aborted by request (build ${buildId})` };
       await applyStatusChanges(tx, emit, unshared.map((d) => d.id), { event: { type: 'abort' }, evaluationId: found.evaluationId, failure: inputAborted });
     });

@@ -9,7 +9,7 @@
 // input derivations), whose output paths nobody can check. Nix's own daemon builds those only
 // for trusted users; kiln builds the checked .drv, whose outputs Nix verifies on every worker.
 import type { Sql } from 'postgres';
-import { ApiError, DEFAULT_STORE_DIR, parseStorePath, WireError, wireString, wireStrings, wireU64, type WireReader } from '../../protocol/index.js';
+import { ApiError, DEFAULT_STORE_DIR, parseStorePath, STORE_PATH_NAME_MAX, WireError, wireString, wireStrings, wireU64, type WireReader } from '../../protocol/index.js';
 import type { Principal } from '../access/index.js';
 import { demandProjectPath } from '../projects/index.js';
 import type { BuildView } from '../builds/index.js';
@@ -23,6 +23,11 @@ const EXPORT_MAGIC = 0x4558494e;
 const FINAL = new Set(['completed', 'failed', 'substituted', 'aborted']);
 /** Most bytes of a BasicDerivation's environment kiln reads (and drops). */
 const MAX_ENV_BYTES = 32 << 20;
+/**
+ * Longest output path kiln keeps from a BasicDerivation (PATH_MAX). The outputs are held for the
+ * whole build: at the wire's own string cap, 1000 outputs' names and paths would be 2 GB.
+ */
+const MAX_OUTPUT_PATH_BYTES = 4096;
 
 export interface FarmBuildsDeps {
   sql: Sql;
@@ -100,8 +105,9 @@ export async function readBasicDerivationOutputs(from: WireReader): Promise<Reco
   const count = await from.u64();
   if (count > 1000) throw new WireError(`a derivation with ${count} outputs`);
   for (let i = 0; i < count; i++) {
-    const name = await from.string();
-    outputs[name] = await from.string();
+    // An output's name is part of its store path's name (NAME-OUTPUT), so at most that long.
+    const name = await from.string(STORE_PATH_NAME_MAX);
+    outputs[name] = await from.string(MAX_OUTPUT_PATH_BYTES);
     await from.string(); // hash algorithm
     await from.string(); // hash
   }

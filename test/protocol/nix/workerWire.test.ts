@@ -1,8 +1,9 @@
 // The worker/serve protocol's byte format (protocol/nix/workerWire.ts): round trips, and the
 // malformed input a hostile SSH client may send: short streams, non-zero padding, absurd lengths
-// and frames, integers past 2^53, string lists past 32 MiB in total.
+// and frames, integers past 2^53, string lists past 32 MiB in total, a path with more references
+// than the HTTP upload allows.
 import t from 'tap';
-import { WireError, WireReader, wireString, wireStrings, wireU64 } from '../../../protocol/index.js';
+import { readImportedPathInfo, WireError, WireReader, wireString, wireStrings, wireU64 } from '../../../protocol/index.js';
 
 const reader = (...chunks: Buffer[]) => new WireReader(chunks);
 
@@ -38,4 +39,12 @@ t.test('malformed input is a WireError, never a hang or a huge allocation', asyn
   const cut = reader(wireU64(100), Buffer.alloc(10)).frames(1 << 20);
   await cut.next();
   await t.rejects(cut.next(), /ended in the middle of a frame/, 'a frame cut short');
+});
+
+t.test('a path\'s info with more references than an HTTP upload may name is a WireError', async (t) => {
+  const info = (references: string[]) => reader(wireString('/nix/store/0c6kzph7l0dcbfmjap64f0czdafn3b7x-a'), wireString(''),
+    wireString('sha256:0c6kzph7l0dcbfmjap64f0czdafn3b7x0c6kzph7l0dcbfmjap6'), wireStrings(references), wireU64(0), wireU64(8), wireU64(0), wireStrings([]), wireString(''));
+  t.same((await readImportedPathInfo(info(['/nix/store/x', '/nix/store/y']))).references, ['/nix/store/x', '/nix/store/y']);
+  // 100,001 short entries: 1.6 MB on the wire, far under the list's 32 MiB byte cap
+  await t.rejects(readImportedPathInfo(info(Array.from({ length: 100_001 }, () => 'r'))), WireError);
 });

@@ -8,6 +8,7 @@ import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { signUp } from '../../support/accounts.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
+import { eventually } from '../../support/eventually.js';
 
 let kiln: TestKiln;
 let token: string;
@@ -120,4 +121,27 @@ t.test('an abort answers what cannot be aborted; bad input is a 400 naming it', 
   t.equal(id.status, 400);
   t.equal((await act('0e0e0e0e-0000-4000-8000-00000000ffff', 'abort')).status, 404);
   t.same(await statuses(seeded.derivationBuild), { done: 'completed/0/0', waiting: 'queued/0/0' });
+});
+
+t.test('an abort racing another evaluation\'s recording of the same build sees that evaluation once it has the lock', async (t) => {
+  // A recording (graphRecorder.ts) inserts its builds row and commits a moment later; the abort's
+  // row lock waits for that commit, and the check for other open evaluations must read after it,
+  // or one tenant's abort stops a build another tenant's evaluation has just reached.
+  const seeded = await seedEvaluation({ a: { status: 'queued' }, keep: { status: 'queued' } });
+  const other = await seedEvaluation({ mine: { status: 'queued' } });
+  let commit!: () => void;
+  const committed = new Promise<void>((resolve) => (commit = resolve));
+  const recording = kiln.sql.begin(async (tx) => {
+    await tx`insert into builds (evaluation_id, derivation_build_id) values (${other.evaluation}, ${seeded.derivationBuild['a']!})`;
+    await committed;
+  });
+  const abort = act(seeded.build['a']!, 'abort');
+  await eventually(async () => (await kiln.sql`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`).length > 0,
+    { message: 'the abort waits for the recording\'s lock' });
+  commit();
+  await recording;
+  const answer = await abort;
+  t.equal(answer.status, 409, answer.message);
+  t.equal(answer.code, 'build_shared', 'the other open evaluation wants the build now');
+  t.same(await statuses({ a: seeded.derivationBuild['a']! }), { a: 'queued/0/0' }, 'the build stays queued');
 });
