@@ -106,7 +106,7 @@ export function buildControlService(deps: BuildControlDeps) {
 
   async function restart(who: Principal, buildId: string): Promise<string> {
     const found = await target(who, buildId);
-    await events.transaction(async (tx, emit) => {
+    const requeued = await events.transaction(async (tx, emit) => {
       await openEvaluation(tx, found);
       const [row] = await tx<{ status: string }[]>`select status from derivation_builds where id = ${found.derivationBuildId} for update`;
       if (!row || (row.status !== 'failed' && row.status !== 'aborted')) {
@@ -126,10 +126,11 @@ export function buildControlService(deps: BuildControlDeps) {
         const applied = await applyStatusChanges(tx, emit, ids, { event: { type: 'requeue', why }, evaluationId: found.evaluationId });
         // A person asked for another try: fresh attempts, as a restarted evaluation gives.
         if (applied.length > 0) await tx`update derivation_builds set attempts = 0 where id = any(${applied}::uuid[])`;
+        return applied;
       };
-      await byStatus('failed', 'restarted');
-      await byStatus('aborted', 'reached_again');
+      return [...(await byStatus('failed', 'restarted')), ...(await byStatus('aborted', 'reached_again'))];
     });
+    await failStranded(requeued, found);
     deps.scheduler.wake();
     return 'Build restarted';
   }
@@ -154,6 +155,30 @@ export function buildControlService(deps: BuildControlDeps) {
       }
     }
     return returning;
+  }
+
+  /**
+   * An input that failed while the restart ran (its result committed, its dependents' failure not
+   * yet, the restart read it before either) would leave a restarted build queued behind a failed
+   * input forever. Once committed, a failure that came before is visible here, and one that comes
+   * after fails the queued dependents itself: so the restarted builds that need a failed input
+   * fail now as their input's dependents would, and the evaluation can end.
+   */
+  async function failStranded(requeued: readonly string[], found: Target): Promise<void> {
+    for (let ids = requeued; ids.length > 0;) {
+      const stranded = (await sql<{ id: string }[]>`
+        select db.id from derivation_builds db where db.id = any(${ids as string[]}::uuid[]) and db.status = 'queued'
+          and exists (select 1 from derivation_edges x join derivation_builds input on input.derivation_id = x.depends_on
+                      where x.derivation_id = db.derivation_id and input.status = 'failed')
+        order by db.id`).map((r) => r.id);
+      if (stranded.length === 0) break;
+      await events.transaction((tx, emit) => applyStatusChanges(tx, emit, stranded, {
+        event: { type: 'fail', class: 'FailedPermanent', reason: 'dependency_failed' }, evaluationId: found.evaluationId,
+        failure: { class: 'FailedPermanent', reason: 'dependency_failed', message: 'an input of this derivation failed while it was restarted' },
+      }));
+      ids = requeued.filter((id) => !stranded.includes(id));
+    }
+    await finish(found);
   }
 
   /** The evaluation ends once the abort left nothing of it queued or running. */

@@ -96,7 +96,9 @@ export class WorkerMessageRouter {
 
   /** A heartbeat's readings of running builds, for the builds this process gave that worker. */
   private async readings(worker: ConnectedWorker, message: Extract<Message, { t: 'heartbeat' }>): Promise<void> {
-    const samples = (message.builds ?? []).flatMap((r) => {
+    // One reading per job (the last): a heartbeat listing the same job a thousand times is one upsert.
+    const latest = new Map((message.builds ?? []).map((r) => [r.jobId, r]));
+    const samples = [...latest.values()].flatMap((r) => {
       const job = this.deps.jobs.get(r.jobId);
       if (job?.kind !== 'build' || job.workerId !== worker.hello.workerId) return [];
       const resources = {

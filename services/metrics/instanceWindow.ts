@@ -36,8 +36,9 @@ export async function sampleInstance(sql: Sql, intervalSecs: number, rawDays: nu
            (select count(*)::int from derivation_builds where status = 'queued'),
            (select count(*)::int from evaluations where phase = 'queued'),
            (select count(*)::int from evaluations where phase not in ('completed', 'failed', 'aborted'))
-    from (select count(*)::int as connected, coalesce(sum((hello->>'maxConcurrentBuilds')::int), 0)::int as build_slots,
-                 coalesce(sum((hello->>'maxConcurrentEvals')::int), 0)::int as eval_slots
+    -- Slots are what workers claim: summed as bigint and capped, so no claim can make the pass fail.
+    from (select count(*)::int as connected, least(coalesce(sum((hello->>'maxConcurrentBuilds')::bigint), 0), 2147483647)::int as build_slots,
+                 least(coalesce(sum((hello->>'maxConcurrentEvals')::bigint), 0), 2147483647)::int as eval_slots
           from worker_connections where disconnected_at is null) w
     on conflict (sampled_at) do nothing returning 1`;
   const before = retentionCutoff(rawDays, now);

@@ -52,9 +52,14 @@ export function projectSeriesService({ sql, clock }: { sql: Sql; clock: Clock })
                  (avg(extract(epoch from d.finished_at - d.started_at)) filter (where d.started_at is not null))::float8 as build_seconds_avg,
                  (max(extract(epoch from d.finished_at - d.started_at)) filter (where d.started_at is not null))::float8 as build_seconds_max
           from derivation_builds d
+          -- From the project's own evaluations (indexed by task and by evaluation), each shared build
+          -- once: never a scan of every build on the instance, which any viewer of a public project
+          -- could ask for.
+          join (select distinct b.derivation_build_id as id from tasks t
+                join evaluations e on e.task_id = t.id and e.created_at < ${to}
+                join builds b on b.evaluation_id = e.id
+                where t.project_id = ${row.id}) p on p.id = d.id
           where d.finished_at >= ${from} and d.finished_at < ${to} and d.status in ('completed', 'failed')
-            and exists (select 1 from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id
-                        where b.derivation_build_id = d.id and t.project_id = ${row.id})
           group by 1 order by 1`,
       ]);
       const round = (n: number | null) => (n === null ? null : +n.toFixed(3));

@@ -97,6 +97,14 @@ t.test('stored series', async (t) => {
     const pass = await kiln.upkeep.instanceSample();
     t.ok(pass.deleted === 1 || pass.deleted === 2, 'the row past rawDays went');
     t.equal((await kiln.sql`select 1 from instance_samples where sampled_at < ${new Date(latest!.at.getTime() - 7 * DAY)}`).length, 0);
+
+    // Slots are what workers claim: two claims past int range must not make every pass fail.
+    const greedy = kiln.sql.json({ maxConcurrentBuilds: 2_000_000_000, maxConcurrentEvals: 2_000_000_000 });
+    await kiln.sql`insert into worker_connections (worker_id, hello, projects) values (${randomUUID()}, ${greedy}, '{}'), (${randomUUID()}, ${greedy}, '{}')`;
+    await kiln.sql`delete from instance_samples`;
+    t.equal((await kiln.upkeep.instanceSample()).sampled, 1, 'a pass with absurd claims still writes its row');
+    const [capped] = await kiln.sql<{ build_slots: number }[]>`select build_slots from instance_samples`;
+    t.equal(capped!.build_slots, 2147483647, 'the sum is capped at the column\'s range');
   });
 
   t.test('a project\'s evaluations and builds per period, for those who may see it', async (t) => {
