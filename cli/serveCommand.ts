@@ -29,6 +29,14 @@ export function serveCommand(program: Command): void {
     const log = createLogger(loaded.values, { format: logFormatFor(logFormat, process.stdout.isTTY === true) });
     const { startKiln } = await import('./kiln.js'); // the server stack loads only for `serve`
     const crashPoints = crashPointsFrom(process.env);
+    // Signals are taken from the first moment: the server answers before startKiln has returned
+    // (serving threads start after the main listener), and a SIGTERM then must still drain and stop,
+    // not kill the process with threads holding their sockets.
+    let requested: string | null = null;
+    let stopNow: ((signal: string) => void) | null = null;
+    const onSignal = (signal: string) => (stopNow ? stopNow(signal) : (requested ??= signal));
+    process.on('SIGTERM', () => onSignal('SIGTERM'));
+    process.on('SIGINT', () => onSignal('SIGINT'));
     const kiln = await startKiln(loaded, { log, ...(stateFile === undefined ? {} : { stateFile }), ...(crashPoints ? { crashPoints } : {}) });
     // A process that ends while a serving thread still holds its listen socket dies in uWS's
     // native code (an assert, SIGABRT): on a fatal error the threads close their sockets and end
@@ -59,7 +67,7 @@ export function serveCommand(program: Command): void {
         () => process.exit(1),
       );
     };
-    process.on('SIGTERM', () => stop('SIGTERM'));
-    process.on('SIGINT', () => stop('SIGINT'));
+    stopNow = stop;
+    if (requested !== null) stop(requested);
   });
 }
