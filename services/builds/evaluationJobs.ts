@@ -78,9 +78,10 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
   }
   if (message.t === 'evalResult') {
     if (!jobs.end(job, { type: 'succeeded' })) return;
+    // After the graph's batches: statistics on GET /evals/{id} then mean the builds are there too.
+    await job.chain;
     await recordEvaluationStats(sql, job.evaluationId, message.durationMs, message.stats)
       .catch((error: unknown) => deps.log.warn({ err: error, evaluation: job.evaluationId }, 'storing an evaluation\'s statistics failed'));
-    await job.chain;
     if (job.failed) {
       await changePhase(events, job.evaluationId, {
         event: { type: 'fail', class: 'FailedPermanent', reason: 'server_error' }, reason: 'the server could not record the derivation graph',
