@@ -15,4 +15,4 @@ export { sourceUploadsService, type SourceUploadsService } from './sourceUploads
 export { runGraphConsistencyCheck, type GraphConsistencyReport } from './graphConsistency.js';
 export { insertEvaluation, type TriggerOf } from './evaluationInsert.js';
 export { parkForApproval } from './evaluationPhases.js';
-export { stopSuperseded, supersedeOlder } from './evaluationSupersede.js';
+export { abortClosedPullRequest, stopSuperseded, supersedeOlder } from './evaluationSupersede.js';
