@@ -241,7 +241,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   });
   const poller = new RepositoryPoller({
     sql: db.scheduler, events: events.events, repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: componentLogger(log, 'scheduler'), clock,
-    supervisor: root,
+    supervisor: root, ...(gitHost ? { privateFetch: gitHost.access.privateFetch } : {}),
     started: async (started, superseded) => {
       await stopSuperseded(events.events, db.scheduler, scheduler, superseded);
       scheduler.wake();
