@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { ApiError, gitAccessEnv, type RepositoryAccess } from '../../protocol/index.js';
 import { REPOSITORY_CHECK_TIMEOUT_MS } from './repositoryCheck.js';
-import { gitConfigArgs } from './repositoryPolicy.js';
+import { gitConfigArgs, gitEnvironment } from './repositoryPolicy.js';
 
 /** `gitOptions`: vetRepository's `-c` options for this URL. */
 export function resolveHead(repository: string, branch: string | null, gitOptions: readonly string[]): Promise<string> {
@@ -12,7 +12,7 @@ export function resolveHead(repository: string, branch: string | null, gitOption
   return new Promise((resolve, reject) => {
     execFile(
       'git', ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions), 'ls-remote', '--', repository, ref],
-      { timeout: REPOSITORY_CHECK_TIMEOUT_MS, killSignal: 'SIGKILL', env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' } },
+      { timeout: REPOSITORY_CHECK_TIMEOUT_MS, killSignal: 'SIGKILL', env: gitEnvironment() },
       (error, stdout) => {
         const commit = stdout.split('\n').map((l) => l.split('\t')).find((parts) => parts[1] === ref)?.[0];
         if (!error && commit && /^([0-9a-f]{40}|[0-9a-f]{64})$/.test(commit)) return resolve(commit);
@@ -34,7 +34,7 @@ export interface RepositoryHeads {
  * a private repository's installation token, which reaches git through its environment only.
  */
 export function listHeads(repository: string, gitOptions: readonly string[], access?: RepositoryAccess): Promise<RepositoryHeads> {
-  const env = { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' };
+  const env = gitEnvironment();
   return new Promise((resolve, reject) => {
     execFile(
       'git', ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions), 'ls-remote', '--symref', '--', repository, 'HEAD', 'refs/heads/*'],
