@@ -14,6 +14,7 @@ import t from 'tap';
 import { createHostApi } from '../../../services/gitHosts/hostApi.js';
 import { openOrUpdatePullRequest } from '../../../services/gitHosts/pullRequests.js';
 import { createOutboundClient } from '../../../storage/index.js';
+import { withGitConfig } from '../../../protocol/index.js';
 import { checkoutCommit } from '../../../worker/gitCheckout.js';
 import { pushChange, type ChangeRequest } from '../../../worker/pullRequestChange.js';
 import { createFlakeRepo } from '../../support/flakeRepo.js';
@@ -74,6 +75,15 @@ t.test('open_pr: push the change with a write token, open or update the pull req
     t.match(updated, { number: 1, created: false });
     t.equal(host.pullRequests.length, 1);
     t.equal(host.pullRequests[0]!.title, 'Update version again');
+  });
+
+  await t.test('a null author leaves the worker\'s own git identity', async (t) => {
+    const env = withGitConfig(process.env, [['user.name', 'Worker Identity'], ['user.email', 'worker@kiln.invalid']]);
+    const outcome = await pushChange(request({ command: ['sh', '-c', 'echo v2b > version'], author: { name: null, email: null }, env }));
+    if (!outcome.ok) throw new Error(outcome.failure.message);
+    t.equal(hostedGit('log', '-1', '--format=%an <%ae>', 'kiln/default'), 'Worker Identity <worker@kiln.invalid>');
+    const back = await pushChange(request({ command: ['sh', '-c', 'echo v3 > version'] }));
+    t.ok(back.ok, 'and back to v3 for what follows');
   });
 
   await t.test('nothing changed: nothing is pushed', async (t) => {
