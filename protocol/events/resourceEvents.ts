@@ -25,7 +25,7 @@ const ProjectSubscription = z.looseObject({ project: ProjectLabel, cache: CacheL
 const Task = z.looseObject({ project: ProjectLabel, task: TaskName, task_id: Uuid, changes: Changes.optional() });
 const TaskStar = z.looseObject({ project: ProjectLabel, task: TaskName, user: Username, stars: Count.optional() });
 
-export const TaskActionKind = z.enum(['send_web_request', 'send_mail']);
+export const TaskActionKind = z.enum(['send_web_request', 'send_mail', 'open_pr']);
 const TaskAction = z.looseObject({
   project: ProjectLabel,
   task: TaskName,
