@@ -12,7 +12,7 @@ export {
 export {
   EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
   EvalBatch, EvalResult, EvalStats, BuildResources, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
-  ChangeJob, ChangeResult,
+  ChangeJob,
 } from './jobMessages.js';
 export { gitAccessEnv, withGitConfig } from './gitAccess.js';
 export { NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbortCode, NarAbort } from './narMessages.js';
