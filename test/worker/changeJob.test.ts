@@ -9,19 +9,15 @@ import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { loadConfig } from '../../config/index.js';
 import type { Outgoing } from '../../protocol/index.js';
 import { createHostApi } from '../../services/gitHosts/hostApi.js';
 import { openOrUpdatePullRequest } from '../../services/gitHosts/pullRequests.js';
 import { createOutboundClient } from '../../storage/index.js';
-import { startWorker } from '../../worker/index.js';
 import { createFlakeRepo } from '../support/flakeRepo.js';
 import { startTestGitHost } from '../support/gitHost.js';
+import { startInProcessWorker } from '../support/inProcessWorker.js';
 import { LOOPBACK_NETWORKS } from '../support/kiln.js';
 import { requireNix, tempDir } from '../support/nixStore.js';
-import { startProtoServer } from '../support/protoServer.js';
-import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
 requireNix();
 const INSTALLATION = 4242;
@@ -42,17 +38,7 @@ t.test('changeJob: the worker pushes the change, the pull request is opened, the
   const readToken = await api.repositoryReadToken(INSTALLATION, REPOSITORY_ID);
   const writeToken = await api.repositoryWriteToken(INSTALLATION, REPOSITORY_ID);
 
-  const server = await startProtoServer({ openModeProjects: [] });
-  const config = loadConfig({
-    scope: 'worker', env: {},
-    overrides: { 'worker.serverUrl': server.url, 'worker.baseDir': join(dir, 'worker'), 'worker.gcrootsDir': join(dir, 'gcroots') },
-  }).values;
-  const worker = await startWorker(config, { log: pino({ level: process.env['KILN_TEST_LOG'] ? 'debug' : 'silent' }), software: 'kiln test', env: { ...process.env, NIX_REMOTE: 'local', NIX_CONFIG: TEST_NIX_CONFIG } });
-  t.teardown(async () => {
-    await worker.stop();
-    await server.close();
-  });
-  const session = await server.nextWorker();
+  const { session } = await startInProcessWorker(t, dir);
   const project = randomUUID();
   const job = (jobId: string, over: Partial<Outgoing<'changeJob'>> = {}): Outgoing<'changeJob'> => ({
     t: 'changeJob', jobId, project, repository: url, commit: source.commit, access: { token: readToken, resolve: null },
