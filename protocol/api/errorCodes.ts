@@ -92,7 +92,6 @@ export const errorCodes = {
   delivery_in_progress: { status: 409, meaning: 'POST …/webhooks/{id}/deliveries/{delivery}/redeliver while that delivery is still pending or retrying (docs/events.md)' },
   task_action_exists: { status: 409, meaning: 'creating or renaming a task action to a name another action of the task has' },
   no_signing_secret: { status: 409, meaning: 'rotate-secret on a `send_mail` task action, which signs nothing' },
-  action_kind_unavailable: { status: 409, meaning: 'creating or editing an `open_pr` task action: kiln does not run open_pr actions yet (docs/git-hosts.md), so it stores none' },
   websocket_required: { status: 426, meaning: 'a plain GET of a WebSocket path (the firehose, the live paths); connect with `Upgrade: websocket`' },
   project_inactive: { status: 409, meaning: 'an evaluation of a disabled project was asked for; enable the project first' },
   repository_unavailable: { status: 422, meaning: 'the head of the branch to evaluate could not be found with `git ls-remote`: the repository is unreachable or has no such branch; git\'s own text is not passed on (docs/builds.md)' },

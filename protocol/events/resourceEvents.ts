@@ -47,6 +47,12 @@ export const TaskActionUpdateContent = z.looseObject({
   event: z.string().max(200),
   attempt: Count,
   error: z.string().max(2000).optional(),
+  /** open_pr (docs/git-hosts.md): delivery_id is the run's id, event evaluation.completed; the evaluation and what the run did */
+  evaluation_id: Uuid.optional(),
+  outcome: z.enum(['opened', 'updated', 'unchanged', 'failed']).optional(),
+  pull_request: z.int().positive().optional(),
+  pull_request_url: z.string().max(2000).optional(),
+  pushed: z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/).optional(),
 });
 
 export const resourceEventDefinitions = {

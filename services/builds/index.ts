@@ -5,6 +5,7 @@ export { BuildLogs } from './buildLogs.js';
 export { deleteOldBuildSamples } from './buildStatistics.js';
 export { buildProgressReporter } from './buildProgress.js';
 export { BuildScheduler, type SchedulerTicker } from './buildScheduler.js';
+export type { ChangeJobs } from './changeJobs.js';
 export { type BuildView, buildViewsService, type BuildViewsService } from './buildViews.js';
 export { commitsService, type CommitsService } from './commits.js';
 export { directBuildsService, type DirectBuildsService } from './directBuilds.js';

@@ -97,8 +97,6 @@ function defaultBranch(task: string): string {
 const OPEN_PR_FIELDS = ['command', 'branch', 'commit_name', 'commit_email'] as const;
 
 const notFound = (id: string) => new ApiError('not_found', `no task action ${id} on this task`);
-/** The server does not start open_pr runs yet (docs/git-hosts.md "open_pr"): an action kiln would store but never run is refused instead. */
-const openPrUnavailable = () => new ApiError('action_kind_unavailable', 'open_pr actions are not run by this kiln yet (no server trigger after an evaluation); nothing was stored or changed');
 
 export function taskActionsService({ sql, events, secretBox, outbound }: TaskActionsDeps) {
   async function action(who: Principal, project: string, task: string, id: string): Promise<{ ref: TaskRef; row: TaskActionRow }> {
@@ -125,24 +123,20 @@ export function taskActionsService({ sql, events, secretBox, outbound }: TaskAct
     async create(who: Principal, project: string, task: string, body: CreateTaskActionBody): Promise<TaskActionWithSecret> {
       const ref = await demandTask(sql, who, project, task);
       if (body.kind === 'send_web_request') await demandAllowedDestination(outbound, 'url', body.url);
-      // settings are still checked first, so a malformed body is told what is wrong with it
-      if (body.kind === 'open_pr') {
-        if (body.branch === undefined) defaultBranch(ref.task);
-        throw openPrUnavailable();
-      }
       const secret = body.kind === 'send_web_request' ? newSigningSecret(secretBox) : null;
       const id = await events.transaction(async (tx, emit) => {
+        const openPr = body.kind === 'open_pr' ? body : null;
         const inserted = await insertTaskAction(tx, ref.taskId, {
           name: body.name,
           kind: body.kind,
-          events: body.events,
+          events: body.kind === 'open_pr' ? [] : body.events,
           url: body.kind === 'send_web_request' ? body.url : null,
           secret: secret?.sealed ?? null,
           mailTo: body.kind === 'send_mail' ? body.to : null,
-          command: null,
-          branch: null,
-          commitName: null,
-          commitEmail: null,
+          command: openPr?.command ?? null,
+          branch: openPr ? (openPr.branch ?? defaultBranch(ref.task)) : null,
+          commitName: openPr?.commit_name ?? null,
+          commitEmail: openPr?.commit_email ?? null,
           active: body.active,
           createdBy: who.kind === 'user' ? who.userId : null,
         });
@@ -163,7 +157,6 @@ export function taskActionsService({ sql, events, secretBox, outbound }: TaskAct
       }
       if (body.events !== undefined && row.kind === 'open_pr') throw new ApiError('invalid_body', 'events: an open_pr action runs after each successful evaluation, not for events');
       if (body.url !== undefined) await demandAllowedDestination(outbound, 'url', body.url);
-      if (row.kind === 'open_pr') throw openPrUnavailable();
       await events.transaction(async (tx, emit) => {
         const { commit_name: commitName, commit_email: commitEmail, to: mailTo, ...rest } = body;
         const outcome = await updateTaskAction(tx, ref.taskId, id, {

@@ -13,3 +13,20 @@ alter table task_actions
   add column commit_email text check (length(commit_email) between 3 and 254),
   add constraint task_actions_open_pr_check check ((kind = 'open_pr') = (command is not null and branch is not null)),
   add constraint task_actions_open_pr_author_check check (kind = 'open_pr' or (commit_name is null and commit_email is null));
+
+-- One run of an open_pr action per successful evaluation (services/gitHosts/openPrRuns.ts): the row
+-- is the claim (two server processes never run the same one) and the action's last run as shown.
+create table open_pr_runs (
+  id uuid primary key default gen_random_uuid(),
+  evaluation_id uuid not null references evaluations on delete cascade,
+  task_action_id uuid not null references task_actions on delete cascade,
+  status text not null default 'running' check (status in ('running', 'opened', 'updated', 'unchanged', 'failed')),
+  pushed text check (pushed ~ '^([0-9a-f]{40}|[0-9a-f]{64})$'),
+  pull_request integer check (pull_request > 0),
+  url text check (length(url) <= 2000),
+  error text check (length(error) <= 2000),
+  created_at timestamptz not null default now(),
+  finished_at timestamptz,
+  unique (evaluation_id, task_action_id)
+);
+create index open_pr_runs_action on open_pr_runs (task_action_id, created_at desc);

@@ -3,29 +3,28 @@ import { signUp } from '../../../support/accounts.js';
 import { startEventKiln } from '../../../support/events.js';
 
 // The open_pr task action's settings on /tasks/{project}/{task}/actions (docs/git-hosts.md
-// "open_pr"). kiln does not run open_pr actions yet (no server trigger), so it stores none:
-// malformed settings are still refused by name (400) first, then a well-formed open_pr create or
-// edit answers 409 action_kind_unavailable with nothing written; a stored open_pr row (none can
-// be made through the API) receives no events.
+// "open_pr"): a command and a branch (kiln/<task> by default), an optional author; malformed
+// settings are refused by name and leave no row; open_pr actions receive no events.
 
 interface OpenPrView { id: string; kind: string; command: string[]; branch: string; commit_name: string | null; commit_email: string | null; events: string[]; secret?: string }
 
-t.test('open_pr actions: malformed settings refused by name, well-formed ones refused as not run yet, nothing written', async (t) => {
+t.test('open_pr actions: created with their defaults, edited, malformed settings refused with nothing written', async (t) => {
   const kiln = await startEventKiln(t);
   const ada = await signUp(kiln, 'ada');
   await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'acme' } });
   await kiln.api('PUT', '/projects/acme', { token: ada.token, body: { name: 'web', repository: 'https://git.example/web.git' } });
   const base = '/tasks/web/default/actions';
   const put = (body: unknown) => kiln.api<OpenPrView>('PUT', base, { token: ada.token, body });
+
+  const made = await put({ kind: 'open_pr', name: 'update inputs', command: ['nix', 'flake', 'update'] });
+  t.equal(made.status, 200);
+  t.match(made.message, { kind: 'open_pr', command: ['nix', 'flake', 'update'], branch: 'kiln/default', commit_name: null, commit_email: null, events: [] });
+  t.notOk('secret' in made.message, 'an open_pr action has no signing secret');
+  const named = await put({ kind: 'open_pr', name: 'bump', command: ['sh', '-c', 'date > stamp'], branch: 'bots/bump-1.2', commit_name: 'Kiln Bot', commit_email: 'bot@example.test' });
+  t.match(named.message, { branch: 'bots/bump-1.2', commit_name: 'Kiln Bot', commit_email: 'bot@example.test' });
+
   const rows = async () => Number((await kiln.sql<{ n: string }[]>`select count(*) as n from task_actions`)[0]!.n);
   const before = await rows();
-
-  const unavailable = { status: 409, code: 'action_kind_unavailable', message: /open_pr actions are not run by this kiln yet/ };
-  t.match(await put({ kind: 'open_pr', name: 'update inputs', command: ['nix', 'flake', 'update'] }), unavailable, 'a well-formed create');
-  t.match(await kiln.api('POST', base, { token: ada.token, body: { kind: 'open_pr', name: 'bump', command: ['sh', '-c', 'date > stamp'], branch: 'bots/bump-1.2', commit_name: 'Kiln Bot', commit_email: 'bot@example.test' } }),
-    unavailable, 'a well-formed create by POST, with every setting');
-  t.equal(await rows(), before, 'nothing stored');
-
   const malformed: [string, unknown, RegExp][] = [
     ['no command', { kind: 'open_pr', name: 'x' }, /^command:/],
     ['an empty command', { kind: 'open_pr', name: 'x', command: [] }, /^command:/],
@@ -51,41 +50,30 @@ t.test('open_pr actions: malformed settings refused by name, well-formed ones re
     t.match(refused, { status: 400, code: 'invalid_body', message }, what);
   }
   t.equal(await rows(), before, 'no row written by a refused create');
+  t.match(await put({ kind: 'open_pr', name: 'bump', command: ['true'] }), { status: 409, code: 'task_action_exists' });
 
-  // A task whose name cannot stand in a branch is told so before being told open_pr is not run.
+  // A task whose name cannot stand in a branch needs one named.
   await kiln.api('PUT', '/tasks/web', { token: ada.token, body: { name: 'odd..name' } });
   t.match(await kiln.api('PUT', '/tasks/web/odd..name/actions', { token: ada.token, body: { kind: 'open_pr', name: 'x', command: ['true'] } }),
     { status: 400, code: 'invalid_body', message: 'branch: "kiln/odd..name" is not a branch name git takes; name one' });
-  t.match(await kiln.api('PUT', '/tasks/web/odd..name/actions', { token: ada.token, body: { kind: 'open_pr', name: 'x', command: ['true'], branch: 'kiln/odd' } }), unavailable);
-  t.equal(await rows(), before, 'still nothing stored');
+  t.equal((await kiln.api('PUT', '/tasks/web/odd..name/actions', { token: ada.token, body: { kind: 'open_pr', name: 'x', command: ['true'], branch: 'kiln/odd' } })).status, 200);
 
-  // A stored open_pr row (migration 0043's constraints take one; the API makes none): edits are
-  // checked by name, then refused; it can be deleted; it never receives events.
-  const [ids] = await kiln.sql<{ task_id: string; project_id: string }[]>`select t.id as task_id, p.id as project_id from tasks t join projects p on p.id = t.project_id where t.name = 'default'`;
-  const [stored] = await kiln.sql<{ id: string }[]>`
-    insert into task_actions (task_id, name, kind, events, command, branch, active)
-    values (${ids!.task_id}, 'update inputs', 'open_pr', '{}', ${['nix', 'flake', 'update']}, 'kiln/default', true) returning id`;
-  const id = stored!.id;
-  const patch = (body: unknown) => kiln.api<OpenPrView>('PATCH', `${base}/${id}`, { token: ada.token, body });
-  t.match(await patch({ events: ['build.*'] }), { status: 400, message: 'events: an open_pr action runs after each successful evaluation, not for events' });
-  t.match(await patch({ branch: '../main' }), { status: 400, message: /^branch:/ });
-  t.match(await patch({ command: [] }), { status: 400, message: /^command:/ });
-  t.match(await patch({ to: ['a@example.test'] }), { status: 400, message: 'to: a open_pr action has no recipients' });
-  t.match(await patch({ command: ['nix', 'flake', 'update', 'nixpkgs'], branch: 'kiln/nixpkgs', commit_name: 'Bot' }), unavailable, 'a well-formed edit');
-  t.match(await patch({ active: false }), unavailable, 'even switching it off: there is nothing to switch');
-  t.match((await kiln.api<OpenPrView>('GET', `${base}/${id}`, { token: ada.token })).message,
-    { kind: 'open_pr', branch: 'kiln/default', command: ['nix', 'flake', 'update'], commit_name: null }, 'refused edits changed nothing');
-  t.match(await kiln.api('POST', `${base}/${id}/rotate-secret`, { token: ada.token }), { status: 409, code: 'no_signing_secret' });
-
-  // The other kinds: open_pr fields refused by name; a send_mail action is still made and edited.
+  const patch = (id: string, body: unknown) => kiln.api<OpenPrView>('PATCH', `${base}/${id}`, { token: ada.token, body });
+  const edited = await patch(made.message.id, { command: ['nix', 'flake', 'update', 'nixpkgs'], branch: 'kiln/nixpkgs', commit_name: 'Bot' });
+  t.match(edited.message, { command: ['nix', 'flake', 'update', 'nixpkgs'], branch: 'kiln/nixpkgs', commit_name: 'Bot', commit_email: null });
+  t.match((await patch(named.message.id, { commit_name: null })).message, { commit_name: null, commit_email: 'bot@example.test' }, 'null clears the action\'s own author');
+  t.match(await patch(made.message.id, { events: ['build.*'] }), { status: 400, message: 'events: an open_pr action runs after each successful evaluation, not for events' });
+  t.match(await patch(made.message.id, { branch: '../main' }), { status: 400, message: /^branch:/ });
+  t.match(await patch(made.message.id, { command: [] }), { status: 400, message: /^command:/ });
+  t.match(await patch(made.message.id, { to: ['a@example.test'] }), { status: 400, message: 'to: a open_pr action has no recipients' });
+  t.match(await kiln.api('POST', `${base}/${made.message.id}/rotate-secret`, { token: ada.token }), { status: 409, code: 'no_signing_secret' });
   const mail = await kiln.api<{ id: string }>('PUT', base, { token: ada.token, body: { kind: 'send_mail', name: 'mail', to: ['ops@example.test'] } });
-  t.equal(mail.status, 200);
-  const patchMail = (body: unknown) => kiln.api('PATCH', `${base}/${mail.message.id}`, { token: ada.token, body });
-  t.match(await patchMail({ command: ['true'] }), { status: 400, message: 'command: a send_mail action has no command' });
-  t.match(await patchMail({ commit_email: 'a@example.test' }), { status: 400, message: 'commit_email: a send_mail action has no commit email' });
-  t.equal((await patchMail({ name: 'mail ops' })).status, 200);
+  t.match(await patch(mail.message.id, { command: ['true'] }), { status: 400, message: 'command: a send_mail action has no command' });
+  t.match(await patch(mail.message.id, { commit_email: 'a@example.test' }), { status: 400, message: 'commit_email: a send_mail action has no commit email' });
+  t.match((await kiln.api<OpenPrView>('GET', `${base}/${made.message.id}`, { token: ada.token })).message, { branch: 'kiln/nixpkgs', command: ['nix', 'flake', 'update', 'nixpkgs'] }, 'refused edits changed nothing');
 
   // Events for the task reach its other actions, never an open_pr one.
+  const [ids] = await kiln.sql<{ task_id: string; project_id: string }[]>`select t.id as task_id, p.id as project_id from tasks t join projects p on p.id = t.project_id where t.name = 'default'`;
   const uuid = '7f1c2a9e-3b4d-4c5e-8f60-718293a4b5c6';
   await kiln.events.events.transaction(async (_tx, emit) => {
     emit('build.queued', { build_id: uuid, derivation_build: uuid, evaluation_id: uuid, status: 'queued', task: 'default', project: 'acme/web', entry_point: true },
@@ -93,5 +81,4 @@ t.test('open_pr actions: malformed settings refused by name, well-formed ones re
   });
   const deliveries = await kiln.sql<{ kind: string }[]>`select a.kind from event_deliveries d join task_actions a on a.id = d.task_action_id`;
   t.same(deliveries.map((d) => d.kind), ['send_mail'], 'the event went to the send_mail action only');
-  t.equal((await kiln.api('DELETE', `${base}/${id}`, { token: ada.token })).status, 200, 'a stored open_pr action can be deleted');
 });
