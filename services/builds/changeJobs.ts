@@ -7,6 +7,9 @@ import { randomUUID } from 'node:crypto';
 import type { Message, Outgoing } from '../../protocol/index.js';
 import type { ConnectedWorker } from '../workers/index.js';
 
+/** What a change job needs of a connection: who it is, whether it evaluates and serves the project, how to reach it. */
+export type ChangeWorker = Pick<ConnectedWorker, 'open' | 'projects' | 'link'> & { hello: { workerId: string; capabilities: { eval: boolean } } };
+
 /** How a change job ended: the commit now at the branch (null: nothing changed), or why it failed. */
 export type ChangeOutcome = { ok: true; pushed: string | null } | { ok: false; error: string };
 
@@ -14,7 +17,6 @@ export type ChangeJobRequest = Omit<Outgoing<'changeJob'>, 't' | 'jobId'>;
 
 interface OpenChangeJob {
   workerId: string;
-  worker: ConnectedWorker;
   settle(outcome: ChangeOutcome): void;
 }
 
@@ -25,7 +27,7 @@ export class ChangeJobs {
   private readonly open = new Map<string, OpenChangeJob>();
 
   constructor(
-    private readonly workers: { connected(): ConnectedWorker[] },
+    private readonly workers: { connected(): ChangeWorker[] },
     private readonly timeoutMs = DEFAULT_TIMEOUT_MS,
   ) {}
 
@@ -49,13 +51,13 @@ export class ChangeJobs {
         clearTimeout(timer);
         resolve(outcome);
       };
-      this.open.set(jobId, { workerId: worker.hello.workerId, worker, settle: end });
+      this.open.set(jobId, { workerId: worker.hello.workerId, settle: end });
       worker.link.send({ t: 'changeJob', jobId, ...request });
     });
   }
 
   /** A worker's message about one of these jobs: true when it was (and is handled), false otherwise. */
-  received(worker: ConnectedWorker, message: Message): boolean {
+  received(worker: ChangeWorker, message: Message): boolean {
     if (!('jobId' in message) || message.jobId === undefined) return false;
     const job = this.open.get(message.jobId);
     if (!job || job.workerId !== worker.hello.workerId) return false;
@@ -77,10 +79,10 @@ export class ChangeJobs {
     for (const job of [...this.open.values()]) job.settle({ ok: false, error });
   }
 
-  private pick(projectId: string): ConnectedWorker | null {
+  private pick(projectId: string): ChangeWorker | null {
     const able = this.workers.connected().filter((w) => w.hello.capabilities.eval && (w.open || w.projects.includes(projectId)));
     // the least busy with change jobs first
-    const busy = (w: ConnectedWorker) => [...this.open.values()].filter((j) => j.workerId === w.hello.workerId).length;
+    const busy = (w: ChangeWorker) => [...this.open.values()].filter((j) => j.workerId === w.hello.workerId).length;
     return able.sort((a, b) => busy(a) - busy(b))[0] ?? null;
   }
 }
