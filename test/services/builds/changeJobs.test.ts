@@ -63,6 +63,7 @@ t.test('a lost worker, a timeout and a stopping server end a change job as a fai
   const jobs = new ChangeJobs({ connected: () => [evaluator] });
   const lost = jobs.run(request);
   jobs.lost('someone-else');
+  t.ok(jobs.received(evaluator, { v, t: 'jobAccepted', jobId: jobIdOf(evaluator) }), 'another worker\'s loss leaves it open');
   jobs.lost('evaluator');
   t.same(await lost, { ok: false, error: 'the worker was lost before it answered' });
 
