@@ -3,7 +3,8 @@
 // repository is evaluated and succeeds, then kiln mints a read and a write token, the worker runs
 // the action's command in a clone of the evaluated commit and force-pushes kiln/default, and the
 // server opens the pull request into main, reported as task.action.update; a second push's
-// evaluation updates the same pull request. The run is a row of open_pr_runs.
+// evaluation updates the same pull request; a failing command is reported dead with its stderr
+// and moves nothing. Each run is a row of open_pr_runs.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -114,4 +115,17 @@ t.test('a successful evaluation runs the open_pr action: branch pushed, pull req
   t.equal(hostedGit('rev-parse', 'kiln/default^'), second, 'force-pushed onto the newer commit');
   t.equal(host.pullRequests.length, 1, 'still one pull request');
   t.match(await update(updated.id), { status: 'delivered', outcome: 'updated', pull_request: 1 });
+
+  // A command that fails: the run fails with its stderr, the branch and the pull request stay.
+  t.equal((await kiln.api('PATCH', `/tasks/app/default/actions/${action.message.id}`, { token, body: { command: ['sh', '-c', 'echo no network >&2; exit 3'] } })).status, 200);
+  writeFileSync(join(source.dir, 'version'), 'v3\n');
+  git(['commit', '--quiet', '-am', 'v3']);
+  host.hostRepository('acme/app', REPOSITORY_ID, source.dir);
+  const before = host.branchHead('acme/app', 'kiln/default');
+  const third = await push(git(['rev-parse', 'HEAD']));
+  const failed = await run(third);
+  t.match(failed, { status: 'failed', pull_request: null, error: /exit 3.*no network/s });
+  t.match(await update(failed.id), { status: 'dead', outcome: 'failed', error: /no network/ });
+  t.equal(host.branchHead('acme/app', 'kiln/default'), before, 'the branch did not move');
+  t.match(host.pullRequests, [{ number: 1, state: 'open' }], 'the pull request is left as it was');
 });
