@@ -4,7 +4,8 @@
 // the action's command in a clone of the evaluated commit and force-pushes kiln/default, and the
 // server opens the pull request into main, reported as task.action.update; a second push's
 // evaluation updates the same pull request; a failing command is reported dead with its stderr
-// and moves nothing. Each run is a row of open_pr_runs.
+// and moves nothing; a project the application is not linked to fails its run so. Each run is a
+// row of open_pr_runs.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -128,4 +129,16 @@ t.test('a successful evaluation runs the open_pr action: branch pushed, pull req
   t.match(await update(failed.id), { status: 'dead', outcome: 'failed', error: /no network/ });
   t.equal(host.branchHead('acme/app', 'kiln/default'), before, 'the branch did not move');
   t.match(host.pullRequests, [{ number: 1, state: 'open' }], 'the pull request is left as it was');
+
+  // A project the application is not linked to (a repository outside the host): its run fails so.
+  const local = createFlakeRepo(join(dir, 'local'), { 'flake.nix': shellFlake(nonce, '      hello = mk "kiln-open-pr-local" "echo hi; mkdir $out";') });
+  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'local', repository: local.url, wildcard: 'packages.x86_64-linux.*' } })).status, 200);
+  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache.id}, 0 from projects where name = 'local'`;
+  t.equal((await kiln.api('PUT', '/tasks/local/default/actions', { token, body: { kind: 'open_pr', name: 'bump', command: ['true'] } })).status, 200);
+  const payload = pointAt(examplePayload('push'), host, 'acme/local', local.url, INSTALLATION);
+  Object.assign(payload, { ref: 'refs/heads/main', after: local.commit, deleted: false });
+  const sent = await sendHook(kiln.url, 'push', payload, { secret: host.secret });
+  const unlinked = await run((sent.json.message as { evaluations: string[] }).evaluations[0]!);
+  t.match(unlinked, { status: 'failed', error: /not linked to the Git host application/ });
+  t.match(await update(unlinked.id), { status: 'dead', outcome: 'failed' });
 });
