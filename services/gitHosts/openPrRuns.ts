@@ -73,10 +73,7 @@ export class OpenPrRunner {
     if (!evaluation) return;
     const actions = await sql<OpenPrAction[]>`
       select id, name, command, branch, commit_name, commit_email from task_actions
-      where task_id = ${evaluation.task_id} and kind = 'open_pr' and active
-        -- its own branch evaluated (a push of what it pushed) starts nothing: no loop
-        and branch <> ${evaluation.branch}
-      order by name`;
+      where task_id = ${evaluation.task_id} and kind = 'open_pr' and active order by name`;
     // another process, one whose workers serve the project, takes it
     if (actions.length === 0 || !this.deps.changeJobs.canRun(evaluation.project_id)) return;
     for (const action of actions) {
@@ -91,6 +88,11 @@ export class OpenPrRunner {
 
   private async runOne(evaluation: EvaluatedBranch, action: OpenPrAction): Promise<RunEnd> {
     const { api, changeJobs, author } = this.deps;
+    // the branch is force-pushed: never one the project evaluates (its history would be replaced),
+    // and so never the evaluated one either (a push of what it pushed would run it again)
+    if (await this.evaluatesBranch(evaluation, action.branch)) {
+      return { status: 'failed', error: `the action's branch "${action.branch}" is a branch the project evaluates; open_pr force-pushes its branch, so it must be one of its own` };
+    }
     const fetch = await this.deps.privateFetch(evaluation.project_id, evaluation.repository);
     if (!fetch) return { status: 'failed', error: 'the project is not linked to the Git host application (docs/git-hosts.md, "Private repositories")' };
     const writeToken = await api.repositoryWriteToken(fetch.installationId, fetch.repositoryId);
@@ -108,6 +110,14 @@ export class OpenPrRunner {
       body: `\`${action.command.join(' ')}\` on ${evaluation.commit}, after [evaluation ${evaluation.id}](${this.deps.frontendUrl}/evals/${evaluation.id}) of ${evaluation.project}/${evaluation.task} succeeded.\n\nMade by kiln's open_pr action "${action.name}".`,
     });
     return { status: opened.created ? 'opened' : 'updated', pushed: outcome.pushed, pullRequest: opened.number, url: opened.url };
+  }
+
+  private async evaluatesBranch(evaluation: EvaluatedBranch, branch: string): Promise<boolean> {
+    if (branch === evaluation.branch) return true;
+    const [hit] = await this.deps.sql`
+      select 1 from projects p where p.id = ${evaluation.project_id}
+        and (p.default_branch = ${branch} or exists (select 1 from tasks k where k.project_id = p.id and k.branch = ${branch}))`;
+    return hit !== undefined;
   }
 
   private async finish(evaluation: EvaluatedBranch, action: OpenPrAction, runId: string, end: RunEnd): Promise<void> {

@@ -78,9 +78,13 @@ t.test('a successful evaluation runs the open_pr action: branch pushed, pull req
     t.equal(sent.status, 200, JSON.stringify(sent.json));
     return (sent.json.message as { evaluations: string[] }).evaluations[0]!;
   };
-  const run = (evaluation: string) => eventually(async () => {
+  // an action with the evaluated branch as its own: refused, main never force-pushed
+  const onMain = await kiln.api<{ id: string }>('PUT', '/tasks/app/default/actions', { token, body: { kind: 'open_pr', name: 'on main', command: ['sh', '-c', 'echo x > version'], branch: 'main' } });
+  t.equal(onMain.status, 200);
+  const run = (evaluation: string, actionId = action.message.id) => eventually(async () => {
     const [row] = await kiln.sql<{ id: string; status: string; pushed: string | null; pull_request: number | null; url: string | null; error: string | null }[]>`
-      select id, status, pushed, pull_request, url, error from open_pr_runs where evaluation_id = ${evaluation} and status <> 'running'`;
+      select id, status, pushed, pull_request, url, error from open_pr_runs
+      where evaluation_id = ${evaluation} and task_action_id = ${actionId} and status <> 'running'`;
     return row ?? null;
   }, { timeout: 0.45 * TIMEOUT, interval: 200, message: `the open_pr run after ${evaluation} ends` });
   const update = async (runId: string) => {
@@ -102,6 +106,9 @@ t.test('a successful evaluation runs the open_pr action: branch pushed, pull req
   t.ok(scoped.some((i) => i.permissions?.['contents'] === 'write'), 'a write token was minted for the repository');
   t.ok(scoped.some((i) => i.permissions?.['contents'] === 'read'), 'and a read token');
   t.match(await update(opened.id), { kind: 'open_pr', status: 'delivered', outcome: 'opened', evaluation_id: first, pull_request: 1, pull_request_url: opened.url, pushed: opened.pushed });
+  t.match(await run(first, onMain.message.id), { status: 'failed', error: /"main" is a branch the project evaluates/ });
+  t.equal(host.branchHead('acme/app', 'main'), source.commit, 'main was not force-pushed');
+  t.equal((await kiln.api('DELETE', `/tasks/app/default/actions/${onMain.message.id}`, { token })).status, 200);
 
   // A second push: its evaluation updates the same pull request.
   writeFileSync(join(source.dir, 'version'), 'v2\n');
@@ -134,11 +141,12 @@ t.test('a successful evaluation runs the open_pr action: branch pushed, pull req
   const local = createFlakeRepo(join(dir, 'local'), { 'flake.nix': shellFlake(nonce, '      hello = mk "kiln-open-pr-local" "echo hi; mkdir $out";') });
   t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'local', repository: local.url, wildcard: 'packages.x86_64-linux.*' } })).status, 200);
   await kiln.sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache.id}, 0 from projects where name = 'local'`;
-  t.equal((await kiln.api('PUT', '/tasks/local/default/actions', { token, body: { kind: 'open_pr', name: 'bump', command: ['true'] } })).status, 200);
+  const localAction = await kiln.api<{ id: string }>('PUT', '/tasks/local/default/actions', { token, body: { kind: 'open_pr', name: 'bump', command: ['true'] } });
+  t.equal(localAction.status, 200);
   const payload = pointAt(examplePayload('push'), host, 'acme/local', local.url, INSTALLATION);
   Object.assign(payload, { ref: 'refs/heads/main', after: local.commit, deleted: false });
   const sent = await sendHook(kiln.url, 'push', payload, { secret: host.secret });
-  const unlinked = await run((sent.json.message as { evaluations: string[] }).evaluations[0]!);
+  const unlinked = await run((sent.json.message as { evaluations: string[] }).evaluations[0]!, localAction.message.id);
   t.match(unlinked, { status: 'failed', error: /not linked to the Git host application/ });
   t.match(await update(unlinked.id), { status: 'dead', outcome: 'failed' });
 });
