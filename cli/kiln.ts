@@ -212,6 +212,11 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       reporter.start();
       stack.push(() => reporter.stop());
     }
+    const openPrs = services.gitHosts.openPrs;
+    if (openPrs) {
+      openPrs.start();
+      stack.push(() => openPrs.stop());
+    }
     services.gc.collector.start();
     stack.push(() => services.gc.collector.stop());
     const sockets = eventSockets({

@@ -7,13 +7,12 @@
 // (0700 directories, git's files 0600 through core.sharedRepository), so no other local account
 // reads a tenant's history.
 // A private repository of a Git host application comes with an installation token: it reaches git
-// as an http.extraHeader through GIT_CONFIG_* variables of the fetch alone (never the command line,
-// which other local accounts can read, never the URL, which git's messages and FETCH_HEAD repeat,
-// never a file), with git pinned to the addresses the server checked.
+// through the fetch's environment alone (protocol's gitAccessEnv), with git pinned to the addresses
+// the server checked.
 import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { jobFailure, type JobFailure, type RepositoryAccess } from '../protocol/index.js';
+import { gitAccessEnv, jobFailure, type JobFailure, type RepositoryAccess } from '../protocol/index.js';
 import { runCommand, type RunOptions } from './childProcess.js';
 import { ensurePrivateDirectory } from './privateDirectories.js';
 
@@ -56,41 +55,12 @@ export function cloneDirectory(baseDir: string, project: string): string {
   return join(baseDir, 'repos', id);
 }
 
-/**
- * git configuration through the environment (GIT_CONFIG_COUNT, GIT_CONFIG_KEY_<n>, GIT_CONFIG_VALUE_<n>),
- * added to whatever the environment already sets that way.
- */
-export function withGitConfig(env: NodeJS.ProcessEnv, entries: readonly (readonly [string, string])[]): NodeJS.ProcessEnv {
-  const first = Number(env['GIT_CONFIG_COUNT'] ?? 0) || 0;
-  const added: NodeJS.ProcessEnv = { GIT_CONFIG_COUNT: String(first + entries.length) };
-  entries.forEach(([key, value], i) => {
-    added[`GIT_CONFIG_KEY_${first + i}`] = key;
-    added[`GIT_CONFIG_VALUE_${first + i}`] = value;
-  });
-  return { ...env, ...added };
-}
-
-/** The fetch's environment with a token: HTTP Basic as the host's git service takes an installation token, never a prompt. */
-function accessEnv(env: NodeJS.ProcessEnv, access: RepositoryAccess): NodeJS.ProcessEnv {
-  const basic = Buffer.from(`x-access-token:${access.token}`).toString('base64');
-  return {
-    ...withGitConfig(env, [
-      ['http.extraHeader', `Authorization: Basic ${basic}`],
-      // no credential helper may store or answer for it
-      ['credential.helper', ''],
-      ...(access.resolve !== null ? [['http.curloptResolve', access.resolve] as const] : []),
-    ]),
-    GIT_TERMINAL_PROMPT: '0',
-    GIT_ASKPASS: '/bin/false',
-  };
-}
-
 export function checkoutCommit(
   baseDir: string, project: string, repository: string, commit: string, env: NodeJS.ProcessEnv, signal?: AbortSignal, access?: RepositoryAccess,
 ): Promise<Checkout> {
   const clone = cloneDirectory(baseDir, project);
   const git = (args: string[]) => privateGit(['-C', clone, ...args], { env, ...(signal ? { signal } : {}) });
-  const fetchEnv = access ? accessEnv(env, access) : env;
+  const fetchEnv = access ? gitAccessEnv(env, access) : env;
   const fetch = (args: string[]) => privateGit(['-C', clone, ...FETCH_CONFIG, 'fetch', ...args], { env: fetchEnv, ...(signal ? { signal } : {}) });
   const hasCommit = async () => (await git(['cat-file', '-e', `${commit}^{commit}`])).exitCode === 0;
   return withLock(clone, async (): Promise<Checkout> => {

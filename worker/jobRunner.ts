@@ -4,7 +4,8 @@
 // at the latest), so the worker stops them rather than finishing work nobody will collect.
 import { BuildReadings } from './buildReadings.js';
 import { disabledTracer, type Logger, type StageTracer } from '../config/index.js';
-import { jobFailure, type BuildJob, type EvalJob, type Message, type PushJob } from '../protocol/index.js';
+import { jobFailure, type BuildJob, type ChangeJob, type EvalJob, type Message, type PushJob } from '../protocol/index.js';
+import { runChangeJob } from './changeJob.js';
 import { runBuildJob } from './buildJob.js';
 import type { ProtoConnection } from './connection.js';
 import { runEvalJob } from './evalJob.js';
@@ -13,8 +14,8 @@ import { NarPusher } from './narPusher.js';
 import { runPushJob } from './pushJob.js';
 import type { WorkerSettings } from './settings.js';
 
-type Job = EvalJob | BuildJob | PushJob;
-type Kind = 'eval' | 'build' | 'push';
+type Job = EvalJob | BuildJob | PushJob | ChangeJob;
+type Kind = 'eval' | 'build' | 'push' | 'change';
 
 interface Running {
   kind: Kind;
@@ -22,7 +23,8 @@ interface Running {
   done: Promise<void>;
 }
 
-const kindOf = (job: Job): Kind => (job.t === 'evalJob' ? 'eval' : job.t === 'buildJob' ? 'build' : 'push');
+const KINDS = { evalJob: 'eval', buildJob: 'build', pushJob: 'push', changeJob: 'change' } as const satisfies Record<Job['t'], Kind>;
+const kindOf = (job: Job): Kind => KINDS[job.t];
 
 export class JobRunner {
   private readonly running = new Map<string, Running>();
@@ -63,7 +65,7 @@ export class JobRunner {
       this.logs.build.warn({ code: message.code, jobId: message.jobId }, `the server reports: ${message.message}`);
       return;
     }
-    if (message.t !== 'evalJob' && message.t !== 'buildJob' && message.t !== 'pushJob') return;
+    if (message.t !== 'evalJob' && message.t !== 'buildJob' && message.t !== 'pushJob' && message.t !== 'changeJob') return;
     const refusal = this.refusal(message);
     if (refusal) {
       connection.send({ t: 'jobRefused', jobId: message.jobId, refusal: refusal.refusal, message: refusal.message });
@@ -86,6 +88,7 @@ export class JobRunner {
     const { capabilities: caps } = this.settings;
     const kind = kindOf(job);
     if (kind === 'eval' && !caps.eval) return { refusal: 'unsupported', message: 'this worker does not evaluate (worker.capabilities.eval)' };
+    if (kind === 'change' && !caps.eval) return { refusal: 'unsupported', message: 'an open_pr change runs on an evaluating worker (worker.capabilities.eval)' };
     if (kind === 'build' && !caps.build) return { refusal: 'unsupported', message: 'this worker does not build (worker.capabilities.build)' };
     if (kind === 'eval' && this.count('eval') >= this.settings.maxConcurrentEvals) {
       return { refusal: 'busy', message: `already running ${this.settings.maxConcurrentEvals} evaluation(s) (worker.eval.maxConcurrent)` };
@@ -101,7 +104,8 @@ export class JobRunner {
     try {
       if (job.t === 'evalJob') await runEvalJob(job, ctx);
       else if (job.t === 'buildJob') await runBuildJob(job, ctx);
-      else await runPushJob(job, ctx);
+      else if (job.t === 'pushJob') await runPushJob(job, ctx);
+      else await runChangeJob(job, ctx);
     } catch (e) {
       // A fault of the worker itself (a spawn that failed, a full scratch disk): retryable.
       ctx.log.error({ err: e, jobId: job.jobId }, 'job crashed');

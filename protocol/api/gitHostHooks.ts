@@ -53,6 +53,8 @@ export const PullRequestHook = z.object({
       repo: z.object({ id: HostId }).nullable().optional(),
     }),
     base: z.object({ ref: z.string().min(1).max(255) }),
+    /** on `closed`: whether it was merged (the reason an aborted evaluation gives) */
+    merged: z.boolean().nullable().optional(),
   }),
   repository: HookRepository,
   installation: HookInstallationRef.optional(),

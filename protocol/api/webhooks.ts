@@ -54,6 +54,16 @@ export type DeliveryListQuery = z.infer<typeof DeliveryListQuery>;
 const ActionName = z.string().min(1).max(100);
 const MailRecipients = z.array(z.email()).min(1).max(20);
 
+/** open_pr: the argv run on a worker in a clone of the evaluated commit (no shell), e.g. ["nix", "flake", "update"] */
+const ChangeCommand = z.array(z.string().min(1).max(1000).regex(/^[^\0]*$/, 'no NUL character')).min(1).max(64);
+/** A branch name git takes (git check-ref-format's rules, narrowed): no `..`, `//`, `@{`, leading `-` or `/`, trailing `/`, `.` or `.lock`. */
+export const BranchName = z.string().min(1).max(200)
+  .regex(/^[A-Za-z0-9_][A-Za-z0-9._\/+-]*$/, 'a branch name of letters, digits and . _ / + - (not starting with - . or /)')
+  .refine((b) => !b.includes('..') && !b.includes('//') && !b.includes('/.') && !b.endsWith('/') && !b.endsWith('.') && !b.endsWith('.lock'), 'a branch name git takes (no "..", "//", "/.", trailing "/", "." or ".lock")');
+/** a commit's author name: one line, no angle brackets (git would refuse or mangle them) */
+const CommitName = z.string().min(1).max(200).regex(/^[^<>\x00-\x1f\x7f]+$/, 'one line without < or >');
+const CommitEmail = z.email().max(254);
+
 export const CreateTaskActionBody = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('send_web_request'),
@@ -69,14 +79,30 @@ export const CreateTaskActionBody = z.discriminatedUnion('kind', [
     events: EventGlobs.default([]),
     active: z.boolean().default(true),
   }),
+  /** runs after each successful evaluation of the task, not for events (docs/git-hosts.md "open_pr") */
+  z.strictObject({
+    kind: z.literal('open_pr'),
+    name: ActionName,
+    command: ChangeCommand,
+    /** default kiln/<task> */
+    branch: BranchName.optional(),
+    /** null or absent: pullRequests.commitName / commitEmail */
+    commit_name: CommitName.nullable().optional(),
+    commit_email: CommitEmail.nullable().optional(),
+    active: z.boolean().default(true),
+  }),
 ]);
 export type CreateTaskActionBody = z.infer<typeof CreateTaskActionBody>;
 
-/** url only for send_web_request, to only for send_mail (the service checks against the action's kind). */
+/** url only for send_web_request, to only for send_mail, command/branch/commit_* only for open_pr (the service checks against the action's kind). */
 export const UpdateTaskActionBody = z.strictObject({
   name: ActionName.optional(),
   url: WebhookUrl.optional(),
   to: MailRecipients.optional(),
+  command: ChangeCommand.optional(),
+  branch: BranchName.optional(),
+  commit_name: CommitName.nullable().optional(),
+  commit_email: CommitEmail.nullable().optional(),
   events: EventGlobs.optional(),
   active: z.boolean().optional(),
 });
@@ -134,10 +160,14 @@ export type DeliveryPage = z.infer<typeof DeliveryPage>;
 export const TaskActionView = z.strictObject({
   id: z.uuid(),
   name: z.string(),
-  kind: z.enum(['send_web_request', 'send_mail']),
+  kind: z.enum(['send_web_request', 'send_mail', 'open_pr']),
   events: z.array(z.string()),
   url: z.string().optional(),
   to: z.array(z.string()).optional(),
+  command: z.array(z.string()).optional(),
+  branch: z.string().optional(),
+  commit_name: z.string().nullable().optional(),
+  commit_email: z.string().nullable().optional(),
   active: z.boolean(),
   created_at: Timestamp,
   updated_at: Timestamp,

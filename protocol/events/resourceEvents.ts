@@ -25,7 +25,7 @@ const ProjectSubscription = z.looseObject({ project: ProjectLabel, cache: CacheL
 const Task = z.looseObject({ project: ProjectLabel, task: TaskName, task_id: Uuid, changes: Changes.optional() });
 const TaskStar = z.looseObject({ project: ProjectLabel, task: TaskName, user: Username, stars: Count.optional() });
 
-export const TaskActionKind = z.enum(['send_web_request', 'send_mail']);
+export const TaskActionKind = z.enum(['send_web_request', 'send_mail', 'open_pr']);
 const TaskAction = z.looseObject({
   project: ProjectLabel,
   task: TaskName,
@@ -47,6 +47,12 @@ export const TaskActionUpdateContent = z.looseObject({
   event: z.string().max(200),
   attempt: Count,
   error: z.string().max(2000).optional(),
+  /** open_pr (docs/git-hosts.md): delivery_id is the run's id, event evaluation.completed; the evaluation and what the run did */
+  evaluation_id: Uuid.optional(),
+  outcome: z.enum(['opened', 'updated', 'unchanged', 'failed']).optional(),
+  pull_request: z.int().positive().optional(),
+  pull_request_url: z.string().max(2000).optional(),
+  pushed: z.string().regex(/^([0-9a-f]{40}|[0-9a-f]{64})$/).optional(),
 });
 
 export const resourceEventDefinitions = {

@@ -12,7 +12,9 @@ export {
 export {
   EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
   EvalBatch, EvalResult, EvalStats, BuildResources, BuildReading, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
+  ChangeJob,
 } from './jobMessages.js';
+export { gitAccessEnv, withGitConfig } from './gitAccess.js';
 export { NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbortCode, NarAbort } from './narMessages.js';
 export {
   Message, type MessageType, type MessageOf, type Outgoing, MESSAGE_TYPES, WORKER_MESSAGES, SERVER_MESSAGES, isWorkerMessage, isServerMessage,

@@ -1,6 +1,6 @@
-// Jobs: the server sends evalJob, buildJob, pushJob and cancelJob; the worker answers each job
-// with jobAccepted or jobRefused, then (for an accepted job) exactly one of evalResult,
-// buildResult, pushResult or jobFailed. Evaluations stream evalBatch messages before their
+// Jobs: the server sends evalJob, buildJob, pushJob, changeJob and cancelJob; the worker answers
+// each job with jobAccepted or jobRefused, then (for an accepted job) exactly one of evalResult,
+// buildResult, pushResult, changeResult or jobFailed. Evaluations stream evalBatch messages before their
 // evalResult, builds stream buildLog chunks before their buildResult.
 import { z } from 'zod';
 import { PROTOCOL_VERSION } from './limits.js';
@@ -77,6 +77,33 @@ export const BuildJob = z.strictObject({
   maxSilentSecs: Seconds,
 });
 export type BuildJob = z.infer<typeof BuildJob>;
+
+const RepositoryAccessField = EvalJob.shape.access.unwrap();
+
+/**
+ * The open_pr task action's change (docs/git-hosts.md, "open_pr"): fetch `commit` of `repository`
+ * into the project's clone as an evalJob does, run `command` (an argv, no shell, without any
+ * token) in a scratch clone at it, commit what changed as `author` and force-push it to `branch`
+ * of `pushTo` with `pushAccess` (a token that may write this repository's contents, nothing else).
+ */
+export const ChangeJob = z.strictObject({
+  v,
+  t: z.literal('changeJob'),
+  jobId: JobId,
+  project: z.uuid(),
+  repository: z.string().min(1).max(2000),
+  commit: CommitHash,
+  access: RepositoryAccessField.optional(),
+  command: z.array(z.string().min(1).max(1000).regex(/^[^\0]*$/)).min(1).max(64),
+  /** the host's clone URL of the repository the pull request is opened in */
+  pushTo: z.string().min(1).max(2000),
+  pushAccess: RepositoryAccessField,
+  branch: z.string().regex(/^[A-Za-z0-9_][A-Za-z0-9._/+-]{0,199}$/, 'a branch name'),
+  /** null: the worker's own git identity */
+  author: z.strictObject({ name: z.string().min(1).max(200).nullable(), email: z.string().min(3).max(254).nullable() }),
+  message: z.string().min(1).max(10_000),
+});
+export type ChangeJob = z.infer<typeof ChangeJob>;
 
 /** Push store paths this worker already has (an evaluation's .drv files and sources, say). */
 export const PushJob = z.strictObject({
@@ -266,6 +293,16 @@ export const PushResult = z.strictObject({
   paths: z.array(z.strictObject({ path: StorePathText, status: z.enum(['stored', 'present']) })).max(100_000),
 });
 export type PushResult = z.infer<typeof PushResult>;
+
+/** A changeJob's end: the commit now at the branch, null when the command changed nothing (nothing pushed). */
+export const ChangeResult = z.strictObject({
+  v,
+  t: z.literal('changeResult'),
+  jobId: JobId,
+  pushed: CommitHash.nullable(),
+  durationMs: z.int().min(0),
+});
+export type ChangeResult = z.infer<typeof ChangeResult>;
 
 export const JobFailed = z.strictObject({
   v,

@@ -15,7 +15,7 @@ import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnectio
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
 import { projectsService, tasksService } from '../projects/index.js';
-import { cloneBaseUrl, createHostApi, GitHostReporter, hookReceiverService, RepositoryPoller, repositoryAccess, type HookReceiverService } from '../gitHosts/index.js';
+import { cloneBaseUrl, createHostApi, GitHostReporter, hookReceiverService, OpenPrRunner, RepositoryPoller, repositoryAccess, type HookReceiverService } from '../gitHosts/index.js';
 import { readSecretFile } from '../../config/index.js';
 import { createOutboundClient } from '../../storage/index.js';
 import { cachePinsService, type CachePinsService, GarbageCollector, gcAdminService, type GcAdminService } from '../gc/index.js';
@@ -112,9 +112,9 @@ export interface Services {
   /**
    * The Git host application: webhooks in, status reports out (null while gitHostApp.enable is
    * false); and polling of projects with poll_interval_secs. The composition root starts and stops
-   * the reporter and the poller.
+   * the reporter and the poller; and the open_pr actions' runner (null with the application off).
    */
-  gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null; poller: RepositoryPoller };
+  gitHosts: { hooks: HookReceiverService; reporter: GitHostReporter | null; poller: RepositoryPoller; openPrs: OpenPrRunner | null };
   /** the Prometheus series of this process: GET /metrics */
   metrics: KilnMetrics;
   /** users' SSH login keys and the SSH server (ssh.enable; the composition root starts it) */
@@ -226,7 +226,12 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     commits: commitsService(db.web),
   };
   let reporter: GitHostReporter | null = null;
+  let openPrs: OpenPrRunner | null = null;
   if (gitHost) {
+    openPrs = new OpenPrRunner({
+      sql: db.scheduler, bus: events.bus, events: schedulerEvents, api: gitHost.api, privateFetch: gitHost.access.privateFetch, changeJobs: scheduler.changeJobs,
+      author: { name: config['pullRequests.commitName'], email: config['pullRequests.commitEmail'] }, frontendUrl: config['frontend.url'], log: componentLogger(log, 'scheduler'),
+    });
     const { api, outbound } = gitHost;
     reporter = new GitHostReporter({
       sql: db.scheduler, bus: events.bus, api, outbound, frontendUrl: config['frontend.url'], log: componentLogger(log, 'scheduler'), clock,
@@ -245,7 +250,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
   });
   const poller = new RepositoryPoller({
     sql: db.scheduler, events: events.events, repositories: { allowLocal: config['projects.allowLocalRepositories'] }, log: componentLogger(log, 'scheduler'), clock,
-    supervisor: root,
+    supervisor: root, ...(gitHost ? { privateFetch: gitHost.access.privateFetch } : {}),
     started: async (started, superseded) => {
       await stopSuperseded(events.events, db.scheduler, scheduler, superseded);
       scheduler.wake();
@@ -269,7 +274,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     admin: gcAdminService({ sql: db.web, clock, wake: () => collector.wake() }),
   };
   return {
-    gitHosts: { hooks, reporter, poller },
+    gitHosts: { hooks, reporter, poller, openPrs },
     config, log, version: opened.version, metrics, startedAt: new Date(), db, root, rateLimiter: opened.rateLimiter,
     identity, tokens, access, nars, binaryCache, narUploads, caches, events, streams, workers,
     cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches, labelTopn: config['metrics.labelTopn'] }),

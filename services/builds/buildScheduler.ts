@@ -24,6 +24,7 @@ import { QueueDepthReporter } from './queueDepth.js';
 import { ReadyQueue } from './readyQueue.js';
 import { SchedulerLeadership } from './schedulerLeadership.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener } from '../workers/index.js';
+import { ChangeJobs } from './changeJobs.js';
 import { WorkerMessageRouter } from './workerMessageRouter.js';
 import type { WorkerNars } from '../workers/index.js';
 
@@ -77,6 +78,8 @@ export interface BuildSchedulerDeps {
   privateFetch?: PrivateFetchLookup;
   /** log.traceDir: each job's span (docs/metrics.md, "Stage traces") */
   tracer?: StageTracer;
+  /** how long a change job (open_pr) may take before it fails (default 30 minutes) */
+  changeJobTimeoutMs?: number;
 }
 
 export class BuildScheduler implements WorkerListener {
@@ -91,6 +94,8 @@ export class BuildScheduler implements WorkerListener {
   private readonly router: WorkerMessageRouter;
   private readonly queueDepth: QueueDepthReporter;
   private readonly ready: ReadyQueue;
+  /** changeJobs (the open_pr action) given to this process's workers */
+  readonly changeJobs: ChangeJobs;
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const { sql, events, workers, log, settings, clock } = deps;
@@ -113,7 +118,9 @@ export class BuildScheduler implements WorkerListener {
     this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, ...(deps.metrics ? { metrics: deps.metrics } : {}),
       ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}),
     });
+    this.changeJobs = new ChangeJobs(workers, deps.changeJobTimeoutMs);
     this.router = new WorkerMessageRouter({
+      changeJobs: this.changeJobs,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
       statistics: { sql, now: () => clock.now() },
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,

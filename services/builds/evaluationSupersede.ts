@@ -41,6 +41,25 @@ export async function supersedeOlder(tx: TransactionSql, emit: Emit, newer: Newe
   return aborted;
 }
 
+/**
+ * A closed (or merged) pull request: the open evaluations of pull request `pullRequest` of these
+ * tasks are aborted (projects with cancel_superseded off keep theirs), in the caller's transaction; their ids.
+ */
+export async function abortClosedPullRequest(tx: TransactionSql, emit: Emit, taskIds: readonly string[], pullRequest: number, merged: boolean): Promise<string[]> {
+  if (taskIds.length === 0) return [];
+  const open = await tx<{ id: string }[]>`
+    select e.id from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+    where e.task_id = any(${taskIds}::uuid[]) and p.cancel_superseded
+      and e.trigger = 'pull_request' and e.pull_request = ${pullRequest} and e.phase = any(${OPEN_PHASES})
+    order by e.created_at for update of e`;
+  const aborted: string[] = [];
+  const reason = `pull request #${pullRequest} was ${merged ? 'merged' : 'closed'}`;
+  for (const { id } of open) {
+    if (await applyPhaseChange(tx, emit, id, { event: { type: 'abort' }, reason })) aborted.push(id);
+  }
+  return aborted;
+}
+
 /** After the transaction: the superseded evaluations' builds no other evaluation wants stop, and their evaluation jobs are cancelled. */
 export async function stopSuperseded(events: Events, sql: Sql, scheduler: Pick<SchedulerPort, 'cancelEvaluation'>, ids: readonly string[]): Promise<void> {
   for (const id of ids) {

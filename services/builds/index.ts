@@ -6,6 +6,7 @@ export { BuildLogs } from './buildLogs.js';
 export { deleteOldBuildSamples } from './buildStatistics.js';
 export { buildProgressReporter } from './buildProgress.js';
 export { BuildScheduler, type SchedulerTicker } from './buildScheduler.js';
+export type { ChangeJobs } from './changeJobs.js';
 export { type BuildView, buildViewsService, type BuildViewsService } from './buildViews.js';
 export { commitsService, type CommitsService } from './commits.js';
 export { directBuildsService, type DirectBuildsService } from './directBuilds.js';
@@ -17,4 +18,4 @@ export { sourceEvaluationsService, type SourceEvaluationsService } from './sourc
 export { runGraphConsistencyCheck, type GraphConsistencyReport } from './graphConsistency.js';
 export { insertEvaluation, type TriggerOf } from './evaluationInsert.js';
 export { parkForApproval } from './evaluationPhases.js';
-export { stopSuperseded, supersedeOlder } from './evaluationSupersede.js';
+export { abortClosedPullRequest, stopSuperseded, supersedeOlder } from './evaluationSupersede.js';

@@ -1,6 +1,6 @@
 // Where what a worker says goes (docs/proto.md): NAR pushes to the worker NAR receiver, a job's
-// messages to that job's handler (evaluation batches and results, build logs and results), a
-// refusal or a lost connection back to the queue. A message about a job this process did not give
+// messages to that job's handler (evaluation batches and results, build logs and results; a
+// changeJob's answers to changeJobs.ts), a refusal or a lost connection back to the queue. A message about a job this process did not give
 // that worker, or one that already ended (the job actor says so), is dropped.
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
@@ -9,6 +9,7 @@ import type { Events, KilnMetrics } from '../../storage/index.js';
 import type { BuildLogs } from './buildLogs.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import type { BuildPlacement } from './buildPlacement.js';
+import type { ChangeJobs } from './changeJobs.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
 import { BuildSampleWriter, recordBuildReadings } from './buildStatistics.js';
@@ -19,6 +20,8 @@ import type { WorkerNars } from '../workers/index.js';
 
 export interface WorkerMessageRouterDeps {
   events: Events;
+  /** the open_pr action's change jobs: their answers go there, not to the job table */
+  changeJobs: ChangeJobs;
   jobs: JobTable;
   nars: WorkerNars;
   logs: BuildLogs;
@@ -53,6 +56,7 @@ export class WorkerMessageRouter {
     const { jobs, nars, cancellations, logs, log } = this.deps;
     const mine = jobs.ofWorker(worker.hello.workerId);
     log.info({ worker: worker.hello.workerId, code, reason, jobs: mine.length }, 'worker lost; re-queueing its jobs');
+    this.deps.changeJobs.lost(worker.hello.workerId);
     void (async () => {
       await nars.lost(worker);
       for (const job of mine) {
@@ -86,6 +90,7 @@ export class WorkerMessageRouter {
       default:
     }
     if (!('jobId' in message) || message.jobId === undefined) return;
+    if (this.deps.changeJobs.received(worker, message)) return;
     const job = jobs.get(message.jobId);
     if (!job || job.workerId !== worker.hello.workerId) return;
     if (message.t === 'jobAccepted') return job.actor.send({ type: 'accepted' });

@@ -1,8 +1,9 @@
 // Task actions: per-task receivers of the same envelopes as webhooks (/tasks/{project}/{task}/actions).
 // send_web_request posts a signed envelope like a webhook; send_mail e-mails it through SMTP. Each
-// run is reported as task.action.update. Managing them needs manageTasks on the project.
+// run is reported as task.action.update. open_pr actions (docs/git-hosts.md) hold a command and a
+// branch and receive no events. Managing them needs manageTasks on the project.
 import type { Sql } from 'postgres';
-import { ApiError, type CreateTaskActionBody, type DeliveryListQuery, type UpdateTaskActionBody } from '../../protocol/index.js';
+import { ApiError, BranchName, type CreateTaskActionBody, type DeliveryListQuery, type UpdateTaskActionBody } from '../../protocol/index.js';
 import {
   deleteTaskAction,
   findDelivery,
@@ -27,10 +28,14 @@ import { demandProjectRef } from '../access/index.js';
 export interface TaskActionView {
   id: string;
   name: string;
-  kind: 'send_web_request' | 'send_mail';
+  kind: 'send_web_request' | 'send_mail' | 'open_pr';
   events: string[];
   url?: string;
   to?: string[];
+  command?: string[];
+  branch?: string;
+  commit_name?: string | null;
+  commit_email?: string | null;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -67,6 +72,7 @@ function view(row: TaskActionRow): TaskActionView {
     events: row.events,
     ...(row.url !== null ? { url: row.url } : {}),
     ...(row.mail_to !== null ? { to: row.mail_to } : {}),
+    ...(row.kind === 'open_pr' ? { command: row.command ?? [], branch: row.branch ?? '', commit_name: row.commit_name, commit_email: row.commit_email } : {}),
     active: row.active,
     created_at: row.created_at,
     updated_at: row.updated_at,
@@ -81,6 +87,14 @@ async function demandTask(sql: Queryable, who: Principal, project: string, task:
   if (!t) throw new ApiError('not_found', `no task "${task}" in project "${label}"`);
   return { taskId: t.id, task: t.name, projectId: row.id, project: label };
 }
+
+/** The open_pr branch when the action names none: one per task (a task name git would refuse in a branch needs one named). */
+function defaultBranch(task: string): string {
+  const branch = `kiln/${task}`;
+  if (!BranchName.safeParse(branch).success) throw new ApiError('invalid_body', `branch: "${branch}" is not a branch name git takes; name one`);
+  return branch;
+}
+const OPEN_PR_FIELDS = ['command', 'branch', 'commit_name', 'commit_email'] as const;
 
 const notFound = (id: string) => new ApiError('not_found', `no task action ${id} on this task`);
 
@@ -111,13 +125,18 @@ export function taskActionsService({ sql, events, secretBox, outbound }: TaskAct
       if (body.kind === 'send_web_request') await demandAllowedDestination(outbound, 'url', body.url);
       const secret = body.kind === 'send_web_request' ? newSigningSecret(secretBox) : null;
       const id = await events.transaction(async (tx, emit) => {
+        const openPr = body.kind === 'open_pr' ? body : null;
         const inserted = await insertTaskAction(tx, ref.taskId, {
           name: body.name,
           kind: body.kind,
-          events: body.events,
+          events: body.kind === 'open_pr' ? [] : body.events,
           url: body.kind === 'send_web_request' ? body.url : null,
           secret: secret?.sealed ?? null,
           mailTo: body.kind === 'send_mail' ? body.to : null,
+          command: openPr?.command ?? null,
+          branch: openPr ? (openPr.branch ?? defaultBranch(ref.task)) : null,
+          commitName: openPr?.commit_name ?? null,
+          commitEmail: openPr?.commit_email ?? null,
           active: body.active,
           createdBy: who.kind === 'user' ? who.userId : null,
         });
@@ -133,9 +152,16 @@ export function taskActionsService({ sql, events, secretBox, outbound }: TaskAct
       const { ref, row } = await action(who, project, task, id);
       if (body.url !== undefined && row.kind !== 'send_web_request') throw new ApiError('invalid_body', `url: a ${row.kind} action has no URL`);
       if (body.to !== undefined && row.kind !== 'send_mail') throw new ApiError('invalid_body', `to: a ${row.kind} action has no recipients`);
+      for (const field of OPEN_PR_FIELDS) {
+        if (body[field] !== undefined && row.kind !== 'open_pr') throw new ApiError('invalid_body', `${field}: a ${row.kind} action has no ${field.replace('_', ' ')}`);
+      }
+      if (body.events !== undefined && row.kind === 'open_pr') throw new ApiError('invalid_body', 'events: an open_pr action runs after each successful evaluation, not for events');
       if (body.url !== undefined) await demandAllowedDestination(outbound, 'url', body.url);
       await events.transaction(async (tx, emit) => {
-        const outcome = await updateTaskAction(tx, ref.taskId, id, { ...body, ...(body.to ? { mailTo: body.to } : {}) });
+        const { commit_name: commitName, commit_email: commitEmail, to: mailTo, ...rest } = body;
+        const outcome = await updateTaskAction(tx, ref.taskId, id, {
+          ...rest, ...(mailTo ? { mailTo } : {}), ...(commitName !== undefined ? { commitName } : {}), ...(commitEmail !== undefined ? { commitEmail } : {}),
+        });
         if (outcome === 'missing') throw notFound(id);
         if (outcome === 'conflict') throw new ApiError('task_action_exists', `task "${ref.task}" has an action named "${body.name ?? ''}"`);
         emit('task.action.edit', content(ref, { id, name: body.name ?? row.name, kind: row.kind }, Object.keys(body)), scopeOf(ref));

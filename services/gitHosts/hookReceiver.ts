@@ -7,8 +7,8 @@
 //   push                       every task (of every active project whose repository is the pushed
 //                              one) whose branch is the pushed branch: an evaluation of the pushed commit
 //   pull_request               opened, synchronize, reopened: the head commit, for the tasks of the
-//                              pull request's base branch; other actions (closed, labeled, …) and
-//                              pull requests from forks start nothing
+//                              pull request's base branch; closed: its open evaluations are aborted;
+//                              other actions (labeled, …) and pull requests from forks start nothing
 //   installation,              which repositories the application may access
 //   installation_repositories
 // Each evaluation started for an installation gets a status report row (statusReports.ts).
@@ -21,8 +21,8 @@ import { readSecretFile } from '../../config/index.js';
 import {
   ApiError, describeIssue, HookDeliveryId, HookEventName, HubSignature, InstallationHook, InstallationRepositoriesHook, PullRequestHook, PushHook, type HookRepository,
 } from '../../protocol/index.js';
-import type { Events } from '../../storage/index.js';
-import { insertEvaluation, parkForApproval, supersedeOlder, type TriggerOf } from '../builds/index.js';
+import type { Emit, Events } from '../../storage/index.js';
+import { abortClosedPullRequest, insertEvaluation, parkForApproval, supersedeOlder, type TriggerOf } from '../builds/index.js';
 import { vetRepository, type RepositoryPolicy } from '../projects/index.js';
 import { eventRepositoryKeys, repositoryKey } from './repositoryMatch.js';
 
@@ -56,6 +56,9 @@ interface Planned {
   /** a pull request from a fork for a task with requires_approval (its own or its project's): parked until a member approves */
   approval: boolean;
 }
+
+/** A closed pull request: the tasks of the projects following its repository, whose open evaluations of it are aborted. */
+interface ClosedPullRequest { taskIds: string[]; number: number; merged: boolean }
 
 /** What a report row of an evaluation names; null when the event did not come through the application. */
 interface ReportTarget { installationId: number; repository: string; sha: string }
@@ -183,10 +186,10 @@ export function hookReceiverService(deps: HookReceiverDeps) {
     if (removed.length > 0) await tx`delete from git_host_repositories where installation_id = ${id} and repository_id = any(${removed}::bigint[])`;
   }
 
-  /** Writes the evaluations and their report rows; returns their ids. */
-  async function startAll(tx: TransactionSql, emit: Parameters<Parameters<Events['transaction']>[0]>[1], planned: readonly Planned[], report: ReportTarget | null) {
+  /** Writes the evaluations and their report rows; returns their ids and those of the evaluations they (or a closed pull request) aborted. */
+  async function startAll(tx: TransactionSql, emit: Emit, planned: readonly Planned[], report: ReportTarget | null, closed: ClosedPullRequest | null) {
     const started: { id: string; taskId: string }[] = [];
-    const superseded: string[] = [];
+    const superseded: string[] = closed ? await abortClosedPullRequest(tx, emit, closed.taskIds, closed.number, closed.merged) : [];
     for (const p of planned) {
       const id = await insertEvaluation(tx, emit, { project: p.project, task: p.task, commit: p.commit, wildcard: p.wildcard, started: p.started, createdBy: null });
       superseded.push(...await supersedeOlder(tx, emit, { id, taskId: p.task.id, commit: p.commit, started: p.started }));
@@ -231,6 +234,7 @@ export function hookReceiverService(deps: HookReceiverDeps) {
       let planned: Planned[] = [];
       let report: ReportTarget | null = null;
       let apply: ((tx: TransactionSql) => Promise<void>) | null = null;
+      let closed: ClosedPullRequest | null = null;
       if (name === 'push') {
         const hook = parsed(PushHook, payload, name);
         if (hook.ref.startsWith('refs/heads/') && hook.deleted !== true && !/^0+$/.test(hook.after)) {
@@ -248,6 +252,12 @@ export function hookReceiverService(deps: HookReceiverDeps) {
         if (PULL_REQUEST_ACTIONS.has(hook.action)) {
           planned = await plan(hook.repository, base.ref, head.sha, { trigger: 'pull_request', pullRequest: hook.number }, fromFork);
           if (fromFork) deps.log.info({ repository: hook.repository.full_name, pullRequest: hook.number, parked: planned.length }, 'a pull request from a fork (or a deleted one): parked for approval where a task requires it, else nothing');
+        } else if (hook.action === 'closed') {
+          // Closed or merged: its head will not be merged as it is (a merge is followed by a push of
+          // the base branch), so what still runs for it is wasted work. Every task of the following
+          // projects, whatever branch it follows now: the base branch may have been changed since.
+          const taskIds = [...new Set((await matchingTasks(hook.repository)).map((m) => m.task.id))];
+          closed = { taskIds, number: hook.number, merged: hook.pull_request.merged === true };
         }
         if (hook.installation) report = { installationId: hook.installation.id, repository: hook.repository.full_name, sha: hook.pull_request.head.sha };
       } else if (name === 'installation') {
@@ -261,10 +271,10 @@ export function hookReceiverService(deps: HookReceiverDeps) {
       const result = await deps.events.transaction(async (tx, emit) => {
         if (!(await recordDelivery(tx, outcome.delivery, name, createHash('sha256').update(body).digest()))) return null;
         await apply?.(tx);
-        return startAll(tx, emit, planned, report);
+        return startAll(tx, emit, planned, report, closed);
       });
       if (result === null) return { ...outcome, duplicate: true, evaluations: [] };
-      if (result.started.length > 0) await deps.started(result.started, result.superseded);
+      if (result.started.length > 0 || result.superseded.length > 0) await deps.started(result.started, result.superseded);
       return { ...outcome, duplicate: false, evaluations: result.started.map((r) => r.id) };
     },
   };

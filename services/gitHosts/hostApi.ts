@@ -45,6 +45,11 @@ export interface HostApi {
    * worker fetching a private repository gets, so a leaked one opens nothing else of the installation.
    */
   repositoryReadToken(installationId: number, repositoryId: number): Promise<string>;
+  /**
+   * A token that may write one repository's contents and nothing else (the open_pr action's push):
+   * what a worker pushing the pull request's branch gets.
+   */
+  repositoryWriteToken(installationId: number, repositoryId: number): Promise<string>;
   /** one REST call as the installation: `call(42, 'POST /repos/{owner}/{repo}/check-runs', { owner, repo, … })` */
   call(installationId: number, route: string, parameters: Record<string, unknown>): Promise<HostResponse>;
 }
@@ -91,15 +96,18 @@ export function createHostApi(settings: HostApiSettings): HostApi {
     }
   }
 
+  async function scopedToken(installationId: number, repositoryId: number, contents: 'read' | 'write'): Promise<string> {
+    try {
+      return (await authOf()({ type: 'installation', installationId, repositoryIds: [repositoryId], permissions: { contents } })).token;
+    } catch (e) {
+      throw failure(`${contents} token of repository ${repositoryId} (installation ${installationId})`, e);
+    }
+  }
+
   return {
     installationToken,
-    async repositoryReadToken(installationId, repositoryId) {
-      try {
-        return (await authOf()({ type: 'installation', installationId, repositoryIds: [repositoryId], permissions: { contents: 'read' } })).token;
-      } catch (e) {
-        throw failure(`read token of repository ${repositoryId} (installation ${installationId})`, e);
-      }
-    },
+    repositoryReadToken: (installationId, repositoryId) => scopedToken(installationId, repositoryId, 'read'),
+    repositoryWriteToken: (installationId, repositoryId) => scopedToken(installationId, repositoryId, 'write'),
     async call(installationId, route, parameters) {
       const token = await installationToken(installationId);
       try {

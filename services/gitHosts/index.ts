@@ -4,4 +4,5 @@ export { hookReceiverService, type HookReceiverService } from './hookReceiver.js
 export { GitHostReporter } from './statusReports.js';
 export { deleteOldHookDeliveries } from './deliveryRetention.js';
 export { RepositoryPoller } from './repositoryPoller.js';
+export { OpenPrRunner } from './openPrRuns.js';
 export { cloneBaseUrl, repositoryAccess } from './repositoryAccess.js';

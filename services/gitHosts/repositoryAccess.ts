@@ -45,6 +45,11 @@ export interface PrivateFetch {
   /** <cloneUrl>/<owner>/<name>.git */
   repository: string;
   access: RepositoryAccess;
+  /** the installation and repository the token is for (the open_pr action asks a write token for the same) */
+  installationId: number;
+  repositoryId: number;
+  /** owner/name */
+  fullName: string;
 }
 
 /** gitHostApp.cloneUrl's default: github.com for api.github.com, else the API URL without /api/v3 (GitHub Enterprise) or /api/v1 (Gitea, Forgejo). */
@@ -156,7 +161,10 @@ export function repositoryAccess(deps: RepositoryAccessDeps) {
       const url = new URL(`${deps.cloneUrl}/${covering.full_name}.git`);
       const resolveEntry = await pin(url);
       const token = await api.repositoryReadToken(Number(covering.installation_id), Number(covering.repository_id));
-      return { repository: url.href, access: { token, resolve: resolveEntry } };
+      return {
+        repository: url.href, access: { token, resolve: resolveEntry },
+        installationId: Number(covering.installation_id), repositoryId: Number(covering.repository_id), fullName: covering.full_name,
+      };
     },
   };
 }

@@ -4,13 +4,17 @@
 // evaluation of the new head (trigger `poll`). The first poll of a branch only records its head.
 // Due projects are claimed with `for update skip locked` (their next_poll_at moved on in the same
 // statement), so several server processes poll each project once. Each repository is checked
-// against the repository policy before git runs, as for a manual evaluation.
+// against the repository policy before git runs, as for a manual evaluation. A project linked to
+// the Git host application's installation (repositoryAccess.ts) is listed at the host's clone URL
+// with the same repository-scoped read token its evaluations are fetched with, which reaches git
+// through its environment only (never a row, a log line, the URL or the command line).
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Events } from '../../storage/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import { insertEvaluation, supersedeOlder } from '../builds/index.js';
 import { listHeads, vetRepository, type RepositoryHeads, type RepositoryPolicy } from '../projects/index.js';
+import type { PrivateFetch } from './repositoryAccess.js';
 
 export interface PollerDeps {
   sql: Sql;
@@ -21,6 +25,8 @@ export interface PollerDeps {
   supervisor: Supervisor;
   /** after new evaluations commit: the scheduler looks, retention prunes, superseded ones stop */
   started(evaluations: readonly { id: string; taskId: string }[], superseded: readonly string[]): Promise<void>;
+  /** how a linked private repository is reached (with the Git host application on); null: as any repository */
+  privateFetch?: (projectId: string, repository: string) => Promise<PrivateFetch | null>;
   /** how often due projects are looked for (default 1 s; a project's own interval is at least projects.minPollIntervalSecs) */
   tickMs?: number;
 }
@@ -39,6 +45,9 @@ interface PolledTask { id: string; name: string; wildcard: string | null; branch
 
 /** Projects one pass claims; the rest are due again at the next tick. */
 const PASS_PROJECTS = 20;
+
+/** git on the host's clone URL (http or https): no other transport, no redirects (the token goes only where it was checked). */
+const HOSTED_GIT_OPTIONS = ['protocol.allow=never', 'protocol.http.allow=always', 'protocol.https.allow=always', 'http.followRedirects=false'];
 
 export class RepositoryPoller {
   private readonly loop: CoalescingLoop;
@@ -87,7 +96,9 @@ export class RepositoryPoller {
     const label = `${project.organization}/${project.name}`;
     let heads: RepositoryHeads;
     try {
-      heads = await listHeads(project.repository, await vetRepository(project.repository, this.deps.repositories));
+      const options = await vetRepository(project.repository, this.deps.repositories);
+      const privately = (await this.deps.privateFetch?.(project.id, project.repository)) ?? null;
+      heads = privately ? await listHeads(privately.repository, HOSTED_GIT_OPTIONS, privately.access) : await listHeads(project.repository, options);
     } catch (error) {
       log.warn({ project: label, err: error instanceof Error ? error.message : String(error) }, 'a polled repository is refused or unreachable; polled again at its next interval');
       return;

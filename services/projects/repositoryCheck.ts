@@ -4,7 +4,7 @@
 // git's own text (connection refused, no route, wrong protocol) would turn the check into a port
 // scanner of whatever network the server sits in.
 import { execFile } from 'node:child_process';
-import { gitConfigArgs } from './repositoryPolicy.js';
+import { gitConfigArgs, gitEnvironment } from './repositoryPolicy.js';
 
 export type RepositoryCheck =
   | { ok: true; refs: { name: string; commit: string }[]; truncated: boolean }
@@ -21,18 +21,12 @@ export function checkRepository(repository: string, gitOptions: readonly string[
   return new Promise((resolve) => {
     execFile(
       'git',
-      ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions), 'ls-remote', '--heads', '--tags', '--', repository],
+      ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions, ['-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=accept-new']), 'ls-remote', '--heads', '--tags', '--', repository],
       {
         timeout: timeoutMs,
         killSignal: 'SIGKILL',
         maxBuffer: 16 << 20,
-        env: {
-          ...process.env,
-          GIT_TERMINAL_PROMPT: '0',
-          GIT_ASKPASS: '/bin/false',
-          SSH_ASKPASS: '/bin/false',
-          GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o StrictHostKeyChecking=accept-new',
-        },
+        env: gitEnvironment(),
       },
       (error, stdout) => {
         if (error) {

@@ -2,9 +2,9 @@
 // `git ls-remote` as the repository check does: never interactive, bounded in time, URL after `--`,
 // and without git's text when it fails (see repositoryCheck.ts).
 import { execFile } from 'node:child_process';
-import { ApiError } from '../../protocol/index.js';
+import { ApiError, gitAccessEnv, type RepositoryAccess } from '../../protocol/index.js';
 import { REPOSITORY_CHECK_TIMEOUT_MS } from './repositoryCheck.js';
-import { gitConfigArgs } from './repositoryPolicy.js';
+import { gitConfigArgs, gitEnvironment } from './repositoryPolicy.js';
 
 /** `gitOptions`: vetRepository's `-c` options for this URL. */
 export function resolveHead(repository: string, branch: string | null, gitOptions: readonly string[]): Promise<string> {
@@ -12,7 +12,7 @@ export function resolveHead(repository: string, branch: string | null, gitOption
   return new Promise((resolve, reject) => {
     execFile(
       'git', ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions), 'ls-remote', '--', repository, ref],
-      { timeout: REPOSITORY_CHECK_TIMEOUT_MS, killSignal: 'SIGKILL', env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' } },
+      { timeout: REPOSITORY_CHECK_TIMEOUT_MS, killSignal: 'SIGKILL', env: gitEnvironment() },
       (error, stdout) => {
         const commit = stdout.split('\n').map((l) => l.split('\t')).find((parts) => parts[1] === ref)?.[0];
         if (!error && commit && /^([0-9a-f]{40}|[0-9a-f]{64})$/.test(commit)) return resolve(commit);
@@ -29,12 +29,16 @@ export interface RepositoryHeads {
   head: string | null;
 }
 
-/** Every branch head at once (`git ls-remote --symref … HEAD refs/heads/*`), for polling. */
-export function listHeads(repository: string, gitOptions: readonly string[]): Promise<RepositoryHeads> {
+/**
+ * Every branch head at once (`git ls-remote --symref … HEAD refs/heads/*`), for polling. `access`:
+ * a private repository's installation token, which reaches git through its environment only.
+ */
+export function listHeads(repository: string, gitOptions: readonly string[], access?: RepositoryAccess): Promise<RepositoryHeads> {
+  const env = gitEnvironment();
   return new Promise((resolve, reject) => {
     execFile(
       'git', ['-c', 'protocol.ext.allow=never', ...gitConfigArgs(gitOptions), 'ls-remote', '--symref', '--', repository, 'HEAD', 'refs/heads/*'],
-      { timeout: REPOSITORY_CHECK_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, env: { ...process.env, GIT_TERMINAL_PROMPT: '0', GIT_ASKPASS: '/bin/false', GIT_SSH_COMMAND: 'ssh -o BatchMode=yes' } },
+      { timeout: REPOSITORY_CHECK_TIMEOUT_MS, killSignal: 'SIGKILL', maxBuffer: 16 * 1024 * 1024, env: access ? gitAccessEnv(env, access) : env },
       (error, stdout) => {
         if (error) return reject(new ApiError('repository_unavailable', 'cannot list the branches: the repository is unreachable'));
         const branches = new Map<string, string>();

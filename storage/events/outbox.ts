@@ -142,7 +142,8 @@ async function findTargets(tx: TransactionSql, events: readonly PreparedEvent[])
     select id, project_id, cache_id, events from webhooks
     where active and ((project_id is null and cache_id is null)
       or project_id = any(${projects}::uuid[]) or cache_id = any(${caches}::uuid[]))`;
+  // open_pr actions run after a successful evaluation (services/gitHosts/openPrRuns.ts), never for events
   const actions = tasks.length === 0 ? [] : await tx<TaskActionTarget[]>`
-    select id, task_id, events from task_actions where active and task_id = any(${tasks}::uuid[])`;
+    select id, task_id, events from task_actions where active and kind <> 'open_pr' and task_id = any(${tasks}::uuid[])`;
   return { webhooks, actions };
 }

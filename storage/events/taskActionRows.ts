@@ -1,8 +1,9 @@
 // Task action rows: per-task receivers of the same envelopes as webhooks. Every query names the
-// task, so an action id of another task is simply not found.
+// task, so an action id of another task is simply not found. open_pr actions (docs/git-hosts.md)
+// carry a command and a branch instead of a URL or recipients.
 import type { ISql } from 'postgres';
 
-export type TaskActionKind = 'send_web_request' | 'send_mail';
+export type TaskActionKind = 'send_web_request' | 'send_mail' | 'open_pr';
 
 export interface TaskActionRow {
   id: string;
@@ -12,6 +13,11 @@ export interface TaskActionRow {
   events: string[];
   url: string | null;
   mail_to: string[] | null;
+  /** open_pr: the argv run on a worker, the branch pushed, the author (null: pullRequests.commitName / commitEmail) */
+  command: string[] | null;
+  branch: string | null;
+  commit_name: string | null;
+  commit_email: string | null;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -27,6 +33,10 @@ export interface NewTaskAction {
   /** sealed signing secret (send_web_request) */
   secret: Buffer | null;
   mailTo: string[] | null;
+  command: string[] | null;
+  branch: string | null;
+  commitName: string | null;
+  commitEmail: string | null;
   active: boolean;
   createdBy: string | null;
 }
@@ -36,11 +46,16 @@ export interface TaskActionPatch {
   events?: string[];
   url?: string;
   mailTo?: string[];
+  command?: string[];
+  branch?: string;
+  /** null clears the action's own author (back to the instance's setting) */
+  commitName?: string | null;
+  commitEmail?: string | null;
   active?: boolean;
 }
 
 const columns = (sql: ISql) => sql`
-  select a.id, a.task_id, a.name, a.kind, a.events, a.url, a.mail_to, a.active, a.created_at, a.updated_at,
+  select a.id, a.task_id, a.name, a.kind, a.events, a.url, a.mail_to, a.command, a.branch, a.commit_name, a.commit_email, a.active, a.created_at, a.updated_at,
          last.status as last_delivery_status, last.created_at as last_delivery_at
   from task_actions a
   left join lateral (
@@ -59,9 +74,9 @@ export async function findTaskAction(sql: ISql, taskId: string, id: string): Pro
 /** null when the task already has an action of that name. */
 export async function insertTaskAction(sql: ISql, taskId: string, action: NewTaskAction): Promise<string | null> {
   const [row] = await sql<{ id: string }[]>`
-    insert into task_actions (task_id, name, kind, events, url, secret, mail_to, active, created_by)
+    insert into task_actions (task_id, name, kind, events, url, secret, mail_to, command, branch, commit_name, commit_email, active, created_by)
     values (${taskId}, ${action.name}, ${action.kind}, ${action.events}, ${action.url}, ${action.secret},
-            ${action.mailTo}, ${action.active}, ${action.createdBy})
+            ${action.mailTo}, ${action.command}, ${action.branch}, ${action.commitName}, ${action.commitEmail}, ${action.active}, ${action.createdBy})
     on conflict (task_id, name) do nothing
     returning id`;
   return row?.id ?? null;
@@ -76,6 +91,10 @@ export async function updateTaskAction(sql: ISql, taskId: string, id: string, pa
         events = coalesce(${patch.events ?? null}::text[], a.events),
         url = coalesce(${patch.url ?? null}, a.url),
         mail_to = coalesce(${patch.mailTo ?? null}::text[], a.mail_to),
+        command = coalesce(${patch.command ?? null}::text[], a.command),
+        branch = coalesce(${patch.branch ?? null}, a.branch),
+        commit_name = case when ${patch.commitName !== undefined} then ${patch.commitName ?? null} else a.commit_name end,
+        commit_email = case when ${patch.commitEmail !== undefined} then ${patch.commitEmail ?? null} else a.commit_email end,
         active = coalesce(${patch.active ?? null}::boolean, a.active),
         updated_at = now()
       where a.task_id = ${taskId} and a.id = ${id}

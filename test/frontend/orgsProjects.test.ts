@@ -166,6 +166,27 @@ t.test('organization and project pages', async (t) => {
     t.equal((await parsed(kiln, ada.token, '/projects/acme/web', ProjectView)).wildcard, 'packages.*.app');
   });
 
+  await t.test('settings: cancel superseded evaluations and approval of forks\' pull requests', async (t) => {
+    const cancel = page.getByLabel(/Cancel superseded evaluations/);
+    const approval = page.getByLabel(/Require approval for pull requests from forks/);
+    t.equal(await cancel.isChecked(), true, 'cancelling is on by default');
+    t.equal(await approval.isChecked(), false, 'approval is off by default');
+    await cancel.uncheck();
+    await approval.check();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await eventually(async () => (await parsed(kiln, ada.token, '/projects/acme/web', ProjectView)).requires_approval, { message: 'saved' });
+    t.match(await parsed(kiln, ada.token, '/projects/acme/web', ProjectView), { cancel_superseded: false, requires_approval: true }, 'the API has both');
+    await page.reload();
+    await page.getByRole('heading', { name: 'Settings' }).waitFor();
+    t.equal(await page.getByLabel(/Cancel superseded evaluations/).isChecked(), false, 'shown as saved after a reload');
+    t.equal(await page.getByLabel(/Require approval for pull requests from forks/).isChecked(), true);
+    await page.getByLabel(/Cancel superseded evaluations/).check();
+    await page.getByLabel(/Require approval for pull requests from forks/).uncheck();
+    await page.getByRole('button', { name: 'Save settings' }).click();
+    await eventually(async () => (await parsed(kiln, ada.token, '/projects/acme/web', ProjectView)).cancel_superseded, { message: 'saved back' });
+    t.match(await parsed(kiln, ada.token, '/projects/acme/web', ProjectView), { cancel_superseded: true, requires_approval: false });
+  });
+
   await t.test('tasks: star the default task', async (t) => {
     await page.getByRole('button', { name: /Star default/ }).click();
     await page.getByRole('button', { name: /Starred default/ }).waitFor();

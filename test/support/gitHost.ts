@@ -7,8 +7,11 @@
 // (@octokit/webhooks-examples) rewritten to point at a local repository and at itself.
 // Hosted repositories (`host.hostRepository`) are served as GitHub serves private ones: git's smart
 // HTTP through the real `git http-backend` at /<owner>/<name>.git, only to HTTP Basic
-// `x-access-token:<token>` with an installation token that covers the repository, and their files
-// through GET /repos/{owner}/{repo}/contents/{path} (the default branch).
+// `x-access-token:<token>` with an installation token that covers the repository (a push, git's
+// receive-pack, only with contents: write), and their files through
+// GET /repos/{owner}/{repo}/contents/{path} (the default branch). Pull requests of hosted
+// repositories: GET (by head and state), POST and PATCH /repos/{owner}/{repo}/pulls, in the REST
+// API's shape (a head branch that does not exist, or one with an open pull request, is 422).
 import { generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { execFileSync, spawn } from 'node:child_process';
@@ -43,6 +46,19 @@ export interface GitRequest {
   /** the token it came with (null: none), and whether it was let in */
   token: string | null;
   allowed: boolean;
+  /** git-receive-pack: a push */
+  push: boolean;
+}
+
+/** A pull request of a hosted repository, as the host keeps it. */
+export interface HostedPullRequest {
+  repository: string;
+  number: number;
+  head: string;
+  base: string;
+  title: string;
+  body: string;
+  state: 'open' | 'closed';
 }
 
 export interface FailureAnswer {
@@ -70,6 +86,10 @@ export interface TestGitHost {
   tokens: Map<string, IssuedToken>;
   /** git requests to hosted repositories */
   gitRequests: GitRequest[];
+  /** pull requests opened through the API */
+  pullRequests: HostedPullRequest[];
+  /** the commit at a branch of a hosted repository, null when there is no such branch */
+  branchHead(fullName: string, branch: string): string | null;
   /**
    * Serves the repository at `source` (a work tree or bare repository) as the private repository
    * `fullName` with this id; again after new commits in `source`: the hosted copy is fetched anew.
@@ -101,7 +121,14 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
   let nextCheckRun = 1000;
 
   const host: TestGitHost = {
-    url: '', appId, privateKeyFile, secretFile, secret, calls: [], tokensIssued: 0, checkRuns: true, tokens, gitRequests: [],
+    url: '', appId, privateKeyFile, secretFile, secret, calls: [], tokensIssued: 0, checkRuns: true, tokens, gitRequests: [], pullRequests: [],
+    branchHead: (fullName, branch) => {
+      try {
+        return execFileSync('git', ['-C', join(hostedRoot, `${fullName}.git`), 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+      } catch {
+        return null;
+      }
+    },
     hostRepository: (fullName, id, source) => {
       const bare = join(hostedRoot, `${fullName}.git`);
       if (!hosted.has(fullName)) {
@@ -140,11 +167,20 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
     const [user, token] = basic ? Buffer.from(basic, 'base64').toString('utf8').split(':') : [];
     const issued = token === undefined ? undefined : tokens.get(token);
     const id = hosted.get(fullName)!;
-    const allowed = user === 'x-access-token' && issued !== undefined && (issued.repositoryIds === null || issued.repositoryIds.includes(id));
-    host.gitRequests.push({ repository: fullName, path: rest, token: token ?? null, allowed });
-    if (!allowed) {
+    const covers = user === 'x-access-token' && issued !== undefined && (issued.repositoryIds === null || issued.repositoryIds.includes(id));
+    const push = rest.includes('git-receive-pack');
+    // a push needs contents: write (an unscoped token here has the app's read permission only)
+    const mayWrite = issued?.permissions?.['contents'] === 'write';
+    const allowed = covers && (!push || mayWrite);
+    host.gitRequests.push({ repository: fullName, path: rest, token: token ?? null, allowed, push });
+    if (!covers) {
       res.writeHead(401, { 'www-authenticate': 'Basic realm="GitHub"', 'content-type': 'text/plain' });
       res.end('Invalid username or token.');
+      return;
+    }
+    if (!allowed) {
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      res.end(`Permission to ${fullName}.git denied to kiln[bot].`);
       return;
     }
     const [pathInfo, query = ''] = rest.split('?') as [string, string?];
@@ -187,12 +223,50 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
     return send(res, 200, { type: 'file', encoding: 'base64', size: data.length, name: path.split('/').at(-1), path, content: data.toString('base64').replace(/(.{60})/g, '$1\n') });
   }
 
+  /** /repos/{owner}/{repo}/pulls[/{number}] of a hosted repository, as GitHub's REST API answers. */
+  function pulls(res: ServerResponse, method: string, fullName: string, number: number | null, query: URLSearchParams, body: Record<string, unknown>): void {
+    const view = (p: HostedPullRequest) => ({
+      number: p.number, state: p.state, title: p.title, body: p.body, html_url: `${host.url}/${p.repository}/pull/${p.number}`,
+      url: `${host.url}/repos/${p.repository}/pulls/${p.number}`,
+      head: { ref: p.head, label: `${p.repository.split('/')[0]}:${p.head}`, sha: host.branchHead(p.repository, p.head) },
+      base: { ref: p.base, label: `${p.repository.split('/')[0]}:${p.base}` },
+    });
+    const owner = fullName.split('/')[0]!;
+    const mine = host.pullRequests.filter((p) => p.repository === fullName);
+    if (method === 'GET' && number === null) {
+      const head = query.get('head');
+      const state = query.get('state') ?? 'open';
+      return send(res, 200, mine.filter((p) => (head === null || `${owner}:${p.head}` === head) && (state === 'all' || p.state === state)).map(view));
+    }
+    if (method === 'POST' && number === null) {
+      const head = String(body['head'] ?? '');
+      const base = String(body['base'] ?? '');
+      if (host.branchHead(fullName, head) === null || host.branchHead(fullName, base) === null) {
+        return send(res, 422, { message: 'Validation Failed', errors: [{ resource: 'PullRequest', field: head === '' ? 'head' : 'base', code: 'invalid' }] });
+      }
+      if (mine.some((p) => p.head === head && p.state === 'open')) {
+        return send(res, 422, { message: 'Validation Failed', errors: [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${owner}:${head}.` }] });
+      }
+      const made: HostedPullRequest = { repository: fullName, number: host.pullRequests.length + 1, head, base, title: String(body['title'] ?? ''), body: String(body['body'] ?? ''), state: 'open' };
+      host.pullRequests.push(made);
+      return send(res, 201, view(made));
+    }
+    const found = mine.find((p) => p.number === number);
+    if (method === 'PATCH' && found) {
+      if (typeof body['title'] === 'string') found.title = body['title'];
+      if (typeof body['body'] === 'string') found.body = body['body'];
+      return send(res, 200, view(found));
+    }
+    return send(res, 404, { message: 'Not Found' });
+  }
+
   const server: Server = createServer((req, res) => {
     const gitRoute = /^\/([^/]+\/[^/]+)\.git(\/.*)$/.exec(req.url ?? '');
     if (gitRoute && hosted.has(gitRoute[1]!)) return serveGit(req, res, gitRoute[1]!, gitRoute[2]!);
     void (async () => {
       const text = await readBody(req);
       const path = (req.url ?? '/').split('?')[0]!;
+      const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
       const method = req.method ?? 'GET';
       const body = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
       const tokenRoute = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(path);
@@ -220,6 +294,11 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
       if (method === 'GET' && file) {
         host.calls.push({ method, path, body, installation });
         return contents(res, file[1]!.toLowerCase(), decodeURIComponent(file[2]!));
+      }
+      const pull = /^\/repos\/([^/]+\/[^/]+)\/pulls(?:\/(\d+))?$/.exec(path);
+      if (pull && hosted.has(pull[1]!.toLowerCase())) {
+        host.calls.push({ method, path, body, installation });
+        return pulls(res, method, pull[1]!.toLowerCase(), pull[2] === undefined ? null : Number(pull[2]), query, body);
       }
       if (/^\/repos\/[^/]+\/[^/]+\/check-runs(\/\d+)?$/.test(path) && !host.checkRuns) return send(res, 404, { message: 'Not Found' });
       host.calls.push({ method, path, body, installation });

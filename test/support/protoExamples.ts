@@ -35,6 +35,11 @@ export const EXAMPLES: Outgoing[] = [
     targetCaches: ['main'], timeoutSecs: 14400, maxSilentSecs: 3600,
   },
   { t: 'pushJob', jobId: 'p1', paths: [drv], targetCaches: ['main'] },
+  {
+    t: 'changeJob', jobId: 'c1', project: '5b0d7a3e-8f7c-4d2a-9c1e-3f4a5b6c7d8e', repository: 'https://example.org/repo.git', commit: 'a'.repeat(40),
+    command: ['nix', 'flake', 'update'], pushTo: 'https://example.org/acme/repo.git', pushAccess: { token: 'ghs_x', resolve: null },
+    branch: 'kiln/default', author: { name: 'Kiln', email: null }, message: 'flake.lock: update',
+  },
   { t: 'cancelJob', jobId: 'b:1', reason: 'evaluation aborted' },
   { t: 'jobAccepted', jobId: 'b:1' },
   { t: 'jobRefused', jobId: 'b:2', refusal: 'busy', message: 'already running 4 builds' },
@@ -60,6 +65,8 @@ export const EXAMPLES: Outgoing[] = [
     resources: { cpuUserSeconds: 1.5, cpuSystemSeconds: 0.25, peakMemoryBytes: null, ioReadBytes: 4096, ioWriteBytes: null, oomKills: null },
   },
   { t: 'pushResult', jobId: 'p1', paths: [{ path: drv, status: 'present' }] },
+  { t: 'changeResult', jobId: 'c1', pushed: 'b'.repeat(40), durationMs: 812 },
+  { t: 'changeResult', jobId: 'c2', pushed: null, durationMs: 90 },
   {
     t: 'jobFailed', jobId: 'b:3', failure: { class: 'FailedPermanent', reason: 'builder_failed', message: 'builder failed with exit code 3', exitCode: 3 },
     durationMs: 5, logBytes: 0, logDroppedBytes: 0,

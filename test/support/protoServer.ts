@@ -105,7 +105,7 @@ export class WorkerSession {
 
   /** The job's final message: one of the result types or jobFailed or jobRefused. */
   async outcome(jobId: string): Promise<Message> {
-    const finals = new Set<MessageType>(['evalResult', 'buildResult', 'pushResult', 'jobFailed', 'jobRefused']);
+    const finals = new Set<MessageType>(['evalResult', 'buildResult', 'pushResult', 'changeResult', 'jobFailed', 'jobRefused']);
     return this.inbox.next((m) => finals.has(m.t) && 'jobId' in m && m.jobId === jobId);
   }
 

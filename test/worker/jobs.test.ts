@@ -4,14 +4,10 @@ import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { pino } from 'pino';
-import { loadConfig } from '../../config/index.js';
 import type { Outgoing } from '../../protocol/index.js';
-import { startWorker } from '../../worker/index.js';
 import { createFlakeRepo, testFlake } from '../support/flakeRepo.js';
+import { startInProcessWorker } from '../support/inProcessWorker.js';
 import { requireNix, tempDir } from '../support/nixStore.js';
-import { startProtoServer } from '../support/protoServer.js';
-import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
 requireNix();
 const PROJECT = randomUUID();
@@ -19,21 +15,9 @@ const dir = tempDir('kiln-worker-jobs-');
 const repo = createFlakeRepo(join(dir, 'repo'), { 'flake.nix': testFlake(randomUUID()) });
 
 t.test('eval, build, push and cancel in one in-process worker', async (t) => {
-  const server = await startProtoServer({ openModeProjects: [] });
-  const config = loadConfig({
-    scope: 'worker',
-    env: {},
-    overrides: {
-      'worker.serverUrl': server.url, 'worker.baseDir': join(dir, 'worker'), 'worker.gcrootsDir': join(dir, 'gcroots'),
-      'worker.system.features': ['kvm'], 'worker.build.maxCores': 1, 'worker.environmentVariables': { KILN_TEST_UNSET: null, KILN_TEST: 'yes' },
-    },
-  }).values;
-  const worker = await startWorker(config, { log: pino({ level: process.env['KILN_TEST_LOG'] ? 'debug' : 'silent' }), software: 'kiln test', env: { ...process.env, NIX_REMOTE: 'local', NIX_CONFIG: TEST_NIX_CONFIG } });
-  t.teardown(async () => {
-    await worker.stop();
-    await server.close();
+  const { worker, session } = await startInProcessWorker(t, dir, {
+    'worker.system.features': ['kvm'], 'worker.build.maxCores': 1, 'worker.environmentVariables': { KILN_TEST_UNSET: null, KILN_TEST: 'yes' },
   });
-  const session = await server.nextWorker();
   t.equal(session.hello.workerId, worker.id);
   t.same(session.hello.systemFeatures, ['kvm']);
 

@@ -96,6 +96,26 @@ t.test('superseded evaluations', async (t) => {
     t.match((await phase(sevenAgain!)).phase, /^(queued|waiting)$/);
   });
 
+  await t.test('a closed or merged pull request: its open evaluations are aborted, reported cancelled; other pull requests go on', async (t) => {
+    const [open] = await pullRequest(31, sha(), 'opened');
+    const [other] = await pullRequest(32, sha(), 'opened');
+    t.same(await pullRequest(31, sha(), 'closed'), [], 'closing starts nothing');
+    t.match(await phase(open!), { phase: 'aborted', error: 'pull request #31 was closed' });
+    t.match((await phase(other!)).phase, /^(queued|waiting)$/, 'another pull request goes on');
+    const [event] = await kiln.sql`select 1 from event_outbox where event = 'evaluation.aborted' and (body::jsonb)->'content'->>'evaluation_id' = ${open!}`;
+    t.ok(event, 'evaluation.aborted is emitted');
+    const report = await eventually(() => host.calls.find((c) => c.body['external_id'] === open && c.body['status'] === 'completed'), { message: 'the check run completes' });
+    t.equal(report.body['conclusion'], 'cancelled', 'reported cancelled');
+
+    const [reopened] = await pullRequest(31, sha(), 'reopened');
+    const merged = pointAt(examplePayload('pull_request', 'closed'), host, 'acme/app', repo.url, INSTALLATION);
+    Object.assign(merged, { number: 31 });
+    Object.assign(merged['pull_request'] as object, { merged: true });
+    t.same(await started('pull_request', merged), []);
+    t.match(await phase(reopened!), { phase: 'aborted', error: 'pull request #31 was merged' }, 'merged, from the captured closed payload with merged: true');
+    t.match((await phase(other!)).phase, /^(queued|waiting)$/);
+  });
+
   await t.test('cancel_superseded: false keeps every evaluation', async (t) => {
     const patched = await kiln.api('PATCH', '/projects/acme/app', { token, body: { cancel_superseded: false } });
     t.match(patched.message, { cancel_superseded: false });
@@ -103,6 +123,9 @@ t.test('superseded evaluations', async (t) => {
     const [b] = await push(sha());
     t.match((await phase(a!)).phase, /^(queued|waiting)$/, 'the older one goes on');
     t.match((await phase(b!)).phase, /^(queued|waiting)$/);
+    const [pr] = await pullRequest(41, sha(), 'opened');
+    await pullRequest(41, sha(), 'closed');
+    t.match((await phase(pr!)).phase, /^(queued|waiting)$/, 'nor does closing its pull request abort one');
     t.equal((await kiln.api('PATCH', '/projects/acme/app', { token, body: { cancel_superseded: 'no' } })).status, 400, 'a boolean only');
   });
 

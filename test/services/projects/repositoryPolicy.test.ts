@@ -3,7 +3,9 @@
 import { hostname } from 'node:os';
 import t, { type Test } from 'tap';
 import { ApiError } from '../../../protocol/index.js';
-import { systemHostLookup, vetRepository, type HostLookup } from '../../../services/projects/repositoryPolicy.js';
+import { gitConfigArgs, gitEnvironment, systemHostLookup, vetRepository, type HostLookup } from '../../../services/projects/repositoryPolicy.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { execFile } from 'node:child_process';
 
 /** A resolver with fixed answers: the names below stand for a tenant's own DNS records. */
 const zone: Record<string, string[]> = {
@@ -89,4 +91,45 @@ t.test('remote-helper and unknown transports are refused whatever the option say
       t.match(e, { status: 422, code: 'repository_not_allowed' }, `${url} (allowLocal ${allowLocal})`);
     }
   }
+});
+
+t.test('ssh is pinned to a checked address, host keys still looked up by the name; git:// by name is refused', async (t) => {
+  for (const url of ['ssh://git@public.example/acme/web.git', 'git@public.example:acme/web.git', 'git+ssh://public.example:2222/x']) {
+    const args = gitConfigArgs(await vetRepository(url, strict));
+    t.ok(args.includes('core.sshCommand=ssh -o BatchMode=yes -o HostName=140.82.112.3 -o HostKeyAlias=public.example'), url);
+    t.notOk(args.some((a) => a.startsWith('kiln.')), 'the pin is no git setting of its own');
+  }
+  t.ok(gitConfigArgs(await vetRepository('ssh://git@140.82.112.3/x', strict)).includes('core.sshCommand=ssh -o BatchMode=yes'), 'an address literal is its own pin');
+  t.ok(gitConfigArgs(await vetRepository('https://public.example/x', strict), ['-o', 'X=y']).includes('core.sshCommand=ssh -o X=y'), 'the caller\'s ssh options');
+  const e = await refusal(t, 'git://public.example/acme/web.git');
+  t.match(e, { status: 422, code: 'repository_not_allowed', message: /git:\/\/ cannot be held to the address kiln checks/ });
+  t.ok(await vetRepository('git://140.82.112.3/acme/web.git', strict), 'git:// to an address literal: nothing to resolve again');
+  t.ok(await vetRepository('git://nowhere.example/x', strict), 'git:// to a name that does not resolve reaches nothing: accepted');
+  t.same(await vetRepository('git://public.example/x', { allowLocal: true, lookup }), [], 'the option lets it through');
+});
+
+t.test('real git and ssh: the pin decides where ssh connects, whatever GIT_SSH_COMMAND the server was started with', async (t) => {
+  // A TCP listener on loopback stands for the checked address; the URL's name resolves nowhere.
+  const banners: string[] = [];
+  const server = createServer((socket) => {
+    socket.once('data', (chunk: Buffer) => {
+      banners.push(chunk.toString('latin1').split('\r\n')[0]!);
+      socket.destroy();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => server.close());
+  const port = (server.address() as AddressInfo).port;
+  const options = ['protocol.allow=never', 'protocol.ssh.allow=always', 'kiln.sshPin=-o HostName=127.0.0.1 -o HostKeyAlias=pinned.invalid'];
+  const saved = process.env['GIT_SSH_COMMAND'];
+  process.env['GIT_SSH_COMMAND'] = 'ssh -o HostName=192.0.2.1';
+  t.teardown(() => {
+    if (saved === undefined) delete process.env['GIT_SSH_COMMAND'];
+    else process.env['GIT_SSH_COMMAND'] = saved;
+  });
+  await new Promise<void>((resolve) => {
+    execFile('git', [...gitConfigArgs(options, ['-o', 'BatchMode=yes', '-o', 'ConnectTimeout=5']), 'ls-remote', '--', `ssh://git@pinned.invalid:${port}/x`], { env: gitEnvironment(), timeout: 20_000 }, () => resolve());
+  });
+  t.equal(banners.length, 1, 'ssh connected to the pinned address');
+  t.match(banners[0], /^SSH-2\.0-OpenSSH/, 'a real OpenSSH client');
 });

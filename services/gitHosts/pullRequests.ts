@@ -1,0 +1,49 @@
+// The server's half of the open_pr task action (docs/git-hosts.md, "open_pr"): once a worker has
+// pushed the change to the pull request's branch, open a pull request from it, or update the one
+// already open from that branch (found by `head`, as GitHub's REST API lists them), so each task
+// keeps one pull request however often it runs. Calls go to gitHostApp.apiUrl as the installation.
+import { z } from 'zod';
+import { HostApiError, type HostApi } from './hostApi.js';
+
+export interface PullRequestChange {
+  installationId: number;
+  /** owner/name */
+  repository: string;
+  /** the pushed branch (head) and the branch it would merge into (base) */
+  branch: string;
+  base: string;
+  title: string;
+  body: string;
+}
+
+export interface OpenedPullRequest {
+  number: number;
+  /** the pull request's page at the host */
+  url: string;
+  /** false: an open one from the branch was updated */
+  created: boolean;
+}
+
+const PullRequestAnswer = z.object({ number: z.number().int().positive(), html_url: z.string() });
+
+function answer(data: unknown, what: string): { number: number; html_url: string } {
+  const parsed = PullRequestAnswer.safeParse(data);
+  if (!parsed.success) throw new HostApiError(`${what}: the host answered without a pull request number and html_url`, 0, {});
+  return parsed.data;
+}
+
+export async function openOrUpdatePullRequest(api: HostApi, change: PullRequestChange): Promise<OpenedPullRequest> {
+  const [owner, repo] = change.repository.split('/') as [string, string];
+  const listed = await api.call(change.installationId, 'GET /repos/{owner}/{repo}/pulls', { owner, repo, head: `${owner}:${change.branch}`, state: 'open', per_page: 1 });
+  const open = Array.isArray(listed.data) && listed.data.length > 0 ? answer(listed.data[0], 'the open pull request') : null;
+  if (open) {
+    const updated = answer((await api.call(change.installationId, 'PATCH /repos/{owner}/{repo}/pulls/{pull_number}', {
+      owner, repo, pull_number: open.number, title: change.title, body: change.body,
+    })).data, 'the updated pull request');
+    return { number: updated.number, url: updated.html_url, created: false };
+  }
+  const made = answer((await api.call(change.installationId, 'POST /repos/{owner}/{repo}/pulls', {
+    owner, repo, head: change.branch, base: change.base, title: change.title, body: change.body,
+  })).data, 'the new pull request');
+  return { number: made.number, url: made.html_url, created: true };
+}
