@@ -44,11 +44,21 @@ t.test('storage reads of serving threads and the main thread are one count', asy
     'nar.hotCacheBytes': 0,
   });
   const ada = await signUp(kiln, 'ada');
-  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
-  const uploaded = await uploadChunked(kiln, ada.token, 'main', nar, 4 << 20);
-  t.equal(uploaded.status, 200);
-  const { file_hash, file_size } = uploaded.body.message as { file_hash: string; file_size: number };
-  const narUrl = `${kiln.url}/cache/main/nar/${file_hash}.nar.zst`;
+  // Relayed uploads still reset now and then (docs/http.md, "Serving threads"; not what this file
+  // tests): a reset upload is tried again into a fresh cache, at most three times.
+  let cache = '';
+  let uploaded: Awaited<ReturnType<typeof uploadChunked>> | null = null;
+  for (let attempt = 1; attempt <= 3 && uploaded === null; attempt++) {
+    cache = `main${attempt}`;
+    await createTestCache(kiln.sql, cache, { public: true, ownerId: ada.id });
+    uploaded = await uploadChunked(kiln, ada.token, cache, nar, 4 << 20).catch((e: unknown) => {
+      if (e instanceof TypeError && attempt < 3) return null;
+      throw e;
+    });
+  }
+  t.equal(uploaded!.status, 200);
+  const { file_hash, file_size } = uploaded!.body.message as { file_hash: string; file_size: number };
+  const narUrl = `${kiln.url}/cache/${cache}/nar/${file_hash}.nar.zst`;
   // With credentials a request always goes to the main thread's route.
   const basic = { authorization: `Basic ${Buffer.from(`ada:${ada.token}`).toString('base64')}` };
   const threadNars = async (): Promise<number> => {

@@ -116,10 +116,11 @@ t.test('ssh.idleTimeoutSecs drops a logged-in connection the client has left sil
   t.equal(ssh.sweepConnections(), 0, 'within the timeout nothing is dropped');
   // the chatty client's next keepalive arrives after this step, the quiet one sends nothing
   clock.step(2_000);
-  // (a keepalive is a global request, SSH message 80, which -vvv logs as it sends it)
-  const keepalives = () => (chattyLog.match(/send packet: type 80/g) ?? []).length;
-  const before = keepalives();
-  await until('a keepalive of the chatty client after the step', () => keepalives() > before);
+  // (a keepalive is a global request, SSH message 80; the server's answer, 81 or 82, is what shows
+  // the server has read it: -vvv logs that answer as it arrives)
+  const answered = () => (chattyLog.match(/receive packet: type 8[12]/g) ?? []).length;
+  const before = answered();
+  await until('the server answered a keepalive of the chatty client after the step', () => answered() > before);
   t.equal(ssh.sweepConnections(), 1, 'past it the silent logged-in connection is dropped');
   t.not(await quietExit, null, 'its ssh ends');
   t.equal(chatty.exitCode, null, 'a client that keeps talking stays connected');
