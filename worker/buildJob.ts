@@ -45,7 +45,10 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
   let resources: BuildResources | null = null;
   let built = false;
   const measured = () => (resources ? { resources } : {});
-  const fail = (failure: JobFailure) => {
+  const fail = (reported: JobFailure) => {
+    // Whatever step the cancel interrupted (a Nix command ended by the signal reads as its own
+    // failure: show-derivation, a path query), the job was cancelled.
+    const failure = ctx.signal.aborted && reported.reason !== 'cancelled' ? jobFailure('cancelled', `the build was cancelled (${reported.message})`) : reported;
     ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath, class: failure.class, reason: failure.reason }, 'build failed');
     reply(ctx, { t: 'jobFailed', jobId: job.jobId, failure, durationMs: Date.now() - started, ...logs.close(), ...measured() });
     return false;
