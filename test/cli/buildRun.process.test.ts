@@ -17,7 +17,7 @@ import { createFlakeRepo } from '../support/flakeRepo.js';
 import { spawnWorker } from '../support/workerProcess.js';
 import { requireNix } from '../support/nixStore.js';
 import { eventually } from '../support/eventually.js';
-import { kilnCli } from '../support/kilnCli.js';
+import { kilnCli, cliProject } from '../support/kilnCli.js';
 
 requireNix();
 
@@ -44,11 +44,7 @@ t.test('kiln build', { timeout: TIMEOUT }, async (t) => {
   const worker = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(work, 'worker') });
   t.teardown(() => worker.stop());
   const ada = await signUp(kiln, 'ada');
-  const env = { HOME: work, KILN_SERVER: kiln.url, KILN_TOKEN: ada.token };
-  await kiln.api('PUT', '/caches', { token: ada.token, body: { name: 'main' } });
-  t.equal((await kilnCli(['org', 'create', 'acme'], env)).status, 0);
-  const project = await kilnCli(['project', 'create', 'acme/app', '--repository', repo.url, '--wildcard', 'packages.x86_64-linux.*', '--cache', 'main'], env);
-  t.equal(project.status, 0, project.stderr);
+  const env = await cliProject(t, kiln, ada.token, work, repo.url);
 
   // a plain directory (no git): every file but result links
   const dir = join(work, 'src');

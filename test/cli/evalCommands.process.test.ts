@@ -14,7 +14,7 @@ import { createFlakeRepo } from '../support/flakeRepo.js';
 import { spawnWorker } from '../support/workerProcess.js';
 import { requireNix } from '../support/nixStore.js';
 import { eventually } from '../support/eventually.js';
-import { kilnCli, startKilnCli } from '../support/kilnCli.js';
+import { kilnCli, startKilnCli, cliProject } from '../support/kilnCli.js';
 
 requireNix();
 
@@ -50,11 +50,7 @@ t.test('evaluations and builds from the CLI, live', { timeout: TIMEOUT }, async 
   t.teardown(() => worker.stop());
 
   const ada = await signUp(kiln, 'ada');
-  const env = { HOME: work, KILN_SERVER: kiln.url, KILN_TOKEN: ada.token };
-  await kiln.api('PUT', '/caches', { token: ada.token, body: { name: 'main' } });
-  t.equal((await kilnCli(['org', 'create', 'acme'], env)).status, 0);
-  const project = await kilnCli(['project', 'create', 'acme/app', '--repository', repo.url, '--wildcard', 'packages.x86_64-linux.*', '--cache', 'main'], env);
-  t.equal(project.status, 0, project.stderr);
+  const env = await cliProject(t, kiln, ada.token, work, repo.url);
 
   const started = await kilnCli(['project', 'evaluate', 'acme/app', '--json'], env);
   t.equal(started.status, 0, started.stderr);

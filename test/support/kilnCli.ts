@@ -3,7 +3,9 @@
 // same inside a pseudo-terminal (util-linux `script`) for what the client draws only on terminals.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { Test } from 'tap';
 import { within } from './eventually.js';
+import type { TestKiln } from './kiln.js';
 
 const bin = fileURLToPath(new URL('../../bin/kiln.js', import.meta.url));
 
@@ -94,4 +96,17 @@ export function startKilnCli(args: string[], env: Record<string, string>, opts: 
     write: (text) => child.stdin.write(text),
     done,
   };
+}
+
+/**
+ * What the CLI's end-to-end tests start from: user ada's CLI environment (HOME in `work`), a cache
+ * `main`, and project acme/app on `repository` writing into it, made with the CLI itself.
+ */
+export async function cliProject(t: Pick<Test, 'equal'>, kiln: Pick<TestKiln, 'url' | 'api'>, token: string, work: string, repository: string): Promise<Record<string, string>> {
+  const env = { HOME: work, KILN_SERVER: kiln.url, KILN_TOKEN: token };
+  await kiln.api('PUT', '/caches', { token, body: { name: 'main' } });
+  t.equal((await kilnCli(['org', 'create', 'acme'], env)).status, 0);
+  const project = await kilnCli(['project', 'create', 'acme/app', '--repository', repository, '--wildcard', 'packages.x86_64-linux.*', '--cache', 'main'], env);
+  t.equal(project.status, 0, project.stderr);
+  return env;
 }
