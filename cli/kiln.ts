@@ -35,6 +35,8 @@ export interface Kiln {
   readonly errorReports: ErrorReports;
   /** garbage collection (docs/gc.md); tests call its tick() */
   readonly gc: GarbageCollector;
+  /** the open_pr actions' runs (gitHostApp.enable), else null; tests on a stepped clock run a pass by hand */
+  readonly openPrs: { passNow(): Promise<void> } | null;
   /** the serving threads (http.threads > 1), else null; tests crash one */
   readonly servingThreads: ServingThreads | null;
   /** the route table the server answers from (the OpenAPI test walks it) */
@@ -74,6 +76,8 @@ export interface StartKilnOptions {
   schedulerTicker?: SchedulerTicker;
   /** the Git host status reporter's first retry delay (tests make it short) */
   gitHostRetryBaseMs?: number;
+  /** the open_pr runs' first retry delay (30 s by default) */
+  openPrRetryBaseMs?: number;
   /** how long a private repository's link holds before .kiln-projects is read again (default 10 minutes) */
   gitHostLinkRecheckMs?: number;
   /** where a crash test holds finalize or a collection run before it kills the process (storage/nars/crashPoints.ts) */
@@ -191,6 +195,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
         ...(opts.gitHostRetryBaseMs !== undefined ? { gitHostRetryBaseMs: opts.gitHostRetryBaseMs } : {}),
         ...(opts.gitHostLinkRecheckMs !== undefined ? { gitHostLinkRecheckMs: opts.gitHostLinkRecheckMs } : {}),
+        ...(opts.openPrRetryBaseMs !== undefined ? { openPrRetryBaseMs: opts.openPrRetryBaseMs } : {}),
         ...(opts.gcLoop === false ? { gcLoop: false } : {}),
         ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}),
       },
@@ -296,7 +301,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, servingThreads, routes, stop: unwind };
+    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

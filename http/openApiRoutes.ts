@@ -11,7 +11,7 @@ import {
   DeliveryListQuery, DeliveryPage, EvaluateSourceBody, EvaluateTaskBody, EvaluationActionBody, BuildActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
   InviteBody, LoginBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, PinPage, PinView, ProjectEvaluationsQuery, ProjectRef, RegisterBody,
   RegisterWorkerBody, RemoveMemberBody, ResendVerificationBody, ResourceName, RotateCacheKeyBody, ScimPatchBody, ScimUserBody, ServerConfigView, SessionId, SettingsPatch,
-  StorePathHash, SubscribeBody, TaskActionWithSecret, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
+  StorePathHash, SubscribeBody, TaskActionView, TaskActionWithSecret, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody,
   UpdateWebhookBody, UpstreamBody, UserSessionView, WebhookView, type RouteSchemas,
 } from '../protocol/index.js';
 import { VerifyEmailQuery } from './api/v1/auth.js';
@@ -151,10 +151,10 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/admin/webhooks/:id/deliveries/:delivery': {},
   'post /api/v1/admin/webhooks/:id/deliveries/:delivery/redeliver': {},
   'post /api/v1/hooks/github': { security: 'hookSignature', rawBody: 'application/json', errors: ['git_host_disabled', 'invalid_signature', 'invalid_webhook'] },
-  'get /api/v1/tasks/:project/:task/actions': {},
+  'get /api/v1/tasks/:project/:task/actions': { response: z.array(TaskActionView) },
   'put /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody },
   'post /api/v1/tasks/:project/:task/actions': { body: CreateTaskActionBody, response: TaskActionWithSecret },
-  'get /api/v1/tasks/:project/:task/actions/:id': {},
+  'get /api/v1/tasks/:project/:task/actions/:id': { response: TaskActionView },
   'patch /api/v1/tasks/:project/:task/actions/:id': { body: UpdateTaskActionBody },
   'delete /api/v1/tasks/:project/:task/actions/:id': {},
   'post /api/v1/tasks/:project/:task/actions/:id/rotate-secret': {},

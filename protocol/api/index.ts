@@ -15,7 +15,7 @@ export { CidrBlock, CreateApiKeyBody, DeleteApiKeyBody, KeyName, ApiKeyView, Cre
 export { AddSshKeyBody, DeleteSshKeyBody, UserSshKeyView } from './sshKeys.js';
 export { SCIM_ERROR_SCHEMA, SCIM_LIST_SCHEMA, SCIM_PATCH_SCHEMA, SCIM_USER_SCHEMA, ScimBooleanValue, ScimPatchBody, ScimUserBody } from './scim.js';
 export { NarUploadInfo, StorePathHash, narinfoOfUpload, type NarUploadResult } from './narUploads.js';
-export { BranchName, CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPage, DeliveryStatus, deliveryStatuses, TaskActionWithSecret, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl, WebhookView, type DeliveryView, type WebhookWithSecret } from './webhooks.js';
+export { BranchName, CreateTaskActionBody, CreateWebhookBody, DeliveryListQuery, DeliveryPage, DeliveryStatus, deliveryStatuses, OpenPrRunView, TaskActionView, TaskActionWithSecret, UpdateTaskActionBody, UpdateWebhookBody, WebhookUrl, WebhookView, type DeliveryView, type WebhookWithSecret } from './webhooks.js';
 export { CacheName, CacheView, CreateCacheBody, NAR_PAGE_SIZE_DEFAULT, NAR_PAGE_SIZE_MAX, NarListQuery, narSortKeys, UpdateCacheBody, UpstreamBody, UpstreamCredentials } from './caches.js';
 export { CacheKeysView, MAX_KEY_OVERLAP_HOURS, RotateCacheKeyBody } from './cacheKeys.js';
 export { BuildActionBody, BuildId, BuildProductView, BuildResourcesView, EvaluationBuildsPage, CommitId, EntryPointView, EvaluationStatistics, EvaluateSourceBody, EvaluateTaskBody, EvaluationActionBody, EvaluationBuildsQuery, EvaluationId, EvaluationTrigger, BuildView, ClosureGraphView, EvaluationView } from './evaluations.js';

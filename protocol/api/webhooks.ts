@@ -156,6 +156,26 @@ export const DeliveryPage = z.strictObject({
 });
 export type DeliveryPage = z.infer<typeof DeliveryPage>;
 
+/**
+ * An open_pr action's latest run (docs/git-hosts.md "open_pr"): running, retrying (a try failed,
+ * the next at next_attempt_at), or how it ended, with the pull request it opened or updated.
+ */
+export const OpenPrRunView = z.strictObject({
+  id: z.uuid(),
+  evaluation_id: z.uuid(),
+  status: z.enum(['running', 'retrying', 'opened', 'updated', 'unchanged', 'failed']),
+  attempts: z.number().int(),
+  pushed: z.string().nullable(),
+  pull_request: z.number().int().nullable(),
+  pull_request_url: z.string().nullable(),
+  error: z.string().nullable(),
+  next_attempt_at: Timestamp.nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  finished_at: Timestamp.nullable(),
+});
+export type OpenPrRunView = z.infer<typeof OpenPrRunView>;
+
 /** A task action as GET /tasks/{project}/{task}/actions answers it. */
 export const TaskActionView = z.strictObject({
   id: z.uuid(),
@@ -168,6 +188,8 @@ export const TaskActionView = z.strictObject({
   branch: z.string().optional(),
   commit_name: z.string().nullable().optional(),
   commit_email: z.string().nullable().optional(),
+  /** open_pr only: its latest run, null before the first */
+  last_run: OpenPrRunView.nullable().optional(),
   active: z.boolean(),
   created_at: Timestamp,
   updated_at: Timestamp,

@@ -56,6 +56,8 @@ export interface ServiceOptions {
   archiveProgress?: ArchiveProgress;
   /** the status reporter's first retry delay (2 s by default) */
   gitHostRetryBaseMs?: number;
+  /** the open_pr runs' first retry delay (30 s by default) */
+  openPrRetryBaseMs?: number;
   /** how long a private repository's link holds before .kiln-projects is read again (default 10 minutes) */
   gitHostLinkRecheckMs?: number;
   /** false: the garbage collector runs only when a test calls its tick() (docs/gc.md) */
@@ -231,6 +233,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     openPrs = new OpenPrRunner({
       sql: db.scheduler, bus: events.bus, events: schedulerEvents, api: gitHost.api, privateFetch: gitHost.access.privateFetch, changeJobs: scheduler.changeJobs,
       author: { name: config['pullRequests.commitName'], email: config['pullRequests.commitEmail'] }, frontendUrl: config['frontend.url'], log: componentLogger(log, 'scheduler'),
+      clock, supervisor: root, ...(opts.openPrRetryBaseMs !== undefined ? { retryBaseMs: opts.openPrRetryBaseMs } : {}),
     });
     const { api, outbound } = gitHost;
     reporter = new GitHostReporter({

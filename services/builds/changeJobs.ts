@@ -10,8 +10,12 @@ import type { ConnectedWorker } from '../workers/index.js';
 /** What a change job needs of a connection: who it is, whether it evaluates and serves the project, how to reach it. */
 export type ChangeWorker = Pick<ConnectedWorker, 'open' | 'projects' | 'link'> & { hello: { workerId: string; capabilities: { eval: boolean } } };
 
-/** How a change job ended: the commit now at the branch (null: nothing changed), or why it failed. */
-export type ChangeOutcome = { ok: true; pushed: string | null } | { ok: false; error: string };
+/**
+ * How a change job ended: the commit now at the branch (null: nothing changed), or why it failed;
+ * `transient`: trying again later may succeed (no worker, a lost or refusing worker, a timeout, a
+ * shutdown, a failed fetch or push), unlike the command itself failing.
+ */
+export type ChangeOutcome = { ok: true; pushed: string | null } | { ok: false; error: string; transient: boolean };
 
 export type ChangeJobRequest = Omit<Outgoing<'changeJob'>, 't' | 'jobId'>;
 
@@ -39,12 +43,12 @@ export class ChangeJobs {
   /** Sends the job to a connected evaluating worker serving the project and waits for its end. */
   run(request: ChangeJobRequest): Promise<ChangeOutcome> {
     const worker = this.pick(request.project);
-    if (!worker) return Promise.resolve({ ok: false, error: 'no connected evaluating worker serves the project' });
+    if (!worker) return Promise.resolve({ ok: false, error: 'no connected evaluating worker serves the project', transient: true });
     const jobId = `change:${randomUUID()}`;
     return new Promise<ChangeOutcome>((resolve) => {
       const timer = setTimeout(() => {
         worker.link.send({ t: 'cancelJob', jobId, reason: 'the change job timed out' });
-        end({ ok: false, error: `the worker did not answer within ${Math.round(this.timeoutMs / 1000)} s` });
+        end({ ok: false, error: `the worker did not answer within ${Math.round(this.timeoutMs / 1000)} s`, transient: true });
       }, this.timeoutMs);
       const end = (outcome: ChangeOutcome) => {
         if (!this.open.delete(jobId)) return;
@@ -61,22 +65,23 @@ export class ChangeJobs {
     if (!('jobId' in message) || message.jobId === undefined) return false;
     const job = this.open.get(message.jobId);
     if (!job || job.workerId !== worker.hello.workerId) return false;
-    if (message.t === 'jobRefused') job.settle({ ok: false, error: `the worker refused the job (${message.refusal}): ${message.message}` });
+    if (message.t === 'jobRefused') job.settle({ ok: false, error: `the worker refused the job (${message.refusal}): ${message.message}`, transient: true });
     else if (message.t === 'changeResult') job.settle({ ok: true, pushed: message.pushed });
-    else if (message.t === 'jobFailed') job.settle({ ok: false, error: `${message.failure.reason}: ${message.failure.message}` });
+    // worker_error: the command (or git on the worker) failed, which another try repeats
+    else if (message.t === 'jobFailed') job.settle({ ok: false, error: `${message.failure.reason}: ${message.failure.message}`, transient: message.failure.reason !== 'worker_error' });
     return true;
   }
 
   /** The worker's connection is gone: its change jobs fail (the caller may run them again). */
   lost(workerId: string): void {
     for (const job of [...this.open.values()]) {
-      if (job.workerId === workerId) job.settle({ ok: false, error: 'the worker was lost before it answered' });
+      if (job.workerId === workerId) job.settle({ ok: false, error: 'the worker was lost before it answered', transient: true });
     }
   }
 
   /** The server stops: every open change job fails now rather than hold the shutdown. */
   failAll(error: string): void {
-    for (const job of [...this.open.values()]) job.settle({ ok: false, error });
+    for (const job of [...this.open.values()]) job.settle({ ok: false, error, transient: true });
   }
 
   private pick(projectId: string): ChangeWorker | null {

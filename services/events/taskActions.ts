@@ -3,7 +3,7 @@
 // run is reported as task.action.update. open_pr actions (docs/git-hosts.md) hold a command and a
 // branch and receive no events. Managing them needs manageTasks on the project.
 import type { Sql } from 'postgres';
-import { ApiError, BranchName, type CreateTaskActionBody, type DeliveryListQuery, type UpdateTaskActionBody } from '../../protocol/index.js';
+import { ApiError, BranchName, type OpenPrRunView, type CreateTaskActionBody, type DeliveryListQuery, type UpdateTaskActionBody } from '../../protocol/index.js';
 import {
   deleteTaskAction,
   findDelivery,
@@ -17,6 +17,7 @@ import {
   type OutboundClient,
   type SecretBox,
   type TaskActionRow,
+  type LastOpenPrRun,
 } from '../../storage/index.js';
 import { deliveryNotFound, pageOf, toDeliveryDetail, toDeliveryView, type DeliveryDetail, type DeliveryPage } from './deliveryViews.js';
 import { demandAllowedDestination } from '../access/index.js';
@@ -36,6 +37,8 @@ export interface TaskActionView {
   branch?: string;
   commit_name?: string | null;
   commit_email?: string | null;
+  /** open_pr: its latest run, null before the first */
+  last_run?: OpenPrRunView | null;
   active: boolean;
   created_at: Date;
   updated_at: Date;
@@ -64,6 +67,17 @@ interface TaskRef {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** json_build_object gives times as text: the view's are ISO 8601 with an offset, as every other. */
+function lastRun(run: LastOpenPrRun | null): OpenPrRunView | null {
+  if (!run) return null;
+  const iso = (at: Date | string) => new Date(at).toISOString();
+  return {
+    id: run.id, evaluation_id: run.evaluation_id, status: run.status, attempts: run.attempts, pushed: run.pushed, pull_request: run.pull_request,
+    pull_request_url: run.url, error: run.error, next_attempt_at: run.next_attempt_at === null ? null : iso(run.next_attempt_at),
+    created_at: iso(run.created_at), updated_at: iso(run.updated_at), finished_at: run.finished_at === null ? null : iso(run.finished_at),
+  };
+}
+
 function view(row: TaskActionRow): TaskActionView {
   return {
     id: row.id,
@@ -72,7 +86,7 @@ function view(row: TaskActionRow): TaskActionView {
     events: row.events,
     ...(row.url !== null ? { url: row.url } : {}),
     ...(row.mail_to !== null ? { to: row.mail_to } : {}),
-    ...(row.kind === 'open_pr' ? { command: row.command ?? [], branch: row.branch ?? '', commit_name: row.commit_name, commit_email: row.commit_email } : {}),
+    ...(row.kind === 'open_pr' ? { command: row.command ?? [], branch: row.branch ?? '', commit_name: row.commit_name, commit_email: row.commit_email, last_run: lastRun(row.last_run) } : {}),
     active: row.active,
     created_at: row.created_at,
     updated_at: row.updated_at,

@@ -37,6 +37,12 @@ export class HostApiError extends Error {
   }
 }
 
+/** A git author: who a commit says made it. */
+export interface BotIdentity {
+  name: string;
+  email: string;
+}
+
 export interface HostApi {
   /** an installation token for cloning and API calls; cached until it nears expiry */
   installationToken(installationId: number): Promise<string>;
@@ -50,6 +56,12 @@ export interface HostApi {
    * what a worker pushing the pull request's branch gets.
    */
   repositoryWriteToken(installationId: number, repositoryId: number): Promise<string>;
+  /**
+   * The application's bot user as a git identity, what the host itself writes for the app:
+   * `<slug>[bot] <<user id>+<slug>[bot]@users.noreply.<host>>` (GET /app as the app for the slug,
+   * then GET /users/<slug>[bot] for the id). Asked once per process; a failure is asked again.
+   */
+  botIdentity(installationId: number): Promise<BotIdentity>;
   /** one REST call as the installation: `call(42, 'POST /repos/{owner}/{repo}/check-runs', { owner, repo, … })` */
   call(installationId: number, route: string, parameters: Record<string, unknown>): Promise<HostResponse>;
 }
@@ -78,6 +90,8 @@ export function createHostApi(settings: HostApiSettings): HostApi {
       redirect: 'error',
     });
   }) as typeof globalThis.fetch;
+  // GitHub's noreply addresses: users.noreply.github.com for api.github.com, users.noreply.<host> on a server of one's own
+  const noreplyHost = new URL(settings.apiUrl).hostname.replace(/^api\./, '');
   const request = octokitRequest.defaults({ baseUrl: settings.apiUrl.replace(/\/+$/, ''), headers: { 'user-agent': settings.userAgent }, request: { fetch } });
   let auth: ReturnType<typeof createAppAuth> | null = null;
   // the key is read at the first call, not at start (a missing file is a failed report, not a failed start)
@@ -104,18 +118,46 @@ export function createHostApi(settings: HostApiSettings): HostApi {
     }
   }
 
+  let bot: Promise<BotIdentity> | null = null;
+  async function askBotIdentity(installationId: number): Promise<BotIdentity> {
+    let slug: unknown;
+    try {
+      const { token: jwt } = await authOf()({ type: 'app' });
+      slug = (await request('GET /app', { headers: { authorization: `bearer ${jwt}` } })).data?.slug;
+    } catch (e) {
+      throw failure('GET /app', e);
+    }
+    if (typeof slug !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9-]{0,99}$/.test(slug)) throw new HostApiError('GET /app: the answer has no application slug', 0, {});
+    const login = `${slug}[bot]`;
+    const user = await call(installationId, 'GET /users/{username}', { username: login });
+    const id = (user.data as { id?: unknown } | null)?.id;
+    if (typeof id !== 'number' || !Number.isSafeInteger(id) || id <= 0) throw new HostApiError(`GET /users/${login}: the answer has no user id`, user.status, user.headers);
+    return { name: login, email: `${id}+${login}@users.noreply.${noreplyHost}` };
+  }
+
+  async function call(installationId: number, route: string, parameters: Record<string, unknown>): Promise<HostResponse> {
+    const token = await installationToken(installationId);
+    try {
+      const answer = await request(route, { ...parameters, headers: { authorization: `token ${token}` } });
+      return { status: answer.status, headers: answer.headers, data: answer.data };
+    } catch (e) {
+      throw failure(route, e);
+    }
+  }
+
   return {
     installationToken,
     repositoryReadToken: (installationId, repositoryId) => scopedToken(installationId, repositoryId, 'read'),
     repositoryWriteToken: (installationId, repositoryId) => scopedToken(installationId, repositoryId, 'write'),
-    async call(installationId, route, parameters) {
-      const token = await installationToken(installationId);
+    async botIdentity(installationId) {
+      bot ??= askBotIdentity(installationId);
       try {
-        const answer = await request(route, { ...parameters, headers: { authorization: `token ${token}` } });
-        return { status: answer.status, headers: answer.headers, data: answer.data };
+        return await bot;
       } catch (e) {
-        throw failure(route, e);
+        bot = null;
+        throw e;
       }
     },
+    call,
   };
 }

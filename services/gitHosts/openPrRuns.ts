@@ -1,15 +1,20 @@
-// The open_pr task action's trigger (docs/git-hosts.md, "open_pr"): when an evaluation of a branch
-// (a push or a poll) completes, each active open_pr action of its task runs once: the project must
-// be linked to the Git host application; the server mints a read and a write token for the
-// repository, a connected evaluating worker runs the command and force-pushes the branch
-// (changeJob), and the server opens or updates the pull request into the evaluated branch. Each
-// run is a row of open_pr_runs (the claim, so two processes never run one twice, and what the
-// action last did) and ends in task.action.update with the pull request or the failure.
+// The open_pr task action's runs (docs/git-hosts.md, "open_pr"): when an evaluation of a branch (a
+// push or a poll) completes, each active open_pr action of its task owes one run, written as a row
+// of open_pr_runs by whichever server process hears it. A process with a connected evaluating
+// worker serving the project takes the row (a conditional update: one taker), mints a read and a
+// write token for the repository, has the worker run the command and force-push the branch
+// (changeJob), and opens or updates the pull request into the evaluated branch.
+// Durable like the status reports: a run that fails for a reason another try may not meet (the
+// host answered 500 or 429, the worker was lost, no token) waits with doubling backoff, or as long
+// as the host's Retry-After asks, up to MAX_ATTEMPTS tries; a run a process took and never ended
+// (it died) is taken again when its lease is over. Each try ends in task.action.update: retrying,
+// delivered or dead. A commit already pushed is not pushed again: the retry only opens the PR.
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { EventBus, Events } from '../../storage/index.js';
+import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import type { ChangeJobs } from '../builds/index.js';
-import { HostApiError, type HostApi } from './hostApi.js';
+import { HostApiError, type BotIdentity, type HostApi } from './hostApi.js';
 import { openOrUpdatePullRequest } from './pullRequests.js';
 import type { PrivateFetch } from './repositoryAccess.js';
 
@@ -20,11 +25,15 @@ export interface OpenPrRunnerDeps {
   api: HostApi;
   privateFetch(projectId: string, repository: string): Promise<PrivateFetch | null>;
   changeJobs: ChangeJobs;
-  /** pullRequests.commitName / commitEmail: the author when the action names none */
+  /** pullRequests.commitName / commitEmail: the author when the action names none; null there too: the app's bot user */
   author: { name: string | null; email: string | null };
   /** frontend.url: the evaluation page linked from the pull request */
   frontendUrl: string;
   log: Logger;
+  clock: Clock;
+  supervisor: Supervisor;
+  /** the first retry's delay; each next one doubles, up to 30 minutes (default 30 s) */
+  retryBaseMs?: number;
 }
 
 interface EvaluatedBranch {
@@ -40,76 +49,168 @@ interface EvaluatedBranch {
 
 interface OpenPrAction { id: string; name: string; command: string[]; branch: string; commit_name: string | null; commit_email: string | null }
 
-type RunEnd = { status: 'opened' | 'updated'; pushed: string; pullRequest: number; url: string } | { status: 'unchanged' } | { status: 'failed'; error: string };
+interface OwedRun { id: string; evaluation_id: string; task_action_id: string; project_id: string; status: string; next_attempt_at: Date }
+
+type RunEnd =
+  | { status: 'opened' | 'updated'; pushed: string; pullRequest: number; url: string }
+  | { status: 'unchanged' }
+  | { status: 'failed'; error: string; transient: boolean; retryAfterMs?: number };
+
+/** How many tries a run gets before it is given up (dead). */
+export const MAX_OPEN_PR_ATTEMPTS = 6;
+const MAX_RETRY_MS = 30 * 60_000;
+/** A taken run not ended by then was lost with its process: the change job's 30 minutes and the host's calls. */
+const LEASE_MS = 40 * 60_000;
+/** Rows one pass looks at. */
+const PASS_ROWS = 50;
 
 export class OpenPrRunner {
+  private readonly loop: CoalescingLoop;
   private unsubscribe: (() => void) | null = null;
+  private timer: NodeJS.Timeout | null = null;
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly deps: OpenPrRunnerDeps) {}
+  constructor(private readonly deps: OpenPrRunnerDeps) {
+    this.loop = new CoalescingLoop(() => this.pass(), (error) => deps.log.error({ err: error }, 'an open_pr pass failed'));
+    deps.supervisor.watch({ id: 'open-pr-runner', kind: 'open-pr-runner', inspect: () => this.loop.inspect() });
+  }
 
   start(): void {
     this.unsubscribe = this.deps.bus.subscribe((event) => {
       const id = event.scope.evaluationId;
-      if (event.event !== 'evaluation.completed' || id === undefined) return;
-      const run = this.evaluated(id).catch((error: unknown) => this.deps.log.error({ err: error, evaluation: id }, 'running the open_pr actions failed'));
-      this.running.add(run);
-      void run.finally(() => this.running.delete(run));
+      if (event.event === 'evaluation.completed' && id !== undefined) {
+        const recorded = this.owe(id).then(() => this.loop.wake(), (error: unknown) => this.deps.log.error({ err: error, evaluation: id }, 'recording the open_pr runs failed'));
+        this.track(recorded);
+      } else if (event.event === 'worker.connected') {
+        // a run that waited for a worker serving its project may go now
+        this.loop.wake();
+      }
     });
+    this.loop.wake();
   }
 
   async stop(): Promise<void> {
     this.unsubscribe?.();
+    if (this.timer) clearTimeout(this.timer);
+    await this.loop.stop();
     this.deps.changeJobs.failAll('the server stopped before the worker answered');
     await Promise.all([...this.running]);
   }
 
-  private async evaluated(evaluationId: string): Promise<void> {
+  /** Tests on a stepped clock: one pass now, and the runs it takes, to their end. */
+  async passNow(): Promise<void> {
+    this.loop.wake();
+    await this.loop.settle();
+    await Promise.all([...this.running]);
+  }
+
+  private track(work: Promise<void>): void {
+    this.running.add(work);
+    void work.finally(() => this.running.delete(work));
+  }
+
+  /** The runs an evaluation owes: one per active open_pr action of its task, due now (idempotent). */
+  private async owe(evaluationId: string): Promise<void> {
+    await this.deps.sql`
+      insert into open_pr_runs (evaluation_id, task_action_id, status, next_attempt_at)
+      select e.id, a.id, 'retrying', ${this.deps.clock.now()}
+      from evaluations e join task_actions a on a.task_id = e.task_id and a.kind = 'open_pr' and a.active
+      where e.id = ${evaluationId} and e.phase = 'completed' and e.trigger in ('push', 'poll') and e.branch is not null
+      on conflict (evaluation_id, task_action_id) do nothing`;
+  }
+
+  private async pass(): Promise<void> {
+    const { sql, clock, changeJobs } = this.deps;
+    const now = clock.now();
+    const owed = await sql<OwedRun[]>`
+      select r.id, r.evaluation_id, r.task_action_id, k.project_id, r.status, r.next_attempt_at
+      from open_pr_runs r join evaluations e on e.id = r.evaluation_id join tasks k on k.id = e.task_id
+      where r.status in ('retrying', 'running') and r.next_attempt_at <= ${now}
+      order by r.next_attempt_at limit ${PASS_ROWS}`;
+    for (const run of owed) {
+      // another process, one whose workers serve the project, takes it (or this one, once one connects)
+      if (!changeJobs.canRun(run.project_id)) continue;
+      const [taken] = await sql<{ attempts: number; pushed: string | null }[]>`
+        update open_pr_runs set status = 'running', attempts = attempts + 1, next_attempt_at = ${new Date(now.getTime() + LEASE_MS)}, updated_at = ${now}
+        where id = ${run.id} and status = ${run.status} and next_attempt_at = ${run.next_attempt_at}
+        returning attempts, pushed`;
+      if (!taken) continue;
+      this.track(this.tryRun(run, taken.attempts, taken.pushed).catch((error: unknown) => this.deps.log.error({ err: error, run: run.id }, 'an open_pr run failed unexpectedly')));
+    }
+    if (owed.length === PASS_ROWS) this.loop.wake();
+    await this.scheduleNext();
+  }
+
+  /** A timer for the earliest run still owed later. */
+  private async scheduleNext(): Promise<void> {
+    const now = this.deps.clock.now();
+    const [next] = await this.deps.sql<{ at: Date | null }[]>`
+      select min(next_attempt_at) as at from open_pr_runs where status in ('retrying', 'running') and next_attempt_at > ${now}`;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (!next?.at) return;
+    const delay = Math.max(0, next.at.getTime() - now.getTime());
+    this.timer = setTimeout(() => this.loop.wake(), Math.min(delay, MAX_RETRY_MS) + 10);
+    this.timer.unref();
+  }
+
+  private async tryRun(run: OwedRun, attempt: number, pushed: string | null): Promise<void> {
     const { sql } = this.deps;
     const [evaluation] = await sql<EvaluatedBranch[]>`
       select e.id, e.commit, e.branch, e.repository, k.id as task_id, k.name as task, p.id as project_id, o.name || '/' || p.name as project
       from evaluations e join tasks k on k.id = e.task_id join projects p on p.id = k.project_id join organizations o on o.id = p.organization_id
-      where e.id = ${evaluationId} and e.phase = 'completed' and e.trigger in ('push', 'poll') and e.branch is not null`;
-    if (!evaluation) return;
-    const actions = await sql<OpenPrAction[]>`
-      select id, name, command, branch, commit_name, commit_email from task_actions
-      where task_id = ${evaluation.task_id} and kind = 'open_pr' and active order by name`;
-    // another process, one whose workers serve the project, takes it
-    if (actions.length === 0 || !this.deps.changeJobs.canRun(evaluation.project_id)) return;
-    for (const action of actions) {
-      const [claimed] = await sql<{ id: string }[]>`
-        insert into open_pr_runs (evaluation_id, task_action_id) values (${evaluation.id}, ${action.id})
-        on conflict (evaluation_id, task_action_id) do nothing returning id`;
-      if (!claimed) continue;
-      const end = await this.runOne(evaluation, action).catch((error: unknown): RunEnd => ({ status: 'failed', error: describe(error) }));
-      await this.finish(evaluation, action, claimed.id, end);
-    }
+      where e.id = ${run.evaluation_id}`;
+    const [action] = await sql<OpenPrAction[]>`
+      select id, name, command, branch, commit_name, commit_email from task_actions where id = ${run.task_action_id} and kind = 'open_pr'`;
+    if (!evaluation || !action) return; // deleted meanwhile: the row went with it
+    // a later evaluation's run of the action makes this one's change stale
+    const [newer] = await sql<{ evaluation_id: string }[]>`
+      select n.evaluation_id from open_pr_runs n join open_pr_runs r on r.id = ${run.id}
+      where n.task_action_id = r.task_action_id and n.id <> r.id and n.created_at > r.created_at order by n.created_at desc limit 1`;
+    const end: RunEnd = newer
+      ? { status: 'failed', error: `superseded by the run after evaluation ${newer.evaluation_id}`, transient: false }
+      : await this.runOne(run.id, evaluation, action, pushed).catch((error: unknown): RunEnd => failedEnd(error, this.deps.clock.now().getTime()));
+    await this.finish(evaluation, action, run.id, attempt, end);
   }
 
-  private async runOne(evaluation: EvaluatedBranch, action: OpenPrAction): Promise<RunEnd> {
+  private async runOne(runId: string, evaluation: EvaluatedBranch, action: OpenPrAction, alreadyPushed: string | null): Promise<RunEnd> {
     const { api, changeJobs, author } = this.deps;
     // the branch is force-pushed: never one the project evaluates (its history would be replaced),
     // and so never the evaluated one either (a push of what it pushed would run it again)
     if (await this.evaluatesBranch(evaluation, action.branch)) {
-      return { status: 'failed', error: `the action's branch "${action.branch}" is a branch the project evaluates; open_pr force-pushes its branch, so it must be one of its own` };
+      return { status: 'failed', transient: false, error: `the action's branch "${action.branch}" is a branch the project evaluates; open_pr force-pushes its branch, so it must be one of its own` };
     }
     const fetch = await this.deps.privateFetch(evaluation.project_id, evaluation.repository);
-    if (!fetch) return { status: 'failed', error: 'the project is not linked to the Git host application (docs/git-hosts.md, "Private repositories")' };
-    const writeToken = await api.repositoryWriteToken(fetch.installationId, fetch.repositoryId);
-    const message = `${action.name}\n\n${action.command.join(' ')} at ${evaluation.commit}, by kiln's open_pr action of ${evaluation.project}/${evaluation.task}`;
-    const outcome = await changeJobs.run({
-      project: evaluation.project_id, repository: fetch.repository, commit: evaluation.commit, access: fetch.access,
-      command: action.command, pushTo: fetch.repository, pushAccess: { token: writeToken, resolve: fetch.access.resolve },
-      branch: action.branch, author: { name: action.commit_name ?? author.name, email: action.commit_email ?? author.email }, message,
-    });
-    if (!outcome.ok) return { status: 'failed', error: outcome.error };
-    if (outcome.pushed === null) return { status: 'unchanged' };
+    if (!fetch) return { status: 'failed', transient: false, error: 'the project is not linked to the Git host application (docs/git-hosts.md, "Private repositories")' };
+    let pushed = alreadyPushed;
+    if (pushed === null) {
+      // the action's author, else the instance's, else the app's bot user (what the host writes for the app itself)
+      let name = action.commit_name ?? author.name;
+      let email = action.commit_email ?? author.email;
+      if (name === null || email === null) {
+        const bot: BotIdentity = await api.botIdentity(fetch.installationId);
+        name ??= bot.name;
+        email ??= bot.email;
+      }
+      const writeToken = await api.repositoryWriteToken(fetch.installationId, fetch.repositoryId);
+      const message = `${action.name}\n\n${action.command.join(' ')} at ${evaluation.commit}, by kiln's open_pr action of ${evaluation.project}/${evaluation.task}`;
+      const outcome = await changeJobs.run({
+        project: evaluation.project_id, repository: fetch.repository, commit: evaluation.commit, access: fetch.access,
+        command: action.command, pushTo: fetch.repository, pushAccess: { token: writeToken, resolve: fetch.access.resolve },
+        branch: action.branch, author: { name, email }, message,
+      });
+      if (!outcome.ok) return { status: 'failed', error: outcome.error, transient: outcome.transient };
+      if (outcome.pushed === null) return { status: 'unchanged' };
+      pushed = outcome.pushed;
+      // a retry from here on only opens the pull request
+      await this.deps.sql`update open_pr_runs set pushed = ${pushed} where id = ${runId}`;
+    }
     const opened = await openOrUpdatePullRequest(api, {
       installationId: fetch.installationId, repository: fetch.fullName, branch: action.branch, base: evaluation.branch,
       title: `${action.name} (${evaluation.branch})`,
       body: `\`${action.command.join(' ')}\` on ${evaluation.commit}, after [evaluation ${evaluation.id}](${this.deps.frontendUrl}/evals/${evaluation.id}) of ${evaluation.project}/${evaluation.task} succeeded.\n\nMade by kiln's open_pr action "${action.name}".`,
     });
-    return { status: opened.created ? 'opened' : 'updated', pushed: outcome.pushed, pullRequest: opened.number, url: opened.url };
+    return { status: opened.created ? 'opened' : 'updated', pushed, pullRequest: opened.number, url: opened.url };
   }
 
   private async evaluatesBranch(evaluation: EvaluatedBranch, branch: string): Promise<boolean> {
@@ -120,27 +221,47 @@ export class OpenPrRunner {
     return hit !== undefined;
   }
 
-  private async finish(evaluation: EvaluatedBranch, action: OpenPrAction, runId: string, end: RunEnd): Promise<void> {
-    const error = end.status === 'failed' ? end.error.slice(0, 2000) : null;
+  /** How long until the next try: what a rate-limited host asks for, else doubling backoff. */
+  private retryDelay(attempt: number, retryAfterMs: number | undefined): number {
+    const backoff = Math.min(MAX_RETRY_MS, (this.deps.retryBaseMs ?? 30_000) * 2 ** Math.min(attempt - 1, 20));
+    return Math.min(MAX_RETRY_MS, Math.max(backoff, retryAfterMs ?? 0));
+  }
+
+  private async finish(evaluation: EvaluatedBranch, action: OpenPrAction, runId: string, attempt: number, end: RunEnd): Promise<void> {
+    const now = this.deps.clock.now();
+    const failed = end.status === 'failed' ? end : null;
+    const error = failed ? failed.error.slice(0, 2000) : null;
+    const retry = failed !== null && failed.transient && attempt < MAX_OPEN_PR_ATTEMPTS;
+    const retryAt = failed && retry ? new Date(now.getTime() + this.retryDelay(attempt, failed.retryAfterMs)) : null;
     const opened = end.status === 'opened' || end.status === 'updated' ? end : null;
-    if (error) this.deps.log.warn({ evaluation: evaluation.id, action: action.id, error }, 'an open_pr action failed');
+    if (error) this.deps.log.warn({ evaluation: evaluation.id, action: action.id, attempt, retryAt, error }, retry ? 'an open_pr run failed; it is tried again' : 'an open_pr run failed');
     await this.deps.events.transaction(async (tx, emit) => {
       await tx`
-        update open_pr_runs set status = ${end.status}, pushed = ${opened?.pushed ?? null}, pull_request = ${opened?.pullRequest ?? null},
-          url = ${opened?.url ?? null}, error = ${error}, finished_at = now()
+        update open_pr_runs set status = ${retry ? 'retrying' : end.status}, next_attempt_at = ${retryAt},
+          pushed = coalesce(${opened?.pushed ?? null}, pushed), pull_request = ${opened?.pullRequest ?? null},
+          url = ${opened?.url ?? null}, error = ${error}, updated_at = ${now}, finished_at = ${retry ? null : now}
         where id = ${runId}`;
       emit('task.action.update', {
         project: evaluation.project, task: evaluation.task, action_id: action.id, action: action.name, kind: 'open_pr',
-        status: error === null ? 'delivered' : 'dead', delivery_id: runId, event: 'evaluation.completed', attempt: 1,
+        status: error === null ? 'delivered' : retry ? 'retrying' : 'dead', delivery_id: runId, event: 'evaluation.completed', attempt,
         evaluation_id: evaluation.id, outcome: end.status,
         ...(opened ? { pull_request: opened.pullRequest, pull_request_url: opened.url, pushed: opened.pushed } : {}),
         ...(error !== null ? { error } : {}),
       }, { projectId: evaluation.project_id, taskId: evaluation.task_id, evaluationId: evaluation.id });
     });
+    if (retryAt) await this.scheduleNext();
   }
 }
 
-function describe(error: unknown): string {
-  if (error instanceof HostApiError) return `the Git host: ${error.message}`;
-  return error instanceof Error ? error.message : String(error);
+/** A thrown failure as a run's end: the host's errors and anything unforeseen may pass on a later try. */
+function failedEnd(error: unknown, nowMs: number): RunEnd {
+  if (!(error instanceof HostApiError)) return { status: 'failed', error: error instanceof Error ? error.message : String(error), transient: true };
+  const retryAfter = Number(error.headers['retry-after']);
+  const reset = Number(error.headers['x-ratelimit-reset']);
+  const limited = error.headers['x-ratelimit-remaining'] !== undefined && Number(error.headers['x-ratelimit-remaining']) === 0 && Number.isFinite(reset);
+  const retryAfterMs = (error.status === 429 || error.status === 403) && Number.isFinite(retryAfter) ? retryAfter * 1000
+    : limited ? Math.max(0, reset * 1000 - nowMs) : undefined;
+  // 4xx other than a rate limit (422: the branch or base is gone, 404: no access) does not pass by itself
+  const transient = error.status === 0 || error.status >= 500 || error.status === 429 || retryAfterMs !== undefined;
+  return { status: 'failed', error: `the Git host: ${error.message}`, transient, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) };
 }

@@ -40,4 +40,5 @@ export {
   type TaskActionKind,
   type TaskActionPatch,
   type TaskActionRow,
+  type LastOpenPrRun,
 } from './taskActionRows.js';

@@ -23,6 +23,24 @@ export interface TaskActionRow {
   updated_at: Date;
   last_delivery_status: string | null;
   last_delivery_at: Date | null;
+  /** open_pr: its latest run (open_pr_runs), null when it never ran */
+  last_run: LastOpenPrRun | null;
+}
+
+/** An open_pr action's latest run as the action view shows it. */
+export interface LastOpenPrRun {
+  id: string;
+  evaluation_id: string;
+  status: 'running' | 'retrying' | 'opened' | 'updated' | 'unchanged' | 'failed';
+  attempts: number;
+  pushed: string | null;
+  pull_request: number | null;
+  url: string | null;
+  error: string | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  finished_at: Date | null;
 }
 
 export interface NewTaskAction {
@@ -56,11 +74,18 @@ export interface TaskActionPatch {
 
 const columns = (sql: ISql) => sql`
   select a.id, a.task_id, a.name, a.kind, a.events, a.url, a.mail_to, a.command, a.branch, a.commit_name, a.commit_email, a.active, a.created_at, a.updated_at,
-         last.status as last_delivery_status, last.created_at as last_delivery_at
+         last.status as last_delivery_status, last.created_at as last_delivery_at,
+         case when run.id is null then null else json_build_object(
+           'id', run.id, 'evaluation_id', run.evaluation_id, 'status', run.status, 'attempts', run.attempts, 'pushed', run.pushed,
+           'pull_request', run.pull_request, 'url', run.url, 'error', run.error, 'next_attempt_at', run.next_attempt_at,
+           'created_at', run.created_at, 'updated_at', run.updated_at, 'finished_at', run.finished_at) end as last_run
   from task_actions a
   left join lateral (
     select d.status, d.created_at from event_deliveries d where d.task_action_id = a.id order by d.created_at desc limit 1
-  ) last on true`;
+  ) last on true
+  left join lateral (
+    select r.* from open_pr_runs r where r.task_action_id = a.id order by r.created_at desc, r.id desc limit 1
+  ) run on a.kind = 'open_pr'`;
 
 export async function listTaskActions(sql: ISql, taskId: string): Promise<TaskActionRow[]> {
   return sql<TaskActionRow[]>`${columns(sql)} where a.task_id = ${taskId} order by a.name`;

@@ -12,6 +12,7 @@
 // GET /repos/{owner}/{repo}/contents/{path} (the default branch). Pull requests of hosted
 // repositories: GET (by head and state), POST and PATCH /repos/{owner}/{repo}/pulls, in the REST
 // API's shape (a head branch that does not exist, or one with an open pull request, is 422).
+// The app itself: GET /app (with the app's JWT: its slug) and its bot user GET /users/<slug>[bot].
 import { generateKeyPairSync, randomBytes, randomUUID, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { execFileSync, spawn } from 'node:child_process';
@@ -70,6 +71,9 @@ export interface TestGitHost {
   /** http://127.0.0.1:<port>: the API base its payloads name */
   url: string;
   appId: number;
+  /** the app's slug (GET /app) and its bot user's id (GET /users/<slug>[bot]) */
+  appSlug: string;
+  botUserId: number;
   /** a file holding the app's private key (gitHostApp.privateKeyFile) */
   privateKeyFile: string;
   /** a file holding the webhook secret (gitHostApp.webhookSecretFile) */
@@ -121,7 +125,7 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
   let nextCheckRun = 1000;
 
   const host: TestGitHost = {
-    url: '', appId, privateKeyFile, secretFile, secret, calls: [], tokensIssued: 0, checkRuns: true, tokens, gitRequests: [], pullRequests: [],
+    url: '', appId, appSlug: 'kiln-test-app', botUserId: 41898282, privateKeyFile, secretFile, secret, calls: [], tokensIssued: 0, checkRuns: true, tokens, gitRequests: [], pullRequests: [],
     branchHead: (fullName, branch) => {
       try {
         return execFileSync('git', ['-C', join(hostedRoot, `${fullName}.git`), 'rev-parse', '--verify', '--quiet', `refs/heads/${branch}`], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
@@ -282,13 +286,28 @@ export async function startTestGitHost(dir: string, appId = 4242): Promise<TestG
           token, expires_at: new Date(Date.now() + 3600_000).toISOString(), permissions: { checks: 'write', statuses: 'write', contents: 'read' }, repository_selection: 'all',
         });
       }
+      const failure = failures.find((f) => f.route.test(`${method} ${path}`) && f.answers.length > 0);
+      if (method === 'GET' && path === '/app') {
+        // the app itself: only with the app's JWT, as GitHub answers it
+        if (!(await appJwtOk(req, publicKey))) return send(res, 401, { message: 'A JSON web token could not be decoded' });
+        host.calls.push({ method, path, body, installation: null });
+        const failed = failure?.answers.shift();
+        if (failed) return send(res, failed.status, { message: `failure ${failed.status} on purpose` }, failed.headers ?? {});
+        return send(res, 200, { id: appId, slug: host.appSlug, name: 'Kiln test app', owner: { login: 'acme', type: 'Organization' } });
+      }
       const installation = tokens.get(/^token (.+)$/i.exec(req.headers.authorization ?? '')?.[1] ?? '')?.installation;
       if (installation === undefined) return send(res, 401, { message: 'Bad credentials' });
-      const failure = failures.find((f) => f.route.test(`${method} ${path}`) && f.answers.length > 0);
       if (failure) {
         const answer = failure.answers.shift()!;
         host.calls.push({ method, path, body, installation });
         return send(res, answer.status, { message: `failure ${answer.status} on purpose` }, answer.headers ?? {});
+      }
+      const user = /^\/users\/([^/]+)$/.exec(path);
+      if (method === 'GET' && user) {
+        host.calls.push({ method, path, body, installation });
+        const login = decodeURIComponent(user[1]!);
+        if (login !== `${host.appSlug}[bot]`) return send(res, 404, { message: 'Not Found' });
+        return send(res, 200, { login, id: host.botUserId, type: 'Bot', html_url: `${host.url}/apps/${host.appSlug}` });
       }
       const file = /^\/repos\/([^/]+\/[^/]+)\/contents\/(.+)$/.exec(path);
       if (method === 'GET' && file) {

@@ -34,7 +34,7 @@ t.test('a change job goes to a connected evaluating worker serving the project, 
   const stranger = worker('stranger', { projects: ['another'] });
   const none = new ChangeJobs({ connected: () => [builder, stranger] });
   t.notOk(none.canRun(PROJECT));
-  t.same(await none.run(request), { ok: false, error: 'no connected evaluating worker serves the project' });
+  t.same(await none.run(request), { ok: false, error: 'no connected evaluating worker serves the project', transient: true });
   t.same([...builder.sent, ...stranger.sent], [], 'nothing sent to a worker that does not evaluate or serve the project');
 
   const evaluator = worker('evaluator', { projects: [PROJECT] });
@@ -51,11 +51,11 @@ t.test('a change job goes to a connected evaluating worker serving the project, 
 
   const failed = jobs.run(request);
   t.ok(jobs.received(evaluator, { v, t: 'jobFailed', jobId: jobIdOf({ ...evaluator, sent: evaluator.sent.slice(1) }), failure: jobFailure('worker_error', 'exit 4: broken'), durationMs: 3, logBytes: 0, logDroppedBytes: 0 }));
-  t.same(await failed, { ok: false, error: 'worker_error: exit 4: broken' });
+  t.same(await failed, { ok: false, error: 'worker_error: exit 4: broken', transient: false });
 
   const refused = jobs.run(request);
   t.ok(jobs.received(evaluator, { v, t: 'jobRefused', jobId: jobIdOf({ ...evaluator, sent: evaluator.sent.slice(2) }), refusal: 'unsupported', message: 'no eval here' }));
-  t.same(await refused, { ok: false, error: 'the worker refused the job (unsupported): no eval here' });
+  t.same(await refused, { ok: false, error: 'the worker refused the job (unsupported): no eval here', transient: true });
 });
 
 t.test('a lost worker, a timeout and a stopping server end a change job as a failure', async (t) => {
@@ -65,16 +65,16 @@ t.test('a lost worker, a timeout and a stopping server end a change job as a fai
   jobs.lost('someone-else');
   t.ok(jobs.received(evaluator, { v, t: 'jobAccepted', jobId: jobIdOf(evaluator) }), 'another worker\'s loss leaves it open');
   jobs.lost('evaluator');
-  t.same(await lost, { ok: false, error: 'the worker was lost before it answered' });
+  t.same(await lost, { ok: false, error: 'the worker was lost before it answered', transient: true });
 
   const stopped = jobs.run(request);
   jobs.failAll('the server stopped before the worker answered');
-  t.same(await stopped, { ok: false, error: 'the server stopped before the worker answered' });
+  t.same(await stopped, { ok: false, error: 'the server stopped before the worker answered', transient: true });
 
   const impatient = new ChangeJobs({ connected: () => [evaluator] }, 20);
   evaluator.sent.length = 0;
   const timedOut = await impatient.run(request);
-  t.match(timedOut, { ok: false, error: /did not answer within/ });
+  t.match(timedOut, { ok: false, error: /did not answer within/, transient: true });
   const jobId = jobIdOf(evaluator);
   t.match(evaluator.sent, [{ t: 'changeJob', jobId }, { t: 'cancelJob', jobId, reason: 'the change job timed out' }], 'the worker is told to stop');
   t.notOk(impatient.received(evaluator, { v, t: 'changeResult', jobId, pushed: null, durationMs: 1 }), 'a late answer is not taken');
