@@ -84,7 +84,7 @@ t.test('a successful evaluation runs the open_pr action: branch pushed, pull req
   const run = (evaluation: string, actionId = action.message.id) => eventually(async () => {
     const [row] = await kiln.sql<{ id: string; status: string; pushed: string | null; pull_request: number | null; url: string | null; error: string | null }[]>`
       select id, status, pushed, pull_request, url, error from open_pr_runs
-      where evaluation_id = ${evaluation} and task_action_id = ${actionId} and status <> 'running'`;
+      where evaluation_id = ${evaluation} and task_action_id = ${actionId} and status not in ('running', 'retrying')`;
     return row ?? null;
   }, { timeout: 0.45 * TIMEOUT, interval: 200, message: `the open_pr run after ${evaluation} ends` });
   const update = async (runId: string) => {
