@@ -23,6 +23,9 @@ t.test('declared response types match live answers', async (t) => {
     insert into builds (evaluation_id, derivation_build_id, entry_point, attr) values (${evaluation!.id}, ${shared!.id}, true, 'packages.x86_64-linux.x') returning id`;
   const e = evaluation!.id;
   const b = build!.id;
+  // an open_pr action with a run: the action view's last_run
+  const openPr = await kiln.api<{ id: string }>('PUT', `/tasks/${project!.id}/default/actions`, { token: ada.token, body: { kind: 'open_pr', name: 'bump', command: ['nix', 'flake', 'update'] } });
+  await kiln.sql`insert into open_pr_runs (evaluation_id, task_action_id, status, attempts, next_attempt_at, error) values (${e}, ${openPr.message.id}, 'retrying', 1, now(), 'the Git host: 502')`;
   const calls: [string, string, unknown?][] = [
     ['get /api/v1/orgs', '/orgs'],
     ['get /api/v1/orgs/:org', '/orgs/acme'],
@@ -37,6 +40,8 @@ t.test('declared response types match live answers', async (t) => {
     ['get /api/v1/tasks/:project', `/tasks/${project!.id}`],
     ['get /api/v1/tasks/:project/:task', `/tasks/${project!.id}/default`],
     ['get /api/v1/tasks/:project/:task/entry-points', `/tasks/${project!.id}/default/entry-points`],
+    ['get /api/v1/tasks/:project/:task/actions', `/tasks/${project!.id}/default/actions`],
+    ['get /api/v1/tasks/:project/:task/actions/:id', `/tasks/${project!.id}/default/actions/${openPr.message.id}`],
     ['get /api/v1/evals/:id', `/evals/${e}`],
     ['get /api/v1/evals/:id/builds', `/evals/${e}/builds`],
     ['get /api/v1/evals/:id/builds/page', `/evals/${e}/builds/page`],
