@@ -16,3 +16,5 @@ alter table open_pr_runs
 alter table open_pr_runs alter column status set default 'retrying';
 -- the runs still owed a try, by when
 create index open_pr_runs_owed on open_pr_runs (next_attempt_at) where status in ('retrying', 'running');
+-- runs a server left 'running' before this migration (its process is gone with the upgrade): taken again
+update open_pr_runs set next_attempt_at = now() where status = 'running';
