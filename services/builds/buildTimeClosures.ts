@@ -169,4 +169,3 @@ export function buildTimeClosures(sql: Sql) {
     },
   };
 }
-export type BuildTimeClosures = ReturnType<typeof buildTimeClosures>;
