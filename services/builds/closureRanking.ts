@@ -15,6 +15,21 @@ export interface RankInput {
   roots: number[];
 }
 
+/** CSR adjacency of `n` nodes from edges given as two lists (target depends on source): node → what it depends on. */
+export function dependencyLists(n: number, sources: readonly number[], targets: readonly number[]): { offsets: Int32Array; deps: Int32Array } {
+  const offsets = new Int32Array(n + 1);
+  for (const target of targets) offsets[target + 1] = offsets[target + 1]! + 1;
+  for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i + 1]! + offsets[i]!;
+  const fill = offsets.slice(0, n);
+  const deps = new Int32Array(sources.length);
+  for (let k = 0; k < sources.length; k++) {
+    const target = targets[k]!;
+    deps[fill[target]!] = sources[k]!;
+    fill[target] = fill[target]! + 1;
+  }
+  return { offsets, deps };
+}
+
 /** Indices of the `limit` nodes with the largest accumulated closure size, largest first, with their sizes. */
 export function largestClosures({ sizes, offsets, deps, roots }: RankInput, limit: number): { index: number; size: number }[] {
   const n = sizes.length;

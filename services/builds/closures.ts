@@ -1,76 +1,20 @@
-// ClosureGraph (spec: Resources, Limits "Closure nodes"): the build-time closure follows
-// derivation_edges (node ids are derivation UUIDs); the runtime closure follows the references
-// of the outputs' cached paths in the project's caches (node ids are store-path hash parts).
-// PostgreSQL walks the closure (a recursive CTE into temporary tables, sizes joined from the
-// cached paths); the largest CLOSURE_NODE_LIMIT nodes by accumulated closure size are picked in
-// closureRanking.ts and shown with the edges between them. Counts and total_size_bytes are of
-// the whole closure.
+// ClosureGraph (spec: Resources, Limits "Closure nodes") of one build or of an evaluation's entry
+// points. The build-time closure (derivation_edges; node ids are derivation UUIDs) comes from
+// precomputed data in buildTimeClosures.ts. The runtime closure follows the references of the
+// outputs' cached paths in the project's caches (node ids are store-path hash parts), which change
+// with every upload and collection: PostgreSQL walks it per request (a recursive CTE into temporary
+// tables), and the largest CLOSURE_NODE_LIMIT nodes by accumulated closure size are picked in
+// closureRanking.ts and shown with the edges between them. Counts and total_size_bytes are of the
+// whole closure.
 import type { Sql, TransactionSql } from 'postgres';
 import { storePathHashPart } from '../../protocol/index.js';
 import type { BuildViewsService } from './buildViews.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from '../access/index.js';
-import { largestClosures } from './closureRanking.js';
+import { dependencyLists, largestClosures } from './closureRanking.js';
+import { CLOSURE_NODE_LIMIT, type ClosureGraph } from './closureGraph.js';
+import { buildTimeClosures } from './buildTimeClosures.js';
 import { projectCaches } from '../caches/index.js';
-
-export const CLOSURE_NODE_LIMIT = 500;
-
-export interface ClosureNode {
-  id: string;
-  name: string;
-  path: string;
-  /** bytes of the NAR(s); for a derivation the sum of its cached outputs; null when nothing is cached */
-  nar_size: number | null;
-  /** accumulated closure size: nar_size of the node and of everything it depends on, each once */
-  closure_size: number;
-}
-
-export interface ClosureGraph {
-  roots: string[];
-  total_size_bytes: number;
-  node_count: number;
-  edge_count: number;
-  truncated: boolean;
-  nodes: ClosureNode[];
-  /** target depends on source */
-  edges: { source: string; target: string }[];
-}
-
-/** The hash part of a store path, in SQL (a path outside the store gives null). */
-const HASH_PART_PATTERN = '/([0-9a-df-np-sv-z]{32})-[^/]*$';
-
-/** Fills closure_nodes and closure_edges with the build-time closure of `roots` (derivation ids). */
-async function buildTimeClosure(tx: TransactionSql, roots: string[], caches: string[]): Promise<void> {
-  await tx`
-    create temporary table closure_ids on commit drop as
-    with recursive closure(id) as (
-      select unnest(${roots}::uuid[])
-      union
-      select e.depends_on from derivation_edges e join closure c on e.derivation_id = c.id
-    )
-    select id from closure`;
-  // The outputs' sizes: each output's hash part looked up among the paths the project's caches signed.
-  await tx`
-    create temporary table closure_nodes on commit drop as
-    with outputs as (
-      select c.id, substring(o.path from ${HASH_PART_PATTERN}) as hash_part
-      from closure_ids c join derivations d on d.id = c.id cross join lateral jsonb_each_text(d.outputs) o(name, path)
-    ),
-    held as (
-      select o.id, sum(s.nar_size) as nar_size from outputs o
-      cross join lateral (
-        select max(cp.nar_size) as nar_size from path_signatures ps join cached_paths cp on cp.id = ps.cached_path_id
-        where ps.cache_id = any(${caches}::uuid[]) and ps.hash_part = o.hash_part
-      ) s
-      group by o.id
-    )
-    select d.id::text as id, d.name, d.drv_path as path, held.nar_size::bigint as nar_size
-    from closure_ids c join derivations d on d.id = c.id left join held on held.id = c.id`;
-  await tx`
-    create temporary table closure_edges on commit drop as
-    select e.depends_on::text as source, e.derivation_id::text as target
-    from closure_ids c join derivation_edges e on e.derivation_id = c.id`;
-}
 
 /** Fills closure_nodes and closure_edges with the runtime closure of `roots` (store paths). */
 async function runtimeClosure(tx: TransactionSql, roots: string[], caches: string[]): Promise<void> {
@@ -106,8 +50,8 @@ async function runtimeClosure(tx: TransactionSql, roots: string[], caches: strin
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Counts, the exact total, and the largest nodes by accumulated closure size with their edges. */
-async function graphOf(tx: TransactionSql, roots: string[]): Promise<ClosureGraph> {
+/** Runtime closure: counts, the exact total, and the largest nodes by accumulated closure size with their edges. */
+async function runtimeGraphOf(tx: TransactionSql, roots: string[]): Promise<ClosureGraph> {
   // Nodes are numbered by their place in id order (collate "C", the same in both queries), and the
   // edges come back as two int arrays: for 185,000 edges that is a fraction of text id pairs.
   const rows = await tx<{ id: string; name: string; path: string; nar_size: string | null }[]>`
@@ -119,17 +63,7 @@ async function graphOf(tx: TransactionSql, roots: string[]): Promise<ClosureGrap
   const sources = pairs?.sources ?? [];
   const targets = pairs?.targets ?? [];
   const sizes = Float64Array.from(rows, (r) => (r.nar_size === null ? 0 : Number(r.nar_size)));
-  // CSR adjacency, node → what it depends on (the edge's source)
-  const offsets = new Int32Array(rows.length + 1);
-  for (const target of targets) offsets[target + 1] = offsets[target + 1]! + 1;
-  for (let i = 0; i < rows.length; i++) offsets[i + 1] = offsets[i + 1]! + offsets[i]!;
-  const fill = offsets.slice(0, rows.length);
-  const deps = new Int32Array(sources.length);
-  for (let k = 0; k < sources.length; k++) {
-    const target = targets[k]!;
-    deps[fill[target]!] = sources[k]!;
-    fill[target] = fill[target]! + 1;
-  }
+  const { offsets, deps } = dependencyLists(rows.length, sources, targets);
   const position = new Map(rows.map((r, i) => [r.id, i]));
   const rootIndexes = roots.map((r) => position.get(r)).filter((i): i is number => i !== undefined);
   const top = largestClosures({ sizes, offsets, deps, roots: rootIndexes }, CLOSURE_NODE_LIMIT)
@@ -155,6 +89,7 @@ async function graphOf(tx: TransactionSql, roots: string[]): Promise<ClosureGrap
 }
 
 export function closuresService(sql: Sql, evaluations: Pick<EvaluationsService, 'visible'>, views: Pick<BuildViewsService, 'build'>) {
+  const buildTime = buildTimeClosures(sql);
   const cacheIds = async (projectId: string) => (await projectCaches(sql, projectId)).map((c) => c.id);
 
   /** The root derivations and output paths of one build, or of an evaluation's entry points. */
@@ -172,13 +107,14 @@ export function closuresService(sql: Sql, evaluations: Pick<EvaluationsService, 
   async function compute(projectId: string, where: { build: string } | { evaluation: string }, runtime: boolean): Promise<ClosureGraph> {
     const caches = await cacheIds(projectId);
     const roots = await rootsOf(where);
+    if (!runtime) {
+      const key = 'build' in where ? { derivation: roots.derivations[0]! } : { evaluation: where.evaluation };
+      if (roots.derivations.length === 0) return { roots: [], total_size_bytes: 0, node_count: 0, edge_count: 0, truncated: false, nodes: [], edges: [] };
+      return buildTime.graph(key, roots.derivations, caches);
+    }
     return sql.begin(async (tx) => {
-      if (runtime) {
-        await runtimeClosure(tx, roots.outputs, caches);
-        return graphOf(tx, roots.outputs.map(storePathHashPart));
-      }
-      await buildTimeClosure(tx, roots.derivations, caches);
-      return graphOf(tx, roots.derivations);
+      await runtimeClosure(tx, roots.outputs, caches);
+      return runtimeGraphOf(tx, roots.outputs.map(storePathHashPart));
     });
   }
 

@@ -99,6 +99,9 @@ t.test('evaluate → build on a real worker → substitute from the cache', { ti
   const runtime = (await kiln.api<{ nodes: { path: string; nar_size: number }[]; edges: unknown[]; total_size_bytes: number }>('GET', `/builds/${app}/runtime-closure`, { token })).message;
   t.same(runtime.nodes.map((n) => n.path).sort(), [byName('app').outputs['out'], byName('base').outputs['out']].sort(), 'app refers to base');
   t.equal(runtime.total_size_bytes, runtime.nodes.reduce((sum, n) => sum + n.nar_size, 0));
+  // Finishing each build recorded its outputs' NAR size (migration 0052): the build-time view totals those.
+  const recorded = (await kiln.api<{ total_size_bytes: number }>('GET', `/builds/${app}/closure`, { token })).message;
+  t.equal(recorded.total_size_bytes, runtime.total_size_bytes, 'the sizes recorded when app and base finished are those the cache holds');
   const products = (await kiln.api<{ filename: string }[]>('GET', `/builds/${app}/downloads`, { token })).message;
   t.same(products.map((p) => p.filename), ['copied']);
   const copied = await fetch(`${kiln.url}/api/v1/builds/${app}/download/copied`, { headers: { authorization: `Bearer ${token}` } });

@@ -40,8 +40,11 @@ async function seedEvaluation(sql: Sql, projectId: string, graph: Record<string,
   })))} returning id, name`;
   for (const d of drvs) seed.derivations[d.name] = d.id;
   const dbs = await sql<{ id: string; derivation_id: string }[]>`insert into derivation_builds ${sql(names.map((name) => ({
-    derivation_id: seed.derivations[name]!, status: graph[name]!.status ?? 'completed', attempts: 1,
+    derivation_id: seed.derivations[name]!, attempts: 1,
   })))} returning id, derivation_id`;
+  // Recorded queued, then finished, as the scheduler moves them: finishing records the outputs' sizes (migration 0052).
+  const statuses = dbs.map((d) => graph[drvs.find((x) => x.id === d.derivation_id)!.name]!.status ?? 'completed');
+  await sql`update derivation_builds b set status = s.status from unnest(${dbs.map((d) => d.id)}::uuid[], ${statuses}::text[]) s(id, status) where b.id = s.id`;
   const nameOf = new Map(drvs.map((d) => [d.id, d.name]));
   for (const d of dbs) seed.derivationBuilds[nameOf.get(d.derivation_id)!] = d.id;
   const builds = await sql<{ id: string; derivation_build_id: string }[]>`insert into builds ${sql(names.map((name) => ({
@@ -53,6 +56,24 @@ async function seedEvaluation(sql: Sql, projectId: string, graph: Record<string,
   const edges = names.flatMap((name) => graph[name]!.deps.map((dep) => ({ derivation_id: seed.derivations[name]!, depends_on: seed.derivations[dep]! })));
   if (edges.length > 0) await sql`insert into derivation_edges ${sql(edges)}`;
   return seed;
+}
+
+/** cached_paths rows for the hash parts from..from+count-1 (sizes and references as given; no blob behind them). */
+function cachedRows(from: number, count: number, refs: (i: number) => string[], sizeOf: (i: number) => number) {
+  const fakeListing = '{"version":1,"root":{"type":"regular","size":1,"narOffset":0}}';
+  return Array.from({ length: count }, (_, k) => {
+    const i = from + k;
+    return {
+      hash_part: hashPart(i), store_path: storePath(i, `p${i}`), nar_hash: `sha256:${'0'.repeat(52)}`, nar_size: sizeOf(i), refs: refs(i),
+      file_hash: hashPart(i) + hashPart(i).slice(0, 20), file_size: 1, listing: fakeListing,
+    };
+  });
+}
+
+/** The rows, signed into `cacheId`. */
+async function insertCached(sql: Sql, cacheId: string, rows: ReturnType<typeof cachedRows>): Promise<void> {
+  const ids = await sql<{ id: string; hash_part: string }[]>`insert into cached_paths ${sql(rows)} returning id, hash_part`;
+  await sql`insert into path_signatures ${sql(ids.map((r) => ({ cache_id: cacheId, hash_part: r.hash_part, cached_path_id: r.id, signature: 'k:x' })))}`;
 }
 
 /** Uploads a directory tree as the store path `path` into `cache` through the REST API. */
@@ -94,19 +115,6 @@ t.test('build data endpoints', async (t) => {
 
   const app = storePath(1, 'app');
   const lib = storePath(2, 'lib');
-  const seed = await seedEvaluation(kiln.sql, projectId, {
-    app: { deps: ['lib'], out: app, entry: true },
-    lib: { deps: ['base'], out: lib },
-    base: { deps: [], out: storePath(3, 'base'), status: 'failed' },
-    tool: { deps: ['base'], out: storePath(4, 'tool'), entry: true },
-  });
-  const chunk = (name: string, attempt: number, seq: number, text: string) =>
-    kiln.sql`insert into build_log_chunks (derivation_build_id, attempt, seq, data) values (${seed.derivationBuilds[name]!}, ${attempt}, ${seq}, ${Buffer.from(text)})`;
-  await chunk('lib', 1, 0, 'lib line 1\n');
-  await chunk('lib', 1, 1, 'lib line 2 ✓\n');
-  await chunk('app', 1, 0, 'app attempt 1\n');
-  await chunk('app', 2, 0, 'app attempt 2\n');
-
   const libSize = await uploadTree(kiln, ada.token, 'main', lib, { 'lib/libx.so': 'elf' });
   const appSize = await uploadTree(kiln, ada.token, 'main', app, {
     'bin/app': `#!/bin/sh\nexec ${lib}/lib/libx.so\n`,
@@ -121,6 +129,18 @@ t.test('build data endpoints', async (t) => {
       '',
     ].join('\n'),
   }, [`${hashPart(2)}-lib`]);
+  const seed = await seedEvaluation(kiln.sql, projectId, {
+    app: { deps: ['lib'], out: app, entry: true },
+    lib: { deps: ['base'], out: lib },
+    base: { deps: [], out: storePath(3, 'base'), status: 'failed' },
+    tool: { deps: ['base'], out: storePath(4, 'tool'), entry: true },
+  });
+  const chunk = (name: string, attempt: number, seq: number, text: string) =>
+    kiln.sql`insert into build_log_chunks (derivation_build_id, attempt, seq, data) values (${seed.derivationBuilds[name]!}, ${attempt}, ${seq}, ${Buffer.from(text)})`;
+  await chunk('lib', 1, 0, 'lib line 1\n');
+  await chunk('lib', 1, 1, 'lib line 2 ✓\n');
+  await chunk('app', 1, 0, 'app attempt 1\n');
+  await chunk('app', 2, 0, 'app attempt 2\n');
 
   t.test('POST /evals/{id}/builds streams every stored log as NDJSON', async (t) => {
     const res = await post(kiln, `/evals/${seed.evaluation}/builds`, ada.token);
@@ -235,20 +255,8 @@ t.test('build data endpoints', async (t) => {
     const size = (i: number) => (((i * 37) % 101) + 1) * 100;
     const graph: Record<string, { deps: string[]; out: string; entry?: boolean }> = {};
     for (let i = 0; i < N; i++) graph[`d${i}`] = { deps: deps(i).map((j) => `d${j}`), out: storePath(10_000 + i, `d${i}`), entry: i === 0 };
+    await insertCached(kiln.sql, cache.id, cachedRows(10_000, N, () => [], (i) => size(i - 10_000)));
     const synthetic = await seedEvaluation(kiln.sql, projectId, graph);
-    const fakeListing = '{"version":1,"root":{"type":"regular","size":1,"narOffset":0}}';
-    const cachedRows = (from: number, count: number, refs: (i: number) => string[], sizeOf: (i: number) => number) => Array.from({ length: count }, (_, k) => {
-      const i = from + k;
-      return {
-        hash_part: hashPart(i), store_path: storePath(i, `p${i}`), nar_hash: `sha256:${'0'.repeat(52)}`, nar_size: sizeOf(i), refs: refs(i),
-        file_hash: hashPart(i) + hashPart(i).slice(0, 20), file_size: 1, listing: fakeListing,
-      };
-    });
-    const insertCached = async (rows: ReturnType<typeof cachedRows>) => {
-      const ids = await kiln.sql<{ id: string; hash_part: string }[]>`insert into cached_paths ${kiln.sql(rows)} returning id, hash_part`;
-      await kiln.sql`insert into path_signatures ${kiln.sql(ids.map((r) => ({ cache_id: cache.id, hash_part: r.hash_part, cached_path_id: r.id, signature: 'k:x' })))}`;
-    };
-    await insertCached(cachedRows(10_000, N, () => [], (i) => size(i - 10_000)));
 
     // What the server must answer, worked out here by walking every node's closure.
     const closureOf = (i: number, seen = new Set<number>()): Set<number> => {
@@ -275,11 +283,62 @@ t.test('build data endpoints', async (t) => {
 
     // Runtime: a chain of 600 paths, each referring to the next two and to itself.
     const M = 600;
-    await insertCached(cachedRows(20_000, M, (i) => [i + 1, i + 2, i].filter((j) => j < 20_000 + M).map((j) => `${hashPart(j)}-p${j}`), () => 1000));
+    await insertCached(kiln.sql, cache.id, cachedRows(20_000, M, (i) => [i + 1, i + 2, i].filter((j) => j < 20_000 + M).map((j) => `${hashPart(j)}-p${j}`), () => 1000));
     const chain = await seedEvaluation(kiln.sql, projectId, { head: { deps: [], out: storePath(20_000, 'p20000'), entry: true } });
     const rt = await kiln.api<Graph>('GET', `/evals/${chain.evaluation}/runtime-closure`, { token: ada.token });
     t.equal(rt.status, 200);
     t.same([rt.message.node_count, rt.message.edge_count, rt.message.truncated, rt.message.total_size_bytes], [M, 2 * M - 3, true, M * 1000]);
     t.same(rt.message.nodes.map((n) => n.id), Array.from({ length: 500 }, (_, k) => hashPart(20_000 + k)), 'a chain: the head\'s end of it');
+  });
+
+  t.test('build-time closures rank and total by the sizes recorded when builds finished, kept until they change', async (t) => {
+    type Graph = { total_size_bytes: number; node_count: number; nodes: { id: string; nar_size: number | null; closure_size: number }[] };
+    // top needs mid and side; mid needs leaf. leaf and mid finished with their outputs cached; side and top are queued.
+    await insertCached(kiln.sql, cache.id, cachedRows(30_000, 2, () => [], (i) => (i === 30_000 ? 5_000 : 700)));
+    const g = await seedEvaluation(kiln.sql, projectId, {
+      top: { deps: ['mid', 'side'], out: storePath(30_003, 'top'), status: 'queued', entry: true },
+      mid: { deps: ['leaf'], out: storePath(30_001, 'mid') },
+      side: { deps: [], out: storePath(30_002, 'side'), status: 'queued' },
+      leaf: { deps: [], out: storePath(30_000, 'leaf') },
+    });
+    const recorded = await kiln.sql<{ name: string; output_nar_size: string | null }[]>`
+      select name, output_nar_size::text from derivations where id = any(${Object.values(g.derivations)}::uuid[]) order by name`;
+    t.same(recorded.map((r) => [r.name, r.output_nar_size]), [['leaf', '5000'], ['mid', '700'], ['side', null], ['top', null]],
+      'finishing a build records its outputs\' size; a queued one has none');
+
+    const view = async () => {
+      const res = await kiln.api<Graph>('GET', `/builds/${g.builds['top']}/closure`, { token: ada.token });
+      t.equal(res.status, 200);
+      return { total: res.message.total_size_bytes, sizes: Object.fromEntries(res.message.nodes.map((n) => [n.id, [n.nar_size, n.closure_size]])) };
+    };
+    const first = await view();
+    t.same(first, { total: 5_700, sizes: {
+      [g.derivations['top']!]: [null, 5_700], [g.derivations['mid']!]: [700, 5_700], [g.derivations['leaf']!]: [5_000, 5_000], [g.derivations['side']!]: [null, 0],
+    } });
+    const [kept] = await kiln.sql<{ node_count: number; sized_count: number }[]>`select node_count, sized_count from closure_summaries where derivation_id = ${g.derivations['top']!}`;
+    t.same(kept, { node_count: 4, sized_count: 2 }, 'the view is kept');
+    // The kept view answers while nothing in the closure changed (marked here so it shows).
+    await kiln.sql`update closure_summaries set closure_sizes[array_position(node_ids, ${g.derivations['top']!}::uuid)] = 1 where derivation_id = ${g.derivations['top']!}`;
+    t.equal((await view()).sizes[g.derivations['top']!]![1], 1, 'the kept view is read, not recomputed');
+
+    // side finishes: its size joins the closure, and the view is computed again.
+    await insertCached(kiln.sql, cache.id, cachedRows(30_002, 1, () => [], () => 9_000));
+    await kiln.sql`update derivation_builds set status = 'completed' where id = ${g.derivationBuilds['side']!}`;
+    const second = await view();
+    t.equal(second.total, 14_700);
+    t.same(second.sizes[g.derivations['top']!], [null, 14_700], 'recomputed once a size in the closure changed');
+    t.same(second.sizes[g.derivations['side']!], [9_000, 9_000]);
+
+    // The cache lets leaf go: nar_size follows the cache, the recorded sizes stay.
+    await kiln.sql`delete from path_signatures where cache_id = ${cache.id} and hash_part = ${hashPart(30_000)}`;
+    const third = await view();
+    t.equal(third.total, 14_700, 'the total is of recorded sizes');
+    t.same(third.sizes[g.derivations['leaf']!], [null, 5_000], 'no cache holds leaf now; its recorded size still counts');
+
+    // An evaluation's view is kept under the evaluation.
+    const evaluation = await kiln.api<Graph>('GET', `/evals/${g.evaluation}/closure`, { token: ada.token });
+    t.same([evaluation.message.node_count, evaluation.message.total_size_bytes], [4, 14_700]);
+    const [evalKept] = await kiln.sql<{ n: number }[]>`select count(*)::int as n from closure_summaries where evaluation_id = ${g.evaluation}`;
+    t.equal(evalKept!.n, 1);
   });
 });
