@@ -7,6 +7,7 @@
 // for 32 MiB NAR chunks costs a page-faulting copy per chunk. Here a body is written from the
 // caller's memory as it is, with its Content-Length, over the modules' global agents (keep-alive
 // since Node 19, and they let a connection go before the server's announced Keep-Alive timeout).
+import { createReadStream } from 'node:fs';
 import http, { type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { ClientSettings } from './clientConfig.js';
@@ -35,8 +36,13 @@ export interface CallOptions {
    * it settles (not after), so the caller may refill the memory once it has.
    */
   bytes?: Uint8Array;
+  /** a file sent as application/octet-stream, read as the request goes out (never whole in memory) */
+  file?: { path: string; size: number };
   query?: Record<string, QueryValue>;
 }
+
+/** What a request sends: bytes in memory, or a file streamed from disk. */
+type RequestBody = Buffer | { path: string; size: number };
 
 interface Answer {
   status: number;
@@ -74,11 +80,11 @@ const IDLE_TIMEOUT_MS = 300_000;
  * one, as Node's documentation advises; other methods fail (the server may have acted on them:
  * uploadNar asks it how far the upload got).
  */
-function exchange(url: URL, method: string, headers: Record<string, string>, body: Buffer | undefined, again = true): Promise<Answer> {
+function exchange(url: URL, method: string, headers: Record<string, string>, body: RequestBody | undefined, again = true): Promise<Answer> {
   const transport = url.protocol === 'https:' ? https : url.protocol === 'http:' ? http : null;
   if (transport === null) return Promise.reject(new Error(`unsupported protocol ${url.protocol}`));
   const sent: Record<string, string | number> = { ...headers };
-  if (body !== undefined) sent['content-length'] = body.byteLength;
+  if (body !== undefined) sent['content-length'] = Buffer.isBuffer(body) ? body.byteLength : body.size;
   return new Promise((resolve, reject) => {
     let res: IncomingMessage | undefined;
     let text = '';
@@ -118,7 +124,15 @@ function exchange(url: URL, method: string, headers: Record<string, string>, bod
       requestClosed = true;
       settle();
     });
-    req.end(body);
+    if (body === undefined || Buffer.isBuffer(body)) req.end(body);
+    else {
+      const file = createReadStream(body.path);
+      // a file that cannot be read ends the request with that reason
+      file.on('error', (e) => req.destroy(e));
+      // a request ended early (a 413 before the whole file went) closes the file too
+      req.on('close', () => file.destroy());
+      file.pipe(req);
+    }
   });
 }
 
@@ -131,7 +145,7 @@ function envelopeError(what: string, status: number, envelope: { message?: unkno
 export class ApiClient {
   constructor(readonly settings: ClientSettings) {}
 
-  private async send(url: string, method: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
+  private async send(url: string, method: string, headers: Record<string, string>, body?: RequestBody): Promise<Answer> {
     try {
       return await exchange(new URL(url), method, headers, body);
     } catch (e) {
@@ -146,8 +160,11 @@ export class ApiClient {
     const url = `${this.settings.server}/api/v1${path}${query.size > 0 ? `?${query}` : ''}`;
     // Without a token (kiln login before signing in) the call is anonymous.
     const headers: Record<string, string> = this.settings.token === '' ? {} : { authorization: `Bearer ${this.settings.token}` };
-    let body: Buffer | undefined;
-    if (opts.bytes !== undefined) {
+    let body: RequestBody | undefined;
+    if (opts.file !== undefined) {
+      headers['content-type'] = 'application/octet-stream';
+      body = opts.file;
+    } else if (opts.bytes !== undefined) {
       headers['content-type'] = 'application/octet-stream';
       // A view of the same memory, not a copy.
       body = Buffer.from(opts.bytes.buffer, opts.bytes.byteOffset, opts.bytes.byteLength);

@@ -91,8 +91,10 @@ export function buildRunCommand(build: Command): void {
       if (!opts.project) throw new UsageError('name the project to build as: kiln build --project org/project [dir]');
       const client = await connect();
       const archive = await sourceArchive(resolve(dir));
-      out.note(`kiln: uploading ${archive.files} files (${formatBytes(archive.bytes.length)}, from ${archive.from === 'git' ? 'git\'s file list' : 'the directory'})`);
-      const upload = await client.call<SourceUploadAnswer>('POST', '/build-requests/source', { bytes: archive.bytes, query: { project: opts.project } });
+      out.note(`kiln: uploading ${archive.files} files (${formatBytes(archive.size)}, from ${archive.from === 'git' ? 'git\'s file list' : 'the directory'})`);
+      const upload = await client
+        .call<SourceUploadAnswer>('POST', '/build-requests/source', { file: { path: archive.file, size: archive.size }, query: { project: opts.project } })
+        .finally(() => archive.remove());
       const evaluation = await client.call<string>('POST', `/build-requests/source/${upload.id}/evaluate`, {
         body: { ...(opts.task ? { task: opts.task } : {}), ...(opts.attr ? { attr: opts.attr } : {}) },
       });

@@ -3,10 +3,14 @@
 // the tracked files and the untracked ones git does not ignore, as they are on disk (uncommitted
 // changes included), like `nix build` of a dirty tree; elsewhere every file below the directory
 // but `.git` and `result*` links. Owners, times and order are fixed, so the same tree gives the
-// same bytes.
+// same bytes. tar writes the archive to a private temporary file, which the upload streams from:
+// a tree of any size never sits in the CLI's memory.
 import { spawn } from 'node:child_process';
-import { lstat, readdir } from 'node:fs/promises';
+import { createWriteStream } from 'node:fs';
+import { lstat, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 
 function capture(command: string, args: string[], cwd: string, input?: Buffer): Promise<{ code: number | null; stdout: Buffer; stderr: string }> {
   return new Promise((resolve, reject) => {
@@ -48,21 +52,46 @@ async function directoryFiles(dir: string): Promise<string[]> {
 }
 
 export interface SourceArchive {
-  bytes: Buffer;
+  /** the gzipped tarball, in a directory of its own that `remove` deletes */
+  file: string;
+  size: number;
   files: number;
   /** where the file list came from */
   from: 'git' | 'directory';
+  remove(): Promise<void>;
+}
+
+/** tar of `files` (relative to `dir`) written into `file`; stderr for the failure's words. */
+function tarInto(dir: string, files: string[], file: string): Promise<void> {
+  // S: symbolic link targets keep their text; member names and hard link targets move below source/
+  const child = spawn('tar', [
+    '--create', '--gzip', '--file=-', '--sort=name', '--mtime=@1', '--owner=0', '--group=0', '--numeric-owner',
+    '--transform=s,^,source/,S', '--no-recursion', '--null', '--files-from=-',
+  ], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const exited = new Promise<number | null>((resolve, reject) => {
+    child.on('error', (e) => reject(new Error(`cannot run tar: ${e.message}`, { cause: e })));
+    child.on('close', resolve);
+  });
+  child.stdin.end(Buffer.from(files.map((f) => `${f}\0`).join('')));
+  return Promise.all([pipeline(child.stdout, createWriteStream(file, { mode: 0o600 })), exited]).then(([, code]) => {
+    if (code !== 0) throw new Error(`tar failed: ${stderr.trim().slice(-2000)}`);
+  });
 }
 
 export async function sourceArchive(dir: string): Promise<SourceArchive> {
   const fromGit = await gitFiles(dir);
   const files = (fromGit ?? (await directoryFiles(dir))).sort();
   if (!files.includes('flake.nix')) throw new Error(`${dir} has no flake.nix${fromGit ? ' that git tracks or sees (git add it)' : ''}`);
-  // S: symbolic link targets keep their text; member names and hard link targets move below source/
-  const tar = await capture('tar', [
-    '--create', '--gzip', '--file=-', '--sort=name', '--mtime=@1', '--owner=0', '--group=0', '--numeric-owner',
-    '--transform=s,^,source/,S', '--no-recursion', '--null', '--files-from=-',
-  ], dir, Buffer.from(files.map((f) => `${f}\0`).join('')));
-  if (tar.code !== 0) throw new Error(`tar failed: ${tar.stderr.trim().slice(-2000)}`);
-  return { bytes: tar.stdout, files: files.length, from: fromGit ? 'git' : 'directory' };
+  const into = await mkdtemp(join(tmpdir(), 'kiln-build-'));
+  const remove = () => rm(into, { recursive: true, force: true });
+  const file = join(into, 'source.tar.gz');
+  try {
+    await tarInto(dir, files, file);
+    return { file, size: (await stat(file)).size, files: files.length, from: fromGit ? 'git' : 'directory', remove };
+  } catch (e) {
+    await remove();
+    throw e;
+  }
 }

@@ -76,3 +76,14 @@ export const UserSettingsView = z.strictObject({
   preferences: z.record(z.string(), z.unknown()),
 });
 export type UserSettingsView = z.infer<typeof UserSettingsView>;
+
+/** POST /auth/basic/register: the new account, and what became of its verification e-mail. */
+export const RegisteredView = UserView.extend({
+  /** sent, skipped (no SMTP configured) or failed */
+  verification_email: z.enum(['sent', 'skipped', 'failed']),
+});
+export type RegisteredView = z.infer<typeof RegisteredView>;
+
+/** POST /auth/check-username. */
+export const UsernameAvailability = z.strictObject({ username: z.string(), available: z.boolean() });
+export type UsernameAvailability = z.infer<typeof UsernameAvailability>;

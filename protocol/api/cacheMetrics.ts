@@ -16,3 +16,35 @@ export type CacheMetricsQuery = z.infer<typeof CacheMetricsQuery>;
 
 /** At most this many points in one answer: a wider window needs a coarser period. */
 export const CACHE_METRICS_MAX_POINTS = 1500;
+
+/** Narinfo hits and misses, upstream hits and NAR bytes served over some span. */
+const TrafficFields = {
+  narinfo_hits: z.number().int(),
+  narinfo_misses: z.number().int(),
+  upstream_hits: z.number().int(),
+  nar_bytes_served: z.number().int(),
+  /** hits (stored or upstream) over narinfo requests; null with none */
+  hit_ratio: z.number().nullable(),
+};
+const TrafficView = z.strictObject(TrafficFields);
+
+/** GET /caches/{cache}/metrics: one point per period from `from` to `to`. */
+export const CacheMetricsSeries = z.strictObject({
+  cache: z.string(),
+  period: TrafficPeriodName,
+  from: z.string(),
+  to: z.string(),
+  points: z.array(z.strictObject({ start: z.string(), ...TrafficFields })),
+});
+export type CacheMetricsSeries = z.infer<typeof CacheMetricsSeries>;
+
+/** GET /board/cache (each): a cache the caller may see, its size and recent traffic. */
+export const CacheBoardView = z.strictObject({
+  cache: z.string(),
+  paths: z.number().int(),
+  bytes: z.number().int(),
+  last_hour: TrafficView,
+  last_day: TrafficView,
+  top_paths: z.array(z.strictObject({ store_path: z.string().nullable(), file_hash: z.string(), fetches: z.number().int(), bytes: z.number().int() })),
+});
+export type CacheBoardView = z.infer<typeof CacheBoardView>;

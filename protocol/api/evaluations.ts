@@ -197,3 +197,23 @@ export const ClosureGraphView = z.strictObject({
   edges: z.array(z.strictObject({ source: z.string(), target: z.string() })),
 });
 export type ClosureGraphView = z.infer<typeof ClosureGraphView>;
+
+/** GET /builds/{id}/graph: the build and the builds it waits for, as a graph of this evaluation's builds. */
+export const BuildGraphView = z.strictObject({
+  root: z.uuid(),
+  nodes: z.array(z.strictObject({
+    build_id: z.uuid(),
+    derivation_build: z.uuid(),
+    drv_path: z.string(),
+    name: z.string(),
+    system: z.string(),
+    status: z.string(),
+  })),
+  /** build ids; target depends on source (as in ClosureGraphView) */
+  edges: z.array(z.strictObject({ source: z.string(), target: z.string() })),
+});
+export type BuildGraphView = z.infer<typeof BuildGraphView>;
+
+/** GET /tasks/{project}/{task}/evaluations?commit=&attr=: the attribute's build at that commit. */
+export const AttributeAtCommitView = EntryPointView.extend({ commit: z.string() });
+export type AttributeAtCommitView = z.infer<typeof AttributeAtCommitView>;

@@ -61,3 +61,11 @@ export const GcRunView = z.strictObject({
   error: z.string().nullable(),
 });
 export type GcRunView = z.infer<typeof GcRunView>;
+
+/** DELETE /caches/{cache}/pins/{hash}: the pin that was removed. */
+export const PinRemovalView = z.strictObject({ hash: z.string(), cache: z.string() });
+export type PinRemovalView = z.infer<typeof PinRemovalView>;
+
+/** GET /admin/gc: the most recent runs, newest first. */
+export const GcRunsView = z.strictObject({ runs: z.array(GcRunView) });
+export type GcRunsView = z.infer<typeof GcRunsView>;

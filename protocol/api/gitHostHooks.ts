@@ -93,3 +93,13 @@ type HostPayloadsFit = [
   Fits<Pick<Payload<'installation.created'>['installation'], 'id'>, Pick<InstallationHook['installation'], 'id'>>,
   Fits<Pick<NonNullable<Payload<'installation_repositories.added'>['repositories_added'][number]>, 'id' | 'full_name'>, InstallationRepositoriesHook['repositories_added'][number]>,
 ];
+
+/** POST /hooks/github's answer: the delivery, and the evaluations it started. */
+export const HookOutcomeView = z.strictObject({
+  delivery: z.string(),
+  event: z.string(),
+  /** the delivery was seen before: nothing was done again */
+  duplicate: z.boolean(),
+  evaluations: z.array(z.uuid()),
+});
+export type HookOutcomeView = z.infer<typeof HookOutcomeView>;

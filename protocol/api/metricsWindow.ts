@@ -15,3 +15,65 @@ export const ProjectMetricsQuery = MetricsWindowQuery.extend({
   period: z.enum(['hour', 'day']).optional(),
 });
 export type ProjectMetricsQuery = z.infer<typeof ProjectMetricsQuery>;
+
+/** The window an answer covers, and whether its samples were cut to the most recent. */
+const WindowFields = { from: z.string(), to: z.string(), truncated: z.boolean() };
+
+/** GET /workers/{worker}/samples: what a worker reported, one sample a heartbeat. */
+export const WorkerSamplesView = z.strictObject({
+  worker: z.string(),
+  ...WindowFields,
+  samples: z.array(z.strictObject({
+    sampled_at: z.string(),
+    load1: z.number(),
+    memory_free_bytes: z.number(),
+    memory_total_bytes: z.number(),
+    store_free_bytes: z.number().nullable(),
+    build_slots: z.number().int(),
+    builds_running: z.number().int(),
+    eval_slots: z.number().int(),
+    evals_running: z.number().int(),
+  })),
+});
+export type WorkerSamplesView = z.infer<typeof WorkerSamplesView>;
+
+/** GET /metrics/instance: the instance's slots and queues, one sample a minute. */
+export const InstanceWindowView = z.strictObject({
+  ...WindowFields,
+  samples: z.array(z.strictObject({
+    sampled_at: z.string(),
+    workers_connected: z.number().int(),
+    build_slots: z.number().int(),
+    builds_running: z.number().int(),
+    eval_slots: z.number().int(),
+    evals_running: z.number().int(),
+    builds_queued: z.number().int(),
+    evaluations_queued: z.number().int(),
+    evaluations_open: z.number().int(),
+  })),
+});
+export type InstanceWindowView = z.infer<typeof InstanceWindowView>;
+
+/** GET /projects/{org}/{project}/metrics: evaluations and builds per hour or day. */
+export const ProjectMetricsView = z.strictObject({
+  project: z.string(),
+  period: z.enum(['hour', 'day']),
+  from: z.string(),
+  to: z.string(),
+  evaluations: z.array(z.strictObject({
+    start: z.string(),
+    eval_seconds_avg: z.number().nullable(),
+    created: z.number().int(),
+    completed: z.number().int(),
+    failed: z.number().int(),
+    aborted: z.number().int(),
+  })),
+  builds: z.array(z.strictObject({
+    start: z.string(),
+    build_seconds_avg: z.number().nullable(),
+    build_seconds_max: z.number().nullable(),
+    completed: z.number().int(),
+    failed: z.number().int(),
+  })),
+});
+export type ProjectMetricsView = z.infer<typeof ProjectMetricsView>;

@@ -18,17 +18,30 @@ export type NarUploadInfo = z.infer<typeof NarUploadInfo>;
 /** A store path's hash part, as in `/caches/{cache}/nars/{hash}/…` and `{hash}.narinfo`. */
 export const StorePathHash = z.string().regex(/^[0-9a-df-np-sv-z]{32}$/, 'expected a store path hash part: 32 nix32 characters');
 
-/** What an upload ends with. */
-export interface NarUploadResult {
-  store_path: string;
-  nar_hash: string;
-  nar_size: number;
+/** What an upload ends with (POST …/nars, POST …/nars/{hash}/finalize). */
+export const NarUploadResult = z.strictObject({
+  store_path: z.string(),
+  nar_hash: z.string(),
+  nar_size: z.number().int(),
   /** nix32 SHA-256 of the stored zstd file; the NAR is served at nar/<file_hash>.nar.zst */
-  file_hash: string;
-  file_size: number;
+  file_hash: z.string(),
+  file_size: z.number().int(),
   /** added: stored and signed now; held: the cache already held this NAR */
-  status: 'added' | 'held';
-}
+  status: z.enum(['added', 'held']),
+});
+export type NarUploadResult = z.infer<typeof NarUploadResult>;
+
+/** PUT …/nars/{hash}/chunk: what is staged after this chunk (the next chunk's ?offset=). */
+export const ChunkAppendedView = z.strictObject({ bytes_staged: z.number().int() });
+export type ChunkAppendedView = z.infer<typeof ChunkAppendedView>;
+
+/** GET …/nars/{hash}/upload: a staged upload's length and when it last grew. */
+export const StagedUploadView = z.strictObject({ bytes_staged: z.number().int(), updated_at: z.iso.datetime({ offset: true }) });
+export type StagedUploadView = z.infer<typeof StagedUploadView>;
+
+/** DELETE …/nars/{hash}/upload: whether there was a staged upload to abandon. */
+export const UploadAbandonedView = z.strictObject({ abandoned: z.boolean() });
+export type UploadAbandonedView = z.infer<typeof UploadAbandonedView>;
 
 const JSON_FIELD: Record<string, string> = {
   StorePath: 'store_path', NarHash: 'nar_hash', NarSize: 'nar_size', References: 'references', Deriver: 'deriver', CA: 'ca',

@@ -20,6 +20,8 @@ export interface RouteSchemas {
   response?: z.ZodType;
   /** a success that is not the JSON envelope: its media type (narinfo text, a NAR, a log) */
   rawResponse?: string;
+  /** a success without a body (an empty 200, a 204, a redirect): its status is `status` */
+  emptyResponse?: true;
   /** the status of a success when it is not 200 */
   status?: number;
   /** codes this route answers besides those its registration implies (auth, body, query, parameters) */
@@ -126,6 +128,25 @@ const operationId = (method: Method, path: string): string =>
     .map((w) => w[0]!.toUpperCase() + w.slice(1))
     .join('');
 
+/** What a route answers when it succeeds: the envelope with its typed message, or what it answers instead. */
+function successResponse(s: RouteSchemas, okStatus: string): JsonSchema {
+  if (s.socket) return { description: 'the WebSocket opens' };
+  if (s.emptyResponse) return { description: okStatus.startsWith('3') ? 'a redirect: see its Location' : 'success, without a body' };
+  if (s.rawResponse) return { description: 'success', content: { [s.rawResponse]: { schema: {} } } };
+  return {
+    description: 'success: the envelope with the result as `message`',
+    content: {
+      'application/json': {
+        schema: {
+          type: 'object',
+          required: ['error', 'message'],
+          properties: { error: { const: false }, message: s.response ? jsonSchema(s.response, 'output') : {} },
+        },
+      },
+    },
+  };
+}
+
 function operation(route: OpenApiRoute): { path: string; op: JsonSchema } {
   const { path, names } = openApiPath(route.pattern);
   const s = route.schemas;
@@ -143,22 +164,7 @@ function operation(route: OpenApiRoute): { path: string; op: JsonSchema } {
   }
   const responses: Record<string, JsonSchema> = {};
   const okStatus = String(s.socket ? 101 : (s.status ?? 200));
-  responses[okStatus] = s.socket
-    ? { description: 'the WebSocket opens' }
-    : s.rawResponse
-      ? { description: 'success', content: { [s.rawResponse]: { schema: {} } } }
-      : {
-          description: 'success: the envelope with the result as `message`',
-          content: {
-            'application/json': {
-              schema: {
-                type: 'object',
-                required: ['error', 'message'],
-                properties: { error: { const: false }, message: s.response ? jsonSchema(s.response, 'output') : {} },
-              },
-            },
-          },
-        };
+  responses[okStatus] = successResponse(s, okStatus);
   const byStatus = new Map<number, ErrorCode[]>();
   for (const code of routeErrorCodes(route, names)) {
     const status = errorCodes[code].status;

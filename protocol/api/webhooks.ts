@@ -147,6 +147,25 @@ export const DeliveryView = z.strictObject({
 });
 export type DeliveryView = z.infer<typeof DeliveryView>;
 
+/** One attempt of a delivery: when, and what the receiver answered. */
+const AttemptView = z.strictObject({
+  attempt: z.number().int(),
+  started_at: Timestamp,
+  finished_at: Timestamp,
+  response_status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  response_excerpt: z.string().nullable(),
+  next_attempt_at: Timestamp.nullable(),
+});
+
+/** GET …/deliveries/{delivery}, POST …/test and …/redeliver: a delivery with what was sent and each attempt. */
+export const DeliveryDetailView = DeliveryView.extend({
+  /** the envelope exactly as sent */
+  body: z.unknown(),
+  attempt_log: z.array(AttemptView),
+});
+export type DeliveryDetailView = z.infer<typeof DeliveryDetailView>;
+
 /** GET …/deliveries: one page of the history, newest first. */
 export const DeliveryPage = z.strictObject({
   deliveries: z.array(DeliveryView),

@@ -3,7 +3,8 @@
 // with its name in front of each line, the output path is printed, and --out-link realises it
 // locally from the project's cache after the local copy was deleted. Also: a git work tree sends
 // its tracked and unignored files only; an upload that is a single file, or has no flake.nix,
-// fails its evaluation with why; someone else's upload, an unknown one and a bad body are refused.
+// fails its evaluation with why, and so does restarting one whose upload is gone; someone else's
+// upload, an unknown one and a bad body are refused.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
@@ -75,6 +76,21 @@ t.test('kiln build', { timeout: TIMEOUT }, async (t) => {
     t.match(result, { phase: 'completed', builds: [{ status: /^(completed|substituted)$/, outputs: { out: output } }], links: [link] });
     t.equal(readlinkSync(link), output);
     t.equal(readFileSync(link, 'utf8'), `uploaded ${nonce}\n`);
+  });
+
+  await t.test('restarting an evaluation whose upload is gone fails it with why, before any worker fetches', async (t) => {
+    const [finished] = await kiln.sql<{ id: string; source_upload_id: string }[]>`
+      select id, source_upload_id from evaluations where source_upload_id is not null and phase = 'completed' order by created_at desc limit 1`;
+    t.ok(finished, 'a finished evaluation of an upload');
+    // what the sweep of expired uploads does (services/builds/sourceUploads.ts): the row goes
+    await kiln.sql`delete from source_uploads where id = ${finished!.source_upload_id}`;
+    const restarted = await kiln.api<string>('POST', `/evals/${finished!.id}`, { token: ada.token, body: { method: 'restart' } });
+    t.equal(restarted.status, 200, JSON.stringify(restarted.message));
+    const evaluation = await eventually(async () => {
+      const e = (await kiln.api<{ phase: string; error: string | null }>('GET', `/evals/${restarted.message}`, { token: ada.token })).message;
+      return e.phase === 'failed' ? e : null;
+    }, { timeout: TIMEOUT / 4, interval: 200, message: 'the restarted evaluation fails' });
+    t.match(evaluation.error, /fetch_failed: the uploaded source is gone .*run kiln build again/);
   });
 
   await t.test('a git work tree sends tracked and unignored files, as they are on disk', async (t) => {
