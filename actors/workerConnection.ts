@@ -20,15 +20,19 @@ export interface WorkerConnectionContext extends WorkerConnectionInput {
 }
 
 export type WorkerConnectionEvent =
-  | { type: 'jobStarted' }
-  | { type: 'jobEnded' }
+  /** the number of jobs it runs for this process changed (sent at most once per event-loop turn, with the count after it) */
+  | { type: 'jobs'; count: number }
   | { type: 'heartbeat'; load1: number }
   | { type: 'closed'; code: string };
 
 export const workerConnectionMachine = setup({
   types: { context: {} as WorkerConnectionContext, events: {} as WorkerConnectionEvent, input: {} as WorkerConnectionInput },
-  guards: { lastJob: ({ context }) => context.jobs <= 1 },
+  guards: {
+    someJobs: ({ event }) => event.type === 'jobs' && event.count > 0,
+    noJobs: ({ event }) => event.type === 'jobs' && event.count === 0,
+  },
   actions: {
+    countJobs: assign({ jobs: ({ context, event }) => (event.type === 'jobs' ? event.count : context.jobs) }),
     countHeartbeat: assign({
       heartbeats: ({ context }) => context.heartbeats + 1,
       load1: ({ context, event }) => (event.type === 'heartbeat' ? event.load1 : context.load1),
@@ -42,17 +46,16 @@ export const workerConnectionMachine = setup({
   states: {
     idle: {
       on: {
-        jobStarted: { target: 'working', actions: assign({ jobs: 1 }) },
+        jobs: { guard: 'someJobs', target: 'working', actions: 'countJobs' },
         heartbeat: { actions: 'countHeartbeat' },
         closed: { target: 'closed', actions: 'recordClose' },
       },
     },
     working: {
       on: {
-        jobStarted: { actions: assign({ jobs: ({ context }) => context.jobs + 1 }) },
-        jobEnded: [
-          { guard: 'lastJob', target: 'idle', actions: assign({ jobs: 0 }) },
-          { actions: assign({ jobs: ({ context }) => context.jobs - 1 }) },
+        jobs: [
+          { guard: 'noJobs', target: 'idle', actions: 'countJobs' },
+          { actions: 'countJobs' },
         ],
         heartbeat: { actions: 'countHeartbeat' },
         closed: { target: 'closed', actions: 'recordClose' },

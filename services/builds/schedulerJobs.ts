@@ -1,14 +1,14 @@
 // The jobs this server process has handed to its workers: one job actor each (actors/workerJob.ts)
 // under the scheduler's supervisor, looked up by job id and by worker. The rows say what is
 // queued or done; this table says who is doing what right now.
-import { summarizeWorkerJob, workerJobMachine, type WorkerJobEvent, type WorkerJobMachine } from '../../actors/index.js';
-import type { Supervisor, SupervisedActor } from '../../supervisors/index.js';
+import { summarizeWorkerJob, workerJobMachine, type WorkerJobContext, type WorkerJobEvent, type WorkerJobInput, type WorkerJobState } from '../../actors/index.js';
+import type { LightActor, Supervisor } from '../../supervisors/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { ConnectedWorker } from '../workers/index.js';
 import { disabledTracer, type EndSpan, type StageTracer } from '../../config/index.js';
 import { jobRootSpan } from '../../protocol/index.js';
 
-export type JobActor = SupervisedActor<WorkerJobMachine>;
+export type JobActor = LightActor<WorkerJobState, WorkerJobEvent, WorkerJobContext, WorkerJobInput>;
 export type EvalJobEntry = { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor };
 export type BuildJobEntry = {
   kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string>; actor: JobActor;
@@ -22,6 +22,10 @@ type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: num
 
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
+  /** worker id → its running jobs by kind: placement asks per candidate and build, so it is kept, not counted */
+  private readonly counts = new Map<string, Record<Job['kind'], number>>();
+  /** workers whose job count changed this turn: their connection actor hears the new count once, at the turn's end */
+  private readonly recounted = new Set<string>();
   /** each running job's root span (docs/metrics.md, "Stage traces"), written when the job ends */
   private readonly spans = new Map<string, EndSpan>();
 
@@ -42,10 +46,10 @@ export class JobTable {
 
   /** Records a dispatched job and starts its actor. */
   add(job: NewJob, worker: ConnectedWorker): Job {
-    worker.actor?.send({ type: 'jobStarted' });
+    this.count(job.workerId, job.kind, 1);
     const subject = job.kind === 'eval' ? job.evaluationId : job.derivationBuildId;
-    const actor = this.supervisor.spawn({
-      id: job.jobId, kind: `${job.kind}-job`, logic: workerJobMachine, summarize: summarizeWorkerJob,
+    const actor = this.supervisor.spawnLight({
+      id: job.jobId, kind: `${job.kind}-job`, machine: workerJobMachine, summarize: summarizeWorkerJob,
       input: { kind: job.kind, jobId: job.jobId, workerId: worker.hello.workerId, subject, attempt: job.attempt, dispatchedAt: Date.now() },
       // the rows are the truth: a job whose actor crashed is re-queued with the worker's other jobs when it is lost
       rehydrate: () => null,
@@ -68,19 +72,35 @@ export class JobTable {
    * second result), and the caller then does nothing.
    */
   end(job: Job, event: JobEnd): boolean {
-    if (!job.actor.getSnapshot().can(event)) return false;
+    if (!job.actor.can(event)) return false;
     job.actor.send(event);
     this.jobs.delete(job.jobId);
     this.spans.get(job.jobId)?.(event.type === 'succeeded' ? 'ok' : 'error', { outcome: event.type });
     this.spans.delete(job.jobId);
-    this.workerOf(job.workerId)?.actor?.send({ type: 'jobEnded' });
+    this.count(job.workerId, job.kind, -1);
     return true;
   }
 
   running(worker: ConnectedWorker, kind: Job['kind']): number {
-    let n = 0;
-    for (const job of this.jobs.values()) if (job.kind === kind && job.workerId === worker.hello.workerId) n++;
-    return n;
+    return this.counts.get(worker.hello.workerId)?.[kind] ?? 0;
+  }
+
+  private count(workerId: string, kind: Job['kind'], delta: number): void {
+    let counts = this.counts.get(workerId);
+    if (!counts) this.counts.set(workerId, (counts = { eval: 0, build: 0 }));
+    counts[kind] += delta;
+    if (counts.eval === 0 && counts.build === 0) this.counts.delete(workerId);
+    if (this.recounted.size === 0) queueMicrotask(() => this.tellWorkers());
+    this.recounted.add(workerId);
+  }
+
+  /** Each worker whose count changed this turn: one event to its connection actor, not one per job. */
+  private tellWorkers(): void {
+    for (const workerId of this.recounted) {
+      const counts = this.counts.get(workerId);
+      this.workerOf(workerId)?.actor?.send({ type: 'jobs', count: counts ? counts.eval + counts.build : 0 });
+    }
+    this.recounted.clear();
   }
 
   ofWorker(workerId: string): Job[] {
