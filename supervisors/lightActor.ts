@@ -124,7 +124,7 @@ export class LightActor<S extends string, E extends { type: string }, C, I> impl
   }
 
   inspect(): ActorNode {
-    const node: ActorNode = { id: this.id, kind: this.kind, state: this.current, status: this.lifecycle, restarts: this.restartCount, mailbox: 0 };
+    const node: ActorNode = { id: this.id, kind: this.kind, state: this.current, status: this.lifecycle, restarts: this.restartCount, mailbox: this.waiting.length };
     if (this.spec.summarize && this.lifecycle !== 'done') {
       try {
         node.summary = this.spec.summarize(this.current, this.data);

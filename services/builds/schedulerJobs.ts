@@ -23,16 +23,15 @@ type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: num
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
   /** worker id → its running jobs by kind: placement asks per candidate and build, so it is kept, not counted */
-  private readonly counts = new Map<string, Record<Job['kind'], number>>();
-  /** workers whose job count changed this turn: their connection actor hears the new count once, at the turn's end */
-  private readonly recounted = new Set<string>();
+  private readonly counts = new Map<string, Record<Job['kind'], number> & { worker: ConnectedWorker }>();
+  /** workers that went from idle to working or back this turn: their connection actor hears it once, at the turn's end */
+  private readonly turned = new Set<ConnectedWorker>();
   /** each running job's root span (docs/metrics.md, "Stage traces"), written when the job ends */
   private readonly spans = new Map<string, EndSpan>();
 
   constructor(
     private readonly supervisor: Supervisor,
     private readonly buildProgress: BuildProgressReporter,
-    private readonly workerOf: (workerId: string) => ConnectedWorker | undefined,
     private readonly tracer: StageTracer = disabledTracer,
   ) {}
 
@@ -46,7 +45,7 @@ export class JobTable {
 
   /** Records a dispatched job and starts its actor. */
   add(job: NewJob, worker: ConnectedWorker): Job {
-    this.count(job.workerId, job.kind, 1);
+    this.count(worker, job.kind, 1);
     const subject = job.kind === 'eval' ? job.evaluationId : job.derivationBuildId;
     const actor = this.supervisor.spawnLight({
       id: job.jobId, kind: `${job.kind}-job`, machine: workerJobMachine, summarize: summarizeWorkerJob,
@@ -77,7 +76,8 @@ export class JobTable {
     this.jobs.delete(job.jobId);
     this.spans.get(job.jobId)?.(event.type === 'succeeded' ? 'ok' : 'error', { outcome: event.type });
     this.spans.delete(job.jobId);
-    this.count(job.workerId, job.kind, -1);
+    const counts = this.counts.get(job.workerId);
+    if (counts) this.count(counts.worker, job.kind, -1);
     return true;
   }
 
@@ -85,22 +85,23 @@ export class JobTable {
     return this.counts.get(worker.hello.workerId)?.[kind] ?? 0;
   }
 
-  private count(workerId: string, kind: Job['kind'], delta: number): void {
+  private count(worker: ConnectedWorker, kind: Job['kind'], delta: number): void {
+    const workerId = worker.hello.workerId;
     let counts = this.counts.get(workerId);
-    if (!counts) this.counts.set(workerId, (counts = { eval: 0, build: 0 }));
+    if (!counts) this.counts.set(workerId, (counts = { eval: 0, build: 0, worker }));
     counts[kind] += delta;
-    if (counts.eval === 0 && counts.build === 0) this.counts.delete(workerId);
-    if (this.recounted.size === 0) queueMicrotask(() => this.tellWorkers());
-    this.recounted.add(workerId);
+    const before = worker.running.jobs;
+    worker.running.jobs = counts.eval + counts.build;
+    if (worker.running.jobs === 0) this.counts.delete(workerId);
+    if ((before === 0) === (worker.running.jobs === 0)) return;
+    if (this.turned.size === 0) queueMicrotask(() => this.tellWorkers());
+    this.turned.add(worker);
   }
 
-  /** Each worker whose count changed this turn: one event to its connection actor, not one per job. */
+  /** A worker that turned idle or busy this turn: one event to its connection actor, as it is at the turn's end. */
   private tellWorkers(): void {
-    for (const workerId of this.recounted) {
-      const counts = this.counts.get(workerId);
-      this.workerOf(workerId)?.actor?.send({ type: 'jobs', count: counts ? counts.eval + counts.build : 0 });
-    }
-    this.recounted.clear();
+    for (const worker of this.turned) worker.actor?.send({ type: worker.running.jobs > 0 ? 'busy' : 'idle' });
+    this.turned.clear();
   }
 
   ofWorker(workerId: string): Job[] {
