@@ -65,7 +65,5 @@ export const workerJobMachine = {
   },
 };
 
-export type WorkerJobMachine = typeof workerJobMachine;
-
 export const summarizeWorkerJob = (_state: WorkerJobState, c: WorkerJobContext) => (
   { kind: c.kind, worker: c.workerId, subject: c.subject, attempt: c.attempt, progress: c.progress, dispatched_at: new Date(c.dispatchedAt).toISOString() });
