@@ -31,7 +31,7 @@ export {
   type WebhookDeliverySnapshot,
 } from './webhookDelivery.js';
 export { DELIVERY_ATTEMPTS, RETRY_DELAYS_MS, checkDeliveryPolicy, defaultDeliveryPolicy, retryDelayMs, type DeliveryPolicy } from './deliveryBackoff.js';
-export { workerJobMachine, summarizeWorkerJob, type WorkerJobContext, type WorkerJobEvent, type WorkerJobInput, type WorkerJobMachine, type WorkerJobSnapshot } from './workerJob.js';
+export { workerJobMachine, summarizeWorkerJob, type WorkerJobContext, type WorkerJobEvent, type WorkerJobInput, type WorkerJobState } from './workerJob.js';
 export {
   workerConnectionMachine,
   summarizeWorkerConnection,

@@ -192,9 +192,16 @@ function moveOf<S extends string>(machine: AnyStateMachine, states: readonly S[]
 const BUILD_STATUSES: readonly BuildStatus[] = ['queued', 'started', 'completed', 'failed', 'substituted', 'aborted'];
 const EVALUATION_PHASES: readonly EvaluationPhase[] = ['queued', 'waiting', 'approval_granted', 'fetching', 'evaluating', 'building', 'completed', 'failed', 'aborted'];
 
+/** Moves of events without context or failure (dispatch, succeed, substitute, requeue, abort): the scheduler asks for them per batch. */
+const simpleBuildMoves = new Map<string, Move<BuildStatus>>();
+
 /** The move a build event makes; a failure's target depends on `context` (without one, a failure is final). */
 export function buildMove(event: BuildEvent, context: Partial<BuildContext> = {}): Move<BuildStatus> {
-  return moveOf(buildLifecycle, BUILD_STATUSES, event, { ...FINAL_CONTEXT, ...context });
+  if (event.type === 'fail' || Object.keys(context).length > 0) return moveOf(buildLifecycle, BUILD_STATUSES, event, { ...FINAL_CONTEXT, ...context });
+  const key = event.type === 'requeue' ? `requeue:${event.why}` : event.type;
+  let move = simpleBuildMoves.get(key);
+  if (!move) simpleBuildMoves.set(key, (move = moveOf(buildLifecycle, BUILD_STATUSES, event, FINAL_CONTEXT)));
+  return { from: [...move.from], to: move.to };
 }
 
 export function evaluationMove(event: EvaluationEvent, context: Partial<EvaluationContext> = {}): Move<EvaluationPhase> {

@@ -10,24 +10,30 @@ export interface WorkerConnectionInput {
   address: string;
   /** epoch ms */
   connectedAt: number;
+  /**
+   * The jobs it runs for this process, kept by the scheduler (services/builds/schedulerJobs.ts) and
+   * read when operators look: counting each job's start and end as an event here cost more than
+   * the dispatch itself. The machine hears only the turns between idle and working.
+   */
+  running: { jobs: number };
 }
 
 export interface WorkerConnectionContext extends WorkerConnectionInput {
-  jobs: number;
   heartbeats: number;
   load1: number | null;
   closeCode: string | null;
 }
 
 export type WorkerConnectionEvent =
-  | { type: 'jobStarted' }
-  | { type: 'jobEnded' }
+  /** its first job started (sent at most once per event-loop turn) */
+  | { type: 'busy' }
+  /** its last job ended */
+  | { type: 'idle' }
   | { type: 'heartbeat'; load1: number }
   | { type: 'closed'; code: string };
 
 export const workerConnectionMachine = setup({
   types: { context: {} as WorkerConnectionContext, events: {} as WorkerConnectionEvent, input: {} as WorkerConnectionInput },
-  guards: { lastJob: ({ context }) => context.jobs <= 1 },
   actions: {
     countHeartbeat: assign({
       heartbeats: ({ context }) => context.heartbeats + 1,
@@ -37,23 +43,19 @@ export const workerConnectionMachine = setup({
   },
 }).createMachine({
   id: 'worker-connection',
-  context: ({ input }) => ({ ...input, jobs: 0, heartbeats: 0, load1: null, closeCode: null }),
+  context: ({ input }) => ({ ...input, heartbeats: 0, load1: null, closeCode: null }),
   initial: 'idle',
   states: {
     idle: {
       on: {
-        jobStarted: { target: 'working', actions: assign({ jobs: 1 }) },
+        busy: 'working',
         heartbeat: { actions: 'countHeartbeat' },
         closed: { target: 'closed', actions: 'recordClose' },
       },
     },
     working: {
       on: {
-        jobStarted: { actions: assign({ jobs: ({ context }) => context.jobs + 1 }) },
-        jobEnded: [
-          { guard: 'lastJob', target: 'idle', actions: assign({ jobs: 0 }) },
-          { actions: assign({ jobs: ({ context }) => context.jobs - 1 }) },
-        ],
+        idle: 'idle',
         heartbeat: { actions: 'countHeartbeat' },
         closed: { target: 'closed', actions: 'recordClose' },
       },
@@ -67,5 +69,5 @@ export type WorkerConnectionSnapshot = SnapshotFrom<WorkerConnectionMachine>;
 
 export const summarizeWorkerConnection = (snapshot: WorkerConnectionSnapshot) => {
   const c = snapshot.context;
-  return { worker: c.workerId, connection: c.connectionId, address: c.address, jobs: c.jobs, heartbeats: c.heartbeats, load1: c.load1 };
+  return { worker: c.workerId, connection: c.connectionId, address: c.address, jobs: c.running.jobs, heartbeats: c.heartbeats, load1: c.load1 };
 };

@@ -4,8 +4,6 @@
 // knows — which worker has the job and how far the conversation got — and decides which worker
 // messages still count: a result after a loss, a second result or a log after the result is
 // ignored by the machine, so the scheduler acts on each job's end exactly once.
-import { assign, setup, type SnapshotFrom } from 'xstate';
-
 export interface WorkerJobInput {
   kind: 'eval' | 'build';
   jobId: string;
@@ -35,50 +33,37 @@ export type WorkerJobEvent =
   /** the server gave the job up (an abort, or this process stopped dispatching) */
   | { type: 'cancelled' };
 
-export const workerJobMachine = setup({
-  types: { context: {} as WorkerJobContext, events: {} as WorkerJobEvent, input: {} as WorkerJobInput },
-  actions: {
-    recordFailure: assign({ failure: ({ event }) => (event.type === 'failed' ? event.reason : null) }),
-    addProgress: assign({ progress: ({ context, event }) => context.progress + (event.type === 'progress' ? event.amount : 0) }),
-  },
-}).createMachine({
-  id: 'worker-job',
-  context: ({ input }) => ({ ...input, progress: 0, failure: null }),
-  initial: 'dispatched',
-  states: {
-    dispatched: {
-      on: {
-        accepted: 'running',
-        // streaming implies acceptance: a job must not hang on its jobAccepted
-        progress: { target: 'running', actions: 'addProgress' },
-        succeeded: { target: 'succeeded' },
-        failed: { target: 'failed', actions: 'recordFailure' },
-        refused: { target: 'refused' },
-        lost: { target: 'lost' },
-        cancelled: { target: 'cancelled' },
-      },
-    },
-    running: {
-      on: {
-        progress: { actions: 'addProgress' },
-        succeeded: { target: 'succeeded' },
-        failed: { target: 'failed', actions: 'recordFailure' },
-        lost: { target: 'lost' },
-        cancelled: { target: 'cancelled' },
-      },
-    },
-    succeeded: { type: 'final' },
-    failed: { type: 'final' },
-    refused: { type: 'final' },
-    lost: { type: 'final' },
-    cancelled: { type: 'final' },
-  },
-});
+export type WorkerJobState = 'dispatched' | 'running' | 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled';
 
-export type WorkerJobMachine = typeof workerJobMachine;
-export type WorkerJobSnapshot = SnapshotFrom<WorkerJobMachine>;
-
-export const summarizeWorkerJob = (snapshot: WorkerJobSnapshot) => {
-  const c = snapshot.context;
-  return { kind: c.kind, worker: c.workerId, subject: c.subject, attempt: c.attempt, progress: c.progress, dispatched_at: new Date(c.dispatchedAt).toISOString() };
+/** The job's transitions: state → event → next state. What a state does not list, it ignores. */
+const TRANSITIONS: Record<WorkerJobState, Partial<Record<WorkerJobEvent['type'], WorkerJobState>>> = {
+  dispatched: {
+    accepted: 'running',
+    // streaming implies acceptance: a job must not hang on its jobAccepted
+    progress: 'running',
+    succeeded: 'succeeded', failed: 'failed', refused: 'refused', lost: 'lost', cancelled: 'cancelled',
+  },
+  running: { progress: 'running', succeeded: 'succeeded', failed: 'failed', lost: 'lost', cancelled: 'cancelled' },
+  succeeded: {}, failed: {}, refused: {}, lost: {}, cancelled: {},
 };
+
+/**
+ * One per dispatched job, thousands a second in a large build farm: a plain transition function
+ * that the supervisor runs as a light actor (supervisors/lightActor.ts), not an xstate machine,
+ * whose creation and steps cost more than the dispatch itself (bench/README.md, dispatch).
+ */
+export const workerJobMachine = {
+  initial: 'dispatched' as WorkerJobState,
+  final: new Set<WorkerJobState>(['succeeded', 'failed', 'refused', 'lost', 'cancelled']) as ReadonlySet<WorkerJobState>,
+  context: (input: WorkerJobInput): WorkerJobContext => ({ ...input, progress: 0, failure: null }),
+  step(state: WorkerJobState, context: WorkerJobContext, event: WorkerJobEvent): { state: WorkerJobState; context: WorkerJobContext } | null {
+    const next = TRANSITIONS[state][event.type];
+    if (next === undefined) return null;
+    if (event.type === 'progress') return { state: next, context: { ...context, progress: context.progress + event.amount } };
+    if (event.type === 'failed') return { state: next, context: { ...context, failure: event.reason } };
+    return { state: next, context };
+  },
+};
+
+export const summarizeWorkerJob = (_state: WorkerJobState, c: WorkerJobContext) => (
+  { kind: c.kind, worker: c.workerId, subject: c.subject, attempt: c.attempt, progress: c.progress, dispatched_at: new Date(c.dispatchedAt).toISOString() });

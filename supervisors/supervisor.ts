@@ -7,6 +7,7 @@ import { ActorHandle } from './actorHandle.js';
 import type { ActorSpec, ChildOwner, RestartReason, SupervisedActor, SupervisedChild } from './child.js';
 import { EscalationError } from './escalation.js';
 import { TransitionFeed, type ActorTransition, type SupervisorNode, type SupervisorStatus, type TransitionListener } from './inspection.js';
+import { LightActor, type LightActorSpec } from './lightActor.js';
 import { ActorRegistry, checkActorId } from './registry.js';
 import { RestartBudget, checkRestartBudget, defaultRestartBudget, type RestartBudgetLimits } from './restartBudget.js';
 import { watchedChild, type Watched } from './watched.js';
@@ -25,7 +26,8 @@ export interface RootSupervisorOptions extends Partial<SupervisorOptions> {
   now?: () => number;
 }
 
-type RegistryEntry = ActorHandle<AnyActorLogic> | Supervisor;
+/** Actors (xstate or light) and supervisors: the registry only compares ids and identities. */
+type RegistryEntry = { readonly id: string };
 
 /** Creates the root of a supervision tree. */
 export function createRootSupervisor(options: RootSupervisorOptions): Supervisor {
@@ -48,7 +50,8 @@ export class Supervisor {
   private status: SupervisorStatus = 'running';
   private restartCount = 0;
   private lastError: string | undefined;
-  private readonly children: SupervisedChild[] = [];
+  /** in start order (a Set keeps it): removing one of thousands of job actors is not a scan */
+  private readonly children = new Set<SupervisedChild>();
   private readonly budget: RestartBudget;
   private readonly feed = new TransitionFeed();
   // What this supervisor shows its children and its parent; kept off the public surface.
@@ -88,16 +91,27 @@ export class Supervisor {
     this.mustBeRunning(`spawn ${spec.id}`);
     const handle = new ActorHandle(spec, this.asOwner);
     this.tree.registry.add(handle, this.path);
-    this.children.push(handle);
+    this.children.add(handle);
     handle.start({ input: spec.input });
     return handle;
+  }
+
+  /** Starts a light actor (supervisors/lightActor.ts) under this supervisor: a plain transition function, same rules. */
+  spawnLight<S extends string, E extends { type: string }, C, I>(spec: LightActorSpec<S, E, C, I>): LightActor<S, E, C, I> {
+    checkActorId(spec.id, `actor (kind ${JSON.stringify(spec.kind)})`);
+    this.mustBeRunning(`spawn ${spec.id}`);
+    const actor = new LightActor(spec, this.asOwner);
+    this.tree.registry.add(actor, this.path);
+    this.children.add(actor);
+    actor.started();
+    return actor;
   }
 
   /** Creates a child supervisor, for a group of actors that fail and restart together. */
   supervise(options: SupervisorOptions): Supervisor {
     this.mustBeRunning(`supervise ${options.id}`);
     const child = new Supervisor(options, this.tree, { supervisor: this });
-    this.children.push(child.asChild);
+    this.children.add(child.asChild);
     return child;
   }
 
@@ -106,7 +120,7 @@ export class Supervisor {
     checkActorId(watched.id, `watched (kind ${JSON.stringify(watched.kind)})`);
     this.mustBeRunning(`watch ${watched.id}`);
     const child = watchedChild(watched, (c) => this.removeChild(c));
-    this.children.push(child);
+    this.children.add(child);
     return () => this.removeChild(child);
   }
 
@@ -119,7 +133,7 @@ export class Supervisor {
 
   /** Stops one direct child (actor or supervisor) for good; false when there is no such child. */
   stopChild(id: string): boolean {
-    const child = this.children.find((c) => c.id === id);
+    const child = [...this.children].find((c) => c.id === id);
     if (!child) return false;
     child.stop();
     this.removeChild(child);
@@ -134,7 +148,7 @@ export class Supervisor {
       status: this.status,
       restarts: this.restartCount,
       restartBudget: { ...this.budget.limits, recent: this.budget.recent() },
-      children: this.children.map((child) => child.inspect()),
+      children: [...this.children].map((child) => child.inspect()),
     };
     if (this.lastError !== undefined) node.error = this.lastError;
     return node;
@@ -185,13 +199,12 @@ export class Supervisor {
     this.status = 'running';
     this.budget.reset();
     this.emitSelf('supervisor.restarted');
-    await Promise.all(this.children.map((child) => child.restart('subtree')));
+    await Promise.all([...this.children].map((child) => child.restart('subtree')));
   }
 
   private removeChild(child: SupervisedChild): void {
-    const index = this.children.indexOf(child);
-    if (index >= 0) this.children.splice(index, 1);
-    if (child instanceof ActorHandle) this.tree.registry.remove(child);
+    this.children.delete(child);
+    if (child instanceof ActorHandle || child instanceof LightActor) this.tree.registry.remove(child);
   }
 
   private mustBeRunning(what: string): void {

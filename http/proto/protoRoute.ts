@@ -42,6 +42,23 @@ interface SocketData {
   address: string;
   /** uWS throws on a closed socket; either side's close sets this */
   ended: boolean;
+  /** frames sent in this turn, not written yet: they go out together, corked (one write, not one per frame) */
+  pending: Uint8Array[];
+}
+
+/**
+ * Writes a socket's pending frames under one cork. Sends come from setImmediate and promise
+ * continuations, outside uWS's own callbacks, where uWS writes each frame with a syscall of its
+ * own; a dispatch pass sends hundreds of jobs in one turn, so they are queued and flushed together.
+ */
+function flushFrames(ws: WebSocket<SocketData>, data: SocketData): void {
+  const frames = data.pending;
+  if (frames.length === 0) return;
+  data.pending = [];
+  if (data.ended) return;
+  ws.cork(() => {
+    for (const bytes of frames) ws.send(bytes, true);
+  });
 }
 
 const isLoopback = (address: string) => address === '127.0.0.1' || address === '::1' || address.startsWith('127.');
@@ -73,7 +90,7 @@ export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
         upgrade: (res, req, context) => {
           const address = forwardedPeer(req.getHeader(FORWARDED_PEER_HEADER)) ?? normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
           res.upgrade<SocketData>(
-            { connection: null, address, ended: false },
+            { connection: null, address, ended: false, pending: [] },
             req.getHeader('sec-websocket-key'), req.getHeader('sec-websocket-protocol'), req.getHeader('sec-websocket-extensions'), context,
           );
         },
@@ -92,10 +109,14 @@ export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
           const connection = new ProtoConnection(
             {
               send: (bytes) => {
-                if (!data.ended) ws.send(bytes, true);
+                if (data.ended) return;
+                data.pending.push(bytes);
+                if (data.pending.length === 1) queueMicrotask(() => flushFrames(ws, data));
               },
               end: (code, reason) => {
                 if (data.ended) return;
+                // what was sent before the close (a reject) goes first
+                flushFrames(ws, data);
                 data.ended = true;
                 ws.end(code, reason);
               },

@@ -105,7 +105,7 @@ export class BuildScheduler implements WorkerListener {
     const onError = (error: unknown) => log.warn({ err: error }, 'publishing progress failed');
     this.evaluationProgress = new EvaluationProgress(sql, events, onError);
     const buildProgress = buildProgressReporter(sql, events, systemClock, onError);
-    const jobs = new JobTable(deps.supervisor, buildProgress, (id) => workers.connected().find((w) => w.hello.workerId === id), deps.tracer);
+    const jobs = new JobTable(deps.supervisor, buildProgress, deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
     // What this process's own completions and substitutions make ready, the queue learns by id: no re-read.

@@ -1,14 +1,14 @@
 // The jobs this server process has handed to its workers: one job actor each (actors/workerJob.ts)
 // under the scheduler's supervisor, looked up by job id and by worker. The rows say what is
 // queued or done; this table says who is doing what right now.
-import { summarizeWorkerJob, workerJobMachine, type WorkerJobEvent, type WorkerJobMachine } from '../../actors/index.js';
-import type { Supervisor, SupervisedActor } from '../../supervisors/index.js';
+import { summarizeWorkerJob, workerJobMachine, type WorkerJobContext, type WorkerJobEvent, type WorkerJobInput, type WorkerJobState } from '../../actors/index.js';
+import type { LightActor, Supervisor } from '../../supervisors/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { ConnectedWorker } from '../workers/index.js';
 import { disabledTracer, type EndSpan, type StageTracer } from '../../config/index.js';
 import { jobRootSpan } from '../../protocol/index.js';
 
-export type JobActor = SupervisedActor<WorkerJobMachine>;
+export type JobActor = LightActor<WorkerJobState, WorkerJobEvent, WorkerJobContext, WorkerJobInput>;
 export type EvalJobEntry = { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor };
 export type BuildJobEntry = {
   kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string>; actor: JobActor;
@@ -22,13 +22,16 @@ type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: num
 
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
+  /** worker id → its running jobs by kind: placement asks per candidate and build, so it is kept, not counted */
+  private readonly counts = new Map<string, Record<Job['kind'], number> & { worker: ConnectedWorker }>();
+  /** workers that went from idle to working or back this turn: their connection actor hears it once, at the turn's end */
+  private readonly turned = new Set<ConnectedWorker>();
   /** each running job's root span (docs/metrics.md, "Stage traces"), written when the job ends */
   private readonly spans = new Map<string, EndSpan>();
 
   constructor(
     private readonly supervisor: Supervisor,
     private readonly buildProgress: BuildProgressReporter,
-    private readonly workerOf: (workerId: string) => ConnectedWorker | undefined,
     private readonly tracer: StageTracer = disabledTracer,
   ) {}
 
@@ -42,10 +45,10 @@ export class JobTable {
 
   /** Records a dispatched job and starts its actor. */
   add(job: NewJob, worker: ConnectedWorker): Job {
-    worker.actor?.send({ type: 'jobStarted' });
+    this.count(worker, job.kind, 1);
     const subject = job.kind === 'eval' ? job.evaluationId : job.derivationBuildId;
-    const actor = this.supervisor.spawn({
-      id: job.jobId, kind: `${job.kind}-job`, logic: workerJobMachine, summarize: summarizeWorkerJob,
+    const actor = this.supervisor.spawnLight({
+      id: job.jobId, kind: `${job.kind}-job`, machine: workerJobMachine, summarize: summarizeWorkerJob,
       input: { kind: job.kind, jobId: job.jobId, workerId: worker.hello.workerId, subject, attempt: job.attempt, dispatchedAt: Date.now() },
       // the rows are the truth: a job whose actor crashed is re-queued with the worker's other jobs when it is lost
       rehydrate: () => null,
@@ -68,19 +71,37 @@ export class JobTable {
    * second result), and the caller then does nothing.
    */
   end(job: Job, event: JobEnd): boolean {
-    if (!job.actor.getSnapshot().can(event)) return false;
+    if (!job.actor.can(event)) return false;
     job.actor.send(event);
     this.jobs.delete(job.jobId);
     this.spans.get(job.jobId)?.(event.type === 'succeeded' ? 'ok' : 'error', { outcome: event.type });
     this.spans.delete(job.jobId);
-    this.workerOf(job.workerId)?.actor?.send({ type: 'jobEnded' });
+    const counts = this.counts.get(job.workerId);
+    if (counts) this.count(counts.worker, job.kind, -1);
     return true;
   }
 
   running(worker: ConnectedWorker, kind: Job['kind']): number {
-    let n = 0;
-    for (const job of this.jobs.values()) if (job.kind === kind && job.workerId === worker.hello.workerId) n++;
-    return n;
+    return this.counts.get(worker.hello.workerId)?.[kind] ?? 0;
+  }
+
+  private count(worker: ConnectedWorker, kind: Job['kind'], delta: number): void {
+    const workerId = worker.hello.workerId;
+    let counts = this.counts.get(workerId);
+    if (!counts) this.counts.set(workerId, (counts = { eval: 0, build: 0, worker }));
+    counts[kind] += delta;
+    const before = worker.running.jobs;
+    worker.running.jobs = counts.eval + counts.build;
+    if (worker.running.jobs === 0) this.counts.delete(workerId);
+    if ((before === 0) === (worker.running.jobs === 0)) return;
+    if (this.turned.size === 0) queueMicrotask(() => this.tellWorkers());
+    this.turned.add(worker);
+  }
+
+  /** A worker that turned idle or busy this turn: one event to its connection actor, as it is at the turn's end. */
+  private tellWorkers(): void {
+    for (const worker of this.turned) worker.actor?.send({ type: worker.running.jobs > 0 ? 'busy' : 'idle' });
+    this.turned.clear();
   }
 
   ofWorker(workerId: string): Job[] {

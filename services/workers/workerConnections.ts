@@ -24,6 +24,8 @@ export interface ConnectedWorker {
   lastSeen: number;
   load: Extract<Message, { t: 'heartbeat' }>['load'] | null;
   readonly link: WorkerLink;
+  /** the jobs the scheduler of this process gave it and that have not ended (services/builds/schedulerJobs.ts keeps it) */
+  readonly running: { jobs: number };
   /** what operators see of the connection (actors/workerConnection.ts); absent without a supervisor */
   readonly actor?: SupervisedActor<WorkerConnectionMachine>;
 }
@@ -106,14 +108,15 @@ export class WorkerConnections {
       values (${hello.workerId}, ${hello.software}, ${address}, ${this.sql.json(JSON.parse(JSON.stringify(hello)))}, ${projects as string[]}::uuid[], ${open},
               ${this.opts.instanceId ?? null})
       returning id, connected_at`;
+    const running = { jobs: 0 };
     const actor = this.opts.supervisor?.spawn({
       id: `connection-${row!.id}`, kind: 'worker-connection', logic: workerConnectionMachine, summarize: summarizeWorkerConnection,
-      input: { workerId: hello.workerId, connectionId: row!.id, address, connectedAt: row!.connected_at.getTime() },
+      input: { workerId: hello.workerId, connectionId: row!.id, address, connectedAt: row!.connected_at.getTime(), running },
       // a connection cannot be revived: the worker reconnects on its own
       rehydrate: () => null,
     });
     const worker: ConnectedWorker = {
-      connectionId: row!.id, hello, projects, open, address, connectedAt: row!.connected_at, lastSeen: Date.now(), load: null, link,
+      connectionId: row!.id, hello, projects, open, address, connectedAt: row!.connected_at, lastSeen: Date.now(), load: null, link, running,
       ...(actor ? { actor } : {}),
     };
     this.byId.set(hello.workerId, worker);

@@ -14,7 +14,7 @@ function worker(name: string, opts: { slots?: number; load?: Partial<Load> | nul
   const hello = { v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, ...testHello({ maxConcurrentBuilds: opts.slots ?? 4, cpuCores: 4, cpuCoreScore: opts.cpuCoreScore ?? null }) };
   return {
     connectionId: name, hello, projects: [], open: opts.open ?? false, address: '127.0.0.1', connectedAt: new Date(clock++), lastSeen: 0,
-    load: opts.load === null ? null : { ...idle, ...opts.load }, link: { send: () => undefined, close: () => undefined },
+    load: opts.load === null ? null : { ...idle, ...opts.load }, link: { send: () => undefined, close: () => undefined }, running: { jobs: 0 },
   };
 }
 const names = (ranked: ConnectedWorker[]) => ranked.map((w) => w.connectionId);
