@@ -22,17 +22,22 @@ t.test('early rows stand in for the evaluation page until it mounts', async (t) 
   await call('PUT', '/projects/acme', { name: 'app', repository: 'file:///nonexistent' });
   const { sql } = kiln;
   const [task] = await sql<{ id: string }[]>`select t.id from tasks t join projects p on p.id = t.project_id where p.name = 'app' and t.name = 'default'`;
+  // A completed evaluation of 30 builds, written in one statement; the first build (in drv_path
+  // order) has markup in its name.
   const [evaluation] = await sql<{ id: string }[]>`
-    insert into evaluations (task_id, repository, wildcard, phase, commit, started_at, finished_at)
-    values (${task!.id}, 'file:///nonexistent', 'packages.*', 'completed', ${'a'.repeat(40)}, now() - interval '2 minutes', now())
-    returning id`;
-  // 30 builds; the first (in drv_path order) has markup in its name.
-  await sql`
-    insert into derivations (drv_path, name, system, outputs)
-    select '/nix/store/' || lpad(i::text, 32, '0') || '-' || n || '.drv', n, 'x86_64-linux', '{}'
-    from generate_series(1, 30) i, lateral (select case when i = 1 then '<img src=x onerror=alert(1)>evil' else 'pkg-' || i end as n) names`;
-  await sql`insert into derivation_builds (derivation_id, status, started_at, finished_at) select id, 'completed', now() - interval '90 seconds', now() from derivations`;
-  await sql`insert into builds (evaluation_id, derivation_build_id) select ${evaluation!.id}, id from derivation_builds`;
+    with e as (
+      insert into evaluations (task_id, repository, wildcard, phase, commit, started_at, finished_at)
+      values (${task!.id}, 'file:///nonexistent', 'packages.*', 'completed', ${'a'.repeat(40)}, now() - interval '2 minutes', now()) returning id
+    ), d as (
+      insert into derivations (drv_path, name, system, outputs)
+      select '/nix/store/' || lpad(i::text, 32, '0') || '-' || n || '.drv', n, 'x86_64-linux', '{}'
+      from generate_series(1, 30) i, lateral (select case when i = 1 then '<img src=x onerror=alert(1)>evil' else 'pkg-' || i end as n) names
+      returning id
+    ), db as (
+      insert into derivation_builds (derivation_id, status, started_at, finished_at)
+      select id, 'completed', now() - interval '90 seconds', now() from d returning id
+    ), b as (insert into builds (evaluation_id, derivation_build_id) select e.id, db.id from e, db)
+    select id from e`;
   const url = `${kiln.url}/evals/${evaluation!.id}`;
 
   t.test('drawn from the early read while the shell is held back, then replaced by the page', async (t) => {
