@@ -40,10 +40,19 @@ if (!index.includes('<head>') || !index.includes('</head>')) fail('index.html ha
 /** Already in the shell's own index.html: not named twice. */
 const inShell = (file) => index.includes(`"/${file}"`);
 
-/** Routes whose index.html also starts their first API reads (scripts/earlyReads.client.js), as a hashed immutable file. */
-const earlyCode = readFileSync(new URL('./earlyReads.client.js', import.meta.url), 'utf8');
-const earlyFile = `_app/immutable/entry/earlyReads.${createHash('sha256').update(earlyCode).digest('hex').slice(0, 10)}.js`;
-writeFileSync(join(dir, earlyFile), earlyCode);
+/** A script of scripts/ copied into the build as a hashed immutable file; its path. */
+function immutableCopy(name) {
+  const code = readFileSync(new URL(`./${name}.client.js`, import.meta.url), 'utf8');
+  const file = `_app/immutable/entry/${name}.${createHash('sha256').update(code).digest('hex').slice(0, 10)}.js`;
+  writeFileSync(join(dir, file), code);
+  return file;
+}
+/**
+ * Routes whose index.html also starts their first API reads (scripts/earlyReads.client.js) and draws
+ * the first rows from the answer before the shell has booted (scripts/earlyRows.client.js).
+ */
+const earlyFile = immutableCopy('earlyReads');
+const earlyRowsFile = immutableCopy('earlyRows');
 const EARLY_READS = new Set(['/evals/[id]']);
 
 const routes = [];
@@ -62,8 +71,9 @@ for (const [route, [page, layouts = []]] of Object.entries(dictionary)) {
   ];
   const html = `/_app/routes/${page}.html`;
   // The early-reads script goes first in the head: the browser requests it before the shell's dozen
-  // module preloads, which would otherwise hold the connections it waits for.
-  const early = EARLY_READS.has(route) ? `\n\t\t<script src="/${earlyFile}"></script>` : '';
+  // module preloads, which would otherwise hold the connections it waits for. The early rows script is
+  // deferred: it runs once the document is parsed (it draws into #app), without holding the parser.
+  const early = EARLY_READS.has(route) ? `\n\t\t<script src="/${earlyFile}"></script>\n\t\t<script src="/${earlyRowsFile}" defer></script>` : '';
   writeFileSync(join(dir, html), index.replace('<head>', `<head>${early}`).replace('</head>', `${links.map((l) => `\t\t${l}\n`).join('')}  </head>`));
   routes.push({ route, html });
 }

@@ -126,19 +126,27 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
      * attribute, with the counts per status of the builds the text matches.
      */
     async evaluationBuildsPage(who: Principal, evaluationId: string, query: EvaluationBuildsQuery): Promise<BuildsPageView> {
-      await evaluations.visible(who, evaluationId, 'viewProject');
+      const allowed = evaluations.visible(who, evaluationId, 'viewProject');
       const search = query.search?.trim() ? containsPattern(query.search.trim()) : null;
       const matches = search ? sql`and (d.name ilike ${search} or b.attr ilike ${search})` : sql``;
       const offset = (query.page - 1) * query.per_page;
-      // The counts and the page are independent reads: in parallel (the evaluation page's first rows wait for both).
-      const [byStatus, rows] = await Promise.all([
+      // The counts and the page are independent reads: in parallel (the evaluation page's first rows
+      // wait for both), and beside the access check, which they do not wait for: nothing they read is
+      // returned before it passed. Counts without a text filter need no derivation, so no join with them.
+      const reads = Promise.all([
         sql<{ status: BuildStatus; n: string }[]>`
-          select db.status, count(*) as n from ${joins(sql)} where b.evaluation_id = ${evaluationId} ${matches} group by db.status`,
+          select db.status, count(*) as n
+          from ${search ? joins(sql) : sql`builds b join derivation_builds db on db.id = b.derivation_build_id`}
+          where b.evaluation_id = ${evaluationId} ${matches} group by db.status`,
         sql<BuildRow[]>`
           select ${columns(sql)} from ${joins(sql)}
           where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and db.status = ${query.status}` : sql``}
           order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`,
       ]);
+      // A refused check answers first; the reads' own failure, if any, only after it.
+      reads.catch(() => undefined);
+      await allowed;
+      const [byStatus, rows] = await reads;
       const counts = Object.fromEntries([...buildStatuses.map((s) => [s, 0]), ['total', 0]]) as BuildsPageView['counts'];
       for (const { status, n } of byStatus) {
         counts[status] = Number(n);

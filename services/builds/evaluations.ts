@@ -104,9 +104,11 @@ export function evaluationsService(deps: EvaluationsDeps) {
     },
 
     async get(who: Principal, id: string): Promise<EvaluationView & { statistics: EvaluationStatsView }> {
-      const label = await visible(who, id, 'viewProject');
-      // The row and its build counts are independent reads: in parallel (the evaluation page waits for them).
-      const [[found], counts] = await Promise.all([
+      const allowed = visible(who, id, 'viewProject');
+      // The row and its build counts are independent reads: in parallel (the evaluation page waits for
+      // them), and beside the access check, which they do not wait for: nothing they read is returned
+      // before it passed.
+      const reads = Promise.all([
         sql<(Omit<EvaluationView, 'project' | 'task' | 'builds'> & Parameters<typeof evaluationStatsView>[0])[]>`
           select id, commit, wildcard as attr, trigger, branch, pull_request, phase, error, attempts, worker_id as worker, created_at, started_at, finished_at,
             eval_duration_ms, eval_stats
@@ -115,6 +117,9 @@ export function evaluationsService(deps: EvaluationsDeps) {
           select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id
           where b.evaluation_id = ${id} group by db.status`,
       ]);
+      reads.catch(() => undefined);
+      const label = await allowed;
+      const [[found], counts] = await reads;
       const { eval_duration_ms, eval_stats, ...row } = found!;
       const builds = { total: 0, queued: 0, started: 0, completed: 0, failed: 0, substituted: 0, aborted: 0 };
       for (const c of counts) {
