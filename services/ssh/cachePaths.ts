@@ -184,13 +184,13 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
      */
     async prepare(client: ClientPathInfo, nar: AsyncIterable<Uint8Array>, drain: () => Promise<void>): Promise<PreparedIngest | null> {
       const { target, info } = await admissible(client, drain);
-      const held = await roomFor(target, info, drain);
-      if (held) {
-        await drain();
-        return null;
-      }
+      // The NAR is read off the stream before the room and held checks, so the stream never waits
+      // for their queries (a batch's paths would otherwise be read one query round trip apart).
       return deps.ingest.admitted(info.narSize, 'wait', target.owner, () =>
-        staged(nar, (file) => deps.ingest.prepare(target, info, { file })));
+        staged(nar, async (file) => {
+          if (await roomFor(target, info, async () => undefined)) return null;
+          return deps.ingest.prepare(target, info, { file });
+        }));
     },
 
     /** Commits prepared paths together (narIngest.ts, commitMany): each one's error, or null. */
