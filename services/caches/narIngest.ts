@@ -9,10 +9,10 @@ import { rm } from 'node:fs/promises';
 import { acquireUpload, type UploadBudgetRef } from '../../actors/index.js';
 import { childSpan, newTraceRoot, type Narinfo, type NarUploadResult, type SigningKey, type SpanIds } from '../../protocol/index.js';
 import { disabledTracer, type StageTracer } from '../../config/index.js';
-import { isUploadProblem, type Events, type IngestOutcome, type KilnMetrics, type NarStorage } from '../../storage/index.js';
+import { isUploadProblem, type Events, type IngestOutcome, type KilnMetrics, type NarStorage, type PreparedIngest } from '../../storage/index.js';
 import type { CacheSigningKeys } from './cacheSigningKeys.js';
 import type { CacheStorageLimits } from './cacheStorage.js';
-import { announceAddedNar } from './narUploadEvents.js';
+import { announceAddedNar, announceAddedNars } from './narUploadEvents.js';
 import { uploadFailure } from './uploadFailure.js';
 
 /** The cache a NAR goes into; the uploader when a user uploads it. */
@@ -81,6 +81,19 @@ export interface NarIngest {
    * the span its spans go below (a build job's, for a worker's push); none: a trace of its own.
    */
   ingest(target: IngestTarget, info: Narinfo, source: NarSource, trace?: SpanIds): Promise<NarUploadResult>;
+  /**
+   * A batched ingest's first half (`nix copy --to ssh-ng://`): the NAR in `file` checked and
+   * compressed, signed with the cache's key, not yet committed; or the held copy. The caller
+   * commits it with commitMany or throws it away with discard; `file` stays the caller's.
+   */
+  prepare(target: IngestTarget, info: Narinfo, source: { file: string }): Promise<PreparedIngest>;
+  /**
+   * Commits prepared ingests of `target` together (one transaction when none fails) and announces
+   * the added paths in one events transaction; each one's result or its error (4xx ApiErrors as ingest's).
+   */
+  commitMany(target: IngestTarget, prepared: readonly PreparedIngest[]): Promise<PromiseSettledResult<NarUploadResult>[]>;
+  /** Throws a prepared ingest away. */
+  discard(prepared: PreparedIngest): Promise<void>;
   /** Writes `body` to a temporary file (413 nar_too_large past nar.maxUploadSize); the caller forgets it. */
   stage(body: AsyncIterable<Uint8Array>): Promise<string>;
   /** A fresh temporary path for a caller writing a NAR piece by piece; the caller forgets it. */
@@ -189,6 +202,32 @@ export function narIngest(deps: NarIngestDeps): NarIngest {
         throw error;
       }
     },
+
+    async prepare(target, info, source) {
+      const signingKey = await deps.keys.of(target.id);
+      return translated(() => uploads.prepareFile({ cacheId: target.id, signingKey, info, file: source.file, compression: 'none' }));
+    },
+
+    async commitMany(target, prepared) {
+      const outcomes = await uploads.commitPrepared(prepared);
+      const results = outcomes.map((settled): PromiseSettledResult<NarUploadResult> => {
+        if (settled.status === 'fulfilled') return { status: 'fulfilled', value: resultOf(settled.value) };
+        return { status: 'rejected', reason: isUploadProblem(settled.reason) ? uploadFailure(settled.reason) : settled.reason };
+      });
+      const added = results.flatMap((r) => (r.status === 'fulfilled' && r.value.status === 'added' ? [r.value] : []));
+      if (added.length > 0) {
+        const { name: keyName } = await deps.keys.of(target.id);
+        for (const result of added) deps.metrics?.narBytesIngested(target.name, result.file_size);
+        await announceAddedNars(deps.events, added.map((result) => ({
+          cache: { id: target.id, name: target.name, keyName },
+          storePath: result.store_path, narHash: result.nar_hash, narSize: result.nar_size, fileHash: result.file_hash, fileSize: result.file_size,
+          ...(target.uploader === undefined ? {} : { user: target.uploader }),
+        })));
+      }
+      return results;
+    },
+
+    discard: (prepared) => uploads.discardPrepared(prepared),
 
     stage: async (body) => (await translated(() => uploads.stageTemporary(body))).file,
 

@@ -17,13 +17,25 @@ export interface AddedNar {
 }
 
 export async function announceAddedNar(events: Events, nar: AddedNar): Promise<void> {
-  const scope = { cacheId: nar.cache.id };
+  await announceAddedNars(events, [nar]);
+}
+
+/**
+ * The events of several paths added to one cache together (a batched ingest): each path's
+ * cache.nar.upload and cache.nar.signed, one cache.changed, in one transaction.
+ */
+export async function announceAddedNars(events: Events, nars: readonly AddedNar[]): Promise<void> {
+  const first = nars[0];
+  if (first === undefined) return;
+  const scope = { cacheId: first.cache.id };
   await events.transaction(async (_tx, emit) => {
-    emit('cache.nar.upload', {
-      cache: nar.cache.name, store_path: nar.storePath, nar_hash: nar.narHash, nar_size: nar.narSize,
-      file_hash: nar.fileHash, file_size: nar.fileSize, ...(nar.user === undefined ? {} : { user: nar.user }),
-    }, scope);
-    emit('cache.nar.signed', { cache: nar.cache.name, store_path: nar.storePath, key_name: nar.cache.keyName }, scope);
-    emit('cache.changed', { cache: nar.cache.name, reason: 'nar.upload' }, scope);
+    for (const nar of nars) {
+      emit('cache.nar.upload', {
+        cache: nar.cache.name, store_path: nar.storePath, nar_hash: nar.narHash, nar_size: nar.narSize,
+        file_hash: nar.fileHash, file_size: nar.fileSize, ...(nar.user === undefined ? {} : { user: nar.user }),
+      }, scope);
+      emit('cache.nar.signed', { cache: nar.cache.name, store_path: nar.storePath, key_name: nar.cache.keyName }, scope);
+    }
+    emit('cache.changed', { cache: first.cache.name, reason: 'nar.upload' }, scope);
   });
 }

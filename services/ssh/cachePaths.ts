@@ -13,9 +13,9 @@ import {
   parseStorePath,
   type Narinfo,
 } from '../../protocol/index.js';
-import type { NarStorage } from '../../storage/index.js';
 import type { Principal } from '../access/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
+import type { NarStorage, PreparedIngest } from '../../storage/index.js';
 import type { NarLeases } from './narLeases.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
 
@@ -58,6 +58,72 @@ const baseName = (path: string, field: string): string => {
 };
 
 export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
+  /** The narinfo kiln would store for the client's info, or a refusal (after draining the NAR, unless the session ends). */
+  const admissible = async (client: ClientPathInfo, drain: () => Promise<void>): Promise<{ target: IngestTarget; info: Narinfo }> => {
+    try {
+      if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
+      // Refused on the claim, before an upload permit is waited for: a huge claim would hold
+      // every other tenant's uploads behind it. Draining that much is no better: the session ends.
+      if (client.narSize > deps.maxUploadSize) {
+        throw new SessionEnds(`the NAR of ${client.path} has ${client.narSize} bytes, more than nar.maxUploadSize (${deps.maxUploadSize})`);
+      }
+      const narHash = parseHash(client.narHash, 'sha256', 'narHash');
+      if (!narHash.ok) throw new StoreRefusal(`narHash: ${narHash.reason}`);
+      // Checked as a narinfo's CA line is: the value goes into a narinfo the cache signs.
+      const ca = client.ca === '' ? null : parseContentAddress(client.ca);
+      if (ca !== null && !ca.ok) throw new StoreRefusal(`ca: ${ca.reason}`);
+      return {
+        target: store.writeTarget,
+        info: {
+          storePath: `${DEFAULT_STORE_DIR}/${baseName(client.path, 'path')}`,
+          url: '',
+          compression: 'none',
+          narHash: formatHash(narHash.value),
+          narSize: client.narSize,
+          references: client.references.map((r) => baseName(r, 'references')),
+          ...(client.deriver === '' ? {} : { deriver: baseName(client.deriver, 'deriver') }),
+          // the client's signatures are not kept: the cache signs with its own key
+          sigs: [],
+          ...(ca === null ? {} : { ca: ca.value }),
+        },
+      };
+    } catch (e) {
+      if (!(e instanceof SessionEnds)) await drain();
+      throw e;
+    }
+  };
+
+  /** Refuses a path the cache has no room for (after draining its NAR); true when the cache holds it already. */
+  const roomFor = async (target: IngestTarget, info: Narinfo, drain: () => Promise<void>): Promise<boolean> => {
+    const held = await deps.ingest.demandRoomFor(target, info).catch(async (e: unknown) => {
+      await drain();
+      throw e;
+    });
+    return held !== null;
+  };
+
+  /** Stages the whole NAR to a temporary file for `work`, then forgets the file. */
+  const staged = async <T>(nar: AsyncIterable<Uint8Array>, work: (file: string) => Promise<T>): Promise<T> => {
+    let whole = false;
+    const counted = (async function* () {
+      yield* deps.leases.leased(nar);
+      whole = true;
+    })();
+    let file: string;
+    try {
+      file = await deps.ingest.stage(counted);
+    } catch (e) {
+      // Refused part-way (nar.maxUploadSize): the rest of the NAR is still on the wire.
+      if (!whole && e instanceof ApiError) throw new SessionEnds(e.message);
+      throw e;
+    }
+    try {
+      return await work(file);
+    } finally {
+      await deps.ingest.forget(file);
+    }
+  };
+
   const self = {
     /** Refuses reading a private cache without viewCache. */
     demandRead(what: string): void {
@@ -102,62 +168,40 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
      * decided before the NAR is read. Nothing is stored unless the whole NAR arrived and checked.
      */
     async add(client: ClientPathInfo, nar: AsyncIterable<Uint8Array>, drain: () => Promise<void>): Promise<void> {
-      let info: Narinfo;
-      try {
-        if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
-        // Refused on the claim, before an upload permit is waited for: a huge claim would hold
-        // every other tenant's uploads behind it. Draining that much is no better: the session ends.
-        if (client.narSize > deps.maxUploadSize) {
-          throw new SessionEnds(`the NAR of ${client.path} has ${client.narSize} bytes, more than nar.maxUploadSize (${deps.maxUploadSize})`);
-        }
-        const narHash = parseHash(client.narHash, 'sha256', 'narHash');
-        if (!narHash.ok) throw new StoreRefusal(`narHash: ${narHash.reason}`);
-        // Checked as a narinfo's CA line is: the value goes into a narinfo the cache signs.
-        const ca = client.ca === '' ? null : parseContentAddress(client.ca);
-        if (ca !== null && !ca.ok) throw new StoreRefusal(`ca: ${ca.reason}`);
-        info = {
-          storePath: `${DEFAULT_STORE_DIR}/${baseName(client.path, 'path')}`,
-          url: '',
-          compression: 'none',
-          narHash: formatHash(narHash.value),
-          narSize: client.narSize,
-          references: client.references.map((r) => baseName(r, 'references')),
-          ...(client.deriver === '' ? {} : { deriver: baseName(client.deriver, 'deriver') }),
-          // the client's signatures are not kept: the cache signs with its own key
-          sigs: [],
-          ...(ca === null ? {} : { ca: ca.value }),
-        };
-      } catch (e) {
-        if (!(e instanceof SessionEnds)) await drain();
-        throw e;
-      }
-      const target = store.writeTarget;
-      const held = await deps.ingest.demandRoomFor(target, info).catch(async (e: unknown) => {
-        await drain();
-        throw e;
-      });
-      if (held !== null) return drain();
-      let whole = false;
-      const counted = (async function* () {
-        yield* deps.leases.leased(nar);
-        whole = true;
-      })();
-      await deps.ingest.admitted(info.narSize, 'wait', target.owner, async () => {
-        let file: string;
-        try {
-          file = await deps.ingest.stage(counted);
-        } catch (e) {
-          // Refused part-way (nar.maxUploadSize): the rest of the NAR is still on the wire.
-          if (!whole && e instanceof ApiError) throw new SessionEnds(e.message);
-          throw e;
-        }
-        try {
+      const { target, info } = await admissible(client, drain);
+      const held = await roomFor(target, info, drain);
+      if (held) return drain();
+      await deps.ingest.admitted(info.narSize, 'wait', target.owner, () =>
+        staged(nar, async (file) => {
           await deps.ingest.ingest(target, info, { file });
-        } finally {
-          await deps.ingest.forget(file);
-        }
-      });
+        }));
     },
+
+    /**
+     * add's first half, for a batch of paths (AddMultipleToStore): the NAR read, checked and
+     * compressed under its upload permit, not yet committed; null when the cache holds the path
+     * already. Committed by commit(), which gives each path's outcome.
+     */
+    async prepare(client: ClientPathInfo, nar: AsyncIterable<Uint8Array>, drain: () => Promise<void>): Promise<PreparedIngest | null> {
+      const { target, info } = await admissible(client, drain);
+      // The NAR is read off the stream before the room and held checks, so the stream never waits
+      // for their queries (a batch's paths would otherwise be read one query round trip apart).
+      return deps.ingest.admitted(info.narSize, 'wait', target.owner, () =>
+        staged(nar, async (file) => {
+          if (await roomFor(target, info, async () => undefined)) return null;
+          return deps.ingest.prepare(target, info, { file });
+        }));
+    },
+
+    /** Commits prepared paths together (narIngest.ts, commitMany): each one's error, or null. */
+    async commit(prepared: readonly PreparedIngest[]): Promise<unknown[]> {
+      if (store.writeTarget === null || prepared.length === 0) return [];
+      const results = await deps.ingest.commitMany(store.writeTarget, prepared);
+      return results.map((r) => (r.status === 'rejected' ? r.reason : null));
+    },
+
+    /** Throws a prepared path away (its session ended before the commit). */
+    discard: (prepared: PreparedIngest) => deps.ingest.discard(prepared),
   };
   return self;
 }

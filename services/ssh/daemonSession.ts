@@ -22,6 +22,7 @@ import {
   WORKER_MAGIC_2,
   type Narinfo,
 } from '../../protocol/index.js';
+import type { PreparedIngest } from '../../storage/index.js';
 import { cachePaths, type CachePaths, type CachePathsDeps, type SessionStore } from './cachePaths.js';
 import { buildDerivationFailure, readBasicDerivationOutputs, type FarmBuilds } from './farmBuilds.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
@@ -58,6 +59,10 @@ const MISC_FAILURE = 9;
 
 /** Paths of one AddMultipleToStore stream ingested at once while the stream is read on. */
 const INGESTS_IN_FLIGHT = 8;
+/** Paths of one AddMultipleToStore stream committed together (one transaction, one events transaction). */
+const BATCH_PATHS = 64;
+/** ...or fewer, once their NARs reach this many bytes (their compressed files wait on disk until the commit). */
+const BATCH_BYTES = 64 << 20;
 /** Largest frame of a framed NAR kiln accepts; Nix sends 32 KiB frames. */
 const MAX_FRAME = 8 << 20;
 
@@ -281,9 +286,14 @@ async function addToStoreNar(cache: CachePaths, from: WireReader, minor: number,
 /**
  * AddMultipleToStore (1.32+, daemon.cc and Store::addMultipleToStore): one framed stream holding
  * a count, then per path its info (as AddToStoreNar's) and its NAR of NarSize bytes, unframed
- * within the stream. Each path goes through the same front door as AddToStoreNar, one after the
- * other; a refusal drains the rest of the stream so the session stays in step and the client is
- * told, and the paths before it stay stored (as with a real daemon).
+ * within the stream. Each path passes the same checks as AddToStoreNar; a refusal drains the rest
+ * of the stream so the session stays in step and the client is told, and the paths before it stay
+ * stored (as with a real daemon).
+ *
+ * Batched (docs/ssh.md): a path's NAR is read off the stream, then checked and compressed under
+ * its upload permit (up to INGESTS_IN_FLIGHT at once) while the next NARs are read; the prepared
+ * paths are committed BATCH_PATHS at a time, one database transaction and one events transaction
+ * per batch, while the stream is read on. The client is answered after the last commit.
  */
 async function addMultipleToStore(cache: CachePaths, from: WireReader, last: () => Promise<void>): Promise<void> {
   await from.u64(); // repair
@@ -293,10 +303,29 @@ async function addMultipleToStore(cache: CachePaths, from: WireReader, last: () 
   const drainStream = async () => {
     for await (const chunk of frames) void chunk;
   };
-  // A path's NAR is read off the stream before the next path's info; its ingest (database rows,
-  // fsyncs, signing) runs on while the next NARs are read, up to INGESTS_IN_FLIGHT at once.
-  const inFlight = new Set<Promise<void>>();
+  const inFlight = new Set<Promise<unknown>>();
   let failure: { error: unknown } | null = null;
+  const fail = (error: unknown) => {
+    failure ??= { error };
+  };
+  let batch: Promise<PreparedIngest | null>[] = [];
+  let batchBytes = 0;
+  // One commit at a time, in stream order; the next batch fills meanwhile.
+  let committing: Promise<void> = Promise.resolve();
+  const flush = async () => {
+    const preparing = batch;
+    batch = [];
+    batchBytes = 0;
+    await committing;
+    committing = (async () => {
+      const prepared = (await Promise.all(preparing)).filter((p): p is PreparedIngest => p !== null);
+      const errors = await cache.commit(prepared).catch(async (error: unknown) => {
+        await Promise.all(prepared.map((p) => cache.discard(p)));
+        return [error];
+      });
+      for (const error of errors) if (error !== null) fail(error);
+    })();
+  };
   try {
     const count = await stream.u64();
     for (let i = 0; i < count && failure === null; i++) {
@@ -311,26 +340,35 @@ async function addMultipleToStore(cache: CachePaths, from: WireReader, last: () 
           consumed();
         }
       })();
-      const adding: Promise<void> = cache.add(info, nar, async () => {
+      const preparing: Promise<PreparedIngest | null> = cache.prepare(info, nar, async () => {
         for await (const chunk of nar) void chunk;
       }).catch((error: unknown) => {
-        failure ??= { error };
+        fail(error);
+        return null;
       }).finally(() => {
-        inFlight.delete(adding);
+        inFlight.delete(preparing);
         consumed(); // refused before its NAR was read: the session ends, nothing more is read
       });
-      inFlight.add(adding);
+      inFlight.add(preparing);
+      batch.push(preparing);
+      batchBytes += info.narSize;
       await read;
       while (inFlight.size >= INGESTS_IN_FLIGHT) await Promise.race(inFlight);
+      if (batch.length >= BATCH_PATHS || batchBytes >= BATCH_BYTES) await flush();
     }
-    await Promise.all(inFlight);
+    await flush();
+    await committing;
     if (failure === null && !(await stream.atEnd())) throw new WireError('AddMultipleToStore: bytes after the last path');
   } catch (e) {
-    await Promise.all(inFlight);
-    failure ??= { error: e };
+    // What was read whole is committed, as the paths before a refusal are.
+    await flush().catch(() => undefined);
+    await committing;
+    fail(e);
   }
-  if (failure !== null) {
-    const { error } = failure;
+  // (set in callbacks, which the compiler does not follow)
+  const ended = failure as { error: unknown } | null;
+  if (ended !== null) {
+    const { error } = ended;
     if (error instanceof StoreRefusal || error instanceof ApiError) await drainStream();
     throw error;
   }

@@ -5,7 +5,7 @@ export { narBlobKey, stagingArea, type StagingArea } from './narLocations.js';
 export { type NarReads, renderStoredNarinfo, POSITIVE_TTL_MS, NEGATIVE_TTL_MS } from './narReads.js';
 export { type NarUploads, type FinalizeRequest } from './narUploads.js';
 export { type CrashPoint, type CrashPoints } from './crashPoints.js';
-export { STORED_ZSTD_LEVEL } from './ingest.js';
+export { STORED_ZSTD_LEVEL, type PreparedIngest } from './ingest.js';
 export { type IngestOutcome } from './ingestOutcome.js';
 export { type PathRemoval, deleteBlobsIfUnreferenced } from './pathDeletion.js';
 export { type SweepReport } from './sweeper.js';

@@ -7,7 +7,7 @@ import type { Sql } from 'postgres';
 import { parseStorePath, signNarinfo, type Narinfo, type SigningKey } from '../../protocol/index.js';
 import type { BlobStore } from '../blobs/index.js';
 import type { CpuPool } from '../cpuPool.js';
-import { commitIngest } from './commitIngest.js';
+import { commitIngest, type IngestCommit } from './commitIngest.js';
 import { runIngestPass } from './ingestPass.js';
 import type { NarFrameSets } from './narFrameSets.js';
 import type { StagingArea } from './narLocations.js';
@@ -46,6 +46,21 @@ export interface IngestRequest {
 }
 
 export async function ingestIntoCache(deps: IngestDeps, request: IngestRequest): Promise<IngestOutcome> {
+  const prepared = await prepareIngest(deps, request);
+  if ('held' in prepared) return prepared.held;
+  return { ...prepared.outcome, ...(await commitIngest(deps.sql, deps.blobs, prepared.commit)) };
+}
+
+/**
+ * An ingest up to its commit: the held copy when the cache has this very narinfo already, or the
+ * checked NAR's commit (its zstd file written, owned by the caller until commitIngest or
+ * commitIngestBatch takes it; discardPrepared removes it).
+ */
+export type PreparedIngest =
+  | { held: IngestOutcome }
+  | { commit: IngestCommit; outcome: Pick<IngestOutcome, 'storePath' | 'narHash' | 'narSize'> };
+
+export async function prepareIngest(deps: IngestDeps, request: IngestRequest): Promise<PreparedIngest> {
   const { info, cacheId } = request;
   const storePath = parseStorePath(info.storePath);
   if (!storePath.ok) throw new Error(`ingestIntoCache needs a parsed narinfo; StorePath: ${storePath.reason}`);
@@ -58,7 +73,7 @@ export async function ingestIntoCache(deps: IngestDeps, request: IngestRequest):
     if (held.narHash !== info.narHash) {
       throw new UploadProblem('path_exists', `the cache already holds ${info.storePath} with NarHash ${held.narHash}, not ${info.narHash}; delete it from the cache first`);
     }
-    if (holdsExactly(held, info)) return heldOutcome(held);
+    if (holdsExactly(held, info)) return { held: heldOutcome(held) };
   }
 
   const result = await runIngestPass(deps.cpu, deps.frames, deps.staging, {
@@ -81,22 +96,29 @@ export async function ingestIntoCache(deps: IngestDeps, request: IngestRequest):
     throw new UploadProblem('nar_mismatch', problem);
   }
 
-  const committed = await commitIngest(deps.sql, deps.blobs, {
-    cacheId,
-    hashPart,
-    storePath: info.storePath,
-    narHash: result.narHash,
-    narSize: result.narSize,
-    references: [...info.references].sort(),
-    deriver: info.deriver ?? null,
-    ca: info.ca ?? null,
-    fileHash: result.fileHash,
-    fileSize: result.fileSize,
-    listing: result.listing,
-    signature: signNarinfo(info, request.signingKey),
-    zstdFile,
-  });
-  return { storePath: info.storePath, narHash: result.narHash, narSize: result.narSize, ...committed };
+  return {
+    outcome: { storePath: info.storePath, narHash: result.narHash, narSize: result.narSize },
+    commit: {
+      cacheId,
+      hashPart,
+      storePath: info.storePath,
+      narHash: result.narHash,
+      narSize: result.narSize,
+      references: [...info.references].sort(),
+      deriver: info.deriver ?? null,
+      ca: info.ca ?? null,
+      fileHash: result.fileHash,
+      fileSize: result.fileSize,
+      listing: result.listing,
+      signature: signNarinfo(info, request.signingKey),
+      zstdFile,
+    },
+  };
+}
+
+/** Removes what a prepared ingest that will not be committed wrote. */
+export async function discardPrepared(prepared: PreparedIngest): Promise<void> {
+  if ('commit' in prepared) await rm(prepared.commit.zstdFile, { force: true });
 }
 
 /** What the NAR contradicts in the narinfo, naming the field; null when it agrees. */

@@ -14,7 +14,8 @@ import { mkdir, rename, rm, stat, truncate } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { storePathHashPart, type Narinfo, type SigningKey } from '../../protocol/index.js';
 import { heldOutcome, holdsExactly } from './heldCopy.js';
-import { ingestIntoCache, type IngestDeps } from './ingest.js';
+import { discardPrepared, ingestIntoCache, prepareIngest, type IngestDeps, type PreparedIngest } from './ingest.js';
+import { commitIngestBatch } from './commitIngestBatch.js';
 import type { IngestOutcome } from './ingestOutcome.js';
 import type { CrashPoints } from './crashPoints.js';
 import { KeyedLocks } from './keyedLocks.js';
@@ -68,6 +69,15 @@ export interface NarUploads {
   finalize(request: FinalizeRequest): Promise<IngestOutcome>;
   /** Ingests a file the caller owns (a single-shot upload's NAR part, a stored blob). */
   ingestFile(request: Omit<FinalizeRequest, 'uploadKey' | 'submitted'> & { file: string; compression: string }): Promise<IngestOutcome>;
+  /**
+   * An ingest of a file the caller owns, up to its commit (ingest.ts): the checked NAR's zstd file,
+   * or the held copy. Committed with commitPrepared, or thrown away with discardPrepared.
+   */
+  prepareFile(request: Omit<FinalizeRequest, 'uploadKey' | 'submitted'> & { file: string; compression: string }): Promise<PreparedIngest>;
+  /** Commits prepared ingests together, in one transaction when none fails (commitIngestBatch.ts); each one's outcome. */
+  commitPrepared(prepared: readonly PreparedIngest[]): Promise<PromiseSettledResult<IngestOutcome>[]>;
+  /** Removes what a prepared ingest wrote. */
+  discardPrepared(prepared: PreparedIngest): Promise<void>;
   /** The cache's copy of exactly this NAR of the path with exactly this narinfo (an upload done before), or null. */
   held(cacheId: string, info: Narinfo): Promise<IngestOutcome | null>;
   /** Writes a body to a fresh temporary file (a single-shot upload's NAR part); the caller removes it. */
@@ -253,6 +263,28 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
       }),
 
     ingestFile: ingested,
+
+    prepareFile: (request) => prepareIngest(deps, {
+      cacheId: request.cacheId, signingKey: request.signingKey, info: request.info, source: request.file, compression: request.compression,
+    }),
+
+    async commitPrepared(prepared) {
+      const ready = prepared.flatMap((p) => ('commit' in p ? [p] : []));
+      const committed = await commitIngestBatch(deps.sql, deps.blobs, ready.map((p) => p.commit));
+      const byCommit = new Map(ready.map((p, i) => [p, committed[i]!]));
+      return prepared.map((p): PromiseSettledResult<IngestOutcome> => {
+        if ('held' in p) return { status: 'fulfilled', value: p.held };
+        const result = byCommit.get(p)!;
+        if (result.status === 'rejected') return result;
+        const outcome: IngestOutcome = { ...p.outcome, ...result.value };
+        const hashPart = storePathHashPart(outcome.storePath);
+        deps.reads.forget(p.commit.cacheId, hashPart, outcome.fileHash);
+        if (outcome.replacedFileHash !== undefined) deps.reads.forget(p.commit.cacheId, hashPart, outcome.replacedFileHash);
+        return { status: 'fulfilled', value: outcome };
+      });
+    },
+
+    discardPrepared,
 
     async stageTemporary(body) {
       const file = deps.staging.tempFile('.nar');

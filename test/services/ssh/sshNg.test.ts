@@ -12,6 +12,7 @@ import { kilnSshOptions } from '../../support/kilnSsh.js';
 import { signUp, type TestAccount } from '../../support/accounts.js';
 import { addCacheMember, createTestCache } from '../../support/caches.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
+import { makeTestNar } from '../../support/narStorage.js';
 import { freshStore, nixOk, runNix } from '../../support/nixClient.js';
 import { generateSshKeyPair } from '../../../services/organizations/sshKeys.js';
 import { STDERR_LAST, WORKER_MAGIC_1, wireString, wireStrings, wireU64 } from '../../../protocol/index.js';
@@ -212,5 +213,22 @@ t.test('ssh-ng:// with the real Nix and OpenSSH clients', async (t) => {
     t.same(await pathsIn(kiln, shared.id), before, 'none of them stored anything');
     const ping = await runNix('nix', ['store', 'ping', '--store', 'ssh-ng://shared@127.0.0.1'], sshEnv(kiln, adaKey.file));
     t.equal(ping.status, 0, `the server still serves:\n${ping.stderr}`);
+  });
+
+  t.test('AddMultipleToStore: a refusal mid-stream answers the error and keeps the paths before it', async (t) => {
+    const hello = Buffer.concat([wireU64(WORKER_MAGIC_1), wireU64((1 << 8) | 34), wireU64(0), wireU64(0)]);
+    const kept = await createTestCache(kiln.sql, 'batched', { public: true, ownerId: ada.id });
+    const nars = await Promise.all([1, 2].map((n) => makeTestNar(t, { data: `kept ${n}\n` }, [], `kept-${n}`)));
+    const infoOf = (storePath: string, narHash: string, nar: Buffer) => Buffer.concat([
+      wireString(storePath), wireString(''), wireString(narHash), wireStrings([]), wireU64(0), wireU64(nar.length), wireU64(0), wireStrings([]), wireString(''), nar,
+    ]);
+    const body = Buffer.concat([
+      wireU64(3),
+      ...nars.map((n) => infoOf(n.info.storePath, n.info.narHash, n.nar)),
+      infoOf('/nix/store/00000000000000000000000000000000-refused', 'not-a-hash', nars[0]!.nar),
+    ]);
+    const session = await rawSession(kiln, adaKey.file, 'batched', Buffer.concat([hello, wireU64(44), wireU64(0), wireU64(0), wireU64(body.length), body, wireU64(0)]));
+    t.match(session.stdout.toString('latin1'), /narHash/, 'the refusal is answered naming narHash');
+    t.same(await pathsIn(kiln, kept.id), nars.map((n) => n.info.storePath).sort(), 'the paths before it are stored');
   });
 });
