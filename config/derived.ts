@@ -1,5 +1,6 @@
 // Defaults computed from other options.
 import { isIPv6 } from 'node:net';
+import { availableParallelism } from 'node:os';
 import type { OptionPath, ValueOf } from './registry.js';
 
 /** Reads another option's effective value while a derived default is computed. */
@@ -36,4 +37,6 @@ export const derivedDefaults: DerivedDefaults = {
   'worker.nixDaemon.maxConnections': (get) => get('worker.build.maxConcurrent') * 9 + 16,
   'worker.build.cgroup': (get) => (get('worker.build.metrics') ? nixDaemonCgroup : null),
   'worker.system.architectures': () => [hostSystem()],
+  // One serving thread per core (docs/http.md, "Serving threads"); 1 on a one-core machine keeps the single event loop.
+  'http.threads': () => Math.min(64, availableParallelism()),
 };

@@ -104,10 +104,19 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
   /** Called by the router when it refuses the request: no more reading, and a paused socket resumes (drain.ts drops the rest). */
   stopReading(): void {
     if (!this.failure) this.fail(new Error('the request was refused before its body was read'));
-    if (this.paused) {
-      this.paused = false;
-      this.res.resume();
-    }
+    this.release();
+  }
+
+  /**
+   * Called by the router just before it answers: a socket still paused resumes. Chunks uWS already
+   * read still arrive after pause(), the last one included, and a socket left paused after the
+   * answer never reads the connection's next request (uWS's idle timeout then resets it under the
+   * client). Not earlier: resume() arms uWS's 10 s timeout.
+   */
+  release(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.res.resume();
   }
 
   /** Called by the router when the client goes away. */
@@ -171,7 +180,9 @@ export class BodyStream implements AsyncIterable<Uint8Array> {
       const next = this.queue.shift();
       if (next) {
         this.queued -= next.byteLength;
-        if (this.paused && this.queued < this.highWater / 2) {
+        // Once the last chunk came, the socket stays paused until release(): uWS's resume() arms
+        // its 10 s timeout, which would cut a handler still working on the body (issue 22).
+        if (this.paused && !this.lastChunkCame && this.queued < this.highWater / 2) {
           this.paused = false;
           this.res.resume();
         }

@@ -276,6 +276,7 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
           result = await route.handler(request);
         }
         const reply = isReply(result) ? result : jsonReply(200, result ?? null);
+        if (!state.aborted) body?.release();
         await respond(res, state, reply, head);
         observed(observe, route.group, rawMethod, state.aborted ? CLIENT_LEFT : reply.status, started);
       } catch (e) {

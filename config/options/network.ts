@@ -20,7 +20,7 @@ export const networkOptions = {
     'maximum bytes of a source upload to POST /build-requests/source and of a chunked manifest in total; bundled reverse proxies raise their body limit to fit',
   ),
   'http.threads': option(
-    int({ min: 1, max: 64 }), 1,
+    int({ min: 1, max: 64 }), derived('the number of cores (os.availableParallelism()), at most 64'),
     'uWS serving threads on the server\'s port: each answers anonymous narinfo requests from its own hot memory, sends anonymous readers\' NAR files itself from the filesystem store, and relays everything else to the main thread; 1 serves everything from the main thread',
     { extension: true },
   ),

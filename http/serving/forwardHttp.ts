@@ -96,19 +96,34 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
     aborted = true;
     upstream.destroy();
   });
+  /**
+   * Whether the client's socket is paused. Chunks uWS already read still arrive after pause(), the
+   * last one included; then node:http never emits 'drain' (not after end()), and the socket is
+   * resumed only just before the answer's last write (`release`): uWS's resume() arms its 10 s
+   * timeout, which would cut a slow answer, and a socket left paused after the answer never reads
+   * the connection's next request (the idle timeout then resets it under the client: issue 22's
+   * relayed-upload resets).
+   */
+  let paused = false;
+  let bodyEnded = !hasBody;
+  const release = (): void => {
+    if (!paused || aborted) return;
+    paused = false;
+    res.resume();
+  };
   if (hasBody) {
-    let paused = false;
     res.onData((chunk, last) => {
       // uWS reuses the chunk's memory after this call returns: copy it.
       const more = upstream.write(Buffer.from(chunk.slice(0)));
-      if (last) upstream.end();
-      else if (!more && !paused) {
-        // Chunks uWS already read still arrive after pause(): one wait for drain, not one per chunk.
+      if (last) {
+        bodyEnded = true;
+        upstream.end();
+      } else if (!more && !paused && !finished) {
+        // One wait for drain, not one per chunk.
         paused = true;
         res.pause();
         upstream.once('drain', () => {
-          paused = false;
-          if (!aborted) res.resume();
+          if (!bodyEnded) release();
         });
       }
     });
@@ -117,6 +132,7 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
   upstream.on('error', () => {
     if (aborted || finished) return;
     finished = true;
+    release();
     res.cork(() => res.writeStatus('502 Bad Gateway').writeHeader('Content-Type', 'application/json')
       .end(JSON.stringify({ error: true, message: 'the main thread did not answer', code: 'internal' }), true));
   });
@@ -139,6 +155,7 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
     };
     if (headOnly) {
       finished = true;
+      release();
       res.cork(() => {
         writeHead();
         if (length !== null) res.writeHeader('Content-Length', String(length));
@@ -160,6 +177,7 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
           headWritten = true;
         }
         if (length !== null) {
+          if (sent + chunk.length >= length) release();
           const offset = res.getWriteOffset();
           const [ok, done] = res.tryEnd(chunk, length);
           sent += chunk.length;
@@ -185,6 +203,7 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
     });
     answer.on('end', () => {
       if (aborted) return;
+      if (!finished) release();
       if (length === null) {
         finished = true;
         res.cork(() => {

@@ -42,15 +42,13 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * The serving threads of a test server (docs/http.md, "Serving threads", "In tests"): one event
- * loop unless KILN_TEST_HTTP_THREADS says otherwise (a count, or `default` for the option's own
- * default) or the test asks. Three test files run at once on two cores: threads in every server of
- * every file would multiply start-up work and memory for nothing most tests look at.
+ * The serving threads of a test server (docs/http.md, "Serving threads", "In tests"): the option's
+ * own default (one per core) unless KILN_TEST_HTTP_THREADS pins a count (1: the single event loop)
+ * or the test asks.
  */
 function testHttpThreads(): { 'http.threads'?: number } {
   const asked = process.env['KILN_TEST_HTTP_THREADS'];
-  if (asked === 'default') return {};
-  return { 'http.threads': asked ? Number(asked) : 1 };
+  return asked && asked !== 'default' ? { 'http.threads': Number(asked) } : {};
 }
 
 export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}, options: StartKilnOptions = {}): Promise<TestKiln> {
