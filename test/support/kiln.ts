@@ -42,13 +42,15 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * The serving threads of a test server (docs/http.md, "Serving threads", "In tests"): the option's
- * own default (one per core) unless KILN_TEST_HTTP_THREADS pins a count (1: the single event loop)
- * or the test asks.
+ * The serving threads of a test server (docs/http.md, "Serving threads", "In tests"): one event
+ * loop unless KILN_TEST_HTTP_THREADS says otherwise (a count, or `default` for the option's own
+ * default) or the test asks. Three test files run at once on two cores: threads in every server of
+ * every file would multiply start-up work and memory for nothing most tests look at.
  */
 function testHttpThreads(): { 'http.threads'?: number } {
   const asked = process.env['KILN_TEST_HTTP_THREADS'];
-  return asked && asked !== 'default' ? { 'http.threads': Number(asked) } : {};
+  if (asked === 'default') return {};
+  return { 'http.threads': asked ? Number(asked) : 1 };
 }
 
 export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partial<Record<OptionPath, unknown>> = {}, options: StartKilnOptions = {}): Promise<TestKiln> {

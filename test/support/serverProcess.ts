@@ -23,7 +23,7 @@ export async function startServerProcess(databaseUrl: string, baseDir: string, p
       PATH: process.env['PATH'] ?? '', HOME: process.env['HOME'] ?? '/root', SERVICE_DATABASE_URL: databaseUrl,
       SERVICE_LOG_LEVEL_DEFAULT: 'warn', SERVICE_USE_TLS: 'false',
       // As test servers in the test process (test/support/kiln.ts testHttpThreads).
-      ...(!process.env['KILN_TEST_HTTP_THREADS'] || process.env['KILN_TEST_HTTP_THREADS'] === 'default' ? {} : { SERVICE_HTTP_THREADS: process.env['KILN_TEST_HTTP_THREADS'] }), SERVICE_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128', SERVICE_PROJECTS_ALLOW_LOCAL_REPOSITORIES: 'true',
+      ...(process.env['KILN_TEST_HTTP_THREADS'] === 'default' ? {} : { SERVICE_HTTP_THREADS: process.env['KILN_TEST_HTTP_THREADS'] || '1' }), SERVICE_OUTBOUND_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128', SERVICE_PROJECTS_ALLOW_LOCAL_REPOSITORIES: 'true',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
