@@ -12,7 +12,7 @@ import type { BuildPlacement } from './buildPlacement.js';
 import type { ChangeJobs } from './changeJobs.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
-import { BuildSampleWriter, recordBuildReadings } from './buildStatistics.js';
+import { BuildSampleWriter, endRunningReading, recordBuildReadings } from './buildStatistics.js';
 import type { JobCancellations } from './jobCancellations.js';
 import type { BuildJobEntry, Job, JobTable } from './schedulerJobs.js';
 import type { ConnectedWorker } from '../workers/index.js';
@@ -70,8 +70,12 @@ export class WorkerMessageRouter {
   }
 
   private async requeue(job: Job, why: 'lost' | 'refused'): Promise<void> {
-    if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why }, workerId: null });
-    else await this.deps.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why }, workerId: null });
+    if (job.kind === 'eval') {
+      await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why }, workerId: null });
+      return;
+    }
+    await this.deps.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why }, workerId: null });
+    await endRunningReading(this.deps.statistics.sql, job.derivationBuildId, job.attempt);
   }
 
   private async route(worker: ConnectedWorker, message: Message): Promise<void> {

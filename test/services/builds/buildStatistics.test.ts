@@ -93,6 +93,22 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
     t.same((await kiln.sql`select wall_ms from build_resource_samples where attempt = 2`)[0], { wall_ms: '4000' });
   });
 
+  await t.test('a running reading of an attempt that is not the build\'s started one shows as ended', async (t) => {
+    // What a server process that died mid-build leaves: its row still says running, and another process re-queued the build
+    // (requeueOrphanedJobs) without knowing of the reading. Set up on the rows, then put back.
+    const [row] = await kiln.sql<{ id: string }[]>`select derivation_build_id as id from builds where id = ${buildId}`;
+    await kiln.sql`update build_resource_samples set running = true where derivation_build_id = ${row!.id} and attempt = 2`;
+    const show = async () => ((await kiln.api<{ resources: { running: boolean } }>('GET', `/builds/${buildId}`, { token })).message.resources.running);
+    await kiln.sql`update derivation_builds set status = 'started' where id = ${row!.id}`;
+    t.equal(await show(), true, 'the current attempt, started: running');
+    await kiln.sql`update derivation_builds set status = 'queued' where id = ${row!.id}`;
+    t.equal(await show(), false, 're-queued: not running');
+    await kiln.sql`update derivation_builds set status = 'started', attempts = 3 where id = ${row!.id}`;
+    t.equal(await show(), false, 'a later attempt started: not running');
+    await kiln.sql`update derivation_builds set status = 'completed', attempts = 2 where id = ${row!.id}`;
+    await kiln.sql`update build_resource_samples set running = false where derivation_build_id = ${row!.id} and attempt = 2`;
+  });
+
   await t.test('samples go retentionDays after they were recorded, not before', async (t) => {
     const [row] = await kiln.sql<{ recorded_at: Date }[]>`select max(recorded_at) as recorded_at from build_resource_samples`;
     const recorded = row!.recorded_at.getTime();
