@@ -26,5 +26,5 @@ export {
 export { addPathFetches, prunePathFetches, topFetchedPaths } from './pathFetches.js';
 export {
   addPhaseSamples, rollUpPhases, prunePhases, phaseSeries,
-  type PhaseKind, type PhaseName, type PhasePeriod, type PhasePoint, type PhaseSample,
+  type PhaseSample,
 } from './phaseSamples.js';
