@@ -53,6 +53,8 @@ http {
 
 export interface WrkResult {
   rps: number;
+  /** requests completed in the run */
+  requests: number;
   p50Ms: number;
   p99Ms: number;
   bytesPerSec: number;
@@ -70,19 +72,22 @@ const MS = { us: 0.001, ms: 1, s: 1000 };
 const BYTES = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
 
 /**
- * wrk with --latency, two threads; with `script` (WRK_PATHS_SCRIPT) each connection walks the
+ * wrk with --latency, two threads unless told; with `script` (WRK_PATHS_SCRIPT) each connection walks the
  * paths of `pathsFile` round-robin, without it every request asks for `url` itself.
  */
-export async function wrk(url: string, opts: { connections: number; seconds: number; pathsFile?: string; script?: string }): Promise<WrkResult> {
-  const args = ['-t2', `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...(opts.script ? ['-s', opts.script] : []), url];
-  const { stdout } = await promisify(execFile)('wrk', args, { env: { ...process.env, PATHS_FILE: opts.pathsFile ?? '' }, maxBuffer: 1 << 20 });
+export async function wrk(url: string, opts: { connections: number; seconds: number; pathsFile?: string; script?: string; threads?: number; cpus?: string }): Promise<WrkResult> {
+  const args = [`-t${opts.threads ?? 2}`, `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...(opts.script ? ['-s', opts.script] : []), url];
+  // with `cpus`, wrk runs pinned there (taskset), off the CPUs of the server under test
+  const [command, argv]: [string, string[]] = opts.cpus === undefined ? ['wrk', args] : ['taskset', ['-c', opts.cpus, 'wrk', ...args]];
+  const { stdout } = await promisify(execFile)(command, argv, { env: { ...process.env, PATHS_FILE: opts.pathsFile ?? '' }, maxBuffer: 1 << 20 });
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1]);
+  const requests = Number(/(\d+) requests in /.exec(stdout)?.[1]);
   const p50 = unit(/\n\s+50%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaN', MS);
   const p99 = unit(/\n\s+99%\s+(\S+)/.exec(stdout)?.[1] ?? 'NaN', MS);
   const transfer = unit(/Transfer\/sec:\s+(\S+)/.exec(stdout)?.[1] ?? '0B', BYTES);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0);
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(stdout)?.slice(1).reduce((a, b) => a + Number(b), 0) ?? 0;
-  return { rps, p50Ms: p50, p99Ms: p99, bytesPerSec: transfer, non2xx, socketErrors };
+  return { rps, requests, p50Ms: p50, p99Ms: p99, bytesPerSec: transfer, non2xx, socketErrors };
 }
 
 /** The Lua for wrk: every connection walks the paths file round-robin from a random start. */

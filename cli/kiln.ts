@@ -1,7 +1,7 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
 import { componentLogger, createLogger, openStageTracer, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, createOutboundClient, KilnMetrics, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
+import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
 import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector, type SshServer } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
@@ -144,6 +144,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     stack.push(() => tracer.close());
     // The stored per-minute cache traffic, whatever metrics.tokenFile says: it is for people and the UI.
     const trafficCounters = new TrafficCounters(() => clock.now().getTime());
+    // The stored job phase timings, likewise (docs/metrics.md, "Stored metrics: job phases").
+    const phaseSamples = new PhaseSampleBuffer(() => clock.now());
     const root = createRootSupervisor({
       onEscalate: (error) => {
         log.fatal({ err: error }, 'the supervision tree gave up; stopping');
@@ -188,7 +190,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
     stack.push(() => nars.close());
     const services = createServices(
-      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool, trafficCounters, tracer },
+      { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool, trafficCounters, phaseSamples, tracer },
       {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
@@ -204,7 +206,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     scheduler.start();
     stack.push(() => scheduler.stop());
     const upkeep = startUpkeep({
-      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus, trafficCounters, workers,
+      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus, trafficCounters, phaseSamples, workers,
       supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
       ...(opts.upkeepTimers === false ? { timers: false } : {}),
     });

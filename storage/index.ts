@@ -17,3 +17,4 @@ export { secureBaseDir, SERVER_PRIVATE_DIRS } from './baseDirModes.js';
 export { KilnMetrics, type Sample } from './metrics/kilnMetrics.js';
 export { topWithOther } from './metrics/boundedLabel.js';
 export { TrafficCounters } from './metrics/trafficCounters.js';
+export { PhaseSampleBuffer } from './metrics/phaseSampleBuffer.js';

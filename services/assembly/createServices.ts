@@ -4,7 +4,7 @@
 import { componentLogger, type Config, type Logger, type StageTracer } from '../../config/index.js';
 import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
 import type { Clock, Supervisor } from '../../supervisors/index.js';
-import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, SecretBox, TrafficCounters } from '../../storage/index.js';
+import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, PhaseSampleBuffer, SecretBox, TrafficCounters } from '../../storage/index.js';
 import { cacheMetricsService, instanceWindowService, projectSeriesService, registerServerMetrics, workerSampleSeriesService, type CacheMetricsService, type InstanceWindowService, type ProjectSeriesService, type WorkerSampleSeriesService } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
 import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceEvaluationsService, type SourceEvaluationsService, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
@@ -42,6 +42,8 @@ export interface OpenedResources {
   cpu: CpuPool;
   /** cache traffic per minute, flushed to PostgreSQL by the upkeep (docs/metrics.md, stored metrics) */
   trafficCounters: TrafficCounters;
+  /** job phase timings, flushed to PostgreSQL by the upkeep (docs/metrics.md, "Stored metrics: job phases") */
+  phaseSamples?: PhaseSampleBuffer;
   /** log.traceDir: stage spans (docs/metrics.md, "Stage traces") */
   tracer?: StageTracer;
 }
@@ -188,6 +190,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     ...(gitHost ? { privateFetch: gitHost.access.privateFetch } : {}),
     supervisor: root.supervise({ id: 'scheduler', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
     metrics,
+    ...(opened.phaseSamples ? { phases: opened.phaseSamples } : {}),
     ...(opened.tracer ? { tracer: opened.tracer } : {}),
     settings: {
       maxAttempts: config['build.maxAttempts'], retryBackoffSecs: config['build.retryBackoffSecs'],

@@ -16,8 +16,8 @@ import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
 import { deleteOldCollectionRuns } from '../gc/index.js';
-import type { SecretBox, TrafficCounters } from '../../storage/index.js';
-import { flushTraffic, rollUpAndPrune, sampleInstance, sampleWorkers } from '../metrics/index.js';
+import type { PhaseSampleBuffer, SecretBox, TrafficCounters } from '../../storage/index.js';
+import { flushPhases, flushTraffic, rollUpAndPrune, sampleInstance, sampleWorkers } from '../metrics/index.js';
 
 /** Retention runs hourly: retentionDays counts days, an hour late is within its precision. */
 const RETENTION_INTERVAL_MS = 3_600_000;
@@ -49,6 +49,8 @@ export interface UpkeepDeps {
   supervisor: Supervisor;
   /** this process's cache traffic counts, flushed every metrics.cacheFlushIntervalSecs */
   trafficCounters: Pick<TrafficCounters, 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>;
+  /** this process's job phase samples, flushed with the traffic (metrics.cacheFlushIntervalSecs); none: nothing to flush */
+  phaseSamples?: Pick<PhaseSampleBuffer, 'take' | 'restore'>;
   /** the workers connected to this process, sampled every metrics.workerSampleIntervalSecs; none: no samples */
   workers?: Pick<WorkerConnections, 'connected'>;
   /** false: no loop wakes by its interval, only by hand or by event (tests that step the clock) */
@@ -64,6 +66,8 @@ export interface Upkeep {
   retention(): Promise<RetentionReport>;
   /** writes the cache traffic counted since the last flush */
   trafficFlush(): Promise<{ minutes: number }>;
+  /** writes the job phase samples taken since the last flush */
+  phaseFlush(): Promise<{ samples: number }>;
   /** rolls the stored traffic up and applies metrics.retention.* */
   metricRollup(): Promise<{ deleted: number }>;
   /** writes a sample of each connected worker and deletes samples past metrics.retention.rawDays */
@@ -92,6 +96,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       gcRuns: await deleteOldCollectionRuns(sql, config['retentionDays'], clock.now()),
     }),
     trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),
+    phaseFlush: async () => (deps.phaseSamples ? flushPhases(cacheSql, deps.phaseSamples) : { samples: 0 }),
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
     workerSamples: async () => (deps.workers ? sampleWorkers(sql, deps.workers, config['metrics.retention.rawDays'], clock.now()) : { sampled: 0, deleted: 0 }),
     instanceSample: () => sampleInstance(sql, config['metrics.instanceIntervalSecs'], config['metrics.retention.rawDays'], clock.now()),
@@ -125,6 +130,8 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   if (graphIntervalSecs > 0) loopOf('graph-consistency', graphIntervalSecs * 1000, passes.graphConsistency);
   if (config['retentionDays'] > 0) loopOf('record-retention', RETENTION_INTERVAL_MS, passes.retention);
   const flushLoop = loopOf('traffic-flush', config['metrics.cacheFlushIntervalSecs'] * 1000, async () => ((await passes.trafficFlush()).minutes === 0 ? null : {}));
+  // Quiet, like the traffic's: a flush every few seconds is routine.
+  const phaseLoop = loopOf('phase-flush', config['metrics.cacheFlushIntervalSecs'] * 1000, async () => (await passes.phaseFlush(), null));
   loopOf('metric-rollup', config['metrics.rollupIntervalSecs'] * 1000, passes.metricRollup);
   // Quiet: a sample every few seconds is routine, not news for the log.
   if (deps.workers) loopOf('worker-samples', config['metrics.workerSampleIntervalSecs'] * 1000, async () => (await passes.workerSamples(), null));
@@ -142,7 +149,8 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       if (ticker) clearInterval(ticker);
       // The last counts of this process are written before it goes.
       flushLoop.wake();
-      await flushLoop.settle();
+      phaseLoop.wake();
+      await Promise.all([flushLoop.settle(), phaseLoop.settle()]);
       await Promise.all(loops.map((l) => l.stop()));
     },
   };

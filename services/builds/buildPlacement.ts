@@ -5,7 +5,7 @@
 // connected to this process are candidates; the guarded status change lets one process win a job.
 import type { Sql } from 'postgres';
 import type { RepositoryAccess } from '../../protocol/index.js';
-import type { Events, KilnMetrics } from '../../storage/index.js';
+import type { Events, KilnMetrics, PhaseSampleBuffer } from '../../storage/index.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches, type BuildJobSettings } from './buildJobMessage.js';
 import type { Clock } from '../../supervisors/index.js';
@@ -52,6 +52,8 @@ export interface BuildPlacementDeps {
   wake(): void;
   /** kiln_dispatch_latency_seconds */
   metrics?: Pick<KilnMetrics, 'jobDispatched'>;
+  /** the stored phase samples (docs/metrics.md, "Stored metrics: job phases") */
+  phases?: Pick<PhaseSampleBuffer, 'record'>;
   /** a private repository of the Git host application: where and with what token its evaluation fetches (null: as any repository) */
   privateFetch?: PrivateFetchLookup;
 }
@@ -127,7 +129,7 @@ export class BuildPlacement {
   private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>, source: { url: string; sha256: string } | null = null): void {
     const attempt = evaluation.attempts + 1;
     const jobId = `eval:${evaluation.id}:${attempt}`;
-    this.deps.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt }, worker);
+    this.deps.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt, queuedAt: evaluation.queued_at }, worker);
     worker.link.send({
       t: 'evalJob', jobId, project: evaluation.project_id, repository: fetchWith?.repository ?? evaluation.repository, commit: evaluation.commit,
       attributes: evaluation.wildcard, timeoutSecs: 0, ...(fetchWith ? { access: fetchWith.access } : {}), ...(source ? { source } : {}),
@@ -202,7 +204,9 @@ export class BuildPlacement {
       jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)) }, worker);
       worker.link.send(buildJobMessage(jobId, build, caches, { ...settings, readToken }));
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
-      this.deps.metrics?.jobDispatched('build', Math.max(0, (this.deps.clock.now().getTime() - build.queued_at.getTime()) / 1000));
+      const waited = Math.max(0, (this.deps.clock.now().getTime() - build.queued_at.getTime()) / 1000);
+      this.deps.metrics?.jobDispatched('build', waited);
+      this.deps.phases?.record('build', 'dispatch', waited);
     });
   }
 }

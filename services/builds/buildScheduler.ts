@@ -9,7 +9,7 @@ import type { StageTracer } from '../../config/index.js';
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message, RejectCode } from '../../protocol/index.js';
-import type { Events, KilnMetrics } from '../../storage/index.js';
+import type { Events, KilnMetrics, PhaseSampleBuffer } from '../../storage/index.js';
 import { CoalescingLoop, type Supervisor } from '../../supervisors/index.js';
 import { JobTable } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
@@ -74,6 +74,8 @@ export interface BuildSchedulerDeps {
   ticker?: SchedulerTicker;
   /** kiln_build_duration_seconds and kiln_dispatch_latency_seconds */
   metrics?: Pick<KilnMetrics, 'buildEnded' | 'jobDispatched'>;
+  /** the stored phase samples: dispatch latency and job time of builds and evaluations (docs/metrics.md) */
+  phases?: Pick<PhaseSampleBuffer, 'record'>;
   /** private repositories of the Git host application (services/gitHosts repositoryAccess) */
   privateFetch?: PrivateFetchLookup;
   /** log.traceDir: each job's span (docs/metrics.md, "Stage traces") */
@@ -116,15 +118,20 @@ export class BuildScheduler implements WorkerListener {
     this.leadership = new SchedulerLeadership(sql, events, log);
     this.queueDepth = new QueueDepthReporter(sql, events, clock);
     this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      ...(deps.phases ? { phases: deps.phases } : {}),
       ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}),
     });
     this.changeJobs = new ChangeJobs(workers, deps.changeJobTimeoutMs);
     this.router = new WorkerMessageRouter({
       changeJobs: this.changeJobs,
       ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      ...(deps.phases ? { phases: deps.phases } : {}),
       statistics: { sql, now: () => clock.now() },
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
-      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake },
+      evaluationJobs: {
+        sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake,
+        ...(deps.phases ? { phases: deps.phases } : {}),
+      },
     });
   }
 

@@ -3,7 +3,8 @@
 // worker measured them (worker.build.metrics), its cgroup's CPU time, peak memory, disk I/O and
 // OOM kills; an evaluation keeps its job's wall-clock time and the evaluator's statistics
 // (worker.eval.metrics). While a build runs, its worker's heartbeats keep a running sample of its
-// counters so far, which the result replaces. Samples go retentionDays after they were recorded.
+// counters so far, which the result replaces; an attempt that ends without a result keeps them,
+// no longer running. Samples go retentionDays after they were recorded.
 import type { Sql } from 'postgres';
 import type { BuildResources, BuildResourcesView, EvalStats, EvaluationStatistics as EvaluationStatsView } from '../../protocol/index.js';
 import { deleteInSlices, retentionCutoff } from '../../storage/index.js';
@@ -94,6 +95,14 @@ export async function recordBuildReadings(sql: Sql, readings: readonly (BuildSam
   }
 }
 
+/**
+ * An attempt that ended without a result (its worker lost, the job refused or cancelled): its
+ * running reading stays as the last counters seen, no longer marked running.
+ */
+export async function endRunningReading(sql: Sql, derivationBuildId: string, attempt: number): Promise<void> {
+  await sql`update build_resource_samples set running = false where derivation_build_id = ${derivationBuildId} and attempt = ${attempt} and running`;
+}
+
 export async function recordEvaluationStats(sql: Sql, evaluationId: string, durationMs: number, stats: EvalStats | undefined): Promise<void> {
   const evaluator = stats === undefined ? null : {
     runs: stats.runs, cpu_seconds: stats.cpuSeconds, thunks: stats.thunks, function_calls: stats.functionCalls, primop_calls: stats.primOpCalls,
@@ -120,10 +129,14 @@ const num = (v: string | null): number | null => (v === null ? null : Number(v))
 export async function latestBuildResources(sql: Sql, derivationBuildIds: readonly string[]): Promise<Map<string, BuildResourcesView>> {
   if (derivationBuildIds.length === 0) return new Map();
   const rows = await sql<(SampleRow & { derivation_build_id: string })[]>`
-    select distinct on (derivation_build_id) derivation_build_id, attempt, wall_ms, cpu_user_ms, cpu_system_ms, peak_memory_bytes,
-      io_read_bytes, io_write_bytes, oom_kills, running
-    from build_resource_samples where derivation_build_id = any(${derivationBuildIds as string[]}::uuid[])
-    order by derivation_build_id, attempt desc`;
+    select distinct on (s.derivation_build_id) s.derivation_build_id, s.attempt, s.wall_ms, s.cpu_user_ms, s.cpu_system_ms, s.peak_memory_bytes,
+      s.io_read_bytes, s.io_write_bytes, s.oom_kills,
+      -- running only while this attempt is the build's current one and still started: an attempt whose worker was lost, or whose
+      -- server process died before it could say so, is over whatever its row says
+      s.running and db.status = 'started' and db.attempts = s.attempt as running
+    from build_resource_samples s join derivation_builds db on db.id = s.derivation_build_id
+    where s.derivation_build_id = any(${derivationBuildIds as string[]}::uuid[])
+    order by s.derivation_build_id, s.attempt desc`;
   return new Map(rows.map((r) => [r.derivation_build_id, {
     attempt: r.attempt, running: r.running, wall_seconds: Number(r.wall_ms) / 1000,
     cpu_user_seconds: r.cpu_user_ms === null ? null : Number(r.cpu_user_ms) / 1000,

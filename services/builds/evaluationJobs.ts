@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message } from '../../protocol/index.js';
-import type { Events } from '../../storage/index.js';
+import type { Events, PhaseSampleBuffer } from '../../storage/index.js';
 import { evaluationMove } from '../../actors/index.js';
 import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch, stageEvalBatch, type StagedEvalBatch } from './graphRecorder.js';
@@ -48,6 +48,8 @@ export interface EvaluationJobDeps {
   finishEvaluation(evaluationId: string): Promise<void>;
   /** the scheduler runs a pass: the evaluation's builds or the queued evaluation wait for one */
   wake(): void;
+  /** the stored phase samples: an evaluation job's time on the worker */
+  phases?: Pick<PhaseSampleBuffer, 'record'>;
 }
 
 export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJobEntry, message: Message): Promise<void> {
@@ -78,6 +80,7 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
   }
   if (message.t === 'evalResult') {
     if (!jobs.end(job, { type: 'succeeded' })) return;
+    deps.phases?.record('evaluation', 'run', message.durationMs / 1000);
     // After the graph's batches: statistics on GET /evals/{id} then mean the builds are there too.
     await job.chain;
     await recordEvaluationStats(sql, job.evaluationId, message.durationMs, message.stats)

@@ -57,6 +57,7 @@ export async function applyPhaseChange(tx: TransactionSql, emit: Emit, id: strin
     update evaluations set phase = ${to}, updated_at = now(),
       error = coalesce(${to === 'failed' || to === 'aborted' ? (change.reason ?? null) : null}, error),
       started_at = case when ${to === 'evaluating'} then coalesce(started_at, now()) else started_at end,
+      queued_at = case when ${to === 'queued'} then now() else queued_at end,
       attempts = attempts + ${to === 'evaluating' ? 1 : 0},
       worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
       finished_at = case when ${final} then now() else finished_at end

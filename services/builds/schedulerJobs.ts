@@ -9,7 +9,11 @@ import { disabledTracer, type EndSpan, type StageTracer } from '../../config/ind
 import { jobRootSpan } from '../../protocol/index.js';
 
 export type JobActor = LightActor<WorkerJobState, WorkerJobEvent, WorkerJobContext, WorkerJobInput>;
-export type EvalJobEntry = { kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor };
+export type EvalJobEntry = {
+  kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor;
+  /** when the evaluation last became dispatchable: its dispatch latency ends when the worker accepts the job */
+  queuedAt: Date;
+};
 export type BuildJobEntry = {
   kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string>; actor: JobActor;
   /** what build.progress last said: log bytes while building, NAR bytes and paths while uploading */

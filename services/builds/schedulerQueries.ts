@@ -15,10 +15,12 @@ export interface QueuedEvaluation {
   /** the upload evaluated instead of a commit (null once swept); source_sha256 says it was one */
   source_upload_id: string | null;
   source_sha256: string | null;
+  /** when it last entered queued (migration 0051): its dispatch latency starts there */
+  queued_at: Date;
 }
 
 export const queuedEvaluations = (sql: Sql, phase: 'queued' | 'waiting') => sql<QueuedEvaluation[]>`
-  select e.id, e.repository, e.commit, e.wildcard, t.project_id, e.attempts, e.source_upload_id, e.source_sha256
+  select e.id, e.repository, e.commit, e.wildcard, t.project_id, e.attempts, e.source_upload_id, e.source_sha256, e.queued_at
   from evaluations e join tasks t on t.id = e.task_id
   where e.phase = ${phase} and (e.commit is not null or e.source_sha256 is not null) and not e.awaiting_approval order by e.created_at limit 200`;
 

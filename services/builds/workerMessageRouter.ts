@@ -5,14 +5,14 @@
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message, RejectCode } from '../../protocol/index.js';
-import type { Events, KilnMetrics } from '../../storage/index.js';
+import type { Events, KilnMetrics, PhaseSampleBuffer } from '../../storage/index.js';
 import type { BuildLogs } from './buildLogs.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import type { BuildPlacement } from './buildPlacement.js';
 import type { ChangeJobs } from './changeJobs.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
-import { BuildSampleWriter, recordBuildReadings } from './buildStatistics.js';
+import { BuildSampleWriter, endRunningReading, recordBuildReadings } from './buildStatistics.js';
 import type { JobCancellations } from './jobCancellations.js';
 import type { BuildJobEntry, Job, JobTable } from './schedulerJobs.js';
 import type { ConnectedWorker } from '../workers/index.js';
@@ -34,8 +34,10 @@ export interface WorkerMessageRouterDeps {
   wake(): void;
   /** where build samples go (buildStatistics.ts), and their time */
   statistics: { sql: Sql; now: () => Date };
-  /** kiln_build_duration_seconds: the worker's own measure of each build */
-  metrics?: Pick<KilnMetrics, 'buildEnded'>;
+  /** kiln_build_duration_seconds: the worker's own measure of each build; kiln_dispatch_latency_seconds of evaluations */
+  metrics?: Pick<KilnMetrics, 'buildEnded' | 'jobDispatched'>;
+  /** the stored phase samples (docs/metrics.md, "Stored metrics: job phases") */
+  phases?: Pick<PhaseSampleBuffer, 'record'>;
 }
 
 export class WorkerMessageRouter {
@@ -70,8 +72,12 @@ export class WorkerMessageRouter {
   }
 
   private async requeue(job: Job, why: 'lost' | 'refused'): Promise<void> {
-    if (job.kind === 'eval') await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why }, workerId: null });
-    else await this.deps.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why }, workerId: null });
+    if (job.kind === 'eval') {
+      await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why }, workerId: null });
+      return;
+    }
+    await this.deps.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why }, workerId: null });
+    await endRunningReading(this.deps.statistics.sql, job.derivationBuildId, job.attempt);
   }
 
   private async route(worker: ConnectedWorker, message: Message): Promise<void> {
@@ -93,7 +99,7 @@ export class WorkerMessageRouter {
     if (this.deps.changeJobs.received(worker, message)) return;
     const job = jobs.get(message.jobId);
     if (!job || job.workerId !== worker.hello.workerId) return;
-    if (message.t === 'jobAccepted') return job.actor.send({ type: 'accepted' });
+    if (message.t === 'jobAccepted') return this.accepted(job);
     if (message.t === 'jobRefused') return this.refused(worker, job);
     if (job.kind === 'eval') return evaluationJobMessage(this.deps.evaluationJobs, job, message);
     return this.buildMessage(job, message);
@@ -113,6 +119,18 @@ export class WorkerMessageRouter {
       return [{ derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: Math.round(r.wallSeconds * 1000), resources }];
     });
     if (samples.length > 0) await recordBuildReadings(this.deps.statistics.sql, samples, this.deps.statistics.now());
+  }
+
+  /**
+   * A worker took the job. An evaluation's dispatch latency ends here: from the moment it became
+   * dispatchable (entered queued) to a worker taking it (a build's ends at its dispatch, buildPlacement.ts).
+   */
+  private accepted(job: Job): void {
+    job.actor.send({ type: 'accepted' });
+    if (job.kind !== 'eval') return;
+    const waited = Math.max(0, (this.deps.statistics.now().getTime() - job.queuedAt.getTime()) / 1000);
+    this.deps.metrics?.jobDispatched('evaluation', waited);
+    this.deps.phases?.record('evaluation', 'dispatch', waited);
   }
 
   private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
@@ -135,6 +153,7 @@ export class WorkerMessageRouter {
     }
     if (!jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
     this.deps.metrics?.buildEnded(message.t === 'buildResult' ? 'completed' : 'failed', message.durationMs / 1000);
+    this.deps.phases?.record('build', 'run', message.durationMs / 1000);
     const sample = { derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: message.durationMs, resources: message.resources ?? null };
     await this.samples.record(sample)
       .catch((error: unknown) => this.deps.log.warn({ err: error }, 'storing a build\'s resource sample failed'));

@@ -1,6 +1,7 @@
 // The public face of services/metrics/: the series read at scrape time and the stored metrics (docs/metrics.md).
 export { registerServerMetrics } from './serverMetrics.js';
 export { flushTraffic, rollUpAndPrune } from './trafficRecorder.js';
+export { flushPhases } from './phaseRecorder.js';
 export { cacheMetricsService, type CacheMetricsService } from './cacheMetrics.js';
 export { startOtlpPush } from './otlpPush.js';
 export { sampleWorkers } from './workerSamples.js';

@@ -2,9 +2,12 @@
 // upkeep: a flush of this process's per-minute counters (metrics.cacheFlushIntervalSecs), and a
 // rollup pass (metrics.rollupIntervalSecs) that rolls minutes up to hours, days and weeks and
 // deletes minutes (and per-file fetch days) past metrics.retention.rawDays and hour rollups past
-// metrics.retention.rollupDays.
+// metrics.retention.rollupDays. The same pass rolls the job phase samples up (minutes, hours, days,
+// weeks) and deletes raw samples past rawDays and minute and hour rollups past rollupDays.
 import type { Config } from '../../config/index.js';
-import { addPathFetches, addTrafficMinutes, prunePathFetches, pruneTraffic, retentionCutoff, rollUpTraffic, type Sql, type TrafficCounters } from '../../storage/index.js';
+import {
+  addPathFetches, addTrafficMinutes, prunePathFetches, prunePhases, pruneTraffic, retentionCutoff, rollUpPhases, rollUpTraffic, type Sql, type TrafficCounters,
+} from '../../storage/index.js';
 
 /** Writes what was counted since the last flush; a failed write keeps the counts for the next. */
 export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>): Promise<{ minutes: number }> {
@@ -29,7 +32,9 @@ export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'ta
 /** One rollup pass, then retention; how many rows retention deleted. */
 export async function rollUpAndPrune(sql: Sql, config: Pick<Config, 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'>, now: Date): Promise<{ deleted: number }> {
   await rollUpTraffic(sql);
+  await rollUpPhases(sql);
   const rawBefore = retentionCutoff(config['metrics.retention.rawDays'], now);
-  const deleted = await pruneTraffic(sql, { rawBefore, rollupBefore: retentionCutoff(config['metrics.retention.rollupDays'], now) });
+  const rollupBefore = retentionCutoff(config['metrics.retention.rollupDays'], now);
+  const deleted = await pruneTraffic(sql, { rawBefore, rollupBefore }) + await prunePhases(sql, { rawBefore, rollupBefore });
   return { deleted: deleted + (rawBefore === null ? 0 : await prunePathFetches(sql, rawBefore)) };
 }

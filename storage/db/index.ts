@@ -24,3 +24,7 @@ export {
   type TrafficCounts, type TrafficMinute, type TrafficPeriod,
 } from './cacheTraffic.js';
 export { addPathFetches, prunePathFetches, topFetchedPaths } from './pathFetches.js';
+export {
+  addPhaseSamples, rollUpPhases, prunePhases, phaseSeries,
+  type PhaseSample,
+} from './phaseSamples.js';

@@ -5,7 +5,7 @@
 // options nothing is measured, and a worker.build.cgroup that is no cgroup costs a warning only.
 import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../config/index.js';
@@ -15,6 +15,7 @@ import { requireNix, tempDir } from '../support/nixStore.js';
 import { startProtoServer, type WorkerSession } from '../support/protoServer.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 import { eventually } from '../support/eventually.js';
+import { cgroupRoot } from '../support/cgroups.js';
 
 requireNix();
 const PROJECT = randomUUID();
@@ -24,12 +25,6 @@ const repo = createFlakeRepo(join(dir, 'repo'), {
   'flake.nix': shellFlake(randomUUID(), `      busy = mk "kiln-test-busy" "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done; echo $i > $out";
       busyAgain = mk "kiln-test-busy-again" "i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo $i > $out";`),
 });
-
-/** cgroup v2 as this machine mounts it; a test that needs it says so rather than pass on a machine without. */
-function cgroupRoot(): string | null {
-  for (const root of ['/sys/fs/cgroup/unified', '/sys/fs/cgroup']) if (existsSync(join(root, 'cgroup.procs')) && existsSync(join(root, 'cgroup.controllers'))) return root;
-  return null;
-}
 
 async function workerWith(t: Test, overrides: Record<string, unknown>): Promise<WorkerSession> {
   const server = await startProtoServer({ openModeProjects: [] });

@@ -4,6 +4,9 @@
 // live sockets filter on), its evaluator statistics show on GET /evals/{id}, each build attempt's
 // sample is stored and the latest shows on GET /builds/{id} (while it runs, the heartbeats' readings
 // of it, marked running), and samples go after retentionDays.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import t from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { deleteOldBuildSamples } from '../../../services/builds/index.js';
@@ -17,7 +20,11 @@ import { eventually } from '../../support/eventually.js';
 const DAY = 86_400_000;
 
 t.test('statistics of an evaluation and of each build attempt', async (t) => {
-  const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, 'build.maxAttempts': 3 });
+  // metrics on (a scrape token): kiln_dispatch_latency_seconds is checked below
+  const tokenDir = mkdtempSync(join(tmpdir(), 'kiln-stats-token-'));
+  t.teardown(() => rmSync(tokenDir, { recursive: true, force: true }));
+  writeFileSync(join(tokenDir, 'token'), 'scrape-token');
+  const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, 'build.maxAttempts': 3, 'metrics.tokenFile': join(tokenDir, 'token') });
   const activity: { frame: Record<string, unknown>; scope: Record<string, unknown> }[] = [];
   kiln.events.bus.subscribe((event) => {
     if (event.event === 'evaluation.activity') activity.push({ frame: JSON.parse(event.frame) as Record<string, unknown>, scope: event.scope as Record<string, unknown> });
@@ -91,6 +98,35 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
     worker.send({ t: 'heartbeat', seq: 2, load: { runningBuilds: 0, runningEvals: 0, load1: 1, memoryFreeBytes: 1, memoryTotalBytes: 2, storeFreeBytes: null }, builds: [{ jobId: second.jobId, ...reading }] });
     await worker.next('heartbeatAck');
     t.same((await kiln.sql`select wall_ms from build_resource_samples where attempt = 2`)[0], { wall_ms: '4000' });
+  });
+
+  await t.test('dispatch latency and job time of evaluations and builds: Prometheus and the stored phase samples', async (t) => {
+    const scrape = await fetch(`${kiln.url}/metrics`, { headers: { authorization: 'Bearer scrape-token' } }).then((r) => r.text());
+    const count = (kind: string) => Number(new RegExp(`^kiln_dispatch_latency_seconds_count\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(scrape)?.[1] ?? 0);
+    t.equal(count('evaluation'), 1, 'the evaluation, when its worker accepted it');
+    t.equal(count('build'), 2, 'both attempts of the build');
+    await kiln.upkeep.phaseFlush();
+    const rows = await kiln.sql<{ kind: string; phase: string; n: number; ms: string }[]>`
+      select kind, phase, count(*)::int as n, max(duration_ms) as ms from phase_samples group by 1, 2 order by 1, 2`;
+    t.same(rows.map((r) => [r.kind, r.phase, r.n]), [['build', 'dispatch', 2], ['build', 'run', 2], ['evaluation', 'dispatch', 1], ['evaluation', 'run', 1]]);
+    t.equal(rows.find((r) => r.kind === 'build' && r.phase === 'run')?.ms, '4000', 'a build\'s run is the worker\'s measure');
+    t.equal(rows.find((r) => r.kind === 'evaluation' && r.phase === 'run')?.ms, '2500');
+  });
+
+  await t.test('a running reading of an attempt that is not the build\'s started one shows as ended', async (t) => {
+    // What a server process that died mid-build leaves: its row still says running, and another process re-queued the build
+    // (requeueOrphanedJobs) without knowing of the reading. Set up on the rows, then put back.
+    const [row] = await kiln.sql<{ id: string }[]>`select derivation_build_id as id from builds where id = ${buildId}`;
+    await kiln.sql`update build_resource_samples set running = true where derivation_build_id = ${row!.id} and attempt = 2`;
+    const show = async () => ((await kiln.api<{ resources: { running: boolean } }>('GET', `/builds/${buildId}`, { token })).message.resources.running);
+    await kiln.sql`update derivation_builds set status = 'started' where id = ${row!.id}`;
+    t.equal(await show(), true, 'the current attempt, started: running');
+    await kiln.sql`update derivation_builds set status = 'queued' where id = ${row!.id}`;
+    t.equal(await show(), false, 're-queued: not running');
+    await kiln.sql`update derivation_builds set status = 'started', attempts = 3 where id = ${row!.id}`;
+    t.equal(await show(), false, 'a later attempt started: not running');
+    await kiln.sql`update derivation_builds set status = 'completed', attempts = 2 where id = ${row!.id}`;
+    await kiln.sql`update build_resource_samples set running = false where derivation_build_id = ${row!.id} and attempt = 2`;
   });
 
   await t.test('samples go retentionDays after they were recorded, not before', async (t) => {
