@@ -40,6 +40,17 @@ export class ChangeJobs {
     return this.pick(projectId) !== null;
   }
 
+  /**
+   * The projects a connected worker of this process could take a change job of: 'all' when an open
+   * evaluating worker is connected. The open_pr runner asks for only these projects' runs, so runs
+   * no worker here serves neither fill its pass nor keep it spinning.
+   */
+  servedProjects(): 'all' | string[] {
+    const able = this.workers.connected().filter((w) => w.hello.capabilities.eval);
+    if (able.some((w) => w.open)) return 'all';
+    return [...new Set(able.flatMap((w) => w.projects))];
+  }
+
   /** Sends the job to a connected evaluating worker serving the project and waits for its end. */
   run(request: ChangeJobRequest): Promise<ChangeOutcome> {
     const worker = this.pick(request.project);

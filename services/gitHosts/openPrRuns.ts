@@ -122,23 +122,42 @@ export class OpenPrRunner {
   private async pass(): Promise<void> {
     const { sql, clock, changeJobs } = this.deps;
     const now = clock.now();
+    await this.giveUpLost(now);
+    // only the runs a worker of this process serves: another process, one whose workers serve the
+    // project, takes the others (or this one, once one connects); looking at them here would fill
+    // every pass with runs it skips, and wake it again at once, forever
+    const served = changeJobs.servedProjects();
+    if (served !== 'all' && served.length === 0) return this.scheduleNext();
     const owed = await sql<OwedRun[]>`
       select r.id, r.evaluation_id, r.task_action_id, k.project_id, r.status, r.next_attempt_at
       from open_pr_runs r join evaluations e on e.id = r.evaluation_id join tasks k on k.id = e.task_id
       where r.status in ('retrying', 'running') and r.next_attempt_at <= ${now}
+        and (${served === 'all'} or k.project_id = any(${served === 'all' ? [] : served}::uuid[]))
       order by r.next_attempt_at limit ${PASS_ROWS}`;
     for (const run of owed) {
-      // another process, one whose workers serve the project, takes it (or this one, once one connects)
       if (!changeJobs.canRun(run.project_id)) continue;
+      // one taker: the row is still owed (a taker moved next_attempt_at past now); not an equality
+      // on next_attempt_at, which PostgreSQL holds to the microsecond and a Date only to the millisecond
       const [taken] = await sql<{ attempts: number; pushed: string | null }[]>`
         update open_pr_runs set status = 'running', attempts = attempts + 1, next_attempt_at = ${new Date(now.getTime() + LEASE_MS)}, updated_at = ${now}
-        where id = ${run.id} and status = ${run.status} and next_attempt_at = ${run.next_attempt_at}
+        where id = ${run.id} and status = ${run.status} and next_attempt_at <= ${now} and attempts < ${MAX_OPEN_PR_ATTEMPTS}
         returning attempts, pushed`;
       if (!taken) continue;
       this.track(this.tryRun(run, taken.attempts, taken.pushed).catch((error: unknown) => this.deps.log.error({ err: error, run: run.id }, 'an open_pr run failed unexpectedly')));
     }
     if (owed.length === PASS_ROWS) this.loop.wake();
     await this.scheduleNext();
+  }
+
+  /**
+   * Runs taken MAX_OPEN_PR_ATTEMPTS times whose last taker never ended them (its process died, or
+   * its end could not be written) are given up: a run that kills its process is not taken forever.
+   */
+  private async giveUpLost(now: Date): Promise<void> {
+    await this.deps.sql`
+      update open_pr_runs set status = 'failed', next_attempt_at = null, updated_at = ${now}, finished_at = ${now},
+        error = ${`given up after ${MAX_OPEN_PR_ATTEMPTS} tries: the last one never ended (its server process was lost)`}
+      where status in ('running', 'retrying') and next_attempt_at <= ${now} and attempts >= ${MAX_OPEN_PR_ATTEMPTS}`;
   }
 
   /** A timer for the earliest run still owed later. */

@@ -24,11 +24,17 @@ export interface OpenedPullRequest {
   created: boolean;
 }
 
-const PullRequestAnswer = z.object({ number: z.number().int().positive(), html_url: z.string() });
+// The host's answer is shown as a link in the UI and stored (open_pr_runs: url ≤ 2000, an integer
+// number): a javascript: URL or a number PostgreSQL refuses would be stored XSS, or a run whose
+// end cannot be written and is taken again and again.
+const PullRequestAnswer = z.object({
+  number: z.number().int().positive().max(2 ** 31 - 1),
+  html_url: z.url({ protocol: /^https?$/ }).max(2000),
+});
 
 function answer(data: unknown, what: string): { number: number; html_url: string } {
   const parsed = PullRequestAnswer.safeParse(data);
-  if (!parsed.success) throw new HostApiError(`${what}: the host answered without a pull request number and html_url`, 0, {});
+  if (!parsed.success) throw new HostApiError(`${what}: the host answered without a pull request number and an http(s) html_url`, 0, {});
   return parsed.data;
 }
 
