@@ -90,4 +90,12 @@ t.test('open_pr action: configured in the task\'s actions, saved, its last run s
   t.match((await actionsOf())[0], { last_run: { status: 'opened', pull_request: 7, attempts: 2, evaluation_id: evaluated.message } }, 'the API says the same');
   t.same(await seriousAccessibilityViolations(page), [], 'no serious or critical axe violations');
   await screenshot(page, 'project-open-pr-action');
+
+  // A URL stored before the server checked the host's answers never becomes a link.
+  await kiln.sql`update open_pr_runs set url = 'javascript:alert(document.domain)' where id = ${run!.id}`;
+  await page.reload();
+  await page.getByRole('button', { name: 'Actions of default' }).click();
+  await lastRun.getByText('pull request opened').waitFor();
+  t.match(await lastRun.textContent(), /pull request #7/, 'the pull request is still named');
+  t.equal(await lastRun.getByRole('link', { name: 'pull request #7' }).count(), 0, 'a javascript: URL is no link');
 });
