@@ -71,7 +71,9 @@ export class JobTable {
    * second result), and the caller then does nothing.
    */
   end(job: Job, event: JobEnd): boolean {
-    if (!job.actor.can(event)) return false;
+    // the table, not the actor, says whether the job is still running: an actor a subtree restart
+    // dropped keeps its state, and a second end must not free its worker's slot twice
+    if (this.jobs.get(job.jobId) !== job || !job.actor.can(event)) return false;
     job.actor.send(event);
     this.jobs.delete(job.jobId);
     this.spans.get(job.jobId)?.(event.type === 'succeeded' ? 'ok' : 'error', { outcome: event.type });
