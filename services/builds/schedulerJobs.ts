@@ -91,6 +91,8 @@ export class JobTable {
     const workerId = worker.hello.workerId;
     let counts = this.counts.get(workerId);
     if (!counts) this.counts.set(workerId, (counts = { eval: 0, build: 0, worker }));
+    // a worker that reconnected while its old connection's jobs still run: the new connection shows them all
+    else if (delta > 0) counts.worker = worker;
     counts[kind] += delta;
     const before = worker.running.jobs;
     worker.running.jobs = counts.eval + counts.build;

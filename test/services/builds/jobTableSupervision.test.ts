@@ -1,6 +1,7 @@
 // The scheduler's job table (services/builds/schedulerJobs.ts) keeps ending jobs after their
 // light actors left the tree in a subtree restart (docs/supervision.md): the rows are the truth,
-// so a job still ends once — its count freed for placement — and a second end is refused.
+// so a job still ends once — its count freed for placement — and a second end is refused; and a
+// worker's running count follows its newest connection.
 import t from 'tap';
 import { createRootSupervisor } from '../../../supervisors/index.js';
 import { JobTable } from '../../../services/builds/schedulerJobs.js';
@@ -34,4 +35,19 @@ t.test('a job whose actor a subtree restart dropped still ends once, and frees i
   t.same(jobs.all(), []);
   t.notOk(jobs.end(job, { type: 'succeeded' }), 'a second end is refused');
   t.equal(jobs.running(w, 'build'), 0, 'and counts nothing twice');
+});
+
+t.test('a worker that reconnects while jobs of its old connection run: its new connection counts them down to idle', async (t) => {
+  const root = createRootSupervisor({ now: () => 0, onEscalate: () => undefined });
+  t.teardown(() => root.stop());
+  const jobs = new JobTable(root, noProgress);
+  const old = worker('w2');
+  const first = jobs.add({ kind: 'build', jobId: 'build:b:1', workerId: 'w2', derivationBuildId: 'b', attempt: 1, targetCaches: new Set() }, old);
+  const reconnected = worker('w2');
+  const second = jobs.add({ kind: 'build', jobId: 'build:c:1', workerId: 'w2', derivationBuildId: 'c', attempt: 1, targetCaches: new Set() }, reconnected);
+  t.equal(reconnected.running.jobs, 2);
+  t.ok(jobs.end(first, { type: 'lost' }));
+  t.ok(jobs.end(second, { type: 'succeeded' }));
+  t.equal(jobs.running(reconnected, 'build'), 0);
+  t.equal(reconnected.running.jobs, 0, 'the connection operators see is idle again');
 });
