@@ -63,9 +63,13 @@ export class LightActor<S extends string, E extends { type: string }, C, I> impl
     return this.lifecycle;
   }
 
-  /** Whether the actor, as it is now, takes the event (xstate's snapshot.can). */
+  /**
+   * Whether its state takes the event, as xstate's snapshot.can answers: by the state alone, also
+   * after a subtree restart dropped the actor (rehydrate null), so that the owner's records (the
+   * scheduler's job table) still end the job once and free its worker's slot.
+   */
   can(event: E): boolean {
-    return this.lifecycle === 'running' && this.spec.machine.step(this.current, this.data, event) !== null;
+    return this.spec.machine.step(this.current, this.data, event) !== null;
   }
 
   /** Steps the actor; events to an actor that ended are dropped, like messages to an exited process. */

@@ -75,7 +75,9 @@ export class JobTable {
    * second result), and the caller then does nothing.
    */
   end(job: Job, event: JobEnd): boolean {
-    if (!job.actor.can(event)) return false;
+    // the table, not the actor, says whether the job is still running: an actor a subtree restart
+    // dropped keeps its state, and a second end must not free its worker's slot twice
+    if (this.jobs.get(job.jobId) !== job || !job.actor.can(event)) return false;
     job.actor.send(event);
     this.jobs.delete(job.jobId);
     this.spans.get(job.jobId)?.(event.type === 'succeeded' ? 'ok' : 'error', { outcome: event.type });
@@ -93,6 +95,8 @@ export class JobTable {
     const workerId = worker.hello.workerId;
     let counts = this.counts.get(workerId);
     if (!counts) this.counts.set(workerId, (counts = { eval: 0, build: 0, worker }));
+    // a worker that reconnected while its old connection's jobs still run: the new connection shows them all
+    else if (delta > 0) counts.worker = worker;
     counts[kind] += delta;
     const before = worker.running.jobs;
     worker.running.jobs = counts.eval + counts.build;

@@ -124,6 +124,18 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
     }
   };
 
+  /**
+   * NarSize of this session's prepared paths not yet committed (an AddMultipleToStore batch): a
+   * path's storage-limit check counts them, which the committed usage does not yet, so a stream
+   * cannot overshoot its cache's limit by the batches it has in flight (docs/ssh.md).
+   */
+  let uncommittedBytes = 0;
+  const reserved = new Map<PreparedIngest, number>();
+  const release = (prepared: PreparedIngest) => {
+    uncommittedBytes -= reserved.get(prepared) ?? 0;
+    reserved.delete(prepared);
+  };
+
   const self = {
     /** Refuses reading a private cache without viewCache. */
     demandRead(what: string): void {
@@ -189,19 +201,38 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       return deps.ingest.admitted(info.narSize, 'wait', target.owner, () =>
         staged(nar, async (file) => {
           if (await roomFor(target, info, async () => undefined)) return null;
-          return deps.ingest.prepare(target, info, { file });
+          // reserved before the next await, so the paths prepared side by side see each other
+          const ahead = uncommittedBytes;
+          uncommittedBytes += info.narSize;
+          try {
+            if (ahead > 0) await deps.ingest.demandRoom(target, ahead + info.narSize);
+            const prepared = await deps.ingest.prepare(target, info, { file });
+            reserved.set(prepared, info.narSize);
+            return prepared;
+          } catch (e) {
+            uncommittedBytes -= info.narSize;
+            throw e;
+          }
         }));
     },
 
     /** Commits prepared paths together (narIngest.ts, commitMany): each one's error, or null. */
     async commit(prepared: readonly PreparedIngest[]): Promise<unknown[]> {
       if (store.writeTarget === null || prepared.length === 0) return [];
-      const results = await deps.ingest.commitMany(store.writeTarget, prepared);
-      return results.map((r) => (r.status === 'rejected' ? r.reason : null));
+      try {
+        const results = await deps.ingest.commitMany(store.writeTarget, prepared);
+        return results.map((r) => (r.status === 'rejected' ? r.reason : null));
+      } finally {
+        // committed now, or refused: either way the committed usage says what they take
+        for (const p of prepared) release(p);
+      }
     },
 
     /** Throws a prepared path away (its session ended before the commit). */
-    discard: (prepared: PreparedIngest) => deps.ingest.discard(prepared),
+    discard: (prepared: PreparedIngest) => {
+      release(prepared);
+      return deps.ingest.discard(prepared);
+    },
   };
   return self;
 }

@@ -231,4 +231,20 @@ t.test('ssh-ng:// with the real Nix and OpenSSH clients', async (t) => {
     t.match(session.stdout.toString('latin1'), /narHash/, 'the refusal is answered naming narHash');
     t.same(await pathsIn(kiln, kept.id), nars.map((n) => n.info.storePath).sort(), 'the paths before it are stored');
   });
+
+  t.test('AddMultipleToStore: the storage limit counts the stream\'s paths not yet committed (no overshoot by a batch)', async (t) => {
+    const hello = Buffer.concat([wireU64(WORKER_MAGIC_1), wireU64((1 << 8) | 34), wireU64(0), wireU64(0)]);
+    const limited = await createTestCache(kiln.sql, 'limited', { public: true, ownerId: ada.id });
+    const nars = await Promise.all([1, 2, 3].map((n) => makeTestNar(t, { data: `limited ${n}\n` }, [], `limited-${n}`)));
+    // room for two of the three NARs (by NarSize, as each path's check counts), all three in one batch
+    const narSize = nars[0]!.nar.length;
+    await kiln.sql`update caches set max_storage_bytes = ${Math.floor(narSize * 2.5)} where id = ${limited.id}`;
+    const infoOf = (storePath: string, narHash: string, nar: Buffer) => Buffer.concat([
+      wireString(storePath), wireString(''), wireString(narHash), wireStrings([]), wireU64(0), wireU64(nar.length), wireU64(0), wireStrings([]), wireString(''), nar,
+    ]);
+    const body = Buffer.concat([wireU64(3), ...nars.map((n) => infoOf(n.info.storePath, n.info.narHash, n.nar))]);
+    const session = await rawSession(kiln, adaKey.file, 'limited', Buffer.concat([hello, wireU64(44), wireU64(0), wireU64(0), wireU64(body.length), body, wireU64(0)]));
+    t.match(session.stdout.toString('latin1'), /bytes left/, 'the path past the limit is refused');
+    t.equal((await pathsIn(kiln, limited.id)).length, 2, 'two paths fit, the third is not stored');
+  });
 });
