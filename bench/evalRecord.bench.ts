@@ -3,7 +3,9 @@
 // and the time runs from the first batch sent until the server shows the evaluation as building
 // (every batch recorded, the phase changed). Baseline in the same run and database: the same rows
 // (derivations, edges, derivation builds, builds) written by COPY into copies of those tables,
-// with ids made by the client, which is PostgreSQL's floor for writing them. Each round has a graph
+// with ids made by the client, which is PostgreSQL's floor for writing them; and the same COPY into
+// copies that carry the real tables' foreign keys (what an operator's schema needs, docs/builds.md
+// "Recording an evaluation"), the fair floor for kiln's ratio. Each round has a graph
 // of its own; rounds alternate which of the two goes first, and the ratio is the median of the
 // rounds' kiln / COPY ratios.
 //
@@ -29,19 +31,20 @@ async function copyRows(sql: TransactionSql, table: string, columns: string, row
 }
 
 /** The floor: the same rows by COPY, ids made here, no lookups, no conflict handling. */
-async function copyBaseline(sql: Sql, graph: SyntheticGraph): Promise<number> {
+async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Promise<number> {
   const evaluationId = randomUUID();
+  if (prefix === 'bench_fk_') await sql`insert into bench_fk_evaluations (id) values (${evaluationId})`;
   const ids = new Map(graph.nodes.map((n) => [n.drvPath, randomUUID()]));
   const started = performance.now();
   const array = (xs: string[]) => `{${xs.join(',')}}`;
   await sql.begin(async (tx) => {
-    await copyRows(tx, 'bench_derivations', 'id, drv_path, name, system, required_features, outputs, input_srcs, prefer_local_build, fixed_output',
+    await copyRows(tx, `${prefix}derivations`, 'id, drv_path, name, system, required_features, outputs, input_srcs, prefer_local_build, fixed_output',
       graph.nodes.map((n) => [ids.get(n.drvPath), n.drvPath, n.name, n.system, array(n.requiredSystemFeatures), JSON.stringify(n.outputs), array(n.inputSrcs), 'f', 'f'].join('\t')));
-    await copyRows(tx, 'bench_edges', 'derivation_id, depends_on, outputs',
+    await copyRows(tx, `${prefix}edges`, 'derivation_id, depends_on, outputs',
       graph.nodes.flatMap((n) => Object.keys(n.inputDrvs).map((input) => [ids.get(n.drvPath), ids.get(input), '{}'].join('\t'))));
     const buildIds = graph.nodes.map(() => randomUUID());
-    await copyRows(tx, 'bench_derivation_builds', 'id, derivation_id', graph.nodes.map((n, i) => `${buildIds[i]}\t${ids.get(n.drvPath)}`));
-    await copyRows(tx, 'bench_builds', 'evaluation_id, derivation_build_id', buildIds.map((id) => `${evaluationId}\t${id}`));
+    await copyRows(tx, `${prefix}derivation_builds`, 'id, derivation_id', graph.nodes.map((n, i) => `${buildIds[i]}\t${ids.get(n.drvPath)}`));
+    await copyRows(tx, `${prefix}builds`, 'evaluation_id, derivation_build_id', buildIds.map((id) => `${evaluationId}\t${id}`));
   });
   return performance.now() - started;
 }
@@ -51,9 +54,20 @@ const server = await startBenchServer();
 for (const table of ['derivations', 'derivation_edges', 'derivation_builds', 'builds']) {
   const copy = table === 'derivation_edges' ? 'bench_edges' : `bench_${table}`;
   await server.sql.unsafe(`create table ${copy} (like ${table} including all)`);
+  await server.sql.unsafe(`create table ${copy.replace('bench_', 'bench_fk_')} (like ${table} including all)`);
 }
+// the real tables' foreign keys (storage/db/migrations/0008_builds.sql), between the copies; the
+// evaluations a baseline's builds name are one-column rows, as the key check needs no more
+await server.sql.unsafe(`
+  create table bench_fk_evaluations (id uuid primary key);
+  alter table bench_fk_edges add foreign key (derivation_id) references bench_fk_derivations on delete cascade,
+    add foreign key (depends_on) references bench_fk_derivations on delete cascade;
+  alter table bench_fk_derivation_builds add foreign key (derivation_id) references bench_fk_derivations on delete cascade;
+  alter table bench_fk_builds add foreign key (evaluation_id) references bench_fk_evaluations on delete cascade,
+    add foreign key (derivation_build_id) references bench_fk_derivation_builds on delete cascade;`).simple();
 const evaluator = await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
 const floor: number[] = [];
+const keyedFloor: number[] = [];
 const kiln: number[] = [];
 let edges = 0;
 let batches = 0;
@@ -72,14 +86,18 @@ for (let round = 0; round < rounds; round++) {
     return recorded.sentAt - recorded.firstBatchAt;
   };
   let sentMs: number;
+  const baselines = async () => {
+    floor.push(await copyBaseline(server.sql, graph, 'bench_'));
+    keyedFloor.push(await copyBaseline(server.sql, graph, 'bench_fk_'));
+  };
   if (round % 2 === 0) {
-    floor.push(await copyBaseline(server.sql, graph));
+    await baselines();
     sentMs = await recordWithKiln();
   } else {
     sentMs = await recordWithKiln();
-    floor.push(await copyBaseline(server.sql, graph));
+    await baselines();
   }
-  console.log(`round ${round + 1}: COPY ${floor.at(-1)!.toFixed(0)} ms, kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), load average ${loadAverage()}`);
+  console.log(`round ${round + 1}: COPY ${floor.at(-1)!.toFixed(0)} ms, COPY with foreign keys ${keyedFloor.at(-1)!.toFixed(0)} ms, kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), load average ${loadAverage()}`);
 }
 const [{ count }] = await server.sql<[{ count: string }]>`select count(*) from derivation_builds`;
 console.log(`graph: ${size} derivations, ${edges} edges, ${batches} evalBatch messages; derivation_builds rows: ${count}`);
@@ -87,6 +105,8 @@ console.log(`load average after: ${loadAverage()}; server peak RSS while recordi
 console.log('| run | median ms | derivations/s | vs COPY |');
 console.log('|---|---:|---:|---:|');
 console.log(`| COPY of the same rows (floor) | ${median(floor).toFixed(0)} | ${(size / (median(floor) / 1000)).toFixed(0)} | 1.00 |`);
+console.log(`| COPY of the same rows, tables with kiln's foreign keys | ${median(keyedFloor).toFixed(0)} | ${(size / (median(keyedFloor) / 1000)).toFixed(0)} | ${median(keyedFloor.map((k, i) => k / floor[i]!)).toFixed(2)} |`);
+console.log(`| kiln against COPY with foreign keys | | | ${median(kiln.map((k, i) => k / keyedFloor[i]!)).toFixed(2)} (median of round ratios) |`);
 console.log(`| kiln: first evalBatch → building | ${median(kiln).toFixed(0)} | ${(size / (median(kiln) / 1000)).toFixed(0)} | ${median(kiln.map((k, i) => k / floor[i]!)).toFixed(2)} (median of round ratios; ratio of medians ${(median(kiln) / median(floor)).toFixed(2)}) |`);
 evaluator.close();
 await server.stop();

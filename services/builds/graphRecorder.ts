@@ -7,8 +7,8 @@
 // A batch is turned into COPY rows when it arrives (stageEvalBatch), so the decoded message is
 // let go at once: a worker streams batches faster than they are recorded, and 500,000 decoded
 // derivations waiting in line would not fit the server's memory (issue 23). Recording COPYs the
-// derivations into a staging table and merges them in one statement; edges, builds and
-// attributes then go in by id.
+// derivations into a staging table and merges them in one statement; the new derivations' edges are
+// COPYed by id, and the shared builds and this evaluation's builds go in by one statement.
 import type { TransactionSql } from 'postgres';
 import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
@@ -64,13 +64,11 @@ export async function recordEvalBatch(events: Events, evaluationId: string, batc
       // rows are addressed by id, never joined by path again.
       const recordedBefore = await lookUp(tx, ids, [...new Set([...paths, ...staged.edges])]);
       const insertedIds = inserted.map((r) => r.id);
-      await insertEdges(tx, staged.edges, ids, new Set(insertedIds));
-      await insertDerivationBuilds(tx, insertedIds);
-      const derivationIds = [...new Set(paths.map((p) => ids.get(p)!))];
-      await tx`
-        insert into builds (evaluation_id, derivation_build_id)
-        select ${evaluationId}, id from derivation_builds where derivation_id = any(${derivationIds}::uuid[])
-        on conflict do nothing`;
+      const insertedSet = new Set(insertedIds);
+      await insertEdges(tx, staged.edges, ids, insertedSet);
+      // the shared builds of the new derivations and this evaluation's builds of all the batch's, in one statement
+      const batchRecordedBefore = [...new Set(paths.map((p) => ids.get(p)!))].filter((id) => !insertedSet.has(id));
+      await insertDerivationBuilds(tx, insertedIds, { evaluationId, recordedBefore: batchRecordedBefore });
       // After the insert above, so the re-queues' events reach this evaluation's builds too, and an
       // abort that checks for open evaluations afterwards sees this one. A derivation new to this
       // batch has a new queued build: only the ones recorded before can be finished.
@@ -127,23 +125,30 @@ function mergeDerivations(tx: TransactionSql) {
     on conflict (drv_path) do nothing returning id, drv_path`;
 }
 
-/** The edges of derivations this batch wrote (one written before has its own), by id; an input with no row is left out. */
+/**
+ * The edges of derivations this batch wrote (one written before has its own), by id, COPYed
+ * straight into derivation_edges; an input with no row is left out. No staging table and no
+ * `on conflict` are needed: only this transaction can have edges from derivations it has just
+ * inserted, and a derivation listed twice in the batch gives its edges once here. The foreign keys
+ * are still checked per row, and a refused COPY fails the whole batch's transaction.
+ */
 async function insertEdges(tx: TransactionSql, edges: readonly string[], ids: ReadonlyMap<string, string>, inserted: ReadonlySet<string>): Promise<void> {
-  const from: string[] = [];
-  const to: string[] = [];
+  const seen = new Set<string>();
+  let rows = '';
   for (let i = 0; i < edges.length; i += 2) {
     const derivationId = ids.get(edges[i]!)!;
     const inputId = ids.get(edges[i + 1]!);
     if (!inserted.has(derivationId) || inputId === undefined) continue;
-    from.push(derivationId);
-    to.push(inputId);
+    const row = `${derivationId}\t${inputId}\n`;
+    if (seen.has(row)) continue;
+    seen.add(row);
+    rows += row;
   }
-  if (from.length === 0) return;
-  await tx`
-    insert into derivation_edges (derivation_id, depends_on, outputs)
-    select e.derivation_id, e.depends_on, '{}' from unnest(${from}::uuid[], ${to}::uuid[]) as e(derivation_id, depends_on)
-    on conflict do nothing`;
+  // ids are uuids PostgreSQL gave: no character COPY would need escaped
+  await copyInto(tx, 'derivation_edges', EDGE_COLUMNS, rows);
 }
+
+const EDGE_COLUMNS = ['derivation_id', 'depends_on'];
 
 /**
  * Finished builds of these derivations (recorded by earlier evaluations) that are wanted again go

@@ -91,6 +91,30 @@ t.test('an evaluation recorded through the staging tables', async (t) => {
            (select count(*)::int from derivation_builds) as shared, (select count(*)::int from builds where evaluation_id = ${second}) as builds`;
   t.same(counts, { derivations: 3, edges: 2, shared: 3, builds: 3 }, 'shared rows written once');
 
+  // A derivation new to its batch and listed twice in it: its edges are COPYed once (a second copy
+  // of an edge would be refused by the primary key and fail the batch).
+  const tool = derivationNode('tool', [lib.drvPath, app.drvPath]);
+  await recordEvalBatch(events, second, batch(second, { derivations: [tool.derivation, tool.derivation] }));
+  const toolRows = await db.sql<{ edges: number; shared: number; builds: number; inputs_remaining: number }[]>`
+    select (select count(*)::int from derivation_edges where derivation_id = d.id) as edges,
+           (select count(*)::int from derivation_builds where derivation_id = d.id) as shared,
+           (select count(*)::int from builds b join derivation_builds x on x.id = b.derivation_build_id where x.derivation_id = d.id and b.evaluation_id = ${second}) as builds,
+           (select inputs_remaining from derivation_builds where derivation_id = d.id) as inputs_remaining
+    from derivations d where d.drv_path = ${tool.drvPath}`;
+  t.same(toolRows, [{ edges: 2, shared: 1, builds: 1, inputs_remaining: 2 }], 'a derivation listed twice: its edges once, one build');
+
+  // A batch PostgreSQL refuses after its derivations, edges and builds went in (an error message
+  // with NUL reaches the last statement) leaves none of them.
+  const refused = derivationNode('refused', [lib.drvPath, tool.drvPath]);
+  await t.rejects(recordEvalBatch(events, second, batch(second, {
+    derivations: [refused.derivation],
+    errors: [{ path: ['packages', 'x86_64-linux', 'nul'], message: 'bad\0byte' }],
+  })));
+  const [left] = await db.sql<{ derivations: number; edges: number; shared: number; builds: number }[]>`
+    select (select count(*)::int from derivations) as derivations, (select count(*)::int from derivation_edges) as edges,
+           (select count(*)::int from derivation_builds) as shared, (select count(*)::int from builds where evaluation_id = ${second}) as builds`;
+  t.same(left, { derivations: 4, edges: 4, shared: 4, builds: 4 }, 'a refused batch leaves nothing half-written');
+
   const nul = derivationNode('nul');
   t.throws(() => stageEvalBatch(batch(second, { derivations: [{ ...nul.derivation, name: 'a\0b' }] })), /NUL/, 'a name with NUL cannot be staged');
 });
