@@ -2,8 +2,9 @@
 // `push <cache> <path>…` uploads store paths with their runtime closure now; `push --from-hook`
 // is Nix's post-build-hook, which only appends the build's OUT_PATHS to the queue (cli/pushQueue.ts)
 // so a build never waits on the network nor fails because kiln is down; `watch-store <cache>`
-// drains that queue into the cache, each path with its closure, skipping what the cache or its
-// upstreams already hold, resuming interrupted uploads, and prints a summary when it stops.
+// first queues the paths the Nix store registered since its last look (cli/storeScan.ts; not with
+// --no-scan), then drains the queue into the cache, each path with its closure, skipping what the
+// cache or its upstreams already hold, resuming interrupted uploads, and prints a summary when it stops.
 import { stat } from 'node:fs/promises';
 import { setTimeout as wait } from 'node:timers/promises';
 import type { Command } from 'commander';
