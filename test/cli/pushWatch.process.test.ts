@@ -79,6 +79,10 @@ t.test('kiln push and watch-store', { timeout: 240_000 }, async (t) => {
       const started = Date.now();
       await eventually(() => cached(first), { timeout: 30_000, interval: 100, message: 'the output reaches the cache' });
       t.comment(`in the cache ${Date.now() - started} ms after the build ended`);
+      // the narinfo answers before the watcher has recorded the path done: killed earlier, the next
+      // watcher would find it again (present, so skipped) and subtest 2 would count it
+      const drained = () => existsSync(`${queue}.offset`) && readFileSync(`${queue}.offset`, 'utf8').trim() === String(readFileSync(queue).length);
+      await eventually(drained, { timeout: 30_000, interval: 50, message: 'the watcher records the path done' });
     } finally {
       running.child.kill('SIGKILL');
       await running.done;
