@@ -2,8 +2,9 @@
 // `push <cache> <path>…` uploads store paths with their runtime closure now; `push --from-hook`
 // is Nix's post-build-hook, which only appends the build's OUT_PATHS to the queue (cli/pushQueue.ts)
 // so a build never waits on the network nor fails because kiln is down; `watch-store <cache>`
-// drains that queue into the cache, each path with its closure, skipping what the cache or its
-// upstreams already hold, resuming interrupted uploads, and prints a summary when it stops.
+// first queues the paths the Nix store registered since its last look (cli/storeScan.ts; not with
+// --no-scan), then drains the queue into the cache, each path with its closure, skipping what the
+// cache or its upstreams already hold, resuming interrupted uploads, and prints a summary when it stops.
 import { stat } from 'node:fs/promises';
 import { setTimeout as wait } from 'node:timers/promises';
 import type { Command } from 'commander';
@@ -14,25 +15,38 @@ import { summary, uploadStorePaths, type UploadOutcome } from './cacheUpload.js'
 import { inert } from './inertText.js';
 import { defaultQueueFile, enqueue, isStorePath, outputsOf, PushQueue } from './pushQueue.js';
 import { derivationOutputs } from './localStore.js';
+import { StoreScan } from './storeScan.js';
 
 /** How long the watcher waits after a failed upload (the server down) before trying the path again. */
 const RETRY_MS = 2000;
 
-interface WatchOptions { queue?: string; intervalMs: string; once?: boolean; json?: boolean }
+interface WatchOptions { queue?: string; intervalMs: string; once?: boolean; scan: boolean; json?: boolean }
+
+/** Queues the store's new paths; those already waiting in the queue (a watcher killed before recording) are not queued again. */
+async function queueNewPaths(scan: StoreScan, queue: PushQueue): Promise<void> {
+  const { paths, through } = scan.newPaths();
+  if (paths.length > 0) {
+    const waiting = new Set((await queue.pending()).lines.map((l) => l.path));
+    await enqueue(queue.file, paths.filter((p) => !waiting.has(p)));
+  }
+  await scan.record(through);
+}
 
 async function watchStore(cache: string, opts: WatchOptions, out: Output): Promise<UploadOutcome[]> {
   const interval = Number(opts.intervalMs);
   if (!Number.isFinite(interval) || interval < 10) throw new UsageError('--interval-ms is a number of milliseconds, at least 10');
   const queue = new PushQueue(opts.queue ?? defaultQueueFile());
   const client = await connect();
+  const scan = opts.scan ? await StoreScan.open(`${queue.file}.scan`) : null;
   const outcomes: UploadOutcome[] = [];
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  out.note(`kiln: watching ${queue.file} for paths to push into cache "${cache}"`);
+  out.note(`kiln: watching ${scan === null ? '' : 'the Nix store and '}${queue.file} for paths to push into cache "${cache}"`);
   try {
     while (!stop.signal.aborted) {
+      if (scan !== null) await queueNewPaths(scan, queue);
       const { lines } = await queue.pending();
       for (const line of lines) {
         if (stop.signal.aborted) break;
@@ -68,6 +82,7 @@ async function watchStore(cache: string, opts: WatchOptions, out: Output): Promi
       }
     }
   } finally {
+    scan?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
@@ -97,8 +112,9 @@ export function pushCommands(program: Command): void {
       out.result(await uploadStorePaths(await connect(), out, cache, paths, opts.closure), summary);
     }));
 
-  program.command('watch-store').description('upload the paths `kiln push --from-hook` queues into a cache, as they come; a summary on exit (Ctrl-C, SIGTERM, or --once when drained)')
+  program.command('watch-store').description('upload the store paths Nix registers from now on (and those `kiln push --from-hook` queues) into a cache, as they come; a summary on exit (Ctrl-C, SIGTERM, or --once when drained)')
     .argument('<cache>')
+    .option('--no-scan', 'do not scan the Nix store; push only what the post-build-hook queues')
     .option('--queue <file>', 'the queue the post-build-hook appends to (as given to kiln push --from-hook)')
     .option('--interval-ms <ms>', 'how often an empty queue is looked at again', '500')
     .option('--once', 'stop when the queue is drained (the end of a CI job)')
