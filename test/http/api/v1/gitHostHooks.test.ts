@@ -311,7 +311,11 @@ t.test('Git host webhooks', async (t) => {
     const id = (sent.json.message as { evaluations: string[] }).evaluations[0]!;
     const status = await eventually(() => host.calls.find((c) => c.path === `/repos/acme/app/statuses/${repo.commit}` && c.body['target_url'] === `${FRONTEND}/evals/${id}`), { message: 'a commit status is sent' });
     t.match(status.body, { state: 'pending', context: 'kiln: acme/app default' });
-    const [row] = await kiln.sql<{ kind: string }[]>`select kind from git_host_reports where evaluation_id = ${id}`;
+    // The host has the status; the reporter records the switch to statuses a moment later.
+    const row = await eventually(
+      async () => (await kiln.sql<{ kind: string }[]>`select kind from git_host_reports where evaluation_id = ${id}`)[0],
+      { until: (r) => r?.kind === 'status', message: 'the report records that this host takes commit statuses' },
+    );
     t.equal(row!.kind, 'status');
   });
 
