@@ -10,7 +10,7 @@ import WebSocket from 'ws';
 import { loadConfig, type OptionPath } from '../../config/index.js';
 import { compileEventGlobs, splitEventGlobs } from '../../protocol/index.js';
 import { startKiln, type Kiln, type StartKilnOptions } from '../../cli/kiln.js';
-import { apiClient, freePort, LOOPBACK_NETWORKS, type TestKiln } from './kiln.js';
+import { apiClient, freePort, LOOPBACK_NETWORKS, testHttpThreads, type TestKiln } from './kiln.js';
 import { testDatabase } from './db.js';
 import { rememberServerBaseDir } from './caches.js';
 import { eventually as boundedWait, within } from './eventually.js';
@@ -124,6 +124,7 @@ export async function startEventKiln(t: Teardown, opts: EventKilnOptions = {}): 
       'log.level.default': process.env['KILN_TEST_LOG'] ?? 'error',
       'outbound.allowedNetworks': LOOPBACK_NETWORKS,
       'projects.allowLocalRepositories': true,
+      ...testHttpThreads(),
       ...opts.overrides,
     },
   });

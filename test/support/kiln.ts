@@ -47,7 +47,7 @@ export function freePort(): Promise<number> {
  * default) or the test asks. Three test files run at once on two cores: threads in every server of
  * every file would multiply start-up work and memory for nothing most tests look at.
  */
-function testHttpThreads(): { 'http.threads'?: number } {
+export function testHttpThreads(): { 'http.threads'?: number } {
   const asked = process.env['KILN_TEST_HTTP_THREADS'];
   if (asked === 'default') return {};
   return { 'http.threads': asked ? Number(asked) : 1 };

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { loadConfig } from '../../../config/index.js';
 import { startKiln } from '../../../cli/kiln.js';
-import { freePort, startTestKiln } from '../../support/kiln.js';
+import { freePort, startTestKiln, testHttpThreads } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { handshake, testHello } from '../../support/protoClient.js';
@@ -17,6 +17,7 @@ t.test('a worker on the second process gets jobs; a dead process\'s jobs are re-
   const loaded = loadConfig({
     scope: 'server', env: {},
     overrides: {
+      ...testHttpThreads(),
       'database.url': first.db.url, 'database.minConnections': 0, 'database.cache.minConnections': 0, 'database.web.minConnections': 0,
       'database.maxConnections': 5, 'database.cache.maxConnections': 4, 'database.web.maxConnections': 4,
       baseDir: first.baseDir, port: await freePort(), useTls: false, localWorker: true, 'log.level.default': 'error', 'projects.allowLocalRepositories': true,

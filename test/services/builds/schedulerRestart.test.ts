@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { loadConfig } from '../../../config/index.js';
 import { startKiln } from '../../../cli/kiln.js';
-import { freePort, startTestKiln } from '../../support/kiln.js';
+import { freePort, startTestKiln, testHttpThreads } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { handshake, testHello } from '../../support/protoClient.js';
@@ -40,6 +40,7 @@ t.test('an interrupted evaluation resumes on the next server', async (t) => {
   const loaded = loadConfig({
     scope: 'server', env: {},
     overrides: {
+      ...testHttpThreads(),
       'database.url': first.db.url, 'database.minConnections': 0, 'database.cache.minConnections': 0, 'database.web.minConnections': 0,
       baseDir: first.baseDir, port: await freePort(), useTls: false, localWorker: true, 'log.level.default': 'error', 'projects.allowLocalRepositories': true,
     },
