@@ -117,10 +117,8 @@ export class BuildScheduler implements WorkerListener {
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
     this.leadership = new SchedulerLeadership(sql, events, log);
     this.queueDepth = new QueueDepthReporter(sql, events, clock);
-    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, ...(deps.metrics ? { metrics: deps.metrics } : {}),
-      ...(deps.phases ? { phases: deps.phases } : {}),
-      ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}),
-    });
+    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon,
+      ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}), ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}) });
     this.changeJobs = new ChangeJobs(workers, deps.changeJobTimeoutMs);
     this.router = new WorkerMessageRouter({
       changeJobs: this.changeJobs,
@@ -128,10 +126,7 @@ export class BuildScheduler implements WorkerListener {
       ...(deps.phases ? { phases: deps.phases } : {}),
       statistics: { sql, now: () => clock.now() },
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
-      evaluationJobs: {
-        sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake,
-        ...(deps.phases ? { phases: deps.phases } : {}),
-      },
+      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake, ...(deps.phases ? { phases: deps.phases } : {}) },
     });
   }
 
