@@ -27,9 +27,8 @@ export async function insertDerivationBuilds(tx: TransactionSql, derivationIds: 
       select dep.id from derivation_edges x join derivation_builds dep on dep.derivation_id = x.depends_on
       where x.derivation_id = any(${ids}::uuid[]) order by dep.id for share of dep`;
   }
-  if (builds === undefined) {
-    // One grouped count for the whole batch: a correlated count per row walked the edges once per build.
-    await tx`
+  // One grouped count for the whole batch: a correlated count per row walked the edges once per build.
+  const insertShared = tx`
       insert into derivation_builds (derivation_id, inputs_remaining)
       select d.id, coalesce(open.n, 0) from unnest(${ids}::uuid[]) as d(id)
       left join (
@@ -37,20 +36,14 @@ export async function insertDerivationBuilds(tx: TransactionSql, derivationIds: 
         where x.derivation_id = any(${ids}::uuid[]) and (dep.id is null or dep.status not in ('completed', 'substituted'))
         group by x.derivation_id) open on open.derivation_id = d.id
       on conflict (derivation_id) do nothing`;
+  if (builds === undefined) {
+    await insertShared;
     return;
   }
   // The builds rows take the new shared builds' ids from `returning` (the outer statement's
   // snapshot does not see the rows its own CTE wrote) and the earlier ones' from the table.
   await tx`
-    with inserted as (
-      insert into derivation_builds (derivation_id, inputs_remaining)
-      select d.id, coalesce(open.n, 0) from unnest(${ids}::uuid[]) as d(id)
-      left join (
-        select x.derivation_id, count(*) as n from derivation_edges x left join derivation_builds dep on dep.derivation_id = x.depends_on
-        where x.derivation_id = any(${ids}::uuid[]) and (dep.id is null or dep.status not in ('completed', 'substituted'))
-        group by x.derivation_id) open on open.derivation_id = d.id
-      on conflict (derivation_id) do nothing
-      returning id)
+    with inserted as (${insertShared} returning id)
     insert into builds (evaluation_id, derivation_build_id)
     select ${builds.evaluationId}::uuid, id from inserted
     union all
