@@ -2,7 +2,7 @@
 import type { TransactionSql } from 'postgres';
 import { ApiError, type UserSessionView } from '../../protocol/index.js';
 import type { Principal, SessionUser } from '../access/index.js';
-import { requireSession, requireUser } from '../access/index.js';
+import { requireSession } from '../access/index.js';
 import type { IdentityDeps } from './identityDeps.js';
 import { loadJwtSecret, sessionTokenCodec } from './sessionTokens.js';
 
@@ -112,22 +112,25 @@ export async function openSessions({ sql, config, clock, events }: Pick<Identity
       return 'logged out';
     },
 
-    /** GET /user/sessions: the caller's own sessions that are neither revoked nor expired, newest first; `current` marks the caller's. */
+    /**
+     * GET /user/sessions: the caller's own sessions that are neither revoked nor expired, newest first; `current`
+     * marks the caller's. A session token only: the sign-in addresses and browsers are the account's business, not
+     * that of a CI key (a project-pinned one included).
+     */
     async listOwn(who: Principal): Promise<UserSessionView[]> {
-      const user = requireUser(who);
+      const user = requireSession(who, 'listing your sessions');
       const rows = await sql<OwnSessionRow[]>`
         select id, created_at, last_used_at, expires_at, user_agent, address from sessions
         where user_id = ${user.userId} and revoked_at is null and expires_at > ${clock.now()}
         order by created_at desc, id`;
-      const current = user.via === 'session' ? user.sessionId : null;
-      return rows.map((r) => ({
+            return rows.map((r) => ({
         id: r.id,
         created_at: r.created_at.toISOString(),
         last_used_at: r.last_used_at?.toISOString() ?? null,
         expires_at: r.expires_at.toISOString(),
         user_agent: r.user_agent,
         address: r.address,
-        current: r.id === current,
+        current: r.id === user.sessionId,
       }));
     },
 

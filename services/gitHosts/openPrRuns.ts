@@ -151,13 +151,26 @@ export class OpenPrRunner {
 
   /**
    * Runs taken MAX_OPEN_PR_ATTEMPTS times whose last taker never ended them (its process died, or
-   * its end could not be written) are given up: a run that kills its process is not taken forever.
+   * its end could not be written) are given up, with their task.action.update: a run that kills its
+   * process is not taken forever, and whoever watched it hears that it is dead.
    */
   private async giveUpLost(now: Date): Promise<void> {
-    await this.deps.sql`
-      update open_pr_runs set status = 'failed', next_attempt_at = null, updated_at = ${now}, finished_at = ${now},
-        error = ${`given up after ${MAX_OPEN_PR_ATTEMPTS} tries: the last one never ended (its server process was lost)`}
-      where status in ('running', 'retrying') and next_attempt_at <= ${now} and attempts >= ${MAX_OPEN_PR_ATTEMPTS}`;
+    const error = `given up after ${MAX_OPEN_PR_ATTEMPTS} tries: the last one never ended (its server process was lost)`;
+    await this.deps.events.transaction(async (tx, emit) => {
+      const lost = await tx<(EvaluatedBranch & { run_id: string; attempts: number; action_id: string; action: string })[]>`
+        update open_pr_runs r set status = 'failed', next_attempt_at = null, updated_at = ${now}, finished_at = ${now}, error = ${error}
+        from evaluations e, tasks k, projects p, organizations o, task_actions a
+        where r.status in ('running', 'retrying') and r.next_attempt_at <= ${now} and r.attempts >= ${MAX_OPEN_PR_ATTEMPTS}
+          and e.id = r.evaluation_id and k.id = e.task_id and p.id = k.project_id and o.id = p.organization_id and a.id = r.task_action_id
+        returning r.id as run_id, r.attempts, e.id, e.commit, e.branch, e.repository, k.id as task_id, k.name as task,
+          p.id as project_id, o.name || '/' || p.name as project, a.id as action_id, a.name as action`;
+      for (const run of lost) {
+        emit('task.action.update', {
+          project: run.project, task: run.task, action_id: run.action_id, action: run.action, kind: 'open_pr', status: 'dead',
+          delivery_id: run.run_id, event: 'evaluation.completed', attempt: run.attempts, evaluation_id: run.id, outcome: 'failed', error,
+        }, { projectId: run.project_id, taskId: run.task_id, evaluationId: run.id });
+      }
+    });
   }
 
   /** A timer for the earliest run still owed later. */
@@ -254,12 +267,18 @@ export class OpenPrRunner {
     const retryAt = failed && retry ? new Date(now.getTime() + this.retryDelay(attempt, failed.retryAfterMs)) : null;
     const opened = end.status === 'opened' || end.status === 'updated' ? end : null;
     if (error) this.deps.log.warn({ evaluation: evaluation.id, action: action.id, attempt, retryAt, error }, retry ? 'an open_pr run failed; it is tried again' : 'an open_pr run failed');
+    let held = true;
     await this.deps.events.transaction(async (tx, emit) => {
-      await tx`
+      // only while this try still holds the run: one that outlived its lease was taken again (attempts
+      // moved on) or given up, and that try's end is the one that counts
+      const ended = await tx`
         update open_pr_runs set status = ${retry ? 'retrying' : end.status}, next_attempt_at = ${retryAt},
           pushed = coalesce(${opened?.pushed ?? null}, pushed), pull_request = ${opened?.pullRequest ?? null},
           url = ${opened?.url ?? null}, error = ${error}, updated_at = ${now}, finished_at = ${retry ? null : now}
-        where id = ${runId}`;
+        where id = ${runId} and status = 'running' and attempts = ${attempt}
+        returning id`;
+      held = ended.length > 0;
+      if (!held) return;
       emit('task.action.update', {
         project: evaluation.project, task: evaluation.task, action_id: action.id, action: action.name, kind: 'open_pr',
         status: error === null ? 'delivered' : retry ? 'retrying' : 'dead', delivery_id: runId, event: 'evaluation.completed', attempt,
@@ -268,7 +287,8 @@ export class OpenPrRunner {
         ...(error !== null ? { error } : {}),
       }, { projectId: evaluation.project_id, taskId: evaluation.task_id, evaluationId: evaluation.id });
     });
-    if (retryAt) await this.scheduleNext();
+    if (!held) this.deps.log.warn({ evaluation: evaluation.id, action: action.id, attempt }, 'an open_pr try ended after its lease; a later try owns the run');
+    else if (retryAt) await this.scheduleNext();
   }
 }
 

@@ -329,8 +329,8 @@ const endpoints: Endpoint[] = [
     before: (c) => c.kiln.sql`insert into user_ssh_keys (user_id, name, key_type, key_blob, fingerprint)
       values (${c.user.id}, 'matrix', 'ssh-ed25519', ${randomUUID()}, 'SHA256:x') on conflict do nothing`,
   },
-  // the caller's own sessions (issue 18, kiln extension): any credential of the user lists them, a session revokes one
-  { method: 'GET', path: '/user/sessions', scope: 'user', permission: null },
+  // the caller's own sessions (issue 18, kiln extension): only a session lists or revokes them, never an API key
+  { method: 'GET', path: '/user/sessions', scope: 'user', permission: null, sessionOnly: true },
   {
     method: 'DELETE', path: (c) => `/user/sessions/${c.ids[`session-${c.persona}`]!}`, scope: 'user', permission: null, sessionOnly: true,
     before: (c) => c.kiln.sql`insert into sessions (id, user_id, expires_at) values (${c.ids[`session-${c.persona}`]!}, ${c.user.id}, now() + interval '1 day')

@@ -2,7 +2,9 @@
 // - runs of projects no worker of this process serves do not fill the pass (50 of them ahead of
 //   one it serves used to make every pass skip them all and wake itself again, forever);
 // - a run whose lease PostgreSQL holds to the microsecond (migration 0050 wrote now()) is taken;
-// - a run taken MAX_OPEN_PR_ATTEMPTS times and never ended is given up, not taken forever;
+// - a run taken MAX_OPEN_PR_ATTEMPTS times and never ended is given up, not taken forever, and says so
+//   in a task.action.update;
+// - a try that outlives its lease and ends after a later try took the run does not end it twice;
 // - a Git host answering a pull request with a javascript: URL or a number PostgreSQL cannot hold
 //   is refused before anything is stored or shown as a link.
 import pino from 'pino';
@@ -16,6 +18,7 @@ import { createEvents, ensureDeliveryQueue, memoryEventBus, startQueue, stopQueu
 import { createRootSupervisor } from '../../../supervisors/index.js';
 import { testDatabase } from '../../support/db.js';
 import { steppedClock } from '../../support/clock.js';
+import { eventually } from '../../support/eventually.js';
 import { insertProject } from '../../support/modelRows.js';
 
 const COMMIT = 'a'.repeat(40);
@@ -35,6 +38,10 @@ t.test('the pass takes only served runs, takes microsecond leases, gives up lost
   await ensureDeliveryQueue(boss);
   const bus = await memoryEventBus(log);
   const events = createEvents({ sql, bus, boss });
+  const updates: { delivery_id: string; status: string; error?: string }[] = [];
+  bus.subscribe((event) => {
+    if (event.event === 'task.action.update') updates.push((JSON.parse(event.frame) as { content: { delivery_id: string; status: string } }).content);
+  });
 
   const setUp = async (project: string, actions: number) => {
     const projectId = await insertProject(sql, 'acme', project);
@@ -70,9 +77,10 @@ t.test('the pass takes only served runs, takes microsecond leases, gives up lost
     hello: { workerId: 'worker-b', capabilities: { eval: true } },
   };
   const supervisor = createRootSupervisor({ onEscalate: () => undefined });
+  const clock = steppedClock(new Date());
   const runner = new OpenPrRunner({
     sql, bus, events, api: unreachableApi(), privateFetch: () => Promise.resolve(null), changeJobs: new ChangeJobs({ connected: () => [servingB] }),
-    author: { name: 'kiln', email: 'kiln@example.test' }, frontendUrl: 'http://kiln.test', log, clock: steppedClock(new Date()), supervisor,
+    author: { name: 'kiln', email: 'kiln@example.test' }, frontendUrl: 'http://kiln.test', log, clock, supervisor,
   });
   t.teardown(() => runner.stop());
   await runner.passNow();
@@ -83,10 +91,45 @@ t.test('the pass takes only served runs, takes microsecond leases, gives up lost
   t.match(await row(due!.id), { status: 'failed', attempts: 1, error: /not linked/ }, 'the served run behind 50 unserved ones is taken');
   t.match(await row(leased!.id), { status: 'failed', attempts: 1, error: /not linked/ }, 'a microsecond lease that ended is taken');
   t.match(await row(lost!.id), { status: 'failed', attempts: MAX_OPEN_PR_ATTEMPTS, error: /given up after/ }, 'a run lost at its last try is given up');
+  await eventually(() => updates.some((u) => u.delivery_id === lost!.id), { message: 'the lost run is told' });
+  t.match(updates.filter((u) => u.delivery_id === lost!.id), [{ status: 'dead', error: /given up after/ }], 'and the giving up is told, once');
   const [untouched] = await sql<{ n: number }[]>`
     select count(*)::int as n from open_pr_runs r join task_actions k on k.id = r.task_action_id
     where k.id = any(${a.actionIds}::uuid[]) and r.status = 'retrying' and r.attempts = 0`;
   t.equal(untouched!.n, 50, 'runs no worker here serves are left to another process');
+
+  // a try that outlives its lease: a second process takes the run again and ends it; the first try's
+  // late end (a transient failure that would ask for a retry) must not end it a second time
+  const c = await setUp('c', 1);
+  const [slow] = await sql<{ id: string }[]>`insert into open_pr_runs (evaluation_id, task_action_id, status, next_attempt_at)
+    values (${c.evaluationId}, ${c.actionIds[0]!}, 'retrying', ${clock.now()}) returning id`;
+  let release = (): void => undefined;
+  const stuck = new Promise<void>((resolve) => (release = resolve));
+  const servingC: ChangeWorker = { ...servingB, projects: [c.projectId], hello: { workerId: 'worker-c', capabilities: { eval: true } } };
+  const first = new OpenPrRunner({
+    sql, bus, events, api: unreachableApi(), changeJobs: new ChangeJobs({ connected: () => [servingC] }),
+    privateFetch: async () => {
+      await stuck;
+      throw new Error('the first try gave out late');
+    },
+    author: { name: 'kiln', email: 'kiln@example.test' }, frontendUrl: 'http://kiln.test', log, clock, supervisor: createRootSupervisor({ onEscalate: () => undefined }),
+  });
+  const firstPass = first.passNow();
+  await eventually(() => row(slow!.id), { until: (r) => r.status === 'running' && r.attempts === 1, message: 'the first try takes the run' });
+  clock.step(41 * 60_000);
+  const second = new OpenPrRunner({
+    sql, bus, events, api: unreachableApi(), privateFetch: () => Promise.resolve(null), changeJobs: new ChangeJobs({ connected: () => [servingC] }),
+    author: { name: 'kiln', email: 'kiln@example.test' }, frontendUrl: 'http://kiln.test', log, clock, supervisor: createRootSupervisor({ onEscalate: () => undefined }),
+  });
+  await second.passNow();
+  t.match(await row(slow!.id), { status: 'failed', attempts: 2, error: /not linked/ }, 'the second try took the run after the lease and ended it');
+  release();
+  await firstPass;
+  t.match(await row(slow!.id), { status: 'failed', attempts: 2, error: /not linked/ }, "the first try's late end changes nothing");
+  await eventually(() => updates.filter((u) => u.delivery_id === slow!.id).length, { message: "the second try's end is told" });
+  t.equal(updates.filter((u) => u.delivery_id === slow!.id).length, 1, 'one end told, not two');
+  await first.stop();
+  await second.stop();
 });
 
 t.test('a pull request answer is refused unless its URL is http(s) and its number fits', async (t) => {
