@@ -40,16 +40,29 @@ function answer(data: unknown, what: string): { number: number; html_url: string
 
 export async function openOrUpdatePullRequest(api: HostApi, change: PullRequestChange): Promise<OpenedPullRequest> {
   const [owner, repo] = change.repository.split('/') as [string, string];
-  const listed = await api.call(change.installationId, 'GET /repos/{owner}/{repo}/pulls', { owner, repo, head: `${owner}:${change.branch}`, state: 'open', per_page: 1 });
-  const open = Array.isArray(listed.data) && listed.data.length > 0 ? answer(listed.data[0], 'the open pull request') : null;
-  if (open) {
+  const openOne = async () => {
+    const listed = await api.call(change.installationId, 'GET /repos/{owner}/{repo}/pulls', { owner, repo, head: `${owner}:${change.branch}`, state: 'open', per_page: 1 });
+    return Array.isArray(listed.data) && listed.data.length > 0 ? answer(listed.data[0], 'the open pull request') : null;
+  };
+  const update = async (open: { number: number }): Promise<OpenedPullRequest> => {
     const updated = answer((await api.call(change.installationId, 'PATCH /repos/{owner}/{repo}/pulls/{pull_number}', {
       owner, repo, pull_number: open.number, title: change.title, body: change.body,
     })).data, 'the updated pull request');
     return { number: updated.number, url: updated.html_url, created: false };
+  };
+  const open = await openOne();
+  if (open) return update(open);
+  try {
+    const made = answer((await api.call(change.installationId, 'POST /repos/{owner}/{repo}/pulls', {
+      owner, repo, head: change.branch, base: change.base, title: change.title, body: change.body,
+    })).data, 'the new pull request');
+    return { number: made.number, url: made.html_url, created: true };
+  } catch (error) {
+    // 422 "a pull request already exists": another process's run of the task opened it between our
+    // look and our POST (runs of two evaluations taken at once); that one is updated instead
+    if (!(error instanceof HostApiError) || error.status !== 422) throw error;
+    const openedMeanwhile = await openOne();
+    if (!openedMeanwhile) throw error;
+    return update(openedMeanwhile);
   }
-  const made = answer((await api.call(change.installationId, 'POST /repos/{owner}/{repo}/pulls', {
-    owner, repo, head: change.branch, base: change.base, title: change.title, body: change.body,
-  })).data, 'the new pull request');
-  return { number: made.number, url: made.html_url, created: true };
 }

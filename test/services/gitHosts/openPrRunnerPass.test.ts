@@ -150,3 +150,28 @@ t.test('a pull request answer is refused unless its URL is http(s) and its numbe
   t.match(await openOrUpdatePullRequest(answering({ number: 7, html_url: 'https://host.test/acme/app/pull/7' }), change),
     { number: 7, url: 'https://host.test/acme/app/pull/7', created: true }, 'an https URL passes');
 });
+
+t.test("a pull request another process opened between the look and the POST is updated, not a run's death", async (t) => {
+  const pr = { number: 9, html_url: 'https://host.test/acme/app/pull/9' };
+  const calls: string[] = [];
+  let opened = false;
+  const racing: HostApi = {
+    ...unreachableApi(),
+    call: (_installation: number, route: string): Promise<HostResponse> => {
+      calls.push(route.split(' ')[0]!);
+      if (route.startsWith('GET ')) return Promise.resolve({ status: 200, headers: {}, data: opened ? [pr] : [] });
+      if (route.startsWith('POST ')) {
+        opened = true; // the other process's POST won
+        return Promise.reject(new HostApiError('Validation Failed: A pull request already exists for acme:kiln/bump.', 422, {}));
+      }
+      return Promise.resolve({ status: 200, headers: {}, data: pr });
+    },
+  };
+  const change = { installationId: 1, repository: 'acme/app', branch: 'kiln/bump', base: 'main', title: 't', body: 'b' };
+  t.match(await openOrUpdatePullRequest(racing, change), { number: 9, created: false }, 'the open one is updated');
+  t.same(calls, ['GET', 'POST', 'GET', 'PATCH']);
+  // a 422 for another reason (the base branch is gone): nothing open, the refusal stands
+  opened = false;
+  const refusing: HostApi = { ...racing, call: (i, route, params) => route.startsWith('POST ') ? Promise.reject(new HostApiError('Validation Failed: base', 422, {})) : racing.call(i, route, params) };
+  await t.rejects(openOrUpdatePullRequest(refusing, change), HostApiError, 'another 422 is still a failure');
+});
