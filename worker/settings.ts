@@ -29,6 +29,8 @@ export interface WorkerSettings {
   narChunkBytes: number;
   /** pushes one job runs at once: half of worker.nar.maxConcurrentUploads */
   narPushesPerJob: number;
+  /** worker.nar.partialTtlSecs in ms: abandoned downloads older than this are removed (worker/partialDownloads.ts); 0: never */
+  partialTtlMs: number;
   /** '' disables pinning */
   gcrootsDir: string;
   /** worker.nixDaemon.maxConnections: Nix commands running at once (worker/storeConnections.ts) */
@@ -81,6 +83,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     logFetchFromStore: config['worker.log.fetchFromStore'],
     narChunkBytes: config['worker.nar.chunkBytes'],
     narPushesPerJob: Math.max(1, Math.floor(config['worker.nar.maxConcurrentUploads'] / 2)),
+    partialTtlMs: config['worker.nar.partialTtlSecs'] * 1000,
     gcrootsDir: config['worker.gcrootsDir'],
     storeConnections: config['worker.nixDaemon.maxConnections'],
     evalMetrics: config['worker.eval.metrics'],

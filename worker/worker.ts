@@ -9,6 +9,7 @@ import { readAcceptedServerTokens } from './serverTokens.js';
 import { detectSystemFeatures, hostCores, hostMemoryBytes, loadMetrics, loadWorkerId, readPeers, storeFreeBytes } from './identity.js';
 import { JobRunner } from './jobRunner.js';
 import { nixSandboxMode, sandboxWarning } from './nixSandbox.js';
+import { sweepPartialDownloads } from './partialDownloads.js';
 import { secureWorkerBaseDir } from './privateDirectories.js';
 import { effectiveOomScore } from './oomScore.js';
 import { workerSettings, type WorkerSettings } from './settings.js';
@@ -59,6 +60,19 @@ async function buildHello(settings: WorkerSettings, id: string, software: string
   };
 }
 
+/** worker.nar.partialTtlSecs: abandoned downloads are removed at start and then every min(TTL, an hour). */
+function startPartialSweeps(settings: WorkerSettings, log: Logger): NodeJS.Timeout | null {
+  if (settings.partialTtlMs === 0) return null;
+  const sweep = () => void sweepPartialDownloads(settings.baseDir, settings.partialTtlMs, new Date()).then(
+    (removed) => { if (removed.length > 0) log.info({ removed }, 'removed downloads a stopped worker left unfinished (worker.nar.partialTtlSecs)'); },
+    (e: unknown) => log.warn({ err: e instanceof Error ? e.message : String(e) }, 'sweeping unfinished downloads failed'),
+  );
+  sweep();
+  const timer = setInterval(sweep, Math.min(settings.partialTtlMs, 3_600_000));
+  timer.unref();
+  return timer;
+}
+
 export async function startWorker(config: Config, options: StartWorkerOptions): Promise<RunningWorker> {
   const configured = workerSettings(config, options.env);
   const settings = { ...configured, oomScoreAdjust: effectiveOomScore(configured.oomScoreAdjust, (message) => options.log.warn(message)) };
@@ -70,6 +84,7 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   // Tenants' clones and scratch files live here: owner-only before the first job (docs/worker.md).
   for (const path of await secureWorkerBaseDir(settings.baseDir)) options.log.warn({ path }, 'took group and other permissions off this entry of worker.baseDir: only the worker may read it');
   const id = await loadWorkerId(settings.baseDir, settings.id);
+  const sweepTimer = startPartialSweeps(settings, options.log);
   const peers = await readPeers(settings.peersFile);
   const insecure = serverUrl === null ? undefined : insecureTransportProblem(serverUrl, peers);
   if (insecure) throw new Error(insecure);
@@ -155,6 +170,7 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
       stopping = true;
       wake?.();
       clearInterval(storeTimer);
+      if (sweepTimer) clearInterval(sweepTimer);
       await runner.stop();
       current?.close('shutting_down', 'the worker is stopping');
       await listener?.close();

@@ -1,0 +1,47 @@
+// worker.nar.partialTtlSecs: what a worker killed in the middle of a download leaves behind. kiln's
+// worker fetches no NAR itself (Nix substitutes a build's inputs from the caches and keeps no
+// partial file past its own process), so the option covers the downloads the worker does make:
+// uploaded source tarballs (<baseDir>/tmp/source-*), open_pr scratch clones (<baseDir>/tmp/open-pr-*)
+// and anything under <baseDir>/nar-partial. Each is removed once nothing in it was written for the
+// TTL; a live download writes as it goes, and no job runs anywhere near the one-day default.
+import { lstat, readdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+
+const SWEPT_IN_TMP = /^(source-|open-pr-)/;
+
+/** The newest modification time in a file or tree (symlinks are not followed). */
+async function lastWriteMs(path: string): Promise<number> {
+  const st = await lstat(path);
+  if (!st.isDirectory()) return st.mtimeMs;
+  let newest = st.mtimeMs;
+  for (const entry of await readdir(path, { recursive: true })) {
+    const inner = await lstat(join(path, entry)).catch(() => null);
+    if (inner && inner.mtimeMs > newest) newest = inner.mtimeMs;
+  }
+  return newest;
+}
+
+async function entries(dir: string): Promise<string[]> {
+  try {
+    return await readdir(dir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw e;
+  }
+}
+
+/** Removes the abandoned downloads not written for `ttlMs` before `now`; returns their paths. */
+export async function sweepPartialDownloads(baseDir: string, ttlMs: number, now: Date): Promise<string[]> {
+  const candidates = [
+    ...(await entries(join(baseDir, 'tmp'))).filter((name) => SWEPT_IN_TMP.test(name)).map((name) => join(baseDir, 'tmp', name)),
+    ...(await entries(join(baseDir, 'nar-partial'))).map((name) => join(baseDir, 'nar-partial', name)),
+  ];
+  const removed: string[] = [];
+  for (const path of candidates) {
+    const written = await lastWriteMs(path).catch(() => null);
+    if (written === null || now.getTime() - written < ttlMs) continue;
+    await rm(path, { recursive: true, force: true });
+    removed.push(path);
+  }
+  return removed;
+}
