@@ -70,7 +70,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'post /api/v1/auth/basic/register': { response: RegisteredView, body: RegisterBody, errors: ['username_taken', 'email_taken', 'registration_disabled', 'oidc_required', 'password_busy'] },
   'post /api/v1/auth/basic/login': { response: z.string().describe('the session token'), body: LoginBody, errors: ['invalid_credentials', 'account_disabled', 'email_not_verified', 'oidc_required', 'password_busy'], summary: 'sign in: a session token' },
   'post /api/v1/auth/check-username': { response: UsernameAvailability, body: CheckUsernameBody },
-  'get /api/v1/auth/verify-email': { response: z.string(), query: VerifyEmailQuery, errors: ['invalid_verification_token', 'verification_expired'] },
+  'get /api/v1/auth/verify-email': { response: z.string().describe('a sentence naming the verified address (a 303 to the web UI instead when a browser asks and the UI is served)'), query: VerifyEmailQuery, errors: ['invalid_verification_token', 'verification_expired'] },
   'post /api/v1/auth/resend-verification': { response: z.string(), body: ResendVerificationBody },
   'post /api/v1/auth/logout': { response: z.string() },
   'post /api/v1/auth/oauth/authorize': { response: z.string().describe('the OIDC provider\'s authorization URL') },

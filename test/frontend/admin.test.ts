@@ -101,7 +101,7 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     const worker = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, hello);
     t.teardown(() => worker.close());
     await worker.next('welcome');
-    const row = page.locator(`[data-worker="${hello.workerId}"]`);
+    const row = page.getByTestId('workers').locator('tbody tr', { has: page.locator(`code[title="${hello.workerId}"]`) });
     await row.waitFor();
     const text = await row.textContent();
     t.match(text, /kiln browser test/);

@@ -14,6 +14,11 @@ t.test('sign-in, Home, sign-out and registration', async (t) => {
     await kiln.api('PUT', '/caches', { token: ada.token, body: { name: 'main', description: 'the main cache' } }),
   ];
   t.same(created.map((r) => r.status), [200, 200, 200], 'the API has an organization, a project and a cache');
+  // An evaluation as a push writes it (the project's repository is not fetched here).
+  const [evaluation] = await kiln.sql<{ id: string }[]>`
+    insert into evaluations (task_id, repository, wildcard, phase, trigger, branch)
+    select t.id, 'file:///x', '*', 'completed', 'push', 'main' from tasks t join projects p on p.id = t.project_id where p.name = 'web'
+    returning id`;
 
   t.test('a visitor is sent to sign-in; a wrong password is shown; the right one lands on Home listing what the API has', async (t) => {
     const { page, problems } = await openPage(t, browser);
@@ -35,6 +40,10 @@ t.test('sign-in, Home, sign-out and registration', async (t) => {
     t.match(await page.getByTestId('orgs').textContent(), /acme/);
     t.match(await page.getByTestId('caches').textContent(), /main/);
     t.match(await page.getByTestId('caches').textContent(), /the main cache/);
+    const recent = page.getByTestId('recent-evaluations');
+    t.match(await recent.textContent(), /acme\/web.*push to main/s, 'the recent evaluation with its project and trigger');
+    t.equal(await recent.getByRole('link').first().getAttribute('href'), `/evals/${evaluation!.id}`, 'linked to its page');
+    t.equal(await recent.locator('.status').first().textContent(), 'completed', 'and its phase');
     t.same(await seriousAccessibilityViolations(page), [], 'Home: no serious or critical axe violations');
     await screenshot(page, 'home');
     // The wrong password's 401 is the one failed request the browser reports.
