@@ -2,7 +2,7 @@
 // a worker's samples, the instance window, a project's evaluations and builds. `from` and `to` are
 // RFC 3339 instants; each route has its own default window and longest one.
 import { z } from 'zod';
-import { Instant } from './cacheMetrics.js';
+import { Instant, MetricsPeriodName } from './cacheMetrics.js';
 
 export const MetricsWindowQuery = z.strictObject({
   from: Instant.optional(),
@@ -77,3 +77,19 @@ export const ProjectMetricsView = z.strictObject({
   })),
 });
 export type ProjectMetricsView = z.infer<typeof ProjectMetricsView>;
+
+/** GET /metrics/phases: the instance's job phase timings (dispatch latency, run time) per period. */
+export const PhaseMetricsView = z.strictObject({
+  period: MetricsPeriodName,
+  from: z.string(),
+  to: z.string(),
+  points: z.array(z.strictObject({
+    start: z.string(),
+    kind: z.enum(['evaluation', 'build']),
+    phase: z.enum(['dispatch', 'run']),
+    samples: z.number().int(),
+    seconds_avg: z.number(),
+    seconds_max: z.number(),
+  })),
+});
+export type PhaseMetricsView = z.infer<typeof PhaseMetricsView>;

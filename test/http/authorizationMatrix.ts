@@ -529,6 +529,7 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/admin/sessions?state=all', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/workers', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/instance', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/metrics/phases?period=day', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/board/live', scope: 'superuser', permission: 'admin', socket: true },
