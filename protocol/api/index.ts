@@ -26,7 +26,7 @@ export { AdminSessionsPage, AdminSessionsQuery, AdminUsersPage, AdminUsersQuery 
 export { SessionId, UserSessionView } from './userSessions.js';
 export { ServerConfigView } from './serverConfig.js';
 export { CACHE_METRICS_MAX_POINTS, CacheBoardView, CacheMetricsQuery, CacheMetricsSeries, MetricsPeriodName, PeriodWindowQuery } from './cacheMetrics.js';
-export { InstanceWindowView, MetricsWindowQuery, PhaseMetricsView, ProjectMetricsQuery, ProjectMetricsView, WorkerSamplesView } from './metricsWindow.js';
+export { InstanceRollupsView, InstanceWindowView, MetricsWindowQuery, PhaseMetricsView, WorkerRollupsView, ProjectMetricsQuery, ProjectMetricsView, WorkerSamplesView } from './metricsWindow.js';
 export { HealthView } from './health.js';
 export { CommitView } from './commits.js';
 export { SourceUploadView } from './sourceUploads.js';

@@ -93,3 +93,21 @@ export const PhaseMetricsView = z.strictObject({
   })),
 });
 export type PhaseMetricsView = z.infer<typeof PhaseMetricsView>;
+
+/** A rolled-up value over a period: how many samples, their mean, least and largest. */
+const RollupPoints = z.array(z.strictObject({
+  start: z.string(),
+  metric: z.string(),
+  samples: z.number().int(),
+  avg: z.number(),
+  min: z.number(),
+  max: z.number(),
+}));
+
+/** GET /metrics/instance/rollups: the instance window per minute, hour, day or week. */
+export const InstanceRollupsView = z.strictObject({ period: MetricsPeriodName, from: z.string(), to: z.string(), points: RollupPoints });
+export type InstanceRollupsView = z.infer<typeof InstanceRollupsView>;
+
+/** GET /workers/{worker}/rollups: a worker's samples per minute, hour, day or week. */
+export const WorkerRollupsView = InstanceRollupsView.extend({ worker: z.string() });
+export type WorkerRollupsView = z.infer<typeof WorkerRollupsView>;

@@ -9,3 +9,4 @@ export { sampleInstance, instanceWindowService, type InstanceWindowService } fro
 export { workerSampleSeriesService, type WorkerSampleSeriesService } from './workerSampleSeries.js';
 export { projectSeriesService, type ProjectSeriesService } from './projectSeries.js';
 export { phaseSeriesService, type PhaseSeriesService } from './phaseSeries.js';
+export { sampleRollupSeriesService, type SampleRollupSeriesService } from './sampleRollupSeries.js';

@@ -109,6 +109,28 @@ t.test('stored series', async (t) => {
     t.equal(capped!.build_slots, 2147483647, 'the sum is capped at the column\'s range');
   });
 
+  t.test('worker and instance rollups: read by the rules of their raw rows', async (t) => {
+    await kiln.upkeep.metricRollup();
+    type Rollups = { worker?: string; period: string; points: { start: string; metric: string; samples: number; avg: number; min: number; max: number }[] };
+    const rollups = (token: string | null, worker: string = workerId) => kiln.api<Rollups>('GET', `/workers/${worker}/rollups?period=week`, token === null ? {} : { token });
+    /** load1 over the answer's weeks: samples, least, largest. */
+    const load = (res: { message: Rollups }) => {
+      const points = res.message.points.filter((p) => p.metric === 'load1');
+      return [points.reduce((n, p) => n + p.samples, 0), Math.min(...points.map((p) => p.min)), Math.max(...points.map((p) => p.max))];
+    };
+    const all = await rollups(root.token);
+    t.equal(all.status, 200, JSON.stringify(all.message));
+    t.same(load(all), [3, 1.5, 9], 'a superuser: every connection');
+    t.same(load(await rollups(ada.token)), [1, 1.5, 1.5], 'acme/web\'s admin: the real connection only');
+    t.same(load(await rollups(eve.token)), [1, 9, 9], 'the impostor\'s project: its own connection only');
+    t.same([(await rollups(vic.token)).status, (await rollups(null)).status, (await rollups(ada.token, randomUUID())).status], [403, 401, 404]);
+    const instance = (token: string | null) => kiln.api<Rollups>('GET', '/metrics/instance/rollups?period=minute', token === null ? {} : { token });
+    const rows = await instance(root.token);
+    t.equal(rows.status, 200);
+    t.ok(rows.message.points.some((p) => p.metric === 'workers_connected'), 'the instance window\'s rows rolled up');
+    t.same([(await instance(ada.token)).status, (await instance(null)).status], [403, 401]);
+  });
+
   t.test('job phase rollups: exact sums per period, superusers only', async (t) => {
     // Samples of the last hour's first minutes: two build dispatches, one evaluation run.
     const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000;
