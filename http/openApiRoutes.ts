@@ -15,9 +15,9 @@ import {
   UpdateWebhookBody, UpstreamBody, UserSessionView, WebhookView, type RouteSchemas,
   AdminSessionsPage, AdminUsersPage, AttributeAtCommitView, BuildGraphView, CacheBoardView, CacheMetricsSeries, CacheStatsView, CatalogEntryView, ChunkAppendedView, CommitView,
   ConnectedWorkerView, ConnectionCheck, DeliveryDetailView, HealthView, HookOutcomeView, InstanceWindowView, InvitationView, NarDeletionView, NarDetailView, NarPageView,
-  NarUploadResult, NewWorkerRegistration, PinRemovalView, ProjectMetricsView, RegisteredView, ServerView, SourceUploadView, StagedUploadView, SubscriberView,
+  NarUploadResult, NewWorkerRegistration, PeriodWindowQuery, PhaseMetricsView, PinRemovalView, ProjectMetricsView, RegisteredView, ServerView, SourceUploadView, StagedUploadView, SubscriberView,
   SubscriptionRequestView, SupervisorNodeView, TaskActionView, UploadAbandonedView, UpstreamView, UsernameAvailability, UserSettingsView, UserSshKeyView, UserView,
-  GcRunsView, WebhookWithSecret, WorkerRegistrationView, WorkerSamplesView,
+  GcRunsView, InstanceRollupsView, WebhookWithSecret, WorkerRegistrationView, WorkerRollupsView, WorkerSamplesView,
 } from '../protocol/index.js';
 import { VerifyEmailQuery } from './api/v1/auth.js';
 import { RecentQuery } from './api/v1/directBuilds.js';
@@ -253,6 +253,9 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/caches/:cache/metrics': { response: CacheMetricsSeries, query: CacheMetricsQuery, summary: 'stored traffic of a cache per minute, hour, day or week (docs/metrics.md)' },
   'get /api/v1/workers/:worker/samples': { response: WorkerSamplesView, query: MetricsWindowQuery, summary: 'a worker\'s stored samples: superusers, or manageWorkers on a project it connected for (docs/metrics.md)' },
   'get /api/v1/metrics/instance': { response: InstanceWindowView, query: MetricsWindowQuery, summary: 'the instance-wide window, superusers only (docs/metrics.md)' },
+  'get /api/v1/workers/:worker/rollups': { response: WorkerRollupsView, query: PeriodWindowQuery, summary: 'a worker\'s samples per minute, hour, day or week, read as its samples are (docs/metrics.md)' },
+  'get /api/v1/metrics/instance/rollups': { response: InstanceRollupsView, query: PeriodWindowQuery, summary: 'the instance window per minute, hour, day or week, superusers only (docs/metrics.md)' },
+  'get /api/v1/metrics/phases': { response: PhaseMetricsView, query: PeriodWindowQuery, summary: 'dispatch latency and run time of evaluations and builds per minute, hour, day or week, superusers only (docs/metrics.md)' },
   'get /api/v1/projects/:org/:project/metrics': { response: ProjectMetricsView, query: ProjectMetricsQuery, summary: 'a project\'s evaluations and build times per hour or day (docs/metrics.md)' },
   'get /api/v1/board/cache': { response: z.array(CacheBoardView), summary: 'each cache the caller may see with its size and recent traffic' },
   'get /api/v1/caches/:cache/pins': { query: PinListQuery, response: PinPage },

@@ -3,18 +3,24 @@
 // and `to` are RFC 3339 instants, defaulting to a window that fits the period.
 import { z } from 'zod';
 
-const TrafficPeriodName = z.enum(['minute', 'hour', 'day', 'week']);
+/** The levels of the stored series: minutes (raw counts or minute rollups), then hour, day and week rollups. */
+export const MetricsPeriodName = z.enum(['minute', 'hour', 'day', 'week']);
+const TrafficPeriodName = MetricsPeriodName;
 
 export const Instant = z.string().max(40).refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), 'an RFC 3339 instant such as 2026-11-26T12:00:00Z');
 
-export const CacheMetricsQuery = z.strictObject({
+/** A rolled-up series' query: the period of its points and the window. */
+export const PeriodWindowQuery = z.strictObject({
   period: TrafficPeriodName.optional(),
   from: Instant.optional(),
   to: Instant.optional(),
 });
-export type CacheMetricsQuery = z.infer<typeof CacheMetricsQuery>;
+export type PeriodWindowQuery = z.infer<typeof PeriodWindowQuery>;
+/** GET /caches/{cache}/metrics: its own object, so the OpenAPI description names it. */
+export const CacheMetricsQuery = PeriodWindowQuery.extend({});
+export type CacheMetricsQuery = PeriodWindowQuery;
 
-/** At most this many points in one answer: a wider window needs a coarser period. */
+/** At most this many periods in one answer: a wider window needs a coarser period. */
 export const CACHE_METRICS_MAX_POINTS = 1500;
 
 /** Narinfo hits and misses, upstream hits and NAR bytes served over some span. */

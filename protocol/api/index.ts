@@ -25,8 +25,8 @@ export { GcRequestBody, GcRunId, GcRunsView, GcRunView, PinBody, PinListQuery, P
 export { AdminSessionsPage, AdminSessionsQuery, AdminUsersPage, AdminUsersQuery } from './adminAccounts.js';
 export { SessionId, UserSessionView } from './userSessions.js';
 export { ServerConfigView } from './serverConfig.js';
-export { CACHE_METRICS_MAX_POINTS, CacheBoardView, CacheMetricsQuery, CacheMetricsSeries } from './cacheMetrics.js';
-export { InstanceWindowView, MetricsWindowQuery, ProjectMetricsQuery, ProjectMetricsView, WorkerSamplesView } from './metricsWindow.js';
+export { CACHE_METRICS_MAX_POINTS, CacheBoardView, CacheMetricsQuery, CacheMetricsSeries, MetricsPeriodName, PeriodWindowQuery } from './cacheMetrics.js';
+export { InstanceRollupsView, InstanceWindowView, MetricsWindowQuery, PhaseMetricsView, WorkerRollupsView, ProjectMetricsQuery, ProjectMetricsView, WorkerSamplesView } from './metricsWindow.js';
 export { HealthView } from './health.js';
 export { CommitView } from './commits.js';
 export { SourceUploadView } from './sourceUploads.js';

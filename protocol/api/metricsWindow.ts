@@ -2,7 +2,7 @@
 // a worker's samples, the instance window, a project's evaluations and builds. `from` and `to` are
 // RFC 3339 instants; each route has its own default window and longest one.
 import { z } from 'zod';
-import { Instant } from './cacheMetrics.js';
+import { Instant, MetricsPeriodName } from './cacheMetrics.js';
 
 export const MetricsWindowQuery = z.strictObject({
   from: Instant.optional(),
@@ -77,3 +77,37 @@ export const ProjectMetricsView = z.strictObject({
   })),
 });
 export type ProjectMetricsView = z.infer<typeof ProjectMetricsView>;
+
+/** GET /metrics/phases: the instance's job phase timings (dispatch latency, run time) per period. */
+export const PhaseMetricsView = z.strictObject({
+  period: MetricsPeriodName,
+  from: z.string(),
+  to: z.string(),
+  points: z.array(z.strictObject({
+    start: z.string(),
+    kind: z.enum(['evaluation', 'build']),
+    phase: z.enum(['dispatch', 'run']),
+    samples: z.number().int(),
+    seconds_avg: z.number(),
+    seconds_max: z.number(),
+  })),
+});
+export type PhaseMetricsView = z.infer<typeof PhaseMetricsView>;
+
+/** A rolled-up value over a period: how many samples, their mean, least and largest. */
+const RollupPoints = z.array(z.strictObject({
+  start: z.string(),
+  metric: z.string(),
+  samples: z.number().int(),
+  avg: z.number(),
+  min: z.number(),
+  max: z.number(),
+}));
+
+/** GET /metrics/instance/rollups: the instance window per minute, hour, day or week. */
+export const InstanceRollupsView = z.strictObject({ period: MetricsPeriodName, from: z.string(), to: z.string(), points: RollupPoints });
+export type InstanceRollupsView = z.infer<typeof InstanceRollupsView>;
+
+/** GET /workers/{worker}/rollups: a worker's samples per minute, hour, day or week. */
+export const WorkerRollupsView = InstanceRollupsView.extend({ worker: z.string() });
+export type WorkerRollupsView = z.infer<typeof WorkerRollupsView>;

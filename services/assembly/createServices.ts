@@ -5,7 +5,10 @@ import { componentLogger, type Config, type Logger, type StageTracer } from '../
 import { summarizeUploadBudget, uploadBudgetMachine } from '../../actors/index.js';
 import type { Clock, Supervisor } from '../../supervisors/index.js';
 import type { ArchiveProgress, BlobStore, CpuPool, CrashPoints, Database, KilnMetrics, NarStorage, RateLimiter, PhaseSampleBuffer, SecretBox, TrafficCounters } from '../../storage/index.js';
-import { cacheMetricsService, instanceWindowService, projectSeriesService, registerServerMetrics, workerSampleSeriesService, type CacheMetricsService, type InstanceWindowService, type ProjectSeriesService, type WorkerSampleSeriesService } from '../metrics/index.js';
+import {
+  cacheMetricsService, instanceWindowService, phaseSeriesService, projectSeriesService, registerServerMetrics, sampleRollupSeriesService, workerSampleSeriesService,
+  type CacheMetricsService, type InstanceWindowService, type PhaseSeriesService, type ProjectSeriesService, type SampleRollupSeriesService, type WorkerSampleSeriesService,
+} from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
 import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceEvaluationsService, type SourceEvaluationsService, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
@@ -110,7 +113,7 @@ export interface Services {
   /** the stored cache traffic: series per cache and the cache board (docs/metrics.md) */
   cacheMetrics: CacheMetricsService;
   /** the other stored series: a worker's samples, the instance window, a project's evaluations and builds (docs/metrics.md) */
-  storedMetrics: { workers: WorkerSampleSeriesService; instance: InstanceWindowService; projects: ProjectSeriesService };
+  storedMetrics: { workers: WorkerSampleSeriesService; instance: InstanceWindowService; projects: ProjectSeriesService; phases: PhaseSeriesService; rollups: SampleRollupSeriesService };
   /** tests: watches serve/ directory archives being packed */
   archiveProgress?: ArchiveProgress;
   /**
@@ -286,6 +289,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     cacheMetrics: cacheMetricsService({ sql: db.web, clock, caches: caches.caches, labelTopn: config['metrics.labelTopn'] }),
     storedMetrics: {
       workers: workerSampleSeriesService({ sql: db.web, clock }), instance: instanceWindowService({ sql: db.web, clock }), projects: projectSeriesService({ sql: db.web, clock }),
+      phases: phaseSeriesService({ sql: db.web, clock }), rollups: sampleRollupSeriesService({ sql: db.web, clock }),
     },
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
     scheduler, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,

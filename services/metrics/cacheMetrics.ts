@@ -2,14 +2,11 @@
 // whoever may see the cache (viewCache; 404 otherwise, as for the cache itself), and the cache
 // board, per cache the caller may see: stored paths and bytes, traffic of the last hour and day, and
 // its most fetched NAR files since yesterday (UTC days; metrics.labelTopn of them).
-import { ApiError, CACHE_METRICS_MAX_POINTS, type CacheMetricsQuery, type Permission } from '../../protocol/index.js';
-import { storedTotalsOf, topFetchedPaths, trafficSeries, trafficTotalsSince, type Sql, type TrafficCounts, type TrafficPeriod } from '../../storage/index.js';
+import type { CacheMetricsQuery, Permission } from '../../protocol/index.js';
+import { storedTotalsOf, topFetchedPaths, trafficSeries, trafficTotalsSince, type Sql, type TrafficCounts } from '../../storage/index.js';
 import type { Principal } from '../access/index.js';
 import type { Clock } from '../../supervisors/index.js';
-
-const PERIOD_MS: Record<TrafficPeriod, number> = { minute: 60_000, hour: 3_600_000, day: 86_400_000, week: 7 * 86_400_000 };
-/** The window when the query names no `from`: enough points for a chart of the period. */
-const DEFAULT_POINTS: Record<TrafficPeriod, number> = { minute: 60, hour: 48, day: 60, week: 52 };
+import { PERIOD_MS, periodWindow } from './periodWindow.js';
 
 interface TrafficView {
   narinfo_hits: number;
@@ -44,13 +41,7 @@ export function cacheMetricsService({ sql, clock, caches, labelTopn }: CacheMetr
   return {
     async series(who: Principal, cache: string, query: CacheMetricsQuery) {
       const { row } = await caches.demandRecord(who, cache, 'viewCache');
-      const period = query.period ?? 'hour';
-      const to = query.to === undefined ? clock.now() : new Date(query.to);
-      const from = query.from === undefined ? new Date(to.getTime() - DEFAULT_POINTS[period] * PERIOD_MS[period]) : new Date(query.from);
-      if (from.getTime() >= to.getTime()) throw new ApiError('invalid_query', 'from: must be before to');
-      if ((to.getTime() - from.getTime()) / PERIOD_MS[period] > CACHE_METRICS_MAX_POINTS) {
-        throw new ApiError('invalid_query', `from: at most ${CACHE_METRICS_MAX_POINTS} ${period}s from to; ask for a longer period`);
-      }
+      const { period, from, to } = periodWindow(query, clock.now());
       const points = await trafficSeries(sql, row.id, period, from, to);
       return {
         cache: row.name, period, from: from.toISOString(), to: to.toISOString(),

@@ -8,3 +8,5 @@ export { sampleWorkers } from './workerSamples.js';
 export { sampleInstance, instanceWindowService, type InstanceWindowService } from './instanceWindow.js';
 export { workerSampleSeriesService, type WorkerSampleSeriesService } from './workerSampleSeries.js';
 export { projectSeriesService, type ProjectSeriesService } from './projectSeries.js';
+export { phaseSeriesService, type PhaseSeriesService } from './phaseSeries.js';
+export { sampleRollupSeriesService, type SampleRollupSeriesService } from './sampleRollupSeries.js';

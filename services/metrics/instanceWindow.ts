@@ -5,11 +5,12 @@
 // process would write the same row: the row's time is the start of its interval and the first
 // writer wins. The same pass deletes rows past metrics.retention.rawDays. Superusers read it with
 // GET /metrics/instance.
-import { ApiError, type MetricsWindowQuery } from '../../protocol/index.js';
+import type { MetricsWindowQuery } from '../../protocol/index.js';
 import { deleteInSlices, retentionCutoff, type Sql } from '../../storage/index.js';
 import type { Clock } from '../../supervisors/index.js';
-import { isSuperuser, superuserRefusal, type Principal } from '../access/index.js';
+import type { Principal } from '../access/index.js';
 import { metricsWindow } from './workerSampleSeries.js';
+import { demandSuperuser } from './superuserOnly.js';
 
 const HOUR_MS = 3_600_000;
 const MAX_POINTS = 5000;
@@ -49,12 +50,9 @@ export async function sampleInstance(sql: Sql, intervalSecs: number, rawDays: nu
 
 export function instanceWindowService({ sql, clock }: { sql: Sql; clock: Clock }) {
   return {
-    /** GET /metrics/instance: superusers only (the whole instance's load is nobody else's business). */
+    /** GET /metrics/instance: superusers only. */
     async series(who: Principal, query: MetricsWindowQuery) {
-      if (!isSuperuser(who)) {
-        if (who.kind !== 'user') throw new ApiError('unauthorized', 'the instance window needs a superuser\'s token');
-        throw new ApiError('forbidden', superuserRefusal(who, 'the instance window is for superusers'));
-      }
+      demandSuperuser(who, 'the instance window');
       const { from, to } = metricsWindow(query, clock.now(), 24 * HOUR_MS, 31 * 24 * HOUR_MS);
       const rows = await sql<InstanceRow[]>`
         select * from instance_samples where sampled_at >= ${from} and sampled_at < ${to} order by sampled_at limit ${MAX_POINTS + 1}`;

@@ -3,10 +3,12 @@
 // rollup pass (metrics.rollupIntervalSecs) that rolls minutes up to hours, days and weeks and
 // deletes minutes (and per-file fetch days) past metrics.retention.rawDays and hour rollups past
 // metrics.retention.rollupDays. The same pass rolls the job phase samples up (minutes, hours, days,
-// weeks) and deletes raw samples past rawDays and minute and hour rollups past rollupDays.
+// weeks) and deletes raw samples past rawDays and minute and hour rollups past rollupDays, and rolls
+// the worker samples and instance window rows up likewise (their raw rows go in their own passes).
 import type { Config } from '../../config/index.js';
 import {
-  addPathFetches, addTrafficMinutes, prunePathFetches, prunePhases, pruneTraffic, retentionCutoff, rollUpPhases, rollUpTraffic, type Sql, type TrafficCounters,
+  addPathFetches, addTrafficMinutes, prunePathFetches, prunePhases, pruneSampleRollups, pruneTraffic, retentionCutoff, rollUpPhases, rollUpSamples, rollUpTraffic,
+  type Sql, type TrafficCounters,
 } from '../../storage/index.js';
 
 /** Writes what was counted since the last flush; a failed write keeps the counts for the next. */
@@ -33,8 +35,10 @@ export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'ta
 export async function rollUpAndPrune(sql: Sql, config: Pick<Config, 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'>, now: Date): Promise<{ deleted: number }> {
   await rollUpTraffic(sql);
   await rollUpPhases(sql);
+  await rollUpSamples(sql);
   const rawBefore = retentionCutoff(config['metrics.retention.rawDays'], now);
   const rollupBefore = retentionCutoff(config['metrics.retention.rollupDays'], now);
-  const deleted = await pruneTraffic(sql, { rawBefore, rollupBefore }) + await prunePhases(sql, { rawBefore, rollupBefore });
+  const deleted = await pruneTraffic(sql, { rawBefore, rollupBefore }) + await prunePhases(sql, { rawBefore, rollupBefore })
+    + (rollupBefore === null ? 0 : await pruneSampleRollups(sql, rollupBefore));
   return { deleted: deleted + (rawBefore === null ? 0 : await prunePathFetches(sql, rawBefore)) };
 }

@@ -40,7 +40,7 @@ export function metricsWindow(query: MetricsWindowQuery, now: Date, defaultMs: n
 }
 
 /** The projects the caller may read this worker's samples for; null: every sample (a superuser). */
-async function readableProjects(sql: Sql, who: Principal, workerId: string): Promise<string[] | null> {
+export async function readableProjects(sql: Sql, who: Principal, workerId: string): Promise<string[] | null> {
   if (isSuperuser(who)) return null;
   const label = `worker ${workerId}`;
   if (!isUuid(workerId)) throw notFound(label);

@@ -28,3 +28,4 @@ export {
   addPhaseSamples, rollUpPhases, prunePhases, phaseSeries,
   type PhaseSample,
 } from './phaseSamples.js';
+export { INSTANCE_METRICS, NO_ID, pruneSampleRollups, rollUpSamples, sampleRollupSeries, WORKER_METRICS, type SampleRollupPoint, type SampleSource } from './sampleRollups.js';

@@ -1,7 +1,7 @@
 // Error reports (cli/errorReports.ts): a forced 500 of a running kiln reaches a loopback stand-in of
 // a Sentry DSN as a real envelope, without the caller's bearer token; credentials in an error's
 // message are cut out; a DSN outside outbound.allowedNetworks gets nothing; enabled without a DSN,
-// kiln says that reports go nowhere.
+// kiln says that reports go nowhere; disabled, nothing is sent even with a DSN.
 import t from 'tap';
 import { loadConfig, createLogger } from '../../config/index.js';
 import { openErrorReports, scrubSecrets } from '../../cli/errorReports.js';
@@ -77,4 +77,24 @@ t.test('enabled without a DSN: a warning that reports go nowhere', async (t) => 
   const reports = await openErrorReports(config, createLogger(config, { destination: { write: (l: string) => void lines.push(l) } }), 'kiln@test');
   reports.report(new Error('boom'), {});
   t.match(lines.join('\n'), /error reports go nowhere/);
+});
+
+t.test('errorReport.enable off: nothing is sent, even with a DSN', async (t) => {
+  const receiver = await startReceiver(t);
+  const dsn = `http://k@127.0.0.1:${receiver.port}/7`;
+  const lines: string[] = [];
+  const open = (enable: boolean) => {
+    const config = loadConfig({ scope: 'server', env: {}, overrides: { 'errorReport.enable': enable, 'errorReport.dsn': dsn, 'outbound.allowedNetworks': ['127.0.0.0/8'] } }).values;
+    return openErrorReports(config, createLogger(config, { destination: { write: (l: string) => void lines.push(l) } }), 'kiln@test');
+  };
+  const off = await open(false);
+  off.report(new Error('off'), {});
+  await off.close();
+  t.same(lines, [], 'off: not a word');
+  // The same report with the option on arrives: the receiver would have seen the first.
+  const on = await open(true);
+  on.report(new Error('on'), {});
+  await receiver.waitFor(1);
+  await on.close();
+  t.same(receiver.requests.map((r) => eventOf(r).exception?.values?.[0]?.value), ['on']);
 });

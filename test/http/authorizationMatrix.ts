@@ -464,6 +464,7 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/board/cache', scope: 'user', permission: null },
   // the other stored series (issue 21): a worker's samples (manageWorkers on a project it connected for, or a superuser), a project's series (viewProject)
   { method: 'GET', path: `/workers/${MATRIX_WORKER}/samples`, scope: 'project', role: 'Admin', permission: 'manageWorkers', superuserReads: true, before: ensureMatrixWorker },
+  { method: 'GET', path: `/workers/${MATRIX_WORKER}/rollups`, scope: 'project', role: 'Admin', permission: 'manageWorkers', superuserReads: true, before: ensureMatrixWorker },
   { method: 'GET', path: '/projects/acme/web/metrics?period=day', scope: 'project', role: 'View', permission: 'viewProject' },
   {
     method: 'PUT', path: '/caches/main/upstreams', scope: 'cache', role: 'Admin', permission: 'manageCache',
@@ -529,6 +530,8 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/admin/sessions?state=all', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/workers', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/instance', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/metrics/phases?period=day', scope: 'superuser', permission: 'admin' },
+  { method: 'GET', path: '/metrics/instance/rollups', scope: 'superuser', permission: 'admin' },
   { method: 'GET', path: '/metrics/events', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/metrics/events?events=build.*', scope: 'superuser', permission: 'admin', socket: true },
   { method: 'GET', path: '/board/live', scope: 'superuser', permission: 'admin', socket: true },

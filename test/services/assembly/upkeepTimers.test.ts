@@ -32,8 +32,23 @@ function passesOf(kiln: TestKiln, id: string): number | null {
 }
 
 /** Waits until the shared tick has swept the loops after the last clock step. */
-async function sweptOnce(kiln: TestKiln, before: number): Promise<void> {
-  await eventually('the timers swept the stepped clock', async () => ((passesOf(kiln, 'traffic-flush') ?? 0) > before ? true : undefined));
+async function sweptOnce(kiln: TestKiln, before: number, sentinel = 'traffic-flush'): Promise<void> {
+  await eventually('the timers swept the stepped clock', async () => ((passesOf(kiln, sentinel) ?? 0) > before ? true : undefined));
+}
+
+/** Steps the clock to `secs` after `start` and returns the loops' pass counts once the sentinel (due every second) has swept. */
+function stepperOf(kiln: TestKiln, clock: ReturnType<typeof steppedClock>, ids: readonly string[], sentinel: string) {
+  const start = clock.now().getTime();
+  const counts = () => Object.fromEntries(ids.map((id) => [id, passesOf(kiln, id)]));
+  return {
+    counts,
+    stepTo: async (secs: number) => {
+      const before = passesOf(kiln, sentinel) ?? 0;
+      clock.step(start + secs * SECOND - clock.now().getTime());
+      await sweptOnce(kiln, before, sentinel);
+      return counts();
+    },
+  };
 }
 
 t.test('upkeep loops fire when their interval has passed on the clock, not before', async (t) => {
@@ -61,6 +76,35 @@ t.test('upkeep loops fire when their interval has passed on the clock, not befor
   t.same(await stepTo(400), { 'debug-index': 2, 'graph-consistency': 1, 'sign-sweep': 0 }, 'metrics.graphConsistencyIntervalSecs passed: the graph check');
   t.same(await stepTo(599), { 'debug-index': 2, 'graph-consistency': 1, 'sign-sweep': 0 });
   t.same(await stepTo(600), { 'debug-index': 3, 'graph-consistency': 1, 'sign-sweep': 1 }, 'cache.signSweepIntervalSecs passed: the sign sweep');
+  await kiln.upkeep.settle();
+});
+
+t.test('metrics.rollupIntervalSecs, metrics.workerSampleIntervalSecs and metrics.instanceIntervalSecs wake their loops on the clock', async (t) => {
+  const clock = steppedClock(new Date());
+  const kiln = await startTestKiln(t, {
+    'metrics.cacheFlushIntervalSecs': 1,
+    'metrics.rollupIntervalSecs': 100,
+    'metrics.workerSampleIntervalSecs': 150,
+    'metrics.instanceIntervalSecs': 250,
+  }, { clock });
+  const { counts, stepTo } = stepperOf(kiln, clock, ['metric-rollup', 'worker-samples', 'instance-window'], 'traffic-flush');
+  t.same(counts(), { 'metric-rollup': 0, 'worker-samples': 0, 'instance-window': 0 }, 'nothing runs at start');
+  t.same(await stepTo(99), { 'metric-rollup': 0, 'worker-samples': 0, 'instance-window': 0 });
+  t.same(await stepTo(100), { 'metric-rollup': 1, 'worker-samples': 0, 'instance-window': 0 }, 'metrics.rollupIntervalSecs passed: a rollup pass');
+  t.same(await stepTo(149), { 'metric-rollup': 1, 'worker-samples': 0, 'instance-window': 0 });
+  t.same(await stepTo(150), { 'metric-rollup': 1, 'worker-samples': 1, 'instance-window': 0 }, 'metrics.workerSampleIntervalSecs passed: worker samples');
+  t.same(await stepTo(249), { 'metric-rollup': 2, 'worker-samples': 1, 'instance-window': 0 });
+  t.same(await stepTo(250), { 'metric-rollup': 2, 'worker-samples': 1, 'instance-window': 1 }, 'metrics.instanceIntervalSecs passed: the instance window');
+  await kiln.upkeep.settle();
+});
+
+t.test('metrics.cacheFlushIntervalSecs wakes the traffic and phase flushes on the clock', async (t) => {
+  const clock = steppedClock(new Date());
+  const kiln = await startTestKiln(t, { 'metrics.cacheFlushIntervalSecs': 100, 'metrics.rollupIntervalSecs': 1 }, { clock });
+  const { counts, stepTo } = stepperOf(kiln, clock, ['traffic-flush', 'phase-flush'], 'metric-rollup');
+  t.same(counts(), { 'traffic-flush': 0, 'phase-flush': 0 }, 'nothing runs at start');
+  t.same(await stepTo(99), { 'traffic-flush': 0, 'phase-flush': 0 });
+  t.same(await stepTo(100), { 'traffic-flush': 1, 'phase-flush': 1 }, 'metrics.cacheFlushIntervalSecs passed: both flushes');
   await kiln.upkeep.settle();
 });
 

@@ -1,7 +1,7 @@
 // OTLP push (services/metrics/otlpPush.ts) to a loopback collector that decodes the real protobuf
 // (test/support/otlpCollector.ts): the pushed series are the scrape's, with the counts the test
 // made; a collector outside outbound.allowedNetworks gets nothing; a collector that is down costs a
-// warning and no crash.
+// warning and no crash; without a flush, pushes come every interval.
 import t from 'tap';
 import pino from 'pino';
 import { Writable } from 'node:stream';
@@ -9,6 +9,7 @@ import { createOutboundClient, KilnMetrics } from '../../../storage/index.js';
 import { startOtlpPush } from '../../../services/index.js';
 import { startOtlpCollector } from '../../support/otlpCollector.js';
 import { freePort } from '../../support/kiln.js';
+import { eventually } from '../../support/events.js';
 
 function capturingLog() {
   const lines: { msg: string; reason?: string }[] = [];
@@ -70,4 +71,15 @@ t.test('a collector that is down: a warning per push, no crash', async (t) => {
   await push.flush();
   t.equal(lines.filter((l) => /OTLP push failed/.test(l.msg)).length, 2);
   await push.stop();
+});
+
+t.test('metrics.otlp.pushIntervalSecs: pushes come by themselves, one an interval', async (t) => {
+  const collector = await startOtlpCollector();
+  t.teardown(() => collector.close());
+  const { log } = capturingLog();
+  const push = startOtlpPush({ endpoint: collector.url, intervalSecs: 1, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['127.0.0.0/8'] }) });
+  t.teardown(() => push.stop());
+  // No flush: only the interval's timer pushes (an interval the reader ignored would never come).
+  await eventually('two pushes on the interval', async () => (collector.pushes.length >= 2 ? true : undefined));
+  t.ok(collector.pushes.length >= 2);
 });

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Sql } from 'postgres';
 import t from 'tap';
-import { addTrafficMinutes, insertCache, pruneTraffic, rollUpTraffic, TrafficCounters, trafficSeries, trafficTotalsSince, type TrafficMinute } from '../../../storage/index.js';
+import { addPathFetches, addTrafficMinutes, insertCache, topFetchedPaths, pruneTraffic, rollUpTraffic, TrafficCounters, trafficSeries, trafficTotalsSince, type TrafficMinute } from '../../../storage/index.js';
 import { flushTraffic, rollUpAndPrune } from '../../../services/metrics/index.js';
 import { testDatabase } from '../../support/db.js';
 
@@ -105,4 +105,24 @@ t.test('counters flushed by two processes add up; a failed flush keeps its count
   await t.rejects(flushTraffic(closed, two));
   await closed.end();
   t.equal(two.take().length, 1, 'the counts of a failed flush wait for the next');
+});
+
+t.test('the board\'s top fetched paths: at most metrics.labelTopn per cache, most fetched first, since the given day', async (t) => {
+  const { sql } = await testDatabase(t);
+  const a = await newCache(sql, 'a');
+  const b = await newCache(sql, 'b');
+  const day = new Date(DAY);
+  const yesterday = new Date(DAY - 86_400_000);
+  await addPathFetches(sql, [
+    { cacheId: a, day, fileHash: 'f1', fetches: 3, bytes: 30 },
+    { cacheId: a, day, fileHash: 'f2', fetches: 9, bytes: 90 },
+    { cacheId: a, day: yesterday, fileHash: 'f3', fetches: 5, bytes: 50 },
+    { cacheId: a, day: yesterday, fileHash: 'f1', fetches: 4, bytes: 40 },
+    { cacheId: b, day, fileHash: 'g1', fetches: 1, bytes: 10 },
+  ]);
+  const top = await topFetchedPaths(sql, [a, b], yesterday, 2);
+  t.same(top.get(a)?.map((p) => [p.file_hash, p.fetches, p.bytes]), [['f2', 9, 90], ['f1', 7, 70]], 'two of three, summed over the days');
+  t.same(top.get(b)?.map((p) => p.file_hash), ['g1']);
+  t.same((await topFetchedPaths(sql, [a], day, 1)).get(a)?.map((p) => p.file_hash), ['f2'], 'one; yesterday not counted');
+  t.equal((await topFetchedPaths(sql, [a], day, 0)).size, 0, 'labelTopn 0: none');
 });

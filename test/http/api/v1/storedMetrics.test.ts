@@ -3,11 +3,13 @@
 // connected for, that connection's samples only; a project that merely registered the worker's id,
 // or a worker posing under the same id for another project, nothing of the other's), the instance
 // window (one row per interval whichever process writes first, retention at the boundary,
-// superusers only) and a project's evaluation and build series (exact counts per period).
+// superusers only), the job phase rollups (exact sums, superusers only) and a project's evaluation
+// and build series (exact counts per period).
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
 import { startTestKiln } from '../../../support/kiln.js';
 import { signUp } from '../../../support/accounts.js';
+import { addPhaseSamples } from '../../../../storage/index.js';
 
 interface Samples { worker: string; truncated: boolean; samples: { sampled_at: string; load1: number; builds_running: number; store_free_bytes: number | null }[] }
 
@@ -105,6 +107,58 @@ t.test('stored series', async (t) => {
     t.equal((await kiln.upkeep.instanceSample()).sampled, 1, 'a pass with absurd claims still writes its row');
     const [capped] = await kiln.sql<{ build_slots: number }[]>`select build_slots from instance_samples`;
     t.equal(capped!.build_slots, 2147483647, 'the sum is capped at the column\'s range');
+  });
+
+  t.test('worker and instance rollups: read by the rules of their raw rows', async (t) => {
+    await kiln.upkeep.metricRollup();
+    type Rollups = { worker?: string; period: string; points: { start: string; metric: string; samples: number; avg: number; min: number; max: number }[] };
+    const rollups = (token: string | null, worker: string = workerId) => kiln.api<Rollups>('GET', `/workers/${worker}/rollups?period=week`, token === null ? {} : { token });
+    /** load1 over the answer's weeks: samples, least, largest. */
+    const load = (res: { message: Rollups }) => {
+      const points = res.message.points.filter((p) => p.metric === 'load1');
+      return [points.reduce((n, p) => n + p.samples, 0), Math.min(...points.map((p) => p.min)), Math.max(...points.map((p) => p.max))];
+    };
+    const all = await rollups(root.token);
+    t.equal(all.status, 200, JSON.stringify(all.message));
+    t.same(load(all), [3, 1.5, 9], 'a superuser: every connection');
+    t.same(load(await rollups(ada.token)), [1, 1.5, 1.5], 'acme/web\'s admin: the real connection only');
+    t.same(load(await rollups(eve.token)), [1, 9, 9], 'the impostor\'s project: its own connection only');
+    t.same([(await rollups(vic.token)).status, (await rollups(null)).status, (await rollups(ada.token, randomUUID())).status], [403, 401, 404]);
+    const instance = (token: string | null) => kiln.api<Rollups>('GET', '/metrics/instance/rollups?period=minute', token === null ? {} : { token });
+    const rows = await instance(root.token);
+    t.equal(rows.status, 200);
+    t.ok(rows.message.points.some((p) => p.metric === 'workers_connected'), 'the instance window\'s rows rolled up');
+    t.same([(await instance(ada.token)).status, (await instance(null)).status], [403, 401]);
+  });
+
+  t.test('job phase rollups: exact sums per period, superusers only', async (t) => {
+    // Samples of the last hour's first minutes: two build dispatches, one evaluation run.
+    const hour = Math.floor(Date.now() / 3_600_000) * 3_600_000 - 3_600_000;
+    await addPhaseSamples(kiln.sql, [
+      { kind: 'build', phase: 'dispatch', endedAt: new Date(hour + 10_000), durationMs: 1500 },
+      { kind: 'build', phase: 'dispatch', endedAt: new Date(hour + 70_000), durationMs: 4500 },
+      { kind: 'evaluation', phase: 'run', endedAt: new Date(hour + 20_000), durationMs: 30_000 },
+    ]);
+    await kiln.upkeep.metricRollup();
+    type Phases = { period: string; points: { start: string; kind: string; phase: string; samples: number; seconds_avg: number; seconds_max: number }[] };
+    const read = (query: string, token: string | null = root.token) => kiln.api<Phases>('GET', `/metrics/phases?${query}`, token === null ? {} : { token });
+    const minutes = await read(`period=minute&from=${new Date(hour).toISOString()}&to=${new Date(hour + 3_600_000).toISOString()}`);
+    t.equal(minutes.status, 200);
+    t.same(minutes.message.points.map((p) => [p.start, p.kind, p.phase, p.samples, p.seconds_avg, p.seconds_max]), [
+      [new Date(hour).toISOString(), 'build', 'dispatch', 1, 1.5, 1.5],
+      [new Date(hour).toISOString(), 'evaluation', 'run', 1, 30, 30],
+      [new Date(hour + 60_000).toISOString(), 'build', 'dispatch', 1, 4.5, 4.5],
+    ]);
+    const hours = await read('period=hour');
+    t.same(hours.message.points.filter((p) => p.start === new Date(hour).toISOString()).map((p) => [p.kind, p.phase, p.samples, p.seconds_avg, p.seconds_max]),
+      [['build', 'dispatch', 2, 3, 4.5], ['evaluation', 'run', 1, 30, 30]], 'the hour: counts summed, the mean of the sums, the largest');
+    t.equal(hours.message.period, 'hour');
+    t.same([(await read('', ada.token)).status, (await read('', null)).status], [403, 401]);
+    for (const [query, field] of [['period=second', 'period'], ['period=minute&from=2020-01-01T00:00:00Z', 'from'], ['bogus=1', 'bogus']] as const) {
+      const res = await kiln.api<string>('GET', `/metrics/phases?${query}`, { token: root.token });
+      t.same([res.status, res.code], [400, 'invalid_query'], query);
+      t.match(res.message, field, query);
+    }
   });
 
   t.test('a project\'s evaluations and builds per period, for those who may see it', async (t) => {
