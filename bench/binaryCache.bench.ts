@@ -108,6 +108,18 @@ const record = (key: string, r: Awaited<ReturnType<typeof wrk>>) => {
   s.rps.push(r.rps); s.p50.push(r.p50Ms); s.p99.push(r.p99Ms); s.mbps.push(r.bytesPerSec / 1e6); s.non2xx += r.non2xx; s.socketErrors += r.socketErrors;
 };
 const servers = [['nginx', nginx.url], ['kiln', kiln.url]] as const;
+/**
+ * Where kiln's requests went: the serving threads' counters (GET /api/v1/admin/actors), summed.
+ * What wrk sent beyond `requests` the main thread's own listener took.
+ */
+type ThreadCounts = { requests: number; fromMemory: number; forwarded: number };
+const threadCounts = (): ThreadCounts => {
+  const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
+  const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
+  const sum = (field: keyof ThreadCounts) => nodes.reduce((n, node) => n + Number(('summary' in node ? node.summary?.[field] : 0) ?? 0), 0);
+  return { requests: sum('requests'), fromMemory: sum('fromMemory'), forwarded: sum('forwarded') };
+};
+const routed: Record<string, { wrk: number } & ThreadCounts> = {};
 for (const s of scenarios) {
   for (const [, url] of servers) await wrk(url, { connections: s.connections, seconds: 1, pathsFile: join(work, `${s.list}.txt`), script }); // warm-up
 }
@@ -115,7 +127,15 @@ for (let round = 0; round < rounds; round++) {
   for (const s of scenarios) {
     // Which goes first alternates: the second run of a pair meets what the first left behind.
     for (const [server, url] of round % 2 === 0 ? servers : [...servers].reverse()) {
-      record(`${s.name}|${server}`, await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script }));
+      const before = threadCounts();
+      const result = await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script });
+      record(`${s.name}|${server}`, result);
+      if (server === 'kiln') {
+        const after = threadCounts();
+        const r = (routed[s.name] ??= { wrk: 0, requests: 0, fromMemory: 0, forwarded: 0 });
+        r.wrk += result.requests;
+        for (const field of ['requests', 'fromMemory', 'forwarded'] as const) r[field] += after[field] - before[field];
+      }
     }
     (roundRatios[s.name] ??= []).push(+(samples[`${s.name}|kiln`]!.rps.at(-1)! / samples[`${s.name}|nginx`]!.rps.at(-1)!).toFixed(3));
   }
@@ -129,6 +149,8 @@ for (const s of scenarios) {
     bench: 'binary-cache', scenario: s.name, connections: s.connections, threads: threads ?? 'default', loadAverage: loadAverage(),
     nginx: figures(n), kiln: figures(k),
     ratio: median(roundRatios[s.name]!), roundRatios: roundRatios[s.name], ratioOfMedians: +(median(k.rps) / median(n.rps)).toFixed(3),
+    // kiln's requests over all rounds: answered by the threads from memory, relayed by them, and taken by the main thread's own listener
+    ...(routed[s.name] === undefined ? {} : { kilnRouting: { ...routed[s.name], mainListener: routed[s.name]!.wrk - routed[s.name]!.requests } }),
   }));
 }
 await nginx.stop();
