@@ -112,12 +112,13 @@ const servers = [['nginx', nginx.url], ['kiln', kiln.url]] as const;
  * Where kiln's requests went: the serving threads' counters (GET /api/v1/admin/actors), summed.
  * What wrk sent beyond `requests` the main thread's own listener took.
  */
-type ThreadCounts = { requests: number; fromMemory: number; forwarded: number };
+type ThreadCounts = { requests: number; fromMemory: number; forwarded: number; nars: number; narsFromMemory: number };
+const COUNTED = ['requests', 'fromMemory', 'forwarded', 'nars', 'narsFromMemory'] as const;
 const threadCounts = (): ThreadCounts => {
   const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
   const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
   const sum = (field: keyof ThreadCounts) => nodes.reduce((n, node) => n + Number(('summary' in node ? node.summary?.[field] : 0) ?? 0), 0);
-  return { requests: sum('requests'), fromMemory: sum('fromMemory'), forwarded: sum('forwarded') };
+  return Object.fromEntries(COUNTED.map((field) => [field, sum(field)])) as ThreadCounts;
 };
 const routed: Record<string, { wrk: number } & ThreadCounts> = {};
 for (const s of scenarios) {
@@ -132,9 +133,9 @@ for (let round = 0; round < rounds; round++) {
       record(`${s.name}|${server}`, result);
       if (server === 'kiln') {
         const after = threadCounts();
-        const r = (routed[s.name] ??= { wrk: 0, requests: 0, fromMemory: 0, forwarded: 0 });
+        const r = (routed[s.name] ??= { wrk: 0, requests: 0, fromMemory: 0, forwarded: 0, nars: 0, narsFromMemory: 0 });
         r.wrk += result.requests;
-        for (const field of ['requests', 'fromMemory', 'forwarded'] as const) r[field] += after[field] - before[field];
+        for (const field of COUNTED) r[field] += after[field] - before[field];
       }
     }
     (roundRatios[s.name] ??= []).push(+(samples[`${s.name}|kiln`]!.rps.at(-1)! / samples[`${s.name}|nginx`]!.rps.at(-1)!).toFixed(3));
@@ -149,7 +150,9 @@ for (const s of scenarios) {
     bench: 'binary-cache', scenario: s.name, connections: s.connections, threads: threads ?? 'default', loadAverage: loadAverage(),
     nginx: figures(n), kiln: figures(k),
     ratio: median(roundRatios[s.name]!), roundRatios: roundRatios[s.name], ratioOfMedians: +(median(k.rps) / median(n.rps)).toFixed(3),
-    // kiln's requests over all rounds: answered by the threads from memory, relayed by them, and taken by the main thread's own listener
+    // kiln's requests over all rounds: the threads' (narinfos from memory, relayed, NAR files sent and
+    // of those from memory) and the main thread's own listener's (wrk's count is of answers finished,
+    // the threads' of requests begun: with few long answers the difference can be negative)
     ...(routed[s.name] === undefined ? {} : { kilnRouting: { ...routed[s.name], mainListener: routed[s.name]!.wrk - routed[s.name]!.requests } }),
   }));
 }
