@@ -1,7 +1,9 @@
 // Serving the binary cache: narinfo hits and misses at 64 connections, and NAR file throughput,
 // kiln against nginx (a worker per core, sendfile) serving the very same files. Both are warmed
 // up, rounds interleave them and alternate which goes first, and the figure is the median of the
-// rounds' kiln / nginx ratios. Load comes from wrk in its own process.
+// rounds' kiln / nginx ratios. Load comes from wrk in its own process. Each scenario also says
+// where kiln's requests went (kilnRouting: the serving threads' memory answers, relays and NAR
+// files, and the main thread's own listener).
 //   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words|all] [http.threads]
 // (the third argument picks scenarios whose name contains one of the comma-separated words, e.g.
 // "miss,16"; the fourth sets kiln's serving threads, its default when absent)
