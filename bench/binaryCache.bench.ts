@@ -1,7 +1,9 @@
 // Serving the binary cache: narinfo hits and misses at 64 connections, and NAR file throughput,
 // kiln against nginx (a worker per core, sendfile) serving the very same files. Both are warmed
 // up, rounds interleave them and alternate which goes first, and the figure is the median of the
-// rounds' kiln / nginx ratios. Load comes from wrk in its own process.
+// rounds' kiln / nginx ratios. Load comes from wrk in its own process. Each scenario also says
+// where kiln's requests went (kilnRouting: the serving threads' memory answers, relays and NAR
+// files, and the main thread's own listener).
 //   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words|all] [http.threads]
 // (the third argument picks scenarios whose name contains one of the comma-separated words, e.g.
 // "miss,16"; the fourth sets kiln's serving threads, its default when absent)
@@ -108,6 +110,19 @@ const record = (key: string, r: Awaited<ReturnType<typeof wrk>>) => {
   s.rps.push(r.rps); s.p50.push(r.p50Ms); s.p99.push(r.p99Ms); s.mbps.push(r.bytesPerSec / 1e6); s.non2xx += r.non2xx; s.socketErrors += r.socketErrors;
 };
 const servers = [['nginx', nginx.url], ['kiln', kiln.url]] as const;
+/**
+ * Where kiln's requests went: the serving threads' counters (GET /api/v1/admin/actors), summed.
+ * What wrk sent beyond `requests` the main thread's own listener took.
+ */
+type ThreadCounts = { requests: number; fromMemory: number; forwarded: number; nars: number; narsFromMemory: number };
+const COUNTED = ['requests', 'fromMemory', 'forwarded', 'nars', 'narsFromMemory'] as const;
+const threadCounts = (): ThreadCounts => {
+  const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
+  const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
+  const sum = (field: keyof ThreadCounts) => nodes.reduce((n, node) => n + Number(('summary' in node ? node.summary?.[field] : 0) ?? 0), 0);
+  return Object.fromEntries(COUNTED.map((field) => [field, sum(field)])) as ThreadCounts;
+};
+const routed: Record<string, { wrk: number } & ThreadCounts> = {};
 for (const s of scenarios) {
   for (const [, url] of servers) await wrk(url, { connections: s.connections, seconds: 1, pathsFile: join(work, `${s.list}.txt`), script }); // warm-up
 }
@@ -115,7 +130,15 @@ for (let round = 0; round < rounds; round++) {
   for (const s of scenarios) {
     // Which goes first alternates: the second run of a pair meets what the first left behind.
     for (const [server, url] of round % 2 === 0 ? servers : [...servers].reverse()) {
-      record(`${s.name}|${server}`, await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script }));
+      const before = threadCounts();
+      const result = await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script });
+      record(`${s.name}|${server}`, result);
+      if (server === 'kiln') {
+        const after = threadCounts();
+        const r = (routed[s.name] ??= { wrk: 0, requests: 0, fromMemory: 0, forwarded: 0, nars: 0, narsFromMemory: 0 });
+        r.wrk += result.requests;
+        for (const field of COUNTED) r[field] += after[field] - before[field];
+      }
     }
     (roundRatios[s.name] ??= []).push(+(samples[`${s.name}|kiln`]!.rps.at(-1)! / samples[`${s.name}|nginx`]!.rps.at(-1)!).toFixed(3));
   }
@@ -129,6 +152,10 @@ for (const s of scenarios) {
     bench: 'binary-cache', scenario: s.name, connections: s.connections, threads: threads ?? 'default', loadAverage: loadAverage(),
     nginx: figures(n), kiln: figures(k),
     ratio: median(roundRatios[s.name]!), roundRatios: roundRatios[s.name], ratioOfMedians: +(median(k.rps) / median(n.rps)).toFixed(3),
+    // kiln's requests over all rounds: the threads' (narinfos from memory, relayed, NAR files sent and
+    // of those from memory) and the main thread's own listener's (wrk's count is of answers finished,
+    // the threads' of requests begun: with few long answers the difference can be negative)
+    ...(routed[s.name] === undefined ? {} : { kilnRouting: { ...routed[s.name], mainListener: routed[s.name]!.wrk - routed[s.name]!.requests } }),
   }));
 }
 await nginx.stop();

@@ -269,6 +269,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         count: threads, listenAddr: config['listenAddr'], port: http.port, originPort: http.originPort!, log: componentLogger(log, 'web'),
         // With S3 the route redirects large files to a presigned URL: the threads leave NARs to it.
         ...(config['s3.enable'] ? {} : { nars: threadNarServices(services) }),
+        smallNars: { maxFileBytes: config['nar.smallBytes'], hotCacheBytes: config['nar.hotCacheBytes'] },
         supervisor: root.supervise({ id: 'http-threads', restartBudget: { maxRestarts: 5 * threads, withinMs: 10_000 } }),
       });
       // Before the main thread's listener closes: a thread relays to it until it has stopped.

@@ -17,6 +17,8 @@ export interface OpenedFile {
   pieces(start: number, end: number): AsyncGenerator<Buffer, void, undefined>;
   /** Closes the file (again: harmless), for one whose pieces were never read (a HEAD request). */
   close(): void;
+  /** The whole file in a buffer of its own (a small file the thread keeps in memory), then closed. */
+  whole(): Promise<Buffer>;
 }
 
 /** The regular file at `path`, or null when there is none. */
@@ -38,7 +40,14 @@ export async function openFile(path: string): Promise<OpenedFile | null> {
     closed = true;
     await handle.close().catch(() => undefined);
   };
-  return { size: info.size, pieces: (start, end) => pieces(handle, close, start, end), close: () => void close() };
+  const whole = async (): Promise<Buffer> => {
+    try {
+      return await fill(handle, Buffer.allocUnsafeSlow(info.size), 0, info.size); // not a slice of the shared pool: kept, it would hold the pool
+    } finally {
+      await close();
+    }
+  };
+  return { size: info.size, pieces: (start, end) => pieces(handle, close, start, end), close: () => void close(), whole };
 }
 
 async function fill(handle: FileHandle, buffer: Buffer, at: number, length: number): Promise<Buffer> {

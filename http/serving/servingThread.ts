@@ -7,9 +7,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } from './forwardHttp.js';
+import { askOrigin } from './askOrigin.js';
 import { relayWebSockets } from './forwardWebSocket.js';
 import { lateUpgrades } from './lateUpgrades.js';
 import { SharedReadPlaces } from '../../storage/index.js';
+import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 import { threadNars } from './threadNars.js';
@@ -19,6 +21,10 @@ const HOT_BYTES = 64 * 1024 * 1024;
 /** Answers larger than this are not kept (a narinfo with thousands of references). */
 const LEARN_MAX_BYTES = 64 * 1024;
 const NARINFO = /^[0-9a-df-np-sv-z]{32}\.narinfo$/;
+const STATUS_OK = '200 OK';
+const STATUS_NOT_FOUND = '404 Not Found';
+const CONTENT_TYPE = 'Content-Type';
+const X_CACHE = 'X-Cache';
 
 const data = workerData as ServingThreadData;
 const port = parentPort!;
@@ -27,7 +33,7 @@ const hot = new ThreadHotCache(HOT_BYTES);
 const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agent: originAgent() };
 const post = (message: FromServingThread) => port.postMessage(message);
 const nars = threadNars({
-  origin, enabled: data.sendsNars, counters,
+  origin, enabled: data.sendsNars, counters, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
   places: data.readPlaces === null ? null : new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer),
   placesFreed: () => post({ t: 'readPlacesFreed' }),
   ask: (id, cache, fileHash) => post({ t: 'narAsk', id, cache, fileHash }),
@@ -40,14 +46,13 @@ function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
   const file = req.getParameter(1) ?? '';
   const plain = req.getHeader('authorization') === '' && req.getHeader('content-length') === '' && req.getHeader('transfer-encoding') === '';
   if (plain && NARINFO.test(file) && !cache.includes('%')) {
-    const answer = hot.get(cache, file);
+    const answer = hot.get(cache, file, refresh);
     if (answer !== undefined) {
       counters[COUNTER_FROM_MEMORY]!++;
-      res.cork(() => {
-        res.writeStatus(answer.status === 200 ? '200 OK' : '404 Not Found').writeHeader('Content-Type', answer.contentType);
-        if (answer.xCache !== null) res.writeHeader('X-Cache', answer.xCache);
-        res.end(answer.body);
-      });
+      // uWS corks the socket for the length of its handler: no cork() of our own (and no closure).
+      res.writeStatus(answer.status === 200 ? STATUS_OK : STATUS_NOT_FOUND).writeHeader(CONTENT_TYPE, answer.contentType);
+      if (answer.xCache !== null) res.writeHeader(X_CACHE, answer.xCache);
+      res.end(answer.body);
       return;
     }
     counters[COUNTER_FORWARDED]!++;
@@ -59,13 +64,28 @@ function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
   forwardHttp(res, req, origin);
 }
 
+/** Renews an entry from the main thread in the background while memory answers (threadHotCache.ts). */
+function refresh(cache: string, file: string): void {
+  const generation = hot.generation;
+  askOrigin(origin, `/cache/${cache}/${file}`, LEARN_MAX_BYTES, (answer) => {
+    if (answer !== null && learnNarinfo(generation, cache, file, answer)) return;
+    hot.refreshFailed(cache, file, answer === null || !learnable(answer));
+  });
+}
+
 /** Only what the main thread answered from a narinfo of the cache (X-Cache: HIT) or as a miss; never an upstream's. */
-function learnNarinfo(generation: number, cache: string, file: string, a: ForwardedAnswer): void {
+function learnable(a: ForwardedAnswer): boolean {
   const type = a.headers['content-type'];
-  const xCache = a.headers['x-cache'];
-  if (typeof type !== 'string') return;
-  if (a.status === 200 && xCache === 'HIT') hot.learn(generation, cache, file, { status: 200, contentType: type, xCache, body: a.body });
-  else if (a.status === 404 && type === 'application/json') hot.learn(generation, cache, file, { status: 404, contentType: type, xCache: null, body: a.body });
+  if (typeof type !== 'string') return false;
+  return (a.status === 200 && a.headers['x-cache'] === 'HIT') || (a.status === 404 && type === 'application/json');
+}
+
+/** Learns the answer when memory may keep it; whether it was learned (not when an invalidation came since `generation`). */
+function learnNarinfo(generation: number, cache: string, file: string, a: ForwardedAnswer): boolean {
+  if (!learnable(a) || generation !== hot.generation) return false;
+  const hit = a.status === 200;
+  hot.learn(generation, cache, file, { status: a.status, contentType: a.headers['content-type']!, xCache: hit ? 'HIT' : null, body: a.body });
+  return true;
 }
 
 const app = uWS.App();

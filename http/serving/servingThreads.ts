@@ -8,7 +8,7 @@ import { fromPromise } from 'xstate';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
 import type { ThreadNarServices } from './narGrants.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_READS_HELD, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 
 /**
  * How long a thread has to close its listen socket and end before it is terminated. Terminating a
@@ -17,6 +17,8 @@ import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_READS_HEL
  * takes seconds to read its first message).
  */
 const STOP_MS = 60_000;
+/** Each thread's memory of small NAR files, beside the main thread's hot cache (nar.hotCacheBytes). */
+const SMALL_NAR_BYTES = 64 * 1024 * 1024;
 
 export interface ServingThreadsOptions {
   count: number;
@@ -27,6 +29,8 @@ export interface ServingThreadsOptions {
   supervisor: Supervisor;
   /** NAR files the threads send themselves (filesystem blob store); without it every NAR request is forwarded */
   nars?: ThreadNarServices;
+  /** nar.smallBytes and nar.hotCacheBytes: each thread keeps small NAR files in memory within SMALL_NAR_BYTES of its own (0 disables, as for the main thread) */
+  smallNars: { maxFileBytes: number; hotCacheBytes: number };
   log: { info(o: object, msg: string): void; error(o: object, msg: string): void };
 }
 
@@ -53,7 +57,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
   const threadLogic = fromPromise<void, { index: number }>(({ input, signal }) => new Promise<void>((resolve, reject) => {
     const { index } = input;
     const data: ServingThreadData = {
-      index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!,
+      index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!, smallNars: { maxFileBytes: opts.smallNars.maxFileBytes, budget: Math.min(SMALL_NAR_BYTES, opts.smallNars.hotCacheBytes) },
       readPlaces: opts.nars === undefined ? null : { buffer: opts.nars.readPlaces.buffer, limit: opts.nars.readPlaces.limit },
     };
     const worker = new Worker(new URL('./servingThread.ts', import.meta.url), { workerData: data, execArgv: threadExecArgv(), name: `http-thread-${index}` });
@@ -101,7 +105,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       id: `http-thread-${index}`, kind: 'http-thread', logic: threadLogic, input: { index },
       summarize: () => {
         const c = new Float64Array(counters[index]!);
-        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, starts: startCounts.get(index) ?? 0 };
+        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, narsFromMemory: c[COUNTER_NARS_FROM_MEMORY]!, starts: startCounts.get(index) ?? 0 };
       },
     });
     ready.push(new Promise<void>((resolve, reject) => {

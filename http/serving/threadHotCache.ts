@@ -4,6 +4,13 @@
 // answers anonymous readers; invalidations drop entries, and an answer to a request that was
 // forwarded before an invalidation arrived is not learned (it may predate the change).
 //
+// Entries are refreshed in the background, as the main thread's own hot cache is
+// (storage/nars/narReads.ts): an expired answer is served once more while one refresh asks the main
+// thread, and a cache whose access word is half its TTL old has one refresh ask again. Without
+// that, every miss expired into a relayed request every 5 s, all at once, and the access word into
+// a wave of relays for every connection (issue 22: misses at 0.62x nginx). An access word is
+// never served past its TTL: a refresh only brings the next one sooner.
+//
 // Cache names are case-insensitive (citext): `/cache/PUB/…` and `/cache/pub/…` are one cache to the
 // main thread, so everything here is keyed by the lower-cased name. Keyed by the URL's spelling, an
 // invalidation naming the cache one way would leave the other spellings answering from memory.
@@ -15,6 +22,8 @@ export const ACCESS_TTL_MS = 5_000;
 /** As storage/nars/narReads.ts: hits 60 s, misses 5 s. */
 export const HIT_TTL_MS = 60_000;
 export const MISS_TTL_MS = 5_000;
+/** A refresh not answered within this is given up: the entry is no longer served stale, requests are relayed. */
+export const REFRESH_WAIT_MS = 5_000;
 
 /** The names a cache may have (storage/db/migrations/0002_model.sql, caches.name). */
 const CACHE_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
@@ -30,20 +39,31 @@ export interface HotAnswer {
   xCache: string | null;
   body: Buffer;
   expires: number;
+  /** when a refresh of this expired entry was asked for, 0 when none is under way */
+  refreshing: number;
 }
+
+/** Asks the main thread again for GET /cache/{cache}/{file}, its answer going to learn() or refreshFailed(). */
+export type Refresh = (cache: string, file: string) => void;
 
 export class ThreadHotCache {
   private readonly answers = new Map<string, HotAnswer>();
   /** cache name → when the main thread last answered an anonymous reader of it */
   private readonly confirmed = new Map<string, number>();
+  /** cache name → when a refresh was asked for to renew its access word */
+  private readonly confirming = new Map<string, number>();
   private bytes = 0;
   /** bumped by every invalidation: answers to requests forwarded before it are not learned */
   generation = 0;
 
   constructor(private readonly maxBytes: number, private readonly now: () => number = Date.now) {}
 
-  /** The answer for GET /cache/{cache}/{file} without credentials, when memory may give it. */
-  get(name: string, file: string): HotAnswer | undefined {
+  /**
+   * The answer for GET /cache/{cache}/{file} without credentials, when memory may give it; calls
+   * `refresh` (at most one under way per entry, and per cache for its access word) when the
+   * answer has expired or the cache's access word is half its TTL old.
+   */
+  get(name: string, file: string, refresh?: Refresh): HotAnswer | undefined {
     const cache = canonicalCacheName(name);
     if (cache === null) return undefined;
     const seen = this.confirmed.get(cache);
@@ -51,26 +71,59 @@ export class ThreadHotCache {
     const now = this.now();
     if (now - seen > ACCESS_TTL_MS) return undefined;
     const answer = this.answers.get(`${cache}/${file}`);
-    if (answer === undefined || answer.expires <= now) return undefined;
+    if (answer === undefined) return undefined;
+    if (answer.expires <= now) {
+      if (answer.refreshing !== 0) return now - answer.refreshing < REFRESH_WAIT_MS ? answer : undefined;
+      if (refresh === undefined) return undefined;
+      answer.refreshing = now;
+      refresh(cache, file);
+    } else if (refresh !== undefined && now - seen > ACCESS_TTL_MS / 2) {
+      const asked = this.confirming.get(cache);
+      if (asked === undefined || now - asked >= REFRESH_WAIT_MS) {
+        this.confirming.set(cache, now);
+        refresh(cache, file);
+      }
+    }
     return answer;
   }
 
   /** Learns the main thread's answer to a request forwarded at `generation`. */
-  learn(generation: number, name: string, file: string, answer: Omit<HotAnswer, 'expires'>): void {
+  learn(generation: number, name: string, file: string, answer: Omit<HotAnswer, 'expires' | 'refreshing'>): void {
     const cache = canonicalCacheName(name);
     if (generation !== this.generation || cache === null) return;
     const now = this.now();
     this.confirmed.set(cache, now);
+    this.confirming.delete(cache);
     const key = `${cache}/${file}`;
     this.drop(key);
     const hit = answer.status === 200;
-    this.answers.set(key, { ...answer, expires: now + (hit ? HIT_TTL_MS : MISS_TTL_MS) });
+    this.answers.set(key, { ...answer, expires: now + (hit ? HIT_TTL_MS : MISS_TTL_MS), refreshing: 0 });
     this.bytes += answer.body.length + key.length;
     // Oldest first out (a Map iterates in insertion order).
     for (const oldest of this.answers.keys()) {
       if (this.bytes <= this.maxBytes) break;
       this.drop(oldest);
     }
+  }
+
+  /**
+   * A refresh's answer was not learned. `refused`: the main thread answered what memory may not
+   * keep (a refusal, an upstream's narinfo, an error): the entry and the cache's access word are
+   * dropped, so the next request goes to the main thread, which words the answer. Otherwise the
+   * ask predated an invalidation: the next request asks again.
+   */
+  refreshFailed(name: string, file: string, refused: boolean): void {
+    const cache = canonicalCacheName(name);
+    if (cache === null) return;
+    this.confirming.delete(cache);
+    const key = `${cache}/${file}`;
+    if (refused) {
+      this.confirmed.delete(cache);
+      this.drop(key);
+      return;
+    }
+    const answer = this.answers.get(key);
+    if (answer !== undefined) answer.refreshing = 0;
   }
 
   /** A path changed: its narinfo in every cache is forgotten. */
@@ -86,6 +139,7 @@ export class ThreadHotCache {
     // Whatever the spelling of the event: every spelling of the cache is one key here.
     const cache = name.toLowerCase();
     this.confirmed.delete(cache);
+    this.confirming.delete(cache);
     const prefix = `${cache}/`;
     for (const key of [...this.answers.keys()]) if (key.startsWith(prefix)) this.drop(key);
   }

@@ -12,8 +12,10 @@ export interface ServingThreadData {
   secret: string;
   /** whether the thread may ask for NAR grants (the blob store has local files: not S3) */
   sendsNars: boolean;
-  /** [requests, answered from memory, forwarded, NAR files sent, storage read places held]: written by the thread only, read by the main thread */
+  /** [requests, answered from memory, forwarded, NAR files sent, storage read places held, NAR files from memory]: written by the thread only, read by the main thread */
   counters: SharedArrayBuffer;
+  /** small NAR files the thread keeps in memory once read: up to nar.smallBytes each, `budget` bytes in all */
+  smallNars: { maxFileBytes: number; budget: number };
   /** nar.maxConcurrentDownloads shared with the main thread (storage/nars/sharedReadPlaces.ts), when the thread sends NARs */
   readPlaces: { buffer: SharedArrayBuffer; limit: number } | null;
 }
@@ -24,7 +26,9 @@ export const COUNTER_FORWARDED = 2;
 export const COUNTER_NARS = 3;
 /** places of nar.maxConcurrentDownloads the thread holds: given back by the main thread if it ends holding them */
 export const COUNTER_READS_HELD = 4;
-export const COUNTERS = 5;
+/** NAR files (among COUNTER_NARS) answered from the thread's memory of small files */
+export const COUNTER_NARS_FROM_MEMORY = 5;
+export const COUNTERS = 6;
 
 /**
  * The main thread's word that a request without credentials may read a NAR file of a cache, and

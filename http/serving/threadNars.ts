@@ -8,13 +8,14 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
 import { narAnswerHead } from '../cache/narHeaders.js';
-import { streamReply } from '../reply.js';
-import { respond, ResponseState } from '../respond.js';
+import { bytesReply, streamReply } from '../reply.js';
+import { respond, respondInCallback, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
+import type { SmallNarMemory } from './smallNarMemory.js';
 import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
 import type { SharedReadPlaces } from '../../storage/index.js';
-import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_READS_HELD, COUNTER_REQUESTS, type NarGrant, type NarSent } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, type NarGrant, type NarSent } from './threadMessages.js';
 
 /** Grants kept at most (a few hundred bytes each), oldest out. */
 const GRANTS_MAX = 65_536;
@@ -80,6 +81,8 @@ export interface ThreadNarsOptions {
   /** whether grants can be asked for at all (false: every NAR request is forwarded) */
   enabled: boolean;
   counters: Float64Array;
+  /** small files read once, answered from memory under a live grant */
+  small: SmallNarMemory;
   ask(id: number, cache: string, fileHash: string): void;
   report(sent: NarSent[]): void;
 }
@@ -156,6 +159,19 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     }
     // Granted only to requests without credentials, so only for a public cache's files.
     const answer = narAnswerHead(true, range, grant.fileSize);
+    if (!w.head && opts.small.keeps(file.size)) {
+      // Read whole and kept: the thread's next request for it is answered from memory.
+      const bytes = await file.whole().catch(() => null);
+      if (w.state.aborted) return;
+      if (bytes === null) {
+        grants.forgetFile(grant.cacheId, grant.fileHash);
+        return forward(w);
+      }
+      opts.small.keep(grant.fileHash, bytes);
+      counters[COUNTER_NARS]!++;
+      reported(grant);
+      return respond(w.res, w.state, bytesReply(answer.status, bytes.subarray(answer.start, answer.start + answer.length), answer.headers), false);
+    }
     counters[COUNTER_NARS]!++;
     // As the route: a GET is traffic (the file's size), a HEAD is not.
     if (!w.head) reported(grant);
@@ -165,6 +181,24 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     } finally {
       file.close(); // a HEAD, or a client gone before the first piece: the pieces never began
     }
+  }
+
+  /**
+   * A GET of a small file the thread holds, under a live grant: answered inside uWS's handler, no
+   * read place taken (nothing is read from storage, as for the main thread's hot cache). False
+   * when memory cannot answer it (not kept, or a range the main thread words).
+   */
+  function fromMemory(res: HttpResponse, grant: NarGrant, rangeHeader: string): boolean {
+    const bytes = opts.small.get(grant.fileHash);
+    if (bytes === undefined || bytes.length !== grant.fileSize) return false;
+    const range = parseRange(rangeHeader === '' ? undefined : rangeHeader, grant.fileSize);
+    if (range.kind === 'unsatisfiable') return false;
+    const answer = narAnswerHead(true, range, grant.fileSize);
+    if (!respondInCallback(res, bytesReply(answer.status, bytes.subarray(answer.start, answer.start + answer.length), answer.headers))) return false;
+    counters[COUNTER_NARS]!++;
+    counters[COUNTER_NARS_FROM_MEMORY]!++;
+    reported(grant);
+    return true;
   }
 
   const start = (w: Waiting, grant: NarGrant): void => {
@@ -186,13 +220,14 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
         return;
       }
       const range = req.getHeader('range');
+      const fileHash = file.slice(0, 52);
+      const grant = grants.get(cache, fileHash);
+      if (grant !== undefined && !head && fromMemory(res, grant, range)) return;
       const captured = captureRequest(res, req, origin);
       if (captured === null) return;
       const state = new ResponseState();
       res.onAborted(() => state.abort());
       const w: Waiting = { res, state, captured, range, head };
-      const fileHash = file.slice(0, 52);
-      const grant = grants.get(cache, fileHash);
       if (grant !== undefined) {
         start(w, grant);
         return;

@@ -1,11 +1,14 @@
 // A serving thread's hot narinfo memory (http/serving/threadHotCache.ts): cache names are
 // case-insensitive, so every spelling of a cache is one entry, and an invalidation in any spelling
-// reaches them all; a name outside the cache name pattern is never kept.
+// reaches them all; a name outside the cache name pattern is never kept. Expired answers are
+// served once more while one refresh runs; the access word is never served past its TTL.
 import t from 'tap';
-import { ThreadHotCache } from '../../../http/serving/threadHotCache.js';
+import { ACCESS_TTL_MS, HIT_TTL_MS, MISS_TTL_MS, REFRESH_WAIT_MS, ThreadHotCache } from '../../../http/serving/threadHotCache.js';
 
 const FILE = '0123456789abcdfghijklmnpqrsvwxyz.narinfo';
+const OTHER = 'zyxwvsrqpnmlkjihgfdcba9876543210.narinfo';
 const hit = { status: 200, contentType: 'text/x-nix-narinfo', xCache: 'HIT', body: Buffer.from('StorePath: /nix/store/x\n') };
+const miss = { status: 404, contentType: 'application/json', xCache: null, body: Buffer.from('{"error":true}') };
 
 t.test('one entry for every spelling of a cache', async (t) => {
   const hot = new ThreadHotCache(1 << 20, () => 1_000);
@@ -49,4 +52,83 @@ t.test('access is trusted only for its TTL, whatever the spelling', async (t) =>
   hot.learn(hot.generation, 'pub', FILE, hit);
   now += 5_001;
   t.equal(hot.get('PUB', FILE), undefined);
+});
+
+/** A memory on a clock the test moves, and the refreshes it asked for. */
+function clocked() {
+  const clock = { now: 1_000 };
+  const hot = new ThreadHotCache(1 << 20, () => clock.now);
+  const asked: string[] = [];
+  const refresh = (cache: string, file: string) => {
+    asked.push(`${cache}/${file}`);
+  };
+  return { clock, hot, asked, refresh };
+}
+
+t.test('an expired answer is served once more while one refresh asks the main thread', async (t) => {
+  const { clock, hot, asked, refresh } = clocked();
+  hot.learn(hot.generation, 'pub', FILE, miss);
+  clock.now += MISS_TTL_MS; // expired; the access word (learned at the same time) is as old, within its TTL
+  t.equal(hot.get('PUB', FILE, refresh)?.status, 404, 'the expired miss once more');
+  t.equal(hot.get('pub', FILE, refresh)?.status, 404, 'and while its refresh is under way');
+  t.same(asked, [`pub/${FILE}`], 'one refresh, however many requests');
+  // The refresh's answer: the path was uploaded meanwhile (by another process).
+  hot.learn(hot.generation, 'pub', FILE, hit);
+  t.equal(hot.get('pub', FILE, refresh)?.status, 200, 'the refreshed answer');
+  t.equal(asked.length, 1);
+  const plain = clocked();
+  plain.hot.learn(plain.hot.generation, 'pub', FILE, miss);
+  plain.clock.now += MISS_TTL_MS;
+  t.equal(plain.hot.get('pub', FILE), undefined, 'without a way to refresh, an expired answer is not served');
+});
+
+t.test('a refresh that does not come back in time: the expired answer goes to the main thread', async (t) => {
+  const { clock, hot, asked, refresh } = clocked();
+  hot.learn(hot.generation, 'pub', FILE, hit);
+  clock.now += HIT_TTL_MS;
+  hot.learn(hot.generation, 'pub', OTHER, hit); // the access word is fresh
+  t.ok(hot.get('pub', FILE, refresh), 'the expired hit once more');
+  clock.now += REFRESH_WAIT_MS;
+  hot.learn(hot.generation, 'pub', OTHER, hit);
+  t.equal(hot.get('pub', FILE, refresh), undefined, 'its refresh given up: relayed');
+  t.equal(asked.length, 1);
+});
+
+t.test('the access word is renewed before it lapses, and never served past its TTL', async (t) => {
+  const { clock, hot, asked, refresh } = clocked();
+  hot.learn(hot.generation, 'pub', FILE, hit);
+  clock.now += ACCESS_TTL_MS / 2 - 1;
+  hot.get('pub', FILE, refresh);
+  t.same(asked, [], 'a fresh word: no refresh');
+  clock.now += 2;
+  hot.get('pub', FILE, refresh);
+  hot.get('pub', FILE, refresh);
+  t.same(asked, [`pub/${FILE}`], 'half its TTL old: one refresh');
+  clock.now = 1_000 + ACCESS_TTL_MS + 1;
+  t.equal(hot.get('pub', FILE, refresh), undefined, 'an unanswered refresh does not extend the word');
+});
+
+t.test('a refresh the main thread refuses drops the entry and the access word', async (t) => {
+  const { clock, hot, refresh } = clocked();
+  hot.learn(hot.generation, 'pub', FILE, hit);
+  clock.now += HIT_TTL_MS;
+  hot.learn(hot.generation, 'pub', OTHER, hit);
+  t.ok(hot.get('pub', FILE, refresh), 'the expired hit, its refresh under way');
+  hot.refreshFailed('pub', FILE, true); // e.g. 401: the cache was made private by another process
+  t.equal(hot.get('pub', FILE, refresh), undefined);
+  t.equal(hot.get('pub', OTHER, refresh), undefined, 'nothing of the cache is served until the main thread answers again');
+});
+
+t.test('a refresh that predates an invalidation asks again', async (t) => {
+  const { clock, hot, asked, refresh } = clocked();
+  hot.learn(hot.generation, 'pub', FILE, miss);
+  clock.now += MISS_TTL_MS;
+  const generation = hot.generation;
+  hot.get('pub', FILE, refresh);
+  hot.forgetPath(OTHER.slice(0, 32));
+  hot.learn(generation, 'pub', FILE, hit);
+  t.equal(hot.get('pub', FILE, refresh)?.status, 404, 'not learned: the stale miss while its refresh is counted under way');
+  hot.refreshFailed('pub', FILE, false);
+  hot.get('pub', FILE, refresh);
+  t.equal(asked.length, 2, 'asked again');
 });
