@@ -103,8 +103,9 @@ export class BuildOutcomes {
     const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
     this.evaluationProgress.touched(...done);
     for (const id of done) this.buildProgress.forget(id);
-    await this.finishEvaluations({ derivationBuilds: done });
+    // the next pass first: what these made ready waits for no evaluation's completion check
     this.wake();
+    await this.finishEvaluations({ derivationBuilds: done });
   }
 
   /**
