@@ -54,7 +54,7 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
       from unnest(${ids}::uuid[], ${deltas}::int[]) as c(id, delta)
       join derivation_builds b on b.id = c.id join derivation_edges x on x.depends_on = b.derivation_id
       group by x.derivation_id),
-    locked as materialized (select dep.id from derivation_builds dep where dep.derivation_id in (select derivation_id from m) order by dep.id for update)
+    locked as materialized (select dep.id from derivation_builds dep where dep.derivation_id in (select derivation_id from m) order by dep.id for no key update)
     update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta
     from m, locked l where l.id = dep.id and dep.derivation_id = m.derivation_id and m.delta <> 0
     returning dep.id, dep.status, dep.inputs_remaining`;
@@ -120,7 +120,11 @@ export async function changeBuildStatus(events: Events, derivationBuildId: strin
  * Several changes in one transaction (the scheduler's batches: one commit instead of one per
  * build); for each, the new attempt number or null when it did not apply.
  */
-export async function changeBuildStatuses(events: Events, changes: readonly { id: string; change: StatusChange }[]): Promise<(number | null)[]> {
+export async function changeBuildStatuses(
+  events: Events, changes: readonly { id: string; change: StatusChange }[],
+  /** awaited before the commit: writes on other connections the changes must not be seen without (build samples) */
+  beforeCommit?: () => Promise<unknown>,
+): Promise<(number | null)[]> {
   if (changes.length === 0) return [];
   for (let attempt = 1; ; attempt++) {
     try {
@@ -129,7 +133,9 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
         const results = changes.length > 1 && sameSimpleEvent(changes)
           ? await applyStatusChangesAtOnce(tx, emit, changes, moves)
           : await sequentially(changes, (c) => applyStatusChange(tx, emit, c.id, c.change, moves));
-        return { results, tellReadied: await moveReadiness(tx, moves) };
+        const tellReadied = await moveReadiness(tx, moves);
+        await beforeCommit?.();
+        return { results, tellReadied };
       });
       // committed: the builds it made ready are visible to whoever is told of them
       tellReadied();
@@ -166,6 +172,8 @@ function sameSimpleEvent(changes: readonly { change: StatusChange }[]): boolean 
  * instead of deadlocking), the guarded update (a row another process moved meanwhile is re-checked
  * against the guard and left alone: one process wins a job), and the evaluations' builds of what it
  * changed, for their events; then the same events, build by build, as one change at a time emits them.
+ * Row locks here are `for no key update`: they serialize status changes as `for update` did, but let
+ * a build sample's foreign key check through, which a completion waits for before it commits.
  */
 async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes: readonly { id: string; change: StatusChange }[], moves: ReadinessMove[]): Promise<(number | null)[]> {
   const event = changes[0]!.change.event;
@@ -180,7 +188,7 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
     with c as (
       select * from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[])
         as c(id, worker_id, log_bytes, log_dropped_bytes)),
-    old as materialized (select d.id, d.status as previous from derivation_builds d where d.id = any(${ids}::uuid[]) order by d.id for update),
+    old as materialized (select d.id, d.status as previous from derivation_builds d where d.id = any(${ids}::uuid[]) order by d.id for no key update),
     changed as (
       update derivation_builds b set status = ${to}, updated_at = now(),
         attempts = b.attempts + ${event.type === 'dispatch' ? 1 : 0},
@@ -244,7 +252,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
       started_at = case when ${to === 'started'} then now() else started_at end,
       finished_at = case when ${final} then now() when ${to === 'queued'} then null else finished_at end,
       log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes)
-    from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
+    from (select status as previous from derivation_builds where id = ${derivationBuildId} for no key update) old
     where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous`;
   if (!updated) return null;
   const delta = readinessDelta(updated.previous, to);
