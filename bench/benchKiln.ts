@@ -8,6 +8,7 @@ import { loadConfig, type OptionPath } from '../config/index.js';
 import { startKiln, type Kiln } from '../cli/kiln.js';
 import { generateCacheKey } from '../services/index.js';
 import { openSecretBox } from '../storage/index.js';
+import { startStatementCounter, type StatementCounter } from './statementCounter.js';
 
 export interface BenchKiln {
   kiln: Kiln;
@@ -15,6 +16,8 @@ export interface BenchKiln {
   baseDir: string;
   token: string;
   createCache(name: string): Promise<void>;
+  /** BENCH_COUNT_STATEMENTS=1: the server reaches PostgreSQL through a proxy counting its statements */
+  statements: StatementCounter | null;
   stop(): Promise<void>;
 }
 
@@ -27,9 +30,11 @@ export async function startBenchKiln(overrides: Partial<Record<OptionPath, unkno
   await admin.unsafe(`create database ${dbName}`);
   const url = `postgres://postgres@127.0.0.1:5432/${dbName}`;
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-bench-'));
+  const statements = process.env['BENCH_COUNT_STATEMENTS'] ? await startStatementCounter({ host: '127.0.0.1', port: 5432 }) : null;
+  const serverUrl = statements ? `postgres://postgres@127.0.0.1:${statements.port}/${dbName}` : url;
   const kiln = await startKiln(loadConfig({
     scope: 'server', env: {},
-    overrides: { 'database.url': url, port: 0, useTls: false, 'log.level.default': 'error', baseDir, ...overrides },
+    overrides: { 'database.url': serverUrl, port: 0, useTls: false, 'log.level.default': 'error', baseDir, ...overrides },
   }));
   const sql = postgres(url, { max: 2, onnotice: () => undefined });
   const post = async (path: string, body: unknown) => {
@@ -41,7 +46,7 @@ export async function startBenchKiln(overrides: Partial<Record<OptionPath, unkno
   const token = (await post('/auth/basic/login', { loginname: 'bench', password: 'bench-password-1' })) as string;
   const box = await openSecretBox(sql, { baseDir, 'secrets.cryptFile': null });
   return {
-    kiln, sql, baseDir, token,
+    kiln, sql, baseDir, token, statements,
     async createCache(name) {
       const key = generateCacheKey(box, 'bench', name);
       await sql`insert into caches (name, public, owner_id, key_name, public_key, secret_key)
@@ -49,6 +54,7 @@ export async function startBenchKiln(overrides: Partial<Record<OptionPath, unkno
     },
     async stop() {
       await kiln.stop();
+      await statements?.close();
       await sql.end();
       await admin.unsafe(`drop database ${dbName} with (force)`);
       await admin.end();

@@ -8,6 +8,7 @@
 // alternate which dispatcher goes first, and the ratio is the median of the rounds' ratios.
 //
 //   npm run bench -- dispatch [derivations=50000] [workers=16] [slots=8] [maxSecs=1200] [rounds=3]
+//   BENCH_COUNT_STATEMENTS=1 adds the server's statements per dispatched build (through a counting proxy).
 import { forkServer, loadAverage } from './childServer.js';
 import { dispatchFigures, startBuildFleet, type BuildFleet, type DispatchFigures } from './buildFleet.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
@@ -18,6 +19,9 @@ const workerCount = Number(process.argv[3] ?? process.env['BENCH_WORKERS'] ?? 16
 const slots = Number(process.argv[4] ?? process.env['BENCH_SLOTS'] ?? 8);
 const maxSecs = Number(process.argv[5] ?? process.env['BENCH_MAX_SECS'] ?? 1200);
 const rounds = Number(process.argv[6] ?? process.env['BENCH_ROUNDS'] ?? 3);
+
+/** BENCH_COUNT_STATEMENTS=1: the server's statements of the dispatch phase, by text (bench/statementCounter.ts) */
+const countStatements = Boolean(process.env['BENCH_COUNT_STATEMENTS']);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -54,8 +58,13 @@ async function kilnRound(graph: SyntheticGraph): Promise<DispatchFigures> {
   const fleet = await startBuildFleet(server.protoUrl, graph.nodes, workerCount, slots);
   const recorded = await recordGraph(server, evaluator, graph);
   console.log(`  recorded in ${((recorded.buildingAt - recorded.firstBatchAt) / 1000).toFixed(1)} s; dispatching`);
+  if (countStatements) await server.kiln.request('statements-reset');
   await drain(fleet, recorded.buildingAt, 'kiln');
   const figures = dispatchFigures(graph.nodes, fleet, recorded.buildingAt);
+  if (countStatements) {
+    // the dispatch phase's statements (it starts when the evaluation was seen building, a little late)
+    for (const line of (await server.kiln.request(`statements:${figures.dispatched}`)) as string[]) console.log(`  ${line}`);
+  }
   let completedMs: number | null = null;
   while (figures.dispatched === size && performance.now() - recorded.buildingAt < maxSecs * 1000) {
     const [row] = await server.sql<{ phase: string }[]>`select phase from evaluations where id = ${recorded.evaluationId}`;

@@ -4,6 +4,7 @@
 // worker registration, then reports them to the parent and runs until the parent sends 'stop'.
 import { startBenchKiln } from './benchKiln.js';
 import { fullGc } from './childServer.js';
+import { formatCounts } from './statementCounter.js';
 import type { OptionPath } from '../config/index.js';
 
 export interface KilnProcessOptions {
@@ -57,6 +58,17 @@ process.send!(ready);
 process.on('message', (message) => {
   if (message === 'gc') {
     process.send!(fullGc());
+    return;
+  }
+  // BENCH_COUNT_STATEMENTS: 'statements-reset' starts a window, 'statements:<builds>' reports it
+  if (message === 'statements-reset') {
+    bench.statements?.reset();
+    process.send!('reset');
+    return;
+  }
+  if (typeof message === 'string' && message.startsWith('statements:')) {
+    const counts = bench.statements?.counts();
+    process.send!(counts ? formatCounts(counts, Number(message.slice('statements:'.length))) : []);
     return;
   }
   if (message !== 'stop') return;

@@ -34,7 +34,7 @@ export interface RetryPolicy {
 
 export class BuildOutcomes {
   /** build results waiting for the next batch (completeSoon) */
-  private completions: { id: string; change: StatusChange }[] = [];
+  private completions: { id: string; change: StatusChange; written: Promise<unknown> }[] = [];
   private completing: Promise<void> | null = null;
   /** the batch whose transaction runs now */
   private committing: Promise<void> = Promise.resolve();
@@ -81,9 +81,12 @@ export class BuildOutcomes {
     return done;
   }
 
-  /** A successful build, completed with the others that arrive in the same event-loop turn. */
-  completeSoon(derivationBuildId: string, logSizes: LogSizes): Promise<void> {
-    this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, readied: this.readied, ...logSizes } });
+  /**
+   * A successful build, completed with the others that arrive in the same event-loop turn. `written`
+   * (its resource sample) runs meanwhile on another connection; the completion commits after it.
+   */
+  completeSoon(derivationBuildId: string, logSizes: LogSizes, written: Promise<unknown> = Promise.resolve()): Promise<void> {
+    this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, readied: this.readied, ...logSizes }, written });
     this.completing ??= (async () => {
       await new Promise<void>((resolve) => setImmediate(resolve));
       // One batch at a time: this one waits for the one under way (and grows meanwhile), so two
@@ -98,13 +101,14 @@ export class BuildOutcomes {
     return this.completing;
   }
 
-  private async complete(batch: readonly { id: string; change: StatusChange }[]): Promise<void> {
-    const applied = await changeBuildStatuses(this.events, batch);
+  private async complete(batch: readonly { id: string; change: StatusChange; written: Promise<unknown> }[]): Promise<void> {
+    const applied = await changeBuildStatuses(this.events, batch, () => Promise.all(batch.map((c) => c.written)));
     const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
     this.evaluationProgress.touched(...done);
     for (const id of done) this.buildProgress.forget(id);
-    await this.finishEvaluations({ derivationBuilds: done });
+    // the next pass first: what these made ready waits for no evaluation's completion check
     this.wake();
+    await this.finishEvaluations({ derivationBuilds: done });
   }
 
   /**

@@ -190,9 +190,9 @@ export class BuildScheduler implements WorkerListener {
   private async pass(): Promise<void> {
     const leader = await this.leadership.pass();
     if (!leader && this.deps.workers.connected().length === 0) return;
-    await this.cancellations.cancelAbortedJobs();
-    await this.placement.dispatchEvaluations();
-    await this.placement.dispatchBuilds();
+    // Independent parts, at once: the pass waits for the slowest round trips, not for their sum.
+    const parts = await Promise.allSettled([this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations(), this.placement.dispatchBuilds()]);
+    for (const part of parts) if (part.status === 'rejected') throw part.reason;
     if (leader) await this.queueDepth.report();
   }
 }

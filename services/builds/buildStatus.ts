@@ -47,15 +47,16 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
   if (moves.length === 0) return () => undefined;
   const ids = moves.map((m) => m.derivationBuildId);
   const deltas = moves.map((m) => m.delta);
-  const dependents = tx`
-    select x.derivation_id, sum(c.delta)::int as delta
-    from unnest(${ids}::uuid[], ${deltas}::int[]) as c(id, delta)
-    join derivation_builds b on b.id = c.id join derivation_edges x on x.depends_on = b.derivation_id
-    group by x.derivation_id`;
-  await tx`select dep.id from derivation_builds dep where dep.derivation_id in (select derivation_id from (${dependents}) m) order by dep.id for update`;
+  // One statement: the dependents locked in id order (materialized, so the lock comes first), then moved.
   const moved = await tx<{ id: string; status: string; inputs_remaining: number }[]>`
+    with m as (
+      select x.derivation_id, sum(c.delta)::int as delta
+      from unnest(${ids}::uuid[], ${deltas}::int[]) as c(id, delta)
+      join derivation_builds b on b.id = c.id join derivation_edges x on x.depends_on = b.derivation_id
+      group by x.derivation_id),
+    locked as materialized (select dep.id from derivation_builds dep where dep.derivation_id in (select derivation_id from m) order by dep.id for no key update)
     update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta
-    from (${dependents}) m where dep.derivation_id = m.derivation_id and m.delta <> 0
+    from m, locked l where l.id = dep.id and dep.derivation_id = m.derivation_id and m.delta <> 0
     returning dep.id, dep.status, dep.inputs_remaining`;
   const ready = moved.filter((d) => d.inputs_remaining === 0 && d.status === 'queued').map((d) => d.id);
   const tell = new Set(moves.flatMap((m) => (m.readied ? [m.readied] : [])));
@@ -87,6 +88,11 @@ export interface BuildRow {
   drv_path: string;
 }
 
+/** A BuildRow's columns, over builds b, tasks t, projects p, organizations o and derivations d. */
+const buildRowColumns = (sql: Queryable) => sql`
+  b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
+  p.organization_id, t.name as task, t.id as task_id, d.drv_path`;
+
 /** The builds of running evaluations (and of `alsoEvaluation`) that share this derivation_build. */
 export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string, alsoEvaluation: string | null = null): Promise<BuildRow[]> {
   return buildsOfDerivationBuilds(sql, [derivationBuildId], alsoEvaluation);
@@ -96,8 +102,7 @@ export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: strin
 function buildsOfDerivationBuilds(sql: Queryable, derivationBuildIds: readonly string[], alsoEvaluation: string | null = null): Promise<(BuildRow & { derivation_build_id: string })[]> {
   if (derivationBuildIds.length === 0) return Promise.resolve([]);
   return sql<(BuildRow & { derivation_build_id: string })[]>`
-    select b.derivation_build_id, b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
-           p.organization_id, t.name as task, t.id as task_id, d.drv_path
+    select b.derivation_build_id, ${buildRowColumns(sql)}
     from builds b join evaluations e on e.id = b.evaluation_id join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
     join organizations o on o.id = p.organization_id join derivation_builds db on db.id = b.derivation_build_id
     join derivations d on d.id = db.derivation_id
@@ -115,7 +120,11 @@ export async function changeBuildStatus(events: Events, derivationBuildId: strin
  * Several changes in one transaction (the scheduler's batches: one commit instead of one per
  * build); for each, the new attempt number or null when it did not apply.
  */
-export async function changeBuildStatuses(events: Events, changes: readonly { id: string; change: StatusChange }[]): Promise<(number | null)[]> {
+export async function changeBuildStatuses(
+  events: Events, changes: readonly { id: string; change: StatusChange }[],
+  /** awaited before the commit: writes on other connections the changes must not be seen without (build samples) */
+  beforeCommit?: () => Promise<unknown>,
+): Promise<(number | null)[]> {
   if (changes.length === 0) return [];
   for (let attempt = 1; ; attempt++) {
     try {
@@ -124,7 +133,9 @@ export async function changeBuildStatuses(events: Events, changes: readonly { id
         const results = changes.length > 1 && sameSimpleEvent(changes)
           ? await applyStatusChangesAtOnce(tx, emit, changes, moves)
           : await sequentially(changes, (c) => applyStatusChange(tx, emit, c.id, c.change, moves));
-        return { results, tellReadied: await moveReadiness(tx, moves) };
+        const tellReadied = await moveReadiness(tx, moves);
+        await beforeCommit?.();
+        return { results, tellReadied };
       });
       // committed: the builds it made ready are visible to whoever is told of them
       tellReadied();
@@ -156,9 +167,13 @@ function sameSimpleEvent(changes: readonly { change: StatusChange }[]): boolean 
 }
 
 /**
- * applyStatusChange for a batch of the same simple event in three statements instead of two per
- * build: the rows locked in id order with their old status, one guarded update, one read of the
- * evaluations' builds; then the same events, build by build, as one change at a time emits them.
+ * applyStatusChange for a batch of the same simple event in one statement instead of two per build:
+ * the rows locked in id order with their old status (two batches sharing rows wait for each other
+ * instead of deadlocking), the guarded update (a row another process moved meanwhile is re-checked
+ * against the guard and left alone: one process wins a job), and the evaluations' builds of what it
+ * changed, for their events; then the same events, build by build, as one change at a time emits them.
+ * Row locks here are `for no key update`: they serialize status changes as `for update` did, but let
+ * a build sample's foreign key check through, which a completion waits for before it commits.
  */
 async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes: readonly { id: string; change: StatusChange }[], moves: ReadinessMove[]): Promise<(number | null)[]> {
   const event = changes[0]!.change.event;
@@ -169,25 +184,33 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
   const workers = changes.map((c) => c.change.workerId ?? null);
   const logBytes = changes.map((c) => c.change.logBytes ?? null);
   const logDropped = changes.map((c) => c.change.logDroppedBytes ?? null);
-  await tx`select id from derivation_builds where id = any(${ids}::uuid[]) order by id for update`;
-  const updated = await tx<{ id: string; attempts: number; previous: BuildStatus }[]>`
+  const rows = await tx<({ id: string; attempts: number; previous: BuildStatus } & Partial<BuildRow>)[]>`
     with c as (
       select * from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[])
         as c(id, worker_id, log_bytes, log_dropped_bytes)),
-    old as (select d.id, d.status as previous from derivation_builds d join c on c.id = d.id)
-    update derivation_builds b set status = ${to}, updated_at = now(),
-      attempts = b.attempts + ${event.type === 'dispatch' ? 1 : 0},
-      worker_id = case when ${setsWorker} then c.worker_id else b.worker_id end,
-      failure_class = null, failure_reason = null, failure_message = null, not_before = null,
-      started_at = case when ${to === 'started'} then now() else b.started_at end,
-      finished_at = case when ${final} then now() when ${to === 'queued'} then null else b.finished_at end,
-      log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes)
-    from c join old on old.id = c.id
-    where b.id = c.id and b.status = any(${from as string[]}) returning b.id, b.attempts, old.previous`;
-  const byId = new Map(updated.map((u) => [u.id, u]));
-  const builds = await buildsOfDerivationBuilds(tx, [...byId.keys()]);
+    old as materialized (select d.id, d.status as previous from derivation_builds d where d.id = any(${ids}::uuid[]) order by d.id for no key update),
+    changed as (
+      update derivation_builds b set status = ${to}, updated_at = now(),
+        attempts = b.attempts + ${event.type === 'dispatch' ? 1 : 0},
+        worker_id = case when ${setsWorker} then c.worker_id else b.worker_id end,
+        failure_class = null, failure_reason = null, failure_message = null, not_before = null,
+        started_at = case when ${to === 'started'} then now() else b.started_at end,
+        finished_at = case when ${final} then now() when ${to === 'queued'} then null else b.finished_at end,
+        log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes)
+      from c join old on old.id = c.id
+      where b.id = c.id and b.status = any(${from as string[]}) returning b.id, b.attempts, old.previous, b.derivation_id)
+    select ch.id, ch.attempts, ch.previous, ${buildRowColumns(tx)}
+    from changed ch join derivations d on d.id = ch.derivation_id
+    left join (builds b join evaluations e on e.id = b.evaluation_id and e.phase not in ('completed', 'failed', 'aborted')
+      join tasks t on t.id = e.task_id join projects p on p.id = t.project_id join organizations o on o.id = p.organization_id)
+      on b.derivation_build_id = ch.id
+    order by b.id`;
+  const byId = new Map<string, { attempts: number; previous: BuildStatus }>();
   const buildsOf = new Map<string, BuildRow[]>();
-  for (const b of builds) buildsOf.set(b.derivation_build_id, [...(buildsOf.get(b.derivation_build_id) ?? []), b]);
+  for (const row of rows) {
+    byId.set(row.id, row);
+    if (row.build_id !== null && row.build_id !== undefined) buildsOf.set(row.id, [...(buildsOf.get(row.id) ?? []), row as BuildRow]);
+  }
   return changes.map(({ id, change }) => {
     const row = byId.get(id);
     if (!row) return null;
@@ -229,7 +252,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
       started_at = case when ${to === 'started'} then now() else started_at end,
       finished_at = case when ${final} then now() when ${to === 'queued'} then null else finished_at end,
       log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes)
-    from (select status as previous from derivation_builds where id = ${derivationBuildId} for update) old
+    from (select status as previous from derivation_builds where id = ${derivationBuildId} for no key update) old
     where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous`;
   if (!updated) return null;
   const delta = readinessDelta(updated.previous, to);

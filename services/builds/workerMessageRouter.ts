@@ -155,12 +155,14 @@ export class WorkerMessageRouter {
     this.deps.metrics?.buildEnded(message.t === 'buildResult' ? 'completed' : 'failed', message.durationMs / 1000);
     this.deps.phases?.record('build', 'run', message.durationMs / 1000);
     const sample = { derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: message.durationMs, resources: message.resources ?? null };
-    await this.samples.record(sample)
+    const sampled = this.samples.record(sample)
       .catch((error: unknown) => this.deps.log.warn({ err: error }, 'storing a build\'s resource sample failed'));
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
-    // the common case, batched: results that arrive together complete in one transaction
-    if (message.t === 'buildResult') return outcomes.completeSoon(job.derivationBuildId, logSizes);
+    // the common case, batched: results that arrive together complete in one transaction, which
+    // commits once the sample is written (the sample's round trip overlaps the completion's)
+    if (message.t === 'buildResult') return outcomes.completeSoon(job.derivationBuildId, logSizes, sampled);
+    await sampled;
     this.deps.placement.recheck(await outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes));
     await outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.deps.wake();

@@ -71,9 +71,12 @@ export async function postgresRelay(origin: string, onRemote: BusListener, opts:
     try {
       if (fits) await notify(batch);
       else {
-        const [row] = await sql<{ id: string }[]>`insert into event_relay (payload) values (${batch}) returning id`;
-        // the origin first, so the sender skips its own notice unread
-        await notify(`${ownRow}"r":${Number(row!.id)}}`);
+        // the row and its notice in one statement (one commit, so a reader finds the row); the origin
+        // first, so the sender skips its own notice unread
+        await sql`
+          with row as (insert into event_relay (payload) values (${batch}) returning id)
+          select pg_notify(${channel}, ${ownRow} || '"r":' || row.id || '}') from row`;
+        warned = false;
       }
     } catch (err) {
       warn(err, 'PostgreSQL did not take a NOTIFY');

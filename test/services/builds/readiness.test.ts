@@ -2,7 +2,7 @@
 // recorded build counts its open inputs; every status change into or out of {completed,
 // substituted} moves its dependents' counters in the same transaction and names the builds it made
 // ready; the scheduler's ready query reads the counter. Concurrent batches sharing dependents
-// neither deadlock nor lose a decrement. The ready queue answers from memory between reads of the
+// neither deadlock nor lose a decrement; two batches starting the same builds start each once. The ready queue answers from memory between reads of the
 // database, learns what this process's changes made ready by id, and reads afresh when told.
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
@@ -145,6 +145,20 @@ t.test('the readiness counter', async (t) => {
     t.equal((await queue.take())[0]!.id, topId);
     queue.invalidate();
     t.same(await paths(), [other.drvPath, top.drvPath].sort(), 'invalidated, it reads the database again');
+  });
+
+  t.test('two batches racing to start the same builds (two server processes): each build starts once', async (t) => {
+    const nodes = Array.from({ length: 16 }, (_, i) => derivationNode(`race-${i}`));
+    await record(nodes);
+    const ids = await buildIds(nodes);
+    const [first, second] = await Promise.all([
+      change(ids, { event: { type: 'dispatch' }, workerId: randomUUID() }),
+      change([...ids].reverse(), { event: { type: 'dispatch' }, workerId: randomUUID() }),
+    ]);
+    const winners = ids.map((_, i) => [first![i], second![ids.length - 1 - i]].filter((a) => a !== null).length);
+    t.same(winners, ids.map(() => 1), 'exactly one batch started each build');
+    const rows = await db.sql<{ attempts: number }[]>`select attempts from derivation_builds where id = any(${ids}::uuid[])`;
+    t.same(rows.map((r) => r.attempts), ids.map(() => 1), 'one attempt each');
   });
 
   t.test('concurrent batches sharing dependents neither deadlock nor lose a decrement', async (t) => {
