@@ -5,6 +5,7 @@ import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, Tr
 import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector, type SshServer } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
+import { startBuildServerWorkers, type BuildServerWorkers } from './buildServerWorkers.js';
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
@@ -39,6 +40,8 @@ export interface Kiln {
   readonly openPrs: { passNow(): Promise<void> } | null;
   /** the serving threads (http.threads > 1), else null; tests crash one */
   readonly servingThreads: ServingThreads | null;
+  /** the workers of the organizations' build servers (buildServerWorkers.ts) */
+  readonly buildServers: BuildServerWorkers;
   /** the route table the server answers from (the OpenAPI test walks it) */
   readonly routes: RouteTable<Principal>;
   stop(): Promise<void>;
@@ -289,6 +292,11 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       proto, targets: () => services.access.workerRegistrations.outboundTargets(), isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),
     });
     stack.push(() => outbound.stop());
+    const buildServers = startBuildServerWorkers({
+      port: http.port, dir: join(config['baseDir'], 'build-servers'), targets: () => services.access.servers.targets(),
+      passes: services.buildServerPasses, isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),
+    });
+    stack.push(() => buildServers.stop());
     if (config['worker.enable']) {
       // worker.baseDir's default is a system path; the local worker of a dev server lives under baseDir.
       const workerDir = loaded.sourceOf('worker.baseDir').kind === 'default' ? join(config['baseDir'], 'worker') : config['worker.baseDir'];
@@ -304,7 +312,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, routes, stop: unwind };
+    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, buildServers, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

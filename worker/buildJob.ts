@@ -67,6 +67,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
       netrcFile: netrc.path,
       gcRoot: rootsDir ? join(rootsDir, rootName(job.jobId)) : null,
       fetchStoredLog: settings.logFetchFromStore,
+      builders: settings.builders,
       env: settings.childEnv,
       signal: ctx.signal,
       onLog: (line) => logs.line(line),

@@ -11,6 +11,7 @@ import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
 import { runCommand } from './childProcess.js';
 import { storeConnections } from './storeConnections.js';
 import { parseNixLogLine } from './nixLogLines.js';
+import { remoteBuildArgs, remoteBuilderFailure } from './remoteBuilders.js';
 
 export interface RealiseOptions {
   drvPath: string;
@@ -35,6 +36,8 @@ export interface RealiseOptions {
   wrap?: (command: string, args: readonly string[]) => [string, string[]];
   /** the build step's out-of-memory score adjustment, which its builders inherit (worker.build.oomScoreAdjust) */
   oomScore?: number;
+  /** worker.build.builders: build on these machines only (worker/remoteBuilders.ts); null builds here */
+  builders?: string | null;
 }
 
 export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure };
@@ -125,7 +128,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
     }
   }
 
-  const args = ['--realise', options.drvPath, '--log-format', 'internal-json', '--max-jobs', '1', ...substituterArgs(options.substituters, options.netrcFile)];
+  const args = ['--realise', options.drvPath, '--log-format', 'internal-json', ...remoteBuildArgs(options.builders ?? null), ...substituterArgs(options.substituters, options.netrcFile)];
   if (options.cores !== null) args.push('--cores', String(options.cores));
   if (options.timeoutSecs > 0) args.push('--timeout', String(options.timeoutSecs));
   if (options.maxSilentSecs > 0) args.push('--max-silent-time', String(options.maxSilentSecs));
@@ -148,5 +151,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   if (built.aborted) return cancelled();
   if (built.exitCode === 0) return { ok: true, outputs, alreadyValid: false };
   const errorText = errors.join('\n') || nixErrorText(built.stderr);
+  const unreachable = options.builders ? remoteBuilderFailure(errorText) : undefined;
+  if (unreachable) return { ok: false, failure: unreachable };
   return { ok: false, failure: classifyBuildFailure({ exitCode: built.exitCode, signal: built.signal, errorText, fixedOutput }) };
 }

@@ -19,6 +19,8 @@ export interface WorkerSettings {
   maxConcurrentEvals: number;
   /** --cores for each build; null: all */
   maxCores: number | null;
+  /** worker.build.builders: the machines every build runs on (worker/remoteBuilders.ts); null builds here */
+  builders: string | null;
   architectures: string[];
   /** empty: detected from Nix's configuration */
   systemFeatures: string[];
@@ -75,6 +77,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     maxConcurrentBuilds: config['worker.build.maxConcurrent'],
     maxConcurrentEvals: config['worker.eval.maxConcurrent'],
     maxCores: config['worker.build.maxCores'],
+    builders: config['worker.build.builders'],
     architectures: [...config['worker.system.architectures']],
     systemFeatures: [...config['worker.system.features']],
     cpuCoreScore: config['worker.system.cpuCoreScore'],

@@ -44,7 +44,8 @@ export function insecureTransportProblem(serverUrl: string, peers: PeerTokens | 
 }
 
 async function buildHello(settings: WorkerSettings, id: string, software: string): Promise<WorkerHello> {
-  const systemFeatures = settings.systemFeatures.length > 0 ? settings.systemFeatures : await detectSystemFeatures(settings.childEnv);
+  // A worker that builds on other machines (worker.build.builders) has their features, never this one's.
+  const systemFeatures = settings.systemFeatures.length > 0 || settings.builders !== null ? settings.systemFeatures : await detectSystemFeatures(settings.childEnv);
   return {
     workerId: id,
     software,

@@ -49,6 +49,11 @@ export const workerOptions = {
     nullable(str()), null,
     'locality label advertised to the scheduler; a cluster job asking for one zone places all members on workers with that label; null joins the zone of all unlabelled workers',
   ),
+  'worker.build.builders': option(
+    nullable(str({ nonEmpty: true })), null,
+    'machines every build of this worker runs on, in the syntax of Nix\'s builders setting; each build runs with --max-jobs 0, so Nix copies its inputs there over SSH, builds there and copies the outputs back before the worker pushes them; the worker then advertises worker.system.features as they are (none when empty) instead of this machine\'s; kiln sets it for the worker of an organization\'s build server; null builds on this machine',
+    { extension: true },
+  ),
   'worker.build.cgroup': option(
     nullable(str()), derived('/sys/fs/cgroup/system.slice/nix-daemon.service when worker.build.metrics, else null'),
     'cgroup directory of the daemon, the parent of build cgroups; the worker reads each running build\'s peak memory from it and sends it with the heartbeat; the scheduler reserves the larger of predicted and reported peak; needs worker.build.metrics and the service\'s patched package manager on the daemon; null reports nothing',

@@ -32,13 +32,20 @@ export const ServerView = z.strictObject({
   features: z.array(z.string()),
   max_jobs: z.number().int(),
   active: z.boolean(),
+  /** the pinned host key's fingerprint (SHA256:…); null until a check-connection succeeds, and no builds go there before */
+  host_key_fingerprint: z.string().nullable(),
+  host_key_pinned_at: z.iso.datetime({ offset: true }).nullable(),
   created_at: z.iso.datetime({ offset: true }),
 });
 export type ServerView = z.infer<typeof ServerView>;
 
-/** POST /servers/{org}/{server}/check-connection: the host key kiln saw and Nix's version, or why it failed. */
+/**
+ * POST /servers/{org}/{server}/check-connection: the host key kiln saw and Nix's version, or why it
+ * failed. A check that is ok pins the key it saw; host_key_changed says it differs from the key
+ * pinned before (which an ok check has now replaced).
+ */
 export const ConnectionCheck = z.union([
-  z.strictObject({ ok: z.literal(true), host_key_fingerprint: z.string(), nix_version: z.string().nullable() }),
-  z.strictObject({ ok: z.literal(false), host_key_fingerprint: z.string().nullable(), reason: z.string() }),
+  z.strictObject({ ok: z.literal(true), host_key_fingerprint: z.string(), nix_version: z.string().nullable(), host_key_changed: z.boolean() }),
+  z.strictObject({ ok: z.literal(false), host_key_fingerprint: z.string().nullable(), reason: z.string(), host_key_changed: z.boolean() }),
 ]);
 export type ConnectionCheck = z.infer<typeof ConnectionCheck>;

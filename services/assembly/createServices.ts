@@ -14,7 +14,7 @@ import { buildControlService, type BuildControlService, buildDataServices, type 
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
 import { createSshServices, type SshServices } from '../ssh/index.js';
-import { createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnections, WorkerNars, workerRegistrationsService } from '../workers/index.js';
+import { BuildServerPasses, createWorkerAuth, type ServerInstance, type WorkerAuth, WorkerConnections, WorkerNars, workerRegistrationsService } from '../workers/index.js';
 import { type AccessDeps, invitationsService, membersService } from '../access/index.js';
 import { organizationMembersService, organizationsService, organizationSshKeyService, serversService } from '../organizations/index.js';
 import { projectsService, tasksService } from '../projects/index.js';
@@ -101,6 +101,8 @@ export interface Services {
   workers: WorkerConnections;
   /** who a connecting worker is */
   workerAuth: WorkerAuth;
+  /** the handshake passes of the workers kiln runs for build servers (cli/buildServerWorkers.ts) */
+  buildServerPasses: BuildServerPasses;
   scheduler: RunningScheduler;
   /** live log readers in this process hear of new bytes and of status changes */
   logFeed: BuildLogFeed;
@@ -277,6 +279,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     { sql: db.web, config, log: componentLogger(log, 'cache'), events: events.events, nars, clock, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) },
     opts.gcLoop === false ? { loop: false } : {},
   );
+  const buildServerPasses = new BuildServerPasses();
   const gc = {
     collector,
     pins: cachePinsService({ sql: db.web, clock }),
@@ -291,7 +294,8 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       workers: workerSampleSeriesService({ sql: db.web, clock }), instance: instanceWindowService({ sql: db.web, clock }), projects: projectSeriesService({ sql: db.web, clock }),
       phases: phaseSeriesService({ sql: db.web, clock }), rollups: sampleRollupSeriesService({ sql: db.web, clock }),
     },
-    workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'] }),
+    buildServerPasses,
+    workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'], passes: buildServerPasses }),
     scheduler, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,
     ssh: createSshServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest, clock, rateLimiter: opened.rateLimiter,

@@ -4,7 +4,8 @@ import { ApiError, type CreateServerBody, type UpdateServerBody } from '../../pr
 import type { AccessDeps } from '../access/index.js';
 import { organizationSshKeyService } from './organizationSshKey.js';
 import type { Principal } from '../access/index.js';
-import { checkSshConnection, type ConnectionCheck } from './sshConnection.js';
+import { checkSshConnection, hostKeyLineFingerprint, type ConnectionCheck } from './sshConnection.js';
+import { buildServerTargets } from './buildServerTargets.js';
 import { demandOrganization } from '../access/index.js';
 
 export interface ServerView {
@@ -18,8 +19,14 @@ export interface ServerView {
   features: string[];
   max_jobs: number;
   active: boolean;
+  /** the pinned host key's fingerprint; null until a check-connection succeeds */
+  host_key_fingerprint: string | null;
+  host_key_pinned_at: Date | null;
   created_at: Date;
 }
+
+/** check-connection's answer: whether the key shown differs from the one pinned before. */
+export type ServerConnectionCheck = ConnectionCheck & { host_key_changed: boolean };
 
 const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !== null && (e as { code?: string }).code === '23505';
 
@@ -27,11 +34,16 @@ export function serversService(deps: AccessDeps) {
   const { sql } = deps;
   const sshKeys = organizationSshKeyService(deps);
 
-  const rows = (organizationId: string, name?: string) => sql<ServerView[]>`
-    select s.id, o.name as organization, s.name, s.host, s.port, s.username, s.architectures, s.features, s.max_jobs, s.active, s.created_at
-    from servers s join organizations o on o.id = s.organization_id
-    where s.organization_id = ${organizationId} ${name === undefined ? sql`` : sql`and s.name = ${name}`}
-    order by s.name`;
+  const rows = async (organizationId: string, name?: string): Promise<(ServerView & { host_key: string | null })[]> => {
+    const found = await sql<(Omit<ServerView, 'host_key_fingerprint'> & { host_key: string | null })[]>`
+      select s.id, o.name as organization, s.name, s.host, s.port, s.username, s.architectures, s.features, s.max_jobs, s.active,
+             s.host_key, s.host_key_pinned_at, s.created_at
+      from servers s join organizations o on o.id = s.organization_id
+      where s.organization_id = ${organizationId} ${name === undefined ? sql`` : sql`and s.name = ${name}`}
+      order by s.name`;
+    return found.map((r) => ({ ...r, host_key_fingerprint: r.host_key === null ? null : hostKeyLineFingerprint(r.host_key) }));
+  };
+  const view = ({ host_key: _pinned, ...rest }: ServerView & { host_key: string | null }): ServerView => rest;
 
   async function server(who: Principal, org: string, name: string, permission: 'viewOrg' | 'manageServers') {
     const { row: organization } = await demandOrganization(sql, who, org, permission);
@@ -43,7 +55,7 @@ export function serversService(deps: AccessDeps) {
   return {
     async list(who: Principal, org: string): Promise<ServerView[]> {
       const { row } = await demandOrganization(sql, who, org, 'viewOrg');
-      return rows(row.id);
+      return (await rows(row.id)).map(view);
     },
 
     async create(who: Principal, org: string, body: CreateServerBody): Promise<ServerView> {
@@ -57,22 +69,25 @@ export function serversService(deps: AccessDeps) {
         if (isUniqueViolation(e)) throw new ApiError('server_exists', `organization "${row.name}" has a server "${body.name}"`);
         throw e;
       }
-      return (await rows(row.id, body.name))[0]!;
+      return view((await rows(row.id, body.name))[0]!);
     },
 
     async get(who: Principal, org: string, name: string): Promise<ServerView> {
-      return (await server(who, org, name, 'viewOrg')).server;
+      return view((await server(who, org, name, 'viewOrg')).server);
     },
 
     async update(who: Principal, org: string, name: string, body: UpdateServerBody): Promise<ServerView> {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
+      // Another address is another machine: its key is unknown until it is checked.
+      const moved = (body.host ?? s.host) !== s.host || (body.port ?? s.port) !== s.port;
       await sql`
         update servers set
           host = ${body.host ?? s.host}, port = ${body.port ?? s.port}, username = ${body.username ?? s.username},
           architectures = ${body.architectures ?? s.architectures}, features = ${body.features ?? s.features},
           max_jobs = ${body.max_jobs ?? s.max_jobs}
+          ${moved ? sql`, host_key = null, host_key_pinned_at = null` : sql``}
         where id = ${s.id}`;
-      return (await rows(organization.id, s.name))[0]!;
+      return view((await rows(organization.id, s.name))[0]!);
     },
 
     async remove(who: Principal, org: string, name: string): Promise<string> {
@@ -84,13 +99,28 @@ export function serversService(deps: AccessDeps) {
     async setActive(who: Principal, org: string, name: string, active: boolean): Promise<ServerView> {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
       await sql`update servers set active = ${active} where id = ${s.id}`;
-      return (await rows(organization.id, s.name))[0]!;
+      return view((await rows(organization.id, s.name))[0]!);
     },
 
-    async checkConnection(who: Principal, org: string, name: string): Promise<ConnectionCheck> {
+    /**
+     * Logs in with the organization's key. A login that works pins the key the server showed
+     * (docs/builds.md, "Build servers"): the first check pins it, a later one accepts a changed key.
+     */
+    async checkConnection(who: Principal, org: string, name: string): Promise<ServerConnectionCheck> {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
-      return checkSshConnection({ host: s.host, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
+      const { hostKey, ...check } = await checkSshConnection({ host: s.host, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
+      const changed = s.host_key !== null && hostKey !== null && hostKey !== s.host_key;
+      if (check.ok && hostKey !== null) {
+        // Only while the address is the one checked: a PATCH in between is another machine.
+        await sql`
+          update servers set host_key = ${hostKey}, host_key_pinned_at = now()
+          where id = ${s.id} and host = ${s.host} and port = ${s.port} and host_key is distinct from ${hostKey}`;
+      }
+      return { ...check, host_key_changed: changed };
     },
+
+    /** The active servers with a pinned key, as kiln's build server workers need them. Internal: holds private keys. */
+    targets: () => buildServerTargets(sql, (organizationId) => sshKeys.privateKey(organizationId)),
   };
 }
 export type ServersService = ReturnType<typeof serversService>;

@@ -1,12 +1,16 @@
 // POST /servers/{org}/{server}/check-connection: log in with the organization's key and ask the
-// server for its Nix version. The host key is not pinned yet (kiln has no known_hosts store), so
-// its fingerprint is reported for the operator to compare.
+// server for its Nix version. Whatever key the server shows is accepted here and reported: this
+// check is the admin's act of trust, and servers.ts pins the key it saw when the login worked
+// (the builds' connections accept only the pinned key).
 import { createHash } from 'node:crypto';
 import ssh2 from 'ssh2';
 
 export type ConnectionCheck =
   | { ok: true; host_key_fingerprint: string; nix_version: string | null }
   | { ok: false; host_key_fingerprint: string | null; reason: string };
+
+/** A check and the key the server showed, as an OpenSSH public key line (`ssh-ed25519 AAAA…`). */
+export type SshCheckResult = ConnectionCheck & { hostKey: string | null };
 
 export interface SshTarget {
   host: string;
@@ -23,17 +27,30 @@ export function sshFingerprint(hostKeyBlob: Buffer): string {
   return `SHA256:${createHash('sha256').update(hostKeyBlob).digest('base64').replace(/=+$/, '')}`;
 }
 
-export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIMEOUT_MS): Promise<ConnectionCheck> {
+/** The key blob as a known_hosts entry takes it: its algorithm name (the blob's first string), a space, the blob in base64. */
+export function hostKeyLine(hostKeyBlob: Buffer): string | null {
+  if (hostKeyBlob.length < 4) return null;
+  const length = hostKeyBlob.readUInt32BE(0);
+  const algorithm = hostKeyBlob.subarray(4, 4 + length).toString('latin1');
+  if (length === 0 || 4 + length > hostKeyBlob.length || !/^[a-z0-9@.-]+$/.test(algorithm)) return null;
+  return `${algorithm} ${hostKeyBlob.toString('base64')}`;
+}
+
+/** The fingerprint of a pinned key line. */
+export const hostKeyLineFingerprint = (line: string): string => sshFingerprint(Buffer.from(line.slice(line.indexOf(' ') + 1), 'base64'));
+
+export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIMEOUT_MS): Promise<SshCheckResult> {
   return new Promise((resolve) => {
     const client = new ssh2.Client();
     let fingerprint: string | null = null;
+    let hostKey: string | null = null;
     let settled = false;
     const finish = (result: ConnectionCheck) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       client.end();
-      resolve(result);
+      resolve({ ...result, hostKey });
     };
     // readyTimeout covers the handshake; this covers the command too.
     const timer = setTimeout(() => finish({ ok: false, host_key_fingerprint: fingerprint, reason: `no answer within ${Math.round(timeoutMs / 1000)} s` }), timeoutMs);
@@ -63,6 +80,7 @@ export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIME
         readyTimeout: timeoutMs,
         hostVerifier: (key: Buffer) => {
           fingerprint = sshFingerprint(key);
+          hostKey = hostKeyLine(key);
           return true;
         },
       });

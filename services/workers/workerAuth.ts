@@ -8,6 +8,7 @@
 import type { Sql } from 'postgres';
 import { MAX_CHALLENGE_PROJECTS, type Hello, type ProjectToken } from '../../protocol/index.js';
 import { hashPeerToken, isLegacyPeerTokenHash, peerTokenMatches } from './peerTokenHash.js';
+import type { BuildServerPasses } from './buildServerPasses.js';
 
 export interface WorkerAuth {
   /** project UUIDs to challenge the worker with */
@@ -18,7 +19,8 @@ export interface WorkerAuth {
   verify(hello: Hello, tokens: readonly ProjectToken[]): Promise<string[]>;
 }
 
-export function createWorkerAuth(sql: Sql, opts: { localWorker: boolean }): WorkerAuth {
+/** `passes`: the workers kiln runs for build servers (buildServerPasses.ts), whose ids answer only to their pass. */
+export function createWorkerAuth(sql: Sql, opts: { localWorker: boolean; passes?: BuildServerPasses }): WorkerAuth {
   const verifies = async (row: { id: string; token_hash: string }, token: string): Promise<boolean> => {
     if (!(await peerTokenMatches(row.token_hash, token))) return false;
     if (isLegacyPeerTokenHash(row.token_hash)) {
@@ -28,6 +30,8 @@ export function createWorkerAuth(sql: Sql, opts: { localWorker: boolean }): Work
   };
   return {
     async projectsFor(hello) {
+      const passed = opts.passes?.projectsFor(hello.workerId);
+      if (passed) return [...passed];
       const rows = await sql<{ project_id: string }[]>`
         select distinct r.project_id from worker_registrations r join projects p on p.id = r.project_id
         where p.active and (r.worker_id = ${hello.workerId} or r.worker_id is null)
@@ -37,13 +41,16 @@ export function createWorkerAuth(sql: Sql, opts: { localWorker: boolean }): Work
 
     // Open mode is for the local worker only (docs/builds.md): a worker without a peers file on
     // the loopback interface of a server that runs one, serving every active project.
-    async openModeProjects(_hello, loopback) {
-      if (!opts.localWorker || !loopback) return null;
+    async openModeProjects(hello, loopback) {
+      // a build server's worker id answers only to its pass
+      if (!opts.localWorker || !loopback || opts.passes?.projectsFor(hello.workerId)) return null;
       const rows = await sql<{ id: string }[]>`select id from projects where active order by created_at limit ${MAX_CHALLENGE_PROJECTS}`;
       return rows.map((r) => r.id);
     },
 
     async verify(hello, tokens) {
+      const passed = opts.passes?.verify(hello.workerId, tokens);
+      if (passed) return [...passed];
       const projects = [...new Set(tokens.map((t) => t.project.toLowerCase()))];
       if (projects.length === 0) return [];
       const rows = await sql<{ id: string; project_id: string; token_hash: string }[]>`

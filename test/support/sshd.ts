@@ -1,7 +1,7 @@
 // A real OpenSSH server on loopback for one test: its own config, host key and authorized_keys
 // in a temporary directory, on a free port, stopped at teardown. Runs as the current user
 // (root in CI), so StrictModes and PAM are off.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
@@ -16,8 +16,10 @@ export const SSHD = '/usr/sbin/sshd';
 export interface TestSshd {
   port: number;
   username: string;
-  /** replaces authorized_keys (sshd reads it on every login) */
+  /** replaces authorized_keys (sshd reads it on every login); a line may carry options such as command="…" */
   authorize(publicKeys: string[]): void;
+  /** gives the server a new host key (SIGHUP: sshd starts over with its configuration) and waits until it listens again */
+  rotateHostKey(): Promise<void>;
 }
 
 export async function startSshd(t: Pick<Test, 'teardown'>): Promise<TestSshd> {
@@ -47,10 +49,24 @@ export async function startSshd(t: Pick<Test, 'teardown'>): Promise<TestSshd> {
     rmSync(dir, { recursive: true, force: true });
   });
   await waitForPort(port, () => (child.exitCode !== null ? `sshd exited with ${child.exitCode}: ${stderr}` : null));
+  const exited = () => (child.exitCode !== null ? `sshd exited with ${child.exitCode}: ${stderr}` : null);
   return {
     port,
     username: userInfo().username,
     authorize: (keys) => writeFileSync(authorizedKeys, keys.map((k) => `${k}\n`).join('')),
+    async rotateHostKey() {
+      const next = generateSshKeyPair('kiln-test-host');
+      writeFileSync(hostKey, next.privateKey, { mode: 0o600 });
+      child.kill('SIGHUP');
+      // The old process may still answer for a moment: wait for the new key itself.
+      const blob = next.publicKey.split(' ')[1]!;
+      await eventually(() => {
+        const problem = exited();
+        if (problem) throw new Error(problem);
+        const scan = spawnSync('ssh-keyscan', ['-p', String(port), '-t', 'ed25519', '127.0.0.1'], { encoding: 'utf8', timeout: 5000 });
+        return scan.stdout.includes(blob);
+      }, { timeout: 10_000, message: `sshd on port ${port} shows its new host key` });
+    },
   };
 }
 
