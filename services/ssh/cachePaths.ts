@@ -51,6 +51,13 @@ export interface ClientPathInfo {
   ca: string;
 }
 
+/**
+ * A batch's NAR up to this size is read into memory and ingested from there, not staged to a
+ * temporary file and read back (bench/README.md, ssh-copy). At most INGESTS_IN_FLIGHT of them are
+ * held at once (daemonSession.ts); a prepared path keeps only its zstd file.
+ */
+const IN_MEMORY_NAR_BYTES = 1024 * 1024;
+
 const baseName = (path: string, field: string): string => {
   const parsed = parseStorePath(path, DEFAULT_STORE_DIR, field);
   if (!parsed.ok) throw new StoreRefusal(`${field}: "${path}" is not a store path`);
@@ -122,6 +129,18 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
     } finally {
       await deps.ingest.forget(file);
     }
+  };
+
+  /** The whole NAR read into memory (a small one, within its lease), for the ingest without a staged file. */
+  const inMemory = async (nar: AsyncIterable<Uint8Array>, narSize: number): Promise<Uint8Array> => {
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    for await (const chunk of deps.leases.leased(nar)) {
+      bytes += chunk.byteLength;
+      if (bytes > narSize) throw new SessionEnds(`the NAR is longer than its announced ${narSize} bytes`);
+      chunks.push(chunk);
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
   };
 
   /**
@@ -198,22 +217,23 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       const { target, info } = await admissible(client, drain);
       // The NAR is read off the stream before the room and held checks, so the stream never waits
       // for their queries (a batch's paths would otherwise be read one query round trip apart).
-      return deps.ingest.admitted(info.narSize, 'wait', target.owner, () =>
-        staged(nar, async (file) => {
-          if (await roomFor(target, info, async () => undefined)) return null;
-          // reserved before the next await, so the paths prepared side by side see each other
-          const ahead = uncommittedBytes;
-          uncommittedBytes += info.narSize;
-          try {
-            if (ahead > 0) await deps.ingest.demandRoom(target, ahead + info.narSize);
-            const prepared = await deps.ingest.prepare(target, info, { file });
-            reserved.set(prepared, info.narSize);
-            return prepared;
-          } catch (e) {
-            uncommittedBytes -= info.narSize;
-            throw e;
-          }
-        }));
+      const ready = async (source: { file: string } | { bytes: Uint8Array }) => {
+        if (await roomFor(target, info, async () => undefined)) return null;
+        // reserved before the next await, so the paths prepared side by side see each other
+        const ahead = uncommittedBytes;
+        uncommittedBytes += info.narSize;
+        try {
+          if (ahead > 0) await deps.ingest.demandRoom(target, ahead + info.narSize);
+          const prepared = await deps.ingest.prepare(target, info, source);
+          reserved.set(prepared, info.narSize);
+          return prepared;
+        } catch (e) {
+          uncommittedBytes -= info.narSize;
+          throw e;
+        }
+      };
+      return deps.ingest.admitted(info.narSize, 'wait', target.owner, async () =>
+        info.narSize <= IN_MEMORY_NAR_BYTES ? ready({ bytes: await inMemory(nar, info.narSize) }) : staged(nar, (file) => ready({ file })));
     },
 
     /** Commits prepared paths together (narIngest.ts, commitMany): each one's error, or null. */
