@@ -1,6 +1,7 @@
 // A cache as the SSH sessions see it, shared by the daemon (ssh-ng) and serve (ssh) protocols:
 // a path's narinfo as the cache serves it, its NAR decompressed, and adding a path through the
 // ingest front door (services/caches/narIngest.ts), staged whole before it is ingested.
+import { createHash } from 'node:crypto';
 import {
   ApiError,
   decompressNar,
@@ -11,6 +12,7 @@ import {
   parseContentAddress,
   parseNarUrl,
   parseStorePath,
+  type ExportTrailer,
   type Narinfo,
 } from '../../protocol/index.js';
 import type { Principal } from '../access/index.js';
@@ -206,6 +208,34 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
         staged(nar, async (file) => {
           await deps.ingest.ingest(target, info, { file });
         }));
+    },
+
+    /**
+     * Adds a path sent in Nix's export format (the serve protocol's ImportPaths): its NAR first,
+     * staged whole while it is hashed (the format sends no NarHash or NarSize: as `nix-store
+     * --import` does, they are what arrived), then `trailer` read: the path, references and
+     * deriver, checked and ingested as AddToStoreNar's are. The NAR is staged before its size is
+     * known, so outside an upload permit (one per session at a time, nar.maxUploadSize at most);
+     * the ingest takes one.
+     */
+    async addExported(nar: AsyncIterable<Uint8Array>, trailer: () => Promise<ExportTrailer>): Promise<void> {
+      if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
+      const hash = createHash('sha256');
+      let narSize = 0;
+      const hashed = (async function* () {
+        for await (const chunk of nar) {
+          hash.update(chunk);
+          narSize += chunk.byteLength;
+          yield chunk;
+        }
+      })();
+      await staged(hashed, async (file) => {
+        const { path, references, deriver } = await trailer();
+        const client: ClientPathInfo = { path, deriver, narHash: hash.digest('hex'), references, narSize, ca: '' };
+        const { target, info } = await admissible(client, async () => undefined);
+        if (await roomFor(target, info, async () => undefined)) return;
+        await deps.ingest.admitted(info.narSize, 'wait', target.owner, () => deps.ingest.ingest(target, info, { file }));
+      });
     },
 
     /**
