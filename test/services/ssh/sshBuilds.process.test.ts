@@ -2,7 +2,8 @@
 // `kiln worker`: `nix build --store ssh-ng://CACHE@kiln --eval-store auto` (BuildPaths of
 // `drv!out`) and `nix-build --builders 'ssh-ng://CACHE@kiln x86_64-linux' -j0` (BuildDerivation;
 // also over `ssh://`, the serve protocol) each become a direct build of the project that writes into the cache; the client sees the
-// build's log, the output lands in the cache, and the build is listed with its log in the API.
+// build's log (and the logs of inputs the farm builds first), the output lands in the cache, and
+// the build is listed with its log in the API.
 // A derivation whose .drv the cache lacks is refused with what to do; a reader cannot build.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -71,6 +72,7 @@ t.test('builds over ssh-ng run on kiln\'s workers', { timeout: 280_000 }, async 
     t.equal(run.status, 0, run.stderr);
     const [built] = JSON.parse(run.stdout) as { drvPath: string; outputs: { out: string } }[];
     t.match(run.stderr, new RegExp(`building top ${nonce}`), 'the client saw the build\'s log');
+    t.match(run.stderr, new RegExp(`building dep ${nonce}[^]*building top ${nonce}`), 'and before it the log of the input the farm built first');
     const listed = (await directBuilds()).find((b) => b.drv_path === built!.drvPath);
     t.ok(listed, 'the build is in the direct-builds list');
     t.equal(listed?.status, 'completed');
