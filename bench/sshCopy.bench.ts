@@ -3,7 +3,7 @@
 // same loopback, same client options. Two directions: `--from` into a fresh store, and `--to`
 // (kiln: a fresh cache; the daemon: a fresh chroot store via remote-store=). Interleaved rounds
 // alternating which goes first, the median of the rounds' ratios. Needs root, Nix and sshd.
-//   npx tsx bench/sshCopy.bench.ts [rounds=3] [leaves=180]
+//   npx tsx bench/sshCopy.bench.ts [rounds=3] [leaves=180] [directions=from,to]
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { mkdirSync } from 'node:fs';
@@ -18,6 +18,7 @@ import { generateSshKeyPair } from '../services/organizations/index.js';
 
 const rounds = Number(process.argv[2] ?? 3);
 const leaves = Number(process.argv[3] ?? 180);
+const directions = new Set((process.argv[4] ?? 'from,to').split(','));
 const NIX_OPTIONS = ['--option', 'sandbox', 'false', '--option', 'build-users-group', '', '--option', 'substituters', ''];
 
 function run(command: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<string> {
@@ -105,12 +106,13 @@ await copyFrom(kilnUrl, bench.kiln.sshPort!, n++);
 const times = { fromDaemon: [] as number[], fromKiln: [] as number[], toDaemon: [] as number[], toKiln: [] as number[] };
 for (let round = 0; round < rounds; round++) {
   const from = [['fromDaemon', daemonUrl, sshdPort], ['fromKiln', kilnUrl, bench.kiln.sshPort!]] as const;
-  for (const [key, url, port] of round % 2 === 0 ? from : [...from].reverse()) times[key].push(await copyFrom(url, port, n++));
+  if (directions.has('from')) for (const [key, url, port] of round % 2 === 0 ? from : [...from].reverse()) times[key].push(await copyFrom(url, port, n++));
   const to = [['toDaemon', 'daemon'], ['toKiln', 'kiln']] as const;
-  for (const [key, server] of round % 2 === 0 ? to : [...to].reverse()) times[key].push(await copyTo(server, n++));
-  console.error(`round ${round + 1}/${rounds}: from daemon ${times.fromDaemon.at(-1)!.toFixed(2)} s, kiln ${times.fromKiln.at(-1)!.toFixed(2)} s; to daemon ${times.toDaemon.at(-1)!.toFixed(2)} s, kiln ${times.toKiln.at(-1)!.toFixed(2)} s`);
+  if (directions.has('to')) for (const [key, server] of round % 2 === 0 ? to : [...to].reverse()) times[key].push(await copyTo(server, n++));
+  const last = (key: keyof typeof times) => times[key].at(-1)?.toFixed(2) ?? '-';
+  console.error(`round ${round + 1}/${rounds} (load ${(await readFile('/proc/loadavg', 'utf8')).split(' ')[0]}): from daemon ${last('fromDaemon')} s, kiln ${last('fromKiln')} s; to daemon ${last('toDaemon')} s, kiln ${last('toKiln')} s`);
 }
-const ratio = (a: number[], b: number[]) => +median(a.map((x, i) => x / b[i]!)).toFixed(3);
+const ratio = (a: number[], b: number[]) => (a.length === 0 ? null : +median(a.map((x, i) => x / b[i]!)).toFixed(3));
 console.log(JSON.stringify({
   bench: 'ssh-copy', paths: closure.length,
   from: { daemonSeconds: +median(times.fromDaemon).toFixed(3), kilnSeconds: +median(times.fromKiln).toFixed(3), ratio: ratio(times.fromKiln, times.fromDaemon) },

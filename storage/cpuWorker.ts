@@ -6,6 +6,7 @@ import { createReadStream } from 'node:fs';
 import { ingestStagedNar } from './nars/ingestTask.js';
 import { compressNarFrame, scanStagedReferences, verifyStagedNar } from './nars/frameTasks.js';
 import { checkStagedBytes, dropStagedCheck, stagedCheckResult } from './nars/checkTasks.js';
+import { checkNarBytes } from './nars/narBytesPass.js';
 
 export interface Sha256FileResult {
   /** Lowercase hex digest, as sha256sum prints it. */
@@ -33,6 +34,7 @@ export const cpuTasks = {
   checkStagedBytes,
   stagedCheckResult,
   dropStagedCheck,
+  checkNarBytes,
 } satisfies Record<string, (input: never) => Promise<unknown>>;
 
 export type CpuTasks = typeof cpuTasks;

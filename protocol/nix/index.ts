@@ -60,6 +60,7 @@ export {
 export { narFileExtension, narFileName, narUrl, parseNarFileName, parseNarUrl, parseNixNarFileName } from './narFile.js';
 export { ZstdFrameTracker } from './zstdFrames.js';
 export { parseNixExport, narFileContents, type ExportedPath } from './nixExport.js';
+export { EXPORT_MAGIC, exportedNar, nextExportedPath, readExportTrailer, type ExportTrailer } from './exportWire.js';
 export { parseDerivation, type Derivation, type DerivationOutput } from './derivationAterm.js';
 export { textStorePath, sourceStorePath, parseContentAddress } from './contentAddress.js';
 export {

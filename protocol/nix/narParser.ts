@@ -149,6 +149,15 @@ export class NarParser {
     return this.phase === Phase.End;
   }
 
+  /**
+   * The most bytes the next push may hold without reaching past the archive's end: a reader of a
+   * stream where the NAR is followed by more (`nix-store --export`'s format) takes no more than this.
+   */
+  get wants(): number {
+    if (this.phase === Phase.End) return 0;
+    return this.phase === Phase.Contents ? this.remaining : this.need - this.filled;
+  }
+
   private consume(chunk: Uint8Array): void {
     const n = chunk.length;
     if (n > this.limits.maxNarSize - this.position) {

@@ -4,6 +4,7 @@
 // derivation's closure in this form, which is at most 20 MiB, so a Buffer is fine here.
 import { parseFailure, parsedOk, type Parsed } from './parsed.js';
 import { parseStorePath } from './storePath.js';
+import { EXPORT_MAGIC } from './exportWire.js';
 
 export interface ExportedPath {
   path: string;
@@ -13,7 +14,6 @@ export interface ExportedPath {
   deriver: string | null;
 }
 
-const EXPORT_MAGIC = 0x4558494e;
 /** Far above any real closure of .drv files and sources; keeps a hostile count from looping. */
 const MAX_PATHS = 100_000;
 const MAX_REFERENCES = 100_000;

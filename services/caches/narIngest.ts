@@ -82,11 +82,12 @@ export interface NarIngest {
    */
   ingest(target: IngestTarget, info: Narinfo, source: NarSource, trace?: SpanIds): Promise<NarUploadResult>;
   /**
-   * A batched ingest's first half (`nix copy --to ssh-ng://`): the NAR in `file` checked and
-   * compressed, signed with the cache's key, not yet committed; or the held copy. The caller
-   * commits it with commitMany or throws it away with discard; `file` stays the caller's.
+   * A batched ingest's first half (`nix copy --to ssh-ng://`): the NAR in `file` (or, when small,
+   * its `bytes` in memory) checked and compressed, signed with the cache's key, not yet committed;
+   * or the held copy. The caller commits it with commitMany or throws it away with discard; `file`
+   * stays the caller's.
    */
-  prepare(target: IngestTarget, info: Narinfo, source: { file: string }): Promise<PreparedIngest>;
+  prepare(target: IngestTarget, info: Narinfo, source: { file: string } | { bytes: Uint8Array }): Promise<PreparedIngest>;
   /**
    * Commits prepared ingests of `target` together (one transaction when none fails) and announces
    * the added paths in one events transaction; each one's result or its error (4xx ApiErrors as ingest's).
@@ -205,7 +206,8 @@ export function narIngest(deps: NarIngestDeps): NarIngest {
 
     async prepare(target, info, source) {
       const signingKey = await deps.keys.of(target.id);
-      return translated(() => uploads.prepareFile({ cacheId: target.id, signingKey, info, file: source.file, compression: 'none' }));
+      const request = { cacheId: target.id, signingKey, info };
+      return translated(() => ('bytes' in source ? uploads.prepareBytes({ ...request, nar: source.bytes }) : uploads.prepareFile({ ...request, file: source.file, compression: 'none' })));
     },
 
     async commitMany(target, prepared) {

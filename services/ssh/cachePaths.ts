@@ -1,6 +1,7 @@
 // A cache as the SSH sessions see it, shared by the daemon (ssh-ng) and serve (ssh) protocols:
 // a path's narinfo as the cache serves it, its NAR decompressed, and adding a path through the
 // ingest front door (services/caches/narIngest.ts), staged whole before it is ingested.
+import { createHash } from 'node:crypto';
 import {
   ApiError,
   decompressNar,
@@ -11,6 +12,7 @@ import {
   parseContentAddress,
   parseNarUrl,
   parseStorePath,
+  type ExportTrailer,
   type Narinfo,
 } from '../../protocol/index.js';
 import type { Principal } from '../access/index.js';
@@ -50,6 +52,13 @@ export interface ClientPathInfo {
   narSize: number;
   ca: string;
 }
+
+/**
+ * A batch's NAR up to this size is read into memory and ingested from there, not staged to a
+ * temporary file and read back (bench/README.md, ssh-copy). At most INGESTS_IN_FLIGHT of them are
+ * held at once (daemonSession.ts); a prepared path keeps only its zstd file.
+ */
+const IN_MEMORY_NAR_BYTES = 1024 * 1024;
 
 const baseName = (path: string, field: string): string => {
   const parsed = parseStorePath(path, DEFAULT_STORE_DIR, field);
@@ -124,6 +133,18 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
     }
   };
 
+  /** The whole NAR read into memory (a small one, within its lease), for the ingest without a staged file. */
+  const inMemory = async (nar: AsyncIterable<Uint8Array>, narSize: number): Promise<Uint8Array> => {
+    const chunks: Uint8Array[] = [];
+    let bytes = 0;
+    for await (const chunk of deps.leases.leased(nar)) {
+      bytes += chunk.byteLength;
+      if (bytes > narSize) throw new SessionEnds(`the NAR is longer than its announced ${narSize} bytes`);
+      chunks.push(chunk);
+    }
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
+  };
+
   /**
    * NarSize of this session's prepared paths not yet committed (an AddMultipleToStore batch): a
    * path's storage-limit check counts them, which the committed usage does not yet, so a stream
@@ -190,6 +211,34 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
     },
 
     /**
+     * Adds a path sent in Nix's export format (the serve protocol's ImportPaths): its NAR first,
+     * staged whole while it is hashed (the format sends no NarHash or NarSize: as `nix-store
+     * --import` does, they are what arrived), then `trailer` read: the path, references and
+     * deriver, checked and ingested as AddToStoreNar's are. The NAR is staged before its size is
+     * known, so outside an upload permit (one per session at a time, nar.maxUploadSize at most);
+     * the ingest takes one.
+     */
+    async addExported(nar: AsyncIterable<Uint8Array>, trailer: () => Promise<ExportTrailer>): Promise<void> {
+      if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
+      const hash = createHash('sha256');
+      let narSize = 0;
+      const hashed = (async function* () {
+        for await (const chunk of nar) {
+          hash.update(chunk);
+          narSize += chunk.byteLength;
+          yield chunk;
+        }
+      })();
+      await staged(hashed, async (file) => {
+        const { path, references, deriver } = await trailer();
+        const client: ClientPathInfo = { path, deriver, narHash: hash.digest('hex'), references, narSize, ca: '' };
+        const { target, info } = await admissible(client, async () => undefined);
+        if (await roomFor(target, info, async () => undefined)) return;
+        await deps.ingest.admitted(info.narSize, 'wait', target.owner, () => deps.ingest.ingest(target, info, { file }));
+      });
+    },
+
+    /**
      * add's first half, for a batch of paths (AddMultipleToStore): the NAR read, checked and
      * compressed under its upload permit, not yet committed; null when the cache holds the path
      * already. Committed by commit(), which gives each path's outcome.
@@ -198,22 +247,23 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       const { target, info } = await admissible(client, drain);
       // The NAR is read off the stream before the room and held checks, so the stream never waits
       // for their queries (a batch's paths would otherwise be read one query round trip apart).
-      return deps.ingest.admitted(info.narSize, 'wait', target.owner, () =>
-        staged(nar, async (file) => {
-          if (await roomFor(target, info, async () => undefined)) return null;
-          // reserved before the next await, so the paths prepared side by side see each other
-          const ahead = uncommittedBytes;
-          uncommittedBytes += info.narSize;
-          try {
-            if (ahead > 0) await deps.ingest.demandRoom(target, ahead + info.narSize);
-            const prepared = await deps.ingest.prepare(target, info, { file });
-            reserved.set(prepared, info.narSize);
-            return prepared;
-          } catch (e) {
-            uncommittedBytes -= info.narSize;
-            throw e;
-          }
-        }));
+      const ready = async (source: { file: string } | { bytes: Uint8Array }) => {
+        if (await roomFor(target, info, async () => undefined)) return null;
+        // reserved before the next await, so the paths prepared side by side see each other
+        const ahead = uncommittedBytes;
+        uncommittedBytes += info.narSize;
+        try {
+          if (ahead > 0) await deps.ingest.demandRoom(target, ahead + info.narSize);
+          const prepared = await deps.ingest.prepare(target, info, source);
+          reserved.set(prepared, info.narSize);
+          return prepared;
+        } catch (e) {
+          uncommittedBytes -= info.narSize;
+          throw e;
+        }
+      };
+      return deps.ingest.admitted(info.narSize, 'wait', target.owner, async () =>
+        info.narSize <= IN_MEMORY_NAR_BYTES ? ready({ bytes: await inMemory(nar, info.narSize) }) : staged(nar, (file) => ready({ file })));
     },
 
     /** Commits prepared paths together (narIngest.ts, commitMany): each one's error, or null. */

@@ -3,7 +3,8 @@
 // the session's cache, in the one project the login may build in that writes into that cache. The
 // .drv's closure is read from the cache (the client copied it there), so the scheduler, the
 // workers, the events and the direct-builds list treat it like any direct build; the session
-// follows the root build's live log and hands its lines to the client until the build is final.
+// follows the live logs of the inputs the farm builds first, then the root build's, and hands
+// their lines to the client until the root build is final.
 //
 // Why the .drv must be in the cache: a BuildDerivation carries only a "basic" derivation (no
 // input derivations), whose output paths nobody can check. Nix's own daemon builds those only
@@ -32,7 +33,11 @@ const MAX_OUTPUT_PATH_BYTES = 4096;
 export interface FarmBuildsDeps {
   sql: Sql;
   direct: { submit(who: Principal, request: { project: string; cache: string | null; drv: string | null; closure: Buffer }): Promise<BuildView> };
-  views: { build(who: Principal, buildId: string): Promise<BuildView> };
+  views: {
+    build(who: Principal, buildId: string): Promise<BuildView>;
+    /** the builds of the same evaluation whose outputs this one takes as inputs */
+    dependencies(who: Principal, buildId: string): Promise<BuildView[]>;
+  };
   /** the root build's log as it is written, ending when the build is final */
   liveLog(who: Principal, buildId: string): Promise<AsyncIterable<Uint8Array>>;
 }
@@ -134,6 +139,33 @@ export function buildDerivationFailure(outcome: FarmOutcome, claimed: Record<str
   return `the derivation sent names outputs (${differing.map(([n, p]) => `${n} ${p}`).join(', ')}) that ${drvPath} in cache "${cacheName}" does not build`;
 }
 
+/** The builds `rootId` waits for, transitively, inputs before what needs them; the root not included. */
+async function inputBuilds(deps: FarmBuildsDeps, who: Principal, rootId: string): Promise<BuildView[]> {
+  const ordered: BuildView[] = [];
+  const seen = new Set<string>([rootId]);
+  const visit = async (buildId: string): Promise<void> => {
+    for (const input of await deps.views.dependencies(who, buildId)) {
+      if (seen.has(input.build_id)) continue;
+      seen.add(input.build_id);
+      await visit(input.build_id);
+      ordered.push(input);
+    }
+  };
+  await visit(rootId);
+  return ordered;
+}
+
+/** Hands a build's live log to `log` line by line until the build is final. */
+async function followLog(deps: FarmBuildsDeps, who: Principal, buildId: string, log: (line: string) => Promise<void>): Promise<void> {
+  let partial = '';
+  for await (const chunk of await deps.liveLog(who, buildId)) {
+    const lines = (partial + Buffer.from(chunk).toString('utf8')).split('\n');
+    partial = lines.pop()!;
+    for (const line of lines) await log(line);
+  }
+  if (partial !== '') await log(partial);
+}
+
 export function farmBuilds(deps: FarmBuildsDeps) {
   return {
     /**
@@ -158,13 +190,14 @@ export function farmBuilds(deps: FarmBuildsDeps) {
       const closure = await drvClosureExport(cache, store.cache.name, drvPath);
       const submitted = await deps.direct.submit(store.who, { project, cache: store.cache.name, drv: drvPath, closure });
       await log(`kiln: building ${drvPath} as build ${submitted.build_id} of project ${project}`);
-      let partial = '';
-      for await (const chunk of await deps.liveLog(store.who, submitted.build_id)) {
-        const lines = (partial + Buffer.from(chunk).toString('utf8')).split('\n');
-        partial = lines.pop()!;
-        for (const line of lines) await log(line);
+      // The inputs the farm builds first (their .drv in the cache, their outputs not): their logs
+      // come before the root's, each in full, one after the other (nothing is lost while another
+      // is followed: a live log starts from its first stored byte).
+      for (const input of await inputBuilds(deps, store.who, submitted.build_id)) {
+        await log(`kiln: building input ${input.drv_path} as build ${input.build_id}`);
+        await followLog(deps, store.who, input.build_id, log);
       }
-      if (partial !== '') await log(partial);
+      await followLog(deps, store.who, submitted.build_id, log);
       // The live log ends when the build is final, or never started and its evaluation ended.
       const final = await deps.views.build(store.who, submitted.build_id);
       const outputs = Object.fromEntries(Object.entries(final.outputs).filter((e): e is [string, string] => e[1] !== null));

@@ -2,7 +2,7 @@
 // protocol (serve-protocol.hh; nix-store.cc opServe is the server, legacy-ssh-store.cc the
 // client) answered from one kiln cache. The protocol has no error message on the wire: like
 // `nix-store --serve`, kiln writes the error to the session's stderr and ends it.
-import { readImportedPathInfo, WireError, WireReader, wireString, wireStrings, wireU64 } from '../../protocol/index.js';
+import { EXPORT_MAGIC, exportedNar, nextExportedPath, readExportTrailer, readImportedPathInfo, WireError, WireReader, wireString, wireStrings, wireU64 } from '../../protocol/index.js';
 import { cachePaths, type SessionStore } from './cachePaths.js';
 import { buildDerivationFailure, readBasicDerivationOutputs } from './farmBuilds.js';
 import { StoreRefusal } from './sessionErrors.js';
@@ -10,13 +10,14 @@ import type { DaemonSessionDeps, SessionOutput } from './daemonSession.js';
 
 const SERVE_MAGIC_1 = 0x390c9deb;
 const SERVE_MAGIC_2 = 0x5452eecb;
-/** 2.7: from 2.5 Nix adds paths with AddToStoreNar (a sized NAR), not ImportPaths. */
+/** 2.7: from 2.5 Nix adds paths with AddToStoreNar (a sized NAR); ImportPaths stays for older clients and Hydra. */
 const SERVE_PROTOCOL_MINOR = 7;
 
 const cmd = {
   queryValidPaths: 1,
   queryPathInfos: 2,
   dumpStorePath: 3,
+  importPaths: 4,
   exportPaths: 5,
   buildPaths: 6,
   queryClosure: 7,
@@ -29,8 +30,6 @@ const PERMANENT_FAILURE = 3;
 /** BuildResult::Status values of BuildDerivation. */
 const BUILT = 0;
 const MISC_FAILURE = 9;
-/** exportMagic of Nix's export format (store-api.hh): one path's trailer starts with it. */
-const EXPORT_MAGIC = 0x4558494e;
 
 /** Serves the session; throws StoreRefusal or WireError with what the client should be told on stderr. */
 export async function serveLegacySession(
@@ -181,6 +180,13 @@ export async function serveLegacySession(
           for (const ref of info.references) queue.push(`/nix/store/${ref}`);
         }
         await out.write(wireStrings([...seen].sort()));
+        break;
+      }
+      case cmd.importPaths: {
+        if (!writeFlag) throw new StoreRefusal('importing paths is not allowed');
+        // Nix's export format, path after path (exportWire.ts); each one stored as it is read.
+        while (await nextExportedPath(from)) await cache.addExported(exportedNar(from, deps.maxUploadSize), () => readExportTrailer(from));
+        await out.write(wireU64(1));
         break;
       }
       case cmd.addToStoreNar: {

@@ -116,12 +116,17 @@ export async function verifyStagedNar(input: VerifyInput): Promise<VerifyOutput>
     const digest = await hashNar(scanned, { maxNarSize: input.narSize }, listing);
     return { ok: true, ...digest, listing: renderNarListing(listing.listing), missingReferences: scanner.missing };
   } catch (e) {
-    if (!isNarError(e)) throw e;
-    if (e.offset === input.narSize && /larger than the limit/.test(e.reason)) {
-      return { ok: false, field: 'NarSize', reason: `the NAR is longer than the announced ${input.narSize} bytes` };
-    }
-    return { ok: false, field: 'nar', reason: e.message };
+    return narFault(e, input.narSize);
   } finally {
     file.destroy();
   }
+}
+
+/** The upload's fault a check pass ran into (the NAR's, or longer than its NarSize); anything else is thrown on. */
+export function narFault(e: unknown, narSize: number): { ok: false; field: 'nar' | 'NarSize'; reason: string } {
+  if (!isNarError(e)) throw e;
+  if (e.offset === narSize && /larger than the limit/.test(e.reason)) {
+    return { ok: false, field: 'NarSize', reason: `the NAR is longer than the announced ${narSize} bytes` };
+  }
+  return { ok: false, field: 'nar', reason: e.message };
 }

@@ -36,8 +36,8 @@ export interface IngestRequest {
   signingKey: SigningKey;
   /** the narinfo the upload claims; its Sig lines are ignored (the cache signs for itself) */
   info: Narinfo;
-  /** the staged file and how it is compressed */
-  source: string;
+  /** the staged file and how it is compressed, or a small uncompressed NAR in memory (compression none) */
+  source: string | Uint8Array;
   compression: string;
   /** the frames directory of a staged upload (compressed while its chunks arrived) */
   framesDir?: string;

@@ -74,6 +74,8 @@ export interface NarUploads {
    * or the held copy. Committed with commitPrepared, or thrown away with discardPrepared.
    */
   prepareFile(request: Omit<FinalizeRequest, 'uploadKey' | 'submitted'> & { file: string; compression: string }): Promise<PreparedIngest>;
+  /** prepareFile for a small uncompressed NAR in memory: no staged file to write and read back (narBytesPass.ts). */
+  prepareBytes(request: Omit<FinalizeRequest, 'uploadKey' | 'submitted'> & { nar: Uint8Array }): Promise<PreparedIngest>;
   /** Commits prepared ingests together, in one transaction when none fails (commitIngestBatch.ts); each one's outcome. */
   commitPrepared(prepared: readonly PreparedIngest[]): Promise<PromiseSettledResult<IngestOutcome>[]>;
   /** Removes what a prepared ingest wrote. */
@@ -266,6 +268,10 @@ export function narUploads(deps: NarUploadsDeps): NarUploads {
 
     prepareFile: (request) => prepareIngest(deps, {
       cacheId: request.cacheId, signingKey: request.signingKey, info: request.info, source: request.file, compression: request.compression,
+    }),
+
+    prepareBytes: (request) => prepareIngest(deps, {
+      cacheId: request.cacheId, signingKey: request.signingKey, info: request.info, source: request.nar, compression: 'none',
     }),
 
     async commitPrepared(prepared) {

@@ -2,8 +2,10 @@
 // `kiln worker`: `nix build --store ssh-ng://CACHE@kiln --eval-store auto` (BuildPaths of
 // `drv!out`) and `nix-build --builders 'ssh-ng://CACHE@kiln x86_64-linux' -j0` (BuildDerivation;
 // also over `ssh://`, the serve protocol) each become a direct build of the project that writes into the cache; the client sees the
-// build's log, the output lands in the cache, and the build is listed with its log in the API.
-// A derivation whose .drv the cache lacks is refused with what to do; a reader cannot build.
+// build's log (and the logs of inputs the farm builds first), the output lands in the cache, and
+// the build is listed with its log in the API.
+// A derivation whose .drv the cache lacks is refused with what to do; a reader cannot build. With
+// two projects writing into the cache, `remote-program='nix-daemon --project ORG/PROJECT'` names one.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -71,6 +73,7 @@ t.test('builds over ssh-ng run on kiln\'s workers', { timeout: 280_000 }, async 
     t.equal(run.status, 0, run.stderr);
     const [built] = JSON.parse(run.stdout) as { drvPath: string; outputs: { out: string } }[];
     t.match(run.stderr, new RegExp(`building top ${nonce}`), 'the client saw the build\'s log');
+    t.match(run.stderr, new RegExp(`building dep ${nonce}[^]*building top ${nonce}`), 'and before it the log of the input the farm built first');
     const listed = (await directBuilds()).find((b) => b.drv_path === built!.drvPath);
     t.ok(listed, 'the build is in the direct-builds list');
     t.equal(listed?.status, 'completed');
@@ -132,5 +135,34 @@ t.test('builds over ssh-ng run on kiln\'s workers', { timeout: 280_000 }, async 
     t.not(run.status, 0);
     t.match(run.stderr, /no project you may build in .* writes into cache "main"/);
     t.notOk((await directBuilds()).some((b) => b.drv_path.includes('kiln-ssh-carol')), 'no build was made');
+  });
+
+  // Last: from here on two of ada's projects write into the cache.
+  await t.test('with several projects writing into the cache, remote-program\'s --project picks one', async (t) => {
+    t.equal((await kiln.api('PUT', '/projects/acme', { token: ada.token, body: { name: 'lib', repository: 'file:///nonexistent' } })).status, 200);
+    const [lib] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'lib'`;
+    await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${lib!.id}, ${cache.id}, 2)`;
+    const projectOf = async (drvPath: string) => {
+      const [row] = await kiln.sql<{ project: string }[]>`
+        select o.name || '/' || p.name as project from builds b join derivation_builds db on db.id = b.derivation_build_id
+        join derivations d on d.id = db.derivation_id join evaluations e on e.id = b.evaluation_id join tasks k on k.id = e.task_id
+        join projects p on p.id = k.project_id join organizations o on o.id = p.organization_id
+        where d.drv_path = ${drvPath} and b.id in (select build_id from unnest(${(await directBuilds()).map((b) => b.build_id)}::uuid[]) as build_id)`;
+      return row?.project ?? null;
+    };
+    const build = (name: string, storeUrl: string) => runNix('nix', ['build', '--store', storeUrl, '--eval-store', 'auto', '-f', freshDerivation(name).file, '--json'], sshEnv(adaKey));
+
+    const unnamed = await build('kiln-ssh-unnamed', 'ssh-ng://main@127.0.0.1');
+    t.not(unnamed.status, 0, 'two projects and none named: refused');
+    t.match(unnamed.stderr, /several projects you may build in write into cache "main" \(acme\/app, acme\/lib\): name one with remote-program/);
+
+    const named = await build('kiln-ssh-named', `ssh-ng://main@127.0.0.1?remote-program=${encodeURIComponent('nix-daemon --project acme/lib')}`);
+    t.equal(named.status, 0, named.stderr);
+    const [built] = JSON.parse(named.stdout) as { drvPath: string }[];
+    t.equal(await projectOf(built!.drvPath), 'acme/lib', 'the build is the named project\'s');
+
+    const other = await build('kiln-ssh-other', `ssh-ng://main@127.0.0.1?remote-program=${encodeURIComponent('nix-daemon --project acme/nowhere')}`);
+    t.not(other.status, 0, 'a project that does not write into the cache is refused');
+    t.match(other.stderr, /project "acme\/nowhere" does not write into cache "main"/);
   });
 });
