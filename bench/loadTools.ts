@@ -75,8 +75,9 @@ const BYTES = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
  * wrk with --latency, two threads unless told; with `script` (WRK_PATHS_SCRIPT) each connection walks the
  * paths of `pathsFile` round-robin, without it every request asks for `url` itself.
  */
-export async function wrk(url: string, opts: { connections: number; seconds: number; pathsFile?: string; script?: string; threads?: number; cpus?: string }): Promise<WrkResult> {
-  const args = [`-t${opts.threads ?? 2}`, `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...(opts.script ? ['-s', opts.script] : []), url];
+export async function wrk(url: string, opts: { connections: number; seconds: number; pathsFile?: string; script?: string; threads?: number; cpus?: string; headers?: string[] }): Promise<WrkResult> {
+  const headers = (opts.headers ?? []).flatMap((h) => ['-H', h]);
+  const args = [`-t${opts.threads ?? 2}`, `-c${opts.connections}`, `-d${opts.seconds}s`, '--latency', ...headers, ...(opts.script ? ['-s', opts.script] : []), url];
   // with `cpus`, wrk runs pinned there (taskset), off the CPUs of the server under test
   const [command, argv]: [string, string[]] = opts.cpus === undefined ? ['wrk', args] : ['taskset', ['-c', opts.cpus, 'wrk', ...args]];
   const { stdout } = await promisify(execFile)(command, argv, { env: { ...process.env, PATHS_FILE: opts.pathsFile ?? '' }, maxBuffer: 1 << 20 });

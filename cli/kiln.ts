@@ -9,7 +9,7 @@ import { startBuildServerWorkers, type BuildServerWorkers } from './buildServerW
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
-import { buildRoutes, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
+import { buildRoutes, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -242,13 +242,17 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
+    // TLS ends in the serving threads, at least one of them; the main thread then listens on loopback only.
+    const tls = config['tls.certFile'] === null || config['tls.keyFile'] === null ? null : checkedTlsFiles(config['tls.certFile'], config['tls.keyFile']);
     const threads = config['http.threads'];
+    const threaded = threads > 1 || tls !== null;
     let servingThreads: ServingThreads | null = null;
     const routes = buildRoutes(services);
     const http: HttpServer = await startHttpServer({
       listenAddr: config['listenAddr'],
-      port: threads > 1 && config['port'] === 0 ? await freePort(config['listenAddr']) : config['port'],
-      origin: threads > 1,
+      port: threaded && config['port'] === 0 ? await freePort(config['listenAddr']) : config['port'],
+      origin: threaded,
+      public: tls === null,
       maxRequestSize: config['http.maxRequestSize'],
       trustedProxies: config['http.trustedProxies'],
       minimumBodyRate: {
@@ -267,9 +271,10 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       },
     });
     stack.push(() => http.close());
-    if (threads > 1) {
+    if (threaded) {
       const serving = await startServingThreads({
         count: threads, listenAddr: config['listenAddr'], port: http.port, originPort: http.originPort!, log: componentLogger(log, 'web'),
+        ...(tls === null ? {} : { tls }),
         // With S3 the route redirects large files to a presigned URL: the threads leave NARs to it.
         ...(config['s3.enable'] ? {} : { nars: threadNarServices(services) }),
         smallNars: { maxFileBytes: config['nar.smallBytes'], hotCacheBytes: config['nar.hotCacheBytes'] },
@@ -300,7 +305,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     if (config['worker.enable']) {
       // worker.baseDir's default is a system path; the local worker of a dev server lives under baseDir.
       const workerDir = loaded.sourceOf('worker.baseDir').kind === 'default' ? join(config['baseDir'], 'worker') : config['worker.baseDir'];
-      const localWorker = startLocalWorker({ port: http.port, baseDir: workerDir, log: componentLogger(log, 'proto') });
+      // With TLS the public port speaks only TLS; the local worker uses the main thread's loopback listener.
+      const localWorker = startLocalWorker({ port: tls === null ? http.port : http.originPort!, baseDir: workerDir, log: componentLogger(log, 'proto') });
       if (localWorker) stack.push(() => localWorker.stop());
     }
     let ssh: SshServer | null = null;
@@ -310,7 +316,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       stack.push(() => started.close());
     }
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
-    const url = `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
+    const url = `${tls === null ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
     return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, buildServers, routes, stop: unwind };
   } catch (e) {

@@ -56,6 +56,9 @@ export const rules: readonly Rule[] = [
   required('oidc.clientSecretFile', 'oidc.enable'),
   required('oidc.discoveryUrl', 'oidc.enable'),
   required('scim.tokenFile', 'scim.enable'),
+  // TLS needs both halves: a certificate without its key (or the reverse) is a mistake, not plain HTTP
+  { path: 'tls.keyFile', applies: (c) => isSet(c['tls.certFile']), holds: (c) => isSet(c['tls.keyFile']), expected: 'set when tls.certFile is set' },
+  { path: 'tls.certFile', applies: (c) => isSet(c['tls.keyFile']), holds: (c) => isSet(c['tls.certFile']), expected: 'set when tls.keyFile is set' },
   { path: 'oidc.enable', applies: (c) => c['oidc.required'], holds: (c) => c['oidc.enable'], expected: 'true when oidc.required is true' },
   {
     path: 'email.from.address',

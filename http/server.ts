@@ -37,6 +37,11 @@ export interface HttpServerOptions<P> {
   observe?: RequestObserver;
   /** Also listen on a loopback port of its own, where serving threads relay what they do not answer (http/serving/). */
   origin?: boolean;
+  /**
+   * False: only the loopback origin listens, `port` is the serving threads' alone (TLS ends in the
+   * threads: docs/http.md, "TLS"). Needs `origin` and a named port.
+   */
+  public?: boolean;
 }
 
 /** `method` is lowercase and one of METHODS, "head" or "other"; a request the client left is status 499. */
@@ -309,24 +314,24 @@ export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServ
     });
   });
   return (async () => {
-    const socket = await listen(opts.listenAddr, opts.port);
-    const port = uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
+    const socket = opts.public === false ? null : await listen(opts.listenAddr, opts.port);
+    const port = socket === null ? opts.port : uWS.us_socket_local_port(socket as unknown as uWS.us_socket);
     let origin: us_listen_socket | null = null;
     try {
-      origin = opts.origin === true ? await listen('127.0.0.1', 0) : null;
+      origin = opts.origin === true || socket === null ? await listen('127.0.0.1', 0) : null;
     } catch (e) {
-      uWS.us_listen_socket_close(socket);
+      if (socket !== null) uWS.us_listen_socket_close(socket);
       throw e;
     }
     const originPort = origin === null ? null : uWS.us_socket_local_port(origin as unknown as uWS.us_socket);
-    log.info({ address: opts.listenAddr, port, ...(originPort === null ? {} : { originPort }) }, 'listening');
+    log.info({ address: opts.listenAddr, port, ...(socket === null ? { public: 'serving threads only' } : {}), ...(originPort === null ? {} : { originPort }) }, 'listening');
     for (const notice of opts.routes.notices) log.warn(notice);
     return {
       port,
       originPort,
       app,
       async close(graceMs = 10_000) {
-        uWS.us_listen_socket_close(socket);
+        if (socket !== null) uWS.us_listen_socket_close(socket);
         if (origin !== null) uWS.us_listen_socket_close(origin);
         const deadline = new Promise((r) => setTimeout(r, graceMs).unref());
         await Promise.race([Promise.allSettled([...inFlight]), deadline]);

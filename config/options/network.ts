@@ -1,4 +1,4 @@
-// Registry options under frontend.*, http.*, outbound.*, ssh.*, proto.*, reverseProxy.*.
+// Registry options under frontend.*, http.*, outbound.*, ssh.*, proto.*, reverseProxy.*, tls.*.
 import { bool, int, unsignedInt, positiveInt, port, str, path, url, cidrList, ipList, lines, nullable } from '../kinds.js';
 import { option, derived, noEnv, deploymentOnly } from '../option.js';
 
@@ -24,6 +24,12 @@ export const networkOptions = {
     'uWS serving threads on the server\'s port: each answers anonymous narinfo requests from its own hot memory, sends anonymous readers\' NAR files itself from the filesystem store, and relays everything else to the main thread; 1 serves everything from the main thread',
     { extension: true },
   ),
+  'tls.certFile': option(
+    nullable(path()), null,
+    'PEM certificate chain kiln serves TLS with on its port, terminated in the serving threads (at least one runs); null leaves TLS to a proxy in front; useTls keeps its meaning (https URLs, Secure cookies)',
+    { extension: true },
+  ),
+  'tls.keyFile': option(nullable(path()), null, 'PEM private key of tls.certFile', { extension: true }),
   'http.trustedProxies': option(cidrList(), ['127.0.0.1/8', '::1/128'], 'CIDR ranges of peers allowed to set X-Forwarded-For'),
   'outbound.allowedNetworks': option(
     cidrList(), [],

@@ -17,6 +17,11 @@ export interface ForwardOrigin {
   port: number;
   secret: string;
   agent: Agent;
+  /**
+   * node:http's buffer per loopback request (its default, 64 KiB, when unset). Tests set it small: a
+   * pause then needs a request that fits one loopback segment (relayedBodyEnd.test.ts).
+   */
+  highWaterMark?: number;
 }
 
 export interface ForwardedAnswer {
@@ -91,7 +96,10 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
   const { method, path, headers, hasBody } = captured;
   let aborted = false;
   let finished = false;
-  const upstream = httpRequest({ host: '127.0.0.1', port: origin.port, method, path, headers, agent: origin.agent });
+  const upstream = httpRequest({
+    host: '127.0.0.1', port: origin.port, method, path, headers, agent: origin.agent,
+    ...(origin.highWaterMark === undefined ? {} : { highWaterMark: origin.highWaterMark }),
+  });
   res.onAborted(() => {
     aborted = true;
     upstream.destroy();

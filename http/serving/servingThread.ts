@@ -88,7 +88,8 @@ function learnNarinfo(generation: number, cache: string, file: string, a: Forwar
   return true;
 }
 
-const app = uWS.App();
+// With TLS the thread ends it: the main thread listens on loopback only (docs/http.md, "TLS").
+const app = data.tls === null ? uWS.App() : uWS.SSLApp({ cert_file_name: data.tls.certFile, key_file_name: data.tls.keyFile });
 const late = await lateUpgrades();
 relayWebSockets(app, origin, late);
 app.get('/cache/:cache/:file', answerFromMemory);

@@ -8,7 +8,7 @@ import { fromPromise } from 'xstate';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
 import type { ThreadNarServices } from './narGrants.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
 
 /**
  * How long a thread has to close its listen socket and end before it is terminated. Terminating a
@@ -31,6 +31,8 @@ export interface ServingThreadsOptions {
   nars?: ThreadNarServices;
   /** nar.smallBytes and nar.hotCacheBytes: each thread keeps small NAR files in memory within SMALL_NAR_BYTES of its own (0 disables, as for the main thread) */
   smallNars: { maxFileBytes: number; hotCacheBytes: number };
+  /** TLS on the port: each thread runs uWS's SSL app */
+  tls?: TlsFiles;
   log: { info(o: object, msg: string): void; error(o: object, msg: string): void };
 }
 
@@ -59,6 +61,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
     const data: ServingThreadData = {
       index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!, smallNars: { maxFileBytes: opts.smallNars.maxFileBytes, budget: Math.min(SMALL_NAR_BYTES, opts.smallNars.hotCacheBytes) },
       readPlaces: opts.nars === undefined ? null : { buffer: opts.nars.readPlaces.buffer, limit: opts.nars.readPlaces.limit },
+      tls: opts.tls ?? null,
     };
     const worker = new Worker(new URL('./servingThread.ts', import.meta.url), { workerData: data, execArgv: threadExecArgv(), name: `http-thread-${index}` });
     startCounts.set(index, (startCounts.get(index) ?? 0) + 1);

@@ -18,6 +18,14 @@ export interface ServingThreadData {
   smallNars: { maxFileBytes: number; budget: number };
   /** nar.maxConcurrentDownloads shared with the main thread (storage/nars/sharedReadPlaces.ts), when the thread sends NARs */
   readPlaces: { buffer: SharedArrayBuffer; limit: number } | null;
+  /** tls.certFile / tls.keyFile: the thread's app is uWS's SSL app */
+  tls: TlsFiles | null;
+}
+
+/** PEM files of the certificate chain and its key (checked by tlsFiles.ts before any thread starts). */
+export interface TlsFiles {
+  certFile: string;
+  keyFile: string;
 }
 
 export const COUNTER_REQUESTS = 0;
