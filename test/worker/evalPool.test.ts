@@ -108,6 +108,13 @@ t.test('the victim is the smallest subprocess large enough to restore the margin
     availableBytes: () => (pids.length < 3 || pool.memoryKills > 0 ? HOST_BYTES : MIN_FREE - 80 * MIB),
   };
   const pool = new EvalPool({ size: 3, minFreeBytes: MIN_FREE, memory: probe, watchIntervalMs: 10 });
+  t.teardown(() => pids.forEach((pid) => {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // ended already
+    }
+  }));
   const started = (pid: number) => {
     pids.push(pid);
     mostAtOnce = Math.max(mostAtOnce, pool.pids().length);
@@ -116,14 +123,16 @@ t.test('the victim is the smallest subprocess large enough to restore the margin
     onStart(pid);
     started(pid);
   })));
-  const fourth = pool.run(async (onStart) => {
-    onStart(process.pid);
+  let fourthStartedEarly = false;
+  const fourth = pool.run(async () => {
+    fourthStartedEarly = pool.memoryKills === 0;
     return 'the fourth ran';
   });
   const killed = await Promise.race(calls.map((call, i) => call.then((outcome) => ({ i, outcome }))));
   t.equal(killed.i, 1, 'the 100 MiB one, not the 300 MiB one nor the 50 MiB one');
   t.match(killed.outcome, { killedForMemory: true, message: /holding 100 MiB/ });
-  t.same(await fourth, { killedForMemory: false, result: 'the fourth ran' }, 'the fourth call waited for a free place');
+  t.same(await fourth, { killedForMemory: false, result: 'the fourth ran' });
+  t.notOk(fourthStartedEarly, 'the fourth call waited for a free place');
   t.equal(mostAtOnce, 3, 'three ran at once');
   for (const pid of [pids[0]!, pids[2]!]) process.kill(-pid, 'SIGTERM');
   t.same((await Promise.all(calls)).map((c) => c.killedForMemory), [false, true, false]);
