@@ -5,9 +5,9 @@
 // still fetches a `path:` tree of the worker's files (docs/worker.md, "The evaluation pool"). So no
 // subprocess is ever idle, above maxRss or not: the restart maxRss asks for is every call's end.
 // What guards the host during a call is a watch on available memory: below the margin, the pool
-// kills the one running subprocess whose resident size is enough to restore it (the smallest such,
-// else the largest), and its call fails with that reason, which the caller narrows down to the
-// attribute that needed the memory.
+// kills one running subprocess, the largest (large enough to restore the margin whenever any one
+// is), and its call fails with that reason, which the caller narrows down to the attribute that
+// needed the memory.
 import type { MemoryProbe } from './memoryProbe.js';
 
 export interface EvalPoolOptions {
@@ -92,9 +92,12 @@ export class EvalPool {
     const available = this.options.memory.availableBytes();
     if (available >= this.options.minFreeBytes) return;
     const deficit = this.options.minFreeBytes - available;
-    sizes.sort((a, b) => a.rss - b.rss);
-    const victim = sizes.find((s) => s.rss >= deficit) ?? sizes[sizes.length - 1]!;
-    const message = `its evaluation subprocess, holding ${mib(victim.rss)}, was killed: the host had ${mib(available)} of memory available, below worker.system.minFreeRamMb (${mib(this.options.minFreeBytes)})`;
+    // The largest: it covers the shortfall whenever any one does, and it is the one growing. The
+    // smallest that covers it was tried first; the bench showed it killing small calls beside a
+    // growing one that then crossed the margin again (docs/worker.md, "The evaluation pool").
+    const victim = sizes.reduce((a, b) => (b.rss > a.rss ? b : a));
+    const covers = victim.rss >= deficit;
+    const message = `its evaluation subprocess, holding ${mib(victim.rss)}, was killed: the host had ${mib(available)} of memory available, below worker.system.minFreeRamMb (${mib(this.options.minFreeBytes)})${covers ? '' : ', and no one subprocess held the shortfall'}`;
     victim.entry.killReason = message;
     this.killing = victim.entry;
     this.memoryKills++;

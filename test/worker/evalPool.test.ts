@@ -1,7 +1,7 @@
 // The evaluation pool with real Nix (worker/evalPool.ts): a flake's attributes are split into
 // calls across worker.eval.forkWorkers subprocesses, at most that many at once; a broken attribute
-// fails alone; below worker.system.minFreeRamMb the one subprocess large enough to restore the
-// margin is killed and only the attribute that needed the memory fails, with the reason, which the
+// fails alone; below worker.system.minFreeRamMb the largest subprocess, which restores the
+// margin, is killed and only the attribute that needed the memory fails, with the reason, which the
 // evaluation's activity also reports; and no subprocess outlives its call (worker.eval.maxRss).
 // The host's memory is a probe: a host of HOST_BYTES where the pool's subprocesses, at their real
 // resident sizes, are all that runs.
@@ -98,7 +98,7 @@ function sleeper(onStart: (pid: number) => void): Promise<string> {
   return new Promise((resolve) => child.on('close', (_code, signal) => resolve(String(signal))));
 }
 
-t.test('the victim is the smallest subprocess large enough to restore the margin; at most size run at once', async (t) => {
+t.test('the victim is the largest subprocess, which restores the margin; at most size run at once', async (t) => {
   const sizes = [300 * MIB, 100 * MIB, 50 * MIB];
   const pids: number[] = [];
   let mostAtOnce = 0;
@@ -129,13 +129,13 @@ t.test('the victim is the smallest subprocess large enough to restore the margin
     return 'the fourth ran';
   });
   const killed = await Promise.race(calls.map((call, i) => call.then((outcome) => ({ i, outcome }))));
-  t.equal(killed.i, 1, 'the 100 MiB one, not the 300 MiB one nor the 50 MiB one');
-  t.match(killed.outcome, { killedForMemory: true, message: /holding 100 MiB/ });
+  t.equal(killed.i, 0, 'the 300 MiB one, not the 100 MiB one that would have covered the 80 MiB short');
+  t.match(killed.outcome, { killedForMemory: true, message: /holding 300 MiB/ });
   t.same(await fourth, { killedForMemory: false, result: 'the fourth ran' });
   t.notOk(fourthStartedEarly, 'the fourth call waited for a free place');
   t.equal(mostAtOnce, 3, 'three ran at once');
-  for (const pid of [pids[0]!, pids[2]!]) process.kill(-pid, 'SIGTERM');
-  t.same((await Promise.all(calls)).map((c) => c.killedForMemory), [false, true, false]);
+  for (const pid of [pids[1]!, pids[2]!]) process.kill(-pid, 'SIGTERM');
+  t.same((await Promise.all(calls)).map((c) => c.killedForMemory), [true, false, false]);
   t.equal(pool.memoryKills, 1, 'one kill only');
   t.same(pool.pids(), [], 'no subprocess outlives its call (so none is idle above worker.eval.maxRss)');
 });
