@@ -1,8 +1,9 @@
 // The evaluation pool under memory pressure (issue 23): a synthetic flake of `attributes` cheap
 // derivations and `hogs` attributes that each allocate `hogGiB` before their derivation's name is
-// known. The worker's margin is set so the pool has `headroomMb` to spend above what the host has
-// available when the run starts (worker.system.minFreeRamMb = available - headroom), as on a
-// worker whose memory is nearly taken. Goal: the evaluation completes with the hogs failed and
+// known. The host is `poolOnlyHost`: `headroomMb` above worker.system.minFreeRamMb (1 GiB here) to
+// spare, taken only by the pool's subprocesses at their real resident sizes, as on a worker whose
+// memory is nearly taken (the machine's own available memory comes and goes with other work, which
+// let a 1.5 GiB attribute through in one run and killed small calls in another). Goal: the evaluation completes with the hogs failed and
 // every other attribute evaluated, no out-of-memory kill by the kernel (/proc/vmstat oom_kill),
 // the pool's largest subprocess within the margin plus one call. Baseline in the same run: the
 // same flake without the hogs, the same pool, for the cost of the evaluation itself.
@@ -16,7 +17,7 @@ import { join } from 'node:path';
 import { parseAttributeWildcard } from '../protocol/index.js';
 import { defaultForkWorkers, evaluateFlake } from '../worker/flakeEval.js';
 import { checkoutCommit } from '../worker/gitCheckout.js';
-import { procMemoryProbe } from '../worker/memoryProbe.js';
+import { poolOnlyHost, procMemoryProbe } from '../worker/memoryProbe.js';
 import { loadAverage } from './childServer.js';
 
 const attributes = Number(process.argv[2] ?? 5000);
@@ -53,10 +54,11 @@ async function run(name: string, withHogs: boolean) {
   const wildcard = parseAttributeWildcard('packages.x86_64-linux.*');
   if (!wildcard.ok) throw new Error(wildcard.reason);
   const available = procMemoryProbe.availableBytes();
-  const minFreeBytes = Math.max(0, available - headroomMb * MIB);
+  const minFreeBytes = 1024 * MIB;
   const oomBefore = oomKills();
   const started = performance.now();
-  const result = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env, pool: { size: forkWorkers, minFreeBytes } });
+  const memory = poolOnlyHost(minFreeBytes + headroomMb * MIB);
+  const result = await evaluateFlake({ flakeRef: checkout.flakeRef, wildcard: wildcard.value, env, pool: { size: forkWorkers, minFreeBytes, memory } });
   const seconds = (performance.now() - started) / 1000;
   if (!result.ok) throw new Error(`${name}: ${result.failure.message}`);
   const failed = result.value.errors.map((e) => e.path[2] ?? '');

@@ -37,3 +37,26 @@ export function minFreeRamBytes(configuredMb: number, totalBytes: number = total
   if (configuredMb > 0) return configuredMb * MIB;
   return Math.min(1024 * MIB, Math.max(128 * MIB, Math.floor(totalBytes / 10)));
 }
+
+/**
+ * A host with `availableBytes` to spare before the pool's subprocesses, which are all that changes
+ * it: their real resident sizes, as last read, are taken from it. For the bench and the tests,
+ * where the real host is shared with work whose memory comes and goes.
+ */
+export function poolOnlyHost(availableBytes: number): MemoryProbe {
+  const held = new Map<number, number>();
+  return {
+    rssBytes(pid) {
+      const rss = procMemoryProbe.rssBytes(pid);
+      if (rss === null) held.delete(pid);
+      else held.set(pid, rss);
+      return rss;
+    },
+    availableBytes() {
+      const used = [...held.values()].reduce((a, b) => a + b, 0);
+      // The pool reads every running subprocess before the host, so what is held is current.
+      held.clear();
+      return availableBytes - used;
+    },
+  };
+}

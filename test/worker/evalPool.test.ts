@@ -13,7 +13,7 @@ import { parseAttributeWildcard } from '../../protocol/index.js';
 import { EvalPool } from '../../worker/evalPool.js';
 import { evaluateFlake, type PoolSettings } from '../../worker/flakeEval.js';
 import { checkoutCommit } from '../../worker/gitCheckout.js';
-import { procMemoryProbe, type MemoryProbe } from '../../worker/memoryProbe.js';
+import { poolOnlyHost, procMemoryProbe, type MemoryProbe } from '../../worker/memoryProbe.js';
 import { createFlakeRepo } from '../support/flakeRepo.js';
 import { nixEnv, requireNix, tempDir } from '../support/nixStore.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
@@ -30,23 +30,7 @@ const derivation = (name: string) => `derivation { name = ${name}; system = "x86
 /** About 600 MiB resident before its name is known (5 million list elements summed). */
 const HOG = derivation('"kiln-hog-${toString (builtins.foldl\' builtins.add 0 (builtins.genList (x: x) 5000000))}"');
 
-/** The host above: what the pool's subprocesses hold at their last reading is all that is used. */
-function poolHost(): MemoryProbe {
-  const held = new Map<number, number>();
-  return {
-    rssBytes(pid) {
-      const rss = procMemoryProbe.rssBytes(pid);
-      if (rss === null) held.delete(pid);
-      else held.set(pid, rss);
-      return rss;
-    },
-    availableBytes() {
-      const used = [...held.values()].reduce((a, b) => a + b, 0);
-      held.clear();
-      return HOST_BYTES - used;
-    },
-  };
-}
+const poolHost = () => poolOnlyHost(HOST_BYTES);
 
 async function evaluate(name: string, attributes: Record<string, string>, pool: PoolSettings, activity: string[] = []) {
   const body = Object.entries(attributes).map(([attr, value]) => `${attr} = ${value};`).join('\n');
