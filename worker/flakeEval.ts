@@ -121,7 +121,7 @@ async function evaluateInPool(paths: string[][], options: EvaluateOptions, say: 
   const chunkSize = Math.max(1, Math.min(BATCH, Math.ceil(paths.length / (size * CHUNKS_PER_SUBPROCESS))));
   const chunks: string[][][] = [];
   for (let start = 0; start < paths.length; start += chunkSize) chunks.push(paths.slice(start, start + chunkSize));
-  say(`evaluating ${paths.length} attributes in ${chunks.length} calls, ${Math.min(size, chunks.length)} at a time`);
+  say(`evaluating ${paths.length} attributes in ${chunks.length} ${chunks.length === 1 ? 'call' : 'calls'}, up to ${Math.min(size, chunks.length)} at once`);
   const run = async (chunk: string[][]): Promise<EvalRun> => {
     const outcome = await pool.run((onStart) => runEvalExpression(`let flake = ${flakeExpression(options.flakeRef)}; in ${derivationsOfFlake(chunk)}`, options, onStart));
     if (!outcome.killedForMemory) return outcome.result;
