@@ -17,6 +17,8 @@ export interface RunOptions {
   collectStdout?: boolean;
   /** the child's out-of-memory score adjustment (worker/oomScore.ts); unset: inherited */
   oomScore?: number;
+  /** the child's pid once it runs; it leads its own process group */
+  onStart?: (pid: number) => void;
 }
 
 export interface RunResult {
@@ -40,6 +42,7 @@ export function runCommand(command: string, args: readonly string[], options: Ru
     // detached: the child leads its own process group, which the abort signals as a whole.
     const [file, argv] = options.oomScore === undefined ? [command, args] : withOomScore(options.oomScore, command, args);
     const child = spawn(file, argv, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    if (child.pid !== undefined) options.onStart?.(child.pid);
     const stdout: Buffer[] = [];
     const tailLimit = options.stderrTailBytes ?? 64 * 1024;
     let tail = '';

@@ -60,6 +60,7 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
     flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal,
     ...(stats ? { stats } : {}), onActivity: (message) => activity('eval', message),
     ...(ctx.settings.oomScoreAdjust === null ? {} : { oomScore: EVALUATION_OOM_SCORE }),
+    pool: { size: ctx.settings.evalForkWorkers, minFreeBytes: ctx.settings.minFreeRamBytes },
   });
   evaluated(evaluation.ok ? 'ok' : 'error', evaluation.ok ? { attributes: evaluation.value.attributes.length, errors: evaluation.value.errors.length } : {});
   if (!evaluation.ok) return fail(evaluation.failure);

@@ -2,13 +2,17 @@
 // literal (builtins.fromJSON), so no attribute name or URL is ever spliced into Nix syntax.
 import type { AttributeWildcard, WildcardSegment } from '../protocol/index.js';
 
-/** A Nix string literal: `"`, `\` and `${` are escaped. */
-export const nixString = (text: string): string => `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\$\{/g, '\\${')}"`;
+/** A Nix string literal on one line: `"`, `\`, `${`, newline and return are escaped. */
+export const nixString = (text: string): string =>
+  `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\$\{/g, '\\${').replace(/\n/g, '\\n').replace(/\r/g, '\\r')}"`;
 
 const segmentJson = (segment: WildcardSegment) =>
   segment.kind === 'any' ? { any: true } : segment.kind === 'literal' ? { lit: segment.name } : { re: segment.regex };
 
-const flakeBinding = (flakeRef: string) => `flake = builtins.getFlake ${nixString(flakeRef)};`;
+/** The locked flake itself; every expression below reads it as `flake`. */
+export const flakeExpression = (flakeRef: string): string => `builtins.getFlake ${nixString(flakeRef)}`;
+
+const flakeBinding = (flakeRef: string) => `flake = ${flakeExpression(flakeRef)};`;
 
 /**
  * The attribute paths the wildcard selects, as a JSON list of name lists. The walk forces only
@@ -37,12 +41,12 @@ in builtins.concatMap (pat: walk pat [ ] flake.outputs) w.include
 }
 
 /**
- * For each attribute path: `{drvPath, outputs}` when it is a derivation, null otherwise.
+ * For each attribute path: `{drvPath, outputs}` when it is a derivation, null otherwise, reading
+ * `flake` from the scope around it (a `let`, or the pool's subprocess, which binds it once).
  * Reading drvPath instantiates the derivation (writes the .drv files), which the build needs.
  */
-export function derivationsExpression(flakeRef: string, paths: readonly (readonly string[])[]): string {
+export function derivationsOfFlake(paths: readonly (readonly string[])[]): string {
   return `let
-  ${flakeBinding(flakeRef)}
   get = path: builtins.foldl' (value: name: value.\${name}) flake.outputs path;
   info = path: let v = get path; in
     if (v.type or null) == "derivation" then {

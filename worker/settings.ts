@@ -1,6 +1,8 @@
 // The worker's view of its configuration: read once from the option registry, so the rest of
 // worker/ takes plain values and tests can build them without a config file.
 import type { Config } from '../config/index.js';
+import { defaultForkWorkers } from './flakeEval.js';
+import { minFreeRamBytes } from './memoryProbe.js';
 
 export interface WorkerSettings {
   serverUrl: string | null;
@@ -37,6 +39,13 @@ export interface WorkerSettings {
   gcrootsDir: string;
   /** worker.nixDaemon.maxConnections: Nix commands running at once (worker/storeConnections.ts) */
   storeConnections: number;
+  /**
+   * worker.eval.forkWorkers, resolved: evaluation subprocesses at once (worker/evalPool.ts).
+   * worker.eval.maxRss needs no setting: each subprocess ends with its call, so none is idle above it.
+   */
+  evalForkWorkers: number;
+  /** worker.system.minFreeRamMb, resolved, in bytes */
+  minFreeRamBytes: number;
   /** worker.eval.metrics: the evaluator's statistics with each evaluation's result */
   evalMetrics: boolean;
   /** worker.build.oomScoreAdjust as the worker may apply it (worker/oomScore.ts): builds get it, evaluations 600; null: inherited */
@@ -89,6 +98,8 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     partialTtlMs: config['worker.nar.partialTtlSecs'] * 1000,
     gcrootsDir: config['worker.gcrootsDir'],
     storeConnections: config['worker.nixDaemon.maxConnections'],
+    evalForkWorkers: config['worker.eval.forkWorkers'] ?? defaultForkWorkers(),
+    minFreeRamBytes: minFreeRamBytes(config['worker.system.minFreeRamMb']),
     evalMetrics: config['worker.eval.metrics'],
     oomScoreAdjust: config['worker.build.oomScoreAdjust'],
     buildCgroup: config['worker.build.metrics'] ? config['worker.build.cgroup'] : null,
