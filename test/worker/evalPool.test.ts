@@ -8,12 +8,13 @@
 import t from 'tap';
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { parseAttributeWildcard } from '../../protocol/index.js';
 import { EvalPool } from '../../worker/evalPool.js';
-import { evaluateFlake, type PoolSettings } from '../../worker/flakeEval.js';
+import { defaultForkWorkers, evaluateFlake, type PoolSettings } from '../../worker/flakeEval.js';
 import { checkoutCommit } from '../../worker/gitCheckout.js';
-import { poolOnlyHost, procMemoryProbe, type MemoryProbe } from '../../worker/memoryProbe.js';
+import { minFreeRamBytes, poolOnlyHost, procMemoryProbe, type MemoryProbe } from '../../worker/memoryProbe.js';
 import { createFlakeRepo } from '../support/flakeRepo.js';
 import { nixEnv, requireNix, tempDir } from '../support/nixStore.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
@@ -122,4 +123,13 @@ t.test('the victim is the largest subprocess, which restores the margin; at most
   t.same((await Promise.all(calls)).map((c) => c.killedForMemory), [true, false, false]);
   t.equal(pool.memoryKills, 1, 'one kill only');
   t.same(pool.pids(), [], 'no subprocess outlives its call (so none is idle above worker.eval.maxRss)');
+});
+
+t.test('the defaults: minFreeRamMb 0 is 10% of memory within 128 MiB to 1 GiB; forkWorkers null is the cores up to 16', async (t) => {
+  const GIB = 1024 * MIB;
+  t.equal(minFreeRamBytes(300, 64 * GIB), 300 * MIB, 'a configured margin as it is');
+  t.equal(minFreeRamBytes(0, 4 * GIB), Math.floor(4 * GIB / 10), '10% of 4 GiB');
+  t.equal(minFreeRamBytes(0, 512 * MIB), 128 * MIB, 'at least 128 MiB');
+  t.equal(minFreeRamBytes(0, 64 * GIB), GIB, 'at most 1 GiB');
+  t.equal(defaultForkWorkers(), Math.min(16, availableParallelism()));
 });
