@@ -10,7 +10,7 @@
 // input derivations), whose output paths nobody can check. Nix's own daemon builds those only
 // for trusted users; kiln builds the checked .drv, whose outputs Nix verifies on every worker.
 import type { Sql } from 'postgres';
-import { ApiError, DEFAULT_STORE_DIR, parseStorePath, STORE_PATH_NAME_MAX, WireError, wireString, wireStrings, wireU64, type WireReader } from '../../protocol/index.js';
+import { ApiError, DEFAULT_STORE_DIR, EXPORT_MAGIC, parseStorePath, STORE_PATH_NAME_MAX, WireError, wireString, wireStrings, wireU64, type WireReader } from '../../protocol/index.js';
 import type { Principal } from '../access/index.js';
 import { demandProjectPath } from '../projects/index.js';
 import type { BuildView } from '../builds/index.js';
@@ -19,8 +19,6 @@ import { StoreRefusal } from './sessionErrors.js';
 
 /** The most bytes of a .drv closure read from the cache for one build: the cap of `POST /builds`. */
 const MAX_DRV_CLOSURE_BYTES = 20 << 20;
-/** exportMagic of Nix's export format (store-api.hh). */
-const EXPORT_MAGIC = 0x4558494e;
 const FINAL = new Set(['completed', 'failed', 'substituted', 'aborted']);
 /** Most bytes of a BasicDerivation's environment kiln reads (and drops). */
 const MAX_ENV_BYTES = 32 << 20;

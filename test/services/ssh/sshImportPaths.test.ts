@@ -5,7 +5,6 @@
 // server, so the session's few protocol bytes are the test's own.) Hostile streams store nothing:
 // not the export format, a NAR that does not parse, a missing export magic, a reference the NAR
 // does not hold, a client gone mid-NAR, no writeStore, no --write.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +14,7 @@ import { generateSshKeyPair } from '../../../services/organizations/sshKeys.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
-import { kilnSshOptions } from '../../support/kilnSsh.js';
+import { kilnSshOptions, runWithInput } from '../../support/kilnSsh.js';
 import { freshStore, nixOk, runNix } from '../../support/nixClient.js';
 import { buildFixturePaths, NIX_OPTIONS, nixEnv } from '../../support/nixStore.js';
 import { makeTestNar, type TestNar } from '../../support/narStorage.js';
@@ -37,20 +36,8 @@ function keyFile(name: string): { file: string; publicKey: string } {
   return { file, publicKey: pair.publicKey };
 }
 
-/** Runs a command, its stdout as bytes. */
-function run(command: string, args: string[], input?: Buffer): Promise<{ status: number; stdout: Buffer; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { env: nixEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ status: code ?? -1, stdout: Buffer.concat(out), stderr }));
-    child.stdin.on('error', () => undefined); // the server may close before it read everything
-    child.stdin.end(input ?? Buffer.alloc(0));
-  });
-}
+/** Runs a command with Nix's environment, its stdout as bytes. */
+const run = (command: string, args: string[], input = Buffer.alloc(0)) => runWithInput(command, args, input, nixEnv());
 
 /** One path in the export format, as `nix-store --export` writes it. */
 const exported = (nar: Uint8Array, path: string, references: string[] = [], trailer?: Buffer): Buffer =>

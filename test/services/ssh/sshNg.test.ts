@@ -2,13 +2,12 @@
 // --to ssh-ng://CACHE@kiln` of a closure, substitution of it over HTTP and over ssh-ng into fresh
 // stores with signatures required, the permission refusals (unknown key, no writeStore, private
 // cache without view), API keys as the password, and broken sessions that store nothing.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
-import { kilnSshOptions } from '../../support/kilnSsh.js';
+import { kilnSshOptions, runWithInput } from '../../support/kilnSsh.js';
 import { signUp, type TestAccount } from '../../support/accounts.js';
 import { addCacheMember, createTestCache } from '../../support/caches.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
@@ -34,16 +33,7 @@ const sshEnv = (kiln: TestKiln, identity: string) => ({ env: { NIX_SSHOPTS: sshO
 
 /** Runs `ssh … CACHE@127.0.0.1 nix-daemon --stdio` with `input` as its whole stdin. */
 function rawSession(kiln: TestKiln, identity: string, cache: string, input: Buffer): Promise<{ status: number; stdout: Buffer; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('ssh', [...sshOptions(kiln, identity), `${cache}@127.0.0.1`, 'nix-daemon', '--stdio'], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ status: code ?? -1, stdout: Buffer.concat(out), stderr }));
-    child.stdin.end(input);
-  });
+  return runWithInput('ssh', [...sshOptions(kiln, identity), `${cache}@127.0.0.1`, 'nix-daemon', '--stdio'], input);
 }
 
 const pathsIn = async (kiln: TestKiln, cacheId: string): Promise<string[]> =>
