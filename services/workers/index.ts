@@ -3,6 +3,6 @@ export { openServerInstance, type ServerInstance } from './serverInstance.js';
 export { createWorkerAuth, type WorkerAuth } from './workerAuth.js';
 export { type ConnectedWorker, WorkerConnections, type WorkerListener } from './workerConnections.js';
 export { WorkerNars } from './workerNars.js';
-export { rankWorkers, type ScoringPolicy } from './workerRanking.js';
+export { bestWorker, type ScoringPolicy } from './workerRanking.js';
 export { type OutboundWorkerTarget, workerRegistrationsService } from './workerRegistrations.js';
 export { deleteOldWorkerConnections } from './connectionRetention.js';
