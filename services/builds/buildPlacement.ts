@@ -18,7 +18,7 @@ import type { JobTable } from './schedulerJobs.js';
 import type { ReadyQueue } from './readyQueue.js';
 import { queuedEvaluations, type QueuedEvaluation, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections } from '../workers/index.js';
-import { rankWorkers, type ScoringPolicy } from '../workers/index.js';
+import { bestWorker, type ScoringPolicy } from '../workers/index.js';
 
 /** How long a worker that refused a job gets no other. */
 const REFUSAL_PAUSE_MS = 2000;
@@ -188,7 +188,7 @@ export class BuildPlacement {
       && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
       && build.projects.some((p) => serves(w, p))
       && busy(w) < w.hello.maxConcurrentBuilds);
-    return rankWorkers(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, busy)[0];
+    return bestWorker(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, busy);
   }
 
   /** Starts a pass's builds in one transaction (one commit, not one per build), then sends the jobs. */

@@ -33,18 +33,32 @@ function resourceScore(worker: ConnectedWorker, running: number, build: RankedBu
   return score;
 }
 
-/** The fitting workers, best first. `running(worker)` is the number of builds it runs now. */
-export function rankWorkers(
+type Scored = { worker: ConnectedWorker; score: number };
+
+function scorer(policy: ScoringPolicy, build: RankedBuild, running: (worker: ConnectedWorker) => number): (w: ConnectedWorker) => number {
+  return policy === 'simple'
+    ? (w) => saturation(w, running(w))
+    : (w) => resourceScore(w, running(w), build);
+}
+
+// ties go to the worker connected first, so placement is stable
+const better = (a: Scored, b: Scored) => a.score - b.score || a.worker.connectedAt.getTime() - b.worker.connectedAt.getTime();
+
+/**
+ * The best of the fitting workers, in one scan without a sort (placement asks once per build, among
+ * up to thousands of workers). `running(worker)` is the number of builds it runs now.
+ */
+export function bestWorker(
   policy: ScoringPolicy,
   fits: readonly ConnectedWorker[],
   build: RankedBuild,
   running: (worker: ConnectedWorker) => number,
-): ConnectedWorker[] {
-  const score = policy === 'simple'
-    ? (w: ConnectedWorker) => saturation(w, running(w))
-    : (w: ConnectedWorker) => resourceScore(w, running(w), build);
-  const scored = fits.map((worker) => ({ worker, score: score(worker) }));
-  // ties go to the worker connected first, so placement is stable
-  scored.sort((a, b) => a.score - b.score || a.worker.connectedAt.getTime() - b.worker.connectedAt.getTime());
-  return scored.map((s) => s.worker);
+): ConnectedWorker | undefined {
+  const score = scorer(policy, build, running);
+  let best: Scored | undefined;
+  for (const worker of fits) {
+    const scored = { worker, score: score(worker) };
+    if (best === undefined || better(scored, best) < 0) best = scored;
+  }
+  return best?.worker;
 }

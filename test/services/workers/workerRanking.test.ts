@@ -1,7 +1,7 @@
 // scheduler.scoringPolicy: which fitting worker gets a build (services/workers/workerRanking.ts).
 import t from 'tap';
 import { PROTOCOL_VERSION } from '../../../protocol/index.js';
-import { rankWorkers } from '../../../services/workers/workerRanking.js';
+import { bestWorker } from '../../../services/workers/workerRanking.js';
 import type { ConnectedWorker } from '../../../services/index.js';
 import { testHello } from '../../support/protoClient.js';
 
@@ -18,6 +18,16 @@ function worker(name: string, opts: { slots?: number; load?: Partial<Load> | nul
   };
 }
 const names = (ranked: ConnectedWorker[]) => ranked.map((w) => w.connectionId);
+/** The whole order, as placement would give builds one at a time with nothing running: the best, then the best of the rest. */
+function rankWorkers(...[policy, fits, build, running]: Parameters<typeof bestWorker>): ConnectedWorker[] {
+  const left = [...fits];
+  const ranked: ConnectedWorker[] = [];
+  for (let best = bestWorker(policy, left, build, running); best; best = bestWorker(policy, left, build, running)) {
+    ranked.push(best);
+    left.splice(left.indexOf(best), 1);
+  }
+  return ranked;
+}
 
 t.test('simple: the least busy by build slots; ties to the earliest connected', async (t) => {
   const a = worker('a', { slots: 2 });
