@@ -25,7 +25,7 @@ export { GcRequestBody, GcRunId, GcRunsView, GcRunView, PinBody, PinListQuery, P
 export { AdminSessionsPage, AdminSessionsQuery, AdminUsersPage, AdminUsersQuery } from './adminAccounts.js';
 export { SessionId, UserSessionView } from './userSessions.js';
 export { ServerConfigView } from './serverConfig.js';
-export { CACHE_METRICS_MAX_POINTS, CacheBoardView, CacheMetricsQuery, CacheMetricsSeries, MetricsPeriodName, PeriodWindowQuery } from './cacheMetrics.js';
+export { CACHE_METRICS_MAX_POINTS, CacheBoardView, CacheMetricsQuery, CacheMetricsSeries, PeriodWindowQuery } from './cacheMetrics.js';
 export { InstanceRollupsView, InstanceWindowView, MetricsWindowQuery, PhaseMetricsView, WorkerRollupsView, ProjectMetricsQuery, ProjectMetricsView, WorkerSamplesView } from './metricsWindow.js';
 export { HealthView } from './health.js';
 export { CommitView } from './commits.js';

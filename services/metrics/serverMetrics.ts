@@ -24,6 +24,21 @@ export interface ServerMetricsDeps {
   now?: () => number;
 }
 
+/**
+ * One read shared by the collectors of one scrape: prom-client calls them in one synchronous pass,
+ * so the value is kept until the event loop's next turn.
+ */
+function perScrape<T>(read: () => T): () => T {
+  let kept: { value: T } | null = null;
+  return () => {
+    if (kept === null) {
+      kept = { value: read() };
+      setImmediate(() => (kept = null));
+    }
+    return kept.value;
+  };
+}
+
 /** Sums over every cached path: read at most once a minute, whatever the scrape interval. */
 const STORAGE_MEMO_MS = 60_000;
 /** Counts of open evaluations, builds and deliveries: at most every 10 s. */
@@ -139,11 +154,12 @@ export function registerServerMetrics(deps: ServerMetricsDeps): void {
     return [{ labels: {}, value: Math.max(0, (now() - oldest) / 1000) }];
   });
 
-  metrics.scraped('kiln_cpu_pool_queued_tasks', 'CPU-bound tasks (hashing, compression) waiting for a thread', [], () => [{ labels: {}, value: deps.cpu.stats().queued }]);
-  metrics.scraped('kiln_cpu_pool_threads', 'threads of the CPU pool', [], () => [{ labels: {}, value: deps.cpu.stats().threads }]);
-  metrics.scraped('kiln_cpu_pool_tasks_completed_total', 'CPU pool tasks completed since the start', [], () => [{ labels: {}, value: deps.cpu.stats().completed }]);
+  const cpuStats = perScrape(() => deps.cpu.stats());
+  metrics.scraped('kiln_cpu_pool_queued_tasks', 'CPU-bound tasks (hashing, compression) waiting for a thread', [], () => [{ labels: {}, value: cpuStats().queued }]);
+  metrics.scraped('kiln_cpu_pool_threads', 'threads of the CPU pool', [], () => [{ labels: {}, value: cpuStats().threads }]);
+  metrics.scraped('kiln_cpu_pool_tasks_completed_total', 'CPU pool tasks completed since the start', [], () => [{ labels: {}, value: cpuStats().completed }]);
   metrics.scraped('kiln_cpu_pool_task_seconds', 'CPU pool task time since the start: how long tasks ran and waited for a thread, median and 99th percentile', ['stage', 'quantile'], () => {
-    const { runMs, waitMs } = deps.cpu.stats();
+    const { runMs, waitMs } = cpuStats();
     // piscina answers NaN before its first task: no task, no time.
     const s = (ms: number) => (Number.isFinite(ms) ? ms / 1000 : 0);
     return [
@@ -151,7 +167,7 @@ export function registerServerMetrics(deps: ServerMetricsDeps): void {
       { labels: { stage: 'wait', quantile: '0.5' }, value: s(waitMs.p50) }, { labels: { stage: 'wait', quantile: '0.99' }, value: s(waitMs.p99) },
     ];
   });
-  metrics.scraped('kiln_cpu_pool_utilization_ratio', 'share of the CPU pool\'s capacity used since the start, 0 to 1', [], () => [{ labels: {}, value: deps.cpu.stats().utilization }]);
+  metrics.scraped('kiln_cpu_pool_utilization_ratio', 'share of the CPU pool\'s capacity used since the start, 0 to 1', [], () => [{ labels: {}, value: cpuStats().utilization }]);
 
   const uploads = deps.uploads;
   if (uploads) {

@@ -21,11 +21,11 @@ export { deleteInSlices, retentionCutoff } from './sliceDeletes.js';
 export { arrayLiteral, copyInto, copyRow } from './copyText.js';
 export {
   addTrafficMinutes, rollUpTraffic, pruneTraffic, trafficSeries, trafficTotalsSince, storedTotalsOf,
-  type TrafficCounts, type TrafficMinute, type TrafficPeriod,
+  type TrafficCounts, type TrafficMinute,
 } from './cacheTraffic.js';
 export { addPathFetches, prunePathFetches, topFetchedPaths } from './pathFetches.js';
 export {
   addPhaseSamples, rollUpPhases, prunePhases, phaseSeries,
   type PhaseSample,
 } from './phaseSamples.js';
-export { INSTANCE_METRICS, NO_ID, pruneSampleRollups, rollUpSamples, sampleRollupSeries, WORKER_METRICS, type SampleRollupPoint, type SampleSource } from './sampleRollups.js';
+export { INSTANCE_METRICS, NO_ID, pruneSampleRollups, rollUpSamples, sampleRollupSeries, WORKER_METRICS, type SampleRollupPoint } from './sampleRollups.js';

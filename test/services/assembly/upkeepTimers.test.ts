@@ -59,17 +59,9 @@ t.test('upkeep loops fire when their interval has passed on the clock, not befor
     'metrics.graphConsistencyIntervalSecs': 400,
     'cache.signSweepIntervalSecs': 600,
   }, { clock });
-  const ids = ['debug-index', 'graph-consistency', 'sign-sweep'] as const;
-  const counts = () => Object.fromEntries(ids.map((id) => [id, passesOf(kiln, id)]));
+  const { counts, stepTo } = stepperOf(kiln, clock, ['debug-index', 'graph-consistency', 'sign-sweep'], 'traffic-flush');
   t.same(counts(), { 'debug-index': 0, 'graph-consistency': 0, 'sign-sweep': 0 }, 'nothing runs at start');
 
-  const start = clock.now().getTime();
-  const stepTo = async (secs: number) => {
-    const before = passesOf(kiln, 'traffic-flush') ?? 0;
-    clock.step(start + secs * SECOND - clock.now().getTime());
-    await sweptOnce(kiln, before);
-    return counts();
-  };
   t.same(await stepTo(199), { 'debug-index': 0, 'graph-consistency': 0, 'sign-sweep': 0 }, '1 s before the debug index interval: nothing');
   t.same(await stepTo(200), { 'debug-index': 1, 'graph-consistency': 0, 'sign-sweep': 0 }, 'cache.debugIndexIntervalSecs passed: the debug index backfill');
   t.same(await stepTo(399), { 'debug-index': 1, 'graph-consistency': 0, 'sign-sweep': 0 }, 'the next debug pass is due an interval after the last');
