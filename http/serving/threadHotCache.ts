@@ -22,6 +22,8 @@ export const ACCESS_TTL_MS = 5_000;
 /** As storage/nars/narReads.ts: hits 60 s, misses 5 s. */
 export const HIT_TTL_MS = 60_000;
 export const MISS_TTL_MS = 5_000;
+/** The share of an entry's TTL by which its expiry is brought forward at random. */
+const EXPIRY_SPREAD = 0.25;
 /** A refresh not answered within this is given up: the entry is no longer served stale, requests are relayed. */
 export const REFRESH_WAIT_MS = 5_000;
 
@@ -97,7 +99,11 @@ export class ThreadHotCache {
     const key = `${cache}/${file}`;
     this.drop(key);
     const hit = answer.status === 200;
-    this.answers.set(key, { ...answer, expires: now + (hit ? HIT_TTL_MS : MISS_TTL_MS), refreshing: 0 });
+    // Each entry's life is shortened by up to a quarter, at random: entries learned together (a
+    // client asking for many paths at once) would otherwise expire together, and their refreshes
+    // reach the main thread as one burst of loopback requests every TTL.
+    const ttl = hit ? HIT_TTL_MS : MISS_TTL_MS;
+    this.answers.set(key, { ...answer, expires: now + ttl - Math.floor(Math.random() * ttl * EXPIRY_SPREAD), refreshing: 0 });
     this.bytes += answer.body.length + key.length;
     // Oldest first out (a Map iterates in insertion order).
     for (const oldest of this.answers.keys()) {
