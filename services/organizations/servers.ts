@@ -108,13 +108,17 @@ export function serversService(deps: AccessDeps) {
      */
     async checkConnection(who: Principal, org: string, name: string): Promise<ServerConnectionCheck> {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
-      const { hostKey, ...check } = await checkSshConnection({ host: s.host, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
+      const { hostKey, system, ...check } = await checkSshConnection({ host: s.host, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
       const changed = s.host_key !== null && hostKey !== null && hostKey !== s.host_key;
       if (check.ok && hostKey !== null) {
         // Only while the address is the one checked: a PATCH in between is another machine.
         await sql`
           update servers set host_key = ${hostKey}, host_key_pinned_at = now()
           where id = ${s.id} and host = ${s.host} and port = ${s.port} and host_key is distinct from ${hostKey}`;
+      }
+      // A server added without systems builds for the one its Nix reports (docs/builds.md, "Build servers").
+      if (check.ok && system !== null && s.architectures.length === 0) {
+        await sql`update servers set architectures = ${[system]} where id = ${s.id} and architectures = '{}'`;
       }
       return { ...check, host_key_changed: changed };
     },
