@@ -82,3 +82,20 @@ t.test('build servers: CRUD, active, check-connection over SSH with the organiza
     t.same((await kiln.sql<{ name: string }[]>`select name from servers`).map((r) => r.name), ['dead']);
   });
 });
+
+t.test('a build server\'s address obeys outbound.allowedNetworks, as a webhook\'s does', async (t) => {
+  const kiln = await startTestKiln(t, { 'outbound.allowedNetworks': [] });
+  const ada = await signUp(kiln, 'ada');
+  await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'acme' } });
+  const refused = await kiln.api('PUT', '/servers/acme', { token: ada.token, body: { name: 'box', host: '127.0.0.1', port: 22 } });
+  t.equal(refused.code, 'destination_refused');
+  t.match(refused.message, /^host: /);
+  // A row from before the policy changed: never connected to.
+  const [org] = await kiln.sql<{ id: string }[]>`select id from organizations where name = 'acme'`;
+  await kiln.sql`insert into servers (organization_id, name, host, port, architectures, host_key) values (${org!.id}, 'old', '127.0.0.1', 22, '{x86_64-linux}', 'ssh-ed25519 AAAA')`;
+  await kiln.api('PUT', '/projects/acme', { token: ada.token, body: { name: 'app', repository: 'file:///nonexistent' } });
+  const check = await kiln.api<{ ok: boolean; reason: string }>('POST', '/servers/acme/old/check-connection', { token: ada.token });
+  t.match(check.message, { ok: false, reason: /^kiln does not connect there: / });
+  await kiln.buildServers.refresh();
+  t.same(kiln.buildServers.running(), [], 'no worker builds there');
+});
