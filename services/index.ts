@@ -17,7 +17,7 @@ export { cacheSigningKeys } from './caches/index.js';
 export { cacheStorageLimits } from './caches/index.js';
 export { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken, mintCacheReadToken } from './caches/index.js';
 export type { OutboundWorkerTarget } from './workers/index.js';
-export type { BuildServerPasses } from './workers/index.js';
+export { BuildServerPasses } from './workers/index.js';
 export type { BuildServerTarget } from './organizations/index.js';
 export { openServerInstance } from './workers/index.js';
 export type { Upstreams } from './caches/index.js';

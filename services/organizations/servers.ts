@@ -6,7 +6,8 @@ import { organizationSshKeyService } from './organizationSshKey.js';
 import type { Principal } from '../access/index.js';
 import { checkSshConnection, hostKeyLineFingerprint, type ConnectionCheck } from './sshConnection.js';
 import { buildServerTargets } from './buildServerTargets.js';
-import { demandOrganization } from '../access/index.js';
+import { demandAllowedDestination, demandOrganization } from '../access/index.js';
+import { createOutboundClient } from '../../storage/index.js';
 
 export interface ServerView {
   id: string;
@@ -33,6 +34,9 @@ const isUniqueViolation = (e: unknown): boolean => typeof e === 'object' && e !=
 export function serversService(deps: AccessDeps) {
   const { sql } = deps;
   const sshKeys = organizationSshKeyService(deps);
+  // kiln connects to a server's address as to a webhook's: only within outbound.allowedNetworks.
+  const outbound = createOutboundClient({ allowedNetworks: deps.config['outbound.allowedNetworks'] });
+  const addressOf = (host: string, port: number) => `ssh://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 
   const rows = async (organizationId: string, name?: string): Promise<(ServerView & { host_key: string | null })[]> => {
     const found = await sql<(Omit<ServerView, 'host_key_fingerprint'> & { host_key: string | null })[]>`
@@ -60,6 +64,7 @@ export function serversService(deps: AccessDeps) {
 
     async create(who: Principal, org: string, body: CreateServerBody): Promise<ServerView> {
       const { row } = await demandOrganization(sql, who, org, 'manageServers');
+      await demandAllowedDestination(outbound, 'host', addressOf(body.host, body.port ?? 22));
       try {
         await sql`
           insert into servers (organization_id, name, host, port, username, architectures, features, max_jobs)
@@ -80,6 +85,7 @@ export function serversService(deps: AccessDeps) {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
       // Another address is another machine: its key is unknown until it is checked.
       const moved = (body.host ?? s.host) !== s.host || (body.port ?? s.port) !== s.port;
+      if (moved) await demandAllowedDestination(outbound, 'host', addressOf(body.host ?? s.host, body.port ?? s.port));
       await sql`
         update servers set
           host = ${body.host ?? s.host}, port = ${body.port ?? s.port}, username = ${body.username ?? s.username},
@@ -108,7 +114,9 @@ export function serversService(deps: AccessDeps) {
      */
     async checkConnection(who: Principal, org: string, name: string): Promise<ServerConnectionCheck> {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
-      const { hostKey, ...check } = await checkSshConnection({ host: s.host, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
+      const refused = await outbound.refusalOf(addressOf(s.host, s.port));
+      if (refused !== null) return { ok: false, host_key_fingerprint: null, reason: `kiln does not connect there: ${refused}`, host_key_changed: false };
+      const { hostKey, system, ...check } = await checkSshConnection({ host: s.host, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
       const changed = s.host_key !== null && hostKey !== null && hostKey !== s.host_key;
       if (check.ok && hostKey !== null) {
         // Only while the address is the one checked: a PATCH in between is another machine.
@@ -116,11 +124,19 @@ export function serversService(deps: AccessDeps) {
           update servers set host_key = ${hostKey}, host_key_pinned_at = now()
           where id = ${s.id} and host = ${s.host} and port = ${s.port} and host_key is distinct from ${hostKey}`;
       }
+      // A server added without systems builds for the one its Nix reports (docs/builds.md, "Build servers").
+      if (check.ok && system !== null && s.architectures.length === 0) {
+        await sql`update servers set architectures = ${[system]} where id = ${s.id} and architectures = '{}'`;
+      }
       return { ...check, host_key_changed: changed };
     },
 
     /** The active servers with a pinned key, as kiln's build server workers need them. Internal: holds private keys. */
-    targets: () => buildServerTargets(sql, (organizationId) => sshKeys.privateKey(organizationId)),
+    targets: async () => {
+      const targets = await buildServerTargets(sql, (organizationId) => sshKeys.privateKey(organizationId));
+      const refusals = await Promise.all(targets.map((t) => outbound.refusalOf(addressOf(t.host, t.port))));
+      return targets.filter((_, i) => refusals[i] === null);
+    },
   };
 }
 export type ServersService = ReturnType<typeof serversService>;

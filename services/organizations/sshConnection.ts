@@ -1,5 +1,5 @@
 // POST /servers/{org}/{server}/check-connection: log in with the organization's key and ask the
-// server for its Nix version. Whatever key the server shows is accepted here and reported: this
+// server for its Nix version and system. Whatever key the server shows is accepted here and reported: this
 // check is the admin's act of trust, and servers.ts pins the key it saw when the login worked
 // (the builds' connections accept only the pinned key).
 import { createHash } from 'node:crypto';
@@ -9,8 +9,29 @@ export type ConnectionCheck =
   | { ok: true; host_key_fingerprint: string; nix_version: string | null }
   | { ok: false; host_key_fingerprint: string | null; reason: string };
 
-/** A check and the key the server showed, as an OpenSSH public key line (`ssh-ed25519 AAAA…`). */
-export type SshCheckResult = ConnectionCheck & { hostKey: string | null };
+/**
+ * A check, the key the server showed as an OpenSSH public key line (`ssh-ed25519 AAAA…`), and the
+ * server's system as its Nix reports it (`builtins.currentSystem`; null when that failed).
+ */
+export type SshCheckResult = ConnectionCheck & { hostKey: string | null; system: string | null };
+
+/** The probe's answer: a quoted system name such as "x86_64-linux". */
+const PROBED_SYSTEM = /^"([A-Za-z0-9_.+-]{1,64})"$/;
+
+/** Runs one command over the connection: its exit code and the first 4 KiB of its output. */
+function run(client: ssh2.Client, command: string): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    client.exec(command, (err, stream) => {
+      if (err) return resolve({ code: null, out: '' });
+      let out = '';
+      stream.on('data', (d: Buffer) => {
+        if (out.length < 4096) out += d.toString('utf8');
+      });
+      stream.stderr.on('data', () => undefined);
+      stream.on('close', (code: number | null) => resolve({ code, out }));
+    });
+  });
+}
 
 export interface SshTarget {
   host: string;
@@ -44,26 +65,27 @@ export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIME
     const client = new ssh2.Client();
     let fingerprint: string | null = null;
     let hostKey: string | null = null;
+    let system: string | null = null;
     let settled = false;
     const finish = (result: ConnectionCheck) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       client.end();
-      resolve({ ...result, hostKey });
+      resolve({ ...result, hostKey, system });
     };
     // readyTimeout covers the handshake; this covers the command too.
     const timer = setTimeout(() => finish({ ok: false, host_key_fingerprint: fingerprint, reason: `no answer within ${Math.round(timeoutMs / 1000)} s` }), timeoutMs);
     client.on('ready', () => {
-      client.exec('nix-store --version', (err, stream) => {
-        if (err) return finish({ ok: true, host_key_fingerprint: fingerprint!, nix_version: null });
-        let out = '';
-        stream.on('data', (d: Buffer) => (out += d.toString('utf8')));
-        stream.stderr.on('data', () => undefined);
-        stream.on('close', (code: number | null) => {
-          finish({ ok: true, host_key_fingerprint: fingerprint!, nix_version: code === 0 ? out.trim().split('\n')[0] ?? null : null });
-        });
-      });
+      void (async () => {
+        const version = await run(client, 'nix-store --version');
+        const nixVersion = version.code === 0 ? version.out.trim().split('\n')[0] ?? null : null;
+        if (nixVersion !== null) {
+          const probed = await run(client, 'nix-instantiate --eval --expr builtins.currentSystem');
+          system = probed.code === 0 ? PROBED_SYSTEM.exec(probed.out.trim())?.[1] ?? null : null;
+        }
+        finish({ ok: true, host_key_fingerprint: fingerprint!, nix_version: nixVersion });
+      })();
     });
     client.on('error', (err: Error & { level?: string }) => {
       const reason = err.level === 'client-authentication'

@@ -5,7 +5,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import argon2 from 'argon2';
 import t from 'tap';
-import { createWorkerAuth } from '../../../services/index.js';
+import { BuildServerPasses, createWorkerAuth } from '../../../services/index.js';
 import { testDatabase } from '../../support/db.js';
 import { insertProject } from '../../support/modelRows.js';
 import { testHello } from '../../support/protoClient.js';
@@ -42,4 +42,25 @@ t.test('a row holding neither form never matches', async (t) => {
   const auth = createWorkerAuth(sql, { localWorker: false });
   const hello = { v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, ...testHello({ workerId: randomUUID() }) };
   t.same(await auth.verify(hello, [{ project, token: 'x' }]), []);
+});
+
+t.test('a build server\'s worker answers only to its pass: its projects, its token, no open mode', async (t) => {
+  const { sql } = await testDatabase(t);
+  const project = await insertProject(sql, 'acme', 'app');
+  const other = await insertProject(sql, 'evil', 'app');
+  const passes = new BuildServerPasses();
+  const auth = createWorkerAuth(sql, { localWorker: true, passes });
+  const serverId = randomUUID();
+  const hello = { v: PROTOCOL_VERSION as typeof PROTOCOL_VERSION, ...testHello({ workerId: serverId }) };
+  const token = passes.admit(serverId, [project]);
+  t.same(await auth.projectsFor(hello), [project], 'challenged with its organization\'s projects only');
+  t.same(await auth.verify(hello, [{ project, token: 'b'.repeat(64) }]), [], 'another token does not pass');
+  t.same(await auth.verify(hello, [{ project: other, token }]), [], 'its token opens no other project');
+  t.same(await auth.verify(hello, [{ project: project.toUpperCase(), token }]), [project]);
+  t.equal(await auth.openModeProjects(hello, true), null, 'open mode is refused for its id, even on loopback');
+  const next = passes.admit(serverId, [project]);
+  t.same(await auth.verify(hello, [{ project, token }]), [], 'a new launch\'s pass replaces the old token');
+  t.same(await auth.verify(hello, [{ project, token: next }]), [project]);
+  passes.revoke(serverId);
+  t.same(await auth.verify(hello, [{ project, token: next }]), [], 'a revoked pass opens nothing');
 });

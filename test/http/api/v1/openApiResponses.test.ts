@@ -91,7 +91,7 @@ t.test('declared response types match live answers', async (t) => {
   await call('delete /api/v1/tasks/:project/:task/star', `/tasks/${p}/default/star`);
   await call('delete /api/v1/tasks/:project/:task', `/tasks/${p}/nightly`);
   await call('get /api/v1/tasks/:project/:task/entry-points', `/tasks/${p}/default/entry-points`);
-  await call('put /api/v1/servers/:org', '/servers/acme', { body: { name: 'big', host: '192.0.2.1' } });
+  await call('put /api/v1/servers/:org', '/servers/acme', { body: { name: 'big', host: '127.0.0.1' } });
   await call('get /api/v1/servers/:org', '/servers/acme');
   await call('get /api/v1/servers/:org/:server', '/servers/acme/big');
   await call('patch /api/v1/servers/:org/:server', '/servers/acme/big', { body: { max_jobs: 4 } });

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import t from 'tap';
 import { startTestKiln } from '../../../support/kiln.js';
 import { signUp } from '../../../support/accounts.js';
@@ -39,6 +40,14 @@ t.test('build servers: CRUD, active, check-connection over SSH with the organiza
     t.equal(ok.message.host_key_fingerprint, refused.message.host_key_fingerprint);
     t.match(ok.message.nix_version, /nix-store \(Nix\) /, 'runs nix-store --version on the server');
 
+    t.equal((await kiln.api<{ host_key_fingerprint: string }>('GET', '/servers/acme/box', { token: bob.token })).message.host_key_fingerprint,
+      ok.message.host_key_fingerprint, 'the check that logged in pinned the key');
+    await kiln.api('PUT', '/servers/acme', { token: ada.token, body: { name: 'bare', host: '127.0.0.1', port: sshd.port, username: sshd.username } });
+    t.equal((await kiln.api<{ ok: boolean }>('POST', '/servers/acme/bare/check-connection', { token: ada.token })).message.ok, true);
+    const system = execFileSync('nix-instantiate', ['--eval', '--expr', 'builtins.currentSystem'], { encoding: 'utf8' }).trim().replace(/"/g, '');
+    t.same((await kiln.api<{ architectures: string[] }>('GET', '/servers/acme/bare', { token: ada.token })).message.architectures, [system],
+      'a server added without systems gets the one its Nix reports');
+    await kiln.api('DELETE', '/servers/acme/bare', { token: ada.token });
     await kiln.api('POST', '/orgs/acme/ssh', { token: ada.token });
     t.equal((await kiln.api<{ ok: boolean }>('POST', '/servers/acme/box/check-connection', { token: ada.token })).message.ok, false, 'the old key no longer works');
     t.equal((await kiln.api('POST', '/servers/acme/box/check-connection', { token: bob.token })).status, 403);
@@ -72,4 +81,21 @@ t.test('build servers: CRUD, active, check-connection over SSH with the organiza
     }
     t.same((await kiln.sql<{ name: string }[]>`select name from servers`).map((r) => r.name), ['dead']);
   });
+});
+
+t.test('a build server\'s address obeys outbound.allowedNetworks, as a webhook\'s does', async (t) => {
+  const kiln = await startTestKiln(t, { 'outbound.allowedNetworks': [] });
+  const ada = await signUp(kiln, 'ada');
+  await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'acme' } });
+  const refused = await kiln.api('PUT', '/servers/acme', { token: ada.token, body: { name: 'box', host: '127.0.0.1', port: 22 } });
+  t.equal(refused.code, 'destination_refused');
+  t.match(refused.message, /^host: /);
+  // A row from before the policy changed: never connected to.
+  const [org] = await kiln.sql<{ id: string }[]>`select id from organizations where name = 'acme'`;
+  await kiln.sql`insert into servers (organization_id, name, host, port, architectures, host_key) values (${org!.id}, 'old', '127.0.0.1', 22, '{x86_64-linux}', 'ssh-ed25519 AAAA')`;
+  await kiln.api('PUT', '/projects/acme', { token: ada.token, body: { name: 'app', repository: 'file:///nonexistent' } });
+  const check = await kiln.api<{ ok: boolean; reason: string }>('POST', '/servers/acme/old/check-connection', { token: ada.token });
+  t.match(check.message, { ok: false, reason: /^kiln does not connect there: / });
+  await kiln.buildServers.refresh();
+  t.same(kiln.buildServers.running(), [], 'no worker builds there');
 });
