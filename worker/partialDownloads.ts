@@ -9,20 +9,25 @@ import { join } from 'node:path';
 
 const SWEPT_IN_TMP = /^(source-|open-pr-)/;
 
-/** The newest modification time in a file or tree (symlinks are not followed). */
+/**
+ * The newest modification time in a file or tree. Symlinks are never followed (a clone of a
+ * hostile repository may hold one to `/`, or a loop): a link counts by its own time.
+ */
 async function lastWriteMs(path: string): Promise<number> {
   const st = await lstat(path);
   if (!st.isDirectory()) return st.mtimeMs;
   let newest = st.mtimeMs;
-  for (const entry of await readdir(path, { recursive: true })) {
-    const inner = await lstat(join(path, entry)).catch(() => null);
-    if (inner && inner.mtimeMs > newest) newest = inner.mtimeMs;
+  for (const entry of await readdir(path, { withFileTypes: true }).catch(() => [])) {
+    const inner = await lastWriteMs(join(path, entry.name)).catch(() => null);
+    if (inner !== null && inner > newest) newest = inner;
   }
   return newest;
 }
 
+/** The names in `dir`, a real directory; none when it is missing or a symlink (its target is not the worker's). */
 async function entries(dir: string): Promise<string[]> {
   try {
+    if (!(await lstat(dir)).isDirectory()) return [];
     return await readdir(dir);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];

@@ -2,7 +2,7 @@
 // left under its base directory goes once nothing in it was written for the TTL; anything else there,
 // and anything written since, stays.
 import t from 'tap';
-import { mkdir, mkdtemp, readdir, utimes, writeFile } from 'node:fs/promises';
+import { lutimes, mkdir, mkdtemp, readdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sweepPartialDownloads } from '../../worker/partialDownloads.js';
@@ -57,4 +57,31 @@ t.test('abandoned downloads older than the TTL are removed, nothing else', async
 t.test('a base directory without those folders is swept without error', async (t) => {
   const base = await mkdtemp(join(tmpdir(), 'kiln-partial-empty-'));
   t.same(await sweepPartialDownloads(join(base, 'missing'), HOUR, new Date()), []);
+});
+
+t.test('the sweep never follows a symlink out of the base directory', async (t) => {
+  const root = await mkdtemp(join(tmpdir(), 'kiln-partial-links-'));
+  t.teardown(() => rm(root, { recursive: true, force: true }));
+  const base = join(root, 'base');
+  const outside = join(root, 'outside');
+  const now = new Date('2026-11-27T12:00:00Z');
+  const old = new Date(now.getTime() - 48 * HOUR);
+  await mkdir(join(base, 'tmp', 'open-pr-dead'), { recursive: true });
+  await mkdir(join(outside, 'deep'), { recursive: true });
+  // outside: a file written just now, old files, and a link back into the base (a loop)
+  await writeFile(join(outside, 'deep', 'fresh'), 'x');
+  await writeFile(join(outside, 'kept'), 'x');
+  await utimes(join(outside, 'kept'), old, old);
+  await symlink(base, join(outside, 'deep', 'loop'));
+  // a hostile repository's clone holds a link to the outside tree; all of the clone is old
+  await symlink(outside, join(base, 'tmp', 'open-pr-dead', 'escape'));
+  await lutimes(join(base, 'tmp', 'open-pr-dead', 'escape'), old, old);
+  await utimes(join(base, 'tmp', 'open-pr-dead'), old, old);
+  // nar-partial is a link to the outside tree: its old files are not the worker's downloads
+  await symlink(outside, join(base, 'nar-partial'));
+
+  const removed = await sweepPartialDownloads(base, 24 * HOUR, now);
+  t.same(removed.map((p) => p.slice(base.length + 1)), ['tmp/open-pr-dead'], 'the clone is old by its own entries, not by what its link points at');
+  t.same((await readdir(outside)).sort(), ['deep', 'kept']);
+  t.same((await readdir(join(outside, 'deep'))).sort(), ['fresh', 'loop']);
 });
