@@ -298,7 +298,9 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     stack.push(() => outbound.stop());
     const buildServers = startBuildServerWorkers({
-      port: http.port, dir: join(config['baseDir'], 'build-servers'), targets: () => services.access.servers.targets(),
+      // build.runOnBuildServers: off, no server gets a worker (a server's outputs enter this host's store unverified)
+      port: http.port, dir: join(config['baseDir'], 'build-servers'),
+      targets: config['build.runOnBuildServers'] ? () => services.access.servers.targets() : () => Promise.resolve([]),
       passes: services.buildServerPasses, isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),
     });
     stack.push(() => buildServers.stop());

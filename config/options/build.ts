@@ -1,5 +1,5 @@
 // Registry options under build.*, scheduler.*.
-import { unsignedInt, positiveInt, oneOf } from '../kinds.js';
+import { bool, unsignedInt, positiveInt, oneOf } from '../kinds.js';
 import { option } from '../option.js';
 
 /** Build retries and time-outs, and the scheduler. */
@@ -17,6 +17,11 @@ export const buildOptions = {
   'build.retryBackoffSecs': option(
     unsignedInt(), 30,
     'seconds before retrying a transient failure, doubled per previous attempt',
+  ),
+  'build.runOnBuildServers': option(
+    bool(), false,
+    'build the projects of an organization on its active, checked build servers; a server\'s outputs enter this host\'s Nix store unverified (Nix does not check what a remote builder returns) where the local worker and other organizations\' build servers would reuse them, so turn it on only when every organization with build servers is trusted by the others; off, servers are stored and checked only',
+    { extension: true },
   ),
   'build.substituteMissEscalationThreshold': option(
     positiveInt(), 2,

@@ -59,7 +59,7 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
     }
   });
   // One attempt per build: the refused build fails at once instead of waiting for its retry.
-  const kiln = await startTestKiln(t, { 'build.maxAttempts': 1 });
+  const kiln = await startTestKiln(t, { 'build.maxAttempts': 1, 'build.runOnBuildServers': true });
   const work = mkdtempSync(join(tmpdir(), 'kiln-build-server-'));
   t.teardown(() => rmSync(work, { recursive: true, force: true }));
 

@@ -84,7 +84,7 @@ t.test('build servers: CRUD, active, check-connection over SSH with the organiza
 });
 
 t.test('a build server\'s address obeys outbound.allowedNetworks, as a webhook\'s does', async (t) => {
-  const kiln = await startTestKiln(t, { 'outbound.allowedNetworks': [] });
+  const kiln = await startTestKiln(t, { 'outbound.allowedNetworks': [], 'build.runOnBuildServers': true });
   const ada = await signUp(kiln, 'ada');
   await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'acme' } });
   const refused = await kiln.api('PUT', '/servers/acme', { token: ada.token, body: { name: 'box', host: '127.0.0.1', port: 22 } });
@@ -98,4 +98,20 @@ t.test('a build server\'s address obeys outbound.allowedNetworks, as a webhook\'
   t.match(check.message, { ok: false, reason: /^kiln does not connect there: / });
   await kiln.buildServers.refresh();
   t.same(kiln.buildServers.running(), [], 'no worker builds there');
+});
+
+t.test('build servers get a worker only with build.runOnBuildServers (their outputs enter the host store unverified)', async (t) => {
+  for (const on of [false, true]) {
+    const kiln = await startTestKiln(t, { 'build.runOnBuildServers': on });
+    const ada = await signUp(kiln, 'ada');
+    await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'acme' } });
+    await kiln.api('PUT', '/projects/acme', { token: ada.token, body: { name: 'app', repository: 'file:///nonexistent' } });
+    const [org] = await kiln.sql<{ id: string }[]>`select id from organizations where name = 'acme'`;
+    // a server as a successful check leaves it: active, a system, its host key pinned
+    const [server] = await kiln.sql<{ id: string }[]>`insert into servers (organization_id, name, host, port, architectures, host_key, host_key_pinned_at)
+      values (${org!.id}, 'box', '127.0.0.1', 22, '{x86_64-linux}', 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPmZ5rZ0L8eGSYbwPA3vY3bJ6mXK2kXl8j7rWq9Xz0aB', now()) returning id`;
+    await kiln.buildServers.refresh();
+    t.same(kiln.buildServers.running(), on ? [server!.id] : [], on ? 'on: the server gets its worker' : 'off (the default): no worker');
+    await kiln.buildServers.stop();
+  }
 });
