@@ -2,7 +2,9 @@
 import { z } from 'zod';
 import { ResourceName } from './names.js';
 
-const Host = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:_\[\]-]+$/, 'must be a host name or an IP address');
+// Neither may start with '-': ssh would read the user name or host as one of its own options.
+const Host = z.string().min(1).max(253).regex(/^[A-Za-z0-9.:_\[\]][A-Za-z0-9.:_\[\]-]*$/, 'must be a host name or an IP address (not starting with -)');
+const UserName = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.][A-Za-z0-9_.-]*$/, 'must be a user name (not starting with -)');
 const SystemName = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'must be a system name such as x86_64-linux');
 const Feature = z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'must be a feature name such as kvm');
 
@@ -10,7 +12,7 @@ export const CreateServerBody = z.strictObject({
   name: ResourceName,
   host: Host,
   port: z.number().int().min(1).max(65535).optional(),
-  username: z.string().min(1).max(64).regex(/^[A-Za-z0-9_.-]+$/, 'must be a user name').optional(),
+  username: UserName.optional(),
   architectures: z.array(SystemName).max(32).optional(),
   features: z.array(Feature).max(64).optional(),
   max_jobs: z.number().int().min(1).max(1024).optional(),

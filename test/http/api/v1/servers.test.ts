@@ -74,6 +74,8 @@ t.test('build servers: CRUD, active, check-connection over SSH with the organiza
       [{ host: 'h' }, 'name'], [{ name: 'x' }, 'host'], [{ name: 'x', host: 'h; rm -rf /' }, 'host'],
       [{ name: 'x', host: 'h', port: 70000 }, 'port'], [{ name: 'x', host: 'h', architectures: ['a b'] }, 'architectures.0'],
       [{ name: 'x', host: 'h', max_jobs: 0 }, 'max_jobs'], [{ name: 'x', host: 'h', username: '' }, 'username'],
+      // ssh would read these as its own options (-oProxyCommand…, -E file)
+      [{ name: 'x', host: 'h', username: '-Elog' }, 'username'], [{ name: 'x', host: '-oProxyJump' }, 'host'],
     ] as const) {
       const res = await kiln.api('PUT', '/servers/acme', { token: ada.token, body });
       t.equal(res.status, 400);
