@@ -54,6 +54,9 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
     : await checkoutCommit(ctx.settings.baseDir, job.project, job.repository, what, ctx.settings.childEnv, signal, job.access);
   fetched(checkout.ok ? 'ok' : 'error');
   if (!checkout.ok) return fail(checkout.failure);
+  // Hotspot files in the worker's own directories are shown relative to them, never in full.
+  stats?.hotspots.hidePrefix(checkout.clone);
+  stats?.hotspots.hidePrefix(ctx.settings.baseDir);
   activity('fetch', `fetched ${what}`);
   const evaluated = stage('eval.evaluate');
   const evaluation = await evaluateFlake({

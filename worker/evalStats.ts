@@ -2,11 +2,14 @@
 // NIX_SHOW_STATS=1 and its own NIX_SHOW_STATS_PATH, so Nix writes its statistics there as JSON when
 // the run ends (rather than on stderr, where the error messages are read); the collector sums them.
 // A run that left no file or an unreadable one (killed, cancelled, an older Nix) is not counted.
+// NIX_COUNT_CALLS=1 adds the call counts the hotspots come from (evalHotspots.ts); the flake graph
+// (flakeGraph.ts) is the evaluated flake's lock, as the lock check read it.
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
-import type { EvalStats } from '../protocol/index.js';
+import type { EvalStats, FlakeGraph } from '../protocol/index.js';
+import { HotspotCounter } from './evalHotspots.js';
 
 /** What kiln reads of Nix's statistics; Nix writes much more (sizes, symbols, sets). */
 const NixStats = z.object({
@@ -26,6 +29,9 @@ export class EvalStatsCollector {
     runs: 0, cpuSeconds: 0, thunks: 0, functionCalls: 0, primOpCalls: 0, values: 0, lookups: 0, allocatedBytes: 0, peakHeapBytes: 0,
   };
   private next = 0;
+  /** the call counts, and what their file names are shown relative to */
+  readonly hotspots = new HotspotCounter();
+  private flakeGraph: FlakeGraph | null = null;
 
   private constructor(private readonly dir: string) {}
 
@@ -37,20 +43,22 @@ export class EvalStatsCollector {
   async around<T>(env: NodeJS.ProcessEnv, run: (env: NodeJS.ProcessEnv) => Promise<T>): Promise<T> {
     const path = join(this.dir, `run-${this.next++}.json`);
     try {
-      return await run({ ...env, NIX_SHOW_STATS: '1', NIX_SHOW_STATS_PATH: path });
+      return await run({ ...env, NIX_SHOW_STATS: '1', NIX_COUNT_CALLS: '1', NIX_SHOW_STATS_PATH: path });
     } finally {
       await this.add(path);
     }
   }
 
   private async add(path: string): Promise<void> {
-    let parsed;
+    let json: unknown;
     try {
-      parsed = NixStats.safeParse(JSON.parse(await readFile(path, 'utf8')));
+      json = JSON.parse(await readFile(path, 'utf8'));
     } catch {
       return;
     }
+    const parsed = NixStats.safeParse(json);
     if (!parsed.success) return;
+    this.hotspots.add(json);
     const s = parsed.data;
     const t = this.totals;
     t.runs += 1;
@@ -65,9 +73,20 @@ export class EvalStatsCollector {
     await rm(path, { force: true });
   }
 
+  /** The evaluated flake: its source's store path (hotspot files are shown relative to it) and its graph. */
+  describeFlake(sourcePath: string | null, graph: FlakeGraph): void {
+    if (sourcePath !== null) this.hotspots.setFlakeSource(sourcePath);
+    this.flakeGraph = graph;
+  }
+
   /** The sums so far; null when no run left statistics. */
   stats(): EvalStats | null {
-    return this.totals.runs === 0 ? null : { ...this.totals, cpuSeconds: Math.round(this.totals.cpuSeconds * 1e6) / 1e6 };
+    if (this.totals.runs === 0) return null;
+    const hotspots = this.hotspots.top();
+    return {
+      ...this.totals, cpuSeconds: Math.round(this.totals.cpuSeconds * 1e6) / 1e6,
+      ...(hotspots ? { hotspots } : {}), ...(this.flakeGraph ? { flakeGraph: this.flakeGraph } : {}),
+    };
   }
 
   async close(): Promise<void> {

@@ -15,6 +15,7 @@ import { EvalPool } from './evalPool.js';
 import { minFreeRamBytes, procMemoryProbe, type MemoryProbe } from './memoryProbe.js';
 import { availableParallelism } from 'node:os';
 import { checkFlakeLock } from './flakeLock.js';
+import { flakeGraphOf } from './flakeGraph.js';
 import { nix, nixErrorText, PURE_EVAL_ARGS } from './nixCli.js';
 import type { EvalStatsCollector } from './evalStats.js';
 
@@ -98,6 +99,7 @@ export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: tru
   say('checking the flake\'s lock file');
   const lock = await checkFlakeLock(options.flakeRef, options.env, options.signal);
   if (!lock.ok) return { ok: false, failure: lock.aborted ? cancelled() : lock.failure };
+  options.stats?.describeFlake(lock.sourcePath, flakeGraphOf(lock.locks));
   say('selecting the attributes of the wildcard');
   const selected = await runEvalExpression(selectAttributesExpression(options.flakeRef, options.wildcard), options);
   if (!selected.ok) return { ok: false, failure: selected.aborted ? cancelled() : classifyEvalFailure(selected.message) };

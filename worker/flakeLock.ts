@@ -18,9 +18,10 @@ import { ALLOWED_SOURCES, FlakeLocks, refusedInputs } from './flakeInputPolicy.j
 import { nixString } from './flakeExpressions.js';
 import { nix, nixErrorText, PURE_EVAL_ARGS } from './nixCli.js';
 
-export type LockCheck = { ok: true } | { ok: false; failure: JobFailure; aborted: boolean };
+/** sourcePath: the flake's source in the store (null if Nix did not say); locks: its flake.lock. */
+export type LockCheck = { ok: true; sourcePath: string | null; locks: FlakeLocks } | { ok: false; failure: JobFailure; aborted: boolean };
 
-const Metadata = z.object({ locks: FlakeLocks });
+const Metadata = z.object({ locks: FlakeLocks, path: z.string().optional() });
 
 export async function checkFlakeLock(flakeRef: string, env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<LockCheck> {
   const options = { env, ...(signal ? { signal } : {}) };
@@ -32,7 +33,7 @@ export async function checkFlakeLock(flakeRef: string, env: NodeJS.ProcessEnv, s
   const parsed = Metadata.safeParse(JSON.parse(metadata.stdout));
   if (!parsed.success) return { ok: false, aborted: false, failure: jobFailure('worker_error', `nix flake metadata printed no lock: ${parsed.error.message}`) };
   const refusals = refusedInputs(parsed.data.locks);
-  if (refusals.length === 0) return { ok: true };
+  if (refusals.length === 0) return { ok: true, sourcePath: parsed.data.path ?? null, locks: parsed.data.locks };
   const list = refusals.map((r) => `flake input '${r.input}' is refused: ${r.reason}`).join('\n');
   return { ok: false, aborted: false, failure: jobFailure('eval_error', `${list}\nkiln fetches flake inputs only from ${ALLOWED_SOURCES}.`) };
 }

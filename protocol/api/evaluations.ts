@@ -47,12 +47,31 @@ const Timestamp = z.iso.datetime({ offset: true });
 
 const Count = z.number().int();
 
-/** GET /evals/{id}'s `statistics` (docs/metrics.md): the evaluation job's time and the evaluator's counters (worker.eval.metrics). */
+/** The most called functions (file relative to the flake, a store path, or null when withheld) and primops, most first. */
+const HotspotsView = z.strictObject({
+  functions: z.array(z.strictObject({ name: z.string().nullable(), file: z.string().nullable(), line: Count, count: Count })),
+  primops: z.array(z.strictObject({ name: z.string(), count: Count })),
+});
+/** The evaluated flake's flake.lock: nodes (locked sources) and edges (`from`'s input `input` is `to`). */
+const FlakeGraphView = z.strictObject({
+  root: z.string(),
+  nodes: z.array(z.strictObject({
+    id: z.string(), type: z.string().nullable(), source: z.string().nullable(), rev: z.string().nullable(), last_modified: Count.nullable(),
+  })),
+  edges: z.array(z.strictObject({ from: z.string(), to: z.string(), input: z.string() })),
+  truncated: z.boolean(),
+});
+
+/**
+ * GET /evals/{id}'s `statistics` (docs/metrics.md): the evaluation job's time and the evaluator's
+ * counters (worker.eval.metrics); hotspots and flake_graph are absent for evaluations recorded
+ * before kiln collected them.
+ */
 export const EvaluationStatistics = z.strictObject({
   wall_seconds: z.number().nullable(),
   evaluator: z.strictObject({
     runs: Count, cpu_seconds: z.number(), thunks: Count, function_calls: Count, primop_calls: Count, values: Count, lookups: Count,
-    allocated_bytes: Count, peak_heap_bytes: Count,
+    allocated_bytes: Count, peak_heap_bytes: Count, hotspots: HotspotsView.optional(), flake_graph: FlakeGraphView.optional(),
   }).nullable(),
 });
 export type EvaluationStatistics = z.infer<typeof EvaluationStatistics>;

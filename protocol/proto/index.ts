@@ -11,7 +11,7 @@ export {
 } from './handshakeMessages.js';
 export {
   EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
-  EvalBatch, EvalResult, EvalStats, BuildResources, BuildReading, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
+  EvalBatch, EvalResult, EvalStats, EvalHotspots, FlakeGraph, FLAKE_GRAPH_MAX_NODES, FLAKE_GRAPH_MAX_EDGES, BuildResources, BuildReading, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
   ChangeJob,
 } from './jobMessages.js';
 export { gitAccessEnv, withGitConfig } from './gitAccess.js';

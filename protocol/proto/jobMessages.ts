@@ -174,6 +174,43 @@ export const EvalBatch = z.strictObject({
 });
 export type EvalBatch = z.infer<typeof EvalBatch>;
 
+/** A function the evaluator called often (NIX_COUNT_CALLS); file relative to the flake's source, null when withheld. */
+const FunctionHotspot = z.strictObject({
+  name: z.string().max(256).nullable(),
+  file: z.string().max(1024).nullable(),
+  line: z.int().min(0),
+  count: z.int().min(0),
+});
+const PrimOpHotspot = z.strictObject({ name: z.string().max(256), count: z.int().min(0) });
+/** The most called functions and primops of an evaluation, counts summed over its runs, most first. */
+export const EvalHotspots = z.strictObject({
+  functions: z.array(FunctionHotspot).max(20),
+  primOps: z.array(PrimOpHotspot).max(10),
+});
+export type EvalHotspots = z.infer<typeof EvalHotspots>;
+
+const LockNodeId = z.string().max(256);
+/** One node of flake.lock: its source as `owner/repo` (github, gitlab, sourcehut), url or store path. */
+const FlakeGraphNode = z.strictObject({
+  id: LockNodeId,
+  type: z.string().max(64).nullable(),
+  source: z.string().max(1024).nullable(),
+  rev: z.string().max(128).nullable(),
+  lastModified: z.int().min(0).nullable(),
+});
+/** `from`'s input named `input` is the node `to` (a `follows` resolved). */
+const FlakeGraphEdge = z.strictObject({ from: LockNodeId, to: LockNodeId, input: z.string().max(256) });
+export const FLAKE_GRAPH_MAX_NODES = 500;
+export const FLAKE_GRAPH_MAX_EDGES = 2000;
+/** The evaluated flake's inputs from its flake.lock; truncated when the lock has more than the bounds. */
+export const FlakeGraph = z.strictObject({
+  root: LockNodeId,
+  nodes: z.array(FlakeGraphNode).max(FLAKE_GRAPH_MAX_NODES),
+  edges: z.array(FlakeGraphEdge).max(FLAKE_GRAPH_MAX_EDGES),
+  truncated: z.boolean(),
+});
+export type FlakeGraph = z.infer<typeof FlakeGraph>;
+
 /**
  * The evaluator's statistics (NIX_SHOW_STATS) of an evaluation, summed over its `nix eval` runs
  * (worker.eval.metrics); the heap is the largest any run reached.
@@ -190,6 +227,8 @@ export const EvalStats = z.strictObject({
   allocatedBytes: z.int().min(0),
   /** the largest garbage-collected heap of one run (gc.heapSize) */
   peakHeapBytes: z.int().min(0),
+  hotspots: EvalHotspots.optional(),
+  flakeGraph: FlakeGraph.optional(),
 });
 export type EvalStats = z.infer<typeof EvalStats>;
 

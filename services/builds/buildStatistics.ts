@@ -6,7 +6,7 @@
 // counters so far, which the result replaces; an attempt that ends without a result keeps them,
 // no longer running. Samples go retentionDays after they were recorded.
 import type { Sql } from 'postgres';
-import type { BuildResources, BuildResourcesView, EvalStats, EvaluationStatistics as EvaluationStatsView } from '../../protocol/index.js';
+import type { BuildResources, BuildResourcesView, EvalStats, EvaluationStatistics as EvaluationStatsView, FlakeGraph } from '../../protocol/index.js';
 import { deleteInSlices, retentionCutoff } from '../../storage/index.js';
 
 export interface BuildSample {
@@ -103,10 +103,19 @@ export async function endRunningReading(sql: Sql, derivationBuildId: string, att
   await sql`update build_resource_samples set running = false where derivation_build_id = ${derivationBuildId} and attempt = ${attempt} and running`;
 }
 
+function flakeGraphView(graph: FlakeGraph): NonNullable<NonNullable<EvaluationStatsView['evaluator']>['flake_graph']> {
+  return {
+    root: graph.root, truncated: graph.truncated, edges: graph.edges,
+    nodes: graph.nodes.map((n) => ({ id: n.id, type: n.type, source: n.source, rev: n.rev, last_modified: n.lastModified })),
+  };
+}
+
 export async function recordEvaluationStats(sql: Sql, evaluationId: string, durationMs: number, stats: EvalStats | undefined): Promise<void> {
-  const evaluator = stats === undefined ? null : {
+  const evaluator: EvaluationStatsView['evaluator'] = stats === undefined ? null : {
     runs: stats.runs, cpu_seconds: stats.cpuSeconds, thunks: stats.thunks, function_calls: stats.functionCalls, primop_calls: stats.primOpCalls,
     values: stats.values, lookups: stats.lookups, allocated_bytes: stats.allocatedBytes, peak_heap_bytes: stats.peakHeapBytes,
+    ...(stats.hotspots ? { hotspots: { functions: stats.hotspots.functions, primops: stats.hotspots.primOps } } : {}),
+    ...(stats.flakeGraph ? { flake_graph: flakeGraphView(stats.flakeGraph) } : {}),
   };
   await sql`update evaluations set eval_duration_ms = ${durationMs}, eval_stats = ${evaluator === null ? null : sql.json(evaluator)} where id = ${evaluationId}`;
 }

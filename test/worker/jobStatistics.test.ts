@@ -1,17 +1,19 @@
 // Per-build and per-evaluation statistics from a real worker (docs/metrics.md, "Build and
 // evaluation statistics"): real Nix writes its evaluator statistics (NIX_SHOW_STATS), a build runs
 // in a cgroup v2 directory the worker makes under worker.build.cgroup and the kernel's counters come
-// back with the result (and, while it runs, with each heartbeat); the worker says what the evaluation is doing (evalActivity). Without the
+// back with the result (and, while it runs, with each heartbeat); the worker says what the evaluation is doing (evalActivity). The
+// evaluation's hotspots (NIX_COUNT_CALLS) and flake graph (its flake.lock) come with its statistics. Without the
 // options nothing is measured, and a worker.build.cgroup that is no cgroup costs a warning only.
 import t, { type Test } from 'tap';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { loadConfig } from '../../config/index.js';
 import { startWorker } from '../../worker/index.js';
 import { createFlakeRepo, shellFlake } from '../support/flakeRepo.js';
-import { requireNix, tempDir } from '../support/nixStore.js';
+import { nix, requireNix, tempDir } from '../support/nixStore.js';
 import { startProtoServer, type WorkerSession } from '../support/protoServer.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 import { eventually } from '../support/eventually.js';
@@ -20,10 +22,25 @@ import { cgroupRoot } from '../support/cgroups.js';
 requireNix();
 const PROJECT = randomUUID();
 const dir = tempDir('kiln-worker-stats-');
+const nixEnv = { ...process.env, NIX_REMOTE: 'local', NIX_CONFIG: TEST_NIX_CONFIG };
+// One input, a store path (the only local source kiln fetches), for the flake graph. Named
+// `source` so that its lock's lastModified is 0 on a fresh store as on a used one (pureEvaluation.test.ts).
+const inputDir = join(dir, 'source');
+mkdirSync(inputDir);
+writeFileSync(join(inputDir, 'word'), 'input');
+const inputPath = execFileSync('nix-store', ['--add', inputDir], { env: nixEnv, encoding: 'utf8' }).trim();
+const inputSource = { type: 'path', path: inputPath };
+const inputHash = nix(['hash', 'path', inputPath]).trim();
 // A build that burns CPU in its own process: the cgroup must count it, although it is the builder's and not the worker's.
 const repo = createFlakeRepo(join(dir, 'repo'), {
   'flake.nix': shellFlake(randomUUID(), `      busy = mk "kiln-test-busy" "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done; echo $i > $out";
-      busyAgain = mk "kiln-test-busy-again" "i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo $i > $out";`),
+      busyAgain = mk "kiln-test-busy-again" "i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo $i > $out";`)
+    .replace('outputs = { self }:', `inputs.dep = { url = "path:${inputPath}"; flake = false; };\n  outputs = { self, dep }:`),
+  'flake.lock': JSON.stringify({
+    nodes: { dep: { flake: false, locked: { ...inputSource, lastModified: 0, narHash: inputHash }, original: inputSource }, root: { inputs: { dep: 'dep' } } },
+    root: 'root',
+    version: 7,
+  }),
 });
 
 async function workerWith(t: Test, overrides: Record<string, unknown>): Promise<WorkerSession> {
@@ -33,7 +50,7 @@ async function workerWith(t: Test, overrides: Record<string, unknown>): Promise<
     scope: 'worker', env: {},
     overrides: { 'worker.serverUrl': server.url, 'worker.baseDir': join(dir, `worker-${name}`), 'worker.gcrootsDir': join(dir, `gcroots-${name}`), ...overrides },
   }).values;
-  const worker = await startWorker(config, { log: pino({ level: process.env['KILN_TEST_LOG'] ? 'debug' : 'silent' }), software: 'kiln test', env: { ...process.env, NIX_REMOTE: 'local', NIX_CONFIG: TEST_NIX_CONFIG } });
+  const worker = await startWorker(config, { log: pino({ level: process.env['KILN_TEST_LOG'] ? 'debug' : 'silent' }), software: 'kiln test', env: nixEnv });
   t.teardown(async () => {
     await worker.stop();
     await server.close();
@@ -65,6 +82,20 @@ t.test('with worker.eval.metrics and worker.build.metrics', async (t) => {
   t.ok(stats!.thunks > 0 && stats!.functionCalls > 0 && stats!.values > 0, 'thunks, calls and values were counted');
   t.ok(stats!.allocatedBytes > 0 && stats!.peakHeapBytes > 0, 'heap and allocation');
   t.ok(stats!.cpuSeconds > 0, 'evaluator CPU time');
+  // Hotspots: the flake's own functions by a path relative to the flake, never the worker's directories.
+  const hotspots = stats!.hotspots;
+  t.ok(hotspots && hotspots.functions.length > 0 && hotspots.primOps.length > 0, `hotspots: ${JSON.stringify(hotspots)}`);
+  const mk = hotspots!.functions.find((f) => f.name === 'mk');
+  t.equal(mk?.file, 'flake.nix', 'the flake\'s `mk`, relative to the flake');
+  t.ok(mk!.count >= 2, 'called for each of its two packages');
+  t.notOk(JSON.stringify(hotspots).includes(dir), 'no file under the worker\'s directories in full');
+  t.ok(hotspots!.functions.every((f, i, all) => i === 0 || all[i - 1]!.count >= f.count), 'most called first');
+  t.same(stats!.flakeGraph, {
+    root: 'root',
+    nodes: [{ id: 'dep', type: 'path', source: inputPath, rev: null, lastModified: 0 }, { id: 'root', type: null, source: null, rev: null, lastModified: null }],
+    edges: [{ from: 'root', to: 'dep', input: 'dep' }],
+    truncated: false,
+  }, 'the flake graph is the flake.lock');
 
   const activity = [];
   for (;;) {

@@ -35,6 +35,7 @@ t.test('a real content address passes the CA check', async (t) => {
 });
 
 t.test('the malformed corpus: each fails under its own name and code', async (t) => {
+  const zeroStats = { runs: 1, cpuSeconds: 0, thunks: 0, functionCalls: 0, primOpCalls: 0, values: 0, lookups: 0, allocatedBytes: 0, peakHeapBytes: 0 };
   const corpus: [string, Uint8Array, string, RegExp, string][] = [
     ['empty frame', new Uint8Array(), 'frame', /empty/, 'malformed_message'],
     ['0xc1, which MessagePack never uses', Uint8Array.from([0xc1]), 'frame', /expected a map/, 'malformed_message'],
@@ -79,7 +80,11 @@ t.test('the malformed corpus: each fails under its own name and code', async (t)
     ['an activity message over 4096 characters', pack({ ...valid('evalActivity'), message: 'x'.repeat(4097) }), 'evalActivity.message', /./, 'malformed_message'],
     ['negative CPU time', pack({ ...valid('buildResult'), resources: { cpuUserSeconds: -1, cpuSystemSeconds: 0, peakMemoryBytes: null, ioReadBytes: null, ioWriteBytes: null, oomKills: null } }), 'buildResult.resources.cpuUserSeconds', /./, 'malformed_message'],
     ['a fractional OOM kill count', pack({ ...valid('jobFailed'), resources: { cpuUserSeconds: 0, cpuSystemSeconds: 0, peakMemoryBytes: null, ioReadBytes: null, ioWriteBytes: null, oomKills: 0.5 } }), 'jobFailed.resources.oomKills', /./, 'malformed_message'],
-    ['statistics with an extra field', pack({ ...valid('evalResult'), stats: { runs: 1, cpuSeconds: 0, thunks: 0, functionCalls: 0, primOpCalls: 0, values: 0, lookups: 0, allocatedBytes: 0, peakHeapBytes: 0, hotspots: [] } }), 'evalResult.stats', /hotspots/, 'malformed_message'],
+    ['statistics with an extra field', pack({ ...valid('evalResult'), stats: { ...zeroStats, callGraph: [] } }), 'evalResult.stats', /callGraph/, 'malformed_message'],
+    ['more than 20 hotspot functions', pack({ ...valid('evalResult'), stats: { ...zeroStats, hotspots: { functions: Array.from({ length: 21 }, () => ({ name: 'f', file: null, line: 1, count: 1 })), primOps: [] } } }),
+      'evalResult.stats.hotspots.functions', /./, 'malformed_message'],
+    ['a flake graph over 500 nodes', pack({ ...valid('evalResult'), stats: { ...zeroStats, flakeGraph: { root: 'root', edges: [], truncated: false,
+      nodes: Array.from({ length: 501 }, (_, i) => ({ id: `n${i}`, type: null, source: null, rev: null, lastModified: null })) } } }), 'evalResult.stats.flakeGraph.nodes', /./, 'malformed_message'],
   ];
   for (const [name, bytes, field, reason, code] of corpus) {
     const decoded = decodeMessage(bytes);

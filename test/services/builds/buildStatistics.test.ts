@@ -1,7 +1,7 @@
 // Per-build and per-evaluation statistics on the server (docs/metrics.md, "Build and evaluation
 // statistics"), with a protocol-level worker against the real server and PostgreSQL: the worker's
 // evalActivity becomes evaluation.activity in the evaluation's scope (what the task and evaluation
-// live sockets filter on), its evaluator statistics show on GET /evals/{id}, each build attempt's
+// live sockets filter on), its evaluator statistics (hotspots and flake graph too) show on GET /evals/{id}, each build attempt's
 // sample is stored and the latest shows on GET /builds/{id} (while it runs, the heartbeats' readings
 // of it, marked running), and samples go after retentionDays.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -45,7 +45,14 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
   const only = derivationNode('only');
   worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [only.derivation], attributes: [], errors: [] });
   worker.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [], attributes: [{ path: ['packages', 'x86_64-linux', 'only'], drvPath: only.drvPath, outputs: { out: only.out } }], errors: [] });
-  const stats = { runs: 3, cpuSeconds: 1.25, thunks: 1000, functionCalls: 200, primOpCalls: 30, values: 4000, lookups: 50, allocatedBytes: 123456, peakHeapBytes: 402718720 };
+  const stats = {
+    runs: 3, cpuSeconds: 1.25, thunks: 1000, functionCalls: 200, primOpCalls: 30, values: 4000, lookups: 50, allocatedBytes: 123456, peakHeapBytes: 402718720,
+    hotspots: { functions: [{ name: 'mk', file: 'flake.nix', line: 5, count: 12 }, { name: null, file: null, line: 2, count: 3 }], primOps: [{ name: 'map', count: 7 }] },
+    flakeGraph: {
+      root: 'root', truncated: false, edges: [{ from: 'root', to: 'nixpkgs', input: 'nixpkgs' }],
+      nodes: [{ id: 'nixpkgs', type: 'github', source: 'NixOS/nixpkgs', rev: 'b'.repeat(40), lastModified: 1700000000 }, { id: 'root', type: null, source: null, rev: null, lastModified: null }],
+    },
+  };
   worker.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 2500, stats });
 
   await t.test('evaluation.activity, in the evaluation\'s scope', async (t) => {
@@ -62,7 +69,14 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
       { until: (e) => (e.statistics as { wall_seconds: number | null }).wall_seconds !== null, message: 'the statistics are stored' });
     t.same(got.statistics, {
       wall_seconds: 2.5,
-      evaluator: { runs: 3, cpu_seconds: 1.25, thunks: 1000, function_calls: 200, primop_calls: 30, values: 4000, lookups: 50, allocated_bytes: 123456, peak_heap_bytes: 402718720 },
+      evaluator: {
+        runs: 3, cpu_seconds: 1.25, thunks: 1000, function_calls: 200, primop_calls: 30, values: 4000, lookups: 50, allocated_bytes: 123456, peak_heap_bytes: 402718720,
+        hotspots: { functions: [{ name: 'mk', file: 'flake.nix', line: 5, count: 12 }, { name: null, file: null, line: 2, count: 3 }], primops: [{ name: 'map', count: 7 }] },
+        flake_graph: {
+          root: 'root', truncated: false, edges: [{ from: 'root', to: 'nixpkgs', input: 'nixpkgs' }],
+          nodes: [{ id: 'nixpkgs', type: 'github', source: 'NixOS/nixpkgs', rev: 'b'.repeat(40), last_modified: 1700000000 }, { id: 'root', type: null, source: null, rev: null, last_modified: null }],
+        },
+      },
     });
   });
 
