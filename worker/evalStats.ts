@@ -4,12 +4,15 @@
 // A run that left no file or an unreadable one (killed, cancelled, an older Nix) is not counted.
 // NIX_COUNT_CALLS=1 adds the call counts the hotspots come from (evalHotspots.ts); the flake graph
 // (flakeGraph.ts) is the evaluated flake's lock, as the lock check read it.
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { EvalStats, FlakeGraph } from '../protocol/index.js';
 import { HotspotCounter } from './evalHotspots.js';
+
+/** A statistics file larger than this is not read (its run's numbers are left out). */
+const MAX_STATS_FILE_BYTES = 32 * 1024 * 1024;
 
 /** What kiln reads of Nix's statistics; Nix writes much more (sizes, symbols, sets). */
 const NixStats = z.object({
@@ -52,6 +55,9 @@ export class EvalStatsCollector {
   private async add(path: string): Promise<void> {
     let json: unknown;
     try {
+      // NIX_COUNT_CALLS lists every function called: a nixpkgs-sized run's file could outgrow what is
+      // worth parsing in the worker; past the cap that run's statistics are left out
+      if ((await stat(path)).size > MAX_STATS_FILE_BYTES) return;
       json = JSON.parse(await readFile(path, 'utf8'));
     } catch {
       return;
