@@ -19,6 +19,7 @@ import type { ReadyQueue } from './readyQueue.js';
 import { queuedEvaluations, type QueuedEvaluation, type ReadyBuild } from './schedulerQueries.js';
 import type { ConnectedWorker, WorkerConnections } from '../workers/index.js';
 import { bestWorker, type ScoringPolicy } from '../workers/index.js';
+import { memoryFits, PeakMemoryHistory, reservedMemory } from './memoryReservations.js';
 
 /** How long a worker that refused a job gets no other. */
 const REFUSAL_PAUSE_MS = 2000;
@@ -61,12 +62,16 @@ export interface BuildPlacementDeps {
 /** services/gitHosts' repositoryAccess, injected: builds does not depend on gitHosts. */
 export type PrivateFetchLookup = (projectId: string, repository: string) => Promise<{ repository: string; access: RepositoryAccess } | null>;
 
-type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[] };
+type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[]; predicted: number | null };
+/** What a pass has given each worker so far on top of what it runs: builds and their predicted bytes. */
+type Planned = Map<ConnectedWorker, { builds: number; bytes: number }>;
 
 export class BuildPlacement {
   private readonly refusedUntil = new Map<string, number>();
   /** builds looked up in the caches once when they became ready, not on every pass while they wait for a worker */
   private readonly substitutionChecked = new Set<string>();
+  /** recent finished peaks by derivation name: the builds' memory predictions (memoryReservations.ts) */
+  readonly peaks = new PeakMemoryHistory();
 
   constructor(private readonly deps: BuildPlacementDeps) {}
 
@@ -167,27 +172,32 @@ export class BuildPlacement {
       this.deps.wake();
     }
     const assignments: Assignment[] = [];
-    // builds this pass gives each worker, on top of what it runs
-    const planned = new Map<ConnectedWorker, number>();
+    const planned: Planned = new Map();
+    await this.peaks.warm(sql);
+    const reserved = reservedMemory(this.deps.jobs);
     for (const build of builds) {
       if (substitutable.has(build.id)) continue;
-      const worker = this.pickWorker(candidates, build, planned);
+      const predicted = this.peaks.predicted(build.name);
+      const worker = this.pickWorker(candidates, build, predicted, planned, reserved);
       if (!worker) continue;
       const caches = await cachesOf(build.projects.find((p) => serves(worker, p))!);
       if (targetCaches(caches).length === 0) continue;
-      planned.set(worker, (planned.get(worker) ?? 0) + 1);
-      assignments.push({ worker, build, caches });
+      const plan = planned.get(worker) ?? { builds: 0, bytes: 0 };
+      planned.set(worker, { builds: plan.builds + 1, bytes: plan.bytes + (predicted ?? 0) });
+      assignments.push({ worker, build, caches, predicted });
     }
     await this.startBuilds(assignments);
   }
 
-  private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, planned: ReadonlyMap<ConnectedWorker, number>): ConnectedWorker | undefined {
-    const busy = (w: ConnectedWorker) => this.deps.jobs.running(w, 'build') + (planned.get(w) ?? 0);
+  private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, predicted: number | null, planned: Planned, reserved: ReadonlyMap<string, number>): ConnectedWorker | undefined {
+    const busy = (w: ConnectedWorker) => this.deps.jobs.running(w, 'build') + (planned.get(w)?.builds ?? 0);
+    const reservedOn = (w: ConnectedWorker) => (reserved.get(w.hello.workerId) ?? 0) + (planned.get(w)?.bytes ?? 0);
     const fits = candidates.filter((w) =>
       (build.system === 'builtin' || w.hello.architectures.includes(build.system))
       && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
       && build.projects.some((p) => serves(w, p))
-      && busy(w) < w.hello.maxConcurrentBuilds);
+      && busy(w) < w.hello.maxConcurrentBuilds
+      && memoryFits(w, reservedOn(w), busy(w), predicted));
     return bestWorker(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, busy);
   }
 
@@ -195,13 +205,14 @@ export class BuildPlacement {
   private async startBuilds(assignments: readonly Assignment[]): Promise<void> {
     const { events, jobs, outcomes, settings, readToken } = this.deps;
     const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId })));
-    assignments.forEach(({ worker, build, caches }, i) => {
+    assignments.forEach(({ worker, build, caches, predicted }, i) => {
       // started here, or no longer queued (another process won it, or it was aborted)
       this.deps.ready.remove(build.id);
       const attempt = attempts[i];
       if (attempt === null || attempt === undefined) return;
       const jobId = `build:${build.id}:${attempt}`;
-      jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)) }, worker);
+      jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)),
+        memory: { name: build.name, predicted } }, worker);
       worker.link.send(buildJobMessage(jobId, build, caches, { ...settings, readToken }));
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
       const waited = Math.max(0, (this.deps.clock.now().getTime() - build.queued_at.getTime()) / 1000);

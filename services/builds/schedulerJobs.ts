@@ -18,11 +18,15 @@ export type BuildJobEntry = {
   kind: 'build'; jobId: string; workerId: string; derivationBuildId: string; attempt: number; targetCaches: ReadonlySet<string>; actor: JobActor;
   /** what build.progress last said: log bytes while building, NAR bytes and paths while uploading */
   progress: { phase: 'building' | 'uploading'; bytes: number; paths: number; reportedAt: number };
+  /** its derivation's name, predicted peak and the peak its worker's heartbeats last reported (memoryReservations.ts) */
+  memory: BuildMemory;
 };
+type BuildMemory = { name: string | null; predicted: number | null; reported: number | null };
 export type Job = EvalJobEntry | BuildJobEntry;
 export type JobEnd = Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>;
 
-type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: number }) | Omit<BuildJobEntry, 'actor' | 'progress'>;
+type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: number })
+  | (Omit<BuildJobEntry, 'actor' | 'progress' | 'memory'> & { memory?: Omit<BuildMemory, 'reported'> });
 
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
@@ -59,7 +63,7 @@ export class JobTable {
     });
     const entry: Job = job.kind === 'eval'
       ? { ...job, chain: Promise.resolve(), failed: false, actor }
-      : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 } };
+      : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 }, memory: { name: null, predicted: null, ...job.memory, reported: null } };
     this.jobs.set(job.jobId, entry);
     if (this.tracer.enabled) {
       this.spans.set(job.jobId, this.tracer.start(job.kind === 'eval' ? 'server.evaluation_job' : 'server.build_job', jobRootSpan(job.jobId), {

@@ -27,6 +27,8 @@ export const queuedEvaluations = (sql: Sql, phase: 'queued' | 'waiting') => sql<
 export interface ReadyBuild {
   id: string;
   drv_path: string;
+  /** the derivation's name (no hash): builds of one name share a memory prediction (memoryReservations.ts) */
+  name: string;
   system: string;
   required_features: string[];
   outputs: Record<string, string | null>;
@@ -47,7 +49,7 @@ export interface ReadyBuild {
  * at `now` (the scheduler's clock, which wrote not_before), oldest first; or only those of `ids`.
  */
 export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly string[]) => sql<ReadyBuild[]>`
-  select db.id, d.drv_path, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
+  select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
          d.prefer_local_build, db.substitute_misses,
          array_agg(distinct t.project_id) as projects, db.queued_at
   from derivation_builds db join derivations d on d.id = db.derivation_id

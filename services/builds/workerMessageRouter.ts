@@ -112,6 +112,8 @@ export class WorkerMessageRouter {
     const samples = [...latest.values()].flatMap((r) => {
       const job = this.deps.jobs.get(r.jobId);
       if (job?.kind !== 'build' || job.workerId !== worker.hello.workerId) return [];
+      // what the build holds now, for placement's memory reservations
+      if (r.peakMemoryBytes !== null) job.memory.reported = r.peakMemoryBytes;
       const resources = {
         cpuUserSeconds: r.cpuUserSeconds, cpuSystemSeconds: r.cpuSystemSeconds, peakMemoryBytes: r.peakMemoryBytes,
         ioReadBytes: r.ioReadBytes, ioWriteBytes: r.ioWriteBytes, oomKills: r.oomKills,
@@ -155,6 +157,8 @@ export class WorkerMessageRouter {
     this.deps.metrics?.buildEnded(message.t === 'buildResult' ? 'completed' : 'failed', message.durationMs / 1000);
     this.deps.phases?.record('build', 'run', message.durationMs / 1000);
     const sample = { derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: message.durationMs, resources: message.resources ?? null };
+    const peak = sample.resources?.peakMemoryBytes ?? null;
+    if (peak !== null && job.memory.name !== null) this.deps.placement.peaks.learn(job.memory.name, peak);
     const sampled = this.samples.record(sample)
       .catch((error: unknown) => this.deps.log.warn({ err: error }, 'storing a build\'s resource sample failed'));
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
