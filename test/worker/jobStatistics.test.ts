@@ -31,9 +31,12 @@ writeFileSync(join(inputDir, 'word'), 'input');
 const inputPath = execFileSync('nix-store', ['--add', inputDir], { env: nixEnv, encoding: 'utf8' }).trim();
 const inputSource = { type: 'path', path: inputPath };
 const inputHash = nix(['hash', 'path', inputPath]).trim();
-// A build that burns CPU in its own process: the cgroup must count it, although it is the builder's and not the worker's.
+// A build that burns CPU in its own process until the test opens its gate (after a heartbeat has carried
+// a reading of it: a fixed loop was sometimes over before the first heartbeat): the cgroup must count
+// it, although it is the builder's and not the worker's. The sandbox is off in tests, so the builder sees the gate.
+const gate = join(dir, 'busy-gate');
 const repo = createFlakeRepo(join(dir, 'repo'), {
-  'flake.nix': shellFlake(randomUUID(), `      busy = mk "kiln-test-busy" "i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done; echo $i > $out";
+  'flake.nix': shellFlake(randomUUID(), `      busy = mk "kiln-test-busy" "i=0; while [ ! -e ${gate} ]; do i=$((i+1)); done; echo $i > $out";
       busyAgain = mk "kiln-test-busy-again" "i=0; while [ $i -lt 1000 ]; do i=$((i+1)); done; echo $i > $out";`)
     .replace('outputs = { self }:', `inputs.dep = { url = "path:${inputPath}"; flake = false; };\n  outputs = { self, dep }:`),
   'flake.lock': JSON.stringify({
@@ -107,6 +110,9 @@ t.test('with worker.eval.metrics and worker.build.metrics', async (t) => {
   t.ok(activity.some((a) => a.kind === 'eval' && /^evaluating 2 attributes in \d calls?, up to \d at once$/.test(a.message)), JSON.stringify(activity.map((a) => a.message)));
 
   session.send({ t: 'buildJob', jobId: 'b', drvPath: drv('busy'), substituters: [], targetCaches: [], timeoutSecs: 120, maxSilentSecs: 120 });
+  const readingOfB = () => session.heartbeats.flatMap((h) => h.builds ?? []).find((r) => r.jobId === 'b' && r.cpuUserSeconds + r.cpuSystemSeconds > 0);
+  await eventually(readingOfB, { timeout: 60_000, message: 'a heartbeat carries a reading of the running build' });
+  writeFileSync(gate, 'open');
   const built = await session.outcome('b');
   t.equal(built.t, 'buildResult', JSON.stringify(built));
   const resources = built.t === 'buildResult' ? built.resources : undefined;
