@@ -21,6 +21,10 @@ import { join } from 'node:path';
 import { jwtVerify } from 'jose';
 import { Webhooks } from '@octokit/webhooks';
 import { createRequire } from 'node:module';
+import type { Test } from 'tap';
+import { signUp } from './accounts.js';
+import { createTestCache, type TestCache } from './caches.js';
+import type { ApiResult, TestKiln } from './kiln.js';
 
 /** The captured payloads, by event (the package's main is a JSON file). */
 const examples = createRequire(import.meta.url)('@octokit/webhooks-examples') as { name: string; examples: unknown[] }[];
@@ -349,6 +353,32 @@ export function examplePayload(event: string, action?: string): Example {
   const found = definition?.examples.find((e) => action === undefined || (e as Example).action === action);
   if (!found) throw new Error(`no example payload of ${event}${action ? `.${action}` : ''}`);
   return structuredClone(found) as Example;
+}
+
+/**
+ * The open_pr tests' project: ada's organization acme, its project app on the hosted `url` (the
+ * x86_64-linux packages), writing into a public cache main, with the task action "bump version"
+ * (a command that rewrites the file `version`). `action` is the PUT's answer, for the caller's checks.
+ */
+export async function openPrProject<A>(t: Test, kiln: TestKiln, url: string): Promise<{ token: string; cache: TestCache; action: ApiResult<A> }> {
+  const { token } = await signUp(kiln, 'ada');
+  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
+  const cache = await createTestCache(kiln.sql, 'main', { public: true });
+  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: url, wildcard: 'packages.x86_64-linux.*' } })).status, 200);
+  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache.id}, 0 from projects where name = 'app'`;
+  const action = await kiln.api<A>('PUT', '/tasks/app/default/actions', {
+    token, body: { kind: 'open_pr', name: 'bump version', command: ['sh', '-c', 'echo "bumped from $(cat version)" > version'] },
+  });
+  return { token, cache, action };
+}
+
+/** A real `installation.created` payload of installation `id`, granted the one private repository `fullName` (id `repositoryId`). */
+export function installationPayload(id: number, repositoryId: number, fullName: string): Example {
+  const installed = examplePayload('installation', 'created');
+  Object.assign(installed['installation'] as object, { id });
+  const name = fullName.split('/')[1]!;
+  installed['repositories'] = [{ id: repositoryId, node_id: `R_${name}`, name, full_name: fullName, private: true }];
+  return installed;
 }
 
 /**

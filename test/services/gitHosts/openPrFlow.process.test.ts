@@ -13,10 +13,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { startTestKiln } from '../../support/kiln.js';
-import { signUp } from '../../support/accounts.js';
-import { createTestCache } from '../../support/caches.js';
 import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
-import { examplePayload, gitHostOptions, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
+import { examplePayload, gitHostOptions, installationPayload, openPrProject, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
 import { requireNix } from '../../support/nixStore.js';
 import { spawnWorker } from '../../support/workerProcess.js';
 import { eventually } from '../../support/eventually.js';
@@ -48,19 +46,9 @@ t.test('a successful evaluation runs the open_pr action: branch pushed, pull req
   const url = `${host.url}/acme/app.git`;
   const hostedGit = (...args: string[]) => execFileSync('git', ['-C', join(dir, 'hosted', 'acme/app.git'), ...args], { encoding: 'utf8' }).trim();
 
-  const installed = examplePayload('installation', 'created');
-  Object.assign(installed['installation'] as object, { id: INSTALLATION });
-  installed['repositories'] = [{ id: REPOSITORY_ID, node_id: 'R_app', name: 'app', full_name: 'acme/app', private: true }];
-  t.equal((await sendHook(kiln.url, 'installation', installed, { secret: host.secret })).status, 200);
+  t.equal((await sendHook(kiln.url, 'installation', installationPayload(INSTALLATION, REPOSITORY_ID, 'acme/app'), { secret: host.secret })).status, 200);
 
-  const { token } = await signUp(kiln, 'ada');
-  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
-  const cache = await createTestCache(kiln.sql, 'main', { public: true });
-  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: url, wildcard: 'packages.x86_64-linux.*' } })).status, 200);
-  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache.id}, 0 from projects where name = 'app'`;
-  const action = await kiln.api<{ id: string; branch: string }>('PUT', '/tasks/app/default/actions', {
-    token, body: { kind: 'open_pr', name: 'bump version', command: ['sh', '-c', 'echo "bumped from $(cat version)" > version'] },
-  });
+  const { token, cache, action } = await openPrProject<{ id: string; branch: string }>(t, kiln, url);
   t.equal(action.status, 200, JSON.stringify(action.message));
   t.equal(action.message.branch, 'kiln/default');
 

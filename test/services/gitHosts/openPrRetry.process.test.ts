@@ -15,11 +15,9 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { startTestKiln } from '../../support/kiln.js';
-import { signUp } from '../../support/accounts.js';
-import { createTestCache } from '../../support/caches.js';
 import { steppedClock } from '../../support/clock.js';
 import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
-import { examplePayload, gitHostOptions, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
+import { examplePayload, gitHostOptions, installationPayload, openPrProject, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
 import { requireNix } from '../../support/nixStore.js';
 import { spawnWorker } from '../../support/workerProcess.js';
 import { eventually } from '../../support/eventually.js';
@@ -55,19 +53,9 @@ t.test('open_pr: the bot identity by default, retries with backoff after 500 and
   const hostedGit = (...args: string[]) => execFileSync('git', ['-C', join(dir, 'hosted', 'acme/app.git'), ...args], { encoding: 'utf8' }).trim();
   const git = (args: string[]) => execFileSync('git', ['-C', source.dir, '-c', 'user.email=t@kiln.invalid', '-c', 'user.name=t', ...args], { encoding: 'utf8' }).trim();
 
-  const installed = examplePayload('installation', 'created');
-  Object.assign(installed['installation'] as object, { id: INSTALLATION });
-  installed['repositories'] = [{ id: REPOSITORY_ID, node_id: 'R_app', name: 'app', full_name: 'acme/app', private: true }];
-  t.equal((await sendHook(kiln.url, 'installation', installed, { secret: host.secret })).status, 200);
+  t.equal((await sendHook(kiln.url, 'installation', installationPayload(INSTALLATION, REPOSITORY_ID, 'acme/app'), { secret: host.secret })).status, 200);
 
-  const { token } = await signUp(kiln, 'ada');
-  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
-  const cache = await createTestCache(kiln.sql, 'main', { public: true });
-  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: url, wildcard: 'packages.x86_64-linux.*' } })).status, 200);
-  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) select id, ${cache.id}, 0 from projects where name = 'app'`;
-  const action = await kiln.api<{ id: string; last_run: unknown }>('PUT', '/tasks/app/default/actions', {
-    token, body: { kind: 'open_pr', name: 'bump version', command: ['sh', '-c', 'echo "bumped from $(cat version)" > version'] },
-  });
+  const { token, action } = await openPrProject<{ id: string; last_run: unknown }>(t, kiln, url);
   t.equal(action.status, 200, JSON.stringify(action.message));
   t.equal(action.message.last_run, null, 'no run yet');
 

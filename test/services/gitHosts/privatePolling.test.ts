@@ -15,7 +15,7 @@ import t from 'tap';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
-import { examplePayload, gitHostOptions, sendHook, startTestGitHost } from '../../support/gitHost.js';
+import { gitHostOptions, installationPayload, sendHook, startTestGitHost } from '../../support/gitHost.js';
 import { eventually } from '../../support/eventually.js';
 
 const INSTALLATION = 9101;
@@ -41,10 +41,7 @@ t.test('a linked private repository is polled with its scoped read token', async
   const source = createFlakeRepo(join(dir, 'secret'), { 'flake.nix': shellFlake(randomBytes(8).toString('hex'), '      hello = mk "hello" "mkdir $out";') });
   host.hostRepository('acme/secret', REPOSITORY_ID, source.dir);
   const url = `${host.url}/acme/secret.git`;
-  const installed = examplePayload('installation', 'created');
-  Object.assign(installed['installation'] as object, { id: INSTALLATION });
-  installed['repositories'] = [{ id: REPOSITORY_ID, node_id: 'R_secret', name: 'secret', full_name: 'acme/secret', private: true }];
-  t.equal((await sendHook(kiln.url, 'installation', installed, { secret: host.secret })).status, 200);
+  t.equal((await sendHook(kiln.url, 'installation', installationPayload(INSTALLATION, REPOSITORY_ID, 'acme/secret'), { secret: host.secret })).status, 200);
 
   const ada = await signUp(kiln, 'ada');
   const mallory = await signUp(kiln, 'mallory');

@@ -16,7 +16,7 @@ import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { createFlakeRepo, shellFlake } from '../../support/flakeRepo.js';
-import { examplePayload, gitHostOptions, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
+import { examplePayload, gitHostOptions, installationPayload, pointAt, sendHook, startTestGitHost } from '../../support/gitHost.js';
 import { requireNix } from '../../support/nixStore.js';
 import { spawnWorker } from '../../support/workerProcess.js';
 import { eventually } from '../../support/eventually.js';
@@ -57,10 +57,7 @@ t.test('a private repository is fetched with a token scoped to it, for the proje
   });
   t.not(anonymous, 0, 'the host serves the repository to no one without a token');
 
-  const installed = examplePayload('installation', 'created');
-  Object.assign(installed['installation'] as object, { id: INSTALLATION });
-  installed['repositories'] = [{ id: REPOSITORY_ID, node_id: 'R_secret', name: 'secret', full_name: 'acme/secret', private: true }];
-  t.equal((await sendHook(kiln.url, 'installation', installed, { secret: host.secret })).status, 200, 'the installation and its repository are known');
+  t.equal((await sendHook(kiln.url, 'installation', installationPayload(INSTALLATION, REPOSITORY_ID, 'acme/secret'), { secret: host.secret })).status, 200, 'the installation and its repository are known');
 
   const cache = await createTestCache(kiln.sql, 'main', { public: true });
   const ada = await signUp(kiln, 'ada');
