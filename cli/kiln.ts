@@ -1,7 +1,7 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
 import { componentLogger, createLogger, openStageTracer, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
+import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage, type ReadPaceLimits } from '../storage/index.js';
 import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector, type SshServer } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
@@ -75,6 +75,8 @@ export interface StartKilnOptions {
   archiveProgress?: ArchiveProgress;
   /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
   bodyRateClock?: TimerClock;
+  /** the minimum pace of a held NAR read from storage, in the main thread and the serving threads (default 16 KiB/s checked every 30 s); tests make it strict */
+  narReadPace?: ReadPaceLimits;
   /** the scheduler's periodic pass (every second by default); tests hold it to see what alone wakes the scheduler */
   schedulerTicker?: SchedulerTicker;
   /** the Git host status reporter's first retry delay (tests make it short) */
@@ -190,7 +192,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     }
     const blobs = await openBlobStore(config);
     stack.push(() => blobs.close());
-    const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}) });
+    const nars = openNarStorage({ sql: db.cache, blobs, cpu: pool, config, log: componentLogger(log, 'cache'), leaseKey: instance.leaseKey, ...(opts.crashPoints ? { crashPoints: opts.crashPoints } : {}), ...(opts.narReadPace ? { readPace: opts.narReadPace } : {}) });
     stack.push(() => nars.close());
     const services = createServices(
       { config, log, clock, version, db, root, rateLimiter, secretBox, events, identity, blobs, instance, nars, metrics, cpu: pool, trafficCounters, phaseSamples, tracer },

@@ -12,18 +12,13 @@ import type { CacheRouteServices } from './cacheDeps.js';
 import { readableCache, readableCacheInMemory } from './cacheGate.js';
 import { narAnswerHead } from './narHeaders.js';
 import { stagedNixFile } from './stagedNixFile.js';
+import { storageBusyAnswer } from './storageBusyAnswer.js';
 
 /** A presigned URL outlives any sane download start; the client follows it at once. */
 const PRESIGN_SECS = 3600;
 
-/** Nix retries a 503 after a pause; a second is plenty for a storage read place to come free. */
-const STORAGE_RETRY_SECS = 1;
-
 /** The storage read gate's refusal as the answer a client understands; other errors as they are. */
-function storageBusy(e: unknown): unknown {
-  if (!isStorageBusy(e)) return e;
-  return new ApiError('storage_busy', `${e.message}: too many NAR reads are running; try again`, { headers: { 'Retry-After': String(STORAGE_RETRY_SECS) } });
-}
+const storageBusy = (e: unknown): unknown => (isStorageBusy(e) ? storageBusyAnswer(e) : e);
 
 /**
  * The worker a request comes from, for nar.maxConcurrentServes: a build job's read token names a

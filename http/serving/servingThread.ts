@@ -10,10 +10,10 @@ import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } fr
 import { askOrigin } from './askOrigin.js';
 import { relayWebSockets } from './forwardWebSocket.js';
 import { lateUpgrades } from './lateUpgrades.js';
-import { SharedReadPlaces } from '../../storage/index.js';
+import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../storage/index.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 import { threadNars } from './threadNars.js';
 
 /** The thread's hot memory: narinfos are ~1-2 KiB, so this holds tens of thousands. */
@@ -34,8 +34,12 @@ const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agen
 const post = (message: FromServingThread) => port.postMessage(message);
 const nars = threadNars({
   origin, enabled: data.sendsNars, counters, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
-  places: data.readPlaces === null ? null : new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer),
-  placesFreed: () => post({ t: 'readPlacesFreed' }),
+  line: data.readPlaces === null ? null : new ThreadReadLine({
+    places: new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer), openTimeoutSecs: data.readPlaces.openTimeoutSecs,
+    held: (change) => { counters[COUNTER_READS_HELD]! += change; },
+    mainWaits: () => post({ t: 'readPlacesFreed' }),
+  }),
+  openTimeoutSecs: data.readPlaces?.openTimeoutSecs ?? 0, pace: data.readPlaces?.pace ?? DEFAULT_READ_PACE,
   ask: (id, cache, fileHash) => post({ t: 'narAsk', id, cache, fileHash }),
   report: (sent) => post({ t: 'narsSent', sent }),
 });

@@ -1,5 +1,7 @@
 // What the main thread and a serving thread say to each other (docs/http.md, "Serving threads"):
-// plain structured-clone messages over the worker's port, no shared objects but the counters.
+// plain structured-clone messages over the worker's port, no shared objects but the counters and
+// the count of storage read places.
+import type { ReadPaceLimits } from '../../storage/index.js';
 
 /** Given to a serving thread when it starts (worker_threads workerData). */
 export interface ServingThreadData {
@@ -12,12 +14,16 @@ export interface ServingThreadData {
   secret: string;
   /** whether the thread may ask for NAR grants (the blob store has local files: not S3) */
   sendsNars: boolean;
-  /** [requests, answered from memory, forwarded, NAR files sent, storage read places held, NAR files from memory]: written by the thread only, read by the main thread */
+  /** the COUNTER_* cells below: written by the thread only, read by the main thread (and zeroed by it once the thread ended) */
   counters: SharedArrayBuffer;
   /** small NAR files the thread keeps in memory once read: up to nar.smallBytes each, `budget` bytes in all */
   smallNars: { maxFileBytes: number; budget: number };
-  /** nar.maxConcurrentDownloads shared with the main thread (storage/nars/sharedReadPlaces.ts), when the thread sends NARs */
-  readPlaces: { buffer: SharedArrayBuffer; limit: number } | null;
+  /**
+   * nar.maxConcurrentDownloads shared with the main thread (storage/nars/sharedReadPlaces.ts), when
+   * the thread sends NARs; nar.storageOpenTimeoutSecs and the minimum pace of a held read, as the
+   * main thread's gate applies them
+   */
+  readPlaces: { buffer: SharedArrayBuffer; limit: number; openTimeoutSecs: number; pace: ReadPaceLimits } | null;
   /** tls.certFile / tls.keyFile: the thread's app is uWS's SSL app */
   tls: TlsFiles | null;
 }
@@ -36,7 +42,11 @@ export const COUNTER_NARS = 3;
 export const COUNTER_READS_HELD = 4;
 /** NAR files (among COUNTER_NARS) answered from the thread's memory of small files */
 export const COUNTER_NARS_FROM_MEMORY = 5;
-export const COUNTERS = 6;
+/** GETs refused 503 storage_busy: no read place came within nar.storageOpenTimeoutSecs */
+export const COUNTER_STORAGE_BUSY = 6;
+/** reads that lost their place below the minimum pace (storage/nars/readPace.ts), their connections closed */
+export const COUNTER_TOO_SLOW = 7;
+export const COUNTERS = 8;
 
 /**
  * The main thread's word that a request without credentials may read a NAR file of a cache, and

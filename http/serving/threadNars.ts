@@ -8,14 +8,15 @@
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
 import { narAnswerHead } from '../cache/narHeaders.js';
-import { bytesReply, streamReply } from '../reply.js';
+import { storageBusyAnswer } from '../cache/storageBusyAnswer.js';
+import { bytesReply, errorReply, streamReply } from '../reply.js';
 import { respond, respondInCallback, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
 import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
-import type { SharedReadPlaces } from '../../storage/index.js';
-import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, type NarGrant, type NarSent } from './threadMessages.js';
+import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/index.js';
+import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
 
 /** Grants kept at most (a few hundred bytes each), oldest out. */
 const GRANTS_MAX = 65_536;
@@ -64,6 +65,16 @@ export class NarGrants {
   }
 }
 
+const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
+
+/** The pieces, each counted toward the read's pace as the socket takes it (the next is read only then). */
+async function* paced(pieces: AsyncGenerator<Buffer, void, undefined>, pace: { add(bytes: number): void }): AsyncGenerator<Buffer, void, undefined> {
+  for await (const piece of pieces) {
+    yield piece;
+    pace.add(piece.length);
+  }
+}
+
 interface Waiting {
   res: HttpResponse;
   state: ResponseState;
@@ -74,10 +85,13 @@ interface Waiting {
 
 export interface ThreadNarsOptions {
   origin: ForwardOrigin;
-  /** nar.maxConcurrentDownloads, one count with the main thread's reads (storage/nars/sharedReadPlaces.ts) */
-  places: SharedReadPlaces | null;
-  /** tells the main thread a place came free while its readers wait */
-  placesFreed(): void;
+  /** the thread's line for places of nar.maxConcurrentDownloads, one count with the main thread's reads (storage/nars/threadReadLine.ts) */
+  line: ThreadReadLine | null;
+  /** nar.storageOpenTimeoutSecs, for the refusal's wording */
+  openTimeoutSecs: number;
+  /** the minimum pace of a held read, as the main thread's (storage/nars/readPace.ts) */
+  pace: ReadPaceLimits;
+  paceClock?: PaceClock;
   /** whether grants can be asked for at all (false: every NAR request is forwarded) */
   enabled: boolean;
   counters: Float64Array;
@@ -118,37 +132,41 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   };
 
   /**
-   * A place among nar.maxConcurrentDownloads for a GET (a HEAD reads nothing, as on the route), or
-   * null when none is free: the main thread's gate then queues the request and answers in time.
+   * A GET holds a place of nar.maxConcurrentDownloads while it reads (a HEAD reads nothing, as on
+   * the route); it waits for one in the thread's line and, none coming in time, is refused as the
+   * route refuses: 503 storage_busy with Retry-After.
    */
-  function takePlace(head: boolean): (() => void) | null {
-    const { places } = opts;
-    if (head || places === null) return () => undefined;
-    if (!places.tryTake()) return null;
-    counters[COUNTER_READS_HELD]!++;
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      places.give();
-      counters[COUNTER_READS_HELD]!--;
-      if (places.waiting > 0) opts.placesFreed();
-    };
-  }
-
   async function send(w: Waiting, grant: NarGrant): Promise<void> {
     const range = parseRange(w.range === '' ? undefined : w.range, grant.fileSize);
     if (range.kind === 'unsatisfiable') return forward(w);
-    const givePlace = takePlace(w.head);
-    if (givePlace === null) return forward(w);
+    const { line } = opts;
+    if (w.head || line === null) return sendFile(w, grant, range, () => undefined);
+    const gone = new AbortController();
+    const unsubscribe = w.state.onAbort(() => gone.abort());
+    if (w.state.aborted) gone.abort();
+    const outcome = await line.take(gone.signal);
+    unsubscribe();
+    if (outcome === 'gone') return;
+    if (outcome === 'busy') {
+      counters[COUNTER_STORAGE_BUSY]!++;
+      return respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
+    }
+    let given = false;
+    const givePlace = () => {
+      if (given) return;
+      given = true;
+      line.give();
+    };
     try {
-      await sendFile(w, grant, range);
+      if (w.state.aborted) return;
+      await sendFile(w, grant, range, givePlace);
     } finally {
       givePlace();
     }
   }
 
-  async function sendFile(w: Waiting, grant: NarGrant, range: Exclude<ReturnType<typeof parseRange>, { kind: 'unsatisfiable' }>): Promise<void> {
+  /** `givePlace` gives the read's place back early: a reader below the minimum pace loses it, and its connection. */
+  async function sendFile(w: Waiting, grant: NarGrant, range: Exclude<ReturnType<typeof parseRange>, { kind: 'unsatisfiable' }>, givePlace: () => void): Promise<void> {
     const file = await openFile(grant.path);
     if (w.state.aborted) return file?.close();
     if (file === null || file.size !== grant.fileSize) {
@@ -175,11 +193,24 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     counters[COUNTER_NARS]!++;
     // As the route: a GET is traffic (the file's size), a HEAD is not.
     if (!w.head) reported(grant);
-    const body = { [Symbol.asyncIterator]: () => file.pieces(answer.start, answer.start + answer.length) };
+    if (w.head) {
+      file.close(); // the pieces never begin
+      return respond(w.res, w.state, streamReply(answer.status, answer.length, emptyBody, answer.headers), true);
+    }
+    const pace = watchReadPace(opts.pace, () => {
+      counters[COUNTER_TOO_SLOW]!++;
+      givePlace();
+      if (w.state.aborted || w.state.done) return;
+      // As the main thread's gate: the place goes at once, and the connection with it (respond.ts then stops).
+      w.state.done = true;
+      w.res.cork(() => w.res.close());
+    }, opts.paceClock);
+    const body = { [Symbol.asyncIterator]: () => paced(file.pieces(answer.start, answer.start + answer.length), pace) };
     try {
-      await respond(w.res, w.state, streamReply(answer.status, answer.length, body, answer.headers), w.head);
+      await respond(w.res, w.state, streamReply(answer.status, answer.length, body, answer.headers), false);
     } finally {
-      file.close(); // a HEAD, or a client gone before the first piece: the pieces never began
+      pace.stop();
+      file.close(); // a client gone before the first piece: the pieces never began
     }
   }
 

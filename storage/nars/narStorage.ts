@@ -17,6 +17,7 @@ import { StagedChecks } from './stagedChecks.js';
 import { STORED_ZSTD_LEVEL } from './ingest.js';
 import { deleteBlobIfUnreferenced, removePathFromCache, type PathRemoval } from './pathDeletion.js';
 import { localNarFile } from './storedNarFile.js';
+import { DEFAULT_READ_PACE, type ReadPaceLimits } from './readPace.js';
 import { StorageReadGate } from './storageReadGate.js';
 import { sweepNarStorage, type SweepReport } from './sweeper.js';
 import type { IngestOutcome } from './ingestOutcome.js';
@@ -44,6 +45,8 @@ export interface NarStorageDeps {
   leaseKey: number;
   /** the crash test's hold on finalize's steps (crashPoints.ts) */
   crashPoints?: CrashPoints;
+  /** the minimum pace of a held storage read (readPace.ts); tests make it strict */
+  readPace?: ReadPaceLimits;
 }
 
 export interface NarStorage {
@@ -74,6 +77,10 @@ export interface ThreadReadPlaces {
   /** the count's shared memory, for SharedReadPlaces in a thread */
   readonly buffer: SharedArrayBuffer;
   readonly limit: number;
+  /** nar.storageOpenTimeoutSecs: how long a thread's reader waits for a place before 503 storage_busy */
+  readonly openTimeoutSecs: number;
+  /** the minimum pace of a held read, as the main thread's */
+  readonly pace: ReadPaceLimits;
   /** A thread gave places back, or ended holding `lost` of them: readers waiting here take them. */
   freed(lost?: number): void;
 }
@@ -95,6 +102,7 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
     maxReads: config['nar.maxConcurrentDownloads'],
     maxReadsPerWorker: config['nar.maxConcurrentServes'],
     openTimeoutSecs: config['nar.storageOpenTimeoutSecs'],
+    pace: deps.readPace ?? DEFAULT_READ_PACE,
   });
   const reads = narReads({ sql, blobs, hot, fetches, gate, smallBytes: config['nar.smallBytes'] });
   const frames = new NarFrameSets(cpu, STORED_ZSTD_LEVEL);
@@ -116,7 +124,10 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
     blobs,
     staging,
     reads,
-    readPlaces: { buffer: gate.shared.buffer, limit: gate.shared.limit, freed: (lost) => gate.placesFreed(lost) },
+    readPlaces: {
+      buffer: gate.shared.buffer, limit: gate.shared.limit, openTimeoutSecs: config['nar.storageOpenTimeoutSecs'], pace: deps.readPace ?? DEFAULT_READ_PACE,
+      freed: (lost) => gate.placesFreed(lost),
+    },
     uploads,
     fetches,
     removePathFromCache,

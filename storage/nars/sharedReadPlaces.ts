@@ -1,13 +1,20 @@
 // The count of NAR reads from storage running at once (nar.maxConcurrentDownloads), kept in shared
 // memory so that the serving threads' reads (http/serving/threadNars.ts) and the main thread's are
-// one count (docs/binary-cache.md, "Storage reads"). A thread that finds no free place does not
-// wait: it hands the request to the main thread, whose gate queues it in order and answers 503
-// storage_busy in time. A thread that gives a place back while the main thread has readers waiting
-// tells it (wake), so the place passes on at once.
+// one count (docs/binary-cache.md, "Storage reads"). Each side keeps its own line of readers waiting
+// for a place: the main thread's gate (storageReadGate.ts) and each thread's (threadReadLine.ts).
+// A place given back to the count bumps FREED and wakes the threads' lines (Atomics.notify; they
+// wait with Atomics.waitAsync); a thread that gives a place back while the main thread has readers
+// waiting tells it (a message), so the place passes on at once either way.
 /** Int32 slots of the shared buffer. */
 const ACTIVE = 0;
 const WAITING = 1;
-const SLOTS = 2;
+/** bumped by every place given back to the count: the threads' lines wait on it */
+const FREED = 2;
+const SLOTS = 3;
+
+/** Atomics.waitAsync (ES2024; kiln's lib is ES2023): its result, with `async` true when it waits. */
+type WaitAsyncResult = { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
+const waitAsync = (Atomics as unknown as { waitAsync(cells: Int32Array, index: number, value: number, timeoutMs: number): WaitAsyncResult }).waitAsync;
 
 export class SharedReadPlaces {
   readonly buffer: SharedArrayBuffer;
@@ -28,13 +35,29 @@ export class SharedReadPlaces {
     }
   }
 
-  /** Gives `count` places back. */
+  /** Gives `count` places back, and wakes the lines that wait for one. */
   give(count = 1): void {
     Atomics.sub(this.cells, ACTIVE, count);
+    Atomics.add(this.cells, FREED, 1);
+    Atomics.notify(this.cells, FREED);
   }
 
   get active(): number {
     return Atomics.load(this.cells, ACTIVE);
+  }
+
+  /** How many times places were given back so far: read it before trying to take one, then wait on it. */
+  get freedSoFar(): number {
+    return Atomics.load(this.cells, FREED);
+  }
+
+  /**
+   * Resolves once places were given back after `seen` (freedSoFar) was read, at once if they
+   * already were, or after `timeoutMs` (a safety net: the waiter looks again either way).
+   */
+  async freedSince(seen: number, timeoutMs: number): Promise<void> {
+    const wait = waitAsync(this.cells, FREED, seen, timeoutMs);
+    if (wait.async) await wait.value;
   }
 
   /** Readers waiting in the main thread's line (set by the main thread only). */

@@ -4,6 +4,7 @@
 // nar.storageOpenTimeoutSecs (waiting for a place, then for the store to hand over the stream)
 // fails with StorageBusy, so the client is told to retry instead of hanging on a stalled store.
 import type { BlobRead } from '../blobs/index.js';
+import { DEFAULT_READ_PACE, watchReadPace, type PaceClock, type ReaderTooSlow, type ReadPaceLimits } from './readPace.js';
 import { SharedReadPlaces } from './sharedReadPlaces.js';
 
 export class StorageBusy extends Error {
@@ -30,26 +31,9 @@ export interface StorageReadGateOptions {
   maxReadsPerWorker: number;
   /** nar.storageOpenTimeoutSecs */
   openTimeoutSecs: number;
-  /** a held read whose average pace since it opened falls below this many bytes a second loses its place */
-  minBytesPerSec?: number;
-  /** how often that pace is checked */
-  paceCheckMs?: number;
-}
-
-/**
- * A reader that trickles (a few bytes a second over many connections) would hold every place for
- * hours: uWS's idle timeout only cuts one that stops outright. 16 KiB/s is a 128 kbit/s link;
- * holding all 16 default places at that pace costs an attacker 256 KiB/s, not nothing, and a
- * server facing the public should size nar.maxConcurrentDownloads well above that.
- */
-const MIN_BYTES_PER_SEC = 16 * 1024;
-const PACE_CHECK_MS = 30_000;
-
-export class ReaderTooSlow extends Error {
-  constructor(readonly bytesPerSec: number, minimum: number) {
-    super(`the NAR was read at ${Math.round(bytesPerSec)} bytes/s, below ${minimum}`);
-    this.name = 'ReaderTooSlow';
-  }
+  /** the minimum pace of a held read (readPace.ts); DEFAULT_READ_PACE unless a test asks otherwise */
+  pace?: ReadPaceLimits;
+  paceClock?: PaceClock;
 }
 
 /** Places handed out in arrival order; a waiter whose deadline passes leaves the line. */
@@ -186,7 +170,7 @@ export class StorageReadGate {
       release();
       return null;
     }
-    return holding(read, release, this.options.minBytesPerSec ?? MIN_BYTES_PER_SEC, this.options.paceCheckMs ?? PACE_CHECK_MS);
+    return holding(read, release, this.options.pace ?? DEFAULT_READ_PACE, this.options.paceClock);
   }
 
   private placesOf(worker: string): Places {
@@ -233,24 +217,19 @@ function untilAborted(opening: Promise<BlobRead | null>, signal: AbortSignal, re
 
 /**
  * The read, giving its place back once when the body ends, fails or is cancelled, or when its pace
- * since it opened falls below `minBytesPerSec` at a check: the store's stream is cancelled and the
- * body ends with ReaderTooSlow when next pulled. The pace counts bytes pulled from the store, which
- * the HTTP side pulls only as the client takes them.
+ * since it opened falls below the minimum at a check (readPace.ts): the store's stream is cancelled
+ * and the body ends with ReaderTooSlow when next pulled. The pace counts bytes pulled from the
+ * store, which the HTTP side pulls only as the client takes them.
  */
-function holding(read: BlobRead, release: () => void, minBytesPerSec: number, checkMs: number): BlobRead {
-  const opened = performance.now();
-  let pulled = 0;
+function holding(read: BlobRead, release: () => void, pace: ReadPaceLimits, clock: PaceClock | undefined): BlobRead {
   let tooSlow: ReaderTooSlow | null = null;
-  const pace = setInterval(() => {
-    const bytesPerSec = pulled / ((performance.now() - opened) / 1000);
-    if (bytesPerSec >= minBytesPerSec) return;
-    tooSlow = new ReaderTooSlow(bytesPerSec, minBytesPerSec);
-    done();
+  const watch = watchReadPace(pace, (e) => {
+    tooSlow = e;
+    release();
     read.cancel();
-  }, checkMs);
-  pace.unref();
+  }, clock);
   const done = () => {
-    clearInterval(pace);
+    watch.stop();
     release();
   };
   return {
@@ -265,7 +244,7 @@ function holding(read: BlobRead, release: () => void, minBytesPerSec: number, ch
         try {
           for await (const chunk of read.body) {
             if (tooSlow) throw tooSlow;
-            pulled += chunk.byteLength;
+            watch.add(chunk.byteLength);
             yield chunk;
           }
           if (tooSlow) throw tooSlow;

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { FilesystemBlobStore, isStorageBusy, type BlobRead } from '../../../storage/index.js';
-import { ReaderTooSlow, StorageReadGate } from '../../../storage/nars/storageReadGate.js';
+import { ReaderTooSlow } from '../../../storage/nars/readPace.js';
+import { StorageReadGate } from '../../../storage/nars/storageReadGate.js';
 
 t.test('the storage read gate', async (t) => {
   const blobs = new FilesystemBlobStore(mkdtempSync(join(tmpdir(), 'kiln-gate-')));
@@ -112,9 +113,9 @@ t.test('the storage read gate', async (t) => {
     next!.cancel();
   });
 
-  t.test('a reader slower than minBytesPerSec loses its place at the next check, and its body ends', async (t) => {
+  t.test('a reader slower than the minimum pace loses its place at the next check, and its body ends', async (t) => {
     await blobs.put('big', (async function* () { for (let i = 0; i < 8; i++) yield Buffer.alloc(1 << 20, i); })(), 8 << 20);
-    const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 8, openTimeoutSecs: 60, minBytesPerSec: 64 << 20, paceCheckMs: 200 });
+    const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 8, openTimeoutSecs: 60, pace: { minBytesPerSec: 64 << 20, checkMs: 200 } });
     const slow = await gate.open(() => blobs.get('big'));
     const body = slow!.body[Symbol.asyncIterator]();
     t.notOk((await body.next()).done, 'one chunk pulled, then the reader dawdles');
@@ -126,7 +127,7 @@ t.test('the storage read gate', async (t) => {
   });
 
   t.test('a reader at pace keeps its place to the end', async (t) => {
-    const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 8, openTimeoutSecs: 60, minBytesPerSec: 1024, paceCheckMs: 50 });
+    const gate = new StorageReadGate({ maxReads: 1, maxReadsPerWorker: 8, openTimeoutSecs: 60, pace: { minBytesPerSec: 1024, checkMs: 50 } });
     const read = await gate.open(() => blobs.get('big'));
     let bytes = 0;
     for await (const chunk of read!.body) {
