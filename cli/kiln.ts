@@ -9,7 +9,7 @@ import { startBuildServerWorkers, type BuildServerWorkers } from './buildServerW
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
-import { buildRoutes, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
+import { buildRoutes, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -279,6 +279,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(tls === null ? {} : { tls }),
         // With S3 the route redirects large files to a presigned URL: the threads leave NARs to it.
         ...(config['s3.enable'] ? {} : { nars: threadNarServices(services) }),
+        answers: threadAnswerCounts(services, metrics.enabled ? (group, method, status, seconds) => metrics.httpRequest(group, method, status, seconds) : undefined),
         smallNars: { maxFileBytes: config['nar.smallBytes'], hotCacheBytes: config['nar.hotCacheBytes'] },
         supervisor: root.supervise({ id: 'http-threads', restartBudget: { maxRestarts: 5 * threads, withinMs: 10_000 } }),
       });

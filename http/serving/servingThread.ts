@@ -13,7 +13,8 @@ import { lateUpgrades } from './lateUpgrades.js';
 import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../storage/index.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
 
 /** The thread's hot memory: narinfos are ~1-2 KiB, so this holds tens of thousands. */
@@ -32,12 +33,14 @@ const counters = new Float64Array(data.counters);
 const hot = new ThreadHotCache(HOT_BYTES);
 const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agent: originAgent() };
 const post = (message: FromServingThread) => port.postMessage(message);
+const answers = new ThreadAnswers(post);
 const nars = threadNars({
-  origin, enabled: data.sendsNars, counters, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
+  origin, enabled: data.sendsNars, counters, answers, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
   line: data.readPlaces === null ? null : new ThreadReadLine({
     places: new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer), openTimeoutSecs: data.readPlaces.openTimeoutSecs,
     held: (change) => { counters[COUNTER_READS_HELD]! += change; },
     mainWaits: () => post({ t: 'readPlacesFreed' }),
+    waitingNow: (count) => { counters[COUNTER_READS_WAITING] = count; },
   }),
   openTimeoutSecs: data.readPlaces?.openTimeoutSecs ?? 0, pace: data.readPlaces?.pace ?? DEFAULT_READ_PACE,
   ask: (id, cache, fileHash) => post({ t: 'narAsk', id, cache, fileHash }),
@@ -45,6 +48,7 @@ const nars = threadNars({
 });
 
 function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
+  const started = performance.now();
   counters[COUNTER_REQUESTS]!++;
   const cache = req.getParameter(0) ?? '';
   const file = req.getParameter(1) ?? '';
@@ -57,6 +61,8 @@ function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
       res.writeStatus(answer.status === 200 ? STATUS_OK : STATUS_NOT_FOUND).writeHeader(CONTENT_TYPE, answer.contentType);
       if (answer.xCache !== null) res.writeHeader(X_CACHE, answer.xCache);
       res.end(answer.body);
+      answers.narinfo(cache, file.slice(0, 32), answer.status === 200);
+      answers.request('get', answer.status, (performance.now() - started) / 1000);
       return;
     }
     counters[COUNTER_FORWARDED]!++;

@@ -8,7 +8,8 @@ import { fromPromise } from 'xstate';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
 import type { ThreadNarServices } from './narGrants.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
+import type { ThreadAnswerCounts } from './threadAnswerCounts.js';
+import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
 
 /**
  * How long a thread has to close its listen socket and end before it is terminated. Terminating a
@@ -31,6 +32,8 @@ export interface ServingThreadsOptions {
   nars?: ThreadNarServices;
   /** nar.smallBytes and nar.hotCacheBytes: each thread keeps small NAR files in memory within SMALL_NAR_BYTES of its own (0 disables, as for the main thread) */
   smallNars: { maxFileBytes: number; hotCacheBytes: number };
+  /** counts what the threads answered themselves (metrics, traffic) */
+  answers?: ThreadAnswerCounts;
   /** TLS on the port: each thread runs uWS's SSL app */
   tls?: TlsFiles;
   log: { info(o: object, msg: string): void; error(o: object, msg: string): void };
@@ -84,6 +87,9 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
         case 'narsSent':
           opts.nars?.sent(m.sent);
           break;
+        case 'answered':
+          opts.answers?.answered(m.narinfos, m.requests);
+          break;
         case 'readPlacesFreed':
           opts.nars?.readPlaces.freed();
           break;
@@ -96,6 +102,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       const held = new Float64Array(counters[index]!);
       opts.nars?.readPlaces.freed(held[COUNTER_READS_HELD]!);
       held[COUNTER_READS_HELD] = 0;
+      held[COUNTER_READS_WAITING] = 0;
       if (running.get(index) === worker) running.delete(index);
       if (stopping || signal.aborted) resolve();
       else reject(new Error(`serving thread ${index} ended (exit code ${code})`));
@@ -108,7 +115,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       id: `http-thread-${index}`, kind: 'http-thread', logic: threadLogic, input: { index },
       summarize: () => {
         const c = new Float64Array(counters[index]!);
-        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, narsFromMemory: c[COUNTER_NARS_FROM_MEMORY]!, storageBusy: c[COUNTER_STORAGE_BUSY]!, tooSlow: c[COUNTER_TOO_SLOW]!, starts: startCounts.get(index) ?? 0 };
+        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, narsFromMemory: c[COUNTER_NARS_FROM_MEMORY]!, readsHeld: c[COUNTER_READS_HELD]!, readsWaiting: c[COUNTER_READS_WAITING]!, storageBusy: c[COUNTER_STORAGE_BUSY]!, tooSlow: c[COUNTER_TOO_SLOW]!, starts: startCounts.get(index) ?? 0 };
       },
     });
     ready.push(new Promise<void>((resolve, reject) => {

@@ -46,7 +46,9 @@ export const COUNTER_NARS_FROM_MEMORY = 5;
 export const COUNTER_STORAGE_BUSY = 6;
 /** reads that lost their place below the minimum pace (storage/nars/readPace.ts), their connections closed */
 export const COUNTER_TOO_SLOW = 7;
-export const COUNTERS = 8;
+/** readers waiting in the thread's line for a read place */
+export const COUNTER_READS_WAITING = 8;
+export const COUNTERS = 9;
 
 /**
  * The main thread's word that a request without credentials may read a NAR file of a cache, and
@@ -70,6 +72,24 @@ export interface NarSent {
   bytes: number;
 }
 
+/** narinfos of one cache (as the URL spells it) answered from a thread's memory since its last report. */
+export interface NarinfosServed {
+  cache: string;
+  hit: boolean;
+  count: number;
+  /** some of their hashes, for the live events */
+  hashes: string[];
+}
+
+/** Requests a thread answered itself since its last report, by method and status. */
+export interface AnsweredRequests {
+  method: 'get' | 'head';
+  status: number;
+  count: number;
+  /** each answer's time from its request to its end */
+  seconds: number[];
+}
+
 /** Main → thread. */
 export type ToServingThread =
   /** a path was uploaded, deleted, re-signed or collected: forget its narinfo in every cache, and the cache's grant of its NAR file */
@@ -89,5 +109,7 @@ export type FromServingThread =
   /** may a request without credentials read nar/<fileHash>.nar.zst of cache `cache`? */
   | { t: 'narAsk'; id: number; cache: string; fileHash: string }
   | { t: 'narsSent'; sent: NarSent[] }
+  /** what the thread answered itself (threadAnswers.ts), for metrics and traffic */
+  | { t: 'answered'; narinfos: NarinfosServed[]; requests: AnsweredRequests[] }
   /** the thread gave back a place of nar.maxConcurrentDownloads while the main thread had readers waiting */
   | { t: 'readPlacesFreed' };

@@ -14,6 +14,7 @@ import { respond, respondInCallback, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
+import type { ThreadAnswers } from './threadAnswers.js';
 import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/index.js';
 import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
@@ -76,6 +77,8 @@ async function* paced(pieces: AsyncGenerator<Buffer, void, undefined>, pace: { a
 }
 
 interface Waiting {
+  /** performance.now() at the request */
+  started: number;
   res: HttpResponse;
   state: ResponseState;
   captured: CapturedRequest;
@@ -95,6 +98,8 @@ export interface ThreadNarsOptions {
   /** whether grants can be asked for at all (false: every NAR request is forwarded) */
   enabled: boolean;
   counters: Float64Array;
+  /** what the thread answered itself, for the main thread's metrics */
+  answers: ThreadAnswers;
   /** small files read once, answered from memory under a live grant */
   small: SmallNarMemory;
   ask(id: number, cache: string, fileHash: string): void;
@@ -149,7 +154,8 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     if (outcome === 'gone') return;
     if (outcome === 'busy') {
       counters[COUNTER_STORAGE_BUSY]!++;
-      return respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
+      await respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
+      return answered(w, 503);
     }
     let given = false;
     const givePlace = () => {
@@ -188,14 +194,16 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       opts.small.keep(grant.fileHash, bytes);
       counters[COUNTER_NARS]!++;
       reported(grant);
-      return respond(w.res, w.state, bytesReply(answer.status, bytes.subarray(answer.start, answer.start + answer.length), answer.headers), false);
+      await respond(w.res, w.state, bytesReply(answer.status, bytes.subarray(answer.start, answer.start + answer.length), answer.headers), false);
+      return answered(w, answer.status);
     }
     counters[COUNTER_NARS]!++;
     // As the route: a GET is traffic (the file's size), a HEAD is not.
     if (!w.head) reported(grant);
     if (w.head) {
       file.close(); // the pieces never begin
-      return respond(w.res, w.state, streamReply(answer.status, answer.length, emptyBody, answer.headers), true);
+      await respond(w.res, w.state, streamReply(answer.status, answer.length, emptyBody, answer.headers), true);
+      return answered(w, answer.status);
     }
     const pace = watchReadPace(opts.pace, () => {
       counters[COUNTER_TOO_SLOW]!++;
@@ -208,6 +216,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     const body = { [Symbol.asyncIterator]: () => paced(file.pieces(answer.start, answer.start + answer.length), pace) };
     try {
       await respond(w.res, w.state, streamReply(answer.status, answer.length, body, answer.headers), false);
+      answered(w, answer.status);
     } finally {
       pace.stop();
       file.close(); // a client gone before the first piece: the pieces never began
@@ -219,7 +228,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
    * read place taken (nothing is read from storage, as for the main thread's hot cache). False
    * when memory cannot answer it (not kept, or a range the main thread words).
    */
-  function fromMemory(res: HttpResponse, grant: NarGrant, rangeHeader: string): boolean {
+  function fromMemory(res: HttpResponse, grant: NarGrant, rangeHeader: string, started: number): boolean {
     const bytes = opts.small.get(grant.fileHash);
     if (bytes === undefined || bytes.length !== grant.fileSize) return false;
     const range = parseRange(rangeHeader === '' ? undefined : rangeHeader, grant.fileSize);
@@ -229,8 +238,13 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     counters[COUNTER_NARS]!++;
     counters[COUNTER_NARS_FROM_MEMORY]!++;
     reported(grant);
+    opts.answers.request('get', answer.status, (performance.now() - started) / 1000);
     return true;
   }
+
+  /** An answer the thread gave, for the HTTP metrics: 499 when the client left before its end, as the main thread counts it. */
+  const answered = (w: Waiting, status: number): void =>
+    opts.answers.request(w.head ? 'head' : 'get', w.state.aborted && !w.state.done ? 499 : status, (performance.now() - w.started) / 1000);
 
   const start = (w: Waiting, grant: NarGrant): void => {
     // respond() closes the connection of a body that failed midway; nothing else is left to do.
@@ -241,6 +255,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     grants,
 
     answer(res, req, head) {
+      const started = performance.now();
       counters[COUNTER_REQUESTS]!++;
       const cache = canonicalCacheName(req.getParameter(0) ?? '');
       const file = req.getParameter(1) ?? '';
@@ -253,12 +268,12 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       const range = req.getHeader('range');
       const fileHash = file.slice(0, 52);
       const grant = grants.get(cache, fileHash);
-      if (grant !== undefined && !head && fromMemory(res, grant, range)) return;
+      if (grant !== undefined && !head && fromMemory(res, grant, range, started)) return;
       const captured = captureRequest(res, req, origin);
       if (captured === null) return;
       const state = new ResponseState();
       res.onAborted(() => state.abort());
-      const w: Waiting = { res, state, captured, range, head };
+      const w: Waiting = { started, res, state, captured, range, head };
       if (grant !== undefined) {
         start(w, grant);
         return;

@@ -20,6 +20,11 @@ type Traffic =
 export interface CacheTraffic {
   /** a narinfo answered: hit is false for a 404; `upstream` when an upstream cache had it */
   served(cache: { id: string; name: string }, hash: string, hit: boolean, upstream?: boolean): void;
+  /**
+   * `count` narinfos of a cache answered elsewhere (a serving thread's memory, reported in batches):
+   * counted as `served` counts them, with events for the `hashes` named
+   */
+  servedMany(cache: { id: string; name: string }, hit: boolean, count: number, hashes: readonly string[]): void;
   /** a NAR file sent (GET, not HEAD): `bytes` is what the answer carries */
   fetched(cache: { id: string; name: string }, fileHash: string, bytes: number): void;
   /** events dropped because a flush was full, since the start */
@@ -67,6 +72,12 @@ export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<Kil
       metrics?.narinfoAnswered(cache.name, outcome);
       counters?.narinfo(cache.id, outcome);
       add({ event: 'cache.narinfo.served', cacheId: cache.id, cache: cache.name, hash, hit });
+    },
+    servedMany: (cache, hit, count, hashes) => {
+      const outcome = hit ? 'hit' : 'miss';
+      metrics?.narinfoAnswered(cache.name, outcome, count);
+      counters?.narinfo(cache.id, outcome, count);
+      for (const hash of hashes) add({ event: 'cache.narinfo.served', cacheId: cache.id, cache: cache.name, hash, hit });
     },
     fetched: (cache, fileHash, bytes) => {
       metrics?.narBytesServed(cache.name, bytes);

@@ -89,7 +89,8 @@ export class KilnMetrics {
     child.observe(seconds);
   }
 
-  narinfoAnswered(cache: string, outcome: NarinfoOutcome): void {
+  /** `count` narinfo answers (a serving thread reports its own in batches). */
+  narinfoAnswered(cache: string, outcome: NarinfoOutcome, count = 1): void {
     if (!this.options.enabled) return;
     let children = this.narinfoChildren.get(cache);
     if (children === undefined) {
@@ -97,7 +98,7 @@ export class KilnMetrics {
       children = { hit: this.narinfo.child(label, 'hit'), miss: this.narinfo.child(label, 'miss'), upstream: this.narinfo.child(label, 'upstream') };
       this.narinfoChildren.set(cache, children);
     }
-    children[outcome].inc();
+    children[outcome].inc(count);
   }
 
   narBytesServed(cache: string, bytes: number): void {

@@ -28,11 +28,11 @@ export class TrafficCounters {
     return entry;
   }
 
-  narinfo(cacheId: string, outcome: 'hit' | 'miss' | 'upstream'): void {
+  narinfo(cacheId: string, outcome: 'hit' | 'miss' | 'upstream', count = 1): void {
     const entry = this.entry(cacheId);
-    if (outcome === 'hit') entry.narinfoHits++;
-    else if (outcome === 'miss') entry.narinfoMisses++;
-    else entry.upstreamHits++;
+    if (outcome === 'hit') entry.narinfoHits += count;
+    else if (outcome === 'miss') entry.narinfoMisses += count;
+    else entry.upstreamHits += count;
   }
 
   /** A NAR file sent: its bytes to the minute, and one fetch of `fileHash` (the board's top fetched paths). */

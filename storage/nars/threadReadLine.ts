@@ -22,6 +22,8 @@ export interface ThreadReadLineOptions {
   held(change: 1 | -1): void;
   /** a place went back to the count while the main thread's line had readers waiting */
   mainWaits(): void;
+  /** the line's length changed (the thread's summary shows it) */
+  waitingNow?(count: number): void;
 }
 
 interface Waiter {
@@ -51,6 +53,7 @@ export class ThreadReadLine {
         const at = this.line.indexOf(waiter);
         if (at < 0) return;
         this.line.splice(at, 1);
+        this.opts.waitingNow?.(this.line.length);
         settle();
         resolve(outcome);
       };
@@ -68,6 +71,7 @@ export class ThreadReadLine {
       };
       gone.addEventListener('abort', onGone, { once: true });
       this.line.push(waiter);
+      this.opts.waitingNow?.(this.line.length);
       this.watch();
     });
   }
@@ -75,7 +79,10 @@ export class ThreadReadLine {
   /** Gives a place back: to this line's next reader, or to the count. */
   give(): void {
     const next = this.line.shift();
-    if (next !== undefined) return next.grant();
+    if (next !== undefined) {
+      this.opts.waitingNow?.(this.line.length);
+      return next.grant();
+    }
     this.opts.places.give();
     this.opts.held(-1);
     if (this.opts.places.waiting > 0) this.opts.mainWaits();

@@ -1,0 +1,31 @@
+// The main thread's side of what serving threads answered themselves (threadAnswers.ts; docs/
+// metrics.md): narinfos from a thread's memory count toward kiln_cache_narinfo_requests_total, the
+// per-minute counters and cache.narinfo.served as the route's own answers do, and every answer a
+// thread gave toward kiln_http_request_duration_seconds (group `cache`).
+import type { Services } from '../../services/index.js';
+import { anonymousReadableCache } from '../cache/cacheGate.js';
+import type { AnsweredRequests, NarinfosServed } from './threadMessages.js';
+
+/** The HTTP histogram's observer (http/server.ts's RequestObserver), when metrics are on. */
+type Observe = (group: string, method: string, status: number, seconds: number) => void;
+
+export interface ThreadAnswerCounts {
+  answered(narinfos: readonly NarinfosServed[], requests: readonly AnsweredRequests[]): void;
+}
+
+export function threadAnswerCounts(services: Pick<Services, 'binaryCache' | 'caches'>, observe?: Observe): ThreadAnswerCounts {
+  const countNarinfos = async (served: NarinfosServed): Promise<void> => {
+    // The thread answered an anonymous reader from what the main thread told it (a public cache, or
+    // one the main thread let it answer): the cache as the route names it, from the same memo.
+    const cache = await anonymousReadableCache(services.binaryCache, served.cache).catch(() => null);
+    if (cache === null) return;
+    services.caches.traffic.servedMany(cache, served.hit, served.count, served.hashes);
+  };
+  return {
+    answered(narinfos, requests) {
+      for (const served of narinfos) void countNarinfos(served);
+      if (observe === undefined) return;
+      for (const r of requests) for (const seconds of r.seconds) observe('cache', r.method, r.status, seconds);
+    },
+  };
+}

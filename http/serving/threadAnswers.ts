@@ -1,0 +1,51 @@
+// What a serving thread answered itself, reported to the main thread in batches (docs/metrics.md,
+// "Serving threads"): narinfo hits and misses from the thread's memory, and the requests it answered
+// (narinfos, NAR files, refusals), so that /metrics, the per-minute counters and the live traffic
+// events count them as they count the main thread's own answers. A request only adds to a map;
+// one message every REPORT_MS carries the lot.
+import type { AnsweredRequests, FromServingThread, NarinfosServed } from './threadMessages.js';
+
+const REPORT_MS = 100;
+/** narinfo hashes named per cache, outcome and report, for the live events (which keep at most 100 per 100 ms in all anyway) */
+const HASHES_PER_REPORT = 32;
+
+export class ThreadAnswers {
+  private narinfos = new Map<string, NarinfosServed>();
+  private requests = new Map<string, AnsweredRequests>();
+  private timer: NodeJS.Timeout | null = null;
+
+  constructor(private readonly post: (message: FromServingThread) => void) {}
+
+  /** A narinfo answered from memory: `cache` as the URL spells it (the main thread finds the cache). */
+  narinfo(cache: string, hash: string, hit: boolean): void {
+    const key = hit ? `+${cache}` : `-${cache}`;
+    let served = this.narinfos.get(key);
+    if (served === undefined) this.narinfos.set(key, (served = { cache, hit, count: 0, hashes: [] }));
+    served.count++;
+    if (served.hashes.length < HASHES_PER_REPORT) served.hashes.push(hash);
+    this.later();
+  }
+
+  /** A request the thread answered itself, `seconds` from its arrival to the end of the answer. */
+  request(method: 'get' | 'head', status: number, seconds: number): void {
+    const key = `${method} ${status}`;
+    let answered = this.requests.get(key);
+    if (answered === undefined) this.requests.set(key, (answered = { method, status, count: 0, seconds: [] }));
+    answered.count++;
+    answered.seconds.push(seconds);
+    this.later();
+  }
+
+  private later(): void {
+    this.timer ??= setTimeout(() => this.flush(), REPORT_MS).unref();
+  }
+
+  private flush(): void {
+    this.timer = null;
+    const narinfos = [...this.narinfos.values()];
+    const requests = [...this.requests.values()];
+    this.narinfos = new Map();
+    this.requests = new Map();
+    this.post({ t: 'answered', narinfos, requests });
+  }
+}
