@@ -1,0 +1,75 @@
+// What serving threads answer from their own memory counts in /metrics as the main thread's answers
+// do (docs/metrics.md, "Serving threads"): narinfo hits and misses in
+// kiln_cache_narinfo_requests_total and every answer in kiln_http_request_duration_seconds, reported
+// by each thread in batches. Real sockets through `http.threads` 2, each request on a connection of
+// its own so that the kernel spreads them over the listeners.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { startTestKiln, type TestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { eventually } from '../../support/eventually.js';
+import { buildFixturePaths } from '../../support/nixStore.js';
+import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { parseScrape, type Scrape } from '../../support/prometheus.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'kiln-thread-metrics-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+const tokenFile = join(dir, 'token');
+writeFileSync(tokenFile, 'scrape-secret\n');
+
+async function scrape(kiln: TestKiln): Promise<Scrape> {
+  const res = await fetch(`${kiln.url}/metrics`, { headers: { authorization: 'Bearer scrape-secret' } });
+  if (res.status !== 200) throw new Error(`scrape answered ${res.status}: ${await res.text()}`);
+  return parseScrape(await res.text());
+}
+
+/** A GET on a connection of its own: its status. */
+function status(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    }).on('error', reject);
+  });
+}
+
+interface ActorNode { id: string; summary?: Record<string, number>; children?: ActorNode[] }
+
+t.test('narinfos a thread answers from memory are counted', async (t) => {
+  const kiln = await startTestKiln(t, { 'http.threads': 2, 'metrics.tokenFile': tokenFile });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'pub', { public: true, ownerId: ada.id });
+  const tree = localNar(buildFixturePaths().tree);
+  t.equal((await uploadChunked(kiln, ada.token, 'pub', tree)).status, 200);
+  const fromMemory = async () => {
+    const root = (await kiln.api<ActorNode>('GET', '/admin/actors', { token: ada.token })).message;
+    return (root.children?.find((c) => c.id === 'http-threads')?.children ?? []).reduce((n, node) => n + (node.summary?.['fromMemory'] ?? 0), 0);
+  };
+
+  const before = await scrape(kiln);
+  const memoryBefore = await fromMemory();
+  const hits = 40;
+  const misses = 20;
+  // Each thread learns an answer from the first request it relays, then answers from memory.
+  for (let i = 0; i < hits; i++) t.equal(await status(`${kiln.url}/cache/pub/${tree.hash}.narinfo`), 200);
+  for (let i = 0; i < misses; i++) t.equal(await status(`${kiln.url}/cache/pub/${'0'.repeat(32)}.narinfo`), 404);
+  t.ok((await fromMemory()) > memoryBefore, 'the threads answered some from memory');
+
+  // A background refresh a thread sends is the main thread's answer and counts too, so the counts
+  // may run ahead of the clients' by a refresh or two; never behind.
+  const delta = (after: Scrape, name: string, labels: Record<string, string>) => after.value(name, labels) - before.value(name, labels);
+  const after = await eventually(() => scrape(kiln), {
+    until: (s) => delta(s, 'kiln_cache_narinfo_requests_total', { cache: 'pub', outcome: 'hit' }) >= hits
+      && delta(s, 'kiln_cache_narinfo_requests_total', { cache: 'pub', outcome: 'miss' }) >= misses,
+    message: 'every narinfo answer is counted',
+  });
+  t.ok(delta(after, 'kiln_cache_narinfo_requests_total', { cache: 'pub', outcome: 'hit' }) >= hits, 'hits');
+  t.ok(delta(after, 'kiln_cache_narinfo_requests_total', { cache: 'pub', outcome: 'miss' }) >= misses, 'misses');
+  const answers = (s: Scrape, code: string) => delta(s, 'kiln_http_request_duration_seconds_count', { group: 'cache', method: 'get', status: code });
+  const counted = await eventually(() => scrape(kiln), { until: (s) => answers(s, '200') >= hits && answers(s, '404') >= misses, message: 'every answer in the HTTP histogram' });
+  t.ok(answers(counted, '200') >= hits && answers(counted, '404') >= misses, 'the HTTP histogram counts the threads\' answers');
+});
