@@ -2,9 +2,12 @@
 // /cache/{cache}/nar/{file} without credentials, read from the filesystem blob store and streamed
 // with backpressure, Range as the main thread's route answers it. The thread never decides access:
 // it asks the main thread (narAsk), whose grant is what the route would decide for that request,
-// and keeps the grant for ACCESS_TTL_MS unless an invalidation drops it first. Everything else
-// (credentials, a refusal, a file the cache lacks or storage lost, an unsatisfiable range, S3) is
-// forwarded to the main thread, which words the answer.
+// and keeps the grant for ACCESS_TTL_MS unless an invalidation drops it first. A GET holds a place
+// of nar.maxConcurrentDownloads while it reads, waiting for one in the thread's own line
+// (storage/nars/threadReadLine.ts: 503 storage_busy in time, as the route) and losing it below the
+// minimum pace (storage/nars/readPace.ts). Everything else (credentials, a refusal, a file the cache
+// lacks or storage lost, an unsatisfiable range, S3) is forwarded to the main thread, which words
+// the answer.
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
 import { narAnswerHead } from '../cache/narHeaders.js';
@@ -212,6 +215,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       // As the main thread's gate: the place goes at once, and the connection with it (respond.ts then stops).
       w.state.done = true;
       w.res.cork(() => w.res.close());
+      w.state.abort(); // uWS runs onAborted on close(); once more does nothing
     }, opts.paceClock);
     const body = { [Symbol.asyncIterator]: () => paced(file.pieces(answer.start, answer.start + answer.length), pace) };
     try {

@@ -23,5 +23,5 @@ export { cacheContentStats, type CacheContentStats } from './sql/cacheContentSta
 export { type CachePathRow } from './sql/cachePathRow.js';
 export { findSignatureWork, writeSignatures, type SignatureWork, type SignatureWrite } from './sql/index.js';
 export { findDebugInfo, indexDebugBuildIds, unindexedCachedPaths } from './sql/index.js';
-export { ThreadReadLine, type PlaceOutcome } from './threadReadLine.js';
-export { DEFAULT_READ_PACE, watchReadPace, ReaderTooSlow, type ReadPaceLimits, type PaceClock } from './readPace.js';
+export { ThreadReadLine } from './threadReadLine.js';
+export { DEFAULT_READ_PACE, watchReadPace, type ReadPaceLimits, type PaceClock } from './readPace.js';

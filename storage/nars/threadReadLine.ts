@@ -24,6 +24,8 @@ export interface ThreadReadLineOptions {
   mainWaits(): void;
   /** the line's length changed (the thread's summary shows it) */
   waitingNow?(count: number): void;
+  /** the safety net's period (default RECHECK_MS); tests stretch it to see the wake-up alone */
+  recheckMs?: number;
 }
 
 interface Waiter {
@@ -106,7 +108,7 @@ export class ThreadReadLine {
           this.line.shift()!.grant();
         }
         if (this.line.length === 0) return;
-        await places.freedSince(seen, RECHECK_MS);
+        await places.freedSince(seen, this.opts.recheckMs ?? RECHECK_MS);
       }
     } finally {
       this.watching = false; // at once, in the same turn: a reader arriving next starts a new watch
