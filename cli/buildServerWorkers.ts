@@ -7,6 +7,11 @@
 // pushed to the project's caches. So the scheduler, the job lifecycle, its events and retries are
 // those of any /proto worker.
 //
+// Store: each worker runs on a Nix store of its own under its directory (worker.storeRoot), so a
+// server's outputs, which Nix takes back unverified, are valid nowhere else on this machine: not
+// for the local worker, not for another server's worker. It goes with the directory when the
+// worker stops or starts again.
+//
 // SSH: the organization's key and a known_hosts file holding only the pinned key, with strict
 // checking, reach the child through NIX_SSHOPTS. A server whose key changed refuses every build
 // until an admin checks it again, which pins the new key; the next reading restarts the worker.
@@ -15,7 +20,7 @@
 // worker each for the same server; the registrations are read every intervalMs, and a worker
 // whose server changed (address, key, systems, projects) is started again.
 import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../config/index.js';
 import type { BuildServerPasses, BuildServerTarget } from '../services/index.js';
@@ -64,6 +69,24 @@ export function sshOptions(target: BuildServerTarget, knownHostsFile: string): s
   ].join(' ');
 }
 
+/**
+ * Removes a worker's directory, its Nix store included: store directories are read-only (0555),
+ * which stops a non-root remove, so they are made writable first.
+ */
+export function removeWorkerDir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {
+    const writable = (path: string) => {
+      if (!lstatSync(path).isDirectory()) return;
+      chmodSync(path, 0o700);
+      for (const entry of readdirSync(path)) writable(join(path, entry));
+    };
+    writable(dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 const shapeOf = (target: BuildServerTarget): string => createHash('sha256').update(JSON.stringify(target)).digest('hex');
 
 export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildServerWorkers {
@@ -77,7 +100,7 @@ export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildS
     running.delete(serverId);
     opts.passes.revoke(serverId);
     await entry.child.stop();
-    rmSync(join(opts.dir, serverId), { recursive: true, force: true });
+    removeWorkerDir(join(opts.dir, serverId));
   };
 
   const launch = (target: BuildServerTarget): WorkerChild | null => {
@@ -87,7 +110,7 @@ export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildS
       opts.log.error({ server: target.label, dir }, 'the build server\'s worker directory has a space in its path; no worker runs for it');
       return null;
     }
-    rmSync(dir, { recursive: true, force: true });
+    removeWorkerDir(dir);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const identityFile = join(dir, 'id_ssh');
     const knownHosts = join(dir, 'known_hosts');
@@ -99,6 +122,8 @@ export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildS
       args: [
         '--server-url', `ws://127.0.0.1:${opts.port}/proto`, '--base-dir', join(dir, 'state'), '--id', target.serverId,
         '--peers-file', peersFile, '--gcroots-dir', join(dir, 'gcroots'),
+        // A store of its own: what the server sends back never enters this machine's store (worker/ownStore.ts).
+        '--store-root', join(dir, 'store'),
         '--no-capabilities-eval', '--no-capabilities-fetch', '--capabilities-build',
         '--system-architectures', target.architectures.join(','), '--system-features', target.features.join(','),
         '--build-max-concurrent', String(target.maxJobs), '--build-builders', buildersLine(target, identityFile),

@@ -298,7 +298,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     stack.push(() => outbound.stop());
     const buildServers = startBuildServerWorkers({
-      // build.runOnBuildServers: off, no server gets a worker (a server's outputs enter this host's store unverified)
+      // build.runOnBuildServers: off, no server gets a worker (servers are stored and checked only)
       port: http.port, dir: join(config['baseDir'], 'build-servers'),
       targets: config['build.runOnBuildServers'] ? () => services.access.servers.targets() : () => Promise.resolve([]),
       passes: services.buildServerPasses, isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),

@@ -3,7 +3,7 @@
 // its own (a chroot store under a temporary directory, so nothing it builds lands in this
 // machine's store but through kiln's copy back). No /proto worker runs: the project's builds
 // go to the organization's build server, through the worker kiln runs for it.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -37,6 +37,9 @@ function derivationClosure(work: string, nonce: string, alone = false): { drv: s
   const closure = execFileSync('nix-store', ['-qR', drv], { env }).toString().trim().split('\n');
   return { drv, exported: execFileSync('nix-store', ['--export', ...closure], { env, maxBuffer: 1 << 26 }) };
 }
+
+/** Whether the path is valid in this machine's store. */
+const hostValid = (path: string): boolean => spawnSync('nix-store', ['--check-validity', path], { env: nixEnv() }).status === 0;
 
 async function submit(kiln: TestKiln, token: string, exported: Buffer): Promise<Build> {
   const { body, contentType } = multipartBody([['project', 'acme/app'], ['closure', exported]]);
@@ -106,6 +109,10 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
     t.equal(build.drv_path, drv);
     const out = build.outputs['out']!;
     t.ok(existsSync(join(remoteRoot, out)), 'the output was built in the server\'s store');
+    // What the server sent back is valid in its worker's own store only, never in this machine's,
+    // where the local worker and other organizations' build servers would take it as built.
+    t.notOk(hostValid(out), 'the server\'s output is not valid in this machine\'s store');
+    t.ok(existsSync(join(kiln.baseDir, 'build-servers', created.message.id, 'store', out)), 'it is in the store of the server\'s worker');
     t.match(readFileSync(commands, 'utf8'), /nix-store --serve --write/, 'Nix reached the server over SSH');
     t.equal((await fetch(`${kiln.url}/cache/main/${basename(out).slice(0, 32)}.narinfo`)).status, 200, 'the output is in the project\'s cache');
     const log = await fetch(`${kiln.url}/api/v1/builds/${build.build_id}/log`, { headers: { authorization: `Bearer ${token}` } });
