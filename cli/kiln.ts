@@ -1,4 +1,5 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
+import type { LookupAddress } from 'node:dns';
 import { componentLogger, createLogger, openStageTracer, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage } from '../storage/index.js';
@@ -73,6 +74,8 @@ export interface StartKilnOptions {
   clock?: Clock;
   /** watches serve/ directory archives being packed (tests: backpressure reaches the packer) */
   archiveProgress?: ArchiveProgress;
+  /** a name's addresses for the build servers' outbound checks (default: the system resolver); tests stand in a changing DNS */
+  resolve?: (name: string) => Promise<LookupAddress[]>;
   /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
   bodyRateClock?: TimerClock;
   /** the scheduler's periodic pass (every second by default); tests hold it to see what alone wakes the scheduler */
@@ -198,6 +201,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
+        ...(opts.resolve ? { resolve: opts.resolve } : {}),
         ...(opts.gitHostRetryBaseMs !== undefined ? { gitHostRetryBaseMs: opts.gitHostRetryBaseMs } : {}),
         ...(opts.gitHostLinkRecheckMs !== undefined ? { gitHostLinkRecheckMs: opts.gitHostLinkRecheckMs } : {}),
         ...(opts.openPrRetryBaseMs !== undefined ? { openPrRetryBaseMs: opts.openPrRetryBaseMs } : {}),
