@@ -7,15 +7,25 @@
 // pushed to the project's caches. So the scheduler, the job lifecycle, its events and retries are
 // those of any /proto worker.
 //
+// Store: each worker runs on a Nix store of its own under its directory (worker.storeRoot), so a
+// server's outputs, which Nix takes back unverified, are valid nowhere else on this machine: not
+// for the local worker, not for another server's worker. It goes with the directory when the
+// worker stops or starts again.
+//
 // SSH: the organization's key and a known_hosts file holding only the pinned key, with strict
 // checking, reach the child through NIX_SSHOPTS. A server whose key changed refuses every build
 // until an admin checks it again, which pins the new key; the next reading restarts the worker.
+//
+// Address: the server's name is resolved and checked against outbound.allowedNetworks each time
+// the servers are read, and the worker's ssh gets a checked address, never the name, so a name
+// that resolves elsewhere at connect time (DNS rebinding) is never reached. A name that now
+// resolves to a refused address stops the worker at the next reading.
 //
 // The process that holds the scheduler lock runs them, so several server processes do not run a
 // worker each for the same server; the registrations are read every intervalMs, and a worker
 // whose server changed (address, key, systems, projects) is started again.
 import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../config/index.js';
 import type { BuildServerPasses, BuildServerTarget } from '../services/index.js';
@@ -45,15 +55,22 @@ export interface BuildServerWorkers {
 const HOST_KEY_ALIAS = 'kiln-build-server';
 
 interface Running {
-  /** what the worker was started with; another value restarts it */
+  /** what the worker was started with but its address; another value restarts it */
   shape: string;
+  /** the checked address its ssh connects to */
+  address: string;
   child: WorkerChild;
 }
 
-/** Nix's builders line for the server: `ssh://user@host systems key maxJobs speed features`. */
-export function buildersLine(target: BuildServerTarget, identityFile: string): string {
+/**
+ * Nix's builders line for the server: `ssh://user@address systems key maxJobs speed features`.
+ * The address is one the server's name resolved to and outbound.allowedNetworks allows, never the
+ * name: ssh would resolve it again at every connection, maybe to somewhere else (DNS rebinding).
+ * The pinned key is found under HOST_KEY_ALIAS, whatever the address.
+ */
+export function buildersLine(target: BuildServerTarget, address: string, identityFile: string): string {
   const features = target.features.length > 0 ? target.features.join(',') : '-';
-  return `ssh://${target.username}@${target.host} ${target.architectures.join(',')} ${identityFile} ${target.maxJobs} 1 ${features}`;
+  return `ssh://${target.username}@${address} ${target.architectures.join(',')} ${identityFile} ${target.maxJobs} 1 ${features}`;
 }
 
 /** ssh options for every connection to the server: its port, only the pinned key, no prompt. */
@@ -64,7 +81,26 @@ export function sshOptions(target: BuildServerTarget, knownHostsFile: string): s
   ].join(' ');
 }
 
-const shapeOf = (target: BuildServerTarget): string => createHash('sha256').update(JSON.stringify(target)).digest('hex');
+/**
+ * Removes a worker's directory, its Nix store included: store directories are read-only (0555),
+ * which stops a non-root remove, so they are made writable first.
+ */
+export function removeWorkerDir(dir: string): void {
+  try {
+    rmSync(dir, { recursive: true, force: true });
+  } catch {
+    const writable = (path: string) => {
+      if (!lstatSync(path).isDirectory()) return;
+      chmodSync(path, 0o700);
+      for (const entry of readdirSync(path)) writable(join(path, entry));
+    };
+    writable(dir);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** Everything the worker is started with but the address, which may change without a restart while the old one stays allowed. */
+const shapeOf = ({ addresses: _addresses, ...target }: BuildServerTarget): string => createHash('sha256').update(JSON.stringify(target)).digest('hex');
 
 export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildServerWorkers {
   const running = new Map<string, Running>();
@@ -77,17 +113,17 @@ export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildS
     running.delete(serverId);
     opts.passes.revoke(serverId);
     await entry.child.stop();
-    rmSync(join(opts.dir, serverId), { recursive: true, force: true });
+    removeWorkerDir(join(opts.dir, serverId));
   };
 
-  const launch = (target: BuildServerTarget): WorkerChild | null => {
+  const launch = (target: BuildServerTarget, address: string): WorkerChild | null => {
     const dir = join(opts.dir, target.serverId);
     // NIX_SSHOPTS is split at spaces: a path with one cannot be passed.
     if (/\s/.test(dir)) {
       opts.log.error({ server: target.label, dir }, 'the build server\'s worker directory has a space in its path; no worker runs for it');
       return null;
     }
-    rmSync(dir, { recursive: true, force: true });
+    removeWorkerDir(dir);
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const identityFile = join(dir, 'id_ssh');
     const knownHosts = join(dir, 'known_hosts');
@@ -99,9 +135,11 @@ export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildS
       args: [
         '--server-url', `ws://127.0.0.1:${opts.port}/proto`, '--base-dir', join(dir, 'state'), '--id', target.serverId,
         '--peers-file', peersFile, '--gcroots-dir', join(dir, 'gcroots'),
+        // A store of its own: what the server sends back never enters this machine's store (worker/ownStore.ts).
+        '--store-root', join(dir, 'store'),
         '--no-capabilities-eval', '--no-capabilities-fetch', '--capabilities-build',
         '--system-architectures', target.architectures.join(','), '--system-features', target.features.join(','),
-        '--build-max-concurrent', String(target.maxJobs), '--build-builders', buildersLine(target, identityFile),
+        '--build-max-concurrent', String(target.maxJobs), '--build-builders', buildersLine(target, address, identityFile),
       ],
       env: { ...process.env, NIX_SSHOPTS: sshOptions(target, knownHosts) },
       log: opts.log,
@@ -115,11 +153,15 @@ export function startBuildServerWorkers(opts: BuildServerWorkersOptions): BuildS
     for (const id of [...running.keys()]) if (!ids.has(id)) await stopOne(id);
     for (const target of wanted) {
       const shape = shapeOf(target);
-      if (running.get(target.serverId)?.shape === shape) continue;
+      const current = running.get(target.serverId);
+      // The worker keeps its address while the name still resolves to it (round-robin DNS does not restart it).
+      if (current?.shape === shape && target.addresses.includes(current.address)) continue;
       await stopOne(target.serverId);
       if (stopped) return;
-      const child = launch(target);
-      if (child) running.set(target.serverId, { shape, child });
+      const address = target.addresses[0];
+      if (address === undefined) continue;
+      const child = launch(target, address);
+      if (child) running.set(target.serverId, { shape, address, child });
     }
   };
   const refresh = () => {

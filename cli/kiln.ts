@@ -1,4 +1,5 @@
 // The composition root of `kiln serve`: opens storage, builds the services and starts the servers.
+import type { LookupAddress } from 'node:dns';
 import { componentLogger, createLogger, openStageTracer, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
 import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage, type ReadPaceLimits } from '../storage/index.js';
@@ -73,6 +74,8 @@ export interface StartKilnOptions {
   clock?: Clock;
   /** watches serve/ directory archives being packed (tests: backpressure reaches the packer) */
   archiveProgress?: ArchiveProgress;
+  /** a name's addresses for the build servers' outbound checks (default: the system resolver); tests stand in a changing DNS */
+  resolve?: (name: string) => Promise<LookupAddress[]>;
   /** the clock upload.minBytesPerSec is measured with; tests move it by hand */
   bodyRateClock?: TimerClock;
   /** the minimum pace of a held NAR read from storage, in the main thread and the serving threads (default 16 KiB/s checked every 30 s); tests make it strict */
@@ -200,6 +203,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         ...(opts.schedulerTicker ? { schedulerTicker: opts.schedulerTicker } : {}),
         ...(opts.cacheAccessClock ? { cacheAccessClock: opts.cacheAccessClock } : {}),
         ...(opts.archiveProgress ? { archiveProgress: opts.archiveProgress } : {}),
+        ...(opts.resolve ? { resolve: opts.resolve } : {}),
         ...(opts.gitHostRetryBaseMs !== undefined ? { gitHostRetryBaseMs: opts.gitHostRetryBaseMs } : {}),
         ...(opts.gitHostLinkRecheckMs !== undefined ? { gitHostLinkRecheckMs: opts.gitHostLinkRecheckMs } : {}),
         ...(opts.openPrRetryBaseMs !== undefined ? { openPrRetryBaseMs: opts.openPrRetryBaseMs } : {}),
@@ -301,7 +305,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     });
     stack.push(() => outbound.stop());
     const buildServers = startBuildServerWorkers({
-      // build.runOnBuildServers: off, no server gets a worker (a server's outputs enter this host's store unverified)
+      // build.runOnBuildServers: off, no server gets a worker (servers are stored and checked only)
       port: http.port, dir: join(config['baseDir'], 'build-servers'),
       targets: config['build.runOnBuildServers'] ? () => services.access.servers.targets() : () => Promise.resolve([]),
       passes: services.buildServerPasses, isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),

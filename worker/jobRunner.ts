@@ -44,7 +44,7 @@ export class JobRunner {
   /** Serves jobs from `connection` until it closes. */
   attach(connection: ProtoConnection): void {
     const limits = connection.welcome.limits;
-    const pusher = new NarPusher(connection, Math.min(this.settings.narChunkBytes, limits.narChunkBytes), limits.narSendChunkTimeoutSecs);
+    const pusher = new NarPusher(connection, Math.min(this.settings.narChunkBytes, limits.narChunkBytes), limits.narSendChunkTimeoutSecs, this.settings.storeRoot);
     const mine = new Set<string>();
     connection.onMessage((message) => this.receive(message, connection, pusher, mine));
     void connection.closed.then(() => {

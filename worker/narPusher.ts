@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { sha256Nix32, type Message, type NarAbortCode, type PathInfo } from '../protocol/index.js';
 import type { ProtoConnection } from './connection.js';
 import { dumpNar } from './narDump.js';
+import { realStorePath } from './ownStore.js';
 
 export class NarPushFailed extends Error {
   override readonly name = 'NarPushFailed';
@@ -75,6 +76,8 @@ export class NarPusher {
     private readonly connection: ProtoConnection,
     private readonly chunkBytes: number,
     private readonly sendChunkTimeoutSecs: number,
+    /** worker.storeRoot: the paths' files are under it (worker/ownStore.ts); null: where their names say */
+    private readonly storeRoot: string | null = null,
   ) {}
 
   /** Takes the server's narCredit / narPushAck / narAbort; false for any other message. */
@@ -118,7 +121,7 @@ export class NarPusher {
       const hash = createHash('sha256');
       let size = 0;
       let seq = 0;
-      for await (const chunk of rechunk(dumpNar(info.path), this.chunkBytes)) {
+      for await (const chunk of rechunk(dumpNar(realStorePath(this.storeRoot, info.path)), this.chunkBytes)) {
         if (signal?.aborted) abort('cancelled', 'the job was cancelled');
         if (!(await transfer.until(() => transfer.credit > 0, timeoutMs))) abort('timeout', `no credit from the server within ${this.sendChunkTimeoutSecs} s`);
         if (transfer.ending) return ended();

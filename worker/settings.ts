@@ -3,6 +3,7 @@
 import type { Config } from '../config/index.js';
 import { defaultForkWorkers } from './flakeEval.js';
 import { minFreeRamBytes } from './memoryProbe.js';
+import { ownStoreEnv } from './ownStore.js';
 
 export interface WorkerSettings {
   serverUrl: string | null;
@@ -23,6 +24,8 @@ export interface WorkerSettings {
   maxCores: number | null;
   /** worker.build.builders: the machines every build runs on (worker/remoteBuilders.ts); null builds here */
   builders: string | null;
+  /** worker.storeRoot: the root of the worker's own chroot store (worker/ownStore.ts); null: the configured store */
+  storeRoot: string | null;
   architectures: string[];
   /** empty: detected from Nix's configuration */
   systemFeatures: string[];
@@ -66,6 +69,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
   }
   // A worker must never stop at a credentials prompt nobody will answer.
   childEnv['GIT_TERMINAL_PROMPT'] = '0';
+  const storeRoot = config['worker.storeRoot'];
   const baseDir = config['worker.baseDir'];
   return {
     serverUrl: config['worker.serverUrl'],
@@ -87,6 +91,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     maxConcurrentEvals: config['worker.eval.maxConcurrent'],
     maxCores: config['worker.build.maxCores'],
     builders: config['worker.build.builders'],
+    storeRoot,
     architectures: [...config['worker.system.architectures']],
     systemFeatures: [...config['worker.system.features']],
     cpuCoreScore: config['worker.system.cpuCoreScore'],
@@ -104,6 +109,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     oomScoreAdjust: config['worker.build.oomScoreAdjust'],
     buildCgroup: config['worker.build.metrics'] ? config['worker.build.cgroup'] : null,
     traceDir: config['worker.log.traceDir'],
-    childEnv,
+    // Last, so worker.environmentVariables cannot point the worker's Nix back at the shared store.
+    childEnv: storeRoot === null ? childEnv : ownStoreEnv(childEnv, storeRoot),
   };
 }

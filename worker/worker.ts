@@ -1,5 +1,6 @@
 // The `kiln worker` process: identity, then connect → handshake → serve jobs, and after every
 // lost connection a reconnect with exponential backoff (at most 60 s) until stopped.
+import { mkdir } from 'node:fs/promises';
 import { componentLogger, openStageTracer, type Config, type Logger } from '../config/index.js';
 import type { PeerTokens, WorkerHello } from '../protocol/index.js';
 import { backoffDelayMs } from './backoff.js';
@@ -98,8 +99,11 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   const tracer = openStageTracer(settings.traceDir, 'worker');
   const runner = new JobRunner(settings, { eval: componentLogger(log, 'eval'), build: componentLogger(log, 'build') }, tracer);
 
-  let storeFree: number | null = await storeFreeBytes();
-  const storeTimer = setInterval(() => void storeFreeBytes().then((bytes) => (storeFree = bytes)), 30_000);
+  // A store of its own (worker.storeRoot) is made by its first Nix command; its root is there from the start.
+  if (settings.storeRoot !== null) await mkdir(settings.storeRoot, { recursive: true, mode: 0o700 });
+  const storeDir = settings.storeRoot ?? undefined;
+  let storeFree: number | null = await storeFreeBytes(storeDir);
+  const storeTimer = setInterval(() => void storeFreeBytes(storeDir).then((bytes) => (storeFree = bytes)), 30_000);
   storeTimer.unref();
 
   let stopping = false;

@@ -19,8 +19,8 @@ export const buildOptions = {
     'seconds before retrying a transient failure, doubled per previous attempt',
   ),
   'build.runOnBuildServers': option(
-    bool(), false,
-    'build the projects of an organization on its active, checked build servers; a server\'s outputs enter this host\'s Nix store unverified (Nix does not check what a remote builder returns) where the local worker and other organizations\' build servers would reuse them, so turn it on only when every organization with build servers is trusted by the others; off, servers are stored and checked only',
+    bool(), true,
+    'build the projects of an organization on its active, checked build servers; each server\'s worker runs on a Nix store of its own, so what a server sends back (unverified, as Nix takes remote builds) reaches only the caches that organization\'s projects write; off, servers are stored and checked only',
     { extension: true },
   ),
   'build.substituteMissEscalationThreshold': option(

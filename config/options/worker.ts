@@ -44,6 +44,11 @@ export const workerOptions = {
     'WebSocket URL of the server\'s /proto endpoint; null waits for the server to connect',
     { mask: 'urlPassword' },
   ),
+  'worker.storeRoot': option(
+    nullable(path()), null,
+    'root of a Nix store of this worker\'s own (Nix\'s chroot store local?root=<dir>, its files under <dir>/nix/store) instead of the store Nix is configured with: every Nix command of the worker runs on it and the NARs it pushes are read from it, so what its builds bring back never enters the machine\'s store; kiln sets it for the worker of an organization\'s build server; null uses the configured store',
+    { extension: true },
+  ),
   'worker.useTls': option(bool(), true, 'enable TLS', noEnv),
   'worker.zone': option(
     nullable(str()), null,

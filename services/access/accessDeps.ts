@@ -1,4 +1,5 @@
 // What the access services (organizations, projects, caches, members) are built from.
+import type { LookupAddress } from 'node:dns';
 import type { Sql } from 'postgres';
 import type { Config, Logger } from '../../config/index.js';
 import type { Events, SecretBox } from '../../storage/index.js';
@@ -18,4 +19,6 @@ export interface AccessDeps {
    * project: the scheduler re-queues evaluations that wait for a writable cache here.
    */
   onSubscriptionApproved(projectId: string): void | Promise<void>;
+  /** a name's addresses for the outbound checks of build servers (default: the system resolver); tests stand in a changing DNS */
+  resolve?: (name: string) => Promise<LookupAddress[]>;
 }

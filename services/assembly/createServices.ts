@@ -69,6 +69,8 @@ export interface ServiceOptions {
   gcLoop?: boolean;
   /** where a crash test holds a collection pass or deep round before it kills the process */
   crashPoints?: CrashPoints;
+  /** a name's addresses for the build servers' outbound checks (default: the system resolver); tests stand in a changing DNS */
+  resolve?: AccessDeps['resolve'];
 }
 
 /** Every service of a server process: what the HTTP routes, the sockets and the composition root take. */
@@ -213,6 +215,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     sql: db.web, config, log: webLog, clock, secretBox, events: events.events,
     // evaluations parked for want of a cache go back to the queue
     onSubscriptionApproved: () => scheduler.requeueWaiting(),
+    ...(opts.resolve ? { resolve: opts.resolve } : {}),
   });
   const prune = evaluationPruner(db.web, config['eval.maxKeep']);
   const evaluations = evaluationsService({

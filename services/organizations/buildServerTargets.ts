@@ -10,6 +10,11 @@ export interface BuildServerTarget {
   /** `{org}/{server}`, for logs and messages */
   label: string;
   host: string;
+  /**
+   * The addresses `host` resolved to when the servers were last read, each within
+   * outbound.allowedNetworks: ssh is given one of them, never the name (DNS rebinding).
+   */
+  addresses: string[];
   port: number;
   username: string;
   /** the pinned key, `ssh-ed25519 AAAA…` */
@@ -23,7 +28,7 @@ export interface BuildServerTarget {
   projectIds: string[];
 }
 
-export async function buildServerTargets(sql: Sql, privateKey: (organizationId: string) => Promise<string>): Promise<BuildServerTarget[]> {
+export async function buildServerTargets(sql: Sql, privateKey: (organizationId: string) => Promise<string>): Promise<Omit<BuildServerTarget, 'addresses'>[]> {
   const rows = await sql<{
     id: string; organization_id: string; label: string; host: string; port: number; username: string; host_key: string;
     architectures: string[]; features: string[]; max_jobs: number; project_ids: string[];
@@ -35,7 +40,7 @@ export async function buildServerTargets(sql: Sql, privateKey: (organizationId: 
     where s.active and s.host_key is not null and cardinality(s.architectures) > 0
     order by s.id`;
   const keys = new Map<string, string>();
-  const targets: BuildServerTarget[] = [];
+  const targets: Omit<BuildServerTarget, 'addresses'>[] = [];
   for (const r of rows) {
     if (r.project_ids.length === 0) continue;
     if (!keys.has(r.organization_id)) keys.set(r.organization_id, await privateKey(r.organization_id));

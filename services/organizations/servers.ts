@@ -5,7 +5,7 @@ import type { AccessDeps } from '../access/index.js';
 import { organizationSshKeyService } from './organizationSshKey.js';
 import type { Principal } from '../access/index.js';
 import { checkSshConnection, hostKeyLineFingerprint, type ConnectionCheck } from './sshConnection.js';
-import { buildServerTargets } from './buildServerTargets.js';
+import { buildServerTargets, type BuildServerTarget } from './buildServerTargets.js';
 import { demandAllowedDestination, demandOrganization } from '../access/index.js';
 import { createOutboundClient } from '../../storage/index.js';
 
@@ -35,7 +35,9 @@ export function serversService(deps: AccessDeps) {
   const { sql } = deps;
   const sshKeys = organizationSshKeyService(deps);
   // kiln connects to a server's address as to a webhook's: only within outbound.allowedNetworks.
-  const outbound = createOutboundClient({ allowedNetworks: deps.config['outbound.allowedNetworks'] });
+  // ssh is handed the address checked, not the name, so a name that resolves elsewhere when it
+  // connects (DNS rebinding) is never reached.
+  const outbound = createOutboundClient({ allowedNetworks: deps.config['outbound.allowedNetworks'], ...(deps.resolve ? { resolve: deps.resolve } : {}) });
   const addressOf = (host: string, port: number) => `ssh://${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`;
 
   const rows = async (organizationId: string, name?: string): Promise<(ServerView & { host_key: string | null })[]> => {
@@ -114,9 +116,9 @@ export function serversService(deps: AccessDeps) {
      */
     async checkConnection(who: Principal, org: string, name: string): Promise<ServerConnectionCheck> {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
-      const refused = await outbound.refusalOf(addressOf(s.host, s.port));
-      if (refused !== null) return { ok: false, host_key_fingerprint: null, reason: `kiln does not connect there: ${refused}`, host_key_changed: false };
-      const { hostKey, system, ...check } = await checkSshConnection({ host: s.host, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
+      const reachable = await outbound.connectableAddresses(s.host);
+      if ('refusal' in reachable) return { ok: false, host_key_fingerprint: null, reason: `kiln does not connect there: ${reachable.refusal}`, host_key_changed: false };
+      const { hostKey, system, ...check } = await checkSshConnection({ host: reachable.addresses[0]!, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
       const changed = s.host_key !== null && hostKey !== null && hostKey !== s.host_key;
       if (check.ok && hostKey !== null) {
         // Only while the address is the one checked: a PATCH in between is another machine.
@@ -132,10 +134,17 @@ export function serversService(deps: AccessDeps) {
     },
 
     /** The active servers with a pinned key, as kiln's build server workers need them. Internal: holds private keys. */
-    targets: async () => {
+    targets: async (): Promise<BuildServerTarget[]> => {
       const targets = await buildServerTargets(sql, (organizationId) => sshKeys.privateKey(organizationId));
-      const refusals = await Promise.all(targets.map((t) => outbound.refusalOf(addressOf(t.host, t.port))));
-      return targets.filter((_, i) => refusals[i] === null);
+      const reachable = await Promise.all(targets.map((t) => outbound.connectableAddresses(t.host)));
+      return targets.flatMap((t, i) => {
+        const found = reachable[i]!;
+        if ('refusal' in found) {
+          deps.log.warn({ server: t.label, host: t.host, reason: found.refusal }, 'kiln does not connect to this build server: no worker runs for it');
+          return [];
+        }
+        return [{ ...t, addresses: found.addresses }];
+      });
     },
   };
 }

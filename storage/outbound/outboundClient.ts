@@ -6,7 +6,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { OutboundPolicy, urlHost } from '../../protocol/index.js';
 
 /** The error of a refused destination; `code` tells it from network faults. */
@@ -41,6 +41,13 @@ export interface OutboundClient {
    * null. For the check when a webhook, action or upstream is saved; connecting checks again.
    */
   refusalOf(url: string): Promise<string | null>;
+  /**
+   * The addresses `host` (an IP literal or a name, resolved now) may be connected to, or why not:
+   * a refused address, or a name that does not resolve. For a connection another program opens
+   * (ssh): it is given one of these addresses, not the name, so it cannot resolve the name again
+   * to somewhere else (DNS rebinding).
+   */
+  connectableAddresses(host: string): Promise<{ addresses: string[] } | { refusal: string }>;
   close(): void;
 }
 
@@ -100,6 +107,18 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
       if (host.kind === 'ip') return policy.refusal(host.address);
       const addresses = await resolveWithin(resolve, host.name, resolveTimeoutMs);
       return addresses === null ? null : refusedAmong(host.name, addresses);
+    },
+
+    async connectableAddresses(host) {
+      const bare = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+      if (isIP(bare) !== 0) {
+        const why = policy.refusal(bare);
+        return why === null ? { addresses: [bare] } : { refusal: why };
+      }
+      const addresses = await resolveWithin(resolve, bare, resolveTimeoutMs);
+      if (addresses === null || addresses.length === 0) return { refusal: `${bare} does not resolve` };
+      const refused = refusedAmong(bare, addresses);
+      return refused === null ? { addresses: [...new Set(addresses.map((a) => a.address))] } : { refusal: refused };
     },
 
     close() {

@@ -3,7 +3,8 @@
 // its own (a chroot store under a temporary directory, so nothing it builds lands in this
 // machine's store but through kiln's copy back). No /proto worker runs: the project's builds
 // go to the organization's build server, through the worker kiln runs for it.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import type { LookupAddress } from 'node:dns';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
@@ -16,7 +17,7 @@ import { startSshd } from '../support/sshd.js';
 import { nixEnv, requireNix } from '../support/nixStore.js';
 import { multipartBody } from '../support/directClosure.js';
 import { eventually } from '../support/eventually.js';
-import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
+import { spawnWorker, TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
 requireNix();
 
@@ -27,10 +28,10 @@ type Check = { ok: boolean; host_key_fingerprint: string; host_key_changed: bool
  * A derivation (with an input derivation unless `alone`), instantiated in this machine's store;
  * its closure as `nix-store --export` writes it.
  */
-function derivationClosure(work: string, nonce: string, alone = false): { drv: string; exported: Buffer } {
+function derivationClosure(work: string, nonce: string, alone = false, depNonce = nonce): { drv: string; exported: Buffer } {
   writeFileSync(join(work, `${nonce}.nix`), `let
     mk = name: script: derivation { inherit name; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" script ]; PATH = "/bin:/usr/bin"; };
-    dep = mk "kiln-bs-dep-${nonce}" "echo building dep; echo ${nonce} > $out";
+    dep = mk "kiln-bs-dep-${depNonce}" "echo building dep; echo ${depNonce} > $out";
   in mk "kiln-bs-top-${nonce}" "echo building top on the server; ${alone ? 'echo alone' : 'cat \${dep}'} > $out"`);
   const env = nixEnv();
   const drv = execFileSync('nix-instantiate', [join(work, `${nonce}.nix`)], { env }).toString().trim();
@@ -38,8 +39,18 @@ function derivationClosure(work: string, nonce: string, alone = false): { drv: s
   return { drv, exported: execFileSync('nix-store', ['--export', ...closure], { env, maxBuffer: 1 << 26 }) };
 }
 
-async function submit(kiln: TestKiln, token: string, exported: Buffer): Promise<Build> {
-  const { body, contentType } = multipartBody([['project', 'acme/app'], ['closure', exported]]);
+/** Whether the path is valid in this machine's store. */
+const hostValid = (path: string): boolean => spawnSync('nix-store', ['--check-validity', path], { env: nixEnv() }).status === 0;
+
+/** The output of the input derivation of `drv` (the `dep` of derivationClosure). */
+function depOutput(drv: string): string {
+  const env = nixEnv();
+  const depDrv = execFileSync('nix-store', ['--query', '--references', drv], { env }).toString().split('\n').find((p) => p.includes('kiln-bs-dep-'))!;
+  return execFileSync('nix-store', ['--query', '--outputs', depDrv], { env }).toString().trim();
+}
+
+async function submit(kiln: TestKiln, token: string, exported: Buffer, project = 'acme/app'): Promise<Build> {
+  const { body, contentType } = multipartBody([['project', project], ['closure', exported]]);
   const res = await fetch(`${kiln.url}/api/v1/builds`, { method: 'POST', body, headers: { 'content-type': contentType, authorization: `Bearer ${token}` } });
   const submitted = (await res.json()) as { message: Build };
   if (res.status !== 200) throw new Error(JSON.stringify(submitted));
@@ -59,7 +70,14 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
     }
   });
   // One attempt per build: the refused build fails at once instead of waiting for its retry.
-  const kiln = await startTestKiln(t, { 'build.maxAttempts': 1, 'build.runOnBuildServers': true });
+  // The server is known by a name only this DNS answers: ssh cannot resolve it, so a build that
+  // reaches the server went to the address kiln checked.
+  const dns = new Map<string, string>([['box.test', '127.0.0.1']]);
+  const resolve = (name: string): Promise<LookupAddress[]> => {
+    const address = dns.get(name);
+    return address === undefined ? Promise.reject(Object.assign(new Error(`no such name ${name}`), { code: 'ENOTFOUND' })) : Promise.resolve([{ address, family: 4 }]);
+  };
+  const kiln = await startTestKiln(t, { 'build.maxAttempts': 1, 'build.inputsUnavailableMaxLoops': 1, 'build.retryBackoffSecs': 1 }, { resolve });
   const work = mkdtempSync(join(tmpdir(), 'kiln-build-server-'));
   t.teardown(() => rmSync(work, { recursive: true, force: true }));
 
@@ -86,7 +104,7 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
   const orgKey = (await kiln.api<{ public_key: string }>('GET', '/orgs/acme/ssh', { token })).message.public_key;
   sshd.authorize([`command="${login}" ${orgKey}`]);
   const created = await kiln.api<{ id: string; host_key_fingerprint: string | null }>('PUT', '/servers/acme', {
-    token, body: { name: 'box', host: '127.0.0.1', port: sshd.port, username: sshd.username, architectures: ['x86_64-linux'], max_jobs: 2 },
+    token, body: { name: 'box', host: 'box.test', port: sshd.port, username: sshd.username, architectures: ['x86_64-linux'], max_jobs: 2 },
   });
   t.equal(created.message.host_key_fingerprint, null, 'nothing is pinned before a check');
   await kiln.buildServers.refresh();
@@ -99,13 +117,18 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
   await kiln.buildServers.refresh();
   t.same(kiln.buildServers.running(), [created.message.id]);
 
+  const firstNonce = randomBytes(6).toString('hex');
   t.test('the build runs on the server: inputs copied there, built there, outputs in the cache, log via the API', async (t) => {
-    const { drv, exported } = derivationClosure(work, randomBytes(6).toString('hex'));
+    const { drv, exported } = derivationClosure(work, firstNonce);
     const build = await submit(kiln, token, exported);
     t.equal(build.status, 'completed', JSON.stringify(build.failure));
     t.equal(build.drv_path, drv);
     const out = build.outputs['out']!;
     t.ok(existsSync(join(remoteRoot, out)), 'the output was built in the server\'s store');
+    // What the server sent back is valid in its worker's own store only, never in this machine's,
+    // where the local worker and other organizations' build servers would take it as built.
+    t.notOk(hostValid(out), 'the server\'s output is not valid in this machine\'s store');
+    t.ok(existsSync(join(kiln.baseDir, 'build-servers', created.message.id, 'store', out)), 'it is in the store of the server\'s worker');
     t.match(readFileSync(commands, 'utf8'), /nix-store --serve --write/, 'Nix reached the server over SSH');
     t.equal((await fetch(`${kiln.url}/cache/main/${basename(out).slice(0, 32)}.narinfo`)).status, 200, 'the output is in the project\'s cache');
     const log = await fetch(`${kiln.url}/api/v1/builds/${build.build_id}/log`, { headers: { authorization: `Bearer ${token}` } });
@@ -127,5 +150,39 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
     await kiln.buildServers.refresh();
     const accepted = await submit(kiln, token, derivationClosure(work, randomBytes(6).toString('hex')).exported);
     t.equal(accepted.status, 'completed', JSON.stringify(accepted.failure));
+  });
+
+  t.test('another organization\'s build on this machine\'s worker does not take the server\'s output for its own', async (t) => {
+    // Organization zeta writes its own cache only, and this machine's store serves it through a
+    // worker in open mode (as the local worker of `kiln serve`).
+    await kiln.api('PUT', '/orgs', { token, body: { name: 'zeta' } });
+    t.equal((await kiln.api('PUT', '/projects/zeta', { token, body: { name: 'web', repository: 'file:///nonexistent' } })).status, 200);
+    const [web] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'web'`;
+    const other = await createTestCache(kiln.sql, 'other', { public: true });
+    await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${web!.id}, ${other.id}, 0)`;
+    const local = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(work, 'local-worker') });
+    t.teardown(() => local.stop().then(() => undefined));
+    await local.waitForLog((line) => line.msg === 'accepted by the server');
+
+    // A derivation of zeta's on the same input acme's server built.
+    const { drv } = derivationClosure(work, firstNonce);
+    const dep = depOutput(drv);
+    t.notOk(hostValid(dep), 'the input acme\'s server built is not in this machine\'s store');
+    const built = await submit(kiln, token, derivationClosure(work, randomBytes(6).toString('hex'), false, firstNonce).exported, 'zeta/web');
+    t.notOk(hostValid(dep), 'zeta\'s build did not bring it into this machine\'s store from acme\'s server');
+    t.equal((await fetch(`${kiln.url}/cache/other/${basename(dep).slice(0, 32)}.narinfo`)).status, 404, 'nor into zeta\'s cache');
+    t.comment(`zeta's build: ${built.status} ${JSON.stringify(built.failure)}`);
+  });
+
+  t.test('DNS rebinding: a name that now resolves to a refused address is not connected to', async (t) => {
+    t.same(kiln.buildServers.running(), [created.message.id]);
+    dns.set('box.test', '10.9.9.9');
+    const check = await kiln.api<Check>('POST', '/servers/acme/box/check-connection', { token });
+    t.match(check.message, { ok: false, reason: /^kiln does not connect there: box\.test resolves to 10\.9\.9\.9/ });
+    await kiln.buildServers.refresh();
+    t.same(kiln.buildServers.running(), [], 'the worker stops: its next connection would go to the name\'s new address');
+    dns.set('box.test', '127.0.0.1');
+    await kiln.buildServers.refresh();
+    t.same(kiln.buildServers.running(), [created.message.id], 'back on an allowed address, it runs again');
   });
 });

@@ -108,6 +108,17 @@ t.test('the save-time check: literal addresses, resolved names, names that do no
   t.equal(await outbound.refusalOf('https://nowhere.test/hook'), null, 'a name without addresses is left to the connect-time check');
 });
 
+t.test('connectableAddresses: the addresses another program (ssh) is given instead of the name', async (t) => {
+  const outbound = client(t, { allowedNetworks: ['127.0.0.0/8'], resolve: changingDns({ 'box.test': [['127.0.0.2', '127.0.0.2'], ['10.9.9.9']], 'mixed.test': [['127.0.0.1', '10.0.0.1']] }).resolve });
+  t.same(await outbound.connectableAddresses('box.test'), { addresses: ['127.0.0.2'] }, 'checked, once each');
+  t.match(await outbound.connectableAddresses('box.test'), { refusal: /^box\.test resolves to 10\.9\.9\.9/ }, 'resolved again: rebound to a refused address');
+  t.match(await outbound.connectableAddresses('mixed.test'), { refusal: /10\.0\.0\.1/ }, 'one refused address refuses the name');
+  t.match(await outbound.connectableAddresses('nowhere.test'), { refusal: 'nowhere.test does not resolve' }, 'no address: nothing to connect to');
+  t.same(await outbound.connectableAddresses('127.0.0.1'), { addresses: ['127.0.0.1'] });
+  t.same(await outbound.connectableAddresses('[::ffff:127.0.0.1]'), { addresses: ['::ffff:127.0.0.1'] });
+  t.match(await outbound.connectableAddresses('169.254.169.254'), { refusal: /link-local/ });
+});
+
 t.test('upstream fetch: every redirect hop is checked, credentials stay with their origin', async (t) => {
   const second = await server(t, '127.0.0.2', ok);
   const first = await server(t, '127.0.0.1', (req, res) => {
