@@ -138,7 +138,7 @@ export class BuildScheduler implements WorkerListener {
   async stop(): Promise<void> {
     this.stopTicking?.();
     await this.loop.stop();
-    await this.outcomes.settle();
+    await Promise.all([this.placement.settle(), this.outcomes.settle()]);
     await this.evaluationProgress.stop();
     await this.leadership.release();
   }
@@ -158,10 +158,10 @@ export class BuildScheduler implements WorkerListener {
     this.loop.wake();
   }
 
-  /** Resolves once a pass that began after this call has ended (a test that stepped the clock waits for it). */
+  /** Resolves once a pass that began after this call has ended and its jobs were sent (a test that stepped the clock waits for it). */
   async passNow(): Promise<void> {
     this.wake();
-    await this.loop.settle();
+    await this.loop.settle().then(() => this.placement.settle());
   }
 
   /** onSubscriptionApproved: parked evaluations may now have their cache. */
