@@ -110,8 +110,8 @@ export class BuildScheduler implements WorkerListener {
     const jobs = new JobTable(deps.supervisor, buildProgress, deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
-    // What this process's own completions and substitutions make ready, the queue learns by id: no re-read.
-    const readied = (ids: string[]) => this.ready.add(ids);
+    // What this process's own completions and substitutions make ready, the queue takes as the readiness statement returned it.
+    const readied = (builds: Parameters<ReadyQueue['add']>[0]) => this.ready.add(builds);
     const passSoon = () => this.loop.wake();
     this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, readied);
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);

@@ -43,6 +43,11 @@ export interface ReadyBuild {
   queued_at: Date;
 }
 
+/** A build the readiness counter just made ready (buildStatus.ts), with its retry backoff for the ready queue to compare. */
+export interface ReadiedBuild extends ReadyBuild {
+  not_before: Date | null;
+}
+
 /**
  * Queued builds of evaluations that are building, whose inputs are all built or substituted (the
  * readiness counter, migration 0042, through its partial index) and whose retry backoff has passed
