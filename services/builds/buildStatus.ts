@@ -6,7 +6,7 @@ import type { Emit, Events } from '../../storage/index.js';
 import type { BuildStatus, FailureClass } from '../../protocol/index.js';
 import type { Queryable } from '../../storage/index.js';
 import { buildMove, type BuildContext, type BuildEvent } from '../../actors/index.js';
-import type { ReadiedBuild } from './schedulerQueries.js';
+import type { ReadiedBuild } from './readyBuild.js';
 
 export interface StatusChange {
   /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
