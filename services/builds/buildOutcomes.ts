@@ -14,7 +14,7 @@ import { changeBuildStatus, changeBuildStatuses, type StatusChange } from './bui
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
 import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
-import { finishedEvaluations, queuedDependents } from './schedulerQueries.js';
+import { finishedEvaluations, queuedDependents, type ReadiedBuild } from './schedulerQueries.js';
 
 export interface LogSizes {
   logBytes: number;
@@ -48,7 +48,7 @@ export class BuildOutcomes {
     private readonly wake: () => void,
     private readonly retry: RetryPolicy,
     /** the queued builds whose last open input a change here closed (the ready queue) */
-    private readonly readied: (derivationBuildIds: string[]) => void = () => undefined,
+    private readonly readied: (builds: ReadiedBuild[]) => void = () => undefined,
   ) {}
 
   /** Every build status change of the scheduler: the row and its events, then the evaluations' progress. */

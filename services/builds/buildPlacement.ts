@@ -68,6 +68,16 @@ type Planned = Map<ConnectedWorker, { builds: number; bytes: number }>;
 
 export class BuildPlacement {
   private readonly refusedUntil = new Map<string, number>();
+  /**
+   * Builds placed whose start transaction has not ended yet, and what they hold on their workers:
+   * a pass does not wait for its starts, so the next one places what was made ready meanwhile
+   * instead of waiting a round of commits (issue 23), and counts these as running.
+   */
+  private readonly starting = new Set<string>();
+  private readonly startingOn: Planned = new Map();
+  private readonly startBatches = new Set<Promise<void>>();
+  /** a start transaction that failed: the next pass reports it */
+  private startFailure: unknown = null;
   /** builds looked up in the caches once when they became ready, not on every pass while they wait for a worker */
   private readonly substitutionChecked = new Set<string>();
   /** recent finished peaks by derivation name: the builds' memory predictions (memoryReservations.ts) */
@@ -78,6 +88,11 @@ export class BuildPlacement {
   /** The worker refused a job: it gets none for a moment. */
   refused(workerId: string): void {
     this.refusedUntil.set(workerId, Date.now() + REFUSAL_PAUSE_MS);
+  }
+
+  /** A build job ended: its slot can take a ready build now, before its completion commits. */
+  slotFreed(): void {
+    if (this.deps.ready.size > 0) this.deps.wake();
   }
 
   /** These builds went back to the queue as substitute misses: look them up in the caches again. */
@@ -142,8 +157,18 @@ export class BuildPlacement {
     this.deps.events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
   }
 
+  /** Resolves once the start transactions under way have ended and their jobs were sent. */
+  async settle(): Promise<void> {
+    while (this.startBatches.size > 0) await Promise.all(this.startBatches);
+  }
+
   async dispatchBuilds(): Promise<void> {
     const { sql, workers, outcomes, settings, ready } = this.deps;
+    if (this.startFailure !== null) {
+      const failure = this.startFailure;
+      this.startFailure = null;
+      throw failure;
+    }
     const candidates = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
     if (candidates.length === 0) return;
     const caches = new Map<string, ProjectCache[]>();
@@ -152,7 +177,7 @@ export class BuildPlacement {
       if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
       return found;
     };
-    const builds = await ready.take();
+    const builds = (await ready.take()).filter((b) => !this.starting.has(b.id));
     // Each build is looked up in the caches once, when it became ready, not on every pass while it
     // waits for a worker; the pass asks for all of them in one query. Past
     // build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.
@@ -172,7 +197,7 @@ export class BuildPlacement {
       this.deps.wake();
     }
     const assignments: Assignment[] = [];
-    const planned: Planned = new Map();
+    const planned: Planned = new Map([...this.startingOn].map(([w, plan]) => [w, { ...plan }]));
     await this.peaks.warm(sql);
     const reserved = reservedMemory(this.deps.jobs);
     for (const build of builds) {
@@ -186,7 +211,35 @@ export class BuildPlacement {
       planned.set(worker, { builds: plan.builds + 1, bytes: plan.bytes + (predicted ?? 0) });
       assignments.push({ worker, build, caches, predicted });
     }
-    await this.startBuilds(assignments);
+    if (assignments.length > 0) this.startInBackground(assignments);
+  }
+
+  /** Starts the pass's builds while the next pass runs; until then they count on their workers. */
+  private startInBackground(assignments: readonly Assignment[]): void {
+    const hold = (sign: 1 | -1) => {
+      for (const { worker, build, predicted } of assignments) {
+        if (sign > 0) this.starting.add(build.id);
+        else this.starting.delete(build.id);
+        const plan = this.startingOn.get(worker) ?? { builds: 0, bytes: 0 };
+        const next = { builds: plan.builds + sign, bytes: plan.bytes + sign * (predicted ?? 0) };
+        if (next.builds > 0) this.startingOn.set(worker, next);
+        else this.startingOn.delete(worker);
+      }
+    };
+    hold(1);
+    for (const { build } of assignments) this.deps.ready.remove(build.id);
+    const batch: Promise<void> = this.startBuilds(assignments)
+      .catch((error: unknown) => {
+        // nothing was started: the builds are read from the database again at the next pass
+        this.startFailure = error;
+        this.deps.ready.invalidate();
+        this.deps.wake();
+      })
+      .finally(() => {
+        hold(-1);
+        this.startBatches.delete(batch);
+      });
+    this.startBatches.add(batch);
   }
 
   private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, predicted: number | null, planned: Planned, reserved: ReadonlyMap<string, number>): ConnectedWorker | undefined {
@@ -206,8 +259,7 @@ export class BuildPlacement {
     const { events, jobs, outcomes, settings, readToken } = this.deps;
     const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId })));
     assignments.forEach(({ worker, build, caches, predicted }, i) => {
-      // started here, or no longer queued (another process won it, or it was aborted)
-      this.deps.ready.remove(build.id);
+      // null: no longer queued (another process won it, or it was aborted)
       const attempt = attempts[i];
       if (attempt === null || attempt === undefined) return;
       const jobId = `build:${build.id}:${attempt}`;

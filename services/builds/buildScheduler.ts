@@ -110,8 +110,8 @@ export class BuildScheduler implements WorkerListener {
     const jobs = new JobTable(deps.supervisor, buildProgress, deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
-    // What this process's own completions and substitutions make ready, the queue learns by id: no re-read.
-    const readied = (ids: string[]) => this.ready.add(ids);
+    // What this process's own completions and substitutions make ready, the queue takes as the readiness statement returned it.
+    const readied = (builds: Parameters<ReadyQueue['add']>[0]) => this.ready.add(builds);
     const passSoon = () => this.loop.wake();
     this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, readied);
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
@@ -138,7 +138,7 @@ export class BuildScheduler implements WorkerListener {
   async stop(): Promise<void> {
     this.stopTicking?.();
     await this.loop.stop();
-    await this.outcomes.settle();
+    await Promise.all([this.placement.settle(), this.outcomes.settle()]);
     await this.evaluationProgress.stop();
     await this.leadership.release();
   }
@@ -158,10 +158,10 @@ export class BuildScheduler implements WorkerListener {
     this.loop.wake();
   }
 
-  /** Resolves once a pass that began after this call has ended (a test that stepped the clock waits for it). */
+  /** Resolves once a pass that began after this call has ended and its jobs were sent (a test that stepped the clock waits for it). */
   async passNow(): Promise<void> {
     this.wake();
-    await this.loop.settle();
+    await this.loop.settle().then(() => this.placement.settle());
   }
 
   /** onSubscriptionApproved: parked evaluations may now have their cache. */

@@ -3,19 +3,17 @@
 // queue again. The database stays the source of truth: the queue is read from it afresh after a
 // restart, on every periodic pass and after anything that did not come through this process's own
 // status changes (a re-queue, a recording, another process's work); in between, the builds this
-// process's completions and substitutions made ready are added by id (buildStatus.ts returns the
-// builds whose readiness counter reached 0). A build taken from the queue is started with the
+// process's completions and substitutions made ready are added as the readiness statement returned
+// them (buildStatus.ts: the builds whose readiness counter reached 0), with no read of their own. A build taken from the queue is started with the
 // guarded queued → started update, so a stale entry costs one refused update, never a second
 // dispatch.
 import type { Sql } from 'postgres';
 import type { Clock } from '../../supervisors/index.js';
-import { readyBuilds, type ReadyBuild } from './schedulerQueries.js';
+import { readyBuilds, type ReadiedBuild, type ReadyBuild } from './schedulerQueries.js';
 
 export class ReadyQueue {
   /** ready builds, oldest first as read; builds made ready later follow */
   private rows = new Map<string, ReadyBuild>();
-  /** made ready by this process's transactions, not read yet */
-  private readonly readied = new Set<string>();
   private reloadDue = true;
   /** the last read filled the limit: the database holds more ready builds than the queue */
   private truncated = false;
@@ -27,9 +25,15 @@ export class ReadyQueue {
     this.reloadDue = true;
   }
 
-  /** Builds whose last open input this process's transaction closed. */
-  add(derivationBuildIds: readonly string[]): void {
-    for (const id of derivationBuildIds) this.readied.add(id);
+  /**
+   * Builds whose last open input this process's committed transaction closed; one whose retry
+   * backoff has not passed yet is left to the periodic read.
+   */
+  add(builds: readonly ReadiedBuild[]): void {
+    const now = this.clock.now();
+    for (const { not_before: notBefore, ...build } of builds) {
+      if ((notBefore === null || notBefore <= now) && !this.rows.has(build.id)) this.rows.set(build.id, build);
+    }
   }
 
   /** The build left the queue (started, substituted, or found no longer ready). */
@@ -46,14 +50,9 @@ export class ReadyQueue {
     const now = this.clock.now();
     if (this.reloadDue || (this.truncated && this.rows.size < this.limit / 2)) {
       this.reloadDue = false;
-      this.readied.clear();
       const rows = await readyBuilds(this.sql, this.limit, now);
       this.truncated = rows.length === this.limit;
       this.rows = new Map(rows.map((r) => [r.id, r]));
-    } else if (this.readied.size > 0) {
-      const ids = [...this.readied].filter((id) => !this.rows.has(id));
-      this.readied.clear();
-      for (const row of ids.length > 0 ? await readyBuilds(this.sql, ids.length, now, ids) : []) this.rows.set(row.id, row);
     }
     const taken: ReadyBuild[] = [];
     for (const row of this.rows.values()) {

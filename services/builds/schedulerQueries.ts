@@ -3,6 +3,7 @@ import type { Sql } from 'postgres';
 import { leaseHeldCondition, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { applyPhaseChanges } from './evaluationPhases.js';
+import type { ReadyBuild } from './readyBuild.js';
 
 export interface QueuedEvaluation {
   id: string;
@@ -24,24 +25,7 @@ export const queuedEvaluations = (sql: Sql, phase: 'queued' | 'waiting') => sql<
   from evaluations e join tasks t on t.id = e.task_id
   where e.phase = ${phase} and (e.commit is not null or e.source_sha256 is not null) and not e.awaiting_approval order by e.created_at limit 200`;
 
-export interface ReadyBuild {
-  id: string;
-  drv_path: string;
-  /** the derivation's name (no hash): builds of one name share a memory prediction (memoryReservations.ts) */
-  name: string;
-  system: string;
-  required_features: string[];
-  outputs: Record<string, string | null>;
-  timeout_secs: number | null;
-  max_silent_secs: number | null;
-  attempts: number;
-  prefer_local_build: boolean;
-  /** times a cache claimed the outputs but a worker could not fetch them (migration 0013) */
-  substitute_misses: number;
-  projects: string[];
-  /** when the build was first queued: kiln_dispatch_latency_seconds */
-  queued_at: Date;
-}
+export type { ReadiedBuild, ReadyBuild } from './readyBuild.js';
 
 /**
  * Queued builds of evaluations that are building, whose inputs are all built or substituted (the

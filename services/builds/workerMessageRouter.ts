@@ -154,6 +154,7 @@ export class WorkerMessageRouter {
       return;
     }
     if (!jobs.end(job, message.t === 'buildResult' ? { type: 'succeeded' } : { type: 'failed', reason: message.failure.reason })) return;
+    this.deps.placement.slotFreed();
     this.deps.metrics?.buildEnded(message.t === 'buildResult' ? 'completed' : 'failed', message.durationMs / 1000);
     this.deps.phases?.record('build', 'run', message.durationMs / 1000);
     const sample = { derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: message.durationMs, resources: message.resources ?? null };

@@ -10,7 +10,7 @@ import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { changeBuildStatuses, type StatusChange } from '../../../services/builds/buildStatus.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { ReadyQueue } from '../../../services/builds/readyQueue.js';
-import { readyBuilds } from '../../../services/builds/schedulerQueries.js';
+import { readyBuilds, type ReadiedBuild } from '../../../services/builds/schedulerQueries.js';
 import { systemClock } from '../../../supervisors/index.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
@@ -57,7 +57,7 @@ t.test('the readiness counter', async (t) => {
 
     const [ia, ib, ic] = await buildIds([a, b, c]);
     const readied: string[][] = [];
-    const told = { readied: (ids: string[]) => readied.push(ids) };
+    const told = { readied: (rows: ReadiedBuild[]) => readied.push(rows.map((r) => r.id)) };
     await change([ia!, ib!], { event: { type: 'dispatch' }, workerId: randomUUID() });
     t.same(await remaining([c]), [2], 'starting changes nothing');
     await change([ia!], { event: { type: 'succeed' }, ...told });
@@ -99,8 +99,10 @@ t.test('the readiness counter', async (t) => {
     });
     await changeBuildStatuses(watched, [{ id: inputId!, change: { event: { type: 'dispatch' }, workerId: randomUUID() } }]);
     const told: { ids: string[]; uncommitted: boolean; found: Promise<string[]> }[] = [];
-    const readied = (ids: string[]) =>
+    const readied = (builds: ReadiedBuild[]) => {
+      const ids = builds.map((b) => b.id);
       told.push({ ids, uncommitted, found: readyBuilds(db.sql, 10, new Date(), ids).then((rows) => rows.map((r) => r.id)) });
+    };
     await changeBuildStatuses(watched, [{ id: inputId!, change: { event: { type: 'succeed' }, readied } }]);
     t.equal(told.length, 1);
     t.same(told[0]!.ids, [userId]);
@@ -140,8 +142,8 @@ t.test('the readiness counter', async (t) => {
     const [leafId, topId] = await buildIds([leaf, top]);
     await change([leafId!], { event: { type: 'dispatch' }, workerId: randomUUID() });
     queue.remove(leafId!);
-    await change([leafId!], { event: { type: 'succeed' }, readied: (ids) => queue.add(ids) });
-    t.same(await paths(), [top.drvPath], 'a build its own completion made ready is added by id');
+    await change([leafId!], { event: { type: 'succeed' }, readied: (rows) => queue.add(rows) });
+    t.same(await paths(), [top.drvPath], 'a build its own completion made ready is added as the change returned it');
     t.equal((await queue.take())[0]!.id, topId);
     queue.invalidate();
     t.same(await paths(), [other.drvPath, top.drvPath].sort(), 'invalidated, it reads the database again');
