@@ -12,6 +12,7 @@ export { eventSockets, type EventSockets, type EventSocketsOptions } from './liv
 export { protoRoute, type ProtoRoute, type ProtoRouteOptions } from './proto/protoRoute.js';
 export { startServingThreads, type ServingThreads } from './serving/servingThreads.js';
 export { threadNarServices } from './serving/narGrants.js';
+export { anonymousNarinfo } from './cache/narinfo.js';
 export { freePort } from './serving/reusablePort.js';
 export { checkedTlsFiles } from './serving/tlsFiles.js';
 export { startOutboundWorkers, type OutboundWorkers, type OutboundWorkersOptions } from './proto/outboundWorkers.js';
