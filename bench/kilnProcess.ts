@@ -56,6 +56,16 @@ const ready: KilnProcessReady = {
 };
 process.send!(ready);
 process.on('message', (message) => {
+  // the serving threads' counters (requests, fromMemory, forwarded, …), summed
+  if (message === 'threads') {
+    const node = bench.kiln.root.inspect().children.find((c) => c.id === 'http-threads');
+    const sum: Record<string, number> = {};
+    for (const child of node !== undefined && 'children' in node ? node.children : []) {
+      for (const [k, v] of Object.entries(('summary' in child ? child.summary : undefined) ?? {})) if (typeof v === 'number') sum[k] = (sum[k] ?? 0) + v;
+    }
+    process.send!(sum);
+    return;
+  }
   if (message === 'gc') {
     process.send!(fullGc());
     return;

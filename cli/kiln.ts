@@ -10,7 +10,7 @@ import { startBuildServerWorkers, type BuildServerWorkers } from './buildServerW
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
-import { buildRoutes, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
+import { anonymousNarinfo, buildRoutes, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -281,6 +281,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       const serving = await startServingThreads({
         count: threads, listenAddr: config['listenAddr'], port: http.port, originPort: http.originPort!, log: componentLogger(log, 'web'),
         ...(tls === null ? {} : { tls }),
+        narinfos: anonymousNarinfo(services),
         // With S3 the route redirects large files to a presigned URL: the threads leave NARs to it.
         ...(config['s3.enable'] ? {} : { nars: threadNarServices(services) }),
         answers: threadAnswerCounts(services, metrics.enabled ? (group, method, status, seconds) => metrics.httpRequest(group, method, status, seconds) : undefined),

@@ -13,6 +13,7 @@ export { protoRoute, type ProtoRoute, type ProtoRouteOptions } from './proto/pro
 export { startServingThreads, type ServingThreads } from './serving/servingThreads.js';
 export { threadNarServices } from './serving/narGrants.js';
 export { threadAnswerCounts } from './serving/threadAnswerCounts.js';
+export { anonymousNarinfo } from './cache/narinfo.js';
 export { freePort } from './serving/reusablePort.js';
 export { checkedTlsFiles } from './serving/tlsFiles.js';
 export { startOutboundWorkers, type OutboundWorkers, type OutboundWorkersOptions } from './proto/outboundWorkers.js';

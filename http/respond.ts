@@ -2,7 +2,7 @@
 // is otherwise one syscall per call), nothing is written after the client aborted, and streams
 // respect tryEnd's backpressure.
 import type { HttpResponse } from 'uWebSockets.js';
-import { isApiError } from '../protocol/index.js';
+import { isApiError } from '../protocol/threadFace.js';
 import type { Headers, Reply } from './reply.js';
 
 const STATUS_TEXT: Record<number, string> = {

@@ -5,14 +5,15 @@ import { bytesReply, type Reply } from '../reply.js';
 import type { Req } from '../request.js';
 import type { Router } from '../router.js';
 import type { CacheRouteServices } from './cacheDeps.js';
-import { readableCache, readableCacheInMemory } from './cacheGate.js';
+import { anonymousReadableCache, readableCache, readableCacheInMemory } from './cacheGate.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT' };
 /** from an upstream cache (services/caches/upstreams.ts) */
 const UPSTREAM_NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'MISS' };
 
-export function narinfoRoutes(r: Router<Principal>, services: CacheRouteServices): void {
+/** The route's answers: a narinfo found (200) and a miss (404), counted as traffic. */
+function narinfoReplies(services: CacheRouteServices) {
   const missPrefixes = new Map<string, string>();
   const notFound = (cache: BinaryCache, hash: string): Reply => {
     if (!isStorePathHashPart(hash)) throw new ApiError('not_found', `cache "${cache.name}" has no path ${hash}`);
@@ -31,6 +32,43 @@ export function narinfoRoutes(r: Router<Principal>, services: CacheRouteServices
     services.caches.traffic.served(cache, hash, true, headers === UPSTREAM_NARINFO_HEADERS);
     return bytesReply(200, text, headers);
   };
+  return { notFound, found };
+}
+
+/** What a serving thread may keep in memory of an anonymous GET of a narinfo (http/serving/threadHotCache.ts). */
+export interface KeepableNarinfo {
+  status: 200 | 404;
+  contentType: string;
+  /** 'HIT' for a narinfo of the cache, null for a miss */
+  xCache: string | null;
+  body: Uint8Array;
+}
+
+/**
+ * The route's answer to GET /cache/{name}/{hash}.narinfo without credentials, when a serving
+ * thread may keep it: a narinfo of the cache or a miss, decided and counted as the route does
+ * (a serving thread's refresh, http/serving/servingThreads.ts); null for anything else (a refusal, an upstream's narinfo).
+ */
+export function anonymousNarinfo(services: CacheRouteServices): (name: string, hash: string) => Promise<KeepableNarinfo | null> {
+  const { notFound, found } = narinfoReplies(services);
+  const keepable = (reply: Reply): KeepableNarinfo | null => {
+    if (reply.kind !== 'bytes' || (reply.status !== 200 && reply.status !== 404)) return null;
+    const body = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
+    return { status: reply.status, contentType: reply.headers['Content-Type'] ?? '', xCache: reply.status === 200 ? 'HIT' : null, body };
+  };
+  return async (name, hash) => {
+    if (!isStorePathHashPart(hash)) return null;
+    const cache = await anonymousReadableCache(services.binaryCache, name);
+    if (cache === null) return null;
+    const text = await services.nars.reads.narinfo(cache.id, hash);
+    if (text !== null) return keepable(found(cache, hash, text, NARINFO_HEADERS));
+    if ((await services.caches.upstreams.lookupUpstreamNarinfo(cache, hash)) !== null) return null;
+    return keepable(notFound(cache, hash));
+  };
+}
+
+export function narinfoRoutes(r: Router<Principal>, services: CacheRouteServices): void {
+  const { notFound, found } = narinfoReplies(services);
 
   /** The answer this process knows without waiting: a cached narinfo, a known miss; undefined when only a lookup can tell. */
   const fromMemory = (cache: BinaryCache, hash: string): Reply | undefined => {

@@ -7,12 +7,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } from './forwardHttp.js';
-import { askOrigin } from './askOrigin.js';
 import { relayWebSockets } from './forwardWebSocket.js';
 import { lateUpgrades } from './lateUpgrades.js';
-import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../storage/index.js';
+import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../storage/threadFace.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
+import type { KeepableNarinfo } from '../cache/narinfo.js';
 import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
 import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
@@ -74,13 +74,32 @@ function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
   forwardHttp(res, req, origin);
 }
 
-/** Renews an entry from the main thread in the background while memory answers (threadHotCache.ts). */
+/** Refreshes asked of the main thread and not answered yet, by id. */
+const refreshing = new Map<number, { cache: string; file: string; generation: number }>();
+let lastRefresh = 0;
+
+/**
+ * Renews an entry from the main thread in the background while memory answers (threadHotCache.ts).
+ * A message, not a loopback GET: the main thread answers from the route's own decision and memory
+ * (http/cache/narinfo.ts, anonymousNarinfo) without an HTTP request on either side.
+ */
 function refresh(cache: string, file: string): void {
-  const generation = hot.generation;
-  askOrigin(origin, `/cache/${cache}/${file}`, LEARN_MAX_BYTES, (answer) => {
-    if (answer !== null && learnNarinfo(generation, cache, file, answer)) return;
-    hot.refreshFailed(cache, file, answer === null || !learnable(answer));
-  });
+  const id = ++lastRefresh;
+  refreshing.set(id, { cache, file, generation: hot.generation });
+  post({ t: 'narinfoAsk', id, cache, hash: file.slice(0, -'.narinfo'.length) });
+}
+
+function refreshed(id: number, answer: KeepableNarinfo | null): void {
+  const asked = refreshing.get(id);
+  if (asked === undefined) return;
+  refreshing.delete(id);
+  const { cache, file, generation } = asked;
+  if (answer !== null && generation === hot.generation) {
+    const body = Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
+    hot.learn(generation, cache, file, { status: answer.status, contentType: answer.contentType, xCache: answer.xCache, body });
+    return;
+  }
+  hot.refreshFailed(cache, file, answer === null);
 }
 
 /** Only what the main thread answered from a narinfo of the cache (X-Cache: HIT) or as a miss; never an upstream's. */
@@ -139,6 +158,9 @@ port.on('message', (message: ToServingThread) => {
       break;
     case 'narGrant':
       nars.granted(message.id, message.grant);
+      break;
+    case 'narinfoAnswer':
+      refreshed(message.id, message.answer);
       break;
     case 'stop':
       stop();

@@ -7,6 +7,7 @@ import { Worker } from 'node:worker_threads';
 import { fromPromise } from 'xstate';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
+import type { KeepableNarinfo } from '../cache/narinfo.js';
 import type { ThreadNarServices } from './narGrants.js';
 import type { ThreadAnswerCounts } from './threadAnswerCounts.js';
 import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
@@ -28,6 +29,11 @@ export interface ServingThreadsOptions {
   /** the main thread's loopback listener */
   originPort: number;
   supervisor: Supervisor;
+  /**
+   * The route's answer to an anonymous narinfo GET, when a thread may keep it (http/cache/narinfo.ts,
+   * anonymousNarinfo): how threads renew their hot memory, by message rather than a loopback request.
+   */
+  narinfos: (cache: string, hash: string) => Promise<KeepableNarinfo | null>;
   /** NAR files the threads send themselves (filesystem blob store); without it every NAR request is forwarded */
   nars?: ThreadNarServices;
   /** nar.smallBytes and nar.hotCacheBytes: each thread keeps small NAR files in memory within SMALL_NAR_BYTES of its own (0 disables, as for the main thread) */
@@ -83,6 +89,11 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
           // A failed lookup grants nothing: the thread forwards, and the route answers the error.
           void (opts.nars?.grant(m.cache, m.fileHash) ?? Promise.resolve(null)).catch(() => null)
             .then((grant) => worker.postMessage({ t: 'narGrant', id: m.id, grant } satisfies ToServingThread));
+          break;
+        case 'narinfoAsk':
+          // A failed lookup is not kept: the thread's next request goes to the main thread, which words the error.
+          void opts.narinfos(m.cache, m.hash).catch(() => null)
+            .then((answer) => worker.postMessage({ t: 'narinfoAnswer', id: m.id, answer } satisfies ToServingThread));
           break;
         case 'narsSent':
           opts.nars?.sent(m.sent);

@@ -1,7 +1,8 @@
 // What the main thread and a serving thread say to each other (docs/http.md, "Serving threads"):
 // plain structured-clone messages over the worker's port, no shared objects but the counters and
 // the count of storage read places.
-import type { ReadPaceLimits } from '../../storage/index.js';
+import type { ReadPaceLimits } from '../../storage/threadFace.js';
+import type { KeepableNarinfo } from '../cache/narinfo.js';
 
 /** Given to a serving thread when it starts (worker_threads workerData). */
 export interface ServingThreadData {
@@ -98,6 +99,8 @@ export type ToServingThread =
   | { t: 'forgetCache'; cache: string }
   /** the answer to a narAsk: null sends the request to the main thread */
   | { t: 'narGrant'; id: number; grant: NarGrant | null }
+  /** the answer to a narinfoAsk: null when memory may not keep it (a refusal, an upstream's narinfo, an error) */
+  | { t: 'narinfoAnswer'; id: number; answer: KeepableNarinfo | null }
   /** close the listen socket, finish the connections, end the thread */
   | { t: 'stop' }
   /** throw, as a bug in the thread would (tests: the crash path) */
@@ -111,5 +114,7 @@ export type FromServingThread =
   | { t: 'narsSent'; sent: NarSent[] }
   /** what the thread answered itself (threadAnswers.ts), for metrics and traffic */
   | { t: 'answered'; narinfos: NarinfosServed[]; requests: AnsweredRequests[] }
+  /** renew an entry of the thread's hot memory: the route's answer to an anonymous GET of /cache/{cache}/{hash}.narinfo */
+  | { t: 'narinfoAsk'; id: number; cache: string; hash: string }
   /** the thread gave back a place of nar.maxConcurrentDownloads while the main thread had readers waiting */
   | { t: 'readPlacesFreed' };

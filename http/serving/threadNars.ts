@@ -19,7 +19,7 @@ import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, typ
 import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
 import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
-import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/index.js';
+import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
 import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
 
 /** Grants kept at most (a few hundred bytes each), oldest out. */

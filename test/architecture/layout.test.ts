@@ -28,8 +28,9 @@ t.test('a folder imports only folders before it in the layer order', async (t) =
   t.same(wrong.map((e) => `${e.from} -> ${e.to}`), []);
 });
 
-t.test('another folder is reached only through its index.ts', async (t) => {
-  const wrong = edges.filter((e) => folderOf(e.from) !== folderOf(e.to) && !/^[a-z]+\/index\.ts$/.test(e.to));
+// A folder's threadFace.ts is the small part of its face that a serving thread's files load (below).
+t.test('another folder is reached only through its index.ts or threadFace.ts', async (t) => {
+  const wrong = edges.filter((e) => folderOf(e.from) !== folderOf(e.to) && !/^[a-z]+\/(index|threadFace)\.ts$/.test(e.to));
   t.same(wrong.map((e) => `${e.from} -> ${e.to}`), []);
 });
 
@@ -66,4 +67,15 @@ t.test('no import cycle between source files, type imports included', async (t) 
   const next = new Map<string, string[]>();
   for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
   t.same(cycles(next.keys(), (f) => next.get(f) ?? []), []);
+});
+
+// Every serving thread loads its own copy of what it imports: storage/index.ts would bring the
+// database, S3 and Redis clients into each (about 40 MiB of heap per thread), protocol/index.ts
+// every API schema (about 12 MiB; docs/http.md, "Memory").
+t.test('a serving thread loads no public face but threadFace.ts files', async (t) => {
+  const runtime = edges.filter((e) => !e.typeOnly);
+  const reached = new Set<string>(['http/serving/servingThread.ts']);
+  for (const file of reached) for (const e of runtime) if (e.from === file) reached.add(e.to);
+  t.same([...reached].filter((f) => /^[a-z]+\/index\.ts$/.test(f)), []);
+  t.same([...reached].filter((f) => folderOf(f) === 'storage').sort(), ['storage/nars/sharedReadPlaces.ts', 'storage/threadFace.ts']);
 });

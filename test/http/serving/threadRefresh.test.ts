@@ -1,0 +1,57 @@
+// A serving thread renews what its hot memory holds in the background (docs/http.md, "Serving
+// threads"): an expired narinfo answer is served once more while the thread asks the main thread
+// for the fresh one, by message (http/cache/narinfo.ts, anonymousNarinfo), and the cache's access
+// word is renewed with it. So a miss every thread has learned keeps being answered from the
+// threads' memory past its TTL (5 s) and past the access word's (5 s), with no request relayed;
+// a thread whose refreshes went unanswered would relay again once REFRESH_WAIT_MS (5 s) ran out.
+import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import t from 'tap';
+import { NIX32_ALPHABET } from '../../../protocol/index.js';
+import { startTestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+
+/** Each GET on a connection of its own, so that they spread over the three listeners. */
+function getFresh(url: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { agent: false, headers: { connection: 'close' } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+interface InspectedNode { id: string; summary?: Record<string, unknown>; children?: InspectedNode[] }
+const threadSum = (root: InspectedNode, field: string): number =>
+  (root.children?.find((c) => c.id === 'http-threads')?.children ?? []).reduce((n, node) => n + Number(node.summary?.[field] ?? 0), 0);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+t.test('threads renew a remembered miss by message, past its TTL, without relaying', async (t) => {
+  const kiln = await startTestKiln(t, { 'http.threads': 2 });
+  const owner = await signUp(kiln, 'owner');
+  await createTestCache(kiln.sql, 'open', { public: true, ownerId: owner.id });
+  const hash = Array.from(randomBytes(32), (b) => NIX32_ALPHABET[b & 31]).join('');
+  const url = `${kiln.url}/cache/open/${hash}.narinfo`;
+
+  // Every thread learns the miss: the first time a thread meets it, it relays it.
+  for (let round = 0; round < 4; round++) {
+    t.same(new Set(await Promise.all(Array.from({ length: 24 }, () => getFresh(url)))), new Set([404]));
+  }
+  const forwarded = threadSum(kiln.root.inspect(), 'forwarded');
+  const fromMemory = threadSum(kiln.root.inspect(), 'fromMemory');
+  t.ok(forwarded >= 2, 'each thread relayed the miss once');
+
+  // Past the miss's TTL and the access word's, twice over: requests keep coming, so every thread
+  // renews both in the background.
+  const until = Date.now() + 12_000;
+  while (Date.now() < until) {
+    t.same(new Set(await Promise.all(Array.from({ length: 6 }, () => getFresh(url)))), new Set([404]), 'still a miss');
+    await sleep(400);
+  }
+  t.equal(threadSum(kiln.root.inspect(), 'forwarded'), forwarded, 'no request relayed after the threads learned the miss');
+  t.ok(threadSum(kiln.root.inspect(), 'fromMemory') > fromMemory, 'the threads answered from memory');
+});
