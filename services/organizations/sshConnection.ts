@@ -95,10 +95,13 @@ export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIME
         const version = await run(client, 'nix-store --version');
         const nixVersion = version.code === 0 ? version.out.trim().split('\n')[0] ?? null : null;
         if (nixVersion !== null) {
-          const probed = await run(client, 'nix-instantiate --eval --expr builtins.currentSystem');
-          system = probed.code === 0 ? PROBED_SYSTEM.exec(probed.out.trim())?.[1] ?? null : null;
+          // Side by side on the one connection: the check has SSH_CHECK_TIMEOUT_MS for all of it.
           // `nix show-config` needs the nix-command feature, which a server's Nix may not enable.
-          const shown = await run(client, 'nix --extra-experimental-features nix-command show-config', 256 * 1024);
+          const [probed, shown] = await Promise.all([
+            run(client, 'nix-instantiate --eval --expr builtins.currentSystem'),
+            run(client, 'nix --extra-experimental-features nix-command show-config', 256 * 1024),
+          ]);
+          system = probed.code === 0 ? PROBED_SYSTEM.exec(probed.out.trim())?.[1] ?? null : null;
           features = shown.code === 0 ? probedFeatures(shown.out) : null;
         }
         finish({ ok: true, host_key_fingerprint: fingerprint!, nix_version: nixVersion });
