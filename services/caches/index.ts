@@ -5,7 +5,7 @@ export { basicPassword, cacheReadTokenOpens, looksLikeCacheReadToken, mintCacheR
 export { type CacheServices, createCacheServices } from './cacheServices.js';
 export { cacheSigningKeys } from './cacheSigningKeys.js';
 export { cacheStorageLimits, type CacheStorageLimits, LOW_STORAGE_BYTES } from './cacheStorage.js';
-export { type IngestTarget, narIngest, type NarIngest } from './narIngest.js';
+export { type IngestTarget, narIngest, type NarIngest, UploadBusy } from './narIngest.js';
 export { markManyOutputsNotCached } from './evictedOutputs.js';
 export { narUploadService, type NarUploadService } from './narUploads.js';
 export { outputsCached, type OutputsQuestion, type ProjectCache, projectCaches, readable, writable } from './projectCaches.js';

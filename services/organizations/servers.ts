@@ -118,7 +118,7 @@ export function serversService(deps: AccessDeps) {
       const { organization, server: s } = await server(who, org, name, 'manageServers');
       const reachable = await outbound.connectableAddresses(s.host);
       if ('refusal' in reachable) return { ok: false, host_key_fingerprint: null, reason: `kiln does not connect there: ${reachable.refusal}`, host_key_changed: false };
-      const { hostKey, system, ...check } = await checkSshConnection({ host: reachable.addresses[0]!, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
+      const { hostKey, system, features, ...check } = await checkSshConnection({ host: reachable.addresses[0]!, port: s.port, username: s.username, privateKey: await sshKeys.privateKey(organization.id) });
       const changed = s.host_key !== null && hostKey !== null && hostKey !== s.host_key;
       if (check.ok && hostKey !== null) {
         // Only while the address is the one checked: a PATCH in between is another machine.
@@ -129,6 +129,11 @@ export function serversService(deps: AccessDeps) {
       // A server added without systems builds for the one its Nix reports (docs/builds.md, "Build servers").
       if (check.ok && system !== null && s.architectures.length === 0) {
         await sql`update servers set architectures = ${[system]} where id = ${s.id} and architectures = '{}'`;
+      }
+      // Likewise its system features (the scheduler places a derivation that requires some only
+      // on a worker that has them all): what the server's Nix would accept to build.
+      if (check.ok && features !== null && features.length > 0 && s.features.length === 0) {
+        await sql`update servers set features = ${features} where id = ${s.id} and features = '{}'`;
       }
       return { ...check, host_key_changed: changed };
     },

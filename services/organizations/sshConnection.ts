@@ -1,5 +1,5 @@
 // POST /servers/{org}/{server}/check-connection: log in with the organization's key and ask the
-// server for its Nix version and system. Whatever key the server shows is accepted here and reported: this
+// server for its Nix version, system and system features. Whatever key the server shows is accepted here and reported: this
 // check is the admin's act of trust, and servers.ts pins the key it saw when the login worked
 // (the builds' connections accept only the pinned key).
 import { createHash } from 'node:crypto';
@@ -11,21 +11,34 @@ export type ConnectionCheck =
 
 /**
  * A check, the key the server showed as an OpenSSH public key line (`ssh-ed25519 AAAA…`), and the
- * server's system as its Nix reports it (`builtins.currentSystem`; null when that failed).
+ * server's system and system features as its Nix reports them (`builtins.currentSystem`, the
+ * `system-features` setting; null when that failed).
  */
-export type SshCheckResult = ConnectionCheck & { hostKey: string | null; system: string | null };
+export type SshCheckResult = ConnectionCheck & { hostKey: string | null; system: string | null; features: string[] | null };
 
 /** The probe's answer: a quoted system name such as "x86_64-linux". */
 const PROBED_SYSTEM = /^"([A-Za-z0-9_.+-]{1,64})"$/;
+/** A feature as a server record takes it (protocol/api/servers.ts); anything else is dropped. */
+const FEATURE = /^[A-Za-z0-9_.-]{1,64}$/;
+/** The most features kept from a probe. */
+const MAX_PROBED_FEATURES = 64;
 
-/** Runs one command over the connection: its exit code and the first 4 KiB of its output. */
-function run(client: ssh2.Client, command: string): Promise<{ code: number | null; out: string }> {
+/** `nix show-config`'s `system-features = a b c` line, its names as a record takes them; null without the line. */
+export function probedFeatures(shown: string): string[] | null {
+  const line = shown.split('\n').find((l) => l.startsWith('system-features = '));
+  if (line === undefined) return null;
+  const names = line.slice('system-features = '.length).trim().split(/\s+/).filter((f) => FEATURE.test(f));
+  return [...new Set(names)].sort().slice(0, MAX_PROBED_FEATURES);
+}
+
+/** Runs one command over the connection: its exit code and the first `limit` characters of its output. */
+function run(client: ssh2.Client, command: string, limit = 4096): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     client.exec(command, (err, stream) => {
       if (err) return resolve({ code: null, out: '' });
       let out = '';
       stream.on('data', (d: Buffer) => {
-        if (out.length < 4096) out += d.toString('utf8');
+        if (out.length < limit) out += d.toString('utf8');
       });
       stream.stderr.on('data', () => undefined);
       stream.on('close', (code: number | null) => resolve({ code, out }));
@@ -66,13 +79,14 @@ export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIME
     let fingerprint: string | null = null;
     let hostKey: string | null = null;
     let system: string | null = null;
+    let features: string[] | null = null;
     let settled = false;
     const finish = (result: ConnectionCheck) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       client.end();
-      resolve({ ...result, hostKey, system });
+      resolve({ ...result, hostKey, system, features });
     };
     // readyTimeout covers the handshake; this covers the command too.
     const timer = setTimeout(() => finish({ ok: false, host_key_fingerprint: fingerprint, reason: `no answer within ${Math.round(timeoutMs / 1000)} s` }), timeoutMs);
@@ -81,8 +95,14 @@ export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIME
         const version = await run(client, 'nix-store --version');
         const nixVersion = version.code === 0 ? version.out.trim().split('\n')[0] ?? null : null;
         if (nixVersion !== null) {
-          const probed = await run(client, 'nix-instantiate --eval --expr builtins.currentSystem');
+          // Side by side on the one connection: the check has SSH_CHECK_TIMEOUT_MS for all of it.
+          // `nix show-config` needs the nix-command feature, which a server's Nix may not enable.
+          const [probed, shown] = await Promise.all([
+            run(client, 'nix-instantiate --eval --expr builtins.currentSystem'),
+            run(client, 'nix --extra-experimental-features nix-command show-config', 256 * 1024),
+          ]);
           system = probed.code === 0 ? PROBED_SYSTEM.exec(probed.out.trim())?.[1] ?? null : null;
+          features = shown.code === 0 ? probedFeatures(shown.out) : null;
         }
         finish({ ok: true, host_key_fingerprint: fingerprint!, nix_version: nixVersion });
       })();

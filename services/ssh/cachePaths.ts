@@ -16,7 +16,7 @@ import {
   type Narinfo,
 } from '../../protocol/index.js';
 import type { Principal } from '../access/index.js';
-import type { IngestTarget, NarIngest } from '../caches/index.js';
+import { UploadBusy, type IngestTarget, type NarIngest } from '../caches/index.js';
 import type { NarStorage, PreparedIngest } from '../../storage/index.js';
 import type { NarLeases } from './narLeases.js';
 import { SessionEnds, StoreRefusal } from './sessionErrors.js';
@@ -59,6 +59,10 @@ export interface ClientPathInfo {
  * held at once (daemonSession.ts); a prepared path keeps only its zstd file.
  */
 const IN_MEMORY_NAR_BYTES = 1024 * 1024;
+
+async function* once(bytes: Uint8Array): AsyncGenerator<Uint8Array> {
+  yield bytes;
+}
 
 const baseName = (path: string, field: string): string => {
   const parsed = parseStorePath(path, DEFAULT_STORE_DIR, field);
@@ -111,11 +115,11 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
     return held !== null;
   };
 
-  /** Stages the whole NAR to a temporary file for `work`, then forgets the file. */
-  const staged = async <T>(nar: AsyncIterable<Uint8Array>, work: (file: string) => Promise<T>): Promise<T> => {
+  /** Stages the whole NAR to a temporary file for `work`, then forgets the file; `nar` is leased unless it is already. */
+  const staged = async <T>(nar: AsyncIterable<Uint8Array>, work: (file: string) => Promise<T>, leased = false): Promise<T> => {
     let whole = false;
     const counted = (async function* () {
-      yield* deps.leases.leased(nar);
+      yield* leased ? nar : deps.leases.leased(nar);
       whole = true;
     })();
     let file: string;
@@ -133,13 +137,26 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
     }
   };
 
+  /**
+   * `nar`'s chunks, ending the session at the first byte past its announced NarSize: a NAR is
+   * read under a permit for NarSize bytes, so a framed stream longer than its claim would stage
+   * bytes no permit counts (AddToStoreNar's frames end where the client says, not at NarSize).
+   */
+  const announced = async function* (nar: AsyncIterable<Uint8Array>, narSize: number): AsyncGenerator<Uint8Array> {
+    let bytes = 0;
+    for await (const chunk of nar) {
+      bytes += chunk.byteLength;
+      if (bytes > narSize) throw new SessionEnds(`the NAR is longer than its announced ${narSize} bytes`);
+      yield chunk;
+    }
+  };
+
   /** The whole NAR read into memory (a small one, within its lease), for the ingest without a staged file. */
   const inMemory = async (nar: AsyncIterable<Uint8Array>, narSize: number): Promise<Uint8Array> => {
     const chunks: Uint8Array[] = [];
     let bytes = 0;
-    for await (const chunk of deps.leases.leased(nar)) {
+    for await (const chunk of deps.leases.leased(announced(nar, narSize))) {
       bytes += chunk.byteLength;
-      if (bytes > narSize) throw new SessionEnds(`the NAR is longer than its announced ${narSize} bytes`);
       chunks.push(chunk);
     }
     return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
@@ -205,37 +222,69 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
       const held = await roomFor(target, info, drain);
       if (held) return drain();
       await deps.ingest.admitted(info.narSize, 'wait', target.owner, () =>
-        staged(nar, async (file) => {
+        staged(announced(nar, info.narSize), async (file) => {
           await deps.ingest.ingest(target, info, { file });
         }));
     },
 
     /**
      * Adds a path sent in Nix's export format (the serve protocol's ImportPaths): its NAR first,
-     * staged whole while it is hashed (the format sends no NarHash or NarSize: as `nix-store
-     * --import` does, they are what arrived), then `trailer` read: the path, references and
-     * deriver, checked and ingested as AddToStoreNar's are. The NAR is staged before its size is
-     * known, so outside an upload permit (one per session at a time, nar.maxUploadSize at most);
-     * the ingest takes one.
+     * hashed as it arrives (the format sends no NarHash or NarSize: as `nix-store --import` does,
+     * they are what arrived), then `trailer` read: the path, references and deriver, checked and
+     * ingested as AddToStoreNar's are. The size is unknown until the NAR ends, so its first
+     * IN_MEMORY_NAR_BYTES are read into memory (as much as an SSH channel's window holds): a NAR
+     * that ends there is ingested under a permit for its size; a longer one needs a permit for
+     * nar.maxUploadSize, the most it may grow to, before any byte is staged to disk. That one is
+     * waited for upload.restWaitSecs at most (the client holds its NAR mid-stream meanwhile);
+     * none then ends the session, nothing stored: staged bytes are always within the server's
+     * upload budget, however many sessions import at once.
      */
     async addExported(nar: AsyncIterable<Uint8Array>, trailer: () => Promise<ExportTrailer>): Promise<void> {
       if (store.writeTarget === null) throw new StoreRefusal(`you may not write to cache "${store.cache.name}" (it needs the writeStore permission)`);
+      const owner = store.writeTarget.owner;
       const hash = createHash('sha256');
       let narSize = 0;
-      const hashed = (async function* () {
-        for await (const chunk of nar) {
-          hash.update(chunk);
-          narSize += chunk.byteLength;
-          yield chunk;
+      const chunks = deps.leases.leased(nar)[Symbol.asyncIterator]();
+      const head: Uint8Array[] = [];
+      let ended = false;
+      while (narSize <= IN_MEMORY_NAR_BYTES) {
+        const next = await chunks.next();
+        if (next.done === true) {
+          ended = true;
+          break;
         }
-      })();
-      await staged(hashed, async (file) => {
+        hash.update(next.value);
+        narSize += next.value.byteLength;
+        head.push(next.value);
+      }
+      const ingest = async (file: string) => {
         const { path, references, deriver } = await trailer();
         const client: ClientPathInfo = { path, deriver, narHash: hash.digest('hex'), references, narSize, ca: '' };
         const { target, info } = await admissible(client, async () => undefined);
         if (await roomFor(target, info, async () => undefined)) return;
-        await deps.ingest.admitted(info.narSize, 'wait', target.owner, () => deps.ingest.ingest(target, info, { file }));
-      });
+        await deps.ingest.ingest(target, info, { file });
+      };
+      if (ended) {
+        await deps.ingest.admitted(narSize, 'wait', owner, () => staged(once(Buffer.concat(head, narSize)), ingest));
+        return;
+      }
+      const rest = (async function* () {
+        yield* head;
+        for (;;) {
+          const next = await chunks.next();
+          if (next.done === true) return;
+          hash.update(next.value);
+          narSize += next.value.byteLength;
+          yield next.value;
+        }
+      })();
+      try {
+        await deps.ingest.admitted(deps.maxUploadSize, 'rest', owner, () => staged(rest, ingest, true));
+      } catch (e: unknown) {
+        // The rest of the NAR is still on the wire.
+        if (e instanceof UploadBusy) throw new SessionEnds(`${e.message} (an imported NAR over ${IN_MEMORY_NAR_BYTES} bytes needs a permit for nar.maxUploadSize)`);
+        throw e;
+      }
     },
 
     /**
@@ -263,7 +312,7 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
         }
       };
       return deps.ingest.admitted(info.narSize, 'wait', target.owner, async () =>
-        info.narSize <= IN_MEMORY_NAR_BYTES ? ready({ bytes: await inMemory(nar, info.narSize) }) : staged(nar, (file) => ready({ file })));
+        info.narSize <= IN_MEMORY_NAR_BYTES ? ready({ bytes: await inMemory(nar, info.narSize) }) : staged(announced(nar, info.narSize), (file) => ready({ file })));
     },
 
     /** Commits prepared paths together (narIngest.ts, commitMany): each one's error, or null. */

@@ -137,13 +137,21 @@ export function buildDerivationFailure(outcome: FarmOutcome, claimed: Record<str
   return `the derivation sent names outputs (${differing.map(([n, p]) => `${n} ${p}`).join(', ')}) that ${drvPath} in cache "${cacheName}" does not build`;
 }
 
-/** The builds `rootId` waits for, transitively, inputs before what needs them; the root not included. */
+/** Builds whose outputs are there already (built before, or in a cache the project reads): nothing to wait for. */
+const DONE = new Set(['completed', 'substituted']);
+
+/**
+ * The builds `rootId` waits for, transitively, inputs before what needs them; the root not
+ * included, nor inputs done already and what is below them: a `--builders` client builds the
+ * inputs first (each its own BuildDerivation), so by the time it asks for the root they are done,
+ * and following their logs again would show them as built twice.
+ */
 async function inputBuilds(deps: FarmBuildsDeps, who: Principal, rootId: string): Promise<BuildView[]> {
   const ordered: BuildView[] = [];
   const seen = new Set<string>([rootId]);
   const visit = async (buildId: string): Promise<void> => {
     for (const input of await deps.views.dependencies(who, buildId)) {
-      if (seen.has(input.build_id)) continue;
+      if (seen.has(input.build_id) || DONE.has(input.status)) continue;
       seen.add(input.build_id);
       await visit(input.build_id);
       ordered.push(input);

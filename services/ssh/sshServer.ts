@@ -108,6 +108,12 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
       return;
     }
     let principal: Principal | null = null;
+    /**
+     * The login as it stands now: each session (exec) asks again, so a key deleted, an account
+     * disabled or an API key revoked, expired or narrowed since the login takes effect on a
+     * connection left open (a substituter's pool, an SSH ControlMaster), not only on the next one.
+     */
+    let current: () => Promise<Principal | null> = async () => null;
     let cacheName = '';
     client.on('authentication', (ctx: AuthContext) => {
       const refuse = () => ctx.reject(['publickey', 'password']);
@@ -120,6 +126,11 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           const parsed = Array.isArray(key) ? key[0] : key;
           if (parsed === undefined || parsed instanceof Error || ctx.blob === undefined || parsed.verify(ctx.blob, ctx.signature, ctx.hashAlgo) !== true) return refuse();
           principal = owner.user;
+          const blob = ctx.key.data;
+          current = async () => {
+            const now = await deps.keys.ownerOf(blob);
+            return now !== null && now.user.userId === owner.user.userId ? now.user : null;
+          };
           connection.loggedIn(owner.user.userId);
           ctx.accept();
           deps.keys.markUsed(owner.keyId).catch((e: unknown) => log.warn({ err: e }, 'ssh: recording a login key\'s use failed'));
@@ -133,6 +144,8 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           return deps.authenticateApiKey(ctx.password, peerAddress);
         }).then((user) => {
           principal = user;
+          const secret = ctx.password;
+          current = () => deps.authenticateApiKey(secret, peerAddress).then((now) => (now.userId === user.userId ? now : null), () => null);
           connection.loggedIn(user.userId);
           ctx.accept();
         }, refuse);
@@ -168,9 +181,13 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
           client.once('close', release);
           const serve = SERVE_COMMAND.exec(command);
           const daemon = DAEMON_COMMAND.exec(command);
-          if (daemon !== null) void runDaemon(channel, principal, cacheName, daemon[1] ?? null, () => connection.hold()).finally(release);
-          else if (serve !== null) void runServe(channel, principal, cacheName, serve[1] !== undefined, () => connection.hold()).finally(release);
-          else {
+          if (daemon !== null || serve !== null) {
+            void stillLoggedIn(channel, current).then((who) => {
+              if (who === null) return;
+              if (daemon !== null) return runDaemon(channel, who, cacheName, daemon[1] ?? null, () => connection.hold());
+              return runServe(channel, who, cacheName, serve![1] !== undefined, () => connection.hold());
+            }).finally(release);
+          } else {
             release();
             channel.stderr.write(`kiln serves only \`nix-daemon --stdio\` (ssh-ng://CACHE@host) and \`nix-store --serve --write\` (ssh://CACHE@host); not "${info.command.slice(0, 200)}"\n`);
             channel.exit(127);
@@ -184,6 +201,20 @@ export async function startSshServer(deps: SshServerDeps): Promise<SshServer> {
     });
     client.on('error', (e) => log.debug({ err: e, peerAddress }, 'ssh: connection error'));
   };
+
+  /** The login now, or null after telling the client it no longer holds (the session ends). */
+  async function stillLoggedIn(channel: ServerChannel, current: () => Promise<Principal | null>): Promise<Principal | null> {
+    const who = await current().catch((e: unknown) => {
+      log.error({ err: e }, 'ssh: checking a login again failed');
+      return null;
+    });
+    if (who === null && !channel.destroyed) {
+      channel.stderr.write('kiln: this login no longer holds (its SSH key was removed, its account disabled, or its API key revoked or expired); log in again\n');
+      channel.exit(1);
+      channel.end();
+    }
+    return who;
+  }
 
   async function runDaemon(channel: ServerChannel, who: Principal | null, name: string, project: string | null, hold: () => () => void): Promise<void> {
     let code = 0;

@@ -3,7 +3,11 @@
 // is not a content address (a line break would inject lines into the narinfo the cache signs)
 // is refused before a byte is read; a claimed NarSize past nar.maxUploadSize ends the session
 // before an upload permit is asked for; a NAR that stalls while its permit is held loses it after
-// upload.leaseIdleSecs (a stepped clock).
+// upload.leaseIdleSecs (a stepped clock); a framed NAR longer than its NarSize ends the session at
+// the first byte past it (it was read under a permit for NarSize bytes); an ImportPaths NAR (its
+// size unknown until it ends) is staged past its first MiB only under a permit for
+// nar.maxUploadSize, and with none to be had within upload.restWaitSecs the session ends having
+// read no more.
 import t from 'tap';
 import { acquireUpload } from '../../../actors/index.js';
 import { sha256Nix32 } from '../../../protocol/index.js';
@@ -160,5 +164,61 @@ t.test('AddToStoreNar over SSH', async (t) => {
     t.equal(permits(), 0, 'the permit is back');
     t.notOk(await stored(nar), 'nothing was stored');
     t.equal(leases.expireIdle(), 0, 'the lease is gone');
+  });
+
+  t.test('a NAR longer than its NarSize ends the session at the byte past it', async (t) => {
+    const nar = await makeTestNar(t, { f: 'announced short\n'.repeat(20_000) });
+    const client = trickle();
+    const piece = 64 << 10;
+    for (let at = 0; at < nar.nar.length; at += piece) client.send(nar.nar.subarray(at, at + piece));
+    // then as much again: a framed stream ends where the client says, not at NarSize
+    for (let at = 0; at < nar.nar.length; at += piece) client.send(nar.nar.subarray(at, at + piece));
+    client.end();
+    const claimedPieces = Math.ceil(nar.nar.length / piece);
+    const ended = await rejection(paths.add(clientInfo(nar), client.body, async () => undefined));
+    t.type(ended, SessionEnds, 'the session ends');
+    t.match(ended, { message: /longer than its announced \d+ bytes/ });
+    t.ok(client.state.pulls <= claimedPieces + 1, `no more was read than the first piece past NarSize (${client.state.pulls} reads)`);
+    t.equal(permits(), 0, 'the permit is back');
+    t.notOk(await stored(nar), 'nothing was stored');
+  });
+
+  t.test('ImportPaths stages a NAR past its first MiB only under a permit for nar.maxUploadSize', async (t) => {
+    const importMax = 3 << 20;
+    const importing = cachePaths({ nars: kiln.nars, ingest: front.ingest, maxUploadSize: importMax, leases }, store);
+    const nar = await makeTestNar(t, { f: Buffer.alloc(3 << 19, 'exported, size unknown\n') }, [], 'exported');
+    const trailer = async () => ({ path: nar.info.storePath, references: [], deriver: '' });
+    const piece = 256 << 10;
+    const pieces = Math.ceil(nar.nar.length / piece);
+    const sendAll = (client: ReturnType<typeof trickle>, upTo = nar.nar.length) => {
+      for (let at = 0; at < upTo; at += piece) client.send(nar.nar.subarray(at, Math.min(at + piece, upTo)));
+    };
+
+    // Every byte of upload.bytesBudget is held elsewhere: no permit comes within upload.restWaitSecs.
+    const held = await acquireUpload(front.budget, { bytes: BYTES_BUDGET });
+    const refusedClient = trickle();
+    sendAll(refusedClient);
+    refusedClient.end();
+    const refused = rejection(importing.addExported(refusedClient.body, trailer));
+    const first = await Promise.race([refused, until('the whole NAR to be read', () => refusedClient.state.pulls > pieces).then(() => 'read the whole NAR without a permit')]);
+    held.release();
+    t.type(first, SessionEnds, 'the session ends: the rest of the NAR is on the wire');
+    t.match(first, { message: /no upload permit came within 1 s .*nar\.maxUploadSize/ });
+    t.ok(refusedClient.state.pulls <= (1 << 20) / piece + 2, `no more than its first MiB was read (${refusedClient.state.pulls} reads of ${pieces + 1})`);
+    await refused;
+    t.notOk(await stored(nar), 'nothing was stored');
+
+    // With room in the budget the NAR is staged under one permit of nar.maxUploadSize bytes.
+    const client = trickle();
+    const adding = importing.addExported(client.body, trailer);
+    sendAll(client, 1536 << 10);
+    const grantedBytes = () => (front.budget.getSnapshot().context.granted as { bytes: number }[]).map((g) => g.bytes);
+    await until('the NAR to be staged past its first MiB', () => client.state.pulls > (1536 << 10) / piece);
+    t.same(grantedBytes(), [importMax], 'one permit of nar.maxUploadSize is held while it is staged');
+    client.send(nar.nar.subarray(1536 << 10));
+    client.end();
+    await adding;
+    t.ok(await stored(nar), 'the path is stored');
+    t.equal(permits(), 0, 'the permit is back');
   });
 });

@@ -2,8 +2,9 @@
 // `kiln worker`: `nix build --store ssh-ng://CACHE@kiln --eval-store auto` (BuildPaths of
 // `drv!out`) and `nix-build --builders 'ssh-ng://CACHE@kiln x86_64-linux' -j0` (BuildDerivation;
 // also over `ssh://`, the serve protocol) each become a direct build of the project that writes into the cache; the client sees the
-// build's log (and the logs of inputs the farm builds first), the output lands in the cache, and
-// the build is listed with its log in the API.
+// build's log (and the logs of inputs the farm builds first, not those done already: a `--builders`
+// client has its inputs built first, and their logs are not shown twice), the output lands in the
+// cache, and the build is listed with its log in the API.
 // A derivation whose .drv the cache lacks is refused with what to do; a reader cannot build. With
 // two projects writing into the cache, `remote-program='nix-daemon --project ORG/PROJECT'` names one.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -104,7 +105,9 @@ t.test('builds over ssh-ng run on kiln\'s workers', { timeout: 280_000 }, async 
     t.equal((await nixOk('nix-store', [...store, '--query', '--hash', out], {})).trim().startsWith('sha256:'), true, 'the output arrived in the client\'s store');
     const listed = (await directBuilds()).find((b) => b.drv_path === instantiated);
     t.equal(listed?.status, 'completed', 'the build is in the direct-builds list');
-
+    // The client built the input first (its own BuildDerivation): the root's build does not show it again.
+    t.equal(run.stderr.split(`building dep ${nonce}`).length - 1, 1, 'the input\'s log was shown once', { stderr: run.stderr });
+    t.notMatch(run.stderr, /kiln: building input/, 'the root\'s build names no input to build: its input was done');
   });
 
   await t.test('nix-build --builders ssh:// -j0 (the serve protocol\'s BuildDerivation) builds in the farm', async (t) => {

@@ -4,6 +4,8 @@
 // last_used_at moves only on a verified signature, not on an unsigned publickey query. On a
 // dual-stack listener an IPv4 peer (::ffff:127.0.0.1) matches an API key's allowed_ips 127.0.0.1/32.
 // Password attempts are rate limited per address; ssh.maxSessionsPerUser caps a user's sessions.
+// A login checked again at each session: a key deleted or an API key revoked after it logged in
+// opens no more sessions on the connection it left open (an OpenSSH ControlMaster).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
@@ -217,4 +219,42 @@ t.test('ssh.maxSessionsPerUser', async (t) => {
   const again = Date.now() + 20_000;
   while (!/kiln serves only/.test(third) && Date.now() < again) third = (await runSsh([...sshOptions(kiln, identity), 'main@127.0.0.1', 'true'])).stderr;
   t.match(third, /kiln serves only/, 'once the first ended a session runs again');
+});
+
+t.test('a login that no longer holds opens no more sessions on its open connection', async (t) => {
+  const kiln = await startTestKiln(t, { 'ssh.enable': true, 'ssh.port': 0, 'ssh.listenAddresses': ['127.0.0.1'] });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'main', { public: true, ownerId: ada.id });
+  const pair = generateSshKeyPair('ada');
+  const identity = join(dir, 'id_master');
+  writeFileSync(identity, pair.privateKey, { mode: 0o600 });
+  t.equal((await kiln.api('POST', '/user/ssh-keys', { token: ada.token, body: { name: 'laptop', public_key: pair.publicKey } })).status, 200);
+
+  /** One connection kept open by OpenSSH's ControlMaster; sessions through it log in no more. */
+  const master = async (name: string, extra: string[], env: NodeJS.ProcessEnv = process.env) => {
+    const socket = join(dir, `master-${name}`);
+    const child = spawn('ssh', [...extra, '-M', '-S', socket, '-N', ...sshOptions(kiln, identity), 'main@127.0.0.1'], { stdio: ['ignore', 'ignore', 'pipe'], env });
+    t.teardown(() => child.kill());
+    let up = false;
+    const deadline = Date.now() + 20_000;
+    while (!up && Date.now() < deadline) up = (await runSsh(['-S', socket, '-O', 'check', 'main@127.0.0.1'])).status === 0;
+    t.ok(up, `the ${name} connection is up`);
+    return (command: string[]) => runSsh(['-S', socket, '-o', 'ControlMaster=no', ...sshOptions(kiln, identity), 'main@127.0.0.1', ...command]);
+  };
+  const serve = ['nix-store', '--serve'];
+
+  const byKey = await master('key', []);
+  t.notMatch((await byKey(serve)).stderr, /no longer holds/, 'a session of the key login runs');
+  t.equal((await kiln.api('DELETE', '/user/ssh-keys?name=laptop', { token: ada.token })).status, 200);
+  t.match((await byKey(serve)).stderr, /this login no longer holds \(its SSH key was removed/, 'once the key is deleted, the open connection opens no session');
+
+  const key = await kiln.api<{ secret: string }>('POST', '/user/keys', { token: ada.token, body: { name: 'ci', permissions: ['viewCache'] } });
+  t.equal(key.status, 200);
+  const askpass = join(dir, 'askpass-master.sh');
+  writeFileSync(askpass, `#!/bin/sh\necho '${key.message.secret}'\n`, { mode: 0o700 });
+  const byPassword = await master('password', ['-o', 'PubkeyAuthentication=no', '-o', 'PreferredAuthentications=password', '-o', 'BatchMode=no'],
+    { ...process.env, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' });
+  t.notMatch((await byPassword(serve)).stderr, /no longer holds/, 'a session of the API key login runs');
+  t.equal((await kiln.api('DELETE', '/user/keys?name=ci', { token: ada.token })).status, 200);
+  t.match((await byPassword(serve)).stderr, /this login no longer holds/, 'once the API key is revoked, the open connection opens no session');
 });

@@ -47,6 +47,15 @@ t.test('build servers: CRUD, active, check-connection over SSH with the organiza
     const system = execFileSync('nix-instantiate', ['--eval', '--expr', 'builtins.currentSystem'], { encoding: 'utf8' }).trim().replace(/"/g, '');
     t.same((await kiln.api<{ architectures: string[] }>('GET', '/servers/acme/bare', { token: ada.token })).message.architectures, [system],
       'a server added without systems gets the one its Nix reports');
+    const shown = execFileSync('nix', ['--extra-experimental-features', 'nix-command', 'show-config'], { encoding: 'utf8' });
+    const features = /^system-features = (.*)$/m.exec(shown)![1]!.trim().split(/\s+/).sort();
+    t.ok(features.length > 0, `this machine's Nix has system features (${features.join(' ')})`);
+    t.same((await kiln.api<{ features: string[] }>('GET', '/servers/acme/bare', { token: ada.token })).message.features, features,
+      'and the system features its Nix reports (nix show-config), which the scheduler places by');
+    await kiln.api('PUT', '/servers/acme', { token: ada.token, body: { name: 'kvm', host: '127.0.0.1', port: sshd.port, username: sshd.username, features: ['kvm'] } });
+    t.equal((await kiln.api<{ ok: boolean }>('POST', '/servers/acme/kvm/check-connection', { token: ada.token })).message.ok, true);
+    t.same((await kiln.api<{ features: string[] }>('GET', '/servers/acme/kvm', { token: ada.token })).message.features, ['kvm'], 'features an admin set are kept');
+    await kiln.api('DELETE', '/servers/acme/kvm', { token: ada.token });
     await kiln.api('DELETE', '/servers/acme/bare', { token: ada.token });
     await kiln.api('POST', '/orgs/acme/ssh', { token: ada.token });
     t.equal((await kiln.api<{ ok: boolean }>('POST', '/servers/acme/box/check-connection', { token: ada.token })).message.ok, false, 'the old key no longer works');
