@@ -2,7 +2,7 @@
 // kiln and real `kiln worker` processes with real Nix. A first worker evaluates a flake whose
 // attributes are expensive and uploads the eval cache Nix wrote; a second worker with an empty
 // cache directory evaluates the same commit of the same project, installs the blob the server
-// offered and answers from it (the evaluator's thunk count drops by orders of magnitude); a
+// offered and answers from it (the evaluator's function calls drop by orders of magnitude); a
 // project of another organization with the same repository and commit is offered nothing.
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,7 +25,7 @@ import { EvalCacheBlobs } from '../../../services/builds/index.js';
 
 requireNix();
 
-interface EvalView { phase: string; error: string | null; statistics: { wall_seconds: number | null; evaluator: { thunks: number; runs: number } | null } | null }
+interface EvalView { phase: string; error: string | null; statistics: { wall_seconds: number | null; evaluator: { function_calls: number; cpu_seconds: number; runs: number } | null } | null }
 
 async function evaluate(kiln: TestKiln, token: string, project: string): Promise<EvalView> {
   const started = await kiln.api<string>('POST', `/projects/${project}/evaluate`, { token });
@@ -60,11 +60,11 @@ t.test('a second worker answers the same commit from the eval cache the first on
   t.equal(warm.phase, 'completed', warm.error ?? '');
   const installed = join(work, 'worker-2', 'eval-cache', projectId, 'nix', 'eval-cache-v2', `${rows[0]!.fingerprint.slice(3)}.sqlite`);
   t.ok(existsSync(installed), 'the second worker installed the shared cache in the project\'s cache directory');
-  const coldThunks = cold.statistics!.evaluator!.thunks;
-  const warmThunks = warm.statistics!.evaluator!.thunks;
-  t.comment(`thunks: cold ${coldThunks}, from the shared cache ${warmThunks}; wall: cold ${cold.statistics!.wall_seconds} s, from the shared cache ${warm.statistics!.wall_seconds} s`);
-  t.ok(coldThunks > 1_000_000, 'the cold evaluation evaluated the attributes');
-  t.ok(warmThunks * 20 < coldThunks, 'the second evaluation answered from the shared cache, not by evaluating');
+  const coldCalls = cold.statistics!.evaluator!.function_calls;
+  const warmCalls = warm.statistics!.evaluator!.function_calls;
+  t.comment(`function calls: cold ${coldCalls}, from the shared cache ${warmCalls}; evaluator CPU: cold ${cold.statistics!.evaluator!.cpu_seconds} s, from the shared cache ${warm.statistics!.evaluator!.cpu_seconds} s`);
+  t.ok(coldCalls > 1_000_000, 'the cold evaluation evaluated the attributes');
+  t.ok(warmCalls * 20 < coldCalls, 'the second evaluation answered from the shared cache, not by evaluating');
 
   // Another organization's project with the same repository and commit: nothing is offered to it.
   const bob = await signUp(kiln, 'bob');
@@ -76,7 +76,7 @@ t.test('a second worker answers the same commit from the eval cache the first on
   await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${copy!.id}, ${cache.id}, 0)`;
   const other = await evaluate(kiln, bob.token, 'other/copy');
   t.equal(other.phase, 'completed', other.error ?? '');
-  t.ok(other.statistics!.evaluator!.thunks > 1_000_000, 'the other project\'s evaluation evaluated everything itself');
+  t.ok(other.statistics!.evaluator!.function_calls > 1_000_000, 'the other project\'s evaluation evaluated everything itself');
   const owners = await kiln.sql<{ project_id: string }[]>`select distinct project_id from eval_cache_blobs order by project_id`;
   t.same(owners.map((r) => r.project_id).sort(), [projectId, copy!.id].sort(), 'each project\'s cache is its own row');
 });
