@@ -12,7 +12,7 @@ export {
 export {
   EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
   EvalBatch, EvalResult, EvalStats, EvalHotspots, FlakeGraph, FLAKE_GRAPH_MAX_NODES, FLAKE_GRAPH_MAX_EDGES, BuildResources, BuildReading, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
-  ChangeJob, EvalCachePut,
+  ChangeJob,
 } from './jobMessages.js';
 export { gitAccessEnv, withGitConfig } from './gitAccess.js';
 export { NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbortCode, NarAbort } from './narMessages.js';

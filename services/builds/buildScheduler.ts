@@ -26,7 +26,6 @@ import { SchedulerLeadership } from './schedulerLeadership.js';
 import type { ConnectedWorker, WorkerConnections, WorkerListener, WorkerNars } from '../workers/index.js';
 import { ChangeJobs } from './changeJobs.js';
 import { WorkerMessageRouter } from './workerMessageRouter.js';
-import type { EvalCacheBlobs } from './evalCacheBlobs.js';
 
 const TICK_MS = 1000;
 /** Builds a pass places at most (the ready queue's length). */
@@ -68,7 +67,7 @@ export interface BuildSchedulerDeps {
   supervisor: Supervisor;
   log: Logger;
   settings: SchedulerSettings;
-  evalCache?: EvalCacheBlobs; // the shared evaluation cache (eval.cache.*)
+  evalCache?: import('./evalCacheBlobs.js').EvalCacheBlobs; // the shared evaluation cache (eval.cache.*)
   /** what retry backoffs are measured on (build.retryBackoffSecs); tests step it */
   clock: Clock;
   /** the periodic pass (default: every TICK_MS on a timer) */
