@@ -207,7 +207,7 @@ export class ClusterPlacement {
     }
     const why = gone ? `member ${gone.hello.workerId} disconnected`
       : cluster.dropped
-        ?? (cluster.state === 'preparing' && now >= cluster.deadline ? `${cluster.members.length - cluster.accepted.size} member(s) did not accept within scheduler.clusterPrepareTimeoutSecs` : null);
+        ?? (cluster.state === 'preparing' && now >= cluster.deadline ? `member(s) ${silent(cluster).join(', ')} did not accept within scheduler.clusterPrepareTimeoutSecs` : null);
     if (why !== null) {
       // the build is still queued unless rank 0 got it: then its job ends here and the build goes back
       if (buildJob?.kind === 'build' && this.deps.jobs.end(buildJob, { type: 'cancelled' })) {
@@ -262,3 +262,6 @@ function choose(workers: readonly ConnectedWorker[], size: number, zone: string 
 }
 
 const rosterOf = (cluster: Placement): ClusterRoster => cluster.members.map((m) => ({ workerId: m.hello.workerId, endpoint: m.hello.endpoint ?? null }));
+
+/** The ranks sent a job that have not accepted it. */
+const silent = (cluster: Cluster): number[] => cluster.jobIds.flatMap((jobId, rank) => (jobId !== '' && !cluster.accepted.has(jobId) ? [rank] : []));
