@@ -5,7 +5,7 @@
 
 const SIZE = /^cluster-(\d{1,2})$/;
 const ZONE = /^zone-(.{1,100})$/;
-export const MAX_CLUSTER_SIZE = 64;
+const MAX_CLUSTER_SIZE = 64;
 
 /** The number of workers a derivation needs at once (its `cluster-N` feature), or null for a single-worker build. */
 export function clusterSize(features: readonly string[]): number | null {

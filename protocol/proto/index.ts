@@ -31,4 +31,4 @@ export {
   type AttributeWildcard, type WildcardSegment, MAX_WILDCARD_PATTERNS, MAX_WILDCARD_DEPTH, parseAttributeWildcard, segmentMatches, isExcluded,
   wildcardSelects, formatAttributePath,
 } from './attributeWildcard.js';
-export { clusterSize, askedZone, isPlacementFeature, MAX_CLUSTER_SIZE } from './clusterFeatures.js';
+export { clusterSize, askedZone, isPlacementFeature } from './clusterFeatures.js';
