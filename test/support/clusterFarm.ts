@@ -20,7 +20,8 @@ export const clusterNode = (name: string, size: number, extra: string[] = []): N
 
 export async function clusterFarm(t: Test, workers: { zone: string | null; endpoint?: string; slots?: number }[]) {
   const clock = steppedClock(new Date());
-  const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0 }, { clock });
+  // the workers send no heartbeats, and the test steps the clock past any heartbeat timeout
+  const kiln = await startTestKiln(t, { localWorker: true, 'build.retryBackoffSecs': 0, 'proto.workerHeartbeatTimeoutSecs': 0 }, { clock });
   const { token, projectId } = await subscribedProject(kiln);
   const url = `ws://127.0.0.1:${kiln.port}/proto`;
   const evaluator = await handshake(url, testHello({ capabilities: { eval: true, build: false, fetch: true, federate: false } }));
