@@ -68,6 +68,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
       gcRoot: rootsDir ? join(rootsDir, rootName(job.jobId)) : null,
       fetchStoredLog: settings.logFetchFromStore,
       builders: settings.builders,
+      ...(job.cluster ? { cluster: true } : {}),
       env: settings.childEnv,
       signal: ctx.signal,
       onLog: (line) => logs.line(line),

@@ -7,6 +7,7 @@ import { disabledTracer, type Logger, type StageTracer } from '../config/index.j
 import { jobFailure, type BuildJob, type ChangeJob, type EvalJob, type Message, type PushJob } from '../protocol/index.js';
 import { runChangeJob } from './changeJob.js';
 import { runBuildJob } from './buildJob.js';
+import { holdClusterSlot } from './clusterMember.js';
 import type { ProtoConnection } from './connection.js';
 import { runEvalJob } from './evalJob.js';
 import type { JobContext } from './jobContext.js';
@@ -103,6 +104,7 @@ export class JobRunner {
     const started = Date.now();
     try {
       if (job.t === 'evalJob') await runEvalJob(job, ctx);
+      else if (job.t === 'buildJob' && (job.cluster?.rank ?? 0) > 0) await holdClusterSlot(job, ctx);
       else if (job.t === 'buildJob') await runBuildJob(job, ctx);
       else if (job.t === 'pushJob') await runPushJob(job, ctx);
       else await runChangeJob(job, ctx);

@@ -5,7 +5,7 @@
 //      the server dispatches the missing dependency first (build.inputsUnavailableMaxLoops);
 //   3. the build, with the job's timeouts and --cores, its log streamed line by line.
 import { z } from 'zod';
-import { jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
+import { isPlacementFeature, jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
 import { classifyBuildFailure } from './failureClassifier.js';
 import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
 import { runCommand } from './childProcess.js';
@@ -38,6 +38,8 @@ export interface RealiseOptions {
   oomScore?: number;
   /** worker.build.builders: build on these machines only (worker/remoteBuilders.ts); null builds here */
   builders?: string | null;
+  /** rank 0 of a cluster job: Nix is told this machine has the derivation's cluster features (docs/builds.md, "Cluster jobs") */
+  cluster?: boolean;
 }
 
 export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure };
@@ -48,6 +50,7 @@ const Shown = z.record(
     outputs: z.record(z.string(), z.object({ path: z.string().optional(), hash: z.string().optional() })),
     inputSrcs: z.array(z.string()),
     inputDrvs: z.record(z.string(), z.array(z.string())),
+    env: z.record(z.string(), z.string()).optional(),
   }),
 );
 
@@ -129,6 +132,8 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   }
 
   const args = ['--realise', options.drvPath, '--log-format', 'internal-json', ...remoteBuildArgs(options.builders ?? null), ...substituterArgs(options.substituters, options.netrcFile)];
+  const placement = options.cluster ? (shown.env?.['requiredSystemFeatures'] ?? '').split(/\s+/).filter(isPlacementFeature) : [];
+  if (placement.length > 0) args.push('--option', 'extra-system-features', placement.join(' '));
   if (options.cores !== null) args.push('--cores', String(options.cores));
   if (options.timeoutSecs > 0) args.push('--timeout', String(options.timeoutSecs));
   if (options.maxSilentSecs > 0) args.push('--max-silent-time', String(options.maxSilentSecs));

@@ -18,6 +18,8 @@ export interface WorkerSettings {
   id: string | null;
   peersFile: string | null;
   zone: string | null;
+  /** worker.endpoint: passed verbatim in cluster rosters (docs/builds.md, "Cluster jobs") */
+  endpoint: string | null;
   capabilities: { eval: boolean; build: boolean; fetch: boolean; federate: boolean };
   maxConcurrentBuilds: number;
   maxConcurrentEvals: number;
@@ -86,6 +88,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     id: config['worker.id'],
     peersFile: config['worker.peersFile'],
     zone: config['worker.zone'],
+    endpoint: config['worker.endpoint'],
     capabilities: {
       eval: config['worker.capabilities.eval'],
       build: config['worker.capabilities.build'],

@@ -59,6 +59,7 @@ async function buildHello(settings: WorkerSettings, id: string, software: string
     cpuCoreScore: settings.cpuCoreScore,
     memoryBytes: hostMemoryBytes(),
     zone: settings.zone,
+    ...(settings.endpoint === null ? {} : { endpoint: settings.endpoint }),
   };
 }
 

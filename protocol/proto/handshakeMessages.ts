@@ -33,6 +33,8 @@ export const Hello = z.strictObject({
   cpuCoreScore: z.int().min(1).nullable(),
   memoryBytes: ByteCount,
   zone: z.string().min(1).max(100).nullable(),
+  /** worker.endpoint: where other members of a cluster job reach this worker, passed verbatim in the roster; absent when not set */
+  endpoint: z.string().min(1).max(500).optional(),
   /** true when the worker has no peers file and asks to be accepted without a token */
   open: z.boolean(),
 });

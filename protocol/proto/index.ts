@@ -10,7 +10,7 @@ export {
   WorkerCapabilities, Hello, Challenge, ProjectToken, Auth, ProtoLimits, Welcome, Reject, LoadMetrics, Heartbeat, HeartbeatAck, ProtoError,
 } from './handshakeMessages.js';
 export {
-  EvalJob, type RepositoryAccess, Substituter, BuildJob, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
+  EvalJob, type RepositoryAccess, Substituter, BuildJob, type ClusterRoster, PushJob, CancelJob, JobAccepted, JobRefusal, JobRefused, DerivationNode, EvaluatedAttribute, AttributeError,
   EvalBatch, EvalResult, EvalStats, EvalHotspots, FlakeGraph, FLAKE_GRAPH_MAX_NODES, FLAKE_GRAPH_MAX_EDGES, BuildResources, BuildReading, BuildLog, PathInfo, BuiltOutput, BuildResult, PushResult, JobFailed,
   ChangeJob,
 } from './jobMessages.js';
@@ -31,3 +31,4 @@ export {
   type AttributeWildcard, type WildcardSegment, MAX_WILDCARD_PATTERNS, MAX_WILDCARD_DEPTH, parseAttributeWildcard, segmentMatches, isExcluded,
   wildcardSelects, formatAttributePath,
 } from './attributeWildcard.js';
+export { clusterSize, askedZone, isPlacementFeature } from './clusterFeatures.js';

@@ -89,8 +89,19 @@ export const BuildJob = z.strictObject({
   timeoutSecs: Seconds,
   /** silence limit; 0: none */
   maxSilentSecs: Seconds,
+  /**
+   * A cluster job (docs/builds.md, "Cluster jobs"): every member gets this message with its rank;
+   * rank 0 builds the derivation, the others accept and hold their slot until a cancelJob ends the
+   * job. `roster` lists every member in rank order with the endpoint it advertised (worker.endpoint).
+   */
+  cluster: z.strictObject({
+    id: z.uuid(),
+    rank: z.int().min(0).max(63),
+    roster: z.array(z.strictObject({ workerId: z.uuid(), endpoint: z.string().min(1).max(500).nullable() })).min(2).max(64),
+  }).optional(),
 });
 export type BuildJob = z.infer<typeof BuildJob>;
+export type ClusterRoster = NonNullable<BuildJob['cluster']>['roster'];
 
 const RepositoryAccessField = EvalJob.shape.access.unwrap();
 

@@ -208,6 +208,8 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       inputsUnavailableMaxLoops: config['build.inputsUnavailableMaxLoops'],
       substituteMissEscalationThreshold: config['build.substituteMissEscalationThreshold'],
       scoringPolicy: config['scheduler.scoringPolicy'], maxStorageGb: config['cache.maxStorageGb'],
+      clusterPrepareTimeoutSecs: config['scheduler.clusterPrepareTimeoutSecs'], clusterReserveAfterSecs: config['scheduler.clusterReserveAfterSecs'],
+      clusterReserveTimeoutSecs: config['scheduler.clusterReserveTimeoutSecs'],
     },
     ...(opts.schedulerTicker ? { ticker: opts.schedulerTicker } : {}),
     evalCache,

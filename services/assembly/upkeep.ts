@@ -12,7 +12,7 @@ import type { Config, Logger } from '../../config/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import type { EventBus, NarStorage, Sql } from '../../storage/index.js';
 import { cacheSigningKeys, KEY_ROTATED_REASONS, onCacheChanged, runDebugIndexBackfill, runSignSweep, type DebugIndexReport, type SignSweepReport } from '../caches/index.js';
-import { deleteOldBuildSamples, runGraphConsistencyCheck, type EvalCacheBlobs, type EvalCacheSweepReport, type GraphConsistencyReport } from '../builds/index.js';
+import { deleteOldBuildSamples, deleteOldClusterJobs, runGraphConsistencyCheck, type EvalCacheBlobs, type EvalCacheSweepReport, type GraphConsistencyReport } from '../builds/index.js';
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
@@ -30,6 +30,8 @@ export interface RetentionReport {
   workerConnections: number;
   gitHostDeliveries: number;
   buildSamples: number;
+  /** finished cluster job attempts (cluster_jobs); active ones stay */
+  clusterJobs: number;
   /** finished passes and deep rounds (gc_runs) */
   gcRuns: number;
 }
@@ -98,6 +100,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
       workerConnections: await deleteOldWorkerConnections(sql, config['retentionDays'], clock.now()),
       gitHostDeliveries: await deleteOldHookDeliveries(sql, config['retentionDays'], clock.now()),
       buildSamples: await deleteOldBuildSamples(sql, config['retentionDays'], clock.now()),
+      clusterJobs: await deleteOldClusterJobs(sql, config['retentionDays'], clock.now()),
       gcRuns: await deleteOldCollectionRuns(sql, config['retentionDays'], clock.now()),
     }),
     trafficFlush: () => flushTraffic(cacheSql, deps.trafficCounters),

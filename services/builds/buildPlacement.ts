@@ -3,9 +3,11 @@
 // substituted (a readable cache has the outputs) or placed on the best-ranked worker whose
 // architectures and system features fit, then started in one transaction and sent. Only workers
 // connected to this process are candidates; the guarded status change lets one process win a job.
+// Builds that need several workers at once go to clusterPlacement.ts.
 import type { EvalCacheBlob, EvalCacheBlobs } from './evalCacheBlobs.js';
 import type { Sql } from 'postgres';
-import type { RepositoryAccess } from '../../protocol/index.js';
+import type { Logger } from 'pino';
+import { clusterSize, isPlacementFeature, type RepositoryAccess } from '../../protocol/index.js';
 import type { Events, KilnMetrics, PhaseSampleBuffer } from '../../storage/index.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import { buildJobMessage, targetCaches, type BuildJobSettings } from './buildJobMessage.js';
@@ -21,6 +23,8 @@ import { queuedEvaluations, type QueuedEvaluation, type ReadyBuild } from './sch
 import type { ConnectedWorker, WorkerConnections } from '../workers/index.js';
 import { bestWorker, type ScoringPolicy } from '../workers/index.js';
 import { memoryFits, PeakMemoryHistory, reservedMemory } from './memoryReservations.js';
+import { ClusterPlacement, type ClusterSettings } from './clusterPlacement.js';
+import type { BuildJobEntry } from './schedulerJobs.js';
 
 /** How long a worker that refused a job gets no other. */
 const REFUSAL_PAUSE_MS = 2000;
@@ -30,7 +34,7 @@ const REFUSAL_PAUSE_MS = 2000;
  */
 const serves = (worker: ConnectedWorker, projectId: string) => worker.open || worker.projects.includes(projectId);
 
-export interface PlacementSettings extends Omit<BuildJobSettings, 'readToken'> {
+export interface PlacementSettings extends Omit<BuildJobSettings, 'readToken'>, ClusterSettings {
   substituteMissEscalationThreshold: number;
   scoringPolicy: ScoringPolicy;
   /** cache.maxStorageGb: when non-zero, new evaluations wait while every writable cache is nearly full */
@@ -60,12 +64,16 @@ export interface BuildPlacementDeps {
   privateFetch?: PrivateFetchLookup;
   /** the shared evaluation cache: what an evalJob of a commit starts with (evalCacheBlobs.ts); none: nothing offered */
   evalCache?: Pick<EvalCacheBlobs, 'offer'>;
+  log: Logger;
+  /** a cluster job's build whose job was ended here (the attempt aborted): back to the queue */
+  requeue(job: BuildJobEntry): Promise<void>;
 }
 
 /** services/gitHosts' repositoryAccess, injected: builds does not depend on gitHosts. */
 export type PrivateFetchLookup = (projectId: string, repository: string) => Promise<{ repository: string; access: RepositoryAccess } | null>;
 
-type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[]; predicted: number | null };
+type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[]; predicted: number | null; cluster?: ClusterJobField };
+type ClusterJobField = NonNullable<ReturnType<typeof buildJobMessage>['cluster']>;
 /** What a pass has given each worker so far on top of what it runs: builds and their predicted bytes. */
 type Planned = Map<ConnectedWorker, { builds: number; bytes: number }>;
 
@@ -86,7 +94,24 @@ export class BuildPlacement {
   /** recent finished peaks by derivation name: the builds' memory predictions (memoryReservations.ts) */
   readonly peaks = new PeakMemoryHistory();
 
-  constructor(private readonly deps: BuildPlacementDeps) {}
+  /** builds that need several workers at once */
+  readonly cluster: ClusterPlacement;
+
+  constructor(private readonly deps: BuildPlacementDeps) {
+    const { sql, jobs, clock, log, settings, workers } = deps;
+    this.cluster = new ClusterPlacement({
+      sql, jobs, clock, log, settings, requeue: deps.requeue, wake: deps.wake,
+      connected: (worker) => workers.connected().includes(worker),
+      fits: (worker, build) => this.fits(worker, build, isPlacementFeature),
+      caches: async (worker, build) => {
+        const project = build.projects.find((p) => serves(worker, p));
+        const caches = project === undefined ? [] : await projectCaches(sql, project);
+        return targetCaches(caches).length > 0 ? caches : null;
+      },
+      startBuild: async (worker, build, caches, cluster) => (await this.startBuilds([{ worker, build, caches, predicted: null, cluster }]))[0] ?? null,
+      memberJob: (jobId, build, caches) => buildJobMessage(jobId, build, caches, { ...settings, readToken: deps.readToken }),
+    });
+  }
 
   /** The worker refused a job: it gets none for a moment. */
   refused(workerId: string): void {
@@ -107,6 +132,13 @@ export class BuildPlacement {
     return (this.refusedUntil.get(worker.hello.workerId) ?? 0) <= Date.now();
   }
 
+  /** Architecture, system features (but those `ignored`) and project: the worker could build it. */
+  private fits(worker: ConnectedWorker, build: ReadyBuild, ignored: (feature: string) => boolean = () => false): boolean {
+    return (build.system === 'builtin' || worker.hello.architectures.includes(build.system))
+      && build.required_features.every((f) => ignored(f) || worker.hello.systemFeatures.includes(f))
+      && build.projects.some((p) => serves(worker, p));
+  }
+
   async dispatchEvaluations(): Promise<void> {
     const { sql, events, workers, jobs, storage, settings } = this.deps;
     for (const waiting of await queuedEvaluations(sql, 'waiting')) {
@@ -121,7 +153,7 @@ export class BuildPlacement {
         continue;
       }
       const worker = workers.connected().find((w) =>
-        w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && jobs.running(w, 'eval') < w.hello.maxConcurrentEvals);
+        w.hello.capabilities.eval && serves(w, evaluation.project_id) && this.available(w) && !this.cluster.holds(w) && jobs.running(w, 'eval') < w.hello.maxConcurrentEvals);
       if (!worker) continue;
       let fetchWith: Awaited<ReturnType<PrivateFetchLookup>> = null;
       let source: { url: string; sha256: string } | null = null;
@@ -185,8 +217,8 @@ export class BuildPlacement {
       this.startFailure = null;
       throw failure;
     }
-    const candidates = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
-    if (candidates.length === 0) return;
+    const buildWorkers = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
+    if (buildWorkers.length === 0 && !this.cluster.active) return;
     const caches = new Map<string, ProjectCache[]>();
     const cachesOf = async (projectId: string) => {
       let found = caches.get(projectId);
@@ -212,12 +244,14 @@ export class BuildPlacement {
       await outcomes.finishEvaluations({ derivationBuilds: substituted });
       this.deps.wake();
     }
+    await this.cluster.place(builds.filter((b) => !substitutable.has(b.id) && clusterSize(b.required_features) !== null), buildWorkers);
+    const candidates = buildWorkers.filter((w) => !this.cluster.holds(w));
     const assignments: Assignment[] = [];
     const planned: Planned = new Map([...this.startingOn].map(([w, plan]) => [w, { ...plan }]));
     await this.peaks.warm(sql);
     const reserved = reservedMemory(this.deps.jobs);
     for (const build of builds) {
-      if (substitutable.has(build.id)) continue;
+      if (substitutable.has(build.id) || clusterSize(build.required_features) !== null) continue;
       const predicted = this.peaks.predicted(build.name);
       const worker = this.pickWorker(candidates, build, predicted, planned, reserved);
       if (!worker) continue;
@@ -245,6 +279,7 @@ export class BuildPlacement {
     hold(1);
     for (const { build } of assignments) this.deps.ready.remove(build.id);
     const batch: Promise<void> = this.startBuilds(assignments)
+      .then(() => undefined)
       .catch((error: unknown) => {
         // nothing was started: the builds are read from the database again at the next pass
         this.startFailure = error;
@@ -262,30 +297,30 @@ export class BuildPlacement {
     const busy = (w: ConnectedWorker) => this.deps.jobs.running(w, 'build') + (planned.get(w)?.builds ?? 0);
     const reservedOn = (w: ConnectedWorker) => (reserved.get(w.hello.workerId) ?? 0) + (planned.get(w)?.bytes ?? 0);
     const fits = candidates.filter((w) =>
-      (build.system === 'builtin' || w.hello.architectures.includes(build.system))
-      && build.required_features.every((f) => w.hello.systemFeatures.includes(f))
-      && build.projects.some((p) => serves(w, p))
+      this.fits(w, build)
       && busy(w) < w.hello.maxConcurrentBuilds
       && memoryFits(w, reservedOn(w), busy(w), predicted));
     return bestWorker(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, busy);
   }
 
-  /** Starts a pass's builds in one transaction (one commit, not one per build), then sends the jobs. */
-  private async startBuilds(assignments: readonly Assignment[]): Promise<void> {
+  /** Starts a pass's builds in one transaction (one commit, not one per build), then sends the jobs: their ids (null: not started). */
+  private async startBuilds(assignments: readonly Assignment[]): Promise<(string | null)[]> {
     const { events, jobs, outcomes, settings, readToken } = this.deps;
     const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId })));
-    assignments.forEach(({ worker, build, caches, predicted }, i) => {
+    return assignments.map(({ worker, build, caches, predicted, cluster }, i) => {
       // null: no longer queued (another process won it, or it was aborted)
+      this.deps.ready.remove(build.id);
       const attempt = attempts[i];
-      if (attempt === null || attempt === undefined) return;
+      if (attempt === null || attempt === undefined) return null;
       const jobId = `build:${build.id}:${attempt}`;
       jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)),
         memory: { name: build.name, predicted } }, worker);
-      worker.link.send(buildJobMessage(jobId, build, caches, { ...settings, readToken }));
+      worker.link.send({ ...buildJobMessage(jobId, build, caches, { ...settings, readToken }), ...(cluster ? { cluster } : {}) });
       events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: build.id, kind: 'build', build_id: build.id });
       const waited = Math.max(0, (this.deps.clock.now().getTime() - build.queued_at.getTime()) / 1000);
       this.deps.metrics?.jobDispatched('build', waited);
       this.deps.phases?.record('build', 'dispatch', waited);
+      return jobId;
     });
   }
 }

@@ -10,13 +10,12 @@ import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
 import type { Message, RejectCode } from '../../protocol/index.js';
 import type { Events, KilnMetrics, PhaseSampleBuffer } from '../../storage/index.js';
-import { CoalescingLoop, type Supervisor } from '../../supervisors/index.js';
+import { CoalescingLoop, systemClock, type Clock, type Supervisor } from '../../supervisors/index.js';
 import { JobTable } from './schedulerJobs.js';
 import type { BuildLogs } from './buildLogs.js';
 import { BuildOutcomes } from './buildOutcomes.js';
 import { BuildPlacement, type PlacementSettings, type PrivateFetchLookup } from './buildPlacement.js';
 import { buildProgressReporter } from './buildProgress.js';
-import { systemClock, type Clock } from '../../supervisors/index.js';
 import { EvaluationProgress } from './evaluationProgress.js';
 import { JobCancellations } from './jobCancellations.js';
 import type { CacheStorageLimits } from '../caches/index.js';
@@ -117,7 +116,8 @@ export class BuildScheduler implements WorkerListener {
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
     this.leadership = new SchedulerLeadership(sql, events, log);
     this.queueDepth = new QueueDepthReporter(sql, events, clock);
-    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon,
+    this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, log,
+      requeue: (job) => this.router.requeueEnded(job),
       ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}), ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}), ...(deps.evalCache ? { evalCache: deps.evalCache } : {}) });
     this.changeJobs = new ChangeJobs(workers, deps.changeJobTimeoutMs);
     this.router = new WorkerMessageRouter({

@@ -4,6 +4,7 @@ export { buildDataServices, type BuildDataServices } from './buildData.js';
 export { BuildLogFeed } from './buildLogFeed.js';
 export { BuildLogs } from './buildLogs.js';
 export { deleteOldBuildSamples } from './buildStatistics.js';
+export { deleteOldClusterJobs } from './clusterJobRows.js';
 export { buildProgressReporter } from './buildProgress.js';
 export { BuildScheduler, type SchedulerTicker } from './buildScheduler.js';
 export type { ChangeJobs } from './changeJobs.js';

@@ -53,6 +53,12 @@ export class WorkerMessageRouter {
     });
   }
 
+  /** A cluster job's build whose job the cluster placement ended (the attempt aborted): its log ends, the build goes back to the queue. */
+  async requeueEnded(job: BuildJobEntry): Promise<void> {
+    await this.deps.logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+    await this.requeue(job, 'refused');
+  }
+
   /** The worker's connection is gone: its jobs go back to the queue. */
   lost(worker: ConnectedWorker, code: RejectCode, reason: string): void {
     const { jobs, nars, cancellations, logs, log } = this.deps;
@@ -97,6 +103,8 @@ export class WorkerMessageRouter {
     }
     if (!('jobId' in message) || message.jobId === undefined) return;
     if (this.deps.changeJobs.received(worker, message)) return;
+    // a cluster job's members of rank ≥ 1 answer to the cluster placement; rank 0's acceptance is noted there too
+    if (this.deps.placement.cluster.received(worker, message)) return;
     const job = jobs.get(message.jobId);
     if (!job || job.workerId !== worker.hello.workerId) return;
     if (message.t === 'jobAccepted') return this.accepted(job);

@@ -161,7 +161,7 @@ t.test('upkeep passes', async (t) => {
       deepNewestButOld: await gcRun('deep', 'failed', ago(40)),
       requested: await gcRun('deep', 'requested', null),
     };
-    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2, gitHostDeliveries: 1, buildSamples: 0, gcRuns: 3 });
+    t.same(await kiln.upkeep.retention(), { sessions: 2, workerConnections: 2, gitHostDeliveries: 1, buildSamples: 0, clusterJobs: 0, gcRuns: 3 });
     const keptRuns = (await kiln.sql<{ id: string }[]>`select id from gc_runs`).map((r) => r.id).sort();
     t.same(keptRuns, [runs.passRecent, runs.deepNewestButOld, runs.requested].sort(), 'the newest ended run of each kind stays, however old');
     t.same((await kiln.sql<{ id: string }[]>`select id from git_host_deliveries`).map((r) => r.id), ['d-recent'], 'a delivery id goes 30 days after it arrived');
@@ -170,8 +170,8 @@ t.test('upkeep passes', async (t) => {
     const keptConnections = (await kiln.sql<{ id: string }[]>`select id from worker_connections`).map((r) => r.id).sort();
     t.same(keptConnections, [connections.closedRecently, connections.current, connections.openNeverBack].sort(),
       'an open connection stays until the worker connects again');
-    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0, gitHostDeliveries: 0, buildSamples: 0, gcRuns: 0 });
+    t.same(await kiln.upkeep.retention(), { sessions: 0, workerConnections: 0, gitHostDeliveries: 0, buildSamples: 0, clusterJobs: 0, gcRuns: 0 });
     clock.step(2 * DAY_MS);
-    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0, gitHostDeliveries: 1, buildSamples: 0, gcRuns: 0 }, 'the recently expired session and delivery id go once 30 days past');
+    t.same(await kiln.upkeep.retention(), { sessions: 1, workerConnections: 0, gitHostDeliveries: 1, buildSamples: 0, clusterJobs: 0, gcRuns: 0 }, 'the recently expired session and delivery id go once 30 days past');
   });
 });
