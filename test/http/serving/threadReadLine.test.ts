@@ -64,6 +64,7 @@ function crawl(res: IncomingMessage): Crawl {
     res.on('error', () => resolve(bytes));
     res.on('aborted', () => resolve(bytes));
   });
+  res.resume(); // holdOpen paused it: a 'data' listener alone does not start the flow again
   return {
     res,
     closed,
