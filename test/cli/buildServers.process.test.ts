@@ -77,7 +77,7 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
     const address = dns.get(name);
     return address === undefined ? Promise.reject(Object.assign(new Error(`no such name ${name}`), { code: 'ENOTFOUND' })) : Promise.resolve([{ address, family: 4 }]);
   };
-  const kiln = await startTestKiln(t, { 'build.maxAttempts': 1, 'build.inputsUnavailableMaxLoops': 1, 'build.retryBackoffSecs': 1 }, { resolve });
+  const kiln = await startTestKiln(t, { 'build.runOnBuildServers': true, 'build.maxAttempts': 1, 'build.inputsUnavailableMaxLoops': 1, 'build.retryBackoffSecs': 1 }, { resolve });
   const work = mkdtempSync(join(tmpdir(), 'kiln-build-server-'));
   t.teardown(() => rmSync(work, { recursive: true, force: true }));
 
