@@ -10,7 +10,6 @@ import { batchesOf, reply, type JobContext } from './jobContext.js';
 import { EvalStatsCollector } from './evalStats.js';
 import { EVALUATION_OOM_SCORE } from './oomScore.js';
 import { jobRootSpan, type SpanIds } from '../protocol/index.js';
-import { changedCaches, installOffered, projectCacheHome } from './evalCacheShare.js';
 
 /** A rough encoded size: MessagePack is a little smaller than JSON for these shapes. */
 const estimate = (item: unknown): number => JSON.stringify(item).length;
@@ -59,16 +58,9 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
   stats?.hotspots.hidePrefix(checkout.clone);
   stats?.hotspots.hidePrefix(ctx.settings.baseDir);
   activity('fetch', `fetched ${what}`);
-  // The project's own Nix cache directory, with the eval cache the server offered (evalCacheShare.ts).
-  const cacheHome = await projectCacheHome(ctx.settings.evalCacheDir, job.project);
-  if (ctx.settings.evalCacheShare && job.evalCache) {
-    const installed = await installOffered(cacheHome, job.evalCache).catch(() => 'refused' as const);
-    if (installed === 'refused') ctx.log.warn({ jobId: job.jobId }, 'the shared evaluation cache the server offered is not usable; evaluating without it');
-    else activity('eval', installed === 'installed' ? 'using the shared evaluation cache of this commit' : 'using this worker\'s evaluation cache of this commit');
-  }
   const evaluated = stage('eval.evaluate');
   const evaluation = await evaluateFlake({
-    flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: { ...ctx.settings.childEnv, XDG_CACHE_HOME: cacheHome }, signal,
+    flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal,
     ...(stats ? { stats } : {}), onActivity: (message) => activity('eval', message),
     ...(ctx.settings.oomScoreAdjust === null ? {} : { oomScore: EVALUATION_OOM_SCORE }),
     pool: { size: ctx.settings.evalForkWorkers, minFreeBytes: ctx.settings.minFreeRamBytes },
@@ -99,7 +91,6 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
       errors: batch.flatMap((item) => (item.kind === 'error' ? [item.e] : [])),
     });
   }
-  if (ctx.settings.evalCacheShare) await shareCaches(job, ctx, cacheHome, started);
   const evalStats = stats?.stats() ?? null;
   reply(ctx, {
     t: 'evalResult', jobId: job.jobId, commit: job.commit, derivationCount: derivations.length, attributeCount: attributes.length,
@@ -107,15 +98,4 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
   });
   ctx.log.info({ jobId: job.jobId, derivations: derivations.length, attributes: attributes.length, errors: errors.length }, 'evaluation done');
   return true;
-}
-
-/** Uploads the eval-cache files this evaluation wrote (before evalResult, so the server has them when the job ends). */
-async function shareCaches(job: EvalJob, ctx: JobContext, cacheHome: string, startedMs: number): Promise<void> {
-  try {
-    const { uploads, tooLarge } = await changedCaches(cacheHome, startedMs);
-    for (const upload of uploads) reply(ctx, { t: 'evalCachePut', jobId: job.jobId, fingerprint: upload.fingerprint, data: upload.data });
-    if (tooLarge > 0) ctx.log.info({ jobId: job.jobId, tooLarge }, 'an evaluation cache is too large to share');
-  } catch (error) {
-    ctx.log.warn({ err: error, jobId: job.jobId }, 'the evaluation cache could not be read for sharing');
-  }
 }

@@ -94,54 +94,6 @@ async function runEvalExpression(expression: string, options: EvaluateOptions, o
   return { ok: true, json: JSON.parse(result.stdout) as unknown };
 }
 
-/** An attribute name Nix 2.8 takes in an installable's fragment as it is, or in double quotes when it has dots. */
-const PLAIN_NAME = /^[A-Za-z0-9_'+-]+$/;
-const QUOTABLE_NAME = /^[A-Za-z0-9_'+.-]+$/;
-
-/** `flakeRef#a.b."c.d"`, or null when a name cannot be written in a fragment (the call then evaluates an expression). */
-export function installableOf(flakeRef: string, path: readonly string[]): string | null {
-  if (path.length === 0 || !path.every((name) => QUOTABLE_NAME.test(name))) return null;
-  return `${flakeRef}#${path.map((name) => (PLAIN_NAME.test(name) ? name : `"${name}"`)).join('.')}`;
-}
-
-/** The installables of one call together: each is its own argument, so the bound is Linux's for the whole command line (2 MiB with the environment), with room. */
-const INSTALLABLES_MAX_BYTES = 1024 * 1024;
-
-/** Whether every path of the chunk can be an installable, within the expression's size bound. */
-function installablesFit(flakeRef: string, paths: readonly (readonly string[])[]): boolean {
-  let bytes = 0;
-  for (const path of paths) {
-    const installable = installableOf(flakeRef, path);
-    if (installable === null) return false;
-    bytes += Buffer.byteLength(installable) + 1;
-  }
-  return bytes <= INSTALLABLES_MAX_BYTES;
-}
-
-const DryRunInfos = z.array(z.strictObject({ drvPath: z.string(), outputs: z.record(z.string(), z.string()) }));
-
-/**
- * The derivations of `paths` through Nix's flake installables (`nix build --dry-run --json`), the one
- * way Nix 2.8 reads and writes its eval cache: a second evaluation of the same locked flake answers
- * from ~/.cache/nix/eval-cache-v2 without evaluating (docs/worker.md, "The shared evaluation cache";
- * `nix eval --expr` never uses it). No substituter is asked: nothing is built or fetched. A path that
- * is not a derivation fails here, so a single failing path is asked again as an expression, which
- * skips a non-derivation as before and gives the real error otherwise.
- */
-async function runInstallables(paths: string[][], options: EvaluateOptions, onStart?: (pid: number) => void): Promise<EvalRun | null> {
-  const installables = paths.map((path) => installableOf(options.flakeRef, path)!);
-  const args = ['build', ...PURE_EVAL_ARGS, '--option', 'substituters', '', '--dry-run', '--json', ...installables];
-  const run = (env: NodeJS.ProcessEnv) => nix(args, {
-    env, ...(options.signal ? { signal: options.signal } : {}), ...(options.oomScore === undefined ? {} : { oomScore: options.oomScore }), ...(onStart ? { onStart } : {}),
-  });
-  const result = options.stats ? await options.stats.around(options.env, run) : await run(options.env);
-  if (result.exitCode !== 0) return result.aborted ? { ok: false, message: nixErrorText(result.stderr), aborted: true } : null;
-  const parsed = DryRunInfos.safeParse(JSON.parse(result.stdout));
-  // one answer per installable, in order; anything else is not trusted
-  if (!parsed.success || parsed.data.length !== paths.length) return null;
-  return { ok: true, json: parsed.data };
-}
-
 export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: true; value: FlakeEvaluation } | { ok: false; failure: JobFailure }> {
   const say = options.onActivity ?? (() => undefined);
   say('checking the flake\'s lock file');
@@ -173,14 +125,7 @@ async function evaluateInPool(paths: string[][], options: EvaluateOptions, say: 
   for (let start = 0; start < paths.length; start += chunkSize) chunks.push(paths.slice(start, start + chunkSize));
   say(`evaluating ${paths.length} attributes in ${chunks.length} ${chunks.length === 1 ? 'call' : 'calls'}, up to ${Math.min(size, chunks.length)} at once`);
   const run = async (chunk: string[][]): Promise<EvalRun> => {
-    // Installables first (the eval cache); an expression where they fail, so a chunk still fails only for its own attributes.
-    const outcome = await pool.run(async (onStart): Promise<EvalRun> => {
-      const expression = () => runEvalExpression(`let flake = ${flakeExpression(options.flakeRef)}; in ${derivationsOfFlake(chunk)}`, options, onStart);
-      if (!installablesFit(options.flakeRef, chunk)) return expression();
-      const tried = await runInstallables(chunk, options, onStart);
-      if (tried !== null) return tried;
-      return chunk.length === 1 ? expression() : { ok: false, message: 'the chunk failed as installables', aborted: false };
-    });
+    const outcome = await pool.run((onStart) => runEvalExpression(`let flake = ${flakeExpression(options.flakeRef)}; in ${derivationsOfFlake(chunk)}`, options, onStart));
     if (!outcome.killedForMemory) return outcome.result;
     return { ok: false, message: `the attribute could not be evaluated: ${outcome.message}`, aborted: false };
   };

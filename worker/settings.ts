@@ -1,6 +1,5 @@
 // The worker's view of its configuration: read once from the option registry, so the rest of
 // worker/ takes plain values and tests can build them without a config file.
-import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { defaultForkWorkers } from './flakeEval.js';
 import { minFreeRamBytes } from './memoryProbe.js';
@@ -50,10 +49,6 @@ export interface WorkerSettings {
    * worker.eval.maxRss needs no setting: each subprocess ends with its call, so none is idle above it.
    */
   evalForkWorkers: number;
-  /** worker.eval.cache.dir resolved: each project's Nix cache (XDG_CACHE_HOME of its evaluations) is <dir>/<project> */
-  evalCacheDir: string;
-  /** worker.eval.cache.share: install the eval cache the server offers and upload the one an evaluation wrote */
-  evalCacheShare: boolean;
   /** worker.system.minFreeRamMb, resolved, in bytes */
   minFreeRamBytes: number;
   /** worker.eval.metrics: the evaluator's statistics with each evaluation's result */
@@ -112,8 +107,6 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     gcrootsDir: config['worker.gcrootsDir'],
     storeConnections: config['worker.nixDaemon.maxConnections'],
     evalForkWorkers: config['worker.eval.forkWorkers'] ?? defaultForkWorkers(),
-    evalCacheDir: config['worker.eval.cache.dir'] ?? join(baseDir, 'eval-cache'),
-    evalCacheShare: config['worker.eval.cache.share'],
     minFreeRamBytes: minFreeRamBytes(config['worker.system.minFreeRamMb']),
     evalMetrics: config['worker.eval.metrics'],
     oomScoreAdjust: config['worker.build.oomScoreAdjust'],

@@ -3,7 +3,7 @@
 // buildResult, pushResult, changeResult or jobFailed. Evaluations stream evalBatch messages before their
 // evalResult, builds stream buildLog chunks before their buildResult.
 import { z } from 'zod';
-import { EVAL_CACHE_MAX_BLOB_BYTES, PROTOCOL_VERSION } from './limits.js';
+import { PROTOCOL_VERSION } from './limits.js';
 import { ByteCount, Bytes, CommitHash, ContentAddressText, DrvPathText, JobId, NarHashText, Seconds, StorePathText, SystemFeature, SystemType } from './fields.js';
 import { JobFailure } from './failureClass.js';
 
@@ -13,14 +13,6 @@ const v = z.literal(PROTOCOL_VERSION);
 const CacheName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/, 'a cache name');
 const OutputName = z.string().regex(/^[A-Za-z0-9+\-._?=]{1,100}$/, 'an output name such as out or dev');
 const AttrName = z.string().max(1000);
-/**
- * One locked flake's eval cache as Nix names it: `v<N>-<fingerprint>` for the file
- * eval-cache-v<N>/<fingerprint>.sqlite (N is the cache's schema version, 2 in Nix 2.8; the
- * fingerprint a hex SHA-256 of the locked flake), so workers on another Nix never install it.
- */
-const EvalCacheFingerprint = z.string().regex(/^v[0-9]{1,3}-[0-9a-f]{64}$/, 'v<cache version>-<hex SHA-256 flake fingerprint>');
-/** A gzip of one eval-cache SQLite file, at most EVAL_CACHE_MAX_BLOB_BYTES */
-const EvalCacheData = Bytes.refine((data) => data.byteLength <= EVAL_CACHE_MAX_BLOB_BYTES, `at most ${EVAL_CACHE_MAX_BLOB_BYTES} bytes`);
 
 /** Evaluate `attributes` (an attribute wildcard, docs/worker.md) of the flake at `repository`@`commit`. */
 export const EvalJob = z.strictObject({
@@ -56,12 +48,6 @@ export const EvalJob = z.strictObject({
     /** curl's resolve entry `host:port:addr[,addr…]` (git's http.curloptResolve; a leading - or + would mean something else to curl); null for an IP literal */
     resolve: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9.-]*:\d{1,5}:[0-9A-Fa-f.:,[\]]+$/, 'host:port:addresses').max(1000).nullable(),
   }).optional(),
-  /**
-   * The shared evaluation cache (docs/worker.md): Nix's eval cache of this project's flake at this
-   * commit, as an earlier evaluation of the same project uploaded it (evalCachePut). Never another
-   * project's. A worker installs it under its fingerprint unless it has one of its own.
-   */
-  evalCache: z.strictObject({ fingerprint: EvalCacheFingerprint, data: EvalCacheData }).optional(),
 });
 export type EvalJob = z.infer<typeof EvalJob>;
 export type RepositoryAccess = NonNullable<EvalJob['access']>;
@@ -256,19 +242,6 @@ export const EvalStats = z.strictObject({
   flakeGraph: FlakeGraph.optional(),
 });
 export type EvalStats = z.infer<typeof EvalStats>;
-
-/**
- * After a successful evaluation, before its evalResult: an eval-cache SQLite file Nix wrote during it
- * (gzip), for the server to offer to the next evaluation of the same project at the same commit.
- */
-export const EvalCachePut = z.strictObject({
-  v,
-  t: z.literal('evalCachePut'),
-  jobId: JobId,
-  fingerprint: EvalCacheFingerprint,
-  data: EvalCacheData,
-});
-export type EvalCachePut = z.infer<typeof EvalCachePut>;
 
 /** What an evaluation is doing now (evaluation.activity): fetching its commit, or evaluating. */
 export const EvalActivity = z.strictObject({

@@ -34,10 +34,3 @@ export const EVAL_BATCH_TARGET_BYTES = 512 * 1024;
 /** The smallest and largest NAR chunk (nar.chunkBytes and worker.nar.chunkBytes have the same bounds). */
 export const MIN_NAR_CHUNK_BYTES = 4096;
 export const MAX_NAR_CHUNK_BYTES = 4 * 1024 * 1024;
-
-/**
- * The largest shared evaluation-cache blob (gzip of one of Nix's eval-cache SQLite files) either side
- * sends in one message (evalJob.evalCache, evalCachePut): it fits below DEFAULT_MAX_MESSAGE_BYTES with
- * room for the rest of the frame. A larger cache is not shared (docs/worker.md, "The shared evaluation cache").
- */
-export const EVAL_CACHE_MAX_BLOB_BYTES = 6 * 1024 * 1024;

@@ -2,13 +2,13 @@
 import { z } from 'zod';
 import { Auth, Challenge, Heartbeat, HeartbeatAck, Hello, ProtoError, Reject, Welcome } from './handshakeMessages.js';
 import {
-  BuildJob, BuildLog, BuildResult, CancelJob, ChangeJob, ChangeResult, EvalActivity, EvalBatch, EvalCachePut, EvalJob, EvalResult, JobAccepted, JobFailed, JobRefused, PushJob, PushResult,
+  BuildJob, BuildLog, BuildResult, CancelJob, ChangeJob, ChangeResult, EvalActivity, EvalBatch, EvalJob, EvalResult, JobAccepted, JobFailed, JobRefused, PushJob, PushResult,
 } from './jobMessages.js';
 import { NarAbort, NarChunk, NarCredit, NarPushAck, NarPushEnd, NarPushStart } from './narMessages.js';
 
 export const Message = z.discriminatedUnion('t', [
   Hello, Challenge, Auth, Welcome, Reject, Heartbeat, HeartbeatAck, ProtoError,
-  EvalJob, BuildJob, PushJob, ChangeJob, CancelJob, JobAccepted, JobRefused, EvalBatch, EvalActivity, EvalCachePut, EvalResult, BuildLog, BuildResult, PushResult, ChangeResult, JobFailed,
+  EvalJob, BuildJob, PushJob, ChangeJob, CancelJob, JobAccepted, JobRefused, EvalBatch, EvalActivity, EvalResult, BuildLog, BuildResult, PushResult, ChangeResult, JobFailed,
   NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbort,
 ]);
 export type Message = z.infer<typeof Message>;
@@ -22,7 +22,7 @@ export const MESSAGE_TYPES = Message.options.map((o) => o.shape.t.value) as Mess
 
 /** Messages only a worker sends. */
 export const WORKER_MESSAGES: ReadonlySet<MessageType> = new Set<MessageType>([
-  'hello', 'auth', 'heartbeat', 'jobAccepted', 'jobRefused', 'evalBatch', 'evalActivity', 'evalCachePut', 'evalResult', 'buildLog', 'buildResult', 'pushResult', 'changeResult',
+  'hello', 'auth', 'heartbeat', 'jobAccepted', 'jobRefused', 'evalBatch', 'evalActivity', 'evalResult', 'buildLog', 'buildResult', 'pushResult', 'changeResult',
   'jobFailed', 'narPushStart', 'narChunk', 'narPushEnd',
 ]);
 /** Messages only a server sends. */

@@ -10,7 +10,7 @@ import {
   type CacheMetricsService, type InstanceWindowService, type PhaseSeriesService, type ProjectSeriesService, type SampleRollupSeriesService, type WorkerSampleSeriesService,
 } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
-import { buildControlService, type BuildControlService, EvalCacheBlobs, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceEvaluationsService, type SourceEvaluationsService, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
+import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceEvaluationsService, type SourceEvaluationsService, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
 import { createSshServices, type SshServices } from '../ssh/index.js';
@@ -106,8 +106,6 @@ export interface Services {
   /** the handshake passes of the workers kiln runs for build servers (cli/buildServerWorkers.ts) */
   buildServerPasses: BuildServerPasses;
   scheduler: RunningScheduler;
-  /** the shared evaluation cache's blobs (its sweep runs in the upkeep) */
-  evalCache: EvalCacheBlobs;
   /** live log readers in this process hear of new bytes and of status changes */
   logFeed: BuildLogFeed;
   /** evaluations and the read side of builds */
@@ -187,7 +185,6 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     });
     return { outbound, api, access };
   })() : null;
-  const evalCache = new EvalCacheBlobs(db.scheduler, opened.blobs, { maxAgeDays: config['eval.cache.maxAgeDays'], maxTotalBytes: config['eval.cache.maxTotalBytes'] }, () => clock.now());
   const scheduler = new BuildScheduler({
     sql: db.scheduler, events: schedulerEvents, workers, log: componentLogger(log, 'scheduler'), clock,
     nars: new WorkerNars({
@@ -212,7 +209,6 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
       clusterReserveTimeoutSecs: config['scheduler.clusterReserveTimeoutSecs'],
     },
     ...(opts.schedulerTicker ? { ticker: opts.schedulerTicker } : {}),
-    evalCache,
   });
   // The scheduler hears of every worker connection, message and loss.
   workers.subscribe(scheduler);
@@ -305,7 +301,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     },
     buildServerPasses,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'], passes: buildServerPasses }),
-    scheduler, evalCache, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,
+    scheduler, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,
     ssh: createSshServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest, clock, rateLimiter: opened.rateLimiter,
       authenticateApiKey: (secret, peerAddress) => identity.apiKeys.authenticate(secret, peerAddress),

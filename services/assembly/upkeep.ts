@@ -3,8 +3,7 @@
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
 // record retention (retentionDays: expired sessions, worker connection history, per-build resource samples, the Git host's
-// delivery ids and finished collection runs; webhook deliveries have their own in the delivery engine) and the shared
-// evaluation cache's eviction (eval.cache.*). Each is a coalescing loop on a timer, shown under the
+// delivery ids and finished collection runs; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
 // supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
 // so no process needs to lead. The intervals are measured on the injected clock (a short real tick
 // compares it with each loop's due time), so a test's stepped clock drives the timers.
@@ -12,7 +11,7 @@ import type { Config, Logger } from '../../config/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import type { EventBus, NarStorage, Sql } from '../../storage/index.js';
 import { cacheSigningKeys, KEY_ROTATED_REASONS, onCacheChanged, runDebugIndexBackfill, runSignSweep, type DebugIndexReport, type SignSweepReport } from '../caches/index.js';
-import { deleteOldBuildSamples, deleteOldClusterJobs, runGraphConsistencyCheck, type EvalCacheBlobs, type EvalCacheSweepReport, type GraphConsistencyReport } from '../builds/index.js';
+import { deleteOldBuildSamples, deleteOldClusterJobs, runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
@@ -39,7 +38,7 @@ export interface RetentionReport {
 export interface UpkeepDeps {
   config: Pick<Config, 'cache.signSweepIntervalSecs' | 'cache.debugIndexIntervalSecs' | 'metrics.graphConsistencyIntervalSecs' | 'retentionDays'
     | 'metrics.cacheFlushIntervalSecs' | 'metrics.rollupIntervalSecs' | 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'
-    | 'metrics.workerSampleIntervalSecs' | 'metrics.instanceIntervalSecs' | 'eval.cache.sweepIntervalSecs'>;
+    | 'metrics.workerSampleIntervalSecs' | 'metrics.instanceIntervalSecs'>;
   log: Logger;
   clock: Clock;
   /** the binary cache's pool: signatures and the debug index */
@@ -56,8 +55,6 @@ export interface UpkeepDeps {
   phaseSamples?: Pick<PhaseSampleBuffer, 'take' | 'restore'>;
   /** the workers connected to this process, sampled every metrics.workerSampleIntervalSecs; none: no samples */
   workers?: Pick<WorkerConnections, 'connected'>;
-  /** the shared evaluation cache, swept every eval.cache.sweepIntervalSecs; none: no sweep */
-  evalCache?: Pick<EvalCacheBlobs, 'sweep'>;
   /** false: no loop wakes by its interval, only by hand or by event (tests that step the clock) */
   timers?: boolean;
 }
@@ -79,8 +76,6 @@ export interface Upkeep {
   workerSamples(): Promise<{ sampled: number; deleted: number }>;
   /** writes the instance window's row of this interval (unless another process did) and deletes rows past metrics.retention.rawDays */
   instanceSample(): Promise<{ sampled: number; deleted: number }>;
-  /** applies eval.cache.maxAgeDays and eval.cache.maxTotalBytes to the shared evaluation cache */
-  evalCacheSweep(): Promise<EvalCacheSweepReport>;
   /** Resolves once the passes the timers and wakes started have ended. */
   settle(): Promise<void>;
   stop(): Promise<void>;
@@ -108,7 +103,6 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
     workerSamples: async () => (deps.workers ? sampleWorkers(sql, deps.workers, config['metrics.retention.rawDays'], clock.now()) : { sampled: 0, deleted: 0 }),
     instanceSample: () => sampleInstance(sql, config['metrics.instanceIntervalSecs'], config['metrics.retention.rawDays'], clock.now()),
-    evalCacheSweep: async (): Promise<EvalCacheSweepReport> => (deps.evalCache ? deps.evalCache.sweep() : { deleted: 0, deletedBytes: 0 }),
   };
 
   const loops: CoalescingLoop[] = [];
@@ -144,7 +138,6 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   loopOf('metric-rollup', config['metrics.rollupIntervalSecs'] * 1000, passes.metricRollup);
   // Quiet: a sample every few seconds is routine, not news for the log.
   if (deps.workers) loopOf('worker-samples', config['metrics.workerSampleIntervalSecs'] * 1000, async () => (await passes.workerSamples(), null));
-  if (deps.evalCache) loopOf('eval-cache-sweep', config['eval.cache.sweepIntervalSecs'] * 1000, passes.evalCacheSweep);
   loopOf('instance-window', config['metrics.instanceIntervalSecs'] * 1000, async () => (await passes.instanceSample(), null));
   // A rotation in any process: re-sign now rather than at the next interval.
   const unsubscribe = onCacheChanged(deps.bus, KEY_ROTATED_REASONS, () => signLoop.wake());

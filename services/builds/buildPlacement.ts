@@ -4,7 +4,6 @@
 // architectures and system features fit, then started in one transaction and sent. Only workers
 // connected to this process are candidates; the guarded status change lets one process win a job.
 // Builds that need several workers at once go to clusterPlacement.ts.
-import type { EvalCacheBlob, EvalCacheBlobs } from './evalCacheBlobs.js';
 import type { Sql } from 'postgres';
 import type { Logger } from 'pino';
 import { clusterSize, isPlacementFeature, type RepositoryAccess } from '../../protocol/index.js';
@@ -62,8 +61,6 @@ export interface BuildPlacementDeps {
   phases?: Pick<PhaseSampleBuffer, 'record'>;
   /** a private repository of the Git host application: where and with what token its evaluation fetches (null: as any repository) */
   privateFetch?: PrivateFetchLookup;
-  /** the shared evaluation cache: what an evalJob of a commit starts with (evalCacheBlobs.ts); none: nothing offered */
-  evalCache?: Pick<EvalCacheBlobs, 'offer'>;
   log: Logger;
   /** a cluster job's build whose job was ended here (the attempt aborted): back to the queue */
   requeue(job: BuildJobEntry): Promise<void>;
@@ -177,30 +174,17 @@ export class BuildPlacement {
         continue;
       }
       if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
-      this.sendEvaluation(worker, evaluation, fetchWith, null, await this.evalCacheOf(evaluation));
+      this.sendEvaluation(worker, evaluation, fetchWith);
     }
   }
 
-  /** The project's own eval cache of the commit, if one was shared; a storage fault only costs the speed-up. */
-  private async evalCacheOf(evaluation: QueuedEvaluation): Promise<EvalCacheBlob | null> {
-    try {
-      return (await this.deps.evalCache?.offer(evaluation.project_id, evaluation.commit)) ?? null;
-    } catch {
-      return null;
-    }
-  }
-
-  private sendEvaluation(
-    worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>, source: { url: string; sha256: string } | null = null,
-    evalCache: EvalCacheBlob | null = null,
-  ): void {
+  private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>, source: { url: string; sha256: string } | null = null): void {
     const attempt = evaluation.attempts + 1;
     const jobId = `eval:${evaluation.id}:${attempt}`;
     this.deps.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt, queuedAt: evaluation.queued_at }, worker);
     worker.link.send({
       t: 'evalJob', jobId, project: evaluation.project_id, repository: fetchWith?.repository ?? evaluation.repository, commit: evaluation.commit,
       attributes: evaluation.wildcard, timeoutSecs: 0, ...(fetchWith ? { access: fetchWith.access } : {}), ...(source ? { source } : {}),
-      ...(evalCache ? { evalCache: { fingerprint: evalCache.fingerprint, data: evalCache.data } } : {}),
     });
     this.deps.events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
   }

@@ -22,9 +22,10 @@ import type { CacheStorageLimits } from '../caches/index.js';
 import { QueueDepthReporter } from './queueDepth.js';
 import { ReadyQueue } from './readyQueue.js';
 import { SchedulerLeadership } from './schedulerLeadership.js';
-import type { ConnectedWorker, WorkerConnections, WorkerListener, WorkerNars } from '../workers/index.js';
+import type { ConnectedWorker, WorkerConnections, WorkerListener } from '../workers/index.js';
 import { ChangeJobs } from './changeJobs.js';
 import { WorkerMessageRouter } from './workerMessageRouter.js';
+import type { WorkerNars } from '../workers/index.js';
 
 const TICK_MS = 1000;
 /** Builds a pass places at most (the ready queue's length). */
@@ -66,7 +67,6 @@ export interface BuildSchedulerDeps {
   supervisor: Supervisor;
   log: Logger;
   settings: SchedulerSettings;
-  evalCache?: import('./evalCacheBlobs.js').EvalCacheBlobs; // the shared evaluation cache (eval.cache.*)
   /** what retry backoffs are measured on (build.retryBackoffSecs); tests step it */
   clock: Clock;
   /** the periodic pass (default: every TICK_MS on a timer) */
@@ -118,7 +118,7 @@ export class BuildScheduler implements WorkerListener {
     this.queueDepth = new QueueDepthReporter(sql, events, clock);
     this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, log,
       requeue: (job) => this.router.requeueEnded(job),
-      ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}), ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}), ...(deps.evalCache ? { evalCache: deps.evalCache } : {}) });
+      ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}), ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}) });
     this.changeJobs = new ChangeJobs(workers, deps.changeJobTimeoutMs);
     this.router = new WorkerMessageRouter({
       changeJobs: this.changeJobs,
@@ -126,7 +126,7 @@ export class BuildScheduler implements WorkerListener {
       ...(deps.phases ? { phases: deps.phases } : {}),
       statistics: { sql, now: () => clock.now() },
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
-      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake, ...(deps.phases ? { phases: deps.phases } : {}), ...(deps.evalCache ? { evalCache: deps.evalCache } : {}) },
+      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake, ...(deps.phases ? { phases: deps.phases } : {}) },
     });
   }
 

@@ -10,7 +10,6 @@ import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch, stageEvalBatch, type StagedEvalBatch } from './graphRecorder.js';
 import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
 import { recordEvaluationStats } from './buildStatistics.js';
-import type { EvalCacheBlobs } from './evalCacheBlobs.js';
 
 /** evaluation.activity events one job may cause: a worker's messages are few (docs/metrics.md), a flood is cut. */
 const ACTIVITY_PER_JOB = 1000;
@@ -51,8 +50,6 @@ export interface EvaluationJobDeps {
   wake(): void;
   /** the stored phase samples: an evaluation job's time on the worker */
   phases?: Pick<PhaseSampleBuffer, 'record'>;
-  /** the shared evaluation cache: where evalCachePut goes (evalCacheBlobs.ts); none: uploads are dropped */
-  evalCache?: Pick<EvalCacheBlobs, 'store'>;
 }
 
 export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJobEntry, message: Message): Promise<void> {
@@ -79,15 +76,6 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
     if (target === null || target.sent >= ACTIVITY_PER_JOB) return;
     target.sent += 1;
     events.publish('evaluation.activity', { ...target.identity, kind: message.kind, message: message.message }, target.scope);
-    return;
-  }
-  if (message.t === 'evalCachePut') {
-    const target = await activityTarget(sql, job);
-    if (target === null || !deps.evalCache) return;
-    // keyed by the project of the job it came with: never offered to another project (evalCacheBlobs.ts)
-    const [row] = await sql<{ commit: string | null }[]>`select commit from evaluations where id = ${job.evaluationId}`;
-    await deps.evalCache.store(target.scope.projectId, row?.commit ?? null, message.fingerprint, message.data)
-      .catch((error: unknown) => deps.log.warn({ err: error, evaluation: job.evaluationId }, 'storing a shared evaluation cache failed'));
     return;
   }
   if (message.t === 'evalResult') {

@@ -15,7 +15,6 @@ export { effectiveKeep, evaluationPruner, pruneTaskEvaluations } from './evaluat
 export { evaluationsService, type EvaluationsService } from './evaluations.js';
 export type { RunningScheduler } from './schedulerPort.js';
 export { sourceUploadsService, type SourceUploadsService } from './sourceUploads.js';
-export { EvalCacheBlobs, type EvalCacheSweepReport } from './evalCacheBlobs.js';
 export { sourceEvaluationsService, type SourceEvaluationsService } from './sourceEvaluations.js';
 export { runGraphConsistencyCheck, type GraphConsistencyReport } from './graphConsistency.js';
 export { insertEvaluation, type TriggerOf } from './evaluationInsert.js';

@@ -53,7 +53,6 @@ export const EXAMPLES: Outgoing[] = [
     errors: [{ path: ['packages', 'x86_64-linux', 'bad'], message: 'error: boom' }],
   },
   { t: 'evalActivity', jobId: 'eval-1', kind: 'eval', message: 'evaluating attributes 1–2 of 2' },
-  { t: 'evalCachePut', jobId: 'eval-1', fingerprint: `v2-${'e'.repeat(64)}`, data: new Uint8Array([0x1f, 0x8b, 8, 0]) },
   { t: 'evalResult', jobId: 'eval-1', commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 1, durationMs: 1234 },
   {
     t: 'evalResult', jobId: 'eval-2', commit: 'b'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 1234,
