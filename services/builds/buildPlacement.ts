@@ -100,9 +100,9 @@ export class BuildPlacement {
       sql, jobs, clock, log, settings, requeue: deps.requeue, wake: deps.wake,
       connected: (worker) => workers.connected().includes(worker),
       fits: (worker, build) => this.fits(worker, build, isPlacementFeature),
-      caches: async (worker, build) => {
-        const project = build.projects.find((p) => serves(worker, p));
-        const caches = project === undefined ? [] : await projectCaches(sql, project);
+      serves,
+      caches: async (project) => {
+        const caches = await projectCaches(sql, project);
         return targetCaches(caches).length > 0 ? caches : null;
       },
       startBuild: async (worker, build, caches, cluster) => (await this.startBuilds([{ worker, build, caches, predicted: null, cluster }]))[0] ?? null,

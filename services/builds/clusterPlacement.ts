@@ -36,8 +36,8 @@ export interface ClusterPlacementDeps {
   settings: ClusterSettings;
   /** is the worker connected to this process (a member that is not is lost) */
   connected(worker: ConnectedWorker): boolean;
-  /** the caches of a project the worker serves (null: none it serves) */
-  caches(worker: ConnectedWorker, build: ReadyBuild): Promise<ProjectCache[] | null>;
+  /** the caches of the project the attempt builds for (null: it has none to push to) */
+  caches(projectId: string): Promise<ProjectCache[] | null>;
   /** starts the build on rank 0 (queued → started, guarded) and sends its buildJob: the job id, or null when the build was no longer queued */
   startBuild(worker: ConnectedWorker, build: ReadyBuild, caches: ProjectCache[], cluster: NonNullable<BuildJob['cluster']>): Promise<string | null>;
   /** the buildJob of a member of rank ≥ 1 (as rank 0's, under its own job id) */
@@ -48,9 +48,16 @@ export interface ClusterPlacementDeps {
   wake(): void;
   /** fits the worker the build, cluster features aside (architecture, other features, project) */
   fits(worker: ConnectedWorker, build: ReadyBuild): boolean;
+  /** does the worker build for the project */
+  serves(worker: ConnectedWorker, projectId: string): boolean;
 }
 
-type Placement = { zone: string | null; members: ConnectedWorker[] };
+/**
+ * The members and the one project they all build for: every member's buildJob carries that
+ * project's caches (a read token for its private ones), so a worker serving only another project
+ * of the build (another organization's, when projects share a derivation) is never a member.
+ */
+type Placement = { zone: string | null; members: ConnectedWorker[]; project: string };
 interface Cluster extends Placement {
   id: string;
   build: ReadyBuild;
@@ -106,7 +113,7 @@ export class ClusterPlacement {
         continue;
       }
       const fitting = workers.filter((w) => !this.heldBy.has(w.hello.workerId) && this.deps.fits(w, build));
-      const idle = choose(fitting.filter((w) => w.running.jobs === 0), size, askedZone(build.required_features));
+      const idle = chooseServing(fitting.filter((w) => w.running.jobs === 0), build, size, this.deps.serves);
       if (idle) {
         await this.begin(build, idle, now);
         continue;
@@ -114,7 +121,7 @@ export class ClusterPlacement {
       const since = this.waitingSince.get(build.id) ?? now;
       this.waitingSince.set(build.id, since);
       if (now - since < this.deps.settings.clusterReserveAfterSecs * 1000) continue;
-      const soonest = choose([...fitting].sort((a, b) => a.running.jobs - b.running.jobs), size, askedZone(build.required_features));
+      const soonest = chooseServing([...fitting].sort((a, b) => a.running.jobs - b.running.jobs), build, size, this.deps.serves);
       if (soonest) await this.reserve(build, soonest, now);
     }
   }
@@ -155,7 +162,7 @@ export class ClusterPlacement {
     const reserved = 'id' in placement ? placement : null;
     const id = reserved?.id ?? randomUUID();
     const members = placement.members;
-    const caches = await this.deps.caches(members[0]!, build);
+    const caches = await this.deps.caches(placement.project);
     if (caches === null) return;
     const claimed = reserved
       ? await moveClusterJob(sql, id, ['reserved'], 'preparing', { now: new Date(now), deadline: new Date(deadline) })
@@ -245,8 +252,19 @@ export class ClusterPlacement {
   }
 }
 
+/** For the first of the build's projects that has them: `size` workers of one zone (choose) that all build for it. */
+export function chooseServing(workers: readonly ConnectedWorker[], build: Pick<ReadyBuild, 'projects' | 'required_features'>, size: number,
+  serves: (worker: ConnectedWorker, projectId: string) => boolean): Placement | null {
+  const zone = askedZone(build.required_features);
+  for (const project of build.projects) {
+    const found = choose(workers.filter((w) => serves(w, project)), size, zone);
+    if (found) return { ...found, project };
+  }
+  return null;
+}
+
 /** The first `size` workers of the zone with the most of them (in the order given), if one has enough. */
-function choose(workers: readonly ConnectedWorker[], size: number, zone: string | undefined): Placement | null {
+function choose(workers: readonly ConnectedWorker[], size: number, zone: string | undefined): Omit<Placement, 'project'> | null {
   const zones = new Map<string | null, ConnectedWorker[]>();
   for (const worker of workers) {
     if (zone !== undefined && worker.hello.zone !== zone) continue;
@@ -254,7 +272,7 @@ function choose(workers: readonly ConnectedWorker[], size: number, zone: string 
     if (members) members.push(worker);
     else zones.set(worker.hello.zone, [worker]);
   }
-  let best: Placement | null = null;
+  let best: Omit<Placement, 'project'> | null = null;
   for (const [label, members] of zones) {
     if (members.length >= size && (best === null || members.length > best.members.length)) best = { zone: label, members };
   }
