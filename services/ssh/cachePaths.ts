@@ -284,6 +284,11 @@ export function cachePaths(deps: CachePathsDeps, store: SessionStore) {
         // The rest of the NAR is still on the wire.
         if (e instanceof UploadBusy) throw new SessionEnds(`${e.message} (an imported NAR over ${IN_MEMORY_NAR_BYTES} bytes needs a permit for nar.maxUploadSize)`);
         throw e;
+      } finally {
+        // Refused or failed before the NAR's end, the leased read is left suspended past its head:
+        // ended here, or its lease stays in NarLeases for good (it awaits no chunk, so no sweep
+        // ends it). Not awaited: a read still pending ends with the session or the lease.
+        void chunks.return?.(undefined).catch(() => undefined);
       }
     },
 

@@ -25,6 +25,11 @@ export class NarLeases {
 
   constructor(private readonly deps: NarLeasesDeps) {}
 
+  /** NARs read under a lease now (each until it ends, expires or its reader lets it go). */
+  get holding(): number {
+    return this.open.size;
+  }
+
   /** `source`'s chunks, until it ends or the lease expires (SessionEnds). */
   async *leased(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
     const chunks = source[Symbol.asyncIterator]();

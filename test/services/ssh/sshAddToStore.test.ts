@@ -207,6 +207,7 @@ t.test('AddToStoreNar over SSH', async (t) => {
     t.ok(refusedClient.state.pulls <= (1 << 20) / piece + 2, `no more than its first MiB was read (${refusedClient.state.pulls} reads of ${pieces + 1})`);
     await refused;
     t.notOk(await stored(nar), 'nothing was stored');
+    t.equal(leases.holding, 0, 'the refused NAR holds no lease (test/services/ssh/importLeaseRelease.test.ts)');
 
     // With room in the budget the NAR is staged under one permit of nar.maxUploadSize bytes.
     const client = trickle();
