@@ -17,7 +17,7 @@ import { startSshd } from '../support/sshd.js';
 import { nixEnv, requireNix } from '../support/nixStore.js';
 import { multipartBody } from '../support/directClosure.js';
 import { eventually } from '../support/eventually.js';
-import { spawnWorker, TEST_NIX_CONFIG } from '../support/workerProcess.js';
+import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
 requireNix();
 
@@ -41,13 +41,6 @@ function derivationClosure(work: string, nonce: string, alone = false, depNonce 
 
 /** Whether the path is valid in this machine's store. */
 const hostValid = (path: string): boolean => spawnSync('nix-store', ['--check-validity', path], { env: nixEnv() }).status === 0;
-
-/** The output of the input derivation of `drv` (the `dep` of derivationClosure). */
-function depOutput(drv: string): string {
-  const env = nixEnv();
-  const depDrv = execFileSync('nix-store', ['--query', '--references', drv], { env }).toString().split('\n').find((p) => p.includes('kiln-bs-dep-'))!;
-  return execFileSync('nix-store', ['--query', '--outputs', depDrv], { env }).toString().trim();
-}
 
 async function submit(kiln: TestKiln, token: string, exported: Buffer, project = 'acme/app'): Promise<Build> {
   const { body, contentType } = multipartBody([['project', project], ['closure', exported]]);
@@ -150,28 +143,6 @@ t.test('an organization\'s build server builds its projects\' derivations; a cha
     await kiln.buildServers.refresh();
     const accepted = await submit(kiln, token, derivationClosure(work, randomBytes(6).toString('hex')).exported);
     t.equal(accepted.status, 'completed', JSON.stringify(accepted.failure));
-  });
-
-  t.test('another organization\'s build on this machine\'s worker does not take the server\'s output for its own', async (t) => {
-    // Organization zeta writes its own cache only, and this machine's store serves it through a
-    // worker in open mode (as the local worker of `kiln serve`).
-    await kiln.api('PUT', '/orgs', { token, body: { name: 'zeta' } });
-    t.equal((await kiln.api('PUT', '/projects/zeta', { token, body: { name: 'web', repository: 'file:///nonexistent' } })).status, 200);
-    const [web] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'web'`;
-    const other = await createTestCache(kiln.sql, 'other', { public: true });
-    await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${web!.id}, ${other.id}, 0)`;
-    const local = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(work, 'local-worker') });
-    t.teardown(() => local.stop().then(() => undefined));
-    await local.waitForLog((line) => line.msg === 'accepted by the server');
-
-    // A derivation of zeta's on the same input acme's server built.
-    const { drv } = derivationClosure(work, firstNonce);
-    const dep = depOutput(drv);
-    t.notOk(hostValid(dep), 'the input acme\'s server built is not in this machine\'s store');
-    const built = await submit(kiln, token, derivationClosure(work, randomBytes(6).toString('hex'), false, firstNonce).exported, 'zeta/web');
-    t.notOk(hostValid(dep), 'zeta\'s build did not bring it into this machine\'s store from acme\'s server');
-    t.equal((await fetch(`${kiln.url}/cache/other/${basename(dep).slice(0, 32)}.narinfo`)).status, 404, 'nor into zeta\'s cache');
-    t.comment(`zeta's build: ${built.status} ${JSON.stringify(built.failure)}`);
   });
 
   t.test('DNS rebinding: a name that now resolves to a refused address is not connected to', async (t) => {
