@@ -10,7 +10,7 @@ export { type IngestOutcome } from './ingestOutcome.js';
 export { type PathRemoval, deleteBlobsIfUnreferenced } from './pathDeletion.js';
 export { type SweepReport } from './sweeper.js';
 export { HotCache } from './hotCache.js';
-export { isStorageBusy, StorageBusy } from './storageReadGate.js';
+export { isStorageBusy } from './storageReadGate.js';
 export { UploadProblem, isUploadProblem, type UploadProblemKind } from './uploadProblem.js';
 export { type StagedUploadRow, type ListingRow } from './sql/index.js';
 export { ReferenceScanner } from './referenceScanner.js';
@@ -23,5 +23,4 @@ export { cacheContentStats, type CacheContentStats } from './sql/cacheContentSta
 export { type CachePathRow } from './sql/cachePathRow.js';
 export { findSignatureWork, writeSignatures, type SignatureWork, type SignatureWrite } from './sql/index.js';
 export { findDebugInfo, indexDebugBuildIds, unindexedCachedPaths } from './sql/index.js';
-export { ThreadReadLine } from './threadReadLine.js';
-export { DEFAULT_READ_PACE, watchReadPace, type ReadPaceLimits, type PaceClock } from './readPace.js';
+export { type ReadPaceLimits } from './readPace.js';
