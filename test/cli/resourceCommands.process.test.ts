@@ -10,6 +10,9 @@ import { startTestKiln } from '../support/kiln.js';
 import { registerUser, signUp } from '../support/accounts.js';
 import { kilnCli, startKilnCli } from '../support/kilnCli.js';
 
+// Dozens of CLI processes, each a few seconds to start under CI's load: past tap's 300 s per file.
+t.setTimeout(600_000);
+
 t.test('kiln login, whoami, org, project, task, key, webhook and worker register', async (t) => {
   const kiln = await startTestKiln(t);
   const ada = await registerUser(kiln, 'ada', 'correct horse battery');

@@ -76,6 +76,9 @@ function crawl(res: IncomingMessage): Crawl {
   };
 }
 
+// Three servers, each uploading a 24 MiB NAR and holding reads: past tap's 300 s per file under CI's load.
+t.setTimeout(600_000);
+
 // Nix blocks this event loop (the main thread's): the NAR is made before any server starts.
 const dir = join(tempDir('kiln-thread-line-'), 'big');
 mkdirSync(dir);
