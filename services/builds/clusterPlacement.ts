@@ -203,6 +203,8 @@ export class ClusterPlacement {
     if (cluster.state === 'reserved') {
       if (gone) await this.end(cluster, 'expired', `member ${gone.hello.workerId} disconnected`);
       else if (now >= cluster.deadline) await this.end(cluster, 'expired', 'the reservation expired (scheduler.clusterReserveTimeoutSecs)');
+      // the wait starts over: the released workers take single jobs before the build reserves again
+      if (gone || now >= cluster.deadline) this.waitingSince.set(cluster.build.id, now);
       return;
     }
     const started = cluster.jobIds[0] !== '';
