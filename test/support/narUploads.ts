@@ -1,6 +1,7 @@
 // REST NAR uploads from a test client: what the `kiln cache upload` CLI does, written plainly.
 import { nixPathInfo, nixStoreDump, type NixPathInfo } from './nixStore.js';
 import type { TestKiln } from './kiln.js';
+import { createTestCache } from './caches.js';
 
 export interface LocalNar {
   info: NixPathInfo;
@@ -63,6 +64,23 @@ export async function uploadChunked(kiln: TestKiln, token: string, cache: string
     if (put.status !== 200) return put;
   }
   return finalize(kiln, token, cache, nar.hash, uploadInfo(nar.info));
+}
+
+/**
+ * A large chunked upload through serving threads into a new public cache named `prefix` + try:
+ * relayed uploads still reset now and then (docs/http.md, "Serving threads"), so a reset upload
+ * is tried again into a fresh cache, at most three times. The cache and its finalize answer.
+ */
+export async function uploadIntoFreshCache(kiln: TestKiln, owner: { id: string; token: string }, prefix: string, nar: LocalNar, chunkBytes: number): Promise<{ cache: string; answer: HttpAnswer }> {
+  for (let attempt = 1; ; attempt++) {
+    const cache = `${prefix}${attempt}`;
+    await createTestCache(kiln.sql, cache, { public: true, ownerId: owner.id });
+    try {
+      return { cache, answer: await uploadChunked(kiln, owner.token, cache, nar, chunkBytes) };
+    } catch (e) {
+      if (!(e instanceof TypeError) || attempt >= 3) throw e;
+    }
+  }
 }
 
 /** Single-shot multipart upload; parts in the order given. */

@@ -14,6 +14,7 @@ import { createTestCache } from '../../support/caches.js';
 import { eventually } from '../../support/eventually.js';
 import { buildFixturePaths, nixStoreAdd, tempDir } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { threadNodes, threadSum, type ActorNode } from '../../support/servingThreads.js';
 
 const THREADS = 3;
 
@@ -47,9 +48,6 @@ const getFresh = async (url: string, headers: Record<string, string> = {}): Prom
 const many = (n: number, url: string, headers: Record<string, string> = {}, method = 'GET'): Promise<FreshAnswer[]> =>
   Promise.all(Array.from({ length: n }, () => requestFresh(url, headers, method)));
 
-interface ActorNode { id: string; status?: string; restarts?: number; summary?: Record<string, number>; children?: ActorNode[] }
-const threadNodes = (root: ActorNode): ActorNode[] => root.children?.find((c) => c.id === 'http-threads')?.children ?? [];
-const threadSum = (root: ActorNode, field: string): number => threadNodes(root).reduce((n, node) => n + (node.summary?.[field] ?? 0), 0);
 
 t.test('serving threads', async (t) => {
   // Every Nix call blocks this event loop, which runs the main thread's server too, while the
@@ -77,9 +75,9 @@ t.test('serving threads', async (t) => {
     t.same(new Set(answers.map((a) => a.status)), new Set([200]));
     t.equal(new Set(answers.map((a) => a.body)).size, 1, 'one body');
     t.same(new Set((await Promise.all(Array.from({ length: 20 }, () => getFresh(missing)))).map((a) => a.status)), new Set([404]));
-    const nodes = threadNodes((await kiln.api<ActorNode>('GET', '/admin/actors', { token: admin.token })).message);
-    t.equal(nodes.length, THREADS, 'each thread is a supervised child');
-    const sum = (field: string) => nodes.reduce((n, node) => n + (node.summary?.[field] ?? 0), 0);
+    const root = (await kiln.api<ActorNode>('GET', '/admin/actors', { token: admin.token })).message;
+    t.equal(threadNodes(root).length, THREADS, 'each thread is a supervised child');
+    const sum = (field: string) => threadSum(root, field);
     t.ok(sum('requests') > 0 && sum('fromMemory') > 0, `threads counted requests (${sum('requests')}) and memory answers (${sum('fromMemory')})`);
   });
 

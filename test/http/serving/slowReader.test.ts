@@ -13,6 +13,7 @@ import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { nixStoreAdd, tempDir } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { threadSum } from '../../support/servingThreads.js';
 
 const CLIENTS = 12;
 const NAR_BYTES = 16 << 20;
@@ -72,10 +73,8 @@ t.test('slow readers of a 16 MiB NAR through the serving threads: memory stays b
   /** The threads' summaries summed: requests they took, relayed to the main thread, and NAR files they sent. */
   // Read in this process (what GET /api/v1/admin/actors shows): an API request would land on a thread and be counted.
   const threadSums = () => {
-    const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
-    const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
-    const sum = (key: string) => nodes.reduce((n, node) => n + Number(('summary' in node ? node.summary?.[key] : 0) ?? 0), 0);
-    return { requests: sum('requests'), forwarded: sum('forwarded'), nars: sum('nars') };
+    const root = kiln.root.inspect();
+    return { requests: threadSum(root, 'requests'), forwarded: threadSum(root, 'forwarded'), nars: threadSum(root, 'nars') };
   };
   const before = threadSums();
 

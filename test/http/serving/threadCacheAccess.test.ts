@@ -13,6 +13,7 @@ import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { threadSum, type ActorNode } from '../../support/servingThreads.js';
 
 /** Requests per cell: each on a connection of its own, so that they spread over the three listeners. */
 const SPREAD = 24;
@@ -55,10 +56,6 @@ function fetchFresh(url: string, headers: Record<string, string> = {}): Promise<
   });
 }
 
-interface InspectedNode { id: string; summary?: Record<string, unknown>; children?: InspectedNode[] }
-/** A field of the serving threads' summaries (GET /api/v1/admin/actors), summed. */
-const threadSum = (root: InspectedNode, field: string): number =>
-  (root.children?.find((c) => c.id === 'http-threads')?.children ?? []).reduce((n, node) => n + Number(node.summary?.[field] ?? 0), 0);
 
 /** The set of outcomes of SPREAD fresh GETs, twice: the second round meets what the first taught each thread. */
 async function outcomes(url: string, secret?: string): Promise<Outcome[]> {

@@ -15,6 +15,7 @@ import { eventually } from '../../support/eventually.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
 import { parseScrape, type Scrape } from '../../support/prometheus.js';
+import { threadSum, type ActorNode } from '../../support/servingThreads.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-thread-metrics-'));
 t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -37,7 +38,6 @@ function status(url: string): Promise<number> {
   });
 }
 
-interface ActorNode { id: string; summary?: Record<string, number>; children?: ActorNode[] }
 
 t.test('narinfos a thread answers from memory are counted', async (t) => {
   const kiln = await startTestKiln(t, { 'http.threads': 2, 'metrics.tokenFile': tokenFile });
@@ -45,10 +45,7 @@ t.test('narinfos a thread answers from memory are counted', async (t) => {
   await createTestCache(kiln.sql, 'pub', { public: true, ownerId: ada.id });
   const tree = localNar(buildFixturePaths().tree);
   t.equal((await uploadChunked(kiln, ada.token, 'pub', tree)).status, 200);
-  const fromMemory = async () => {
-    const root = (await kiln.api<ActorNode>('GET', '/admin/actors', { token: ada.token })).message;
-    return (root.children?.find((c) => c.id === 'http-threads')?.children ?? []).reduce((n, node) => n + (node.summary?.['fromMemory'] ?? 0), 0);
-  };
+  const fromMemory = async () => threadSum((await kiln.api<ActorNode>('GET', '/admin/actors', { token: ada.token })).message, 'fromMemory');
 
   const before = await scrape(kiln);
   const memoryBefore = await fromMemory();

@@ -15,13 +15,13 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { holdOpen, readAll } from '../../support/heldReads.js';
 import { signUp } from '../../support/accounts.js';
-import { createTestCache } from '../../support/caches.js';
 import { eventually } from '../../support/eventually.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
-import { localNar, uploadChunked, type LocalNar } from '../../support/narUploads.js';
+import { localNar, uploadIntoFreshCache, type LocalNar } from '../../support/narUploads.js';
 import { nixStoreAdd, tempDir } from '../../support/nixStore.js';
 import { SharedReadPlaces, type ReadPaceLimits } from '../../../storage/index.js';
 import type { OptionPath } from '../../../config/index.js';
+import { threadSum } from '../../support/servingThreads.js';
 
 type Sums = Record<'requests' | 'forwarded' | 'nars' | 'readsHeld' | 'readsWaiting' | 'storageBusy' | 'tooSlow', number>;
 
@@ -103,26 +103,15 @@ const NO_PACE: ReadPaceLimits = { minBytesPerSec: 1, checkMs: 3_600_000 };
 async function serve(t: Test, overrides: Partial<Record<OptionPath, unknown>>, pace: ReadPaceLimits = NO_PACE): Promise<Served> {
   const kiln = await startTestKiln(t, { 'http.threads': 2, 'nar.smallBytes': 0, 'nar.hotCacheBytes': 0, ...overrides }, { narReadPace: pace });
   const ada = await signUp(kiln, 'ada');
-  // Relayed uploads still reset now and then (docs/http.md, "Serving threads"): tried again into a fresh cache.
-  let cache = '';
-  let uploaded: Awaited<ReturnType<typeof uploadChunked>> | null = null;
-  for (let attempt = 1; attempt <= 3 && uploaded === null; attempt++) {
-    cache = `line${attempt}`;
-    await createTestCache(kiln.sql, cache, { public: true, ownerId: ada.id });
-    uploaded = await uploadChunked(kiln, ada.token, cache, nar, 4 << 20).catch((e: unknown) => {
-      if (e instanceof TypeError && attempt < 3) return null;
-      throw e;
-    });
-  }
-  t.equal(uploaded!.status, 200);
-  const { file_hash, file_size } = uploaded!.body.message as { file_hash: string; file_size: number };
+  const { cache, answer: uploaded } = await uploadIntoFreshCache(kiln, ada, 'line', nar, 4 << 20);
+  t.equal(uploaded.status, 200);
+  const { file_hash, file_size } = uploaded.body.message as { file_hash: string; file_size: number };
   const places = new SharedReadPlaces(kiln.nars.readPlaces.limit, kiln.nars.readPlaces.buffer);
   // Read in this process (what GET /api/v1/admin/actors shows): an API request would land on a thread and be counted.
   const sums = async (): Promise<Sums> => {
-    const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
-    const threads = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
+    const root = kiln.root.inspect();
     const out: Sums = { requests: 0, forwarded: 0, nars: 0, readsHeld: 0, readsWaiting: 0, storageBusy: 0, tooSlow: 0 };
-    for (const node of threads) for (const key of Object.keys(out) as (keyof Sums)[]) out[key] += Number(('summary' in node ? node.summary?.[key] : 0) ?? 0);
+    for (const key of Object.keys(out) as (keyof Sums)[]) out[key] = threadSum(root, key);
     return Promise.resolve(out);
   };
   return { kiln, narUrl: `${kiln.url}/cache/${cache}/nar/${file_hash}.nar.zst`, fileSize: file_size, places, sums };

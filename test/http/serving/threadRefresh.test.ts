@@ -11,6 +11,7 @@ import { NIX32_ALPHABET } from '../../../protocol/index.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
+import { threadSum, type ActorNode } from '../../support/servingThreads.js';
 
 /** Each GET on a connection of its own, so that they spread over the three listeners. */
 function getFresh(url: string): Promise<number> {
@@ -25,9 +26,6 @@ function getFresh(url: string): Promise<number> {
   });
 }
 
-interface InspectedNode { id: string; summary?: Record<string, unknown>; children?: InspectedNode[] }
-const threadSum = (root: InspectedNode, field: string): number =>
-  (root.children?.find((c) => c.id === 'http-threads')?.children ?? []).reduce((n, node) => n + Number(node.summary?.[field] ?? 0), 0);
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 t.test('threads renew a remembered miss by message, past its TTL, without relaying', async (t) => {

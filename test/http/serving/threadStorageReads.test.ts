@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import t from 'tap';
 import { holdOpen, readAll } from '../../support/heldReads.js';
 import { signUp } from '../../support/accounts.js';
-import { createTestCache } from '../../support/caches.js';
 import { startTestKiln } from '../../support/kiln.js';
-import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { localNar, uploadIntoFreshCache } from '../../support/narUploads.js';
 import { nixStoreAdd, tempDir } from '../../support/nixStore.js';
+import { threadSum, type ActorNode } from '../../support/servingThreads.js';
 
 /** One GET on a connection of its own (so that requests spread over the listeners): its status and error code. */
 function fresh(url: string, headers: Record<string, string> = {}): Promise<string> {
@@ -28,7 +28,6 @@ function fresh(url: string, headers: Record<string, string> = {}): Promise<strin
   });
 }
 
-interface ActorNode { id: string; summary?: Record<string, number>; children?: ActorNode[] }
 
 t.test('storage reads of serving threads and the main thread are one count', async (t) => {
   // Nix blocks this event loop (the main thread's): prepared before the server starts.
@@ -44,28 +43,13 @@ t.test('storage reads of serving threads and the main thread are one count', asy
     'nar.hotCacheBytes': 0,
   });
   const ada = await signUp(kiln, 'ada');
-  // Relayed uploads still reset now and then (docs/http.md, "Serving threads"; not what this file
-  // tests): a reset upload is tried again into a fresh cache, at most three times.
-  let cache = '';
-  let uploaded: Awaited<ReturnType<typeof uploadChunked>> | null = null;
-  for (let attempt = 1; attempt <= 3 && uploaded === null; attempt++) {
-    cache = `main${attempt}`;
-    await createTestCache(kiln.sql, cache, { public: true, ownerId: ada.id });
-    uploaded = await uploadChunked(kiln, ada.token, cache, nar, 4 << 20).catch((e: unknown) => {
-      if (e instanceof TypeError && attempt < 3) return null;
-      throw e;
-    });
-  }
-  t.equal(uploaded!.status, 200);
-  const { file_hash, file_size } = uploaded!.body.message as { file_hash: string; file_size: number };
+  const { cache, answer: uploaded } = await uploadIntoFreshCache(kiln, ada, 'main', nar, 4 << 20);
+  t.equal(uploaded.status, 200);
+  const { file_hash, file_size } = uploaded.body.message as { file_hash: string; file_size: number };
   const narUrl = `${kiln.url}/cache/${cache}/nar/${file_hash}.nar.zst`;
   // With credentials a request always goes to the main thread's route.
   const basic = { authorization: `Basic ${Buffer.from(`ada:${ada.token}`).toString('base64')}` };
-  const threadNars = async (): Promise<number> => {
-    const root = (await kiln.api<ActorNode>('GET', '/admin/actors', { token: ada.token })).message;
-    const threads = root.children?.find((c) => c.id === 'http-threads')?.children ?? [];
-    return threads.reduce((n, node) => n + (node.summary?.['nars'] ?? 0), 0);
-  };
+  const threadNars = async (): Promise<number> => threadSum((await kiln.api<ActorNode>('GET', '/admin/actors', { token: ada.token })).message, 'nars');
 
   t.test('a file a thread is sending holds the place', async (t) => {
     // The kernel spreads connections over the listeners: hold reads until a thread took one.

@@ -13,6 +13,7 @@ import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { buildFixturePaths, tempDir } from '../../support/nixStore.js';
 import { freshStore, netrcFile, nixOk } from '../../support/nixClient.js';
+import { threadNodes, type ActorNode } from '../../support/servingThreads.js';
 
 /** A CA and a certificate it signed for 127.0.0.1, as real deployments have (not a self-signed leaf). */
 function testCertificates(): { ca: string; certFile: string; keyFile: string } {
@@ -50,7 +51,6 @@ function curlApi(url: string, ca: string): TestKiln['api'] {
   };
 }
 
-interface ActorNode { id: string; summary?: Record<string, number>; children?: ActorNode[] }
 
 const certificates = testCertificates();
 
@@ -99,8 +99,8 @@ for (const threads of [2, 1]) {
     await nixOk('nix', ['copy', '--from', `${kiln.url}/cache/pub`, '--to', freshStore(), '--option', 'trusted-public-keys', cache.publicKey, ...paths], { env });
 
     const actors = await kiln.api<ActorNode>('GET', '/admin/actors', { token: ada.token });
-    const nodes = actors.message.children?.find((c) => c.id === 'http-threads')?.children ?? [];
+    const nodes = threadNodes(actors.message);
     t.equal(nodes.length, threads);
-    for (const node of nodes) t.ok((node.summary?.['requests'] ?? 0) > 0, `${node.id} answered over TLS (${node.summary?.['requests']} requests)`);
+    for (const node of nodes) t.ok(Number(node.summary?.['requests'] ?? 0) > 0, `${node.id} answered over TLS (${node.summary?.['requests']} requests)`);
   });
 }
