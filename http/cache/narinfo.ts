@@ -12,12 +12,12 @@ const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT'
 /** from an upstream cache (services/caches/upstreams.ts) */
 const UPSTREAM_NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'MISS' };
 
-/** The route's answers: a narinfo found (200) and a miss (404), counted as traffic. */
-function narinfoReplies(services: CacheRouteServices) {
+/** The route's answers: a narinfo found (200) and a miss (404), counted as traffic unless `counted` is false. */
+function narinfoReplies(services: CacheRouteServices, counted = true) {
   const missPrefixes = new Map<string, string>();
   const notFound = (cache: BinaryCache, hash: string): Reply => {
     if (!isStorePathHashPart(hash)) throw new ApiError('not_found', `cache "${cache.name}" has no path ${hash}`);
-    services.caches.traffic.served(cache, hash, false);
+    if (counted) services.caches.traffic.served(cache, hash, false);
     // The envelope http/server.ts would make of that ApiError, as text (a valid hash needs no
     // escaping): on a busy cache a miss is as common as a hit.
     let prefix = missPrefixes.get(cache.name);
@@ -29,7 +29,7 @@ function narinfoReplies(services: CacheRouteServices) {
     return bytesReply(404, `${prefix}${hash}","code":"not_found"}`, JSON_HEADERS);
   };
   const found = (cache: BinaryCache, hash: string, text: Uint8Array, headers: Record<string, string>) => {
-    services.caches.traffic.served(cache, hash, true, headers === UPSTREAM_NARINFO_HEADERS);
+    if (counted) services.caches.traffic.served(cache, hash, true, headers === UPSTREAM_NARINFO_HEADERS);
     return bytesReply(200, text, headers);
   };
   return { notFound, found };
@@ -46,11 +46,13 @@ export interface KeepableNarinfo {
 
 /**
  * The route's answer to GET /cache/{name}/{hash}.narinfo without credentials, when a serving
- * thread may keep it: a narinfo of the cache or a miss, decided and counted as the route does
- * (a serving thread's refresh, http/serving/servingThreads.ts); null for anything else (a refusal, an upstream's narinfo).
+ * thread may keep it: a narinfo of the cache or a miss, decided as the route does (a serving
+ * thread's refresh, http/serving/servingThreads.ts); null for anything else (a refusal, an
+ * upstream's narinfo). Not counted as traffic: a refresh is asked while the thread answers the
+ * request from memory, and the thread counts that answer (threadAnswers.ts).
  */
 export function anonymousNarinfo(services: CacheRouteServices): (name: string, hash: string) => Promise<KeepableNarinfo | null> {
-  const { notFound, found } = narinfoReplies(services);
+  const { notFound, found } = narinfoReplies(services, false);
   const keepable = (reply: Reply): KeepableNarinfo | null => {
     if (reply.kind !== 'bytes' || (reply.status !== 200 && reply.status !== 404)) return null;
     const body = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
