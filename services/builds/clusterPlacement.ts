@@ -96,12 +96,12 @@ export class ClusterPlacement {
   /** A pass: ends what timed out, ended or lost a member, then places or reserves the ready cluster builds. */
   async place(builds: readonly ReadyBuild[], workers: readonly ConnectedWorker[]): Promise<void> {
     const now = this.deps.clock.now().getTime();
-    for (const cluster of [...this.byBuild.values()]) await this.settle(cluster, now);
+    const ready = new Set(builds.map((b) => b.id));
+    for (const cluster of [...this.byBuild.values()]) await this.settle(cluster, now, ready);
     if (now - this.lastStaleSweep >= STALE_SWEEP_MS) {
       this.lastStaleSweep = now;
       await endStaleClusterJobs(this.deps.sql, new Date(now));
     }
-    const ready = new Set(builds.map((b) => b.id));
     for (const id of this.waitingSince.keys()) if (!ready.has(id)) this.waitingSince.delete(id);
     for (const build of builds) {
       const size = clusterSize(build.required_features);
@@ -197,12 +197,17 @@ export class ClusterPlacement {
       .catch((error: unknown) => this.deps.log.warn({ err: error, cluster: cluster.id }, 'recording a running cluster job failed'));
   }
 
-  /** What became of the attempt since the last pass. */
-  private async settle(cluster: Cluster, now: number): Promise<void> {
+  /** What became of the attempt since the last pass (`ready`: the builds this pass found ready). */
+  private async settle(cluster: Cluster, now: number, ready: ReadonlySet<string>): Promise<void> {
     const gone = cluster.members.find((m) => !this.deps.connected(m));
     if (cluster.state === 'reserved') {
       if (gone) await this.end(cluster, 'expired', `member ${gone.hello.workerId} disconnected`);
       else if (now >= cluster.deadline) await this.end(cluster, 'expired', 'the reservation expired (scheduler.clusterReserveTimeoutSecs)');
+      // not in this pass's ready builds (the queue may hold only part of them): asked, so an aborted build frees its workers at once
+      else if (!ready.has(cluster.build.id) && !(await stillQueued(this.deps.sql, cluster.build.id))) {
+        await this.end(cluster, 'expired', 'the build is no longer queued (aborted, or started elsewhere)');
+        return;
+      }
       // the wait starts over: the released workers take single jobs before the build reserves again
       if (gone || now >= cluster.deadline) this.waitingSince.set(cluster.build.id, now);
       return;
@@ -279,6 +284,11 @@ function choose(workers: readonly ConnectedWorker[], size: number, zone: string 
     if (members.length >= size && (best === null || members.length > best.members.length)) best = { zone: label, members };
   }
   return best && { zone: best.zone, members: best.members.slice(0, size) };
+}
+
+async function stillQueued(sql: Sql, derivationBuildId: string): Promise<boolean> {
+  const [row] = await sql<{ status: string }[]>`select status from derivation_builds where id = ${derivationBuildId}`;
+  return row?.status === 'queued';
 }
 
 const rosterOf = (cluster: Placement): ClusterRoster => cluster.members.map((m) => ({ workerId: m.hello.workerId, endpoint: m.hello.endpoint ?? null }));

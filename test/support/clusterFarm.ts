@@ -55,5 +55,9 @@ export async function clusterFarm(t: Test, workers: { zone: string | null; endpo
   const rows = () => kiln.sql<Row[]>`select id, state, zone, members::text[] as members, reason from cluster_jobs order by created_at, state`;
   const rowIn = (state: string, message: string) => eventually(async () => (await rows()).find((r) => r.state === state), { interval: 20, message });
   const member = (id: string) => members.find((m) => m.id === id)!;
-  return { kiln, clock, members, evaluate, succeed, status, rows, rowIn, member };
+  /** the build of the node in the last evaluation that reached it (POST /builds/{id}) */
+  const buildOf = async (n: Node) => (await kiln.sql<{ id: string }[]>`
+    select b.id from builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id
+    where d.drv_path = ${n.drvPath} order by b.created_at desc limit 1`)[0]!.id;
+  return { kiln, token, clock, members, evaluate, succeed, status, rows, rowIn, member, buildOf };
 }

@@ -47,6 +47,33 @@ t.test('after scheduler.clusterReserveAfterSecs the job reserves workers, which 
   t.ok(second, 'the second worker still builds');
 });
 
+t.test('a reservation whose build is aborted ends at the next pass and frees its workers', async (t) => {
+  const f = await farm(t, [{ zone: null }, { zone: null }]);
+  const busy = [derivationNode('busy-c'), derivationNode('busy-d')];
+  await f.evaluate(busy);
+  const running = await Promise.all(f.members.map(async (m) => ({ m, job: await m.client.next('buildJob') })));
+  const job = clusterNode('aborted-while-reserved', 2);
+  await f.evaluate([job]);
+  await f.kiln.scheduler.passNow();
+  f.clock.step(600_000);
+  await f.kiln.scheduler.passNow();
+  await f.rowIn('reserved', 'reserved after 600 s');
+
+  const aborted = await f.kiln.api('POST', `/builds/${await f.buildOf(job)}`, { token: f.token, body: { method: 'abort' } });
+  t.equal(aborted.status, 200, `the build is aborted: ${JSON.stringify(aborted.message)}`);
+  await f.kiln.scheduler.passNow();
+  const expired = await f.rowIn('expired', 'the reservation ended');
+  t.match(expired.reason, /no longer queued/);
+
+  // long before clusterReserveTimeoutSecs, a worker that finishes takes the next single build
+  const [first] = running;
+  f.succeed(first!.m.client, first!.job.jobId, busy.find((n) => n.drvPath === first!.job.drvPath)!);
+  await eventually(() => f.status(busy.find((n) => n.drvPath === first!.job.drvPath)!), { until: (s) => s === 'completed', interval: 20, message: 'done' });
+  const single = derivationNode('single-after-abort');
+  await f.evaluate([single]);
+  t.equal((await first!.m.client.next('buildJob')).drvPath, single.drvPath, 'the released worker takes a single build');
+});
+
 t.test('members that do not accept within scheduler.clusterPrepareTimeoutSecs abort the attempt; the build goes back to the queue', async (t) => {
   const f = await farm(t, [{ zone: null }, { zone: null }]);
   const job = clusterNode('slow-members', 2);
