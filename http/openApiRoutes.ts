@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import {
   ApiKeyView, BuildProductView, BuildView, ClosureGraphView, CreatedApiKeyView, EntryPointView, EvaluationBuildsPage, EvaluationView, MemberView, OrganizationView,
-  ProjectDetails, ProjectEvaluationsPage, ProjectView, RepositoryCheck, SshKeyView, SubscriptionsView, TaskView,
+  ProjectDetails, ProjectEvaluationsPage, ProjectView, RepositoryCheck, SshKeyView, SubscriptionsView, TaskView, UpdateTaskBody,
   AddSshKeyBody, AdminSessionsQuery, AdminUsersQuery, BuildId, CacheMetricsQuery, MetricsWindowQuery, ProjectMetricsQuery, CacheKeysView, CacheName, CacheView, CheckUsernameBody, CreateApiKeyBody, CreateCacheBody,
   CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, DeleteSshKeyBody,
   DeliveryListQuery, DeliveryPage, EvaluateSourceBody, EvaluateTaskBody, EvaluationActionBody, BuildActionBody, EvaluationBuildsQuery, EvaluationId, GcRequestBody, GcRunView,
@@ -206,6 +206,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /api/v1/tasks/:project': { response: z.array(TaskView) },
   'put /api/v1/tasks/:project': { body: CreateTaskBody, errors: ['task_exists'], response: TaskView },
   'get /api/v1/tasks/:project/:task': { response: TaskView },
+  'patch /api/v1/tasks/:project/:task': { body: UpdateTaskBody, response: TaskView, summary: 'change a task\'s settings (kiln extension)' },
   'delete /api/v1/tasks/:project/:task': { response: z.string(), errors: ['default_task'] },
   'post /api/v1/tasks/:project/:task/star': { response: TaskView },
   'delete /api/v1/tasks/:project/:task/star': { response: TaskView },

@@ -5,7 +5,7 @@ export { Permission, permissionNames, Role, roleNames } from './permissions.js';
 export { ProjectRef, ResourceName, Username } from './names.js';
 export { CreateOrganizationBody, MemberBody, RemoveMemberBody, UpdateOrganizationBody, MemberView, OrganizationView, SshKeyView } from './organizations.js';
 export { CreateProjectBody, ProjectName, RepositoryUrl, reservedProjectNames, UpdateProjectBody, ProjectDetails, ProjectView, RepositoryCheck } from './projects.js';
-export { CreateTaskBody, TaskView } from './tasks.js';
+export { CreateTaskBody, TaskView, UpdateTaskBody } from './tasks.js';
 export { ConnectionCheck, CreateServerBody, ServerView, UpdateServerBody } from './servers.js';
 export { SubscribeBody, SubscriberView, SubscriptionMode, SubscriptionRequestView, SubscriptionsView } from './subscriptions.js';
 export { INVITATION_LIFETIME_MS, InvitationView, InviteBody } from './invitations.js';

@@ -1,6 +1,6 @@
 // Tasks: /tasks/{project}… with a single-segment project (UUID or unique name). Every project
 // has the task `default`, created with it; it cannot be deleted.
-import { ApiError, type CreateTaskBody } from '../../protocol/index.js';
+import { ApiError, type CreateTaskBody, type UpdateTaskBody } from '../../protocol/index.js';
 import { userIdOf } from '../access/index.js';
 import type { AccessDeps } from '../access/index.js';
 import type { Principal } from '../access/index.js';
@@ -15,6 +15,8 @@ export interface TaskView {
   branch: string | null;
   keep_evaluations: number;
   requires_approval: boolean;
+  build_timeout_secs: number | null;
+  build_max_silent_secs: number | null;
   created_at: Date;
   stars: number;
   /** whether the caller starred it */
@@ -25,7 +27,8 @@ export const DEFAULT_TASK = 'default';
 
 export async function listTasks(sql: Queryable, projectId: string, userId: string | null): Promise<TaskView[]> {
   return sql<TaskView[]>`
-    select t.id, t.name, t.description, t.wildcard, t.branch, t.keep_evaluations, t.requires_approval, t.created_at,
+    select t.id, t.name, t.description, t.wildcard, t.branch, t.keep_evaluations, t.requires_approval,
+           t.build_timeout_secs, t.build_max_silent_secs, t.created_at,
            (select count(*)::int from task_stars s where s.task_id = t.id) as stars,
            exists (select from task_stars s where s.task_id = t.id and s.user_id = ${userId}) as starred
     from tasks t where t.project_id = ${projectId} order by t.name`;
@@ -60,9 +63,9 @@ export function tasksService({ sql, events }: AccessDeps) {
       const { row } = await demandProjectRef(sql, who, project, 'manageTasks');
       const inserted = await events.transaction(async (tx, emit) => {
         const rows = await tx<{ id: string }[]>`
-          insert into tasks (project_id, name, description, wildcard, branch, keep_evaluations, requires_approval)
+          insert into tasks (project_id, name, description, wildcard, branch, keep_evaluations, requires_approval, build_timeout_secs, build_max_silent_secs)
           values (${row.id}, ${body.name}, ${body.description ?? ''}, ${body.wildcard ?? null}, ${body.branch ?? null},
-                  ${body.keep_evaluations ?? 30}, ${body.requires_approval ?? false})
+                  ${body.keep_evaluations ?? 30}, ${body.requires_approval ?? false}, ${body.build_timeout_secs ?? null}, ${body.build_max_silent_secs ?? null})
           on conflict (project_id, name) do nothing returning id`;
         for (const r of rows) {
           const { content, scope } = taskEvent(row, { id: r.id, name: body.name });
@@ -72,6 +75,31 @@ export function tasksService({ sql, events }: AccessDeps) {
       });
       if (inserted.length === 0) throw new ApiError('task_exists', `project "${row.organization}/${row.name}" has a task "${body.name}"`);
       return view(await task(who, row.id, body.name));
+    },
+
+    /** The fields given change (the name does not: evaluations and actions refer to the task by it). */
+    async update(who: Principal, project: string, name: string, body: UpdateTaskBody): Promise<TaskView> {
+      const { row } = await demandProjectRef(sql, who, project, 'manageTasks');
+      const given = (key: keyof UpdateTaskBody) => body[key] !== undefined;
+      const updated = await events.transaction(async (tx, emit) => {
+        const rows = await tx<{ id: string; name: string }[]>`
+          update tasks set
+            description = coalesce(${body.description ?? null}, description),
+            wildcard = case when ${given('wildcard')} then ${body.wildcard ?? null} else wildcard end,
+            branch = case when ${given('branch')} then ${body.branch ?? null} else branch end,
+            keep_evaluations = coalesce(${body.keep_evaluations ?? null}::integer, keep_evaluations),
+            requires_approval = coalesce(${body.requires_approval ?? null}::boolean, requires_approval),
+            build_timeout_secs = case when ${given('build_timeout_secs')} then ${body.build_timeout_secs ?? null}::integer else build_timeout_secs end,
+            build_max_silent_secs = case when ${given('build_max_silent_secs')} then ${body.build_max_silent_secs ?? null}::integer else build_max_silent_secs end
+          where project_id = ${row.id} and name = ${name} returning id, name`;
+        for (const r of rows) {
+          const { content, scope } = taskEvent(row, r);
+          emit('task.update', content, scope);
+        }
+        return rows;
+      });
+      if (updated.length === 0) throw new ApiError('not_found', `no task "${name}" in project "${row.organization}/${row.name}"`);
+      return view(await task(who, row.id, updated[0]!.name));
     },
 
     async remove(who: Principal, project: string, name: string): Promise<string> {

@@ -36,8 +36,8 @@ export async function clusterFarm(t: Test, workers: { zone: string | null; endpo
     await client.next('welcome');
     members.push({ client, id: hello.workerId, endpoint: w.endpoint ?? null });
   }
-  const evaluate = async (nodes: Node[]) => {
-    const evaluated = await kiln.api<string>('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
+  const evaluate = async (nodes: Node[], task = 'default') => {
+    const evaluated = await kiln.api<string>('POST', `/tasks/${projectId}/${task}/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
     const evalJob = await evaluator.next('evalJob');
     evaluator.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: nodes.map((n) => n.derivation),
       attributes: nodes.map((n, i) => ({ path: ['packages', 'x86_64-linux', `n${i}`], drvPath: n.drvPath, outputs: { out: n.out } })), errors: [] });
@@ -59,5 +59,5 @@ export async function clusterFarm(t: Test, workers: { zone: string | null; endpo
   const buildOf = async (n: Node) => (await kiln.sql<{ id: string }[]>`
     select b.id from builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id
     where d.drv_path = ${n.drvPath} order by b.created_at desc limit 1`)[0]!.id;
-  return { kiln, token, clock, members, evaluate, succeed, status, rows, rowIn, member, buildOf };
+  return { kiln, token, projectId, clock, members, evaluate, succeed, status, rows, rowIn, member, buildOf };
 }
