@@ -18,7 +18,7 @@ export const KEEP_ALL: RetentionCutoffs = { raw: null, rollups: null };
  * and instance passes, which delete raw rows at their own times): an hour, far beyond any skew and
  * far inside every retention (a day at least), so only periods long final are left alone.
  */
-export const EDGE_MARGIN_MS = 3_600_000;
+const EDGE_MARGIN_MS = 3_600_000;
 
 /** The first instant a period may start at and still be recomputed from rows cut at `cutoff`; null: no edge. */
 export function recomputeFrom(cutoff: Date | null): Date | null {
@@ -30,7 +30,7 @@ export function recomputeFrom(cutoff: Date | null): Date | null {
  * day's rollup is recomputed from its hours until the day after it ends (its lookback), so with
  * rollupDays 1 the edge would reach a day before it was final and its last hours would be lost.
  */
-export const ROLLUP_FLOOR_MS = 2 * 86_400_000 + EDGE_MARGIN_MS;
+const ROLLUP_FLOOR_MS = 2 * 86_400_000 + EDGE_MARGIN_MS;
 
 /** The instant before which minute and hour rollups go: rollupDays before `now`, but never later than the floor; null when 0 keeps them. */
 export function rollupCutoff(rollupDays: number, now: Date): Date | null {

@@ -21,13 +21,12 @@ const retention = (rawDays: number, rollupDays: number) => ({ 'metrics.retention
 /** Every day and week rollup, and the minute and hour rollups from `since` on, of the three sources, as text to compare. */
 async function rollups(sql: Sql, since: number): Promise<string[]> {
   const from = new Date(since);
-  const UTC = sql.unsafe(`to_char(start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS')`);
   const rows = await sql<{ row: string }[]>`
-    select concat_ws(' ', 'traffic', period, ${UTC}, narinfo_hits, narinfo_misses, upstream_hits, nar_bytes_served) as row
+    select concat_ws(' ', 'traffic', period, to_char(start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS'), narinfo_hits, narinfo_misses, upstream_hits, nar_bytes_served) as row
       from cache_traffic_rollups where period in ('day', 'week') or start >= ${from}
-    union all select concat_ws(' ', 'phase', kind, phase, period, ${UTC}, samples, total_ms, max_ms)
+    union all select concat_ws(' ', 'phase', kind, phase, period, to_char(start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS'), samples, total_ms, max_ms)
       from phase_rollups where period in ('day', 'week') or start >= ${from}
-    union all select concat_ws(' ', 'instance', metric, period, ${UTC}, samples, total, least_value, greatest_value)
+    union all select concat_ws(' ', 'instance', metric, period, to_char(start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS'), samples, total, least_value, greatest_value)
       from sample_rollups where period in ('day', 'week') or start >= ${from}
     order by 1`;
   return rows.map((r) => r.row);
