@@ -67,6 +67,9 @@ export function createLogger(config: Config, options: LoggerOptions = {}): Logge
     level: levels.fallback,
     base: { pid: process.pid, hostname: hostname(), ...options.base },
     redact: { paths: redactedPaths, censor: '[secret]' },
+    // Children remember the levels too: the worker takes its components' loggers from a child
+    // (its worker id on every line), which otherwise fell back to the default level.
+    onChild: (child: Logger) => void levelsOf.set(child, levels),
   };
   const root = options.destination
     ? pino(settings, options.destination)

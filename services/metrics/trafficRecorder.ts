@@ -7,7 +7,7 @@
 // the worker samples and instance window rows up likewise (their raw rows go in their own passes).
 import type { Config } from '../../config/index.js';
 import {
-  addPathFetches, addTrafficMinutes, prunePathFetches, prunePhases, pruneSampleRollups, pruneTraffic, retentionCutoff, rollUpPhases, rollUpSamples, rollUpTraffic,
+  addPathFetches, addTrafficMinutes, prunePathFetches, prunePhases, pruneSampleRollups, pruneTraffic, retentionCutoff, rollupCutoff, rollUpPhases, rollUpSamples, rollUpTraffic,
   type Sql, type TrafficCounters,
 } from '../../storage/index.js';
 
@@ -33,11 +33,13 @@ export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'ta
 
 /** One rollup pass, then retention; how many rows retention deleted. */
 export async function rollUpAndPrune(sql: Sql, config: Pick<Config, 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'>, now: Date): Promise<{ deleted: number }> {
-  await rollUpTraffic(sql);
-  await rollUpPhases(sql);
-  await rollUpSamples(sql);
   const rawBefore = retentionCutoff(config['metrics.retention.rawDays'], now);
-  const rollupBefore = retentionCutoff(config['metrics.retention.rollupDays'], now);
+  const rollupBefore = rollupCutoff(config['metrics.retention.rollupDays'], now);
+  // Periods at the retention edge are left as they are: part of their rows below may be gone.
+  const cutoffs = { raw: rawBefore, rollups: rollupBefore };
+  await rollUpTraffic(sql, cutoffs);
+  await rollUpPhases(sql, cutoffs);
+  await rollUpSamples(sql, cutoffs);
   const deleted = await pruneTraffic(sql, { rawBefore, rollupBefore }) + await prunePhases(sql, { rawBefore, rollupBefore })
     + (rollupBefore === null ? 0 : await pruneSampleRollups(sql, rollupBefore));
   return { deleted: deleted + (rawBefore === null ? 0 : await prunePathFetches(sql, rawBefore)) };

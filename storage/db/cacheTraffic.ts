@@ -2,6 +2,7 @@
 // counters added to by every server process, their hour/day/week rollups, their retention, and
 // the reads behind the cache metrics API and the cache board.
 import type { Queryable as ISql } from './queryable.js';
+import { KEEP_ALL, recomputeFrom, type RetentionCutoffs } from './rollupEdge.js';
 import { deleteInSlices } from './sliceDeletes.js';
 
 export interface TrafficCounts {
@@ -59,17 +60,20 @@ export async function addTrafficMinutes(sql: ISql, rows: readonly TrafficMinute[
  * passes may overlap and run in several processes, and a flush up to a period late is still
  * counted. Older rollups are left alone, so pruning the level below never changes them.
  */
-export async function rollUpTraffic(sql: ISql): Promise<void> {
+export async function rollUpTraffic(sql: ISql, cutoffs: RetentionCutoffs = KEEP_ALL): Promise<void> {
   const levels = [['hour', 'cache_traffic_minutes', 'minute', null], ['day', 'cache_traffic_rollups', 'start', 'hour'], ['week', 'cache_traffic_rollups', 'start', 'day']] as const;
   for (const [period, table, column, below] of levels) {
     const source = below === null ? sql`true` : sql`period = ${below}`;
+    // Only periods whose rows below are all still kept (storage/db/rollupEdge.ts); day rollups are never deleted.
+    const from = recomputeFrom(below === null ? cutoffs.raw : below === 'hour' ? cutoffs.rollups : null);
+    const whole = from === null ? sql`` : sql`and date_trunc(${period}, ${sql(column)}, 'UTC') >= ${from}`;
     await sql`
       insert into cache_traffic_rollups (cache_id, period, start, narinfo_hits, narinfo_misses, upstream_hits, nar_bytes_served)
       select cache_id, ${period}, date_trunc(${period}, ${sql(column)}, 'UTC'),
              sum(narinfo_hits), sum(narinfo_misses), sum(upstream_hits), sum(nar_bytes_served)
       from ${sql(table)}
       where ${source} and ${sql(column)} >= coalesce(
-        (select max(start) - ${`1 ${period}`}::interval from cache_traffic_rollups where period = ${period}), '-infinity')
+        (select max(start) - ${`1 ${period}`}::interval from cache_traffic_rollups where period = ${period}), '-infinity') ${whole}
       group by 1, 3
       on conflict (cache_id, period, start) do update set
         narinfo_hits = excluded.narinfo_hits, narinfo_misses = excluded.narinfo_misses,

@@ -28,4 +28,5 @@ export {
   addPhaseSamples, rollUpPhases, prunePhases, phaseSeries,
   type PhaseSample,
 } from './phaseSamples.js';
+export { rollupCutoff } from './rollupEdge.js';
 export { INSTANCE_METRICS, NO_ID, pruneSampleRollups, rollUpSamples, sampleRollupSeries, WORKER_METRICS, type SampleRollupPoint } from './sampleRollups.js';

@@ -2,6 +2,7 @@
 // raw samples added in batches by every server process, their minute/hour/day/week rollups, their
 // retention, and the read behind GET /metrics/phases.
 import type { Queryable as ISql } from './queryable.js';
+import { KEEP_ALL, recomputeFrom, type RetentionCutoffs } from './rollupEdge.js';
 import { deleteInSlices } from './sliceDeletes.js';
 
 export type PhaseKind = 'evaluation' | 'build';
@@ -46,19 +47,24 @@ export async function addPhaseSamples(sql: ISql, rows: readonly PhaseSample[]): 
  * on, so passes of several processes, or repeated ones, count nothing twice; older rollups are
  * left alone, so pruning the level below never changes them.
  */
-export async function rollUpPhases(sql: ISql): Promise<void> {
+export async function rollUpPhases(sql: ISql, cutoffs: RetentionCutoffs = KEEP_ALL): Promise<void> {
   const latest = (period: PhasePeriod) => sql`coalesce((select max(start) - ${LOOKBACK[period]}::interval from phase_rollups where period = ${period}), '-infinity')`;
+  // Only periods whose rows below are all still kept (storage/db/rollupEdge.ts).
+  const whole = (period: PhasePeriod, column: 'ended_at' | 'start', cutoff: Date | null) => {
+    const from = recomputeFrom(cutoff);
+    return from === null ? sql`` : sql`and date_trunc(${period}, ${sql(column)}, 'UTC') >= ${from}`;
+  };
   await sql`
     insert into phase_rollups (kind, phase, period, start, samples, total_ms, max_ms)
     select kind, phase, 'minute', date_trunc('minute', ended_at, 'UTC'), count(*), sum(duration_ms), max(duration_ms)
-    from phase_samples where ended_at >= ${latest('minute')}
+    from phase_samples where ended_at >= ${latest('minute')} ${whole('minute', 'ended_at', cutoffs.raw)}
     group by 1, 2, 4
     on conflict (kind, phase, period, start) do update set samples = excluded.samples, total_ms = excluded.total_ms, max_ms = excluded.max_ms`;
   for (const [period, below] of [['hour', 'minute'], ['day', 'hour'], ['week', 'day']] as const) {
     await sql`
       insert into phase_rollups (kind, phase, period, start, samples, total_ms, max_ms)
       select kind, phase, ${period}, date_trunc(${period}, start, 'UTC'), sum(samples), sum(total_ms), max(max_ms)
-      from phase_rollups where period = ${below} and start >= ${latest(period)}
+      from phase_rollups where period = ${below} and start >= ${latest(period)} ${whole(period, 'start', below === 'day' ? null : cutoffs.rollups)}
       group by 1, 2, 4
       on conflict (kind, phase, period, start) do update set samples = excluded.samples, total_ms = excluded.total_ms, max_ms = excluded.max_ms`;
   }

@@ -6,6 +6,7 @@
 import type { Queryable as ISql } from './queryable.js';
 import { deleteInSlices } from './sliceDeletes.js';
 import type { PhasePeriod } from './phaseSamples.js';
+import { KEEP_ALL, recomputeFrom, type RetentionCutoffs } from './rollupEdge.js';
 
 export type SampleSource = 'worker' | 'instance';
 
@@ -38,28 +39,33 @@ const unpivot = (alias: string, metrics: readonly string[]) => metrics.map((m) =
  * recomputed (set, never added to) from its lookback before the source's latest rollup of that
  * level on, so repeated passes or passes of several processes count nothing twice.
  */
-export async function rollUpSamples(sql: ISql): Promise<void> {
+export async function rollUpSamples(sql: ISql, cutoffs: RetentionCutoffs = KEEP_ALL): Promise<void> {
   const latest = (source: SampleSource, period: PhasePeriod) =>
     `coalesce((select max(start) - interval '${LOOKBACK[period]}' from sample_rollups where source = '${source}' and period = '${period}'), '-infinity')`;
+  // Only periods whose rows below are all still kept (storage/db/rollupEdge.ts); an ISO instant is a safe literal.
+  const whole = (period: PhasePeriod, column: string, cutoff: Date | null) => {
+    const from = recomputeFrom(cutoff);
+    return from === null ? '' : `and date_trunc('${period}', ${column}, 'UTC') >= '${from.toISOString()}'::timestamptz`;
+  };
   await sql.unsafe(`
     insert into sample_rollups (source, worker_id, connection_id, metric, period, start, samples, total, least_value, greatest_value)
     select 'worker', s.worker_id, coalesce(s.connection_id, '${NO_ID}'), m.metric, 'minute', date_trunc('minute', s.sampled_at, 'UTC'),
            count(*), sum(m.value), min(m.value), max(m.value)
     from worker_samples s cross join lateral (values ${unpivot('s', WORKER_METRICS)}) as m (metric, value)
-    where s.sampled_at >= ${latest('worker', 'minute')} and m.value is not null
+    where s.sampled_at >= ${latest('worker', 'minute')} ${whole('minute', 's.sampled_at', cutoffs.raw)} and m.value is not null
     group by 2, 3, 4, 6 ${UPSERT}`);
   await sql.unsafe(`
     insert into sample_rollups (source, worker_id, connection_id, metric, period, start, samples, total, least_value, greatest_value)
     select 'instance', '${NO_ID}', '${NO_ID}', m.metric, 'minute', date_trunc('minute', s.sampled_at, 'UTC'), count(*), sum(m.value), min(m.value), max(m.value)
     from instance_samples s cross join lateral (values ${unpivot('s', INSTANCE_METRICS)}) as m (metric, value)
-    where s.sampled_at >= ${latest('instance', 'minute')}
+    where s.sampled_at >= ${latest('instance', 'minute')} ${whole('minute', 's.sampled_at', cutoffs.raw)}
     group by 4, 6 ${UPSERT}`);
   for (const source of ['worker', 'instance'] as const) {
     for (const [period, below] of [['hour', 'minute'], ['day', 'hour'], ['week', 'day']] as const) {
       await sql.unsafe(`
         insert into sample_rollups (source, worker_id, connection_id, metric, period, start, samples, total, least_value, greatest_value)
         select source, worker_id, connection_id, metric, '${period}', date_trunc('${period}', start, 'UTC'), sum(samples), sum(total), min(least_value), max(greatest_value)
-        from sample_rollups where source = '${source}' and period = '${below}' and start >= ${latest(source, period)}
+        from sample_rollups where source = '${source}' and period = '${below}' and start >= ${latest(source, period)} ${whole(period, 'start', below === 'day' ? null : cutoffs.rollups)}
         group by 1, 2, 3, 4, 6 ${UPSERT}`);
     }
   }
