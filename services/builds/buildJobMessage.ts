@@ -20,8 +20,8 @@ export const targetCaches = (caches: readonly ProjectCache[]): string[] => writa
  * The limit of the tasks that want a build: each task's own or the server's default; when several
  * want it, the most generous, so that no task's limit cuts another's build short (0 is none).
  */
-export function tasksLimit(limits: readonly (number | null)[], serverDefault: number): number {
-  const effective = limits.map((limit) => limit ?? serverDefault);
+export function tasksLimit(limits: readonly number[], serverDefault: number): number {
+  const effective = limits.map((limit) => (limit < 0 ? serverDefault : limit)); // -1: the task sets none
   if (effective.length === 0) return serverDefault;
   return effective.includes(0) ? 0 : Math.max(...effective);
 }

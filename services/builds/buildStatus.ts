@@ -65,7 +65,7 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
       returning dep.id, dep.derivation_id, dep.status, dep.inputs_remaining, dep.attempts, dep.substitute_misses, dep.queued_at, dep.not_before)
     select mv.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, mv.attempts,
            d.prefer_local_build, mv.substitute_misses, array_agg(distinct t.project_id) as projects, mv.queued_at, mv.not_before,
-           array_agg(distinct t.build_timeout_secs) as task_timeouts, array_agg(distinct t.build_max_silent_secs) as task_max_silents
+           array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts, array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
     from moved mv join derivations d on d.id = mv.derivation_id
     join builds b on b.derivation_build_id = mv.id
     join evaluations e on e.id = b.evaluation_id and e.phase = 'building'

@@ -11,9 +11,9 @@ export interface ReadyBuild {
   outputs: Record<string, string | null>;
   timeout_secs: number | null;
   max_silent_secs: number | null;
-  /** the build limits of the tasks whose building evaluations want it (null: the server's default; 0: none) */
-  task_timeouts: (number | null)[];
-  task_max_silents: (number | null)[];
+  /** the build limits of the tasks whose building evaluations want it (-1: the server's default; 0: none) */
+  task_timeouts: number[];
+  task_max_silents: number[];
   attempts: number;
   prefer_local_build: boolean;
   /** times a cache claimed the outputs but a worker could not fetch them (migration 0013) */

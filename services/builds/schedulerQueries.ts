@@ -36,7 +36,7 @@ export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly s
   select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
          d.prefer_local_build, db.substitute_misses,
          array_agg(distinct t.project_id) as projects, db.queued_at,
-         array_agg(distinct t.build_timeout_secs) as task_timeouts, array_agg(distinct t.build_max_silent_secs) as task_max_silents
+         array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts, array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
   from derivation_builds db join derivations d on d.id = db.derivation_id
   join builds b on b.derivation_build_id = db.id
   join evaluations e on e.id = b.evaluation_id and e.phase = 'building'

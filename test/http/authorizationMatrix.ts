@@ -383,6 +383,7 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/tasks/web', scope: 'project', role: 'View', permission: 'viewProject' },
   { method: 'PUT', path: '/tasks/web', body: (c) => ({ name: `t-${c.seq()}` }), scope: 'project', role: 'Write', permission: 'manageTasks' },
   { method: 'GET', path: '/tasks/web/default', scope: 'project', role: 'View', permission: 'viewProject' },
+  { method: 'PATCH', path: '/tasks/web/default', body: { build_timeout_secs: 7200 }, scope: 'project', role: 'Write', permission: 'manageTasks' },
   {
     method: 'DELETE', path: '/tasks/web/doomed', scope: 'project', role: 'Write', permission: 'manageTasks',
     before: (c) => c.kiln.sql`insert into tasks (project_id, name) values (${c.ids['web']!}, 'doomed') on conflict do nothing`,
