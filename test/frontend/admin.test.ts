@@ -110,7 +110,7 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     t.match(text, /x86_64-linux, aarch64-linux/, 'its systems');
     t.match(text, /kvm/, 'its features');
     // Nothing in the server reports the queue yet; the board shows what the bus carries when something does.
-    t.match(text, /at most \d+ builds, \d+ evals/, 'its job limits, before its first heartbeat');
+    t.match(text, /at most 2 builds, 1 evals/, 'its job limits from its hello (2 builds, 1 evaluation), before its first heartbeat');
     kiln.events.events.publish('worker.queue_depth', { queued: 7, by_system: { 'x86_64-linux': 7 } });
     await page.getByTestId('queue-depth').getByText('7').waitFor();
     const jobId = randomUUID();
