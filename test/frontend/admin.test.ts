@@ -1,5 +1,6 @@
 // The admin pages (instance webhooks, the supervision tree, the workers board, the event firehose),
 // the 403 page for everyone else, and OIDC sign-in, in real Chromium against one real kiln serve.
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -109,8 +110,14 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     t.match(text, /x86_64-linux, aarch64-linux/, 'its systems');
     t.match(text, /kvm/, 'its features');
     // Nothing in the server reports the queue yet; the board shows what the bus carries when something does.
+    t.match(text, /at most 2 builds, 1 evals/, 'its job limits from its hello (2 builds, 1 evaluation), before its first heartbeat');
     kiln.events.events.publish('worker.queue_depth', { queued: 7, by_system: { 'x86_64-linux': 7 } });
     await page.getByTestId('queue-depth').getByText('7').waitFor();
+    const jobId = randomUUID();
+    kiln.events.events.publish('worker.job_dispatched', { worker: hello.workerId, job_id: jobId, kind: 'build', build_id: jobId });
+    const dispatched = page.getByTestId('dispatches').getByRole('listitem').first();
+    await dispatched.getByText(jobId.slice(0, 8)).waitFor();
+    t.match(await dispatched.textContent(), new RegExp(`build ${jobId.slice(0, 8)} → worker ${hello.workerId.slice(0, 8)}`), 'a dispatched job, with its worker');
 
     const workers = await kiln.api<unknown[]>('GET', '/workers', { token: ada.token });
     t.same(workers.message.flatMap((w) => issues(ConnectedWorkerView, w)), [], 'GET /workers answers ConnectedWorkerViews');
@@ -268,6 +275,25 @@ t.test('admin pages and OIDC sign-in', async (t) => {
     t.equal(await page.getByTestId('events').count(), 0, 'no firehose for her');
     t.same(await seriousAccessibilityViolations(page), [], '403: no serious or critical axe violations');
     await screenshot(page, 'admin-forbidden');
+    t.same(problems, [], 'no console errors and no CSP violations');
+  });
+
+  t.test("a failed single sign-on says why in kiln's words, never with the link's text", async (t) => {
+    const { page, problems } = await openPage(t, browser);
+    // A callback with no sign-in attempt behind it: the server's own refusal, handed over in the fragment.
+    await page.goto(`${kiln.url}/api/v1/auth/oidc/callback?state=no-such-attempt&code=x`);
+    await page.waitForURL(`${kiln.url}/auth/callback`);
+    const alert = page.getByRole('alert');
+    await alert.waitFor();
+    t.equal(await alert.textContent(), 'Sign-in failed: the identity provider refused, or the sign-in attempt expired. Start again.');
+    t.equal(new URL(page.url()).hash, '', 'the fragment is gone from the address');
+    t.same(await seriousAccessibilityViolations(page), [], 'callback failure: no serious or critical axe violations');
+    await screenshot(page, 'oidc-callback-failed');
+
+    await page.goto('about:blank');
+    await page.goto(`${kiln.url}/auth/callback#error=${encodeURIComponent('Call +1 555 0100')}&message=${encodeURIComponent('Your account is locked: call +1 555 0100')}`);
+    await alert.waitFor();
+    t.equal(await alert.textContent(), 'Sign-in failed: the sign-in did not return a session.', 'a forged link shows none of its words');
     t.same(problems, [], 'no console errors and no CSP violations');
   });
 });

@@ -2,7 +2,7 @@
 // substituting from a cache configured with exactly the lines the page shows.
 import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import t, { type Test } from 'tap';
 import type { z } from 'zod';
@@ -118,10 +118,30 @@ t.test('cache pages, invitations and settings', async (t) => {
     t.equal(await table.locator('tbody tr').count(), 2);
     t.equal((await parsed(t, kiln, ada.token, '/caches/pub/nars', NarPageView)).total, 2);
 
-    await page.getByLabel('Package').fill('fixture-empty');
+    // Sort and order run on the server: the rows come in the API's order for each choice.
+    const pathsIn = async () => table.locator('tbody tr code').allTextContents();
+    for (const order of ['asc', 'desc'] as const) {
+      const api = (await parsed(t, kiln, ada.token, `/caches/pub/nars?sort=nar_size&order=${order}`, NarPageView)).items.map((n) => n.store_path);
+      await page.getByLabel('Sort by').selectOption('nar_size');
+      await page.getByLabel('Order').selectOption(order);
+      await table.locator('tbody tr').first().getByText(api[0]!, { exact: true }).waitFor();
+      t.same(await pathsIn(), api, `by size, ${order}`);
+    }
+    const bySize = await pathsIn();
+    t.same(bySize, [...(await parsed(t, kiln, ada.token, '/caches/pub/nars?sort=nar_size&order=asc', NarPageView)).items.map((n) => n.store_path)].reverse(), 'descending is ascending reversed');
+
+    const fileHash = basename(fixtures.file).slice(0, 32);
+    await page.getByLabel('Hash prefix').fill(fileHash.slice(0, 8));
     await page.getByRole('button', { name: 'Filter' }).click();
     await page.getByText('Page 1 of 1 · 1 in all').waitFor();
-    t.match(await table.textContent(), /kiln-fixture-empty/);
+    t.same(await pathsIn(), [fixtures.file], 'the hash prefix picks its path');
+    await page.getByLabel('Hash prefix').fill('');
+    await page.getByLabel('Package').fill('fixture-empty');
+    await page.getByRole('button', { name: 'Filter' }).click();
+    // The hash filter's answer also said "1 in all": wait for the package's row itself.
+    await table.locator('tbody tr code').getByText(/kiln-fixture-empty$/).waitFor();
+    await page.getByText('Page 1 of 1 · 1 in all').waitFor();
+    t.same((await pathsIn()).map((p) => p.replace(/^.*?-/, '')), ['kiln-fixture-empty']);
 
     await page.getByRole('button', { name: 'Show kiln-fixture-empty' }).click();
     await page.getByTestId('nar-detail').getByText('NAR hash').waitFor();
@@ -213,6 +233,11 @@ t.test('cache pages, invitations and settings', async (t) => {
     }
     t.equal((await parsed(t, kiln, ada.token, '/caches/priv/invitations', InvitationView.array()))[0]?.role, 'Write');
     await checkPage(t, owner.page, 'cache-members');
+    // The owner's pending list: the invitations her caches sent, on My Invites.
+    await owner.page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Invites' }).click();
+    await owner.page.getByTestId('pending-priv').getByText('bea').waitFor();
+    t.match(await owner.page.getByTestId('pending-priv').textContent(), /Invitation of bea as Write/, 'priv: bea invited as Write');
+    t.match(await owner.page.getByTestId('pending-other').textContent(), /Invitation of bea as View/, 'other: bea invited as View');
 
     const invited = fresh(beaSession);
     await invited.page.goto(kiln.url + '/');
@@ -254,6 +279,18 @@ t.test('cache pages, invitations and settings', async (t) => {
     await page.getByText('beaorg now subscribes to pub.').waitFor();
     await page.getByTestId('subscribers').getByText('beaorg (whole organization)').waitFor();
     t.match(await parsed(t, kiln, ada.token, '/caches/pub/subscriptions', SubscriberView.array()), [{ organization: 'beaorg', project: null, mode: 1 }]);
+
+    t.equal((await kiln.api('PUT', '/orgs', { token: bea.token, body: { name: 'beaorg2' } })).status, 200);
+    t.equal((await kiln.api('POST', '/orgs/beaorg2/subscribe/pub', { token: bea.token, body: { mode: 1 } })).status, 200);
+    await page.reload();
+    const requests = page.getByTestId('subscription-requests');
+    await requests.getByRole('cell', { name: 'beaorg2 (whole organization)' }).waitFor();
+    await page.getByRole('button', { name: 'Deny' }).click();
+    await page.getByRole('dialog').getByText('Deny the request of beaorg2?').waitFor();
+    await page.getByRole('dialog').getByRole('button', { name: 'Deny' }).click();
+    await requests.getByRole('cell', { name: 'beaorg2 (whole organization)' }).waitFor({ state: 'detached' });
+    t.same(await parsed(t, kiln, ada.token, '/caches/pub/subscription-requests', SubscriptionRequestView.array()), [], 'denied: no request left');
+    t.same((await parsed(t, kiln, ada.token, '/caches/pub/subscriptions', SubscriberView.array())).map((s) => s.organization), ['beaorg'], 'and no new subscriber');
     t.same(problems, []);
   });
 
@@ -272,6 +309,8 @@ t.test('cache pages, invitations and settings', async (t) => {
     await page.locator('#current_password-error').waitFor();
     t.match(await page.locator('#current_password-error').textContent(), /^current_password: wrong password/, 'under the current password field');
     await page.getByLabel('Name', { exact: true }).fill('nix-read');
+    await page.getByLabel('viewProject', { exact: true }).uncheck();
+    await page.getByLabel('Expires after (days; empty: never)').fill('7');
     await page.getByLabel('Pinned to').selectOption('cache');
     await page.getByLabel('Cache', { exact: true }).fill('priv');
     await page.getByLabel('Allowed source addresses (CIDR blocks, separated by commas; empty: any)').fill('not-an-ip');
@@ -284,7 +323,11 @@ t.test('cache pages, invitations and settings', async (t) => {
     t.match(secret, /^SVC/, 'the secret is shown');
     await checkPage(t, page, 'settings');
     const listed = await parsed(t, kiln, bea.token, '/user/keys', ApiKeyView.array());
-    t.match(listed, [{ name: 'nix-read', cache: 'priv', allowed_ips: ['127.0.0.0/8'], permissions: ['viewProject', 'viewCache'] }]);
+    t.match(listed, [{ name: 'nix-read', cache: 'priv', allowed_ips: ['127.0.0.0/8'] }]);
+    t.same(listed[0]?.permissions, ['viewCache'], 'only the permission left checked');
+    const expiresIn = new Date(listed[0]!.expires_at!).getTime() - Date.now();
+    t.ok(expiresIn > 6.9 * 86_400_000 && expiresIn <= 7 * 86_400_000, 'expires in the 7 days asked for');
+    t.match(await page.getByTestId('api-keys').getByRole('row').filter({ hasText: 'nix-read' }).textContent(), /viewCache.*cache priv.*from 127\.0\.0\.0\/8/s, 'the list shows permissions, pin and addresses');
     t.notOk(JSON.stringify(listed).includes(secret), 'the list never carries the secret');
     t.equal((await kiln.api('GET', '/caches/priv', { token: secret })).status, 200, 'the key reads its cache');
 

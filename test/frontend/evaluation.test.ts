@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { z } from 'zod';
-import { BuildProductView, BuildView, ClosureGraphView, EvaluationView } from '../../protocol/api/evaluations.js';
+import { BuildProductView, BuildView, ClosureGraphView, EntryPointView, EvaluationView } from '../../protocol/api/evaluations.js';
 import { signUp } from '../support/accounts.js';
 import { launchBrowser, openPage, screenshot, seriousAccessibilityViolations } from '../support/browser.js';
 import { createFlakeRepo, shellFlake } from '../support/flakeRepo.js';
@@ -128,6 +128,28 @@ t.test('evaluation and build pages', { timeout: Number(process.env['KILN_FLOW_TI
     z.array(BuildProductView).parse(await call('GET', `/builds/${app.build_id}/downloads`));
     ClosureGraphView.parse(await call('GET', `/builds/${app.build_id}/closure`));
     ClosureGraphView.parse(await call('GET', `/builds/${app.build_id}/runtime-closure`));
+  });
+
+  t.test('the project page and Home show the entry points with their build status', async (t) => {
+    const entryPoints = z.array(EntryPointView).parse(await call('GET', '/projects/acme/app/entry-points'));
+    t.same(entryPoints.map((e) => e.build_status).sort(), ['completed', 'completed', 'failed'], 'the API: base and app built, broken failed');
+    await page.goto(`${kiln.url}/projects/acme/app`);
+    const table = page.getByTestId('entry-points');
+    await table.locator('tbody tr').nth(2).waitFor();
+    for (const ep of entryPoints) {
+      const row = table.getByRole('row').filter({ has: page.getByRole('link', { name: ep.attr!, exact: true }) });
+      t.equal(await row.locator('.status').textContent(), ep.build_status, `${ep.attr}: ${ep.build_status}`);
+      t.equal(await row.getByRole('link').getAttribute('href'), `/builds/${ep.build_id}`, `${ep.attr}: linked to its build`);
+    }
+    t.same(await seriousAccessibilityViolations(page), [], 'project with entry points: no serious or critical axe violations');
+    await screenshot(page, 'project-entry-points');
+
+    await page.getByRole('navigation', { name: 'main' }).getByRole('link', { name: 'Home' }).click();
+    const home = page.getByTestId('projects').getByRole('listitem').filter({ hasText: 'acme/app' });
+    await home.getByRole('row').nth(3).waitFor();
+    for (const ep of entryPoints) {
+      t.equal(await home.getByRole('row').filter({ has: page.getByRole('cell', { name: ep.attr!, exact: true }) }).locator('.status').textContent(), ep.build_status, `Home, ${ep.attr}`);
+    }
   });
 
   t.test('abort asks first; Cancel keeps the evaluation, confirming aborts it', async (t) => {

@@ -121,6 +121,10 @@ t.test('organization and project pages', async (t) => {
     await page.getByRole('button', { name: 'Activate builder', exact: true }).waitFor();
     const [server] = await parsed(kiln, ada.token, '/servers/acme', z.array(ServerView));
     t.match(server, { name: 'builder', port, active: false });
+    await page.getByRole('button', { name: 'Activate builder', exact: true }).click();
+    await page.getByRole('button', { name: 'Deactivate builder' }).waitFor();
+    const [activated] = await parsed(kiln, ada.token, '/servers/acme', z.array(ServerView));
+    t.match(activated, { name: 'builder', active: true }, 'active again on the server');
   });
 
   await t.test('cache subscriptions of the organization', async (t) => {
@@ -283,6 +287,28 @@ t.test('organization and project pages', async (t) => {
     t.same((await triggers.allTextContents()).sort(), ['manual', 'pull request #12', 'push to main']);
     await page.goto(`${kiln.url}/evals/${push!.id}`);
     await page.getByTestId('trigger').getByText('push to main').waitFor();
+  });
+
+  await t.test('the evaluations list pages: 20 newer evaluations push the first three to page 2', async (t) => {
+    const [task] = await kiln.sql<{ id: string }[]>`select t.id from tasks t join projects p on p.id = t.project_id where p.name = 'web' and t.name = 'default'`;
+    await kiln.sql`
+      insert into evaluations (task_id, repository, wildcard, phase, trigger, branch, created_at)
+      select ${task!.id}, 'file:///x', '*', 'completed', 'push', 'feature', now() + make_interval(secs => n) from generate_series(1, 20) n`;
+    await page.goto(`${kiln.url}/projects/acme/web`);
+    const pager = page.getByRole('navigation', { name: 'Evaluations pages' });
+    await pager.getByText('Page 1 of 2 · 23 in all').waitFor();
+    const triggers = page.getByTestId('evaluation-trigger');
+    t.same(new Set(await triggers.allTextContents()), new Set(['push to feature']), 'page 1: the 20 newest');
+    t.equal(await triggers.count(), 20);
+    await pager.getByRole('button', { name: 'Next' }).click();
+    await pager.getByText('Page 2 of 2 · 23 in all').waitFor();
+    await triggers.filter({ hasText: 'manual' }).waitFor();
+    t.same((await triggers.allTextContents()).sort(), ['manual', 'pull request #12', 'push to main'], 'page 2: the three older ones');
+    const second = await parsed(kiln, ada.token, '/projects/acme/web/evaluations?page=2&per_page=20', ProjectEvaluationsPage);
+    t.same(await page.getByTestId('evaluations').locator('tbody a').allTextContents(), second.evaluations.map((e) => e.id.slice(0, 8)), "the API's second page, in its order");
+    await pager.getByRole('button', { name: 'Previous' }).click();
+    await pager.getByText('Page 1 of 2 · 23 in all').waitFor();
+    t.equal(await pager.getByRole('button', { name: 'Previous' }).isDisabled(), true, 'no page before the first');
   });
 
   await t.test('delete a project after confirming', async (t) => {

@@ -89,4 +89,19 @@ t.test('sign-in, Home, sign-out and registration', async (t) => {
     t.match(await page.getByText('You belong to no organization yet.').textContent(), /no organization/);
     t.same(problems.filter((p) => !/status of 400/.test(p)), [], 'no console errors beyond the refused request');
   });
+
+  t.test('a path no page answers says so in words, with a way Home', async (t) => {
+    const { page, problems } = await openPage(t, browser);
+    await page.addInitScript((value) => sessionStorage.setItem('kiln.session', value), ada.token);
+    await page.goto(kiln.url + '/no/such/page');
+    await page.getByRole('heading', { name: 'Page not found' }).waitFor();
+    t.equal(await page.getByRole('alert').textContent(), 'There is no page at /no/such/page.');
+    t.ok(await page.getByRole('navigation', { name: 'main' }).isVisible(), 'inside the usual frame');
+    t.same(await seriousAccessibilityViolations(page), [], 'not found: no serious or critical axe violations');
+    await screenshot(page, 'page-not-found');
+    await page.getByRole('link', { name: 'Go to Home' }).click();
+    await page.getByRole('heading', { name: 'Home' }).waitFor();
+    // The router reports the unknown path on the console; nothing else may.
+    t.same(problems.filter((p) => !/Not found: \/no\/such\/page/.test(p)), [], 'no other console errors and no CSP violations');
+  });
 });
