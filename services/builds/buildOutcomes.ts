@@ -82,6 +82,19 @@ export class BuildOutcomes {
   }
 
   /**
+   * Builds queued again for other tenants only (tenantScope.ts), none of whom wants them any more:
+   * completed again as they were, standing for the organizations they stood for; the ids it applied to.
+   */
+  async restoreAll(derivationBuildIds: readonly string[]): Promise<string[]> {
+    const applied = await changeBuildStatuses(this.events, derivationBuildIds.map((id) => ({
+      id, change: { event: { type: 'restore' as const }, readied: this.readied },
+    })));
+    const done = derivationBuildIds.filter((_, i) => applied[i] !== null && applied[i] !== undefined);
+    this.evaluationProgress.touched(...done);
+    return done;
+  }
+
+  /**
    * A successful build, completed with the others that arrive in the same event-loop turn. `written`
    * (its resource sample) runs meanwhile on another connection; the completion commits after it.
    */
