@@ -41,16 +41,37 @@ export async function wantedByOtherTenants(tx: TransactionSql, derivationBuildId
 
 /**
  * An evaluation recording derivations recorded before share-locks their builds running on a build
- * server, before any other lock of its transaction: a completion of one of them then either
- * committed first (and the recording finds it completed, standing for another organization, and
- * queues it again) or waits for the recording, after which it sees the new evaluation's builds
- * rows and queues it again itself. Without the lock each could miss the other.
+ * server, and those queued again for other tenants, before any other lock of its transaction: a
+ * completion (or a restore) of one of them then either committed first (and the recording finds it
+ * completed, standing for another organization, and queues it again) or waits for the recording,
+ * after which it sees the new evaluation's builds rows and queues it again itself (or leaves it
+ * queued). Without the lock each could miss the other.
  */
 export async function lockBuildsOnServers(tx: TransactionSql, derivationIds: readonly string[]): Promise<void> {
   if (derivationIds.length === 0) return;
   await tx`
     select db.id from derivation_builds db
-    where db.derivation_id = any(${derivationIds as string[]}::uuid[]) and db.status = 'started'
-      and db.worker_id in (select id from servers)
+    where db.derivation_id = any(${derivationIds as string[]}::uuid[])
+      and ((db.status = 'started' and db.worker_id in (select id from servers)) or (db.status = 'queued' and db.done_for is not null))
     order by db.id for share of db`;
+}
+
+/**
+ * Of these builds queued again for other tenants, those no open evaluation of an organization they
+ * do not stand for wants any more (it was aborted or failed), locked: they may be restored. The
+ * lock comes first, in a statement of its own, so the check reads what a recording that held the
+ * row committed (one still evaluating wants it too: its builds become ready once it is building).
+ */
+export async function restorable(tx: TransactionSql, derivationBuildIds: readonly string[]): Promise<string[]> {
+  if (derivationBuildIds.length === 0) return [];
+  await tx`select id from derivation_builds where id = any(${derivationBuildIds as string[]}::uuid[]) order by id for no key update`;
+  const rows = await tx<{ id: string }[]>`
+    select db.id from derivation_builds db
+    where db.id = any(${derivationBuildIds as string[]}::uuid[]) and db.status = 'queued' and db.done_for is not null
+      and not exists (
+        select 1 from builds b join evaluations e on e.id = b.evaluation_id and e.phase not in ('completed', 'failed', 'aborted')
+        join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+        where b.derivation_build_id = db.id and not (p.organization_id = any(db.done_for)))
+    order by db.id`;
+  return rows.map((r) => r.id);
 }

@@ -9,7 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
-import { changeBuildStatuses, type StatusChange } from '../../../services/builds/buildStatus.js';
+import { applyStatusChanges, changeBuildStatuses, type StatusChange } from '../../../services/builds/buildStatus.js';
+import { restorable } from '../../../services/builds/tenantScope.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { readyBuilds, type ReadiedBuild } from '../../../services/builds/schedulerQueries.js';
 import { testDatabase } from '../../support/db.js';
@@ -97,12 +98,17 @@ t.test('a build server\'s completion stands for its organization only', async (t
     t.equal((await row(top)).inputs_remaining, 1);
     t.same(await ready([dep, top]), { dep: ['beta'] });
 
-    // beta leaves: nothing wants the build but acme, for whom it stands; the scheduler restores it
+    // The scheduler restores a build ready for no project, but only once no open evaluation of
+    // another organization wants it: one still evaluating is not offered builds yet.
+    const restore = (ids: string[]) => events.transaction(async (tx, emit) => applyStatusChanges(tx, emit, await restorable(tx, ids), { event: { type: 'restore' } }));
+    await db.sql`update evaluations set phase = 'evaluating' where id = ${betaEval}`;
+    t.same(await ready([dep, top]), { dep: [] }, 'ready for no project while beta evaluates');
+    t.same(await restore([await idOf(dep)]), [], 'not restored: beta still wants it');
     await db.sql`update evaluations set phase = 'aborted' where id = ${betaEval}`;
-    t.same(await ready([dep, top]), { dep: [] }, 'ready for no project');
-    await change([await idOf(dep)], { event: { type: 'restore' }, readied: (rows: ReadiedBuild[]) => readied.push(...rows.map((r) => r.drv_path)) });
-    t.match(await row(dep), { status: 'completed', done_for: [acme] });
-    t.same(readied, [top.drvPath], 'acme\'s top is ready again');
+    t.same(await restore([await idOf(dep)]), [await idOf(dep)], 'beta left: restored');
+    t.match(await row(dep), { status: 'completed', done_for: [acme] }, 'standing for acme, as it did');
+    t.equal((await row(top)).inputs_remaining, 0, 'acme\'s top is ready again');
+    t.same(await ready([dep, top]), { top: ['acme'] });
   });
 
   t.test('kiln\'s own worker\'s completion stands for every tenant', async (t) => {
