@@ -31,7 +31,7 @@ export async function storeBytes(root: string): Promise<number> {
   return total;
 }
 
-export interface CollectorOptions {
+interface CollectorOptions {
   /** the store's root (worker.storeRoot) */
   root: string;
   /** worker.storeRootMaxMb in bytes: collected when past it after a build (0: after every build) */
