@@ -39,8 +39,10 @@ interface CollectorOptions {
   /** the environment naming the store (ownStoreEnv) */
   env: NodeJS.ProcessEnv;
   log: Logger;
-  /** how the store is measured (tests count the collections) */
+  /** how the store is measured */
   measure?: (root: string) => Promise<number>;
+  /** told just before each `nix-store --gc` starts (tests look at what runs beside it) */
+  collecting?: () => void;
 }
 
 export class OwnStoreCollector {
@@ -80,6 +82,11 @@ export class OwnStoreCollector {
     while (this.collecting) await this.collecting;
   }
 
+  /** Builds running on the store now. */
+  get building(): number {
+    return this.active;
+  }
+
   /** A collection is wanted or under way: new builds wait for it. */
   get wanted(): boolean {
     return this.collecting !== null;
@@ -104,6 +111,7 @@ export class OwnStoreCollector {
   private async collect(bytes: number): Promise<void> {
     while (this.active > 0) await new Promise<void>((resolve) => this.idle.push(resolve));
     const { root, env, log } = this.options;
+    this.options.collecting?.();
     const result = await nixStore(['--gc'], { env }).catch((e: unknown) => ({ exitCode: -1, stderr: String(e) }));
     this.collections++;
     if (result.exitCode !== 0) log.warn({ root, stderr: result.stderr.slice(-2000) }, 'collecting the worker\'s own store failed');

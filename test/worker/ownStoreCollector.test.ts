@@ -35,7 +35,8 @@ t.test('a worker\'s own store is collected between builds once it passes its bou
     execFileSync('nix-store', ['--realise', '--add-root', join(work, 'roots', 'pinned'), pinned], { env });
     t.ok(valid(received) && valid(pinned));
     t.ok((await storeBytes(root)) > 0, 'the store is measured by its files');
-    const collector = new OwnStoreCollector({ root, maxBytes: 0, env, log });
+    const beside: number[] = [];
+    const collector: OwnStoreCollector = new OwnStoreCollector({ root, maxBytes: 0, env, log, collecting: () => beside.push(collector.building) });
 
     let release = () => {};
     const running = collector.hold(() => new Promise<void>((resolve) => (release = resolve)));
@@ -57,6 +58,7 @@ t.test('a worker\'s own store is collected between builds once it passes its bou
     t.ok(next);
     await collector.settle();
     t.equal(collector.collections, 2, 'one collection for each build that ended past the bound');
+    t.same(beside, [0, 0], 'no collection started beside a build');
     t.notOk(valid(received), 'what the store received is gone');
     t.ok(valid(pinned), 'what a GC root holds stays');
   });
