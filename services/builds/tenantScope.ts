@@ -75,3 +75,19 @@ export async function restorable(tx: TransactionSql, derivationBuildIds: readonl
     order by db.id`;
   return rows.map((r) => r.id);
 }
+
+/**
+ * Of these derivations' builds, those completed on a build server of an organization other than
+ * this evaluation's, whose outputs a cache still holds: the evaluation queues them again for itself
+ * (requeue other_tenant). A direct build's recording asks; graphRecorder.ts asks the same in its
+ * query of reached builds.
+ */
+export async function completedForOthers(tx: TransactionSql, evaluationId: string, derivationIds: readonly string[]): Promise<string[]> {
+  if (derivationIds.length === 0) return [];
+  const rows = await tx<{ id: string }[]>`
+    select db.id from derivation_builds db
+    where db.derivation_id = any(${derivationIds as string[]}::uuid[]) and db.status = 'completed' and db.outputs_cached and db.done_for is not null
+      and not ((select p.organization_id from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id where e.id = ${evaluationId}) = any(db.done_for))
+    order by db.id`;
+  return rows.map((r) => r.id);
+}

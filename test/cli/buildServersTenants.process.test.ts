@@ -7,7 +7,7 @@
 // cache receives honest outputs, and nothing of acme's server's reaches beta's build.
 import { execFileSync } from 'node:child_process';
 import type { LookupAddress } from 'node:dns';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -60,11 +60,14 @@ t.test('a hostile build server\'s completion is never another organization\'s in
 
   // acme's server, on a store of its own
   const remoteRoot = join(work, 'remote');
+  const forgeDir = join(work, 'forge-dir');
+  mkdirSync(forgeDir);
   const login = join(work, 'login.sh');
   writeFileSync(login, [
     '#!/bin/sh',
     `export NIX_REMOTE='local?root=${remoteRoot}'`,
-    "export NIX_CONFIG='build-users-group =\nsandbox = false\nsubstituters ='",
+    // a chroot store builds in a chroot: the forge's directory is in it, as the shell is
+    `export NIX_CONFIG='build-users-group =\nsandbox = false\nextra-sandbox-paths = /bin /lib /lib64 /usr ${forgeDir}\nsubstituters ='`,
     'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"', '',
   ].join('\n'));
   chmodSync(login, 0o755);
@@ -91,7 +94,7 @@ t.test('a hostile build server\'s completion is never another organization\'s in
   // One closure both organizations build: top reads dep. dep's builder writes what the forge file
   // says when it exists, and only acme's server's builds ever see it.
   const nonce = randomBytes(6).toString('hex');
-  const forge = join(work, 'forge');
+  const forge = join(forgeDir, 'forge');
   writeFileSync(join(work, 'd.nix'), `let
     mk = name: script: derivation { inherit name; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" script ]; PATH = "/bin:/usr/bin"; };
     dep = mk "kiln-tenant-dep-${nonce}" "if [ -e ${forge} ]; then cat ${forge} > $out; else echo honest ${nonce} > $out; fi";
