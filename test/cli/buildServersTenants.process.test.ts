@@ -7,7 +7,7 @@
 // cache receives honest outputs, and nothing of acme's server's reaches beta's build.
 import { execFileSync } from 'node:child_process';
 import type { LookupAddress } from 'node:dns';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -43,11 +43,13 @@ const narHashIn = async (kiln: TestKiln, cache: string, path: string): Promise<s
 };
 
 t.test('a hostile build server\'s completion is never another organization\'s input', { timeout: 400_000 }, async (t) => {
-  const saved = { remote: process.env['NIX_REMOTE'], config: process.env['NIX_CONFIG'] };
+  const saved = { remote: process.env['NIX_REMOTE'], config: process.env['NIX_CONFIG'], bound: process.env['SERVICE_WORKER_STORE_ROOT_MAX_MB'] };
   process.env['NIX_REMOTE'] = 'local';
   process.env['NIX_CONFIG'] = TEST_NIX_CONFIG;
+  // The server's worker collects its own store after every build (worker.storeRootMaxMb 0).
+  process.env['SERVICE_WORKER_STORE_ROOT_MAX_MB'] = '0';
   t.teardown(() => {
-    for (const [name, value] of [['NIX_REMOTE', saved.remote], ['NIX_CONFIG', saved.config]] as const) {
+    for (const [name, value] of [['NIX_REMOTE', saved.remote], ['NIX_CONFIG', saved.config], ['SERVICE_WORKER_STORE_ROOT_MAX_MB', saved.bound]] as const) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
     }
@@ -112,6 +114,10 @@ t.test('a hostile build server\'s completion is never another organization\'s in
   t.match(readFileSync(join(remoteRoot, top), 'utf8'), /forged/, 'acme\'s server built it, with its own content');
   const forgedHash = await narHashIn(kiln, 'acme-main', top);
   t.ok(forgedHash, 'acme\'s cache holds what its server returned (acme trusts its own server)');
+  // worker.storeRootMaxMb: once pushed, what the server sent back leaves its worker's own store
+  const ownStore = join(kiln.baseDir, 'build-servers', server.message.id, 'store');
+  await eventually(async () => existsSync(join(ownStore, top)), { until: (present) => !present, timeout: 60_000, interval: 250, message: 'the server worker\'s own store is collected' });
+  t.notOk(existsSync(join(ownStore, top)), 'the server\'s output is collected from its worker\'s own store after the push');
 
   // beta has no server: the shared worker (open mode, on this machine's store) builds for it
   const shared = spawnWorker({ serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(work, 'worker') });
