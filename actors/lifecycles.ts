@@ -19,12 +19,19 @@ export type BuildRequeueWhy =
   /** aborted with another evaluation, and a later evaluation reaches the derivation again */
   | 'reached_again'
   /** failed, and a restart of an evaluation (POST /evals/{id} restart) reaches it: try again */
-  | 'restarted';
+  | 'restarted'
+  /**
+   * completed on an organization's build server, which only that organization trusts, and wanted
+   * by another organization's evaluation: built again for it (docs/builds.md, "Whose completion")
+   */
+  | 'other_tenant';
 
 export type BuildEvent =
   | { type: 'dispatch' }
   | { type: 'substitute' }
   | { type: 'succeed' }
+  /** queued again for other tenants only, and none of them wants it any more: completed as it was */
+  | { type: 'restore' }
   | { type: 'fail'; class: FailureClass; reason: string }
   | { type: 'requeue'; why: BuildRequeueWhy }
   | { type: 'abort' };
@@ -67,6 +74,7 @@ export const buildLifecycle = setup({
     evicted: ({ event }) => whyOf(event) === 'evicted',
     reachedAgain: ({ event }) => whyOf(event) === 'reached_again',
     restarted: ({ event }) => whyOf(event) === 'restarted',
+    otherTenant: ({ event }) => whyOf(event) === 'other_tenant',
   },
 }).createMachine({
   id: 'build',
@@ -75,7 +83,8 @@ export const buildLifecycle = setup({
   states: {
     // fail from queued: an input failed (dependency_failed)
     // abort from queued: POST /builds/{id} abort of it or of an input it waits for (services/builds/buildControl.ts)
-    queued: { on: { dispatch: 'started', substitute: 'substituted', fail: { guard: 'inputFailed', target: 'failed' }, abort: 'aborted' } },
+    // restore from queued: queued again for other tenants only (other_tenant), none of whom still wants it
+    queued: { on: { dispatch: 'started', substitute: 'substituted', restore: 'completed', fail: { guard: 'inputFailed', target: 'failed' }, abort: 'aborted' } },
     started: {
       on: {
         succeed: 'completed',
@@ -95,7 +104,7 @@ export const buildLifecycle = setup({
     // outputs deleted from the last cache that held them (services/caches/evictedOutputs.ts) are built or
     // substituted again when an evaluation reaches them
     substituted: { on: { requeue: { guard: 'outputsMissing', target: 'queued' } } },
-    completed: { on: { requeue: { guard: 'evicted', target: 'queued' } } },
+    completed: { on: { requeue: [{ guard: 'evicted', target: 'queued' }, { guard: 'otherTenant', target: 'queued' }] } },
     aborted: { on: { requeue: { guard: 'reachedAgain', target: 'queued' } } },
     failed: { on: { requeue: { guard: 'restarted', target: 'queued' } } },
   },

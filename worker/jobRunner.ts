@@ -12,6 +12,7 @@ import type { ProtoConnection } from './connection.js';
 import { runEvalJob } from './evalJob.js';
 import type { JobContext } from './jobContext.js';
 import { NarPusher } from './narPusher.js';
+import { ownStoreCollector, type OwnStoreCollector } from './ownStoreCollector.js';
 import { runPushJob } from './pushJob.js';
 import type { WorkerSettings } from './settings.js';
 
@@ -29,6 +30,8 @@ const kindOf = (job: Job): Kind => KINDS[job.t];
 
 export class JobRunner {
   private readonly running = new Map<string, Running>();
+  /** worker.storeRoot's bound: builds run under it, and it collects the store between them */
+  readonly collector: OwnStoreCollector | null;
 
   constructor(
     private readonly settings: WorkerSettings,
@@ -36,7 +39,9 @@ export class JobRunner {
     private readonly tracer: StageTracer = disabledTracer,
     /** the running builds' readings the heartbeats carry */
     readonly readings: BuildReadings = new BuildReadings(),
-  ) {}
+  ) {
+    this.collector = ownStoreCollector(settings, logs.build);
+  }
 
   count(kind: Kind): number {
     return [...this.running.values()].filter((job) => job.kind === kind).length;
@@ -105,6 +110,7 @@ export class JobRunner {
     try {
       if (job.t === 'evalJob') await runEvalJob(job, ctx);
       else if (job.t === 'buildJob' && (job.cluster?.rank ?? 0) > 0) await holdClusterSlot(job, ctx);
+      else if (job.t === 'buildJob' && this.collector) await this.collector.hold(() => runBuildJob(job, ctx));
       else if (job.t === 'buildJob') await runBuildJob(job, ctx);
       else if (job.t === 'pushJob') await runPushJob(job, ctx);
       else await runChangeJob(job, ctx);

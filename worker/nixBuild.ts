@@ -60,6 +60,10 @@ function substituterArgs(substituters: readonly Substituter[], netrcFile: string
   return [
     '--option', 'extra-substituters', substituters.map((s) => s.url).join(' '),
     '--option', 'extra-trusted-public-keys', substituters.flatMap((s) => s.publicKeys).join(' '),
+    // A kiln cache's "not here" changes with every push: Nix's narinfo disk cache would keep an
+    // earlier miss for an hour (its default), so a worker that looked for an output before it was
+    // built could not substitute it once its own store let go of it (worker.storeRootMaxMb).
+    '--option', 'narinfo-cache-negative-ttl', '0',
     ...(netrcFile === null ? [] : ['--option', 'netrc-file', netrcFile]),
   ];
 }

@@ -28,6 +28,8 @@ export interface WorkerSettings {
   builders: string | null;
   /** worker.storeRoot: the root of the worker's own chroot store (worker/ownStore.ts); null: the configured store */
   storeRoot: string | null;
+  /** worker.storeRootMaxMb in bytes: the own store is collected past it (worker/ownStoreCollector.ts) */
+  storeRootMaxBytes: number;
   architectures: string[];
   /** empty: detected from Nix's configuration */
   systemFeatures: string[];
@@ -95,6 +97,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     maxCores: config['worker.build.maxCores'],
     builders: config['worker.build.builders'],
     storeRoot,
+    storeRootMaxBytes: config['worker.storeRootMaxMb'] * 1024 * 1024,
     architectures: [...config['worker.system.architectures']],
     systemFeatures: [...config['worker.system.features']],
     cpuCoreScore: config['worker.system.cpuCoreScore'],

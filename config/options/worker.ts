@@ -49,6 +49,11 @@ export const workerOptions = {
     'root of a Nix store of this worker\'s own (Nix\'s chroot store local?root=<dir>, its files under <dir>/nix/store) instead of the store Nix is configured with: every Nix command of the worker runs on it and the NARs it pushes are read from it, so what its builds bring back never enters the machine\'s store; kiln sets it for the worker of an organization\'s build server; null uses the configured store',
     { extension: true },
   ),
+  'worker.storeRootMaxMb': option(
+    int({ min: 0, type: 'unsigned int' }), 10240,
+    'with worker.storeRoot: after a build, when the files of the worker\'s own store pass this many MiB, the worker runs nix-store --gc on that store, once its builds under way have ended and before it starts new ones (what the store holds was pushed into the caches); 0 collects after every build',
+    { extension: true },
+  ),
   'worker.useTls': option(bool(), true, 'enable TLS', noEnv),
   'worker.zone': option(
     nullable(str()), null,

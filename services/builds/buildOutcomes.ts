@@ -10,7 +10,8 @@ import type { Events } from '../../storage/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { Clock } from '../../supervisors/index.js';
 import { decideBuildOutcome, type BuildContext } from '../../actors/index.js';
-import { changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
+import { applyStatusChanges, changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
+import { restorable } from './tenantScope.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
 import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
@@ -78,6 +79,19 @@ export class BuildOutcomes {
     const done = derivationBuildIds.filter((_, i) => applied[i] !== null && applied[i] !== undefined);
     this.evaluationProgress.touched(...done);
     for (const id of done) this.buildProgress.forget(id);
+    return done;
+  }
+
+  /**
+   * Builds queued again for other tenants only (tenantScope.ts), none of whom wants them any more
+   * (their open evaluations of it ended): completed again as they were, standing for the
+   * organizations they stood for; the ids it applied to.
+   */
+  async restoreAll(derivationBuildIds: readonly string[]): Promise<string[]> {
+    // Checked under the rows' locks (tenantScope.ts); the dependents it readies are read by the pass the caller wakes.
+    const done = await this.events.transaction(async (tx, emit) =>
+      applyStatusChanges(tx, emit, await restorable(tx, derivationBuildIds), { event: { type: 'restore' } }));
+    this.evaluationProgress.touched(...done);
     return done;
   }
 

@@ -209,7 +209,15 @@ export class BuildPlacement {
       if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
       return found;
     };
-    const builds = (await ready.take()).filter((b) => !this.starting.has(b.id));
+    const taken = (await ready.take()).filter((b) => !this.starting.has(b.id));
+    // Wanted by no project any more: queued again for other tenants only, who left (tenantScope.ts).
+    const restorable = taken.filter((b) => b.projects.length === 0).map((b) => b.id);
+    if (restorable.length > 0) {
+      for (const id of restorable) ready.remove(id);
+      await outcomes.finishEvaluations({ derivationBuilds: await outcomes.restoreAll(restorable) });
+      this.deps.wake();
+    }
+    const builds = taken.filter((b) => b.projects.length > 0);
     // Each build is looked up in the caches once, when it became ready, not on every pass while it
     // waits for a worker; the pass asks for all of them in one query. Past
     // build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.

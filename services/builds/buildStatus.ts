@@ -7,6 +7,7 @@ import type { BuildStatus, FailureClass } from '../../protocol/index.js';
 import type { Queryable } from '../../storage/index.js';
 import { buildMove, type BuildContext, type BuildEvent } from '../../actors/index.js';
 import type { ReadiedBuild } from './readyBuild.js';
+import { doneForUpdate, wantedByOtherTenants } from './tenantScope.js';
 
 export interface StatusChange {
   /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
@@ -51,7 +52,8 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
   // One statement: the dependents locked in id order (materialized, so the lock comes first), then
   // moved; those it made ready come back with what the scheduler places them by, so its ready queue
   // takes them without reading them again (one round trip fewer between a completion and the next
-  // dispatch, issue 23). Only builds of building evaluations come back, as readyBuilds reads them.
+  // dispatch, issue 23). Only builds of building evaluations come back, with the projects that want
+  // them, as readyBuilds reads them (schedulerQueries.ts).
   const ready = await tx<ReadiedBuild[]>`
     with m as (
       select x.derivation_id, sum(c.delta)::int as delta
@@ -62,16 +64,18 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
     moved as (
       update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta
       from m, locked l where l.id = dep.id and dep.derivation_id = m.derivation_id and m.delta <> 0
-      returning dep.id, dep.derivation_id, dep.status, dep.inputs_remaining, dep.attempts, dep.substitute_misses, dep.queued_at, dep.not_before)
-    select mv.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, mv.attempts,
-           d.prefer_local_build, mv.substitute_misses, array_agg(distinct t.project_id) as projects, mv.queued_at, mv.not_before,
+      returning dep.id, dep.derivation_id, dep.status, dep.inputs_remaining, dep.attempts, dep.substitute_misses, dep.queued_at, dep.not_before, dep.done_for)
+    select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
+           d.prefer_local_build, db.substitute_misses,
+           coalesce(array_agg(distinct p.id) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as projects,
+           db.queued_at, db.not_before,
            array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts, array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
-    from moved mv join derivations d on d.id = mv.derivation_id
-    join builds b on b.derivation_build_id = mv.id
+    from moved db join derivations d on d.id = db.derivation_id
+    join builds b on b.derivation_build_id = db.id
     join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
-    join tasks t on t.id = e.task_id
-    where mv.inputs_remaining = 0 and mv.status = 'queued'
-    group by mv.id, mv.attempts, mv.substitute_misses, mv.queued_at, mv.not_before, d.id`;
+    join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+    where db.inputs_remaining = 0 and db.status = 'queued'
+    group by db.id, db.attempts, db.substitute_misses, db.queued_at, db.not_before, db.done_for, d.id`;
   const tell = new Set(moves.flatMap((m) => (m.readied ? [m.readied] : [])));
   return () => {
     if (ready.length > 0) for (const readied of tell) readied(ready);
@@ -197,7 +201,7 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
   const workers = changes.map((c) => c.change.workerId ?? null);
   const logBytes = changes.map((c) => c.change.logBytes ?? null);
   const logDropped = changes.map((c) => c.change.logDroppedBytes ?? null);
-  const rows = await tx<({ id: string; attempts: number; previous: BuildStatus } & Partial<BuildRow>)[]>`
+  const rows = await tx<({ id: string; attempts: number; previous: BuildStatus; scoped: boolean } & Partial<BuildRow>)[]>`
     with c as (
       select * from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[])
         as c(id, worker_id, log_bytes, log_dropped_bytes)),
@@ -209,22 +213,23 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
         failure_class = null, failure_reason = null, failure_message = null, not_before = null,
         started_at = case when ${to === 'started'} then now() else b.started_at end,
         finished_at = case when ${final} then now() when ${to === 'queued'} then null else b.finished_at end,
-        log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes)
+        log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes),
+        done_for = ${doneForUpdate(tx, event)}
       from c join old on old.id = c.id
-      where b.id = c.id and b.status = any(${from as string[]}) returning b.id, b.attempts, old.previous, b.derivation_id)
-    select ch.id, ch.attempts, ch.previous, ${buildRowColumns(tx)}
+      where b.id = c.id and b.status = any(${from as string[]}) returning b.id, b.attempts, old.previous, b.derivation_id, b.done_for is not null as scoped)
+    select ch.id, ch.attempts, ch.previous, ch.scoped, ${buildRowColumns(tx)}
     from changed ch join derivations d on d.id = ch.derivation_id
     left join (builds b join evaluations e on e.id = b.evaluation_id and e.phase not in ('completed', 'failed', 'aborted')
       join tasks t on t.id = e.task_id join projects p on p.id = t.project_id join organizations o on o.id = p.organization_id)
       on b.derivation_build_id = ch.id
     order by b.id`;
-  const byId = new Map<string, { attempts: number; previous: BuildStatus }>();
+  const byId = new Map<string, { attempts: number; previous: BuildStatus; scoped: boolean }>();
   const buildsOf = new Map<string, BuildRow[]>();
   for (const row of rows) {
     byId.set(row.id, row);
     if (row.build_id !== null && row.build_id !== undefined) buildsOf.set(row.id, [...(buildsOf.get(row.id) ?? []), row as BuildRow]);
   }
-  return changes.map(({ id, change }) => {
+  const results = changes.map(({ id, change }) => {
     const row = byId.get(id);
     if (!row) return null;
     const delta = readinessDelta(row.previous, to);
@@ -232,6 +237,18 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
     emitBuildEvents(emit, id, buildsOf.get(id) ?? [], to, row, change);
     return row.attempts;
   });
+  if (event.type === 'succeed') await requeueForOtherTenants(tx, emit, [...byId].filter(([, row]) => row.scoped).map(([id]) => id), moves);
+  return results;
+}
+
+/**
+ * Completions on a build server that an open evaluation of another organization also wants go back
+ * to the queue for it in the same transaction (tenantScope.ts): their readiness moves cancel out.
+ */
+async function requeueForOtherTenants(tx: TransactionSql, emit: Emit, completedOnServers: readonly string[], moves: ReadinessMove[]): Promise<void> {
+  for (const id of await wantedByOtherTenants(tx, completedOnServers)) {
+    await applyStatusChange(tx, emit, id, { event: { type: 'requeue', why: 'other_tenant' } }, moves);
+  }
 }
 
 /**
@@ -255,7 +272,7 @@ export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivat
 export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange, moves?: ReadinessMove[]): Promise<number | null> {
   const { from, to } = buildMove(change.event, change.context);
   const final = to === 'completed' || to === 'failed' || to === 'substituted' || to === 'aborted';
-  const [updated] = await tx<{ attempts: number; previous: BuildStatus }[]>`
+  const [updated] = await tx<{ attempts: number; previous: BuildStatus; scoped: boolean }[]>`
     update derivation_builds b set status = ${to}, updated_at = now(),
       attempts = attempts + ${change.event.type === 'dispatch' ? 1 : 0},
       worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
@@ -264,9 +281,10 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
       not_before = ${change.notBefore ?? null},
       started_at = case when ${to === 'started'} then now() else started_at end,
       finished_at = case when ${final} then now() when ${to === 'queued'} then null else finished_at end,
-      log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes)
+      log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes),
+      done_for = ${doneForUpdate(tx, change.event)}
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for no key update) old
-    where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous`;
+    where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous, b.done_for is not null as scoped`;
   if (!updated) return null;
   const delta = readinessDelta(updated.previous, to);
   if (delta !== 0) {
@@ -276,6 +294,11 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   }
   const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
   emitBuildEvents(emit, derivationBuildId, builds, to, updated, change);
+  if (change.event.type === 'succeed' && updated.scoped) {
+    const own: ReadinessMove[] = [];
+    await requeueForOtherTenants(tx, emit, [derivationBuildId], moves ?? own);
+    (await moveReadiness(tx, own))();
+  }
   return updated.attempts;
 }
 

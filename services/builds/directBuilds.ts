@@ -5,10 +5,11 @@
 import { createHash } from 'node:crypto';
 import type { Sql, TransactionSql } from 'postgres';
 import { ApiError, sha256Nix32, type DerivationNode, type ExportedPath, type Narinfo } from '../../protocol/index.js';
-import type { Events } from '../../storage/index.js';
+import type { Emit, Events } from '../../storage/index.js';
 import { userIdOf } from '../access/index.js';
 import type { BuildView, BuildViewsService } from './buildViews.js';
-import { changeBuildStatus } from './buildStatus.js';
+import { applyStatusChanges, changeBuildStatus } from './buildStatus.js';
+import { completedForOthers, lockBuildsOnServers } from './tenantScope.js';
 import { readDirectClosure } from './directBuildClosure.js';
 import { changePhase } from './evaluationPhases.js';
 import type { Principal } from '../access/index.js';
@@ -57,7 +58,7 @@ function narinfoOf(p: ExportedPath): Narinfo {
 }
 
 /** Derivations, edges, the shared derivation_builds and this evaluation's builds, in `tx`. */
-async function recordGraph(tx: TransactionSql, evaluationId: string, nodes: readonly DerivationNode[], root: string): Promise<string> {
+async function recordGraph(tx: TransactionSql, emit: Emit, evaluationId: string, nodes: readonly DerivationNode[], root: string): Promise<string> {
   for (const node of nodes) {
     await tx`
       insert into derivations (drv_path, name, system, required_features, outputs, input_srcs, timeout_secs, max_silent_secs, prefer_local_build, fixed_output)
@@ -74,11 +75,15 @@ async function recordGraph(tx: TransactionSql, evaluationId: string, nodes: read
   }
   const paths = nodes.map((n) => n.drvPath);
   const derivations = await tx<{ id: string }[]>`select id from derivations where drv_path = any(${paths})`;
-  await insertDerivationBuilds(tx, derivations.map((d) => d.id));
+  const ids = derivations.map((d) => d.id);
+  // Another organization's build server's completion is not this project's (tenantScope.ts), as for an evaluation's recording.
+  await lockBuildsOnServers(tx, ids);
+  await insertDerivationBuilds(tx, ids);
   await tx`
     insert into builds (evaluation_id, derivation_build_id, entry_point)
     select ${evaluationId}, b.id, d.drv_path = ${root} from derivation_builds b join derivations d on d.id = b.derivation_id
     where d.drv_path = any(${paths}) on conflict do nothing`;
+  await applyStatusChanges(tx, emit, await completedForOthers(tx, evaluationId, ids), { event: { type: 'requeue', why: 'other_tenant' } });
   const [entry] = await tx<{ id: string }[]>`select id from builds where evaluation_id = ${evaluationId} and entry_point`;
   return entry!.id;
 }
@@ -139,7 +144,7 @@ export function directBuildsService(deps: DirectBuildsDeps) {
           insert into evaluations (task_id, kind, repository, commit, wildcard, phase, created_by, started_at)
           values (${task!.id}, 'direct', '', null, ${closure.root}, 'building', ${userId}, now()) returning id`;
         const id = evaluation!.id;
-        const buildId = await recordGraph(tx, id, closure.derivations, closure.root);
+        const buildId = await recordGraph(tx, emit, id, closure.derivations, closure.root);
         const scope = { projectId: project.id, organizationId: project.organization_id, taskId: task!.id, evaluationId: id };
         emit('evaluation.building', { evaluation_id: id, project: label, task: DIRECT_TASK, phase: 'building', attr: closure.root }, scope);
         const [root] = await tx<{ derivation_build: string; status: string }[]>`

@@ -13,6 +13,7 @@
 // COPYed by id, and the shared builds and this evaluation's builds go in by one statement.
 import type { TransactionSql } from 'postgres';
 import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../storage/index.js';
+import { lockBuildsOnServers } from './tenantScope.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
 import { insertDerivationBuilds } from './readiness.js';
@@ -68,6 +69,7 @@ export async function recordEvalBatch(events: Events, evaluationId: string, batc
       // meanwhile) and the inputs from earlier batches, found by path in one query; from here on
       // rows are addressed by id, never joined by path again.
       const recordedBefore = await lookUp(tx, ids, [...new Set([...paths, ...edges])]);
+      await lockBuildsOnServers(tx, recordedBefore);
       const insertedIds = inserted.map((r) => r.id);
       const insertedSet = new Set(insertedIds);
       await insertEdges(tx, edges, ids, insertedSet);
@@ -163,15 +165,21 @@ const EDGE_COLUMNS = ['derivation_id', 'depends_on'];
  */
 async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, evaluationId: string, derivationIds: readonly string[]): Promise<void> {
   if (derivationIds.length === 0) return;
-  const finished = await tx<{ id: string; status: string; outputs_cached: boolean }[]>`
-    select id, status, outputs_cached from derivation_builds
+  // other_tenant: completed on another organization's build server, which this evaluation's does not trust (tenantScope.ts)
+  const finished = await tx<{ id: string; status: string; outputs_cached: boolean; other_tenant: boolean }[]>`
+    with mine as (select p.organization_id from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id where e.id = ${evaluationId})
+    select id, status, outputs_cached, (status = 'completed' and outputs_cached and done_for is not null
+             and not ((select organization_id from mine) = any(done_for))) as other_tenant
+    from derivation_builds
     where derivation_id = any(${derivationIds as string[]}::uuid[])
       and (status = 'aborted' or (status in ('completed', 'substituted') and not outputs_cached)
+           or (status = 'completed' and done_for is not null and not ((select organization_id from mine) = any(done_for)))
            or (status = 'failed' and (select retry_failed from evaluations where id = ${evaluationId})))`;
   const having = (test: (b: (typeof finished)[number]) => boolean) => finished.filter(test).map((b) => b.id);
+  await applyStatusChanges(tx, emit, having((b) => b.other_tenant), { event: { type: 'requeue', why: 'other_tenant' } });
   // A finished build whose output was deleted from the last cache holding it (evictedOutputs.ts):
   // substituted if a cache got the path back meanwhile, built otherwise.
-  const requeued = await applyStatusChanges(tx, emit, having((b) => b.status === 'completed' || b.status === 'substituted'), { event: { type: 'requeue', why: 'evicted' } });
+  const requeued = await applyStatusChanges(tx, emit, having((b) => !b.other_tenant && (b.status === 'completed' || b.status === 'substituted')), { event: { type: 'requeue', why: 'evicted' } });
   if (requeued.length > 0) await tx`update derivation_builds set outputs_cached = true where id = any(${requeued}::uuid[])`;
   // A build cancelled when another evaluation was aborted (buildAborts.ts).
   await applyStatusChanges(tx, emit, having((b) => b.status === 'aborted'), { event: { type: 'requeue', why: 'reached_again' } });

@@ -31,16 +31,20 @@ export type { ReadiedBuild, ReadyBuild } from './readyBuild.js';
  * Queued builds of evaluations that are building, whose inputs are all built or substituted (the
  * readiness counter, migration 0042, through its partial index) and whose retry backoff has passed
  * at `now` (the scheduler's clock, which wrote not_before), oldest first; or only those of `ids`.
+ * `projects` are those the build is wanted for: the projects of organizations its completion on a
+ * build server does not stand for (tenantScope.ts; buildStatus.ts's readiness statement says the
+ * same). None: it was queued again for other tenants only, none of whom wants it now, and the
+ * scheduler restores it (BuildOutcomes.restoreAll).
  */
 export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly string[]) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
          d.prefer_local_build, db.substitute_misses,
-         array_agg(distinct t.project_id) as projects, db.queued_at,
+         coalesce(array_agg(distinct p.id) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as projects, db.queued_at,
          array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts, array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
   from derivation_builds db join derivations d on d.id = db.derivation_id
   join builds b on b.derivation_build_id = db.id
   join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
-  join tasks t on t.id = e.task_id
+  join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
   where db.status = 'queued' and db.inputs_remaining = 0 and (db.not_before is null or db.not_before <= ${now})
     ${ids === undefined ? sql`` : sql`and db.id = any(${ids as string[]}::uuid[])`}
   group by db.id, d.id order by db.queued_at limit ${limit}`;

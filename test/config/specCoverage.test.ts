@@ -89,7 +89,7 @@ t.test('every option of the spec is in the registry', withSpec, async (t) => {
 t.test('every other option of the registry is an extension, and every extension is beyond the spec', withSpec, async (t) => {
   const extra = optionPaths.filter((path) => !specPaths.has(path));
   t.same(extra, optionPaths.filter((path) => optionAt(path).extension));
-  t.same(extra.sort(), ['build.runOnBuildServers', 'cache.keyOverlapHours', 'cache.keyRotationMinIntervalSecs', 'cache.serveArchiveConcurrency', 'gitHostApp.apiUrl', 'gitHostApp.cloneUrl', 'http.threads', 'localDb.port', 'outbound.allowedNetworks', 'projects.allowLocalRepositories', 'projects.minPollIntervalSecs', 'redis.url', 'ssh.idleTimeoutSecs', 'ssh.loginGraceSecs', 'ssh.maxSessionsPerUser', 'tls.certFile', 'tls.keyFile', 'upload.minBytesPerSec', 'worker.build.builders', 'worker.storeRoot']);
+  t.same(extra.sort(), ['build.runOnBuildServers', 'cache.keyOverlapHours', 'cache.keyRotationMinIntervalSecs', 'cache.serveArchiveConcurrency', 'gitHostApp.apiUrl', 'gitHostApp.cloneUrl', 'http.threads', 'localDb.port', 'outbound.allowedNetworks', 'projects.allowLocalRepositories', 'projects.minPollIntervalSecs', 'redis.url', 'ssh.idleTimeoutSecs', 'ssh.loginGraceSecs', 'ssh.maxSessionsPerUser', 'tls.certFile', 'tls.keyFile', 'upload.minBytesPerSec', 'worker.build.builders', 'worker.storeRoot', 'worker.storeRootMaxMb']);
   t.equal(optionPaths.length, 207 + extra.length, 'the spec\'s 207 options and the extensions');
 });
 
