@@ -214,8 +214,13 @@ export class BuildPlacement {
     const restorable = taken.filter((b) => b.projects.length === 0).map((b) => b.id);
     if (restorable.length > 0) {
       for (const id of restorable) ready.remove(id);
-      await outcomes.finishEvaluations({ derivationBuilds: await outcomes.restoreAll(restorable) });
-      this.deps.wake();
+      const restored = await outcomes.restoreAll(restorable);
+      await outcomes.finishEvaluations({ derivationBuilds: restored });
+      // what a restore readied is read from the database, and only a restore is worth a pass at once
+      if (restored.length > 0) {
+        ready.invalidate();
+        this.deps.wake();
+      }
     }
     const builds = taken.filter((b) => b.projects.length > 0);
     // Each build is looked up in the caches once, when it became ready, not on every pass while it

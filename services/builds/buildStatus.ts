@@ -69,7 +69,8 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
            d.prefer_local_build, db.substitute_misses,
            coalesce(array_agg(distinct p.id) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as projects,
            db.queued_at, db.not_before,
-           array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts, array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
+           coalesce(array_agg(distinct coalesce(t.build_timeout_secs, -1)) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as task_timeouts,
+         coalesce(array_agg(distinct coalesce(t.build_max_silent_secs, -1)) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as task_max_silents
     from moved db join derivations d on d.id = db.derivation_id
     join builds b on b.derivation_build_id = db.id
     join evaluations e on e.id = b.evaluation_id and e.phase = 'building'

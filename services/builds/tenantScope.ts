@@ -2,7 +2,7 @@
 // record for every tenant, but a build done on an organization's build server stands only for that
 // organization. Its output lives in that server's store and that organization's caches, and the
 // server is trusted by no one else (it could return anything). derivation_builds.done_for
-// (migration 0057) holds the organizations a completion stands for (null: every tenant). These are
+// (migration 0072) holds the organizations a completion stands for (null: every tenant). These are
 // the statements that keep other tenants from taking such a completion as theirs.
 import type { TransactionSql } from 'postgres';
 import type { BuildEvent } from '../../actors/index.js';

@@ -56,7 +56,7 @@ t.test('a hostile build server\'s completion is never another organization\'s in
   });
   const resolve = (name: string): Promise<LookupAddress[]> =>
     name === 'box.test' ? Promise.resolve([{ address: '127.0.0.1', family: 4 }]) : Promise.reject(Object.assign(new Error(`no such name ${name}`), { code: 'ENOTFOUND' }));
-  const kiln = await startTestKiln(t, { localWorker: true, 'build.maxAttempts': 1, 'build.inputsUnavailableMaxLoops': 1, 'build.retryBackoffSecs': 1 }, { resolve });
+  const kiln = await startTestKiln(t, { localWorker: true, 'build.runOnBuildServers': true, 'build.maxAttempts': 1, 'build.inputsUnavailableMaxLoops': 1, 'build.retryBackoffSecs': 1 }, { resolve });
   const work = mkdtempSync(join(tmpdir(), 'kiln-build-server-tenants-'));
   t.teardown(() => rmSync(work, { recursive: true, force: true }));
 

@@ -1,4 +1,4 @@
-// Whose completion (docs/builds.md, "Build servers: whose completion"; migration 0057): a build
+// Whose completion (docs/builds.md, "Build servers: whose completion"; migration 0072): a build
 // completed on an organization's build server stands for that organization only. Another
 // organization's evaluation that reaches it queues it again for itself, whether it records the
 // derivation after the completion or already wanted it when the completion committed; the ready
