@@ -102,7 +102,7 @@ export function buildLogStreams({ sql, evaluations, views, feed, logs }: BuildLo
             }
             if (chunks.length < CHUNK_PAGE) break;
           }
-          const tail = logs?.tail(derivationBuildId, attempt);
+          const tail = logs?.tail(derivationBuildId, attempt, sent);
           if (tail && tail.offset <= sent && tail.offset + tail.data.length > sent) {
             yield tail.data.subarray(sent - tail.offset);
             sent = tail.offset + tail.data.length;

@@ -22,12 +22,24 @@ export class BuildLogs {
   constructor(private readonly sql: Sql, private readonly chunkBytes: number, private readonly onChange: (derivationBuildId: string) => void = () => {}) {}
 
   /**
-   * What this process holds of an attempt's log that is not stored yet, and the byte offset it
-   * starts at; null when this process is not receiving that attempt.
+   * What this process holds of an attempt's log that is not stored yet, from the piece that holds
+   * byte `from` on (a reader's position), and the byte offset it starts at; null when this process
+   * is not receiving that attempt. Pieces wholly before `from` are not copied: a follower asks on
+   * every append, and copying all that waits for the database each time cost time quadratic in
+   * the backlog (a log arriving faster than it is stored stalled its followers).
    */
-  tail(derivationBuildId: string, attempt: number): { offset: number; data: Buffer } | null {
+  tail(derivationBuildId: string, attempt: number, from = 0): { offset: number; data: Buffer } | null {
     const log = this.open.get(`${derivationBuildId}/${attempt}`);
-    return log ? { offset: log.storedBytes, data: Buffer.concat([...log.inflight, ...log.buffered]) } : null;
+    if (!log) return null;
+    let offset = log.storedBytes;
+    const pieces: Buffer[] = [];
+    for (const piece of [log.inflight, log.buffered]) {
+      for (const part of piece) {
+        if (pieces.length === 0 && offset + part.length <= from) offset += part.length;
+        else pieces.push(part);
+      }
+    }
+    return { offset, data: pieces.length === 1 ? pieces[0]! : Buffer.concat(pieces) };
   }
 
   append(derivationBuildId: string, attempt: number, data: Uint8Array): void {
