@@ -172,6 +172,8 @@ export async function respond(res: HttpResponse, state: ResponseState, reply: Re
  * Streams a body of unknown length with chunked encoding. uWS keeps what write() could not send,
  * so on backpressure the next chunk waits for onWritable instead of piling up in memory.
  */
+const CHUNKED_SLICE = 256 * 1024;
+
 async function writeChunked(res: HttpResponse, state: ResponseState, status: number, headers: Headers, body: AsyncIterable<Uint8Array>): Promise<void> {
   const iterator = body[Symbol.asyncIterator]();
   let headWritten = false;
@@ -184,14 +186,17 @@ async function writeChunked(res: HttpResponse, state: ResponseState, status: num
       const next = await iterator.next();
       if (state.aborted) return;
       if (next.done) break;
-      if (next.value.byteLength === 0) continue;
-      const chunk = next.value;
-      const ok = corked(res, () => {
-        head();
-        return res.write(chunk);
-      });
-      if (!ok) await writable(res, state);
-      if (state.aborted) return;
+      // A source may hand over a large piece at once (a live log's backlog): written in slices,
+      // each after the last one drained, so uWS never holds more than a slice beyond the socket.
+      for (let at = 0; at < next.value.byteLength; at += CHUNKED_SLICE) {
+        const slice = next.value.subarray(at, at + CHUNKED_SLICE);
+        const ok = corked(res, () => {
+          head();
+          return res.write(slice);
+        });
+        if (!ok) await writable(res, state);
+        if (state.aborted) return;
+      }
     }
     corked(res, () => {
       head();
