@@ -10,13 +10,20 @@ import { derivationNode } from '../../support/derivationNodes.js';
 import { clusterFarm as farm, clusterNode } from '../../support/clusterFarm.js';
 import { insertClusterJob } from '../../../services/builds/clusterJobRows.js';
 
-t.test('after scheduler.clusterReserveAfterSecs the job reserves workers, which take no single job; the reservation expires', async (t) => {
+
+/** Two workers, each busy with a single build, then a `cluster-2` build evaluated: it cannot be placed. */
+async function busyFarm(t: Parameters<typeof farm>[0], name: string) {
   const f = await farm(t, [{ zone: null }, { zone: null }]);
-  const busy = [derivationNode('busy-a'), derivationNode('busy-b')];
+  const busy = [derivationNode(`busy-${name}-a`), derivationNode(`busy-${name}-b`)];
   await f.evaluate(busy);
   const running = await Promise.all(f.members.map(async (m) => ({ m, job: await m.client.next('buildJob') })));
-  const job = clusterNode('needs-two', 2);
+  const job = clusterNode(name, 2);
   await f.evaluate([job]);
+  return { f, busy, running, job };
+}
+
+t.test('after scheduler.clusterReserveAfterSecs the job reserves workers, which take no single job; the reservation expires', async (t) => {
+  const { f, busy, running, job } = await busyFarm(t, 'needs-two');
   t.same(await f.rows(), [], 'no two idle workers: it waits');
 
   f.clock.step(599_000);
@@ -48,12 +55,7 @@ t.test('after scheduler.clusterReserveAfterSecs the job reserves workers, which 
 });
 
 t.test('a reservation whose build is aborted ends at the next pass and frees its workers', async (t) => {
-  const f = await farm(t, [{ zone: null }, { zone: null }]);
-  const busy = [derivationNode('busy-c'), derivationNode('busy-d')];
-  await f.evaluate(busy);
-  const running = await Promise.all(f.members.map(async (m) => ({ m, job: await m.client.next('buildJob') })));
-  const job = clusterNode('aborted-while-reserved', 2);
-  await f.evaluate([job]);
+  const { f, busy, running, job } = await busyFarm(t, 'aborted-while-reserved');
   await f.kiln.scheduler.passNow();
   f.clock.step(600_000);
   await f.kiln.scheduler.passNow();
