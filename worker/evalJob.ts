@@ -60,7 +60,7 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
   activity('fetch', `fetched ${what}`);
   const evaluated = stage('eval.evaluate');
   const evaluation = await evaluateFlake({
-    flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.childEnv, signal,
+    flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.evalEnv, signal,
     ...(stats ? { stats } : {}), onActivity: (message) => activity('eval', message),
     ...(ctx.settings.oomScoreAdjust === null ? {} : { oomScore: EVALUATION_OOM_SCORE }),
     pool: { size: ctx.settings.evalForkWorkers, minFreeBytes: ctx.settings.minFreeRamBytes },

@@ -1,5 +1,6 @@
 // The `kiln worker` process: /proto client, Nix driver and job runner (docs/worker.md).
-export { startWorker, insecureTransportProblem, type RunningWorker, type StartWorkerOptions } from './worker.js';
+export { startWorker, type RunningWorker, type StartWorkerOptions } from './worker.js';
+export { insecureListenerProblem, insecureTransportProblem } from './transportSecurity.js';
 export { workerSettings, type WorkerSettings } from './settings.js';
 export { backoffDelayMs, BACKOFF_BASE_MS, BACKOFF_CAP_MS } from './backoff.js';
 export { classifyBuildFailure, classifyEvalFailure, type NixOutcome } from './failureClassifier.js';

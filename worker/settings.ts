@@ -1,5 +1,6 @@
 // The worker's view of its configuration: read once from the option registry, so the rest of
 // worker/ takes plain values and tests can build them without a config file.
+import { join } from 'node:path';
 import type { Config } from '../config/index.js';
 import { defaultForkWorkers } from './flakeEval.js';
 import { minFreeRamBytes } from './memoryProbe.js';
@@ -7,6 +8,8 @@ import { ownStoreEnv } from './ownStore.js';
 
 export interface WorkerSettings {
   serverUrl: string | null;
+  /** worker.useTls: tokens only over TLS or loopback (worker/transportSecurity.ts) */
+  useTls: boolean;
   /** listen for servers on listenAddr:port (worker/serverListener.ts) */
   discoverable: boolean;
   listenAddr: string;
@@ -63,6 +66,8 @@ export interface WorkerSettings {
   traceDir: string | null;
   /** the environment every Nix and git child runs with: the worker's own plus worker.environmentVariables */
   childEnv: NodeJS.ProcessEnv;
+  /** childEnv for the evaluation subprocesses: Nix's caches (fetcher, git, eval) under worker.eval.cache.dir */
+  evalEnv: NodeJS.ProcessEnv;
 }
 
 export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.env): WorkerSettings {
@@ -75,9 +80,11 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
   childEnv['GIT_TERMINAL_PROMPT'] = '0';
   const storeRoot = config['worker.storeRoot'];
   const baseDir = config['worker.baseDir'];
+  const nixEnv = storeRoot === null ? childEnv : ownStoreEnv(childEnv, storeRoot);
   return {
     serverUrl: config['worker.serverUrl'],
     discoverable: config['worker.discoverable'],
+    useTls: config['worker.useTls'],
     listenAddr: config['worker.listenAddr'],
     port: config['worker.port'],
     acceptedServerTokensFile: config['worker.acceptedServerTokensFile'],
@@ -116,6 +123,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     buildCgroup: config['worker.build.metrics'] ? config['worker.build.cgroup'] : null,
     traceDir: config['worker.log.traceDir'],
     // Last, so worker.environmentVariables cannot point the worker's Nix back at the shared store.
-    childEnv: storeRoot === null ? childEnv : ownStoreEnv(childEnv, storeRoot),
+    childEnv: nixEnv,
+    evalEnv: { ...nixEnv, XDG_CACHE_HOME: config['worker.eval.cache.dir'] ?? join(baseDir, 'eval-cache') },
   };
 }

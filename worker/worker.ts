@@ -4,6 +4,7 @@ import { mkdir } from 'node:fs/promises';
 import { componentLogger, openStageTracer, type Config, type Logger } from '../config/index.js';
 import type { PeerTokens, WorkerHello } from '../protocol/index.js';
 import { backoffDelayMs } from './backoff.js';
+import { measureCpuCoreScore } from './cpuCoreScore.js';
 import { acceptServer, connect, HandshakeRejected, type ProtoConnection } from './connection.js';
 import { listenForServers, type ServerListener } from './serverListener.js';
 import { readAcceptedServerTokens } from './serverTokens.js';
@@ -12,6 +13,7 @@ import { JobRunner } from './jobRunner.js';
 import { nixSandboxMode, sandboxWarning } from './nixSandbox.js';
 import { sweepPartialDownloads } from './partialDownloads.js';
 import { secureWorkerBaseDir } from './privateDirectories.js';
+import { insecureListenerProblem, insecureTransportProblem } from './transportSecurity.js';
 import { effectiveOomScore } from './oomScore.js';
 import { workerSettings, type WorkerSettings } from './settings.js';
 import { storeConnections } from './storeConnections.js';
@@ -31,19 +33,6 @@ export interface StartWorkerOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\]|::1)$/;
-
-/**
- * Peer tokens travel whole in the handshake (docs/proto.md explains why), so they go only over
- * TLS (wss://) or to this host.
- */
-export function insecureTransportProblem(serverUrl: string, peers: PeerTokens | null): string | undefined {
-  if (peers === null) return undefined;
-  const url = new URL(serverUrl);
-  if (url.protocol === 'wss:' || LOOPBACK.test(url.hostname)) return undefined;
-  return `worker.serverUrl ${url.protocol}//${url.host} is neither wss:// nor this host, and the handshake would send the peer tokens of worker.peersFile in the clear; use wss:// (TLS at the server's reverse proxy)`;
-}
-
 async function buildHello(settings: WorkerSettings, id: string, software: string): Promise<WorkerHello> {
   // A worker that builds on other machines (worker.build.builders) has their features, never this one's.
   const systemFeatures = settings.systemFeatures.length > 0 || settings.builders !== null ? settings.systemFeatures : await detectSystemFeatures(settings.childEnv);
@@ -56,7 +45,7 @@ async function buildHello(settings: WorkerSettings, id: string, software: string
     maxConcurrentBuilds: settings.maxConcurrentBuilds,
     maxConcurrentEvals: settings.maxConcurrentEvals,
     cpuCores: hostCores(),
-    cpuCoreScore: settings.cpuCoreScore,
+    cpuCoreScore: settings.cpuCoreScore ?? measureCpuCoreScore(),
     memoryBytes: hostMemoryBytes(),
     zone: settings.zone,
     ...(settings.endpoint === null ? {} : { endpoint: settings.endpoint }),
@@ -89,8 +78,10 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   const id = await loadWorkerId(settings.baseDir, settings.id);
   const sweepTimer = startPartialSweeps(settings, options.log);
   const peers = await readPeers(settings.peersFile);
-  const insecure = serverUrl === null ? undefined : insecureTransportProblem(serverUrl, peers);
+  const insecure = (serverUrl === null ? undefined : insecureTransportProblem(serverUrl, peers, settings.useTls))
+    ?? (settings.discoverable ? insecureListenerProblem(settings.listenAddr, settings.useTls) : undefined);
   if (insecure) throw new Error(insecure);
+  if (!settings.useTls) options.log.warn('worker.useTls is off: peer and server tokens may cross the network in the clear; only for a network you trust');
   const accepted = settings.discoverable && settings.acceptedServerTokensFile !== null ? await readAcceptedServerTokens(settings.acceptedServerTokensFile) : null;
   const hello = await buildHello(settings, id, options.software);
   const log = options.log.child({ workerId: id });
@@ -168,7 +159,7 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
     }
   })();
 
-  log.info({ serverUrl: serverUrl?.replace(/\/\/[^@/]*@/, '//[secret]@') ?? null, open: peers === null }, 'kiln worker started');
+  log.info({ serverUrl: serverUrl?.replace(/\/\/[^@/]*@/, '//[secret]@') ?? null, open: peers === null, cpuCoreScore: hello.cpuCoreScore }, 'kiln worker started');
   return {
     id,
     listenPort: listener?.port ?? null,

@@ -8,7 +8,7 @@ import WebSocket from 'ws';
 import { encodeMessage, parsePeersFile, toNix32Hash, type PeerTokens, type WorkerHello } from '../../protocol/index.js';
 import { connect } from '../../worker/connection.js';
 import { NarPusher } from '../../worker/narPusher.js';
-import { insecureTransportProblem } from '../../worker/index.js';
+import { insecureListenerProblem, insecureTransportProblem } from '../../worker/index.js';
 import { buildFixturePaths, nixPathInfo } from '../support/nixStore.js';
 import { startProtoServer } from '../support/protoServer.js';
 
@@ -130,11 +130,17 @@ t.test('NAR pushes under the server\'s credit', async (t) => {
   connection.close('shutting_down', 'bye');
 });
 
-t.test('peer tokens go only over TLS or to this host', async (t) => {
+t.test('worker.useTls: tokens go only over TLS or to this host', async (t) => {
   const some = peers(`*:${token}`);
-  t.equal(insecureTransportProblem('ws://127.0.0.1:3000/proto', some), undefined);
-  t.equal(insecureTransportProblem('ws://localhost:3000/proto', some), undefined);
-  t.equal(insecureTransportProblem('wss://kiln.example/proto', some), undefined);
-  t.equal(insecureTransportProblem('ws://kiln.example/proto', null), undefined, 'open mode sends no token');
-  t.match(insecureTransportProblem('ws://kiln.example/proto', some), /neither wss:\/\/ nor this host/);
+  t.equal(insecureTransportProblem('ws://127.0.0.1:3000/proto', some, true), undefined);
+  t.equal(insecureTransportProblem('ws://localhost:3000/proto', some, true), undefined);
+  t.equal(insecureTransportProblem('wss://kiln.example/proto', some, true), undefined);
+  t.equal(insecureTransportProblem('ws://kiln.example/proto', null, true), undefined, 'open mode sends no token');
+  t.match(insecureTransportProblem('ws://kiln.example/proto', some, true), /neither wss:\/\/ nor this host.*worker.useTls false/);
+  t.equal(insecureTransportProblem('ws://kiln.example/proto', some, false), undefined, 'useTls off: the operator vouches for the network');
+  t.equal(insecureListenerProblem('127.0.0.1', true), undefined, 'a discoverable worker on loopback (behind its TLS proxy)');
+  t.equal(insecureListenerProblem('::1', true), undefined);
+  t.match(insecureListenerProblem('0.0.0.0', true), /plain ws:\/\/ from the network/);
+  t.match(insecureListenerProblem('10.0.0.7', true), /worker.useTls false/);
+  t.equal(insecureListenerProblem('0.0.0.0', false), undefined, 'useTls off: plain ws:// on the network');
 });

@@ -61,6 +61,8 @@ t.test('the server connects to a discoverable worker', async (t) => {
   });
   t.teardown(() => worker.stop());
   await worker.waitForLog((l) => l.msg === 'a server connected and accepted this worker');
+  const started = await worker.waitForLog((l) => l.msg === 'kiln worker started');
+  t.ok(Number.isInteger(started['cpuCoreScore']) && Number(started['cpuCoreScore']) > 0, 'worker.system.cpuCoreScore null: the worker measured its core at start');
   const listed = await eventually(async () => (await kiln.api<{ id: string; open: boolean; projects: string[] }[]>('GET', '/workers', { token })).message,
     { until: (workers) => workers.length > 0, interval: 100, message: 'the worker is listed' });
   t.match(listed, [{ open: false, projects: [project!.id] }], 'connected through the registration, authorised for the project');
@@ -85,4 +87,15 @@ t.test('accepted server token files', async (t) => {
   t.match(parseAcceptedServerTokens('nocolon'), { ok: false, line: 1 });
   t.match(parseAcceptedServerTokens('*:not-a-hash'), { ok: false, reason: /argon2|SHA-256/ });
   t.match(parseAcceptedServerTokens('\nbad-peer:' + 'a'.repeat(64)), { ok: false, line: 2, reason: /UUID/ });
+});
+
+t.test('worker.useTls: a discoverable worker does not take tokens from the network in plain ws://', async (t) => {
+  const dir = tempDir('kiln-discoverable-tls-');
+  const worker = spawnWorker({ baseDir: join(dir, 'worker'), args: ['--discoverable', '--listen-addr', '0.0.0.0', '--port', '0'] });
+  t.teardown(() => worker.stop());
+  const exited = worker.child.exitCode !== null ? Promise.resolve(worker.child.exitCode) : new Promise<number | null>((resolve) => worker.child.once('exit', resolve));
+  const outcome = await Promise.race([exited, worker.waitForLog((l) => l.msg === 'kiln worker started').then(() => 'started' as const)]);
+  t.not(outcome, 'started', 'the worker refuses to start');
+  t.not(outcome, 0);
+  t.match(worker.stderr() + JSON.stringify(worker.logs), /worker\.listenAddr 0\.0\.0\.0 would take servers' tokens in plain ws:\/\/.*worker\.useTls false/);
 });

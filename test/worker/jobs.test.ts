@@ -2,7 +2,7 @@
 // paths as the process test, kept short, so the job code counts for coverage.
 import t from 'tap';
 import { randomUUID } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Outgoing } from '../../protocol/index.js';
 import { createFlakeRepo, testFlake } from '../support/flakeRepo.js';
@@ -24,6 +24,7 @@ t.test('eval, build, push and cancel in one in-process worker', async (t) => {
   session.send({ t: 'evalJob', project: PROJECT, jobId: 'e', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base, packages.x86_64-linux.broken, packages.x86_64-linux.notADerivation', timeoutSecs: 60 });
   const evaluated = await session.evalOutcome('e');
   t.equal(evaluated.final.t, 'evalResult');
+  t.ok(existsSync(join(dir, 'worker/eval-cache/nix')), 'worker.eval.cache.dir null: Nix\'s caches of the evaluation are under <worker.baseDir>/eval-cache');
   const attributes = evaluated.batches.flatMap((b) => b.attributes);
   t.same(attributes.map((a) => a.path[2]).sort(), ['base', 'broken'], 'a selected string is skipped');
   const drv = (name: string) => attributes.find((a) => a.path[2] === name)!.drvPath;
