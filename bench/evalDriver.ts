@@ -4,6 +4,7 @@
 import postgres, { type Sql } from 'postgres';
 import { EVAL_BATCH_TARGET_BYTES } from '../protocol/index.js';
 import { batchesOf } from '../worker/jobContext.js';
+import { BatchCredit } from '../worker/batchCredit.js';
 import { forkServer, type ChildServer } from './childServer.js';
 import type { KilnProcessOptions, KilnProcessReady } from './kilnProcess.js';
 import { connectSimWorker, type SimWorker } from './simWorker.js';
@@ -46,11 +47,15 @@ const estimate = (item: unknown): number => JSON.stringify(item).length;
 /** Evaluates the project's default task with `evaluator` answering with `graph`; resolves once it is building. */
 export async function recordGraph(server: BenchServer, evaluator: SimWorker, graph: SyntheticGraph): Promise<RecordedEvaluation> {
   const { ready } = server.kiln;
+  // the server's credit for evalBatch messages, as worker/batchCredit.ts keeps it
+  const credit = new BatchCredit();
   const jobs = new Promise<{ jobId: string; commit: string | null }>((resolve) => {
     evaluator.onMessage((m) => {
       if (m.t === 'evalJob') resolve(m);
+      if (m.t === 'evalCredit') credit.grant(m.batches);
     });
   });
+  const never = new AbortController().signal;
   const res = await fetch(`${ready.url}/api/v1/tasks/${ready.projectId}/default/evaluate`, {
     method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${ready.userToken}` },
     body: JSON.stringify({ commit: 'a'.repeat(40) }),
@@ -62,10 +67,12 @@ export async function recordGraph(server: BenchServer, evaluator: SimWorker, gra
   const firstBatchAt = performance.now();
   let batches = 0;
   for (const derivations of batchesOf(graph.nodes, estimate, EVAL_BATCH_TARGET_BYTES)) {
+    await credit.take(never);
     evaluator.send({ t: 'evalBatch', jobId: job.jobId, derivations, attributes: [], errors: [] });
     batches++;
   }
   for (const attributes of batchesOf(graph.attributes, estimate, EVAL_BATCH_TARGET_BYTES)) {
+    await credit.take(never);
     evaluator.send({ t: 'evalBatch', jobId: job.jobId, derivations: [], attributes, errors: [] });
     batches++;
   }

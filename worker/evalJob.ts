@@ -81,10 +81,12 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
     return fail(jobFailure('worker_error', e instanceof Error ? e.message : String(e)));
   }
   for (const batch of batchesOf(derivations, estimate, EVAL_BATCH_TARGET_BYTES)) {
+    if (!await sendsWithCredit(ctx, signal)) return fail(jobFailure('cancelled', 'the evaluation was cancelled'));
     reply(ctx, { t: 'evalBatch', jobId: job.jobId, derivations: batch, attributes: [], errors: [] });
   }
   const named = [...attributes.map((a) => ({ kind: 'attribute' as const, a })), ...errors.map((e) => ({ kind: 'error' as const, e }))];
   for (const batch of batchesOf(named, (item) => estimate(item.kind === 'attribute' ? item.a : item.e), EVAL_BATCH_TARGET_BYTES)) {
+    if (!await sendsWithCredit(ctx, signal)) return fail(jobFailure('cancelled', 'the evaluation was cancelled'));
     reply(ctx, {
       t: 'evalBatch', jobId: job.jobId, derivations: [],
       attributes: batch.flatMap((item) => (item.kind === 'attribute' ? [item.a] : [])),
@@ -98,4 +100,14 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
   });
   ctx.log.info({ jobId: job.jobId, derivations: derivations.length, attributes: attributes.length, errors: errors.length }, 'evaluation done');
   return true;
+}
+
+/** Waits for the server's credit for one more evalBatch (docs/proto.md, "Evaluation batches"); false when cancelled first. */
+async function sendsWithCredit(ctx: JobContext, signal: AbortSignal): Promise<boolean> {
+  try {
+    await ctx.batchCredit.take(signal);
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -1,5 +1,6 @@
 // What a running job may use: the connection it came on, the NAR pusher of that connection,
 // the worker's settings, a logger and the signal that cancels it.
+import type { BatchCredit } from './batchCredit.js';
 import type { BuildReadings } from './buildReadings.js';
 import type { Logger, StageTracer } from '../config/index.js';
 import type { Outgoing } from '../protocol/index.js';
@@ -17,6 +18,8 @@ export interface JobContext {
   tracer: StageTracer;
   /** running builds' cgroup readings, sent with the heartbeats */
   readings: BuildReadings;
+  /** the server's credit for this job's evalBatch messages (an evaluation's; other jobs send none) */
+  batchCredit: BatchCredit;
 }
 
 /** Sends a job's message; a connection that closed meanwhile drops it (the server re-queues the job). */

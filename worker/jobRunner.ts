@@ -7,6 +7,7 @@ import { disabledTracer, type Logger, type StageTracer } from '../config/index.j
 import { jobFailure, type BuildJob, type ChangeJob, type EvalJob, type Message, type PushJob } from '../protocol/index.js';
 import { runChangeJob } from './changeJob.js';
 import { runBuildJob } from './buildJob.js';
+import { BatchCredit } from './batchCredit.js';
 import { holdClusterSlot } from './clusterMember.js';
 import type { ProtoConnection } from './connection.js';
 import { runEvalJob } from './evalJob.js';
@@ -23,6 +24,7 @@ interface Running {
   kind: Kind;
   abort: AbortController;
   done: Promise<void>;
+  batchCredit: BatchCredit;
 }
 
 const KINDS = { evalJob: 'eval', buildJob: 'build', pushJob: 'push', changeJob: 'change' } as const satisfies Record<Job['t'], Kind>;
@@ -67,6 +69,10 @@ export class JobRunner {
       else connection.send({ t: 'error', code: 'unknown_job', message: `no running job ${message.jobId}`, jobId: message.jobId });
       return;
     }
+    if (message.t === 'evalCredit') {
+      this.running.get(message.jobId)?.batchCredit.grant(message.batches);
+      return;
+    }
     if (message.t === 'error') {
       this.logs.build.warn({ code: message.code, jobId: message.jobId }, `the server reports: ${message.message}`);
       return;
@@ -80,13 +86,16 @@ export class JobRunner {
     connection.send({ t: 'jobAccepted', jobId: message.jobId });
     const abort = new AbortController();
     const kind = kindOf(message);
-    const ctx: JobContext = { connection, pusher, settings: this.settings, log: kind === 'eval' ? this.logs.eval : this.logs.build, signal: abort.signal, tracer: this.tracer, readings: this.readings };
+    const batchCredit = new BatchCredit();
+    const ctx: JobContext = {
+      connection, pusher, settings: this.settings, log: kind === 'eval' ? this.logs.eval : this.logs.build, signal: abort.signal, tracer: this.tracer, readings: this.readings, batchCredit,
+    };
     const done = this.run(message, ctx).finally(() => {
       this.running.delete(message.jobId);
       mine.delete(message.jobId);
     });
     mine.add(message.jobId);
-    this.running.set(message.jobId, { kind, abort, done });
+    this.running.set(message.jobId, { kind, abort, done, batchCredit });
   }
 
   private refusal(job: Job): { refusal: 'busy' | 'unsupported' | 'duplicate'; message: string } | undefined {

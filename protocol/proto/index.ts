@@ -1,7 +1,7 @@
 // The /proto worker protocol: messages, codec, handshake machines, peer tokens, wildcards (docs/proto.md).
 export {
   PROTOCOL_VERSION, HEARTBEAT_INTERVAL_SECS, HANDSHAKE_MAX_MESSAGE_BYTES, DEFAULT_MAX_MESSAGE_BYTES, MAX_CHALLENGE_PROJECTS,
-  MAX_TOKENS_PER_PROJECT, HANDSHAKE_TIMEOUT_SECS, EVAL_BATCH_TARGET_BYTES, MIN_NAR_CHUNK_BYTES, MAX_NAR_CHUNK_BYTES,
+  MAX_TOKENS_PER_PROJECT, HANDSHAKE_TIMEOUT_SECS, EVAL_BATCH_TARGET_BYTES, EVAL_BATCH_WINDOW, MIN_NAR_CHUNK_BYTES, MAX_NAR_CHUNK_BYTES,
 } from './limits.js';
 export { REJECT_CODES, type RejectCode, rejectCodeNames, isRejectCode, closeFrameFor, rejectCodeOfClose } from './rejectCodes.js';
 export { FailureClass, FailureReason, FAILURE_REASONS, classOfFailure, JobFailure, jobFailure } from './failureClass.js';

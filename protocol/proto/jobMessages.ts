@@ -129,6 +129,10 @@ export type PushJob = z.infer<typeof PushJob>;
 export const CancelJob = z.strictObject({ v, t: z.literal('cancelJob'), jobId: JobId, reason: z.string().max(1000) });
 export type CancelJob = z.infer<typeof CancelJob>;
 
+/** Server → worker: the evaluation may send `batches` more evalBatch messages (beyond EVAL_BATCH_WINDOW at the start). */
+export const EvalCredit = z.strictObject({ v, t: z.literal('evalCredit'), jobId: JobId, batches: z.int().min(1).max(1024) });
+export type EvalCredit = z.infer<typeof EvalCredit>;
+
 export const JobAccepted = z.strictObject({ v, t: z.literal('jobAccepted'), jobId: JobId });
 export type JobAccepted = z.infer<typeof JobAccepted>;
 

@@ -31,6 +31,13 @@ export const HANDSHAKE_TIMEOUT_SECS = 30;
 /** Evaluation results travel in batches of about this many encoded bytes. */
 export const EVAL_BATCH_TARGET_BYTES = 512 * 1024;
 
+/**
+ * Batches of one evaluation a worker may send before the server's first evalCredit: the server
+ * grants one more for each batch it has recorded, so what waits on the server for recording is
+ * at most this many batches per evaluation, however fast the worker sends (docs/proto.md).
+ */
+export const EVAL_BATCH_WINDOW = 8;
+
 /** The smallest and largest NAR chunk (nar.chunkBytes and worker.nar.chunkBytes have the same bounds). */
 export const MIN_NAR_CHUNK_BYTES = 4096;
 export const MAX_NAR_CHUNK_BYTES = 4 * 1024 * 1024;

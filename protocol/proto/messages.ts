@@ -2,13 +2,13 @@
 import { z } from 'zod';
 import { Auth, Challenge, Heartbeat, HeartbeatAck, Hello, ProtoError, Reject, Welcome } from './handshakeMessages.js';
 import {
-  BuildJob, BuildLog, BuildResult, CancelJob, ChangeJob, ChangeResult, EvalActivity, EvalBatch, EvalJob, EvalResult, JobAccepted, JobFailed, JobRefused, PushJob, PushResult,
+  BuildJob, BuildLog, BuildResult, CancelJob, ChangeJob, ChangeResult, EvalActivity, EvalBatch, EvalCredit, EvalJob, EvalResult, JobAccepted, JobFailed, JobRefused, PushJob, PushResult,
 } from './jobMessages.js';
 import { NarAbort, NarChunk, NarCredit, NarPushAck, NarPushEnd, NarPushStart } from './narMessages.js';
 
 export const Message = z.discriminatedUnion('t', [
   Hello, Challenge, Auth, Welcome, Reject, Heartbeat, HeartbeatAck, ProtoError,
-  EvalJob, BuildJob, PushJob, ChangeJob, CancelJob, JobAccepted, JobRefused, EvalBatch, EvalActivity, EvalResult, BuildLog, BuildResult, PushResult, ChangeResult, JobFailed,
+  EvalJob, BuildJob, PushJob, ChangeJob, CancelJob, EvalCredit, JobAccepted, JobRefused, EvalBatch, EvalActivity, EvalResult, BuildLog, BuildResult, PushResult, ChangeResult, JobFailed,
   NarPushStart, NarCredit, NarChunk, NarPushEnd, NarPushAck, NarAbort,
 ]);
 export type Message = z.infer<typeof Message>;
@@ -27,7 +27,7 @@ export const WORKER_MESSAGES: ReadonlySet<MessageType> = new Set<MessageType>([
 ]);
 /** Messages only a server sends. */
 export const SERVER_MESSAGES: ReadonlySet<MessageType> = new Set<MessageType>([
-  'challenge', 'welcome', 'heartbeatAck', 'evalJob', 'buildJob', 'pushJob', 'changeJob', 'cancelJob', 'narCredit', 'narPushAck',
+  'challenge', 'welcome', 'heartbeatAck', 'evalJob', 'buildJob', 'pushJob', 'changeJob', 'cancelJob', 'evalCredit', 'narCredit', 'narPushAck',
 ]);
 // reject, error and narAbort go both ways.
 

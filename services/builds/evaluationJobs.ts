@@ -10,9 +10,11 @@ import { changePhase } from './evaluationPhases.js';
 import { recordEvalBatch, stageEvalBatch, type StagedEvalBatch } from './graphRecorder.js';
 import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
 import { recordEvaluationStats } from './buildStatistics.js';
+import type { ConnectedWorker } from '../workers/index.js';
 
 /** evaluation.activity events one job may cause: a worker's messages are few (docs/metrics.md), a flood is cut. */
 const ACTIVITY_PER_JOB = 1000;
+const RECORDING_FAILED = { reason: 'server_error', message: 'the server could not record the derivation graph' } as const;
 
 interface ActivityTarget {
   identity: { evaluation_id: string; project: string; task: string };
@@ -52,22 +54,34 @@ export interface EvaluationJobDeps {
   phases?: Pick<PhaseSampleBuffer, 'record'>;
 }
 
-export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJobEntry, message: Message): Promise<void> {
+export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJobEntry, message: Message, worker: Pick<ConnectedWorker, 'link'>): Promise<void> {
   const { sql, events, jobs } = deps;
   if (message.t === 'evalBatch') {
+    // Credit (docs/proto.md, "Evaluation batches"): what waits here for recording stays bounded
+    // however fast the worker sends. A batch past it is dropped unread, and the graph is then not whole.
+    if (job.credit === 0) {
+      if (job.failure === null) deps.log.warn({ evaluation: job.evaluationId, worker: job.workerId }, 'an evaluation batch came without credit');
+      job.failure ??= { reason: 'worker_error', message: 'the worker sent more evaluation batches than the server granted' };
+      return;
+    }
+    job.credit -= 1;
     job.actor.send({ type: 'progress', amount: message.derivations.length });
     // as COPY rows at once: the decoded batch is not kept while earlier ones are recorded
-    let staged: StagedEvalBatch;
+    let staged: StagedEvalBatch | null = null;
     try {
       staged = stageEvalBatch(message);
     } catch (error) {
-      job.failed = true;
+      job.failure ??= RECORDING_FAILED;
       deps.log.error({ err: error, evaluation: job.evaluationId }, 'an evaluation batch cannot be recorded');
-      return;
     }
-    job.chain = job.chain.then(() => recordEvalBatch(events, job.evaluationId, staged)).catch((error: unknown) => {
-      job.failed = true;
+    const recording = staged;
+    job.chain = job.chain.then(() => (recording === null || job.failure !== null ? undefined : recordEvalBatch(events, job.evaluationId, recording))).catch((error: unknown) => {
+      job.failure ??= RECORDING_FAILED;
       deps.log.error({ err: error, evaluation: job.evaluationId }, 'recording an evaluation batch failed');
+    }).then(() => {
+      // granted after a failed batch too: the worker finishes, and its result fails the evaluation
+      job.credit += 1;
+      worker.link.send({ t: 'evalCredit', jobId: job.jobId, batches: 1 });
     });
     return;
   }
@@ -85,9 +99,9 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
     await job.chain;
     await recordEvaluationStats(sql, job.evaluationId, message.durationMs, message.stats)
       .catch((error: unknown) => deps.log.warn({ err: error, evaluation: job.evaluationId }, 'storing an evaluation\'s statistics failed'));
-    if (job.failed) {
+    if (job.failure !== null) {
       await changePhase(events, job.evaluationId, {
-        event: { type: 'fail', class: 'FailedPermanent', reason: 'server_error' }, reason: 'the server could not record the derivation graph',
+        event: { type: 'fail', class: 'FailedPermanent', reason: job.failure.reason }, reason: job.failure.message,
       });
       return;
     }

@@ -6,11 +6,15 @@ import type { LightActor, Supervisor } from '../../supervisors/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { ConnectedWorker } from '../workers/index.js';
 import { disabledTracer, type EndSpan, type StageTracer } from '../../config/index.js';
-import { jobRootSpan } from '../../protocol/index.js';
+import { EVAL_BATCH_WINDOW, jobRootSpan } from '../../protocol/index.js';
 
 export type JobActor = LightActor<WorkerJobState, WorkerJobEvent, WorkerJobContext, WorkerJobInput>;
 export type EvalJobEntry = {
-  kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; failed: boolean; actor: JobActor;
+  kind: 'eval'; jobId: string; workerId: string; evaluationId: string; chain: Promise<unknown>; actor: JobActor;
+  /** why the graph cannot be recorded whole (the evaluation fails at its result); null while it can */
+  failure: { reason: 'server_error' | 'worker_error'; message: string } | null;
+  /** evalBatch messages the worker may still send: EVAL_BATCH_WINDOW, less those received, plus the evalCredit sent */
+  credit: number;
   /** when the evaluation last became dispatchable: its dispatch latency ends when the worker accepts the job */
   queuedAt: Date;
 };
@@ -25,7 +29,7 @@ type BuildMemory = { name: string | null; predicted: number | null; reported: nu
 export type Job = EvalJobEntry | BuildJobEntry;
 export type JobEnd = Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>;
 
-type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failed'> & { attempt: number })
+type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failure' | 'credit'> & { attempt: number })
   | (Omit<BuildJobEntry, 'actor' | 'progress' | 'memory'> & { memory?: Omit<BuildMemory, 'reported'> });
 
 export class JobTable {
@@ -62,7 +66,7 @@ export class JobTable {
       rehydrate: () => null,
     });
     const entry: Job = job.kind === 'eval'
-      ? { ...job, chain: Promise.resolve(), failed: false, actor }
+      ? { ...job, chain: Promise.resolve(), failure: null, credit: EVAL_BATCH_WINDOW, actor }
       : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 }, memory: { name: null, predicted: null, ...job.memory, reported: null } };
     this.jobs.set(job.jobId, entry);
     if (this.tracer.enabled) {

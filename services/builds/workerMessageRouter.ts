@@ -109,7 +109,7 @@ export class WorkerMessageRouter {
     if (!job || job.workerId !== worker.hello.workerId) return;
     if (message.t === 'jobAccepted') return this.accepted(job);
     if (message.t === 'jobRefused') return this.refused(worker, job);
-    if (job.kind === 'eval') return evaluationJobMessage(this.deps.evaluationJobs, job, message);
+    if (job.kind === 'eval') return evaluationJobMessage(this.deps.evaluationJobs, job, message, worker);
     return this.buildMessage(job, message);
   }
 

@@ -41,6 +41,7 @@ export const EXAMPLES: Outgoing[] = [
     branch: 'kiln/default', author: { name: 'Kiln', email: null }, message: 'flake.lock: update',
   },
   { t: 'cancelJob', jobId: 'b:1', reason: 'evaluation aborted' },
+  { t: 'evalCredit', jobId: 'eval-1', batches: 1 },
   { t: 'jobAccepted', jobId: 'b:1' },
   { t: 'jobRefused', jobId: 'b:2', refusal: 'busy', message: 'already running 4 builds' },
   {

@@ -76,6 +76,8 @@ export class WorkerSession {
   /** NARs received completely, by store path */
   readonly nars = new Map<string, ReceivedNar>();
   readonly heartbeats: MessageOf<'heartbeat'>[] = [];
+  /** false: a server that never grants evaluation batches past the window, to see the worker wait */
+  grantsBatchCredit = true;
   private readonly transfers = new Map<number, { start: MessageOf<'narPushStart'>; chunks: Buffer[]; seq: number }>();
   readonly closed: Promise<ClosedConnection>;
 
@@ -164,6 +166,8 @@ export class WorkerSession {
       return this.send({ t: 'narPushAck', transferId: message.transferId, status: 'stored' });
     }
     if (message.t === 'narAbort') this.transfers.delete(message.transferId);
+    // as kiln's server: one batch of credit back for each batch taken (docs/proto.md, "Evaluation batches")
+    if (message.t === 'evalBatch' && this.grantsBatchCredit) this.send({ t: 'evalCredit', jobId: message.jobId, batches: 1 });
     this.inbox.push(message);
   }
 
