@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { startTestKiln } from '../../support/kiln.js';
-import { signUp } from '../../support/accounts.js';
-import { createTestCache } from '../../support/caches.js';
+import { subscribedProject } from '../../support/subscribedProject.js';
 import { createFlakeRepo } from '../../support/flakeRepo.js';
 import { spawnWorker, type WorkerProcess } from '../../support/workerProcess.js';
 import { requireNix } from '../../support/nixStore.js';
@@ -34,12 +33,7 @@ t.test('a cluster-2 derivation is built by rank 0 while rank 1 holds a slot with
   const work = mkdtempSync(join(tmpdir(), 'kiln-cluster-'));
   t.teardown(() => rmSync(work, { recursive: true, force: true }));
   const repo = createFlakeRepo(join(work, 'repo'), { 'flake.nix': flake(randomBytes(8).toString('hex')) });
-  const { token } = await signUp(kiln, 'ada');
-  await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } });
-  await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: repo.url, wildcard: 'packages.x86_64-linux.*' } });
-  const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
-  const cache = await createTestCache(kiln.sql, 'main', { public: true });
-  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
+  const { token } = await subscribedProject(kiln, { repository: repo.url, publicCache: true });
 
   const workers: WorkerProcess[] = ['one', 'two'].map((name) => spawnWorker({
     serverUrl: `ws://127.0.0.1:${kiln.port}/proto`, baseDir: join(work, name), args: ['--endpoint', `${name}.cluster.test:7000`],
