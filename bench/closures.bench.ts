@@ -9,7 +9,7 @@
 //   npx tsx bench/closures.bench.ts [sizes=1000,3000,10000] [rounds=3]
 import { readFile } from 'node:fs/promises';
 import postgres from 'postgres';
-import { migrate } from '../storage/index.js';
+import { KILN_SESSION, migrate } from '../storage/index.js';
 import { closuresService } from '../services/builds/closures.js';
 import type { BuildView, EvaluationsService } from '../services/index.js';
 import { anonymous } from '../services/index.js';
@@ -19,7 +19,8 @@ const rounds = Number(process.argv[3] ?? 3);
 const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
 const dbName = `kiln_bench_closures_${process.pid}`;
 await admin.unsafe(`create database ${dbName}`);
-const sql = postgres(`postgres://postgres@127.0.0.1:5432/${dbName}`, { max: 2, onnotice: () => undefined });
+// kiln's own session settings (no JIT) for both the baseline and kiln: the same connection times both
+const sql = postgres(`postgres://postgres@127.0.0.1:5432/${dbName}`, { max: 2, onnotice: () => undefined, connection: { ...KILN_SESSION } });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
 const ms = async (run: () => Promise<unknown>) => {
   const t0 = performance.now();

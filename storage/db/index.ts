@@ -1,6 +1,7 @@
 // The public face of storage/db/: what other folders import from it (DESIGN.md, Layout).
 export { openDatabase, type Database, type DatabaseConfig, type OpenDatabaseOptions } from './openDatabase.js';
 export { migrate, type MigrateOptions } from './migrate.js';
+export { KILN_SESSION } from './pools.js';
 export { readMigrations, migrationSetChecksum, MIGRATIONS_DIR, type MigrationFile } from './migrationFiles.js';
 export { startLocalDb, type LocalDb, type LocalDbOptions } from './local/startLocalDb.js';
 export { localDbSettings, LOCAL_DB_DEFAULTS } from './localDbSettings.js';

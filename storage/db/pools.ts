@@ -6,13 +6,18 @@ import { postgresJsOptions, type DatabaseTarget } from './databaseUrl.js';
 
 export type PoolName = 'web' | 'cache' | 'scheduler';
 
+/** Session settings of every kiln connection (benches open theirs with the same). */
+export const KILN_SESSION = { jit: 'off' } as const;
+
 export function openPool(target: DatabaseTarget, name: PoolName, max: number, log: Logger): Sql {
   const options = postgresJsOptions(target);
   return postgres({
     ...options,
     max,
-    // Named per pool, so pg_stat_activity shows which part of kiln holds a connection.
-    connection: { ...options.connection, application_name: `kiln-${name}` },
+    // Named per pool, so pg_stat_activity shows which part of kiln holds a connection. No JIT:
+    // kiln's statements are short, and the planner's estimates for set-returning functions
+    // (unnest, jsonb_each_text) cross jit_above_cost on tiny plans (docs/database.md, "JIT").
+    connection: { ...options.connection, ...KILN_SESSION, application_name: `kiln-${name}` },
     onnotice: (notice) => log.debug({ pool: name, notice: notice.message }, 'PostgreSQL notice'),
   });
 }

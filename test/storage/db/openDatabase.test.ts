@@ -18,6 +18,10 @@ t.test('an external database: three pools, warmed, migrated, closed', async (t) 
   t.same(pools, [{ app: 'kiln-cache', n: 1 }, { app: 'kiln-scheduler', n: 2 }, { app: 'kiln-web', n: 1 }], 'minConnections opened at start; a pool with min 0 still checks its connection once');
   const [cache] = await db.cache<{ app: string }[]>`select current_setting('application_name') as app`;
   t.equal(cache?.app, 'kiln-cache');
+  for (const pool of [db.web, db.cache, db.scheduler]) {
+    const [jit] = await pool<{ jit: string }[]>`select current_setting('jit') as jit`;
+    t.equal(jit?.jit, 'off', 'no JIT in kiln\'s sessions (docs/database.md, "JIT")');
+  }
   const applied = await sql<{ name: string }[]>`select name from schema_migrations`;
   t.same(applied.map((r) => r.name), (await readMigrations()).map((m) => m.name));
   t.ok(messages('info').includes('database ready'));
