@@ -72,6 +72,17 @@ const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.string
 const { url: kilnUrl, userToken } = kiln.ready;
 await new Promise((r) => setTimeout(r, 3000));
 const rssAtRest = processUsage(kiln.pid).rssBytes;
+const mib = (bytes: number) => +(bytes / 2 ** 20).toFixed(1);
+/** Where the RSS is: the main thread's V8 heap and external memory, and the serving threads' (summed). */
+async function memory(): Promise<Record<string, number>> {
+  const main = (await kiln.request('memory')) as NodeJS.MemoryUsage;
+  const threads = (await kiln.request('threads')) as Record<string, number>;
+  return {
+    rss: mib(processUsage(kiln.pid).rssBytes), mainHeap: mib(main.heapTotal), mainExternal: mib(main.external), mainArrayBuffers: mib(main.arrayBuffers),
+    threadsHeap: mib(threads['heapBytes'] ?? 0), threadsExternal: mib(threads['externalBytes'] ?? 0),
+  };
+}
+const memoryAtRest = await memory();
 
 async function upload(nar: Buffer, name: string): Promise<string> {
   const hash = nix32(32);
@@ -99,6 +110,7 @@ const lists = { hits: hashes.map((h) => `/cache/main/${h}.narinfo`), misses: Arr
 for (const [name, paths] of Object.entries(lists)) await writeFile(join(work, `${name}.txt`), `${paths.join('\n')}\n`);
 const script = join(work, 'paths.lua');
 await writeFile(script, WRK_PATHS_SCRIPT);
+const memoryAfterSetUp = await memory();
 const nginxPort = await freePortForBench();
 const nginx = await startNginx(work, root, nginxPort);
 const nginxMaster = Number(readFileSync(join(work, 'nginx.pid'), 'utf8').trim());
@@ -146,6 +158,8 @@ for (let round = 0; round < rounds; round++) {
   console.error(`round ${round + 1}/${rounds} done, load average ${loadAverage()}`);
 }
 const rssAfter = processUsage(kiln.pid).rssBytes;
+await new Promise((r) => setTimeout(r, 1500)); // the threads' memory figures are a second old at most
+const memoryAfter = await memory();
 for (const list of ['hits', 'misses']) {
   const k = results[`${list}|kiln`]!;
   const n = results[`${list}|nginx`]!;
@@ -157,7 +171,7 @@ for (const list of ['hits', 'misses']) {
     kilnOverNginx: +(median(k.usPerRequest) / median(n.usPerRequest)).toFixed(3),
   }));
 }
-console.log(JSON.stringify({ bench: 'cpu-per-request', kilnRssMiB: { atRest: +(rssAtRest / 2 ** 20).toFixed(1), afterRuns: +(rssAfter / 2 ** 20).toFixed(1) } }));
+console.log(JSON.stringify({ bench: 'cpu-per-request', kilnRssMiB: { atRest: mib(rssAtRest), afterRuns: mib(rssAfter) }, memoryMiB: { atRest: memoryAtRest, afterSetUp: memoryAfterSetUp, afterRuns: memoryAfter } }));
 await nginx.stop();
 await kiln.stop();
 await rm(work, { recursive: true, force: true });

@@ -66,6 +66,11 @@ process.on('message', (message) => {
     process.send!(sum);
     return;
   }
+  // the main thread's isolate (the serving threads' are in their counters: heapBytes, externalBytes)
+  if (message === 'memory') {
+    process.send!(process.memoryUsage());
+    return;
+  }
   if (message === 'gc') {
     process.send!(fullGc());
     return;

@@ -258,7 +258,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       listenAddr: config['listenAddr'],
       port: threaded && config['port'] === 0 ? await freePort(config['listenAddr']) : config['port'],
       origin: threaded,
-      public: tls === null,
+      public: tls === null && process.env['H27_MAIN_PRIVATE'] === undefined,
       maxRequestSize: config['http.maxRequestSize'],
       trustedProxies: config['http.trustedProxies'],
       minimumBodyRate: {

@@ -13,7 +13,7 @@ import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../stora
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import type { KeepableNarinfo } from '../cache/narinfo.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_HEAP_BYTES, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
 import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
 
@@ -130,6 +130,14 @@ app.any('/*', (res, req) => {
   forwardHttp(res, req, origin);
 });
 
+// What the thread's isolate holds, for GET /api/v1/admin/actors (RSS is the whole process's).
+const memory = setInterval(() => {
+  const usage = process.memoryUsage();
+  counters[COUNTER_HEAP_BYTES] = usage.heapTotal;
+  counters[COUNTER_EXTERNAL_BYTES] = usage.external;
+}, MEMORY_REPORT_MS);
+memory.unref();
+
 let listenSocket: us_listen_socket | null = null;
 app.listen(data.listenAddr, data.port, (socket) => {
   listenSocket = socket === false ? null : socket;
@@ -140,6 +148,7 @@ app.listen(data.listenAddr, data.port, (socket) => {
 function stop(): void {
   if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
   listenSocket = null;
+  clearInterval(memory);
   app.close();
   late.close();
   origin.agent.destroy();
