@@ -52,8 +52,11 @@ export const COUNTER_READS_WAITING = 8;
 /** the thread's V8 heap (heapTotal) and what its isolate holds outside it (external, ArrayBuffers included), bytes, every MEMORY_REPORT_MS */
 export const COUNTER_HEAP_BYTES = 9;
 export const COUNTER_EXTERNAL_BYTES = 10;
-export const COUNTERS = 11;
-/** How often a thread writes its memory figures into its counters. */
+/** the thread's event-loop delay over the last MEMORY_REPORT_MS, milliseconds: its 99th percentile and its longest */
+export const COUNTER_LOOP_DELAY_P99_MS = 11;
+export const COUNTER_LOOP_DELAY_MAX_MS = 12;
+export const COUNTERS = 13;
+/** How often a thread writes its memory and event-loop figures into its counters. */
 export const MEMORY_REPORT_MS = 1_000;
 
 /**
