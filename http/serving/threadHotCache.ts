@@ -52,9 +52,9 @@ export type Refresh = (cache: string, file: string) => void;
  * The body in a buffer of exactly its size. A short answer usually views a larger block: Node's
  * shared 8 KiB pool (Buffer.concat, Buffer.from of a string) or a message's whole backing store.
  * Kept as a view, one ~500-byte narinfo held its 8 KiB block, so the memory grew far past what
- * `bytes` counted (issue 22: RSS 226 MiB at rest, 527 MiB after the narinfo benches).
+ * `bytes` counted (issue 22: the threads' external memory grew by 37-52 MiB over a miss run).
  */
-export function ownBytes(body: Buffer): Buffer {
+function ownBytes(body: Buffer): Buffer {
   if (body.byteOffset === 0 && body.buffer.byteLength === body.byteLength) return body;
   const own = Buffer.allocUnsafeSlow(body.byteLength);
   body.copy(own);
