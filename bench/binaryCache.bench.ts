@@ -4,9 +4,9 @@
 // rounds' kiln / nginx ratios. Load comes from wrk in its own process. Each scenario also says
 // where kiln's requests went (kilnRouting: the serving threads' memory answers, relays and NAR
 // files, and the main thread's own listener).
-//   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words|all] [http.threads]
+//   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words|all] [http.threads] [nar.smallBytes]
 // (the third argument picks scenarios whose name contains one of the comma-separated words, e.g.
-// "miss,16"; the fourth sets kiln's serving threads, its default when absent)
+// "miss,16"; the fourth sets kiln's serving threads, its default when absent, the fifth nar.smallBytes)
 import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,8 @@ const rounds = Number(process.argv[3] ?? 3);
 const SMALL_PATHS = 1000;
 const LARGE_NARS = 8;
 const threads = process.argv[5] === undefined ? undefined : Number(process.argv[5]);
+/** nar.smallBytes (sixth argument): NAR files up to it stay in memory, the serving threads' included */
+const smallBytes = process.argv[6] === undefined ? undefined : Number(process.argv[6]);
 
 const nix32 = (n: number) => Array.from(randomBytes(n), (b) => NIX32_ALPHABET[b & 31]).join('');
 const narOfFile = (contents: Buffer) => Buffer.concat([
@@ -29,7 +31,9 @@ const narOfFile = (contents: Buffer) => Buffer.concat([
   Buffer.alloc(narPadding(contents.length)), encodeNarStrings(')'),
 ]);
 
-const bench = await startBenchKiln({ 'nar.maxUploadSize': 64 << 20, ...(threads === undefined ? {} : { 'http.threads': threads }) });
+const bench = await startBenchKiln({
+  'nar.maxUploadSize': 64 << 20, ...(threads === undefined ? {} : { 'http.threads': threads }), ...(smallBytes === undefined ? {} : { 'nar.smallBytes': smallBytes }),
+});
 await bench.createCache('bench');
 const { kiln, token } = bench;
 
@@ -149,7 +153,7 @@ for (const s of scenarios) {
   const k = samples[`${s.name}|kiln`]!;
   const figures = (x: Sample) => ({ rps: Math.round(median(x.rps)), MBps: Math.round(median(x.mbps)), p50Ms: median(x.p50), p99Ms: median(x.p99), non2xx: x.non2xx, socketErrors: x.socketErrors });
   console.log(JSON.stringify({
-    bench: 'binary-cache', scenario: s.name, connections: s.connections, threads: threads ?? 'default', loadAverage: loadAverage(),
+    bench: 'binary-cache', scenario: s.name, connections: s.connections, threads: threads ?? 'default', smallBytes: smallBytes ?? 'default', loadAverage: loadAverage(),
     nginx: figures(n), kiln: figures(k),
     ratio: median(roundRatios[s.name]!), roundRatios: roundRatios[s.name], ratioOfMedians: +(median(k.rps) / median(n.rps)).toFixed(3),
     // kiln's requests over all rounds: the threads' (narinfos from memory, relayed, NAR files sent and

@@ -72,6 +72,17 @@ const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.string
 const { url: kilnUrl, userToken } = kiln.ready;
 await new Promise((r) => setTimeout(r, 3000));
 const rssAtRest = processUsage(kiln.pid).rssBytes;
+const mib = (bytes: number) => +(bytes / 2 ** 20).toFixed(1);
+/** Where the RSS is: the main thread's V8 heap and external memory, and the serving threads' (summed). */
+async function memory(): Promise<Record<string, number>> {
+  const main = (await kiln.request('memory')) as NodeJS.MemoryUsage;
+  const threads = (await kiln.request('threads')) as Record<string, number>;
+  return {
+    rss: mib(processUsage(kiln.pid).rssBytes), mainHeap: mib(main.heapTotal), mainExternal: mib(main.external), mainArrayBuffers: mib(main.arrayBuffers),
+    threadsHeap: mib(threads['heapBytes'] ?? 0), threadsExternal: mib(threads['externalBytes'] ?? 0),
+  };
+}
+const memoryAtRest = await memory();
 
 async function upload(nar: Buffer, name: string): Promise<string> {
   const hash = nix32(32);
@@ -99,6 +110,7 @@ const lists = { hits: hashes.map((h) => `/cache/main/${h}.narinfo`), misses: Arr
 for (const [name, paths] of Object.entries(lists)) await writeFile(join(work, `${name}.txt`), `${paths.join('\n')}\n`);
 const script = join(work, 'paths.lua');
 await writeFile(script, WRK_PATHS_SCRIPT);
+const memoryAfterSetUp = await memory();
 const nginxPort = await freePortForBench();
 const nginx = await startNginx(work, root, nginxPort);
 const nginxMaster = Number(readFileSync(join(work, 'nginx.pid'), 'utf8').trim());
@@ -115,7 +127,7 @@ if (process.env['BENCH_HOLD']) {
 
 type Server = 'kiln' | 'nginx';
 const servers: [Server, string, () => number[]][] = [['kiln', kilnUrl, () => [kiln.pid]], ['nginx', nginx.url, () => nginxPids(nginxMaster)]];
-const results: Record<string, { usPerRequest: number[]; rps: number[]; p99: number[]; byThread: Map<string, number[]>; routing: Record<string, number> }> = {};
+const results: Record<string, { usPerRequest: number[]; rps: number[]; p99: number[]; byThread: Map<string, number[]>; routing: Record<string, number>; loopDelays: { main: number[]; mainMax: number; threads: number[]; threadsMax: number }[] }> = {};
 const threadCounts = async () => (await kiln.request('threads')) as Record<string, number>;
 for (const list of ['hits', 'misses'] as const) {
   for (const [, url] of servers) await wrk(url, { connections: 64, seconds: 2, pathsFile: join(work, `${list}.txt`), script });
@@ -125,9 +137,26 @@ for (let round = 0; round < rounds; round++) {
     for (const [server, url, pids] of round % 2 === 0 ? servers : [...servers].reverse()) {
       const countsBefore = server === 'kiln' ? await threadCounts() : {};
       const before = sumCpu(pids());
+      // kiln's event-loop delays every second of the run: the main thread's and the worst serving thread's
+      const delays = { main: [] as number[], mainMax: 0, threads: [] as number[], threadsMax: 0 };
+      let running = true;
+      const sampling = server === 'kiln' ? (async () => {
+        await kiln.request('loop');
+        while (running) {
+          await new Promise((r) => setTimeout(r, 1000));
+          const main = (await kiln.request('loop')) as { p99Ms: number; maxMs: number };
+          const c = await threadCounts();
+          delays.main.push(main.p99Ms);
+          delays.mainMax = Math.max(delays.mainMax, main.maxMs);
+          delays.threads.push(c['loopDelayP99Ms'] ?? 0);
+          delays.threadsMax = Math.max(delays.threadsMax, c['loopDelayMaxMs'] ?? 0);
+        }
+      })() : Promise.resolve();
       const r = await wrk(url, { connections: 64, seconds, pathsFile: join(work, `${list}.txt`), script });
+      running = false;
+      await sampling;
       const after = sumCpu(pids());
-      const entry = (results[`${list}|${server}`] ??= { usPerRequest: [], rps: [], p99: [], byThread: new Map(), routing: { wrk: 0 } });
+      const entry = (results[`${list}|${server}`] ??= { usPerRequest: [], rps: [], p99: [], byThread: new Map(), routing: { wrk: 0 }, loopDelays: [] });
       entry.routing['wrk']! += r.requests;
       if (server === 'kiln') for (const [k, v] of Object.entries(await threadCounts())) entry.routing[k] = (entry.routing[k] ?? 0) + v - (countsBefore[k] ?? 0);
       let total = 0;
@@ -139,6 +168,7 @@ for (let round = 0; round < rounds; round++) {
         entry.byThread.set(name, perRequest);
       }
       entry.usPerRequest.push((total * 1000) / r.requests);
+      if (server === 'kiln') entry.loopDelays.push(delays);
       entry.rps.push(r.rps);
       entry.p99.push(r.p99Ms);
     }
@@ -146,18 +176,25 @@ for (let round = 0; round < rounds; round++) {
   console.error(`round ${round + 1}/${rounds} done, load average ${loadAverage()}`);
 }
 const rssAfter = processUsage(kiln.pid).rssBytes;
+await new Promise((r) => setTimeout(r, 1500)); // the threads' memory figures are a second old at most
+const memoryAfter = await memory();
+const mainHeapUsedAfterGc = mib((await kiln.request('gc')) as number);
 for (const list of ['hits', 'misses']) {
   const k = results[`${list}|kiln`]!;
   const n = results[`${list}|nginx`]!;
   const perThread = (e: typeof k) => Object.fromEntries([...e.byThread].map(([name, xs]) => [name, +median(xs).toFixed(2)]).filter(([, v]) => Number(v) > 0.05));
   console.log(JSON.stringify({
     bench: 'cpu-per-request', scenario: list, threads: threads ?? 'default', loadAverage: loadAverage(),
-    kiln: { cpuUsPerRequest: +median(k.usPerRequest).toFixed(2), rounds: k.usPerRequest.map((x) => +x.toFixed(2)), rps: Math.round(median(k.rps)), p99Ms: median(k.p99), byThread: perThread(k), routing: k.routing },
+    kiln: { cpuUsPerRequest: +median(k.usPerRequest).toFixed(2), rounds: k.usPerRequest.map((x) => +x.toFixed(2)), rps: Math.round(median(k.rps)), p99Ms: median(k.p99), byThread: perThread(k), routing: k.routing,
+      loopDelayMs: {
+        mainP99: +median(k.loopDelays.flatMap((d) => d.main)).toFixed(1), mainMax: +Math.max(...k.loopDelays.map((d) => d.mainMax)).toFixed(1),
+        threadsP99: +median(k.loopDelays.flatMap((d) => d.threads)).toFixed(1), threadsMax: +Math.max(...k.loopDelays.map((d) => d.threadsMax)).toFixed(1),
+      } },
     nginx: { cpuUsPerRequest: +median(n.usPerRequest).toFixed(2), rounds: n.usPerRequest.map((x) => +x.toFixed(2)), rps: Math.round(median(n.rps)), p99Ms: median(n.p99), byThread: perThread(n) },
     kilnOverNginx: +(median(k.usPerRequest) / median(n.usPerRequest)).toFixed(3),
   }));
 }
-console.log(JSON.stringify({ bench: 'cpu-per-request', kilnRssMiB: { atRest: +(rssAtRest / 2 ** 20).toFixed(1), afterRuns: +(rssAfter / 2 ** 20).toFixed(1) } }));
+console.log(JSON.stringify({ bench: 'cpu-per-request', kilnRssMiB: { atRest: mib(rssAtRest), afterRuns: mib(rssAfter) }, memoryMiB: { atRest: memoryAtRest, afterSetUp: memoryAfterSetUp, afterRuns: memoryAfter, mainHeapUsedAfterGc } }));
 await nginx.stop();
 await kiln.stop();
 await rm(work, { recursive: true, force: true });

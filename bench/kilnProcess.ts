@@ -2,6 +2,7 @@
 // simulated workers do not share its event loop. Started with fork(); the options come as JSON in
 // argv[2]. It makes an organization, a project subscribed to a writable cache and, when asked, a
 // worker registration, then reports them to the parent and runs until the parent sends 'stop'.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startBenchKiln } from './benchKiln.js';
 import { fullGc } from './childServer.js';
 import { formatCounts } from './statementCounter.js';
@@ -54,6 +55,8 @@ const [db] = await bench.sql<{ db: string }[]>`select current_database() as db`;
 const ready: KilnProcessReady = {
   url: bench.kiln.url, databaseUrl: `postgres://postgres@127.0.0.1:5432/${db!.db}`, userToken: bench.token, projectId: project!.id, peerToken,
 };
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 process.send!(ready);
 process.on('message', (message) => {
   // the serving threads' counters (requests, fromMemory, forwarded, …), summed
@@ -61,9 +64,23 @@ process.on('message', (message) => {
     const node = bench.kiln.root.inspect().children.find((c) => c.id === 'http-threads');
     const sum: Record<string, number> = {};
     for (const child of node !== undefined && 'children' in node ? node.children : []) {
-      for (const [k, v] of Object.entries(('summary' in child ? child.summary : undefined) ?? {})) if (typeof v === 'number') sum[k] = (sum[k] ?? 0) + v;
+      for (const [k, v] of Object.entries(('summary' in child ? child.summary : undefined) ?? {})) {
+        // a loop delay is the worst thread's; everything else adds up
+        if (typeof v === 'number') sum[k] = k.startsWith('loopDelay') ? Math.max(sum[k] ?? 0, v) : (sum[k] ?? 0) + v;
+      }
     }
     process.send!(sum);
+    return;
+  }
+  // the main thread's isolate (the serving threads' are in their counters: heapBytes, externalBytes)
+  if (message === 'memory') {
+    process.send!(process.memoryUsage());
+    return;
+  }
+  // the main thread's event-loop delay since the last ask (the threads' are in their counters)
+  if (message === 'loop') {
+    process.send!({ p99Ms: loopDelay.percentile(99) / 1e6, maxMs: loopDelay.max / 1e6 });
+    loopDelay.reset();
     return;
   }
   if (message === 'gc') {

@@ -248,7 +248,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
-    // TLS ends in the serving threads, at least one of them; the main thread then listens on loopback only.
+    // TLS ends in the serving threads, at least one of them; with threads the main thread listens on loopback only.
     const tls = config['tls.certFile'] === null || config['tls.keyFile'] === null ? null : checkedTlsFiles(config['tls.certFile'], config['tls.keyFile']);
     const threads = config['http.threads'];
     const threaded = threads > 1 || tls !== null;
@@ -258,7 +258,9 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       listenAddr: config['listenAddr'],
       port: threaded && config['port'] === 0 ? await freePort(config['listenAddr']) : config['port'],
       origin: threaded,
-      public: tls === null,
+      // With serving threads the main thread keeps only its loopback listener: the threads take
+      // every connection (docs/http.md, "Serving threads", "Where connections go").
+      public: !threaded,
       maxRequestSize: config['http.maxRequestSize'],
       trustedProxies: config['http.trustedProxies'],
       minimumBodyRate: {
@@ -315,8 +317,8 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     if (config['worker.enable']) {
       // worker.baseDir's default is a system path; the local worker of a dev server lives under baseDir.
       const workerDir = loaded.sourceOf('worker.baseDir').kind === 'default' ? join(config['baseDir'], 'worker') : config['worker.baseDir'];
-      // With TLS the public port speaks only TLS; the local worker uses the main thread's loopback listener.
-      const localWorker = startLocalWorker({ port: tls === null ? http.port : http.originPort!, baseDir: workerDir, log: componentLogger(log, 'proto') });
+      // With threads (or TLS) the local worker uses the main thread's loopback listener, not a thread's relay.
+      const localWorker = startLocalWorker({ port: threaded ? http.originPort! : http.port, baseDir: workerDir, log: componentLogger(log, 'proto') });
       if (localWorker) stack.push(() => localWorker.stop());
     }
     let ssh: SshServer | null = null;

@@ -38,8 +38,8 @@ export interface HttpServerOptions<P> {
   /** Also listen on a loopback port of its own, where serving threads relay what they do not answer (http/serving/). */
   origin?: boolean;
   /**
-   * False: only the loopback origin listens, `port` is the serving threads' alone (TLS ends in the
-   * threads: docs/http.md, "TLS"). Needs `origin` and a named port.
+   * False: only the loopback origin listens, `port` is the serving threads' alone (with threads,
+   * docs/http.md, "Serving threads"; TLS ends in the threads). Needs `origin` and a named port.
    */
   public?: boolean;
 }

@@ -21,7 +21,7 @@ export const networkOptions = {
   ),
   'http.threads': option(
     int({ min: 1, max: 64 }), derived('the number of cores (os.availableParallelism()), at most 64'),
-    'uWS serving threads on the server\'s port: each answers anonymous narinfo requests from its own hot memory, sends anonymous readers\' NAR files itself from the filesystem store, and relays everything else to the main thread; 1 serves everything from the main thread',
+    'uWS serving threads, alone on the server\'s port (the main thread listens on loopback for what they relay): each answers anonymous narinfo requests from its own hot memory, sends anonymous readers\' NAR files itself from the filesystem store, and relays everything else to the main thread; 1 serves everything from the main thread',
     { extension: true },
   ),
   'tls.certFile': option(

@@ -7,6 +7,7 @@ import type { Router } from '../router.js';
 import type { CacheRouteServices } from './cacheDeps.js';
 import { anonymousReadableCache, readableCache, readableCacheInMemory } from './cacheGate.js';
 
+const textEncoder = new TextEncoder();
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
 const NARINFO_HEADERS = { 'Content-Type': 'text/x-nix-narinfo', 'X-Cache': 'HIT' };
 /** from an upstream cache (services/caches/upstreams.ts) */
@@ -55,7 +56,9 @@ export function anonymousNarinfo(services: CacheRouteServices): (name: string, h
   const { notFound, found } = narinfoReplies(services, false);
   const keepable = (reply: Reply): KeepableNarinfo | null => {
     if (reply.kind !== 'bytes' || (reply.status !== 200 && reply.status !== 404)) return null;
-    const body = typeof reply.body === 'string' ? Buffer.from(reply.body) : reply.body;
+    // A copy of exactly the body: the message to the thread clones a view's whole backing store
+    // (Node's 8 KiB pool for a short text), which the thread would then keep (threadHotCache.ts).
+    const body = typeof reply.body === 'string' ? textEncoder.encode(reply.body) : new Uint8Array(reply.body);
     return { status: reply.status, contentType: reply.headers['Content-Type'] ?? '', xCache: reply.status === 200 ? 'HIT' : null, body };
   };
   return async (name, hash) => {

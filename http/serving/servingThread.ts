@@ -3,6 +3,7 @@
 // of readable caches from its hot memory, sending anonymous readers' NAR files itself from the
 // filesystem blob store (threadNars.ts), and relaying everything else, WebSockets included, to the
 // main thread's loopback listener, which owns the API, the sockets and the cache state.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
@@ -13,7 +14,7 @@ import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../stora
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import type { KeepableNarinfo } from '../cache/narinfo.js';
-import { COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
 import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
 
@@ -130,6 +131,20 @@ app.any('/*', (res, req) => {
   forwardHttp(res, req, origin);
 });
 
+// What the thread's isolate holds and how long its loop stalled, for GET /api/v1/admin/actors
+// (RSS is the whole process's): a stall here is every one of the thread's connections waiting.
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
+const memory = setInterval(() => {
+  const usage = process.memoryUsage();
+  counters[COUNTER_HEAP_BYTES] = usage.heapTotal;
+  counters[COUNTER_EXTERNAL_BYTES] = usage.external;
+  counters[COUNTER_LOOP_DELAY_P99_MS] = loopDelay.percentile(99) / 1e6;
+  counters[COUNTER_LOOP_DELAY_MAX_MS] = loopDelay.max / 1e6;
+  loopDelay.reset();
+}, MEMORY_REPORT_MS);
+memory.unref();
+
 let listenSocket: us_listen_socket | null = null;
 app.listen(data.listenAddr, data.port, (socket) => {
   listenSocket = socket === false ? null : socket;
@@ -140,6 +155,8 @@ app.listen(data.listenAddr, data.port, (socket) => {
 function stop(): void {
   if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
   listenSocket = null;
+  clearInterval(memory);
+  loopDelay.disable();
   app.close();
   late.close();
   origin.agent.destroy();

@@ -10,17 +10,22 @@ const REPORT_MS = 100;
 const HASHES_PER_REPORT = 32;
 
 export class ThreadAnswers {
-  private narinfos = new Map<string, NarinfosServed>();
-  private requests = new Map<string, AnsweredRequests>();
+  // Keyed without a string made per request (a hit and a miss map of the cache name as given, and
+  // the status by method): these run on every answer a thread gives, and every string made there
+  // is young garbage and a hash to compute.
+  private hits = new Map<string, NarinfosServed>();
+  private misses = new Map<string, NarinfosServed>();
+  private gets = new Map<number, AnsweredRequests>();
+  private heads = new Map<number, AnsweredRequests>();
   private timer: NodeJS.Timeout | null = null;
 
   constructor(private readonly post: (message: FromServingThread) => void) {}
 
   /** A narinfo answered from memory: `cache` as the URL spells it (the main thread finds the cache). */
   narinfo(cache: string, hash: string, hit: boolean): void {
-    const key = hit ? `+${cache}` : `-${cache}`;
-    let served = this.narinfos.get(key);
-    if (served === undefined) this.narinfos.set(key, (served = { cache, hit, count: 0, hashes: [] }));
+    const byCache = hit ? this.hits : this.misses;
+    let served = byCache.get(cache);
+    if (served === undefined) byCache.set(cache, (served = { cache, hit, count: 0, hashes: [] }));
     served.count++;
     if (served.hashes.length < HASHES_PER_REPORT) served.hashes.push(hash);
     this.later();
@@ -28,9 +33,9 @@ export class ThreadAnswers {
 
   /** A request the thread answered itself, `seconds` from its arrival to the end of the answer. */
   request(method: 'get' | 'head', status: number, seconds: number): void {
-    const key = `${method} ${status}`;
-    let answered = this.requests.get(key);
-    if (answered === undefined) this.requests.set(key, (answered = { method, status, count: 0, seconds: [] }));
+    const byStatus = method === 'get' ? this.gets : this.heads;
+    let answered = byStatus.get(status);
+    if (answered === undefined) byStatus.set(status, (answered = { method, status, count: 0, seconds: [] }));
     answered.count++;
     answered.seconds.push(seconds);
     this.later();
@@ -42,10 +47,12 @@ export class ThreadAnswers {
 
   private flush(): void {
     this.timer = null;
-    const narinfos = [...this.narinfos.values()];
-    const requests = [...this.requests.values()];
-    this.narinfos = new Map();
-    this.requests = new Map();
+    const narinfos = [...this.hits.values(), ...this.misses.values()];
+    const requests = [...this.gets.values(), ...this.heads.values()];
+    this.hits = new Map();
+    this.misses = new Map();
+    this.gets = new Map();
+    this.heads = new Map();
     this.post({ t: 'answered', narinfos, requests });
   }
 }

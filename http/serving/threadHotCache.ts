@@ -48,6 +48,19 @@ export interface HotAnswer {
 /** Asks the main thread again for GET /cache/{cache}/{file}, its answer going to learn() or refreshFailed(). */
 export type Refresh = (cache: string, file: string) => void;
 
+/**
+ * The body in a buffer of exactly its size. A short answer usually views a larger block: Node's
+ * shared 8 KiB pool (Buffer.concat, Buffer.from of a string) or a message's whole backing store.
+ * Kept as a view, one ~500-byte narinfo held its 8 KiB block, so the memory grew far past what
+ * `bytes` counted (issue 22: the threads' external memory grew by 37-52 MiB over a miss run).
+ */
+function ownBytes(body: Buffer): Buffer {
+  if (body.byteOffset === 0 && body.buffer.byteLength === body.byteLength) return body;
+  const own = Buffer.allocUnsafeSlow(body.byteLength);
+  body.copy(own);
+  return own;
+}
+
 export class ThreadHotCache {
   private readonly answers = new Map<string, HotAnswer>();
   /** cache name → when the main thread last answered an anonymous reader of it */
@@ -103,7 +116,7 @@ export class ThreadHotCache {
     // client asking for many paths at once) would otherwise expire together, and their refreshes
     // reach the main thread as one burst of loopback requests every TTL.
     const ttl = hit ? HIT_TTL_MS : MISS_TTL_MS;
-    this.answers.set(key, { ...answer, expires: now + ttl - Math.floor(Math.random() * ttl * EXPIRY_SPREAD), refreshing: 0 });
+    this.answers.set(key, { ...answer, body: ownBytes(answer.body), expires: now + ttl - Math.floor(Math.random() * ttl * EXPIRY_SPREAD), refreshing: 0 });
     this.bytes += answer.body.length + key.length;
     // Oldest first out (a Map iterates in insertion order).
     for (const oldest of this.answers.keys()) {

@@ -49,7 +49,15 @@ export const COUNTER_STORAGE_BUSY = 6;
 export const COUNTER_TOO_SLOW = 7;
 /** readers waiting in the thread's line for a read place */
 export const COUNTER_READS_WAITING = 8;
-export const COUNTERS = 9;
+/** the thread's V8 heap (heapTotal) and what its isolate holds outside it (external, ArrayBuffers included), bytes, every MEMORY_REPORT_MS */
+export const COUNTER_HEAP_BYTES = 9;
+export const COUNTER_EXTERNAL_BYTES = 10;
+/** the thread's event-loop delay over the last MEMORY_REPORT_MS, milliseconds: its 99th percentile and its longest */
+export const COUNTER_LOOP_DELAY_P99_MS = 11;
+export const COUNTER_LOOP_DELAY_MAX_MS = 12;
+export const COUNTERS = 13;
+/** How often a thread writes its memory and event-loop figures into its counters. */
+export const MEMORY_REPORT_MS = 1_000;
 
 /**
  * The main thread's word that a request without credentials may read a NAR file of a cache, and

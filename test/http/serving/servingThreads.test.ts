@@ -81,6 +81,16 @@ t.test('serving threads', async (t) => {
     t.ok(sum('requests') > 0 && sum('fromMemory') > 0, `threads counted requests (${sum('requests')}) and memory answers (${sum('fromMemory')})`);
   });
 
+  t.test('the threads take every connection: the main thread listens on loopback only', async (t) => {
+    // Each admin/actors read is itself a request a thread relays, counted before the main thread
+    // reads the counters: one more between the two reads.
+    const before = threadSum(await actorTree(), 'requests');
+    const n = 60;
+    t.same(new Set((await many(n, narinfo)).map((a) => a.status)), new Set([200]));
+    const after = threadSum(await actorTree(), 'requests');
+    t.equal(after - before, n + 1, 'every request reached a serving thread (none the main thread directly)');
+  });
+
   t.test('the API and WebSockets through any listener', async (t) => {
     const statuses = await Promise.all(Array.from({ length: 20 }, () => getFresh(`${kiln.url}/api/v1/user`, { authorization: `Bearer ${admin.token}` })));
     t.same(new Set(statuses.map((s) => s.status)), new Set([200]));

@@ -1,7 +1,8 @@
 // A serving thread's hot narinfo memory (http/serving/threadHotCache.ts): cache names are
 // case-insensitive, so every spelling of a cache is one entry, and an invalidation in any spelling
 // reaches them all; a name outside the cache name pattern is never kept. Expired answers are
-// served once more while one refresh runs; the access word is never served past its TTL.
+// served once more while one refresh runs; the access word is never served past its TTL. A kept
+// body holds no more memory than its bytes.
 import t from 'tap';
 import { ACCESS_TTL_MS, HIT_TTL_MS, MISS_TTL_MS, REFRESH_WAIT_MS, ThreadHotCache } from '../../../http/serving/threadHotCache.js';
 
@@ -131,4 +132,19 @@ t.test('a refresh that predates an invalidation asks again', async (t) => {
   hot.refreshFailed('pub', FILE, false);
   hot.get('pub', FILE, refresh);
   t.equal(asked.length, 2, 'asked again');
+});
+
+t.test('a body that views a larger block is kept in a buffer of its own size', async (t) => {
+  const hot = new ThreadHotCache(1 << 20, () => 1_000);
+  // A short Buffer.from of text is a view of Node's shared 8 KiB pool; kept as is, it holds the pool's block.
+  const pooled = Buffer.from('StorePath: /nix/store/y\n');
+  t.ok(pooled.buffer.byteLength > pooled.length, 'the test body is a view of a larger block');
+  hot.learn(hot.generation, 'pub', FILE, { ...hit, body: pooled });
+  const kept = hot.get('pub', FILE)!.body;
+  t.equal(kept.toString(), pooled.toString(), 'the same bytes');
+  t.equal(kept.buffer.byteLength, pooled.length, 'holding no more than the body');
+  // A block of exactly the body (a refresh's message copy) is kept without another copy.
+  const own = Buffer.from(new Uint8Array(Buffer.from('StorePath: /nix/store/z\n')).buffer);
+  hot.learn(hot.generation, 'pub', OTHER, { ...hit, body: own });
+  t.equal(hot.get('pub', OTHER)!.body, own);
 });
