@@ -55,6 +55,7 @@ const ready: KilnProcessReady = {
   url: bench.kiln.url, databaseUrl: `postgres://postgres@127.0.0.1:5432/${db!.db}`, userToken: bench.token, projectId: project!.id, peerToken,
 };
 process.send!(ready);
+let cpuFrom = process.cpuUsage();
 process.on('message', (message) => {
   // the serving threads' counters (requests, fromMemory, forwarded, …), summed
   if (message === 'threads') {
@@ -68,6 +69,17 @@ process.on('message', (message) => {
   }
   if (message === 'gc') {
     process.send!(fullGc());
+    return;
+  }
+  // the server process's CPU time (all its threads): 'cpu-reset' starts a window, 'cpu' reports its user + system ms
+  if (message === 'cpu-reset') {
+    cpuFrom = process.cpuUsage();
+    process.send!('reset');
+    return;
+  }
+  if (message === 'cpu') {
+    const used = process.cpuUsage(cpuFrom);
+    process.send!((used.user + used.system) / 1000);
     return;
   }
   // BENCH_COUNT_STATEMENTS: 'statements-reset' starts a window, 'statements:<builds>' reports it
