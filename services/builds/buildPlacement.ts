@@ -88,6 +88,12 @@ export class BuildPlacement {
   private startFailure: unknown = null;
   /** builds looked up in the caches once when they became ready, not on every pass while they wait for a worker */
   private readonly substitutionChecked = new Set<string>();
+  /**
+   * Each project's caches, read once between two full passes: a pass woken by the build cycle (a
+   * freed slot, a completion) places with those read before, without a round trip of its own (issue
+   * 23); every full pass (the periodic tick at least once a second, any other wake) reads them again.
+   */
+  private readonly projectCaches = new Map<string, ProjectCache[]>();
   /** recent finished peaks by derivation name: the builds' memory predictions (memoryReservations.ts) */
   readonly peaks = new PeakMemoryHistory();
 
@@ -194,8 +200,10 @@ export class BuildPlacement {
     while (this.startBatches.size > 0) await Promise.all(this.startBatches);
   }
 
-  async dispatchBuilds(): Promise<void> {
+  /** `fresh`: a full pass, which reads the projects' caches again (see projectCaches). */
+  async dispatchBuilds(fresh = true): Promise<void> {
     const { sql, workers, outcomes, settings, ready } = this.deps;
+    if (fresh) this.projectCaches.clear();
     if (this.startFailure !== null) {
       const failure = this.startFailure;
       this.startFailure = null;
@@ -203,7 +211,7 @@ export class BuildPlacement {
     }
     const buildWorkers = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
     if (buildWorkers.length === 0 && !this.cluster.active) return;
-    const caches = new Map<string, ProjectCache[]>();
+    const caches = this.projectCaches;
     const cachesOf = async (projectId: string) => {
       let found = caches.get(projectId);
       if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));

@@ -192,7 +192,7 @@ export class BuildScheduler implements WorkerListener {
     const full = this.fullPassDue;
     // Independent parts, at once: the pass waits for the slowest round trips, not for their sum.
     this.fullPassDue = false;
-    const parts = await Promise.allSettled([this.placement.dispatchBuilds(), ...(full ? [this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations()] : [])]);
+    const parts = await Promise.allSettled([this.placement.dispatchBuilds(full), ...(full ? [this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations()] : [])]);
     for (const part of parts) if (part.status === 'rejected') throw part.reason;
     if (leader) await this.queueDepth.report();
   }
