@@ -84,6 +84,8 @@ export class BuildPlacement {
   private readonly starting = new Set<string>();
   private readonly startingOn: Planned = new Map();
   private readonly startBatches = new Set<Promise<void>>();
+  /** builds placed while a start transaction was under way: the next one starts them */
+  private readonly placed: Assignment[] = [];
   /** a start transaction that failed: the next pass reports it */
   private startFailure: unknown = null;
   /** builds looked up in the caches once when they became ready, not on every pass while they wait for a worker */
@@ -269,20 +271,21 @@ export class BuildPlacement {
     if (assignments.length > 0) this.startInBackground(assignments);
   }
 
-  /** Starts the pass's builds while the next pass runs; until then they count on their workers. */
+  /**
+   * Starts the pass's builds while the next pass runs; until then they count on their workers. One
+   * start transaction at a time: builds placed while one is under way go in the next, so passes woken
+   * build by build (a freed slot each) still start their builds in batches, not a transaction each.
+   */
   private startInBackground(assignments: readonly Assignment[]): void {
-    const hold = (sign: 1 | -1) => {
-      for (const { worker, build, predicted } of assignments) {
-        if (sign > 0) this.starting.add(build.id);
-        else this.starting.delete(build.id);
-        const plan = this.startingOn.get(worker) ?? { builds: 0, bytes: 0 };
-        const next = { builds: plan.builds + sign, bytes: plan.bytes + sign * (predicted ?? 0) };
-        if (next.builds > 0) this.startingOn.set(worker, next);
-        else this.startingOn.delete(worker);
-      }
-    };
-    hold(1);
+    this.hold(assignments, 1);
     for (const { build } of assignments) this.deps.ready.remove(build.id);
+    this.placed.push(...assignments);
+    if (this.startBatches.size === 0) this.startPlaced();
+  }
+
+  private startPlaced(): void {
+    const assignments = this.placed.splice(0);
+    if (assignments.length === 0) return;
     const batch: Promise<void> = this.startBuilds(assignments)
       .then(() => undefined)
       .catch((error: unknown) => {
@@ -292,10 +295,23 @@ export class BuildPlacement {
         this.deps.wake();
       })
       .finally(() => {
-        hold(-1);
+        this.hold(assignments, -1);
         this.startBatches.delete(batch);
+        this.startPlaced();
       });
     this.startBatches.add(batch);
+  }
+
+  /** Placed builds not started yet count on their workers (+1) until their start transaction ended (-1). */
+  private hold(assignments: readonly Assignment[], sign: 1 | -1): void {
+    for (const { worker, build, predicted } of assignments) {
+      if (sign > 0) this.starting.add(build.id);
+      else this.starting.delete(build.id);
+      const plan = this.startingOn.get(worker) ?? { builds: 0, bytes: 0 };
+      const next = { builds: plan.builds + sign, bytes: plan.bytes + sign * (predicted ?? 0) };
+      if (next.builds > 0) this.startingOn.set(worker, next);
+      else this.startingOn.delete(worker);
+    }
   }
 
   private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, predicted: number | null, planned: Planned, reserved: ReadonlyMap<string, number>): ConnectedWorker | undefined {
