@@ -257,7 +257,11 @@ export class BuildPlacement {
     const planned: Planned = new Map([...this.startingOn].map(([w, plan]) => [w, { ...plan }]));
     await this.peaks.warm(sql);
     const reserved = reservedMemory(this.deps.jobs);
+    // Free slots left among the candidates: none, and no other build can be placed. A pass woken by
+    // one freed slot stops after one build instead of asking every worker about every ready build.
+    let free = candidates.reduce((n, w) => n + Math.max(0, w.hello.maxConcurrentBuilds - this.deps.jobs.running(w, 'build') - (planned.get(w)?.builds ?? 0)), 0);
     for (const build of builds) {
+      if (free <= 0) break;
       if (substitutable.has(build.id) || clusterSize(build.required_features) !== null) continue;
       const predicted = this.peaks.predicted(build.name);
       const worker = this.pickWorker(candidates, build, predicted, planned, reserved);
@@ -267,6 +271,7 @@ export class BuildPlacement {
       const plan = planned.get(worker) ?? { builds: 0, bytes: 0 };
       planned.set(worker, { builds: plan.builds + 1, bytes: plan.bytes + (predicted ?? 0) });
       assignments.push({ worker, build, caches, predicted });
+      free -= 1;
     }
     if (assignments.length > 0) this.startInBackground(assignments);
   }
