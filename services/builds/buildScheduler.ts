@@ -110,7 +110,6 @@ export class BuildScheduler implements WorkerListener {
     const jobs = new JobTable(deps.supervisor, buildProgress, deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
-    // What this process's own completions and substitutions make ready, the queue takes as the readiness statement returned it.
     const passSoon = () => this.loop.wake(); // builds only (issue 23): no evaluation query per finished build
     this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, (builds) => this.ready.add(builds));
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);

@@ -15,12 +15,13 @@ export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: TransactionSql)
   const reserved = await sql.reserve();
   try {
     const begun = reserved`begin`.execute();
+    // handled at once: a failed begin must not count as an unhandled rejection while fn runs (its statements fail too)
+    begun.catch(() => undefined);
     let value: T;
     try {
       value = await fn(reserved as unknown as TransactionSql);
       await begun;
     } catch (error) {
-      await begun.catch(() => undefined);
       await reserved`rollback`.catch(() => undefined);
       throw error;
     }
