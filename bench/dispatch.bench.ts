@@ -9,6 +9,7 @@
 //
 //   npm run bench -- dispatch [derivations=50000] [workers=16] [slots=8] [maxSecs=1200] [rounds=3]
 //   BENCH_COUNT_STATEMENTS=1 adds the server's statements per dispatched build (through a counting proxy).
+// Each kiln round prints the server process's CPU time per dispatched build (robust under load).
 import { forkServer, loadAverage } from './childServer.js';
 import { dispatchFigures, startBuildFleet, type BuildFleet, type DispatchFigures } from './buildFleet.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
@@ -59,8 +60,12 @@ async function kilnRound(graph: SyntheticGraph): Promise<DispatchFigures> {
   const recorded = await recordGraph(server, evaluator, graph);
   console.log(`  recorded in ${((recorded.buildingAt - recorded.firstBatchAt) / 1000).toFixed(1)} s; dispatching`);
   if (countStatements) await server.kiln.request('statements-reset');
+  await server.kiln.request('cpu-reset');
   await drain(fleet, recorded.buildingAt, 'kiln');
   const figures = dispatchFigures(graph.nodes, fleet, recorded.buildingAt);
+  // CPU time rather than a rate: robust on a loaded machine (the rate is not)
+  const cpuMs = (await server.kiln.request('cpu')) as number;
+  console.log(`  kiln server process CPU while dispatching: ${cpuMs.toFixed(0)} ms, ${((cpuMs * 1000) / figures.dispatched).toFixed(0)} µs per build${countStatements ? ' (the statement counter\'s proxy included)' : ''}`);
   if (countStatements) {
     // the dispatch phase's statements (it starts when the evaluation was seen building, a little late)
     for (const line of (await server.kiln.request(`statements:${figures.dispatched}`)) as string[]) console.log(`  ${line}`);

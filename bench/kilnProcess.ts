@@ -58,6 +58,7 @@ const ready: KilnProcessReady = {
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
 process.send!(ready);
+let cpuFrom = process.cpuUsage();
 process.on('message', (message) => {
   // the serving threads' counters (requests, fromMemory, forwarded, …), summed
   if (message === 'threads') {
@@ -85,6 +86,17 @@ process.on('message', (message) => {
   }
   if (message === 'gc') {
     process.send!(fullGc());
+    return;
+  }
+  // the server process's CPU time (all its threads): 'cpu-reset' starts a window, 'cpu' reports its user + system ms
+  if (message === 'cpu-reset') {
+    cpuFrom = process.cpuUsage();
+    process.send!('reset');
+    return;
+  }
+  if (message === 'cpu') {
+    const used = process.cpuUsage(cpuFrom);
+    process.send!((used.user + used.system) / 1000);
     return;
   }
   // BENCH_COUNT_STATEMENTS: 'statements-reset' starts a window, 'statements:<builds>' reports it

@@ -156,6 +156,8 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
       });
       // Not bus events: the tree is this process's, so its steps go only to this process's sockets.
       unsubscribeActors = opts.actorTransitions?.((transition) => {
+        // Rendered only for a watcher: every job's steps come here, thousands a second at full dispatch (issue 23).
+        if (app.numSubscribers(ACTORS_TOPIC) === 0) return;
         app.publish(ACTORS_TOPIC, renderEnvelope('actor.transition', transition.at, { ...transition }));
         liveLag.observe([ACTORS_TOPIC]);
       }) ?? null;

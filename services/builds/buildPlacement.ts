@@ -84,10 +84,18 @@ export class BuildPlacement {
   private readonly starting = new Set<string>();
   private readonly startingOn: Planned = new Map();
   private readonly startBatches = new Set<Promise<void>>();
+  /** builds placed while a start transaction was under way: the next one starts them */
+  private readonly placed: Assignment[] = [];
   /** a start transaction that failed: the next pass reports it */
   private startFailure: unknown = null;
   /** builds looked up in the caches once when they became ready, not on every pass while they wait for a worker */
   private readonly substitutionChecked = new Set<string>();
+  /**
+   * Each project's caches, read once between two full passes: a pass woken by the build cycle (a
+   * freed slot, a completion) places with those read before, without a round trip of its own (issue
+   * 23); every full pass (the periodic tick at least once a second, any other wake) reads them again.
+   */
+  private readonly projectCaches = new Map<string, ProjectCache[]>();
   /** recent finished peaks by derivation name: the builds' memory predictions (memoryReservations.ts) */
   readonly peaks = new PeakMemoryHistory();
 
@@ -194,8 +202,10 @@ export class BuildPlacement {
     while (this.startBatches.size > 0) await Promise.all(this.startBatches);
   }
 
-  async dispatchBuilds(): Promise<void> {
+  /** `fresh`: a full pass, which reads the projects' caches again (see projectCaches). */
+  async dispatchBuilds(fresh = true): Promise<void> {
     const { sql, workers, outcomes, settings, ready } = this.deps;
+    if (fresh) this.projectCaches.clear();
     if (this.startFailure !== null) {
       const failure = this.startFailure;
       this.startFailure = null;
@@ -203,7 +213,7 @@ export class BuildPlacement {
     }
     const buildWorkers = workers.connected().filter((w) => w.hello.capabilities.build && this.available(w));
     if (buildWorkers.length === 0 && !this.cluster.active) return;
-    const caches = new Map<string, ProjectCache[]>();
+    const caches = this.projectCaches;
     const cachesOf = async (projectId: string) => {
       let found = caches.get(projectId);
       if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
@@ -247,7 +257,11 @@ export class BuildPlacement {
     const planned: Planned = new Map([...this.startingOn].map(([w, plan]) => [w, { ...plan }]));
     await this.peaks.warm(sql);
     const reserved = reservedMemory(this.deps.jobs);
+    // Free slots left among the candidates: none, and no other build can be placed. A pass woken by
+    // one freed slot stops after one build instead of asking every worker about every ready build.
+    let free = candidates.reduce((n, w) => n + Math.max(0, w.hello.maxConcurrentBuilds - this.deps.jobs.running(w, 'build') - (planned.get(w)?.builds ?? 0)), 0);
     for (const build of builds) {
+      if (free <= 0) break;
       if (substitutable.has(build.id) || clusterSize(build.required_features) !== null) continue;
       const predicted = this.peaks.predicted(build.name);
       const worker = this.pickWorker(candidates, build, predicted, planned, reserved);
@@ -257,24 +271,26 @@ export class BuildPlacement {
       const plan = planned.get(worker) ?? { builds: 0, bytes: 0 };
       planned.set(worker, { builds: plan.builds + 1, bytes: plan.bytes + (predicted ?? 0) });
       assignments.push({ worker, build, caches, predicted });
+      free -= 1;
     }
     if (assignments.length > 0) this.startInBackground(assignments);
   }
 
-  /** Starts the pass's builds while the next pass runs; until then they count on their workers. */
+  /**
+   * Starts the pass's builds while the next pass runs; until then they count on their workers. One
+   * start transaction at a time: builds placed while one is under way go in the next, so passes woken
+   * build by build (a freed slot each) still start their builds in batches, not a transaction each.
+   */
   private startInBackground(assignments: readonly Assignment[]): void {
-    const hold = (sign: 1 | -1) => {
-      for (const { worker, build, predicted } of assignments) {
-        if (sign > 0) this.starting.add(build.id);
-        else this.starting.delete(build.id);
-        const plan = this.startingOn.get(worker) ?? { builds: 0, bytes: 0 };
-        const next = { builds: plan.builds + sign, bytes: plan.bytes + sign * (predicted ?? 0) };
-        if (next.builds > 0) this.startingOn.set(worker, next);
-        else this.startingOn.delete(worker);
-      }
-    };
-    hold(1);
+    this.hold(assignments, 1);
     for (const { build } of assignments) this.deps.ready.remove(build.id);
+    this.placed.push(...assignments);
+    if (this.startBatches.size === 0) this.startPlaced();
+  }
+
+  private startPlaced(): void {
+    const assignments = this.placed.splice(0);
+    if (assignments.length === 0) return;
     const batch: Promise<void> = this.startBuilds(assignments)
       .then(() => undefined)
       .catch((error: unknown) => {
@@ -284,10 +300,23 @@ export class BuildPlacement {
         this.deps.wake();
       })
       .finally(() => {
-        hold(-1);
+        this.hold(assignments, -1);
         this.startBatches.delete(batch);
+        this.startPlaced();
       });
     this.startBatches.add(batch);
+  }
+
+  /** Placed builds not started yet count on their workers (+1) until their start transaction ended (-1). */
+  private hold(assignments: readonly Assignment[], sign: 1 | -1): void {
+    for (const { worker, build, predicted } of assignments) {
+      if (sign > 0) this.starting.add(build.id);
+      else this.starting.delete(build.id);
+      const plan = this.startingOn.get(worker) ?? { builds: 0, bytes: 0 };
+      const next = { builds: plan.builds + sign, bytes: plan.bytes + sign * (predicted ?? 0) };
+      if (next.builds > 0) this.startingOn.set(worker, next);
+      else this.startingOn.delete(worker);
+    }
   }
 
   private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, predicted: number | null, planned: Planned, reserved: ReadonlyMap<string, number>): ConnectedWorker | undefined {

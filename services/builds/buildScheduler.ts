@@ -88,6 +88,8 @@ export class BuildScheduler implements WorkerListener {
   private stopTicking: (() => void) | null = null;
   /** the scheduler's passes: never two at once, and a wake during one runs another after it */
   private readonly loop: CoalescingLoop;
+  /** a wake() since the last full pass: a pass woken only by the build cycle (a freed slot, a completion) places builds only */
+  private fullPassDue = true;
   private readonly outcomes: BuildOutcomes;
   private readonly cancellations: JobCancellations;
   private readonly leadership: SchedulerLeadership;
@@ -100,7 +102,6 @@ export class BuildScheduler implements WorkerListener {
 
   constructor(private readonly deps: BuildSchedulerDeps) {
     const { sql, events, workers, log, settings, clock } = deps;
-    const wake = () => this.wake();
     this.loop = new CoalescingLoop(() => this.pass(), (error: unknown) => log.error({ err: error }, 'a scheduler pass failed'));
     deps.supervisor.watch({ id: 'scheduler-loop', kind: 'scheduler-loop', inspect: () => this.loop.inspect() });
     const onError = (error: unknown) => log.warn({ err: error }, 'publishing progress failed');
@@ -109,24 +110,20 @@ export class BuildScheduler implements WorkerListener {
     const jobs = new JobTable(deps.supervisor, buildProgress, deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
-    // What this process's own completions and substitutions make ready, the queue takes as the readiness statement returned it.
-    const readied = (builds: Parameters<ReadyQueue['add']>[0]) => this.ready.add(builds);
-    const passSoon = () => this.loop.wake();
-    this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, readied);
+    const passSoon = () => this.loop.wake(); // builds only (issue 23): no evaluation query per finished build
+    this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, (builds) => this.ready.add(builds));
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
     this.leadership = new SchedulerLeadership(sql, events, log);
     this.queueDepth = new QueueDepthReporter(sql, events, clock);
     this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, log,
-      requeue: (job) => this.router.requeueEnded(job),
-      ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}), ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}) });
+      requeue: (job) => this.router.requeueEnded(job), ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}),
+      ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}) });
     this.changeJobs = new ChangeJobs(workers, deps.changeJobTimeoutMs);
     this.router = new WorkerMessageRouter({
-      changeJobs: this.changeJobs,
-      ...(deps.metrics ? { metrics: deps.metrics } : {}),
-      ...(deps.phases ? { phases: deps.phases } : {}),
+      changeJobs: this.changeJobs, ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}),
       statistics: { sql, now: () => clock.now() },
-      events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake,
-      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake, ...(deps.phases ? { phases: deps.phases } : {}) },
+      events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake: () => this.wake(),
+      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake: () => this.wake(), ...(deps.phases ? { phases: deps.phases } : {}) },
     });
   }
 
@@ -148,13 +145,14 @@ export class BuildScheduler implements WorkerListener {
   }
 
   /**
-   * Runs a pass soon; passes never overlap, and a wake during one runs another after it. Whatever
-   * woke it may have changed the queue in ways only the database knows (a recording, a re-queue,
-   * another process's work, a backoff that ran out: the periodic tick), so the pass reads the ready
-   * queue afresh.
+   * Runs a full pass soon (evaluations, aborted jobs' cancels, builds); passes never overlap, and a
+   * wake during one runs another after it. Whatever woke it may have changed the queue in ways only
+   * the database knows (a recording, a re-queue, another process's work, the periodic tick), so the
+   * pass reads the ready queue afresh.
    */
   wake(): void {
     this.ready.invalidate();
+    this.fullPassDue = true;
     this.loop.wake();
   }
 
@@ -190,8 +188,10 @@ export class BuildScheduler implements WorkerListener {
   private async pass(): Promise<void> {
     const leader = await this.leadership.pass();
     if (!leader && this.deps.workers.connected().length === 0) return;
+    const full = this.fullPassDue;
     // Independent parts, at once: the pass waits for the slowest round trips, not for their sum.
-    const parts = await Promise.allSettled([this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations(), this.placement.dispatchBuilds()]);
+    this.fullPassDue = false;
+    const parts = await Promise.allSettled([this.placement.dispatchBuilds(full), ...(full ? [this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations()] : [])]);
     for (const part of parts) if (part.status === 'rejected') throw part.reason;
     if (leader) await this.queueDepth.report();
   }

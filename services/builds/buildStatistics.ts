@@ -23,26 +23,39 @@ export type { BuildResourcesView, EvaluationStatistics as EvaluationStatsView } 
 const ms = (seconds: number) => Math.round(seconds * 1000);
 
 /**
- * Writes the samples of the builds that end in the same event-loop turn in one multi-row insert:
- * at thousands of results a second, a statement per build was the dispatch loop's largest cost
- * in the database (issue 23). record() settles once its sample is written; a batch the database
- * refuses is written again one sample at a time, so one bad sample costs only itself.
+ * Writes the samples of the builds that end in the same event-loop turn in one multi-row insert,
+ * one insert at a time: the samples that arrive while one is under way go in the next (at
+ * thousands of results a second, a statement per build, then one per turn, were the dispatch
+ * loop's largest count of statements, issue 23). record() settles once its sample is written; a
+ * batch the database refuses is written again one sample at a time, so one bad sample costs only itself.
  */
 export class BuildSampleWriter {
   private pending: PendingSample[] = [];
   private scheduled = false;
+  /** the insert under way: the samples recorded meanwhile wait for it */
+  private writing = false;
 
   constructor(private readonly sql: Sql, private readonly now: () => Date) {}
 
   record(sample: BuildSample): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.pending.push({ sample, at: this.now(), resolve, reject });
-      if (this.scheduled) return;
+      if (this.scheduled || this.writing) return;
       this.scheduled = true;
       setImmediate(() => {
         this.scheduled = false;
-        void this.write(this.pending.splice(0));
+        this.flush();
       });
+    });
+  }
+
+  private flush(): void {
+    const batch = this.pending.splice(0);
+    if (batch.length === 0) return;
+    this.writing = true;
+    void this.write(batch).finally(() => {
+      this.writing = false;
+      this.flush();
     });
   }
 

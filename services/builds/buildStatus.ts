@@ -154,7 +154,7 @@ export async function changeBuildStatuses(
         const tellReadied = await moveReadiness(tx, moves);
         await beforeCommit?.();
         return { results, tellReadied };
-      });
+      }, { pipelined: true }); // `begin` with the first statement: one round trip fewer on the dispatch path
       // committed: the builds it made ready are visible to whoever is told of them
       tellReadied();
       return results;

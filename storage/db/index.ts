@@ -18,6 +18,7 @@ export {
   type CacheKeyColumns, type CacheRow, type CacheSettings, type CacheServingRow, type NewCache, type SubscribedCacheRow,
 } from './caches.js';
 export type { Queryable } from './queryable.js';
+export { pipelinedTransaction } from './pipelinedTransaction.js';
 export { deleteInSlices, retentionCutoff } from './sliceDeletes.js';
 export { arrayLiteral, copyInto, copyRow } from './copyText.js';
 export {

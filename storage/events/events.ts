@@ -12,6 +12,7 @@ import type { PgBoss } from 'pg-boss';
 import type { Sql, TransactionSql } from 'postgres';
 import { checkEventContent, isDurable, renderEnvelope, type EventContent, type EventName, type EventScope } from '../../protocol/index.js';
 import type { EventBus } from '../bus/index.js';
+import { pipelinedTransaction } from '../db/index.js';
 import { writeOutbox, writeRedelivery, type DeliveryTarget, type PreparedEvent, type WrittenDelivery } from './outbox.js';
 
 export type Emit = <N extends EventName>(name: N, content: EventContent<N>, scope?: EventScope) => void;
@@ -21,9 +22,10 @@ export interface Events {
   /**
    * Runs `fn` in a transaction on the events' pool. `emit` checks the content against the catalog
    * at once (a bad content throws, so the transaction rolls back) and writes the durable events
-   * when `fn` returns, before the commit.
+   * when `fn` returns, before the commit. `pipelined`: `begin` goes out with the first statement
+   * (storage/db/pipelinedTransaction.ts; one round trip fewer, no savepoints), for hot paths.
    */
-  transaction<T>(fn: (tx: TransactionSql, emit: Emit) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: TransactionSql, emit: Emit) => Promise<T>, opts?: { pipelined?: boolean }): Promise<T>;
   /**
    * For a transaction the caller opened itself: writes the event now, in `tx`. Publish the returned
    * events with afterCommit() once the transaction has committed.
@@ -95,17 +97,18 @@ function eventsOn(sql: Sql, opts: EventsOptions, queuedListeners: (() => void)[]
   return {
     bus: opts.bus,
 
-    async transaction<T>(fn: (tx: TransactionSql, emit: Emit) => Promise<T>): Promise<T> {
+    async transaction<T>(fn: (tx: TransactionSql, emit: Emit) => Promise<T>, transactionOpts: { pipelined?: boolean } = {}): Promise<T> {
       const pending: PreparedEvent[] = [];
       let queued = false;
-      const result = await sql.begin(async (tx) => {
+      const body = async (tx: TransactionSql) => {
         const emit: Emit = (name, content, scope) => {
           pending.push(prepare(name, content, scope));
         };
         const value = await fn(tx, emit);
         queued = await write(tx, pending);
         return value;
-      });
+      };
+      const result = transactionOpts.pipelined ? await pipelinedTransaction(sql, body) : await sql.begin(body);
       publishAll(pending, queued);
       return result as T;
     },

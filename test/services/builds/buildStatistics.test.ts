@@ -167,4 +167,38 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
       select attempt, recorded_at, oom_kills from build_resource_samples where derivation_build_id = ${row!.id} and attempt >= 10 order by attempt`;
     t.same(rows, [{ attempt: 10, recorded_at: at, oom_kills: 0 }, { attempt: 12, recorded_at: at, oom_kills: 1 }]);
   });
+
+  await t.test('samples recorded while an insert is under way go in one insert after it', async (t) => {
+    const [row] = await kiln.sql<{ id: string }[]>`select derivation_build_id as id from builds where id = ${buildId}`;
+    let inserts = 0;
+    // the writer's statements, counted on their way to the real database
+    const counted = new Proxy(kiln.sql, { apply: (target, self, args: Parameters<typeof kiln.sql>) => (inserts++, Reflect.apply(target, self, args)) });
+    const writer = new BuildSampleWriter(counted, () => new Date());
+    const sample = (attempt: number) => ({ derivationBuildId: row!.id, attempt, workerId: hello.workerId, wallMs: attempt, resources: null });
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    // The first insert is held under way: its foreign key check waits for this lock on the build's row.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const holder = kiln.sql.begin(async (tx) => {
+      await tx`select id from derivation_builds where id = ${row!.id} for update`;
+      locked();
+      await held;
+    });
+    await lockTaken;
+    const written = [writer.record(sample(20))];
+    await turn();
+    await turn();
+    written.push(writer.record(sample(21)));
+    await turn();
+    written.push(writer.record(sample(22)));
+    await turn();
+    release();
+    await holder;
+    await Promise.all(written);
+    t.equal(inserts, 2, 'the first sample, then the two recorded in two later turns together');
+    const rows = await kiln.sql<{ attempt: number }[]>`select attempt from build_resource_samples where derivation_build_id = ${row!.id} and attempt >= 20 order by attempt`;
+    t.same(rows.map((r) => r.attempt), [20, 21, 22]);
+  });
 });

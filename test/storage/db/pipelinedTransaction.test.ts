@@ -1,0 +1,48 @@
+// A transaction whose `begin` goes out with its first statement (storage/db/pipelinedTransaction.ts),
+// against a real PostgreSQL: the first statement is inside the transaction, the writes are seen
+// only once committed, and a failure (thrown by the function, or a statement error it caught)
+// leaves nothing written and the connection free.
+import t from 'tap';
+import { pipelinedTransaction } from '../../../storage/db/index.js';
+import { testDatabase } from '../../support/db.js';
+
+t.test('a pipelined transaction', async (t) => {
+  const { sql } = await testDatabase(t, { migrated: false });
+  await sql`create table pipelined (id int primary key)`;
+  const ids = async () => (await sql<{ id: number }[]>`select id from pipelined order by id`).map((r) => r.id);
+
+  await t.test('its first statement runs inside it; its writes are seen once it committed', async (t) => {
+    const value = await pipelinedTransaction(sql, async (tx) => {
+      const [first] = await tx<{ at: Date; xid: string }[]>`select now() as at, txid_current()::text as xid`;
+      await tx`insert into pipelined values (1)`;
+      t.same(await ids(), [], 'another session does not see the row before the commit');
+      const [last] = await tx<{ at: Date; xid: string }[]>`select now() as at, txid_current()::text as xid`;
+      t.same(last, first, 'one transaction from the first statement on');
+      return 'done';
+    });
+    t.equal(value, 'done');
+    t.same(await ids(), [1]);
+  });
+
+  await t.test('the function throws: nothing is written', async (t) => {
+    await t.rejects(pipelinedTransaction(sql, async (tx) => {
+      await tx`insert into pipelined values (2)`;
+      throw new Error('changed my mind');
+    }), /changed my mind/);
+    t.same(await ids(), [1]);
+  });
+
+  await t.test('a statement error the function caught still rolls back, and throws', async (t) => {
+    await t.rejects(pipelinedTransaction(sql, async (tx) => {
+      await tx`insert into pipelined values (3)`;
+      await tx`insert into pipelined values (1)`.catch(() => undefined); // duplicate key, swallowed
+    }), /rolled back/);
+    t.same(await ids(), [1], 'the row written before the error is gone too');
+  });
+
+  await t.test('the connection is released each time: more transactions than the pool has connections', async (t) => {
+    for (let i = 10; i < 30; i++) await pipelinedTransaction(sql, async (tx) => tx`insert into pipelined values (${i})`);
+    await t.rejects(pipelinedTransaction(sql, async () => Promise.reject(new Error('no'))));
+    t.equal((await ids()).length, 21);
+  });
+});
