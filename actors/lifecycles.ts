@@ -212,7 +212,7 @@ const simpleBuildMoves = new Map<string, Move<BuildStatus>>();
 /** The move a build event makes; a failure's target depends on `context` (without one, a failure is final). */
 export function buildMove(event: BuildEvent, context: Partial<BuildContext> = {}): Move<BuildStatus> {
   if (event.type === 'fail' || Object.keys(context).length > 0) return moveOf(buildLifecycle, BUILD_STATUSES, event, { ...FINAL_CONTEXT, ...context });
-  const key = event.type === 'requeue' ? `requeue:${event.why}` : event.type;
+  const key = event.type === 'requeue' ? `requeue:${event.why}` : event.type === 'restore' ? `restore:${event.to}` : event.type;
   let move = simpleBuildMoves.get(key);
   if (!move) simpleBuildMoves.set(key, (move = moveOf(buildLifecycle, BUILD_STATUSES, event, FINAL_CONTEXT)));
   return { from: [...move.from], to: move.to };

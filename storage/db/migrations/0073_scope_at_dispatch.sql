@@ -20,9 +20,9 @@ create function kiln_completion_scope(prior uuid[], scope uuid[]) returns uuid[]
 $$;
 
 -- The organizations of these projects (a dispatch's worker_scope); null for null (an open worker).
-create function kiln_projects_scope(projects uuid[]) returns uuid[] language sql stable as $$
-  select case when projects is null then null
-              else array(select distinct organization_id from projects where id = any(projects) order by organization_id) end
+create function kiln_projects_scope(project_ids uuid[]) returns uuid[] language sql stable as $$
+  select case when project_ids is null then null
+              else array(select distinct organization_id from projects where id = any(project_ids) order by organization_id) end
 $$;
 
 -- The restore pass's candidates (queued again for other tenants only): found without the ready query.
