@@ -193,7 +193,6 @@ export class BuildScheduler implements WorkerListener {
     // Independent parts, at once: the pass waits for the slowest round trips, not for their sum.
     const parts = await Promise.allSettled([this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations(), this.placement.dispatchBuilds()]);
     for (const part of parts) if (part.status === 'rejected') throw part.reason;
-    // the leader restores builds queued again for other tenants who left (tenantScope.ts); what that readied needs another pass
     if (leader) await Promise.all([this.queueDepth.report(), this.outcomes.restoreAbandoned().then((restored) => restored.length > 0 && this.wake())]);
   }
 }
