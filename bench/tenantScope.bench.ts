@@ -62,7 +62,8 @@ try {
       await tx`
         select db.id from derivation_builds db
         where db.id in (select derivation_build_id from builds where evaluation_id = ${recorded.evaluationId})
-          and (db.status = 'queued' or (db.status = 'started' and db.worker_scope is not null))
+          and (db.status = 'started'
+               or (db.status = 'queued' and (db.inputs_remaining = 0 or db.done_for is not null or db.failed_for is not null)))
         order by db.id for share of db`;
       throw Object.assign(new Error('rolled back'), { rolledBack: true });
     }).catch((e: unknown) => {

@@ -83,13 +83,14 @@ export async function wantedByOtherTenants(tx: TransactionSql, derivationBuildId
 
 /**
  * Before an evaluation takes builds as its own (it starts building, or a direct build records its
- * graph), it share-locks those of them an outcome could scope meanwhile: started on a worker only
- * some organizations trust, and every queued one (a dispatch to such a worker takes the row's lock
- * first). An outcome (or a restore) of one of them then either committed first (and the claim finds
- * it, standing for another organization, and queues it again) or waits for the claim, after which
- * it sees the evaluation building and queues it again itself (or leaves it queued). Without the
- * lock each could miss the other. One statement, in id order, before any other row lock of the
- * transaction.
+ * graph), it share-locks those of them an outcome could scope meanwhile: the started ones, the
+ * ready ones (a dispatch takes the row's lock first) and those queued again for other tenants (a
+ * restore does). A queued build with open inputs needs one of those to end first, which waits, so
+ * it needs no lock of its own (an evaluation's inputs are its builds too). An outcome (or a
+ * restore) then either committed first (and the claim finds it, standing for another organization,
+ * and queues it again) or waits for the claim, after which it sees the evaluation building and
+ * queues it again itself (or leaves it queued). Without the lock each could miss the other. One
+ * statement, in id order, before any other row lock of the transaction.
  */
 export async function lockScopedBuilds(tx: TransactionSql, of: { evaluationId: string } | { derivationIds: readonly string[] }): Promise<void> {
   const which = 'evaluationId' in of
@@ -98,7 +99,8 @@ export async function lockScopedBuilds(tx: TransactionSql, of: { evaluationId: s
   await tx`
     select db.id from derivation_builds db
     where ${which}
-      and (db.status = 'queued' or (db.status = 'started' and db.worker_scope is not null))
+      and (db.status = 'started'
+           or (db.status = 'queued' and (db.inputs_remaining = 0 or db.done_for is not null or db.failed_for is not null)))
     order by db.id for share of db`;
 }
 
