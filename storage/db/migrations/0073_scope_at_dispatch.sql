@@ -7,6 +7,9 @@
 -- looking the worker up in `servers` when it commits, so a server deleted while its build runs
 -- still scopes the completion.
 alter table derivation_builds add column worker_scope uuid[];
+-- Builds running on a build server as this migration applies were dispatched before the column:
+-- scoped as the completion used to scope them, by the server.
+update derivation_builds db set worker_scope = array[s.organization_id] from servers s where db.status = 'started' and db.worker_id = s.id;
 -- failed_for: the organizations a final failure on such a worker stands for. Another organization
 -- whose building evaluation wants the build queues it again for itself, as it does a completion.
 alter table derivation_builds add column failed_for uuid[];
