@@ -11,6 +11,7 @@ import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js
 import { loadAverage } from './childServer.js';
 import { syntheticGraph } from './syntheticGraph.js';
 import { readyBuilds } from '../services/builds/schedulerQueries.js';
+import { requeuedForOthers } from '../services/builds/tenantScope.js';
 
 const size = Number(process.argv[2] ?? 10_000);
 const runs = Number(process.argv[3] ?? 9);
@@ -40,7 +41,7 @@ try {
     join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
     where db.status = 'queued' and db.inputs_remaining = 0 and (db.not_before is null or db.not_before <= '${now}')
     group by db.id, d.id order by db.queued_at limit 500`;
-  const candidates = `select id from derivation_builds where status = 'queued' and (done_for is not null or failed_for is not null) order by id limit 500`;
+  const candidates = await requeuedForOthers(sql, 500).describe();
   const [counts] = await sql<{ queued: number; ready: number }[]>`
     select count(*)::int as queued, count(*) filter (where inputs_remaining = 0)::int as ready from derivation_builds where status = 'queued'`;
   const lockTimes: number[] = [];
@@ -66,7 +67,7 @@ try {
   for (let i = 0; i < runs; i++) {
     readyMs.push(await executionMs(described.string, [now, 500]));
     beforeMs.push(await executionMs(readyBefore));
-    candidatesMs.push(await executionMs(candidates));
+    candidatesMs.push(await executionMs(candidates.string, [500]));
   }
   console.log(JSON.stringify({
     derivations: size, queued: counts!.queued, ready: counts!.ready, runs,

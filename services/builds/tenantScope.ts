@@ -120,11 +120,15 @@ export async function outcomesForOthers(tx: TransactionSql, evaluationId: string
 }
 
 /**
- * Builds queued again for other tenants only (the restore pass's candidates), through their
- * partial index: the ready query never returns them once no project is left to offer them to.
+ * Builds queued again for other tenants only that no building evaluation of another organization
+ * wants any more (the restore pass's candidates, read without a lock: restorable checks them again
+ * under theirs), through their partial index: the ready query never returns them once no project
+ * is left to offer them to, and one still wanted costs the pass no lock.
  */
 export const requeuedForOthers = (sql: Queryable, limit: number) => sql<{ id: string }[]>`
-  select id from derivation_builds where status = 'queued' and (done_for is not null or failed_for is not null) order by id limit ${limit}`;
+  select db.id from derivation_builds db
+  where db.status = 'queued' and (db.done_for is not null or db.failed_for is not null) and not ${wantedByAnother(sql)}
+  order by db.id limit ${limit}`;
 
 /**
  * Of these builds queued again for other tenants, those no building evaluation of an organization
