@@ -170,6 +170,20 @@ t.test('an outcome on a worker only some organizations trust stands for them onl
     t.match(await row(dep), { status: 'queued' }, 'acme queues it again for itself');
   });
 
+  t.test('a pass\'s batch of dispatches scopes each build by its own worker', async (t) => {
+    const one = derivationNode('one');
+    const two = derivationNode('two');
+    const three = derivationNode('three');
+    await building(acmeProject, [one, two, three]);
+    const workers = [acmeServer, { id: randomUUID(), projects: [acmeProject, betaProject] }, kilnWorker];
+    const ids = await Promise.all([one, two, three].map(idOf));
+    await changeBuildStatuses(events, ids.map((id, i) => ({ id, change: { event: { type: 'dispatch' }, workerId: workers[i]!.id, workerProjects: workers[i]!.projects } })));
+    await changeBuildStatuses(events, ids.map((id) => ({ id, change: { event: { type: 'succeed' } } })));
+    t.match(await row(one), { done_for: [acme] });
+    t.match(await row(two), { done_for: [acme, beta].sort() }, 'registered for both organizations\' projects: stands for both');
+    t.match(await row(three), { done_for: null });
+  });
+
   t.test('kiln\'s own worker\'s completion stands for every tenant', async (t) => {
     const dep = derivationNode('dep');
     await building(acmeProject, [dep]);
