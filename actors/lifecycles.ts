@@ -30,8 +30,11 @@ export type BuildEvent =
   | { type: 'dispatch' }
   | { type: 'substitute' }
   | { type: 'succeed' }
-  /** queued again for other tenants only, and none of them wants it any more: completed as it was */
-  | { type: 'restore' }
+  /**
+   * queued again for other tenants only, and none of them wants it any more: completed or failed
+   * as it was (docs/builds.md, "Whose completion")
+   */
+  | { type: 'restore'; to: 'completed' | 'failed' }
   | { type: 'fail'; class: FailureClass; reason: string }
   | { type: 'requeue'; why: BuildRequeueWhy }
   | { type: 'abort' };
@@ -75,6 +78,7 @@ export const buildLifecycle = setup({
     reachedAgain: ({ event }) => whyOf(event) === 'reached_again',
     restarted: ({ event }) => whyOf(event) === 'restarted',
     otherTenant: ({ event }) => whyOf(event) === 'other_tenant',
+    restoresFailure: ({ event }) => event.type === 'restore' && event.to === 'failed',
   },
 }).createMachine({
   id: 'build',
@@ -84,7 +88,7 @@ export const buildLifecycle = setup({
     // fail from queued: an input failed (dependency_failed)
     // abort from queued: POST /builds/{id} abort of it or of an input it waits for (services/builds/buildControl.ts)
     // restore from queued: queued again for other tenants only (other_tenant), none of whom still wants it
-    queued: { on: { dispatch: 'started', substitute: 'substituted', restore: 'completed', fail: { guard: 'inputFailed', target: 'failed' }, abort: 'aborted' } },
+    queued: { on: { dispatch: 'started', substitute: 'substituted', restore: [{ guard: 'restoresFailure', target: 'failed' }, { target: 'completed' }], fail: { guard: 'inputFailed', target: 'failed' }, abort: 'aborted' } },
     started: {
       on: {
         succeed: 'completed',
@@ -106,7 +110,8 @@ export const buildLifecycle = setup({
     substituted: { on: { requeue: { guard: 'outputsMissing', target: 'queued' } } },
     completed: { on: { requeue: [{ guard: 'evicted', target: 'queued' }, { guard: 'otherTenant', target: 'queued' }] } },
     aborted: { on: { requeue: { guard: 'reachedAgain', target: 'queued' } } },
-    failed: { on: { requeue: { guard: 'restarted', target: 'queued' } } },
+    // other_tenant: failed on a worker only some organizations trust, and wanted by another (docs/builds.md, "Whose failure")
+    failed: { on: { requeue: [{ guard: 'restarted', target: 'queued' }, { guard: 'otherTenant', target: 'queued' }] } },
   },
 });
 
@@ -207,7 +212,7 @@ const simpleBuildMoves = new Map<string, Move<BuildStatus>>();
 /** The move a build event makes; a failure's target depends on `context` (without one, a failure is final). */
 export function buildMove(event: BuildEvent, context: Partial<BuildContext> = {}): Move<BuildStatus> {
   if (event.type === 'fail' || Object.keys(context).length > 0) return moveOf(buildLifecycle, BUILD_STATUSES, event, { ...FINAL_CONTEXT, ...context });
-  const key = event.type === 'requeue' ? `requeue:${event.why}` : event.type;
+  const key = event.type === 'requeue' ? `requeue:${event.why}` : event.type === 'restore' ? `restore:${event.to}` : event.type;
   let move = simpleBuildMoves.get(key);
   if (!move) simpleBuildMoves.set(key, (move = moveOf(buildLifecycle, BUILD_STATUSES, event, FINAL_CONTEXT)));
   return { from: [...move.from], to: move.to };

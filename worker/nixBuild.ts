@@ -12,6 +12,7 @@ import { runCommand } from './childProcess.js';
 import { storeConnections } from './storeConnections.js';
 import { parseNixLogLine } from './nixLogLines.js';
 import { remoteBuildArgs, remoteBuilderFailure } from './remoteBuilders.js';
+import { vouchedFor } from './outputProvenance.js';
 
 export interface RealiseOptions {
   drvPath: string;
@@ -112,7 +113,17 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   }
   const fixedOutput = Object.values(shown.outputs).some((o) => o.hash !== undefined);
 
-  if (await allValid(Object.values(outputs), run)) {
+  let valid = await allValid(Object.values(outputs), run);
+  if (valid && !(await vouchedFor(Object.values(outputs), options.substituters, options.netrcFile, run))) {
+    // Valid here, but from a source this project does not read (worker/outputProvenance.ts): let go
+    // of the outputs and build them. One in use by another job stays; the build is tried again later.
+    const deleted = await nixStore(['--delete', ...Object.values(outputs)], run);
+    if (deleted.exitCode !== 0) {
+      return { ok: false, failure: jobFailure('worker_error', `the store holds outputs of ${options.drvPath} from a cache this project does not read, in use by another job: ${nixErrorText(deleted.stderr)}`) };
+    }
+    valid = false;
+  }
+  if (valid) {
     if (options.fetchStoredLog) {
       const stored = await nixStore(['--read-log', options.drvPath], run);
       if (stored.exitCode === 0) for (const line of stored.stdout.split('\n')) if (line) options.onLog(line);

@@ -19,8 +19,8 @@ export const buildOptions = {
     'seconds before retrying a transient failure, doubled per previous attempt',
   ),
   'build.runOnBuildServers': option(
-    bool(), false,
-    'build the projects of an organization on its active, checked build servers; each server\'s worker runs on a Nix store of its own, so what a server sends back (unverified, as Nix takes remote builds) reaches only the caches that organization\'s projects write, and its completion of a derivation stands for that organization only: another organization\'s evaluation of the same derivation builds it again or substitutes it from a cache it reads (docs/builds.md); off by default until a hostile server can no longer stall or fail another organization\'s builds (docs/builds.md, "Whose completion", what is left); off, servers are stored and checked only',
+    bool(), true,
+    'build the projects of an organization on its active, checked build servers; each server\'s worker runs on a Nix store of its own, so what a server sends back (unverified, as Nix takes remote builds) reaches only the caches that organization\'s projects write, and its completion or failure of a derivation stands for that organization only: another organization\'s building evaluation of the same derivation builds it again or substitutes it from a cache it reads (docs/builds.md, "Whose completion"); off, servers are stored and checked only',
     { extension: true },
   ),
   'build.substituteMissEscalationThreshold': option(

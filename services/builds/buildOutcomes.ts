@@ -11,7 +11,7 @@ import type { BuildProgressReporter } from './buildProgress.js';
 import type { Clock } from '../../supervisors/index.js';
 import { decideBuildOutcome, type BuildContext } from '../../actors/index.js';
 import { applyStatusChanges, changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
-import { restorable } from './tenantScope.js';
+import { requeuedForOthers, restorable } from './tenantScope.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
 import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
@@ -60,10 +60,14 @@ export class BuildOutcomes {
     return applied;
   }
 
-  /** Several builds started in one transaction; the attempt of each, or null where it was not queued. */
-  async startAll(starts: readonly { id: string; workerId: string }[]): Promise<(number | null)[]> {
-    const attempts = await changeBuildStatuses(this.events, starts.map(({ id, workerId }) => ({
-      id, change: { event: { type: 'dispatch' as const }, workerId },
+  /**
+   * Several builds started in one transaction, each with the projects its worker serves (null: an
+   * open-mode worker, kiln's own), which scope its outcome; the attempt of each, or null where it was
+   * not queued.
+   */
+  async startAll(starts: readonly { id: string; workerId: string; projects: readonly string[] | null }[]): Promise<(number | null)[]> {
+    const attempts = await changeBuildStatuses(this.events, starts.map(({ id, workerId, projects }) => ({
+      id, change: { event: { type: 'dispatch' as const }, workerId, workerProjects: projects },
     })));
     starts.forEach(({ id }, i) => {
       if (attempts[i] !== null && attempts[i] !== undefined) this.evaluationProgress.touched(id);
@@ -84,14 +88,27 @@ export class BuildOutcomes {
 
   /**
    * Builds queued again for other tenants only (tenantScope.ts), none of whom wants them any more
-   * (their open evaluations of it ended): completed again as they were, standing for the
-   * organizations they stood for; the ids it applied to.
+   * (their building evaluations of it ended): completed or failed again as they were, standing for
+   * the organizations they stood for (a failure's dependents fail with it); the ids it restored.
+   * The scheduler's leader runs it after each pass (and wakes another when it restored any: the
+   * ready queue reads what they readied); it reads the candidates by their partial index.
    */
-  async restoreAll(derivationBuildIds: readonly string[]): Promise<string[]> {
+  async restoreAbandoned(limit = 500): Promise<string[]> {
+    const candidates = (await requeuedForOthers(this.sql, limit)).map((r) => r.id);
+    if (candidates.length === 0) return [];
     // Checked under the rows' locks (tenantScope.ts); the dependents it readies are read by the pass the caller wakes.
-    const done = await this.events.transaction(async (tx, emit) =>
-      applyStatusChanges(tx, emit, await restorable(tx, derivationBuildIds), { event: { type: 'restore' } }));
+    const restored = await this.events.transaction(async (tx, emit) => {
+      const rows = await restorable(tx, candidates);
+      const to = (target: string) => rows.filter((r) => r.to === target).map((r) => r.id);
+      return {
+        completed: await applyStatusChanges(tx, emit, to('completed'), { event: { type: 'restore', to: 'completed' } }),
+        failed: await applyStatusChanges(tx, emit, to('failed'), { event: { type: 'restore', to: 'failed' } }),
+      };
+    });
+    const done = [...restored.completed, ...restored.failed];
     this.evaluationProgress.touched(...done);
+    for (const id of restored.failed) await this.failDependents(id);
+    await this.finishEvaluations({ derivationBuilds: done });
     return done;
   }
 
@@ -157,13 +174,22 @@ export class BuildOutcomes {
     return [];
   }
 
-  /** Fails the queued builds that need a failed one, then completes what that finishes. */
+  /**
+   * Fails the queued builds that need a failed one, then completes what that finishes. A failure
+   * that stands for some organizations only (tenantScope.ts, failed_for) fails the dependents no
+   * building evaluation of another organization wants, with the same scope (another organization
+   * that starts building them later queues them again for itself); the others wait for the input,
+   * queued again for those organizations.
+   */
   async failDependents(derivationBuildId: string): Promise<void> {
-    const dependents = await queuedDependents(this.sql, derivationBuildId);
+    const [input] = await this.sql<{ failed_for: string[] | null }[]>`select failed_for from derivation_builds where id = ${derivationBuildId}`;
+    const failedFor = input?.failed_for ?? null;
+    const dependents = await queuedDependents(this.sql, derivationBuildId, failedFor);
     for (const { id } of dependents) {
       await this.setStatus(id, {
         event: { type: 'fail', class: 'FailedPermanent', reason: 'dependency_failed' },
         failure: { class: 'FailedPermanent', reason: 'dependency_failed', message: `an input of this derivation failed (derivation_build ${derivationBuildId})` },
+        ...(failedFor ? { failedFor } : {}),
       });
     }
     await this.finishEvaluations({ derivationBuilds: [derivationBuildId, ...dependents.map((d) => d.id)] });

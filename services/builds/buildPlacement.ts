@@ -219,20 +219,7 @@ export class BuildPlacement {
       if (!found) caches.set(projectId, (found = await projectCaches(sql, projectId)));
       return found;
     };
-    const taken = (await ready.take()).filter((b) => !this.starting.has(b.id));
-    // Wanted by no project any more: queued again for other tenants only, who left (tenantScope.ts).
-    const restorable = taken.filter((b) => b.projects.length === 0).map((b) => b.id);
-    if (restorable.length > 0) {
-      for (const id of restorable) ready.remove(id);
-      const restored = await outcomes.restoreAll(restorable);
-      await outcomes.finishEvaluations({ derivationBuilds: restored });
-      // what a restore readied is read from the database, and only a restore is worth a pass at once
-      if (restored.length > 0) {
-        ready.invalidate();
-        this.deps.wake();
-      }
-    }
-    const builds = taken.filter((b) => b.projects.length > 0);
+    const builds = (await ready.take()).filter((b) => !this.starting.has(b.id));
     // Each build is looked up in the caches once, when it became ready, not on every pass while it
     // waits for a worker; the pass asks for all of them in one query. Past
     // build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.
@@ -332,7 +319,8 @@ export class BuildPlacement {
   /** Starts a pass's builds in one transaction (one commit, not one per build), then sends the jobs: their ids (null: not started). */
   private async startBuilds(assignments: readonly Assignment[]): Promise<(string | null)[]> {
     const { events, jobs, outcomes, settings, readToken } = this.deps;
-    const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId })));
+    // what the worker builds stands for the organizations of the projects it serves, unless it is kiln's own (tenantScope.ts)
+    const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId, projects: worker.open ? null : worker.projects })));
     return assignments.map(({ worker, build, caches, predicted, cluster }, i) => {
       // null: no longer queued (another process won it, or it was aborted)
       this.deps.ready.remove(build.id);

@@ -193,6 +193,6 @@ export class BuildScheduler implements WorkerListener {
     this.fullPassDue = false;
     const parts = await Promise.allSettled([this.placement.dispatchBuilds(full), ...(full ? [this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations()] : [])]);
     for (const part of parts) if (part.status === 'rejected') throw part.reason;
-    if (leader) await this.queueDepth.report();
+    if (leader) await Promise.all([this.queueDepth.report(), this.outcomes.restoreAbandoned().then((restored) => restored.length > 0 && this.wake())]);
   }
 }

@@ -7,7 +7,7 @@ import type { BuildStatus, FailureClass } from '../../protocol/index.js';
 import type { Queryable } from '../../storage/index.js';
 import { buildMove, type BuildContext, type BuildEvent } from '../../actors/index.js';
 import type { ReadiedBuild } from './readyBuild.js';
-import { doneForUpdate, wantedByOtherTenants } from './tenantScope.js';
+import { doneForUpdate, failedForUpdate, offeredTo, wantedByOtherTenants, workerScopeUpdate } from './tenantScope.js';
 
 export interface StatusChange {
   /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
@@ -15,6 +15,13 @@ export interface StatusChange {
   /** what the lifecycle's guards look at when the event is a failure (attempts and loops left) */
   context?: Partial<BuildContext>;
   workerId?: string | null;
+  /**
+   * a dispatch's: the projects the worker serves, whose organizations alone its outcome stands for
+   * (tenantScope.ts); null or absent: an open-mode worker (kiln's own), trusted by every tenant
+   */
+  workerProjects?: readonly string[] | null;
+  /** a dependency failure's: the organizations its input's failure stands for (failed_for) */
+  failedFor?: readonly string[];
   failure?: { class: FailureClass; reason: string; message: string };
   /** a transient failure's retry waits until then */
   notBefore?: Date | null;
@@ -64,19 +71,18 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
     moved as (
       update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta
       from m, locked l where l.id = dep.id and dep.derivation_id = m.derivation_id and m.delta <> 0
-      returning dep.id, dep.derivation_id, dep.status, dep.inputs_remaining, dep.attempts, dep.substitute_misses, dep.queued_at, dep.not_before, dep.done_for)
+      returning dep.id, dep.derivation_id, dep.status, dep.inputs_remaining, dep.attempts, dep.substitute_misses, dep.queued_at, dep.not_before, dep.done_for, dep.failed_for)
     select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
            d.prefer_local_build, db.substitute_misses,
-           coalesce(array_agg(distinct p.id) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as projects,
-           db.queued_at, db.not_before,
-           coalesce(array_agg(distinct coalesce(t.build_timeout_secs, -1)) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as task_timeouts,
-         coalesce(array_agg(distinct coalesce(t.build_max_silent_secs, -1)) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as task_max_silents
+           array_agg(distinct p.id) as projects, db.queued_at, db.not_before,
+           array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts,
+           array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
     from moved db join derivations d on d.id = db.derivation_id
     join builds b on b.derivation_build_id = db.id
     join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
-    join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+    join tasks t on t.id = e.task_id join projects p on p.id = t.project_id and ${offeredTo(tx)}
     where db.inputs_remaining = 0 and db.status = 'queued'
-    group by db.id, db.attempts, db.substitute_misses, db.queued_at, db.not_before, db.done_for, d.id`;
+    group by db.id, db.attempts, db.substitute_misses, db.queued_at, db.not_before, d.id`;
   const tell = new Set(moves.flatMap((m) => (m.readied ? [m.readied] : [])));
   return () => {
     if (ready.length > 0) for (const readied of tell) readied(ready);
@@ -179,7 +185,7 @@ async function sequentially<T, R>(items: readonly T[], fn: (item: T) => Promise<
 function sameSimpleEvent(changes: readonly { change: StatusChange }[]): boolean {
   const type = changes[0]!.change.event.type;
   return (type === 'dispatch' || type === 'succeed' || type === 'substitute')
-    && changes.every(({ change }) => change.event.type === type && change.context === undefined && change.failure === undefined
+    && changes.every(({ change }) => change.event.type === type && change.context === undefined && change.failure === undefined && change.failedFor === undefined
       && change.notBefore === undefined && change.evaluationId === undefined
       && (change.workerId !== undefined) === (changes[0]!.change.workerId !== undefined));
 }
@@ -202,10 +208,12 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
   const workers = changes.map((c) => c.change.workerId ?? null);
   const logBytes = changes.map((c) => c.change.logBytes ?? null);
   const logDropped = changes.map((c) => c.change.logDroppedBytes ?? null);
+  // uuid[] literals, one a change (unnest would flatten an array of arrays); null: an open worker
+  const workerProjects = changes.map((c) => (c.change.workerProjects ? `{${c.change.workerProjects.join(',')}}` : null));
   const rows = await tx<({ id: string; attempts: number; previous: BuildStatus; scoped: boolean } & Partial<BuildRow>)[]>`
     with c as (
-      select * from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[])
-        as c(id, worker_id, log_bytes, log_dropped_bytes)),
+      select * from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[], ${workerProjects}::text[])
+        as c(id, worker_id, log_bytes, log_dropped_bytes, worker_projects)),
     old as materialized (select d.id, d.status as previous from derivation_builds d where d.id = any(${ids}::uuid[]) order by d.id for no key update),
     changed as (
       update derivation_builds b set status = ${to}, updated_at = now(),
@@ -215,7 +223,8 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
         started_at = case when ${to === 'started'} then now() else b.started_at end,
         finished_at = case when ${final} then now() when ${to === 'queued'} then null else b.finished_at end,
         log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes),
-        done_for = ${doneForUpdate(tx, event)}
+        done_for = ${doneForUpdate(tx, event)}, failed_for = ${failedForUpdate(tx, event, to)},
+        worker_scope = ${workerScopeUpdate(tx, event, tx`c.worker_projects::uuid[]`)}
       from c join old on old.id = c.id
       where b.id = c.id and b.status = any(${from as string[]}) returning b.id, b.attempts, old.previous, b.derivation_id, b.done_for is not null as scoped)
     select ch.id, ch.attempts, ch.previous, ch.scoped, ${buildRowColumns(tx)}
@@ -243,8 +252,9 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
 }
 
 /**
- * Completions on a build server that an open evaluation of another organization also wants go back
- * to the queue for it in the same transaction (tenantScope.ts): their readiness moves cancel out.
+ * Completions (or final failures) on a worker only some organizations trust that a building
+ * evaluation of another organization also wants go back to the queue for it in the same
+ * transaction (tenantScope.ts): their readiness moves cancel out.
  */
 async function requeueForOtherTenants(tx: TransactionSql, emit: Emit, completedOnServers: readonly string[], moves: ReadinessMove[]): Promise<void> {
   for (const id of await wantedByOtherTenants(tx, completedOnServers)) {
@@ -273,19 +283,26 @@ export async function applyStatusChanges(tx: TransactionSql, emit: Emit, derivat
 export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivationBuildId: string, change: StatusChange, moves?: ReadinessMove[]): Promise<number | null> {
   const { from, to } = buildMove(change.event, change.context);
   const final = to === 'completed' || to === 'failed' || to === 'substituted' || to === 'aborted';
-  const [updated] = await tx<{ attempts: number; previous: BuildStatus; scoped: boolean }[]>`
+  // a failure queued again for another tenant, and restored, keeps what it said
+  const keepsFailure = change.event.type === 'restore' || (change.event.type === 'requeue' && change.event.why === 'other_tenant');
+  const projects = change.workerProjects ? `{${change.workerProjects.join(',')}}` : null;
+  const [updated] = await tx<{ attempts: number; previous: BuildStatus; scoped: boolean; failed_scoped: boolean }[]>`
     update derivation_builds b set status = ${to}, updated_at = now(),
       attempts = attempts + ${change.event.type === 'dispatch' ? 1 : 0},
       worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
-      failure_class = ${change.failure?.class ?? null}, failure_reason = ${change.failure?.reason ?? null},
-      failure_message = ${change.failure?.message.slice(0, 20000) ?? null},
+      failure_class = case when ${keepsFailure} then failure_class else ${change.failure?.class ?? null} end,
+      failure_reason = case when ${keepsFailure} then failure_reason else ${change.failure?.reason ?? null} end,
+      failure_message = case when ${keepsFailure} then failure_message else ${change.failure?.message.slice(0, 20000) ?? null} end,
       not_before = ${change.notBefore ?? null},
       started_at = case when ${to === 'started'} then now() else started_at end,
       finished_at = case when ${final} then now() when ${to === 'queued'} then null else finished_at end,
       log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes),
-      done_for = ${doneForUpdate(tx, change.event)}
+      done_for = ${doneForUpdate(tx, change.event)},
+      failed_for = ${change.failedFor ? tx`${change.failedFor as string[]}::uuid[]` : failedForUpdate(tx, change.event, to)},
+      worker_scope = ${workerScopeUpdate(tx, change.event, tx`${projects}::uuid[]`)}
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for no key update) old
-    where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) returning b.attempts, old.previous, b.done_for is not null as scoped`;
+    where b.id = ${derivationBuildId} and b.status = any(${from as string[]})
+    returning b.attempts, old.previous, b.done_for is not null as scoped, b.failed_for is not null as failed_scoped`;
   if (!updated) return null;
   const delta = readinessDelta(updated.previous, to);
   if (delta !== 0) {
@@ -295,7 +312,8 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   }
   const builds = await buildsOfDerivationBuild(tx, derivationBuildId, change.evaluationId ?? null);
   emitBuildEvents(emit, derivationBuildId, builds, to, updated, change);
-  if (change.event.type === 'succeed' && updated.scoped) {
+  // a scoped outcome another organization's building evaluation wants goes back to the queue for it
+  if ((change.event.type === 'succeed' && updated.scoped) || (change.event.type === 'fail' && to === 'failed' && updated.failed_scoped)) {
     const own: ReadinessMove[] = [];
     await requeueForOtherTenants(tx, emit, [derivationBuildId], moves ?? own);
     (await moveReadiness(tx, own))();

@@ -8,8 +8,9 @@ import { ApiError, sha256Nix32, type DerivationNode, type ExportedPath, type Nar
 import type { Emit, Events } from '../../storage/index.js';
 import { userIdOf } from '../access/index.js';
 import type { BuildView, BuildViewsService } from './buildViews.js';
-import { applyStatusChanges, changeBuildStatus } from './buildStatus.js';
-import { completedForOthers, lockBuildsOnServers } from './tenantScope.js';
+import { changeBuildStatus } from './buildStatus.js';
+import { lockScopedBuilds } from './tenantScope.js';
+import { claimForEvaluation } from './tenantClaims.js';
 import { readDirectClosure } from './directBuildClosure.js';
 import { changePhase } from './evaluationPhases.js';
 import type { Principal } from '../access/index.js';
@@ -76,14 +77,14 @@ async function recordGraph(tx: TransactionSql, emit: Emit, evaluationId: string,
   const paths = nodes.map((n) => n.drvPath);
   const derivations = await tx<{ id: string }[]>`select id from derivations where drv_path = any(${paths})`;
   const ids = derivations.map((d) => d.id);
-  // Another organization's build server's completion is not this project's (tenantScope.ts), as for an evaluation's recording.
-  await lockBuildsOnServers(tx, ids);
+  // Another organization's build server's outcome is not this project's (tenantScope.ts), as when an evaluation starts building.
+  await lockScopedBuilds(tx, { derivationIds: ids });
   await insertDerivationBuilds(tx, ids);
   await tx`
     insert into builds (evaluation_id, derivation_build_id, entry_point)
     select ${evaluationId}, b.id, d.drv_path = ${root} from derivation_builds b join derivations d on d.id = b.derivation_id
     where d.drv_path = any(${paths}) on conflict do nothing`;
-  await applyStatusChanges(tx, emit, await completedForOthers(tx, evaluationId, ids), { event: { type: 'requeue', why: 'other_tenant' } });
+  await claimForEvaluation(tx, emit, evaluationId, true);
   const [entry] = await tx<{ id: string }[]>`select id from builds where evaluation_id = ${evaluationId} and entry_point`;
   return entry!.id;
 }

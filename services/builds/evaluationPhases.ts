@@ -6,6 +6,7 @@ import type { Sql, TransactionSql } from 'postgres';
 import type { EvaluationPhase } from '../../protocol/index.js';
 import type { Emit, Events } from '../../storage/index.js';
 import { evaluationMove, type EvaluationContext, type EvaluationEvent } from '../../actors/index.js';
+import { claimForEvaluation } from './tenantClaims.js';
 
 export interface EvaluationLabel {
   id: string;
@@ -63,6 +64,9 @@ export async function applyPhaseChange(tx: TransactionSql, emit: Emit, id: strin
       finished_at = case when ${final} then now() else finished_at end
     where id = ${id} and phase = any(${from as string[]}) returning id`;
   if (updated.length === 0) return false;
+  // Building from now on: it takes the builds whose outcome stands for other organizations only as
+  // none of its own (docs/builds.md, "Whose completion"); while it evaluated, it held none of them.
+  if (to === 'building') await claimForEvaluation(tx, emit, id);
   const label = await evaluationLabel(tx, id);
   if (label) {
     emit(`evaluation.${to}`, {

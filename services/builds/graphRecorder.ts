@@ -13,7 +13,6 @@
 // COPYed by id, and the shared builds and this evaluation's builds go in by one statement.
 import type { TransactionSql } from 'postgres';
 import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../storage/index.js';
-import { lockBuildsOnServers } from './tenantScope.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
 import { insertDerivationBuilds } from './readiness.js';
@@ -54,8 +53,28 @@ export function stageEvalBatch(batch: MessageOf<'evalBatch'>): StagedEvalBatch {
   };
 }
 
+/** Times a batch's transaction runs when PostgreSQL rolled it back for a deadlock or a serialization failure. */
+const RECORD_ATTEMPTS = 3;
+
+/** deadlock_detected, serialization_failure: nothing of the transaction was written, and it may run again. */
+const mayRunAgain = (error: unknown) =>
+  typeof error === 'object' && error !== null && ['40P01', '40001'].includes(String((error as { code?: unknown }).code));
+
 export async function recordEvalBatch(events: Events, evaluationId: string, batch: MessageOf<'evalBatch'> | StagedEvalBatch): Promise<{ derivations: number }> {
   const staged = 'derivationRows' in batch ? batch : stageEvalBatch(batch);
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await recordStaged(events, evaluationId, staged);
+    } catch (error) {
+      // The recording's row locks are taken in one statement, in id order (readiness.ts), but its
+      // re-queues and another transaction's completions may still meet in another order: the
+      // rolled-back batch runs again, whole (the staged rows are kept; the events went with it).
+      if (!mayRunAgain(error) || attempt >= RECORD_ATTEMPTS) throw error;
+    }
+  }
+}
+
+async function recordStaged(events: Events, evaluationId: string, staged: StagedEvalBatch): Promise<{ derivations: number }> {
   // paths never hold a newline (a store path's characters are checked when the message is decoded)
   const paths = lines(staged.paths);
   const edges = lines(staged.edges);
@@ -69,7 +88,6 @@ export async function recordEvalBatch(events: Events, evaluationId: string, batc
       // meanwhile) and the inputs from earlier batches, found by path in one query; from here on
       // rows are addressed by id, never joined by path again.
       const recordedBefore = await lookUp(tx, ids, [...new Set([...paths, ...edges])]);
-      await lockBuildsOnServers(tx, recordedBefore);
       const insertedIds = inserted.map((r) => r.id);
       const insertedSet = new Set(insertedIds);
       await insertEdges(tx, edges, ids, insertedSet);
@@ -165,21 +183,19 @@ const EDGE_COLUMNS = ['derivation_id', 'depends_on'];
  */
 async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, evaluationId: string, derivationIds: readonly string[]): Promise<void> {
   if (derivationIds.length === 0) return;
-  // other_tenant: completed on another organization's build server, which this evaluation's does not trust (tenantScope.ts)
-  const finished = await tx<{ id: string; status: string; outputs_cached: boolean; other_tenant: boolean }[]>`
-    with mine as (select p.organization_id from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id where e.id = ${evaluationId})
-    select id, status, outputs_cached, (status = 'completed' and outputs_cached and done_for is not null
-             and not ((select organization_id from mine) = any(done_for))) as other_tenant
-    from derivation_builds
+  // A build whose outcome stands for another organization only (tenantScope.ts) is not re-queued
+  // here: the evaluation claims it when it starts building (tenantClaims.ts), so one still
+  // evaluating never holds it.
+  const finished = await tx<{ id: string; status: string; outputs_cached: boolean }[]>`
+    select id, status, outputs_cached from derivation_builds
     where derivation_id = any(${derivationIds as string[]}::uuid[])
       and (status = 'aborted' or (status in ('completed', 'substituted') and not outputs_cached)
-           or (status = 'completed' and done_for is not null and not ((select organization_id from mine) = any(done_for)))
-           or (status = 'failed' and (select retry_failed from evaluations where id = ${evaluationId})))`;
+           or (status = 'failed' and (select retry_failed from evaluations where id = ${evaluationId})))
+    order by id`;
   const having = (test: (b: (typeof finished)[number]) => boolean) => finished.filter(test).map((b) => b.id);
-  await applyStatusChanges(tx, emit, having((b) => b.other_tenant), { event: { type: 'requeue', why: 'other_tenant' } });
   // A finished build whose output was deleted from the last cache holding it (evictedOutputs.ts):
   // substituted if a cache got the path back meanwhile, built otherwise.
-  const requeued = await applyStatusChanges(tx, emit, having((b) => !b.other_tenant && (b.status === 'completed' || b.status === 'substituted')), { event: { type: 'requeue', why: 'evicted' } });
+  const requeued = await applyStatusChanges(tx, emit, having((b) => b.status === 'completed' || b.status === 'substituted'), { event: { type: 'requeue', why: 'evicted' } });
   if (requeued.length > 0) await tx`update derivation_builds set outputs_cached = true where id = any(${requeued}::uuid[])`;
   // A build cancelled when another evaluation was aborted (buildAborts.ts).
   await applyStatusChanges(tx, emit, having((b) => b.status === 'aborted'), { event: { type: 'requeue', why: 'reached_again' } });

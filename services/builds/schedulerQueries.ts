@@ -4,6 +4,7 @@ import { leaseHeldCondition, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { applyPhaseChanges } from './evaluationPhases.js';
 import type { ReadyBuild } from './readyBuild.js';
+import { offeredTo } from './tenantScope.js';
 
 export interface QueuedEvaluation {
   id: string;
@@ -31,32 +32,40 @@ export type { ReadiedBuild, ReadyBuild } from './readyBuild.js';
  * Queued builds of evaluations that are building, whose inputs are all built or substituted (the
  * readiness counter, migration 0042, through its partial index) and whose retry backoff has passed
  * at `now` (the scheduler's clock, which wrote not_before), oldest first; or only those of `ids`.
- * `projects` are those the build is wanted for: the projects of organizations its completion on a
- * build server does not stand for (tenantScope.ts; buildStatus.ts's readiness statement says the
- * same). None: it was queued again for other tenants only, none of whom wants it now, and the
- * scheduler restores it (BuildOutcomes.restoreAll).
+ * `projects` are those the build is offered for: the projects of organizations its outcome on a
+ * worker only some organizations trust does not stand for (tenantScope.ts offeredTo; buildStatus.ts's
+ * readiness statement says the same). A build no project is left to offer to (queued again for
+ * other tenants, who left) is not returned: the restore pass finds those (tenantScope.ts
+ * requeuedForOthers), so the ready queue never reads them again and again.
  */
 export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly string[]) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
-         d.prefer_local_build, db.substitute_misses,
-         coalesce(array_agg(distinct p.id) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as projects, db.queued_at,
-         coalesce(array_agg(distinct coalesce(t.build_timeout_secs, -1)) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as task_timeouts,
-         coalesce(array_agg(distinct coalesce(t.build_max_silent_secs, -1)) filter (where db.done_for is null or not (p.organization_id = any(db.done_for))), '{}') as task_max_silents
+         d.prefer_local_build, db.substitute_misses, array_agg(distinct p.id) as projects, db.queued_at,
+         array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts,
+         array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
   from derivation_builds db join derivations d on d.id = db.derivation_id
   join builds b on b.derivation_build_id = db.id
   join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
-  join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+  join tasks t on t.id = e.task_id join projects p on p.id = t.project_id and ${offeredTo(sql)}
   where db.status = 'queued' and db.inputs_remaining = 0 and (db.not_before is null or db.not_before <= ${now})
     ${ids === undefined ? sql`` : sql`and db.id = any(${ids as string[]}::uuid[])`}
   group by db.id, d.id order by db.queued_at limit ${limit}`;
 
-/** Queued builds that depend, directly or not, on this one. */
-export const queuedDependents = (sql: Sql, derivationBuildId: string) => sql<{ id: string }[]>`
+/**
+ * Queued builds that depend, directly or not, on this one; with `failedFor` (a failure that stands
+ * for these organizations only, tenantScope.ts) those no building evaluation of another
+ * organization wants.
+ */
+export const queuedDependents = (sql: Sql, derivationBuildId: string, failedFor: readonly string[] | null = null) => sql<{ id: string }[]>`
   with recursive dependents(derivation_id) as (
     select x.derivation_id from derivation_edges x join derivation_builds db on db.derivation_id = x.depends_on where db.id = ${derivationBuildId}
     union
     select x.derivation_id from derivation_edges x join dependents d on x.depends_on = d.derivation_id)
-  select db.id from derivation_builds db join dependents d on d.derivation_id = db.derivation_id where db.status = 'queued'`;
+  select db.id from derivation_builds db join dependents d on d.derivation_id = db.derivation_id where db.status = 'queued'
+    ${failedFor === null ? sql`` : sql`and not exists (
+      select 1 from builds wb join evaluations ev on ev.id = wb.evaluation_id and ev.phase = 'building'
+      join tasks wt on wt.id = ev.task_id join projects wp on wp.id = wt.project_id
+      where wb.derivation_build_id = db.id and not (wp.organization_id = any(${failedFor as string[]}::uuid[])))`}`;
 
 /** Building evaluations, among those that use these builds, none of whose builds is still open. */
 export const finishedEvaluations = (sql: Sql, opts: { derivationBuilds?: string[]; evaluation?: string }) => sql<{ id: string }[]>`

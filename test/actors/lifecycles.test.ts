@@ -52,8 +52,10 @@ t.test('build events and where they lead', async (t) => {
   t.equal(nextBuild('started', { type: 'requeue', why: 'reached_again' }), null);
   t.equal(nextBuild('completed', { type: 'requeue', why: 'other_tenant' }), 'queued', 'a build server\'s completion is queued again for another organization');
   t.equal(nextBuild('substituted', { type: 'requeue', why: 'other_tenant' }), null, 'a substitution stands for the projects whose caches hold it');
-  t.equal(nextBuild('queued', { type: 'restore' }), 'completed', 'queued again for other tenants who left: completed as it was');
-  t.equal(nextBuild('started', { type: 'restore' }), null);
+  t.equal(nextBuild('queued', { type: 'restore', to: 'completed' }), 'completed', 'queued again for other tenants who left: completed as it was');
+  t.equal(nextBuild('queued', { type: 'restore', to: 'failed' }), 'failed', 'or failed as it was');
+  t.equal(nextBuild('started', { type: 'restore', to: 'completed' }), null);
+  t.equal(nextBuild('failed', { type: 'requeue', why: 'other_tenant' }), 'queued', 'a build server\'s failure is queued again for another organization');
   for (const event of [{ type: 'requeue', why: 'evicted' }, { type: 'dispatch' }, transient] as const) {
     t.equal(nextBuild('failed', event, { ...NONE_LEFT, maxAttempts: 9 }), null, `failed is final (${event.type})`);
   }
