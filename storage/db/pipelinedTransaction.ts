@@ -13,6 +13,7 @@ import type { Sql, TransactionSql } from 'postgres';
  */
 export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
   const reserved = await sql.reserve();
+  let dead = false;
   try {
     const begun = reserved`begin`.execute();
     // handled at once: a failed begin must not count as an unhandled rejection while fn runs (its statements fail too)
@@ -22,13 +23,31 @@ export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: TransactionSql)
       value = await fn(reserved as unknown as TransactionSql);
       await begun;
     } catch (error) {
+      if (connectionLost(error)) {
+        dead = true;
+        throw error;
+      }
       await reserved`rollback`.catch(() => undefined);
       throw error;
     }
     const committed = await reserved`commit`;
     if (committed.command !== 'COMMIT') throw new Error(`the transaction was rolled back (${committed.command}): one of its statements failed`);
     return value;
+  } catch (error) {
+    if (connectionLost(error)) dead = true;
+    throw error;
   } finally {
-    reserved.release();
+    // A lost connection is already back in the pool's closed queue (it reconnects when next
+    // needed): releasing it would put it among the open ones, and the next query written to its
+    // dead socket throws from a timer (postgres.js 3.4, porsager/postgres#1208). No rollback is
+    // written to it either; PostgreSQL rolled the transaction back when the session ended.
+    if (!dead) reserved.release();
   }
+}
+
+/** The session is gone: postgres.js's connection errors, a FATAL or PANIC from the server, a socket error. */
+function connectionLost(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, severity, errno } = error as { code?: unknown; severity?: unknown; errno?: unknown };
+  return (typeof code === 'string' && code.startsWith('CONNECTION_')) || severity === 'FATAL' || severity === 'PANIC' || errno !== undefined;
 }

@@ -45,4 +45,18 @@ t.test('a pipelined transaction', async (t) => {
     await t.rejects(pipelinedTransaction(sql, async () => Promise.reject(new Error('no'))));
     t.equal((await ids()).length, 21);
   });
+
+  await t.test('the connection dies mid-transaction: an error, no crash, and the pool goes on', async (t) => {
+    for (let round = 0; round < 3; round++) {
+      await t.rejects(pipelinedTransaction(sql, async (tx) => {
+        await tx`insert into pipelined values (${100 + round})`;
+        await tx`select pg_terminate_backend(pg_backend_pid())`;
+      }), /terminat|CONNECTION_CLOSED/i, 'the killed session\'s error');
+      // a rollback written to the dead socket threw from a timer and ended the process (postgres.js 3.4)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    t.equal((await ids()).length, 21, 'nothing of the killed transactions was written');
+    await pipelinedTransaction(sql, async (tx) => tx`insert into pipelined values (200)`);
+    t.equal((await ids()).length, 22, 'the pool reconnects for the next transaction');
+  });
 });
