@@ -79,6 +79,7 @@ export const buildLifecycle = setup({
     restarted: ({ event }) => whyOf(event) === 'restarted',
     otherTenant: ({ event }) => whyOf(event) === 'other_tenant',
     restoresFailure: ({ event }) => event.type === 'restore' && event.to === 'failed',
+    restoresCompletion: ({ event }) => event.type === 'restore' && event.to === 'completed',
   },
 }).createMachine({
   id: 'build',
@@ -111,7 +112,8 @@ export const buildLifecycle = setup({
     completed: { on: { requeue: [{ guard: 'evicted', target: 'queued' }, { guard: 'otherTenant', target: 'queued' }] } },
     aborted: { on: { requeue: { guard: 'reachedAgain', target: 'queued' } } },
     // other_tenant: failed on a worker only some organizations trust, and wanted by another (docs/builds.md, "Whose failure")
-    failed: { on: { requeue: [{ guard: 'restarted', target: 'queued' }, { guard: 'otherTenant', target: 'queued' }] } },
+    // restore from failed: that failure came after another organization's completion, which stands again once no one else builds it
+    failed: { on: { requeue: [{ guard: 'restarted', target: 'queued' }, { guard: 'otherTenant', target: 'queued' }], restore: { guard: 'restoresCompletion', target: 'completed' } } },
   },
 });
 

@@ -126,9 +126,24 @@ export async function outcomesForOthers(tx: TransactionSql, evaluationId: string
  * is left to offer them to, and one still wanted costs the pass no lock.
  */
 export const requeuedForOthers = (sql: Queryable, limit: number) => sql<{ id: string }[]>`
-  select db.id from derivation_builds db
-  where db.status = 'queued' and (db.done_for is not null or db.failed_for is not null) and not ${wantedByAnother(sql)}
-  order by db.id limit ${limit}`;
+  (select db.id from derivation_builds db
+   where db.status = 'queued' and (db.done_for is not null or db.failed_for is not null) and not ${wantedByAnother(sql)}
+   order by db.id limit ${limit})
+  union all
+  (select db.id from derivation_builds db
+   where db.status = 'failed' and db.done_for is not null and not ${wantedByOutsideCompletion(sql)}
+   order by db.id limit ${limit})`;
+
+/**
+ * A building evaluation (ev) of an organization the build's (db) completion does not stand for
+ * wants it: the organizations of a failure that landed after that completion (failed, done_for set)
+ * count too, so their evaluation sees its own failure until it ends.
+ */
+const wantedByOutsideCompletion = (sql: Queryable) => sql`
+  exists (
+    select 1 from builds wb join evaluations ev on ev.id = wb.evaluation_id and ev.phase = 'building'
+    join tasks wt on wt.id = ev.task_id join projects wp on wp.id = wt.project_id
+    where wb.derivation_build_id = db.id and not (wp.organization_id = any(db.done_for)))`;
 
 /**
  * Of these builds queued again for other tenants, those no building evaluation of an organization
@@ -142,7 +157,8 @@ export async function restorable(tx: TransactionSql, derivationBuildIds: readonl
   await tx`select id from derivation_builds where id = any(${derivationBuildIds as string[]}::uuid[]) order by id for no key update`;
   return tx<{ id: string; to: 'completed' | 'failed' }[]>`
     select db.id, case when db.done_for is not null then 'completed' else 'failed' end as to from derivation_builds db
-    where db.id = any(${derivationBuildIds as string[]}::uuid[]) and db.status = 'queued' and (db.done_for is not null or db.failed_for is not null)
-      and not ${wantedByAnother(tx)}
+    where db.id = any(${derivationBuildIds as string[]}::uuid[])
+      and ((db.status = 'queued' and (db.done_for is not null or db.failed_for is not null) and not ${wantedByAnother(tx)})
+        or (db.status = 'failed' and db.done_for is not null and not ${wantedByOutsideCompletion(tx)}))
     order by db.id`;
 }

@@ -15,8 +15,8 @@ update derivation_builds db set worker_scope = array[s.organization_id] from ser
 alter table derivation_builds add column failed_for uuid[];
 
 -- A completion's done_for: the prior organizations plus the worker's scope; null (every tenant)
--- when kiln's own worker built it.
-drop function kiln_completion_scope(uuid[], uuid);
+-- when kiln's own worker built it. A new overload: server processes still on the code before this
+-- migration call the old one (uuid) until they restart, so it stays (a later migration drops it).
 create function kiln_completion_scope(prior uuid[], scope uuid[]) returns uuid[] language sql immutable as $$
   select case when scope is null then null
               else array(select distinct x from unnest(coalesce(prior, '{}'::uuid[]) || scope) as u(x) order by x) end
@@ -28,6 +28,5 @@ create function kiln_projects_scope(project_ids uuid[]) returns uuid[] language 
               else array(select distinct organization_id from projects where id = any(project_ids) order by organization_id) end
 $$;
 
--- The restore pass's candidates (queued again for other tenants only): found without the ready query.
-create index derivation_builds_scoped_queued on derivation_builds (id)
-  where status = 'queued' and (done_for is not null or failed_for is not null);
+-- The restore pass's indexes are 0074's: built in a transaction of their own, they lock the table
+-- against writes only, not against reads as this file's alter table does.

@@ -233,6 +233,27 @@ t.test('an outcome on a worker only some organizations trust stands for them onl
     t.match(await row(top), { status: 'failed', failure_reason: 'dependency_failed' }, 'and its dependent with it');
   });
 
+  t.test('beta\'s own failure after acme\'s completion: acme\'s dependents go on once beta no longer builds it', async (t) => {
+    const dep = derivationNode('dep');
+    const top = derivationNode('top', [dep.drvPath]);
+    const acmeEval = await building(acmeProject, [dep, top]);
+    await buildOn(dep, acmeServer);
+    const betaEval = await building(betaProject, [dep]);
+    t.match(await row(dep), { status: 'queued', done_for: [acme] }, 'queued again for beta');
+    t.equal((await row(top)).inputs_remaining, 1, 'acme\'s top waits for it again');
+    await failOn(dep, betaServer);
+    t.match(await row(dep), { status: 'failed', done_for: [acme], failed_for: [beta] }, 'beta\'s server failed it: for beta');
+    t.equal((await row(top)).status, 'queued', 'acme\'s top is not failed on beta\'s failure');
+    await db.sql`update evaluations set phase = 'building' where id = ${betaEval}`;
+    t.notOk((await outcomes.restoreAbandoned()).includes(await idOf(dep)), 'beta still building: beta sees its own failure');
+    await db.sql`update evaluations set phase = 'failed' where id = ${betaEval}`;
+    t.ok((await outcomes.restoreAbandoned()).includes(await idOf(dep)), 'beta done: the restore pass finds it');
+    t.match(await row(dep), { status: 'completed', done_for: [acme], failed_for: [beta] }, 'acme\'s completion stands again; beta\'s failure is remembered');
+    t.equal((await row(top)).inputs_remaining, 0, 'acme\'s top is ready again (it would have waited forever)');
+    t.same(await ready([dep, top]), { top: ['acme'] });
+    t.equal((await db.sql<{ phase: string }[]>`select phase from evaluations where id = ${acmeEval}`)[0]!.phase, 'building', 'acme\'s evaluation goes on');
+  });
+
   t.test('kiln\'s own worker\'s failure stands for every tenant', async (t) => {
     const dep = derivationNode('dep');
     await building(acmeProject, [dep]);
