@@ -3,7 +3,7 @@
 // not be recorded), and a FailedTransient failure with attempts left queues it again.
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
-import type { Message } from '../../protocol/index.js';
+import type { JobFailure, Message } from '../../protocol/index.js';
 import type { Events, PhaseSampleBuffer } from '../../storage/index.js';
 import { evaluationMove } from '../../actors/index.js';
 import { changePhase } from './evaluationPhases.js';
@@ -105,7 +105,14 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
       });
       return;
     }
-    await changePhase(events, job.evaluationId, { event: { type: 'succeed' } });
+    try {
+      await changePhase(events, job.evaluationId, { event: { type: 'succeed' } });
+    } catch (error) {
+      // its job has ended, so nothing else would move it on: it would stay evaluating for good
+      deps.log.error({ err: error, evaluation: job.evaluationId }, 'an evaluation could not start building');
+      await failEvaluation(deps, job.evaluationId, { class: 'FailedTransient', reason: 'server_error', message: 'the server could not start building the evaluation' });
+      return;
+    }
     await deps.finishEvaluation(job.evaluationId);
     deps.wake();
     return;
@@ -113,12 +120,16 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
   if (message.t === 'jobFailed') {
     if (!jobs.end(job, { type: 'failed', reason: message.failure.reason })) return;
     await job.chain;
-    const [row] = await sql<{ attempts: number }[]>`select attempts from evaluations where id = ${job.evaluationId}`;
-    // the lifecycle decides: a FailedTransient failure with attempts left goes back to the queue
-    const event = { type: 'fail' as const, class: message.failure.class, reason: message.failure.reason };
-    const context = { attempts: row?.attempts ?? 0, maxAttempts: deps.maxAttempts };
-    if (evaluationMove(event, context).to === 'queued') await changePhase(events, job.evaluationId, { event, context, workerId: null });
-    else await changePhase(events, job.evaluationId, { event, context, reason: `${message.failure.reason}: ${message.failure.message}` });
-    deps.wake();
+    await failEvaluation(deps, job.evaluationId, message.failure);
   }
+}
+
+/** The lifecycle decides: a FailedTransient failure with attempts left goes back to the queue, anything else fails it. */
+async function failEvaluation(deps: EvaluationJobDeps, evaluationId: string, failure: { class: JobFailure['class']; reason: string; message: string }): Promise<void> {
+  const [row] = await deps.sql<{ attempts: number }[]>`select attempts from evaluations where id = ${evaluationId}`;
+  const event = { type: 'fail' as const, class: failure.class, reason: failure.reason };
+  const context = { attempts: row?.attempts ?? 0, maxAttempts: deps.maxAttempts };
+  if (evaluationMove(event, context).to === 'queued') await changePhase(deps.events, evaluationId, { event, context, workerId: null });
+  else await changePhase(deps.events, evaluationId, { event, context, reason: `${failure.reason}: ${failure.message}` });
+  deps.wake();
 }

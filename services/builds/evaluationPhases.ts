@@ -40,8 +40,20 @@ export interface PhaseChange {
 
 /** Applies the change when the evaluation is in a phase its event leaves; false when it was not. */
 export async function changePhase(events: Events, id: string, change: PhaseChange): Promise<boolean> {
-  return events.transaction((tx, emit) => applyPhaseChange(tx, emit, id, change));
+  // The move to building claims the evaluation's builds under their locks (tenantScope.ts), which
+  // a completion batch may hold in another order: a deadlock or serialization failure runs it again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await events.transaction((tx, emit) => applyPhaseChange(tx, emit, id, change));
+    } catch (error) {
+      if (attempt >= 3 || !isRetryable(error)) throw error;
+    }
+  }
 }
+
+/** PostgreSQL rolled the transaction back for a deadlock or a serialization failure: it may simply run again. */
+const isRetryable = (error: unknown) =>
+  typeof error === 'object' && error !== null && ['40P01', '40001'].includes(String((error as { code?: unknown }).code));
 
 /** The same change for several evaluations inside the caller's transaction (the re-queue of lost jobs); the ids it applied to. */
 export async function applyPhaseChanges(tx: TransactionSql, emit: Emit, ids: readonly string[], change: PhaseChange): Promise<string[]> {

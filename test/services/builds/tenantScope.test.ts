@@ -351,3 +351,40 @@ t.test('a recording rolled back for a deadlock runs again', async (t) => {
   const [built] = await db.sql<{ n: number }[]>`select count(*)::int as n from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${top.drvPath}`;
   t.equal(built!.n, 1);
 });
+
+t.test('a move to building rolled back for a deadlock runs again', async (t) => {
+  const db = await testDatabase(t);
+  const { events } = await testEvents(t, db);
+  const project = await insertProject(db.sql, 'acme', 'app');
+  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${project}, 'default') returning id`;
+  const evaluationId = randomUUID();
+  await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluationId}, ${task!.id}, 'file:///nonexistent', '*', 'evaluating')`;
+  const running = derivationNode('running');
+  await recordEvalBatch(events, evaluationId, { v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluationId}:1`, derivations: [running.derivation], attributes: [], errors: [] });
+  // started (by another evaluation's worker): the claim share-locks it
+  await db.sql`update derivation_builds db set status = 'started' from derivations d where d.id = db.derivation_id and d.drv_path = ${running.drvPath}`;
+
+  // Another transaction holds that build, then updates the evaluation the move has just updated:
+  // each waits for the other. Its own deadlock check comes late, so the move is rolled back.
+  const other = postgres(db.url, { max: 1, onnotice: () => undefined });
+  t.teardown(() => other.end());
+  let locked!: () => void;
+  const lockedNow = new Promise<void>((resolve) => (locked = resolve));
+  const blocker = other.begin(async (tx) => {
+    await tx`set local deadlock_timeout = '60s'`;
+    await tx`select db.id from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${running.drvPath} for update of db`;
+    locked();
+    for (;;) {
+      const [waiting] = await tx<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
+      if (waiting!.n > 0) break;
+    }
+    await tx`update evaluations set updated_at = now() where id = ${evaluationId}`;
+  });
+  await lockedNow;
+  const moved = await changePhase(events, evaluationId, { event: { type: 'succeed' } });
+  await blocker;
+  t.equal(moved, true, 'the move ran again once the other transaction went on');
+  const [row] = await db.sql<{ phase: string }[]>`select phase from evaluations where id = ${evaluationId}`;
+  t.equal(row!.phase, 'building');
+});
