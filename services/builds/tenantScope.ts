@@ -105,8 +105,8 @@ export async function lockScopedBuilds(tx: TransactionSql, of: { evaluationId: s
 }
 
 /**
- * This evaluation's builds whose outcome stands for other organizations only: completed (outputs
- * still cached) or finally failed on a worker its organization does not trust. It queues them
+ * This evaluation's builds whose outcome stands for other organizations only: completed (its outputs
+ * evicted since or not) or finally failed on a worker its organization does not trust. It queues them
  * again for itself (requeue other_tenant), when it starts building or records a direct build.
  */
 export async function outcomesForOthers(tx: TransactionSql, evaluationId: string): Promise<{ id: string; status: 'completed' | 'failed' }[]> {
@@ -114,7 +114,7 @@ export async function outcomesForOthers(tx: TransactionSql, evaluationId: string
     with mine as (select p.organization_id from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id where e.id = ${evaluationId})
     select db.id, db.status from builds b join derivation_builds db on db.id = b.derivation_build_id
     where b.evaluation_id = ${evaluationId}
-      and ((db.status = 'completed' and db.outputs_cached and db.done_for is not null) or (db.status = 'failed' and db.failed_for is not null))
+      and ((db.status = 'completed' and db.done_for is not null) or (db.status = 'failed' and db.failed_for is not null))
       and not ((select organization_id from mine) = any(coalesce(db.done_for, '{}') || coalesce(db.failed_for, '{}')))
     order by db.id`;
 }

@@ -136,6 +136,18 @@ t.test('an outcome on a worker only some organizations trust stands for them onl
     t.same(await ready([dep, top]), { top: ['acme'] });
   });
 
+  t.test('outputs evicted between beta\'s recording and its building: beta still queues it for itself', async (t) => {
+    const dep = derivationNode('dep');
+    await building(acmeProject, [dep]);
+    await buildOn(dep, acmeServer);
+    const betaEval = await evaluation(betaProject);
+    await record(betaEval, [dep]);
+    await db.sql`update derivation_builds set outputs_cached = false where id = ${await idOf(dep)}`;
+    await startBuilding(betaEval);
+    t.match(await row(dep), { status: 'queued', done_for: [acme] }, 'not taken as beta\'s own on acme\'s server\'s word');
+    t.same(await ready([dep]), { dep: ['beta'] });
+  });
+
   t.test('an evaluation still evaluating holds nothing: the build is completed for acme until beta builds', async (t) => {
     const dep = derivationNode('dep');
     const top = derivationNode('top', [dep.drvPath]);
