@@ -4,8 +4,9 @@
 /**
  * Bumped on any change a peer of the previous version would misread.
  * 2: evalJob names its project (per-project clones on the worker; a version-1 worker shared clones between tenants).
+ * 3: evalBatch goes under the server's evalCredit (a version-3 worker would wait for credit a version-2 server never sends).
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** Spec, "Limits": workers beat every 10 s. */
 export const HEARTBEAT_INTERVAL_SECS = 10;
