@@ -66,7 +66,9 @@ export interface WorkerSettings {
   traceDir: string | null;
   /** the environment every Nix and git child runs with: the worker's own plus worker.environmentVariables */
   childEnv: NodeJS.ProcessEnv;
-  /** childEnv for the evaluation subprocesses: Nix's caches (fetcher, git, eval) under worker.eval.cache.dir */
+  /** worker.eval.cache.dir resolved: Nix's caches (fetcher, git, eval) of the evaluation subprocesses */
+  evalCacheDir: string;
+  /** childEnv for the evaluation subprocesses: XDG_CACHE_HOME is evalCacheDir */
   evalEnv: NodeJS.ProcessEnv;
 }
 
@@ -81,6 +83,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
   const storeRoot = config['worker.storeRoot'];
   const baseDir = config['worker.baseDir'];
   const nixEnv = storeRoot === null ? childEnv : ownStoreEnv(childEnv, storeRoot);
+  const evalCacheDir = config['worker.eval.cache.dir'] ?? join(baseDir, 'eval-cache');
   return {
     serverUrl: config['worker.serverUrl'],
     discoverable: config['worker.discoverable'],
@@ -124,6 +127,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     traceDir: config['worker.log.traceDir'],
     // Last, so worker.environmentVariables cannot point the worker's Nix back at the shared store.
     childEnv: nixEnv,
-    evalEnv: { ...nixEnv, XDG_CACHE_HOME: config['worker.eval.cache.dir'] ?? join(baseDir, 'eval-cache') },
+    evalCacheDir,
+    evalEnv: { ...nixEnv, XDG_CACHE_HOME: evalCacheDir },
   };
 }

@@ -12,7 +12,7 @@ import { detectSystemFeatures, hostCores, hostMemoryBytes, loadMetrics, loadWork
 import { JobRunner } from './jobRunner.js';
 import { nixSandboxMode, sandboxWarning } from './nixSandbox.js';
 import { sweepPartialDownloads } from './partialDownloads.js';
-import { secureWorkerBaseDir } from './privateDirectories.js';
+import { ensurePrivateDirectory, secureWorkerBaseDir } from './privateDirectories.js';
 import { insecureListenerProblem, insecureTransportProblem } from './transportSecurity.js';
 import { effectiveOomScore } from './oomScore.js';
 import { workerSettings, type WorkerSettings } from './settings.js';
@@ -75,6 +75,8 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   }
   // Tenants' clones and scratch files live here: owner-only before the first job (docs/worker.md).
   for (const path of await secureWorkerBaseDir(settings.baseDir)) options.log.warn({ path }, 'took group and other permissions off this entry of worker.baseDir: only the worker may read it');
+  // Nix sets its own umask (022), so what it caches of tenants' flakes is private by this directory's mode only.
+  await ensurePrivateDirectory(settings.evalCacheDir);
   const id = await loadWorkerId(settings.baseDir, settings.id);
   const sweepTimer = startPartialSweeps(settings, options.log);
   const peers = await readPeers(settings.peersFile);

@@ -30,6 +30,22 @@ function readableByOthers(root: string): [string, string][] {
   return found;
 }
 
+/**
+ * The entries under `root` another local account could reach were `root` itself open (each entry of
+ * worker.baseDir is private on its own: docs/worker.md): open ones below directories it may traverse.
+ */
+function reachableByOthers(root: string): [string, string][] {
+  const found: [string, string][] = [];
+  const walk = (path: string) => {
+    const stat = lstatSync(path);
+    if (stat.isSymbolicLink()) return;
+    if ((stat.mode & 0o077) !== 0) found.push([path, (stat.mode & 0o777).toString(8)]);
+    if (stat.isDirectory() && (stat.mode & 0o011) !== 0) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  for (const name of readdirSync(root)) walk(join(root, name));
+  return found;
+}
+
 t.test('two projects with the same URL get two clones, named by project, owner-only', async (t) => {
   const baseDir = join(dir, 'in-process');
   const [victim, thief] = [randomUUID(), randomUUID()];
@@ -89,5 +105,7 @@ t.test('kiln worker warns about a sandbox that is off, and its clones are privat
   session.send({ t: 'evalJob', project, jobId: 'eval-1', repository: repo.url, commit: repo.commit, attributes: 'packages.x86_64-linux.base', timeoutSecs: 120 });
   const { final } = await session.evalOutcome('eval-1');
   t.equal(final.t, 'evalResult', final.t === 'jobFailed' ? final.failure.message : 'evaluated');
-  t.same(readableByOthers(baseDir), [], 'nothing under worker.baseDir is open to group or others');
+  // Nix sets its own umask (022): its caches under eval-cache are 0755/0644 inside a 0700 directory
+  t.same(reachableByOthers(baseDir), [], 'nothing under worker.baseDir is reachable by group or others');
+  t.same(readableByOthers(baseDir).filter(([path]) => !path.startsWith(join(baseDir, 'eval-cache/'))), [], 'and nothing outside Nix\'s caches is even open');
 });
