@@ -74,13 +74,17 @@ export function spawnWorker(options: SpawnWorkerOptions): WorkerProcess {
   child.stderr!.setEncoding('utf8');
   child.stderr!.on('data', (text: string) => (stderr += text));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  // after its output is read to the end: a line it never wrote will not come
+  const closed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+  const lastLines = () => `the last lines were ${JSON.stringify(logs.slice(-8).map((l) => l.msg))}, stderr ${JSON.stringify(stderr.slice(-1000))}`;
   return {
     child,
     logs,
     waitForLog: (match) => {
       const seen = logs.find(match);
-      return seen ? Promise.resolve(seen) : within(new Promise((resolve) => waiters.push({ match, resolve })), 60_000,
-        () => `a matching worker log line; the last lines were ${JSON.stringify(logs.slice(-8).map((l) => l.msg))}, stderr ${JSON.stringify(stderr.slice(-1000))}`);
+      if (seen) return Promise.resolve(seen);
+      const gone = closed.then(() => logs.find(match) ?? Promise.reject(new Error(`the worker exited without a matching log line; ${lastLines()}`)));
+      return within(Promise.race([new Promise<LogLine>((resolve) => waiters.push({ match, resolve })), gone]), 60_000, () => `a matching worker log line; ${lastLines()}`);
     },
     stop: async () => {
       if (child.exitCode === null) child.kill('SIGTERM');
