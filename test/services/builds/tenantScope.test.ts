@@ -7,8 +7,8 @@
 // other organization leaves, the restore pass puts it back as it was. The real-Nix case, with a
 // hostile server, is test/cli/buildServersTenants.process.test.ts.
 import { randomUUID } from 'node:crypto';
-import t from 'tap';
-import postgres from 'postgres';
+import t, { type Test } from 'tap';
+import postgres, { type TransactionSql } from 'postgres';
 import pino from 'pino';
 import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { changeBuildStatuses, type StatusChange } from '../../../services/builds/buildStatus.js';
@@ -337,24 +337,12 @@ t.test('a recording rolled back for a deadlock runs again', async (t) => {
   // Another transaction holds the input's build, then inserts the derivation the recording has just
   // inserted: each waits for the other. Its own deadlock check comes late, so the recording's
   // transaction is the one PostgreSQL rolls back.
-  const other = postgres(db.url, { max: 1, onnotice: () => undefined });
-  t.teardown(() => other.end());
-  let locked!: () => void;
-  const lockedNow = new Promise<void>((resolve) => (locked = resolve));
-  const blocker = other.begin(async (tx) => {
-    await tx`set local deadlock_timeout = '60s'`;
-    await tx`select db.id from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${input.drvPath} for update of db`;
-    locked();
-    for (;;) {
-      const [waiting] = await tx<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
-      if (waiting!.n > 0) break;
-    }
+  const { lockedNow, blocker } = deadlockPartner(t, db.url, input, async (tx) => {
     await tx`
       insert into derivations (drv_path, name, system, required_features, outputs, input_srcs, prefer_local_build, fixed_output)
       values (${top.drvPath}, 'top', 'x86_64-linux', '{}', '{}', '{}', false, false)`;
     throw new Error('rolled back on purpose');
-  }).catch((e: unknown) => e);
+  });
   await lockedNow;
   const second = await evaluationOf();
   const recorded = await recordEvalBatch(events, second, batch(second, [top]));
@@ -378,25 +366,36 @@ t.test('a move to building rolled back for a deadlock runs again', async (t) => 
 
   // Another transaction holds that build, then updates the evaluation the move has just updated:
   // each waits for the other. Its own deadlock check comes late, so the move is rolled back.
-  const other = postgres(db.url, { max: 1, onnotice: () => undefined });
+  const { lockedNow, blocker } = deadlockPartner(t, db.url, running, (tx) => tx`update evaluations set updated_at = now() where id = ${evaluationId}`);
+  await lockedNow;
+  const moved = await changePhase(events, evaluationId, { event: { type: 'succeed' } });
+  t.notMatch(String(await blocker), /Error/, 'the other transaction committed');
+  t.equal(moved, true, 'the move ran again once the other transaction went on');
+  const [row] = await db.sql<{ phase: string }[]>`select phase from evaluations where id = ${evaluationId}`;
+  t.equal(row!.phase, 'building');
+});
+
+/**
+ * Another session that takes `held`'s build for update, waits until some other session waits for a
+ * lock (the statement under test, for that build), then runs `then`, which waits for what that
+ * statement holds: a deadlock. Its own deadlock check comes late (60 s), so PostgreSQL rolls back
+ * the statement under test. `blocker` settles with `then`'s transaction (its error, if any).
+ */
+function deadlockPartner(t: Pick<Test, 'teardown'>, url: string, held: DerivationNodeFixture, then: (tx: TransactionSql) => Promise<unknown>) {
+  const other = postgres(url, { max: 1, onnotice: () => undefined });
   t.teardown(() => other.end());
   let locked!: () => void;
   const lockedNow = new Promise<void>((resolve) => (locked = resolve));
   const blocker = other.begin(async (tx) => {
     await tx`set local deadlock_timeout = '60s'`;
-    await tx`select db.id from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${running.drvPath} for update of db`;
+    await tx`select db.id from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${held.drvPath} for update of db`;
     locked();
     for (;;) {
       const [waiting] = await tx<{ n: number }[]>`
         select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`;
       if (waiting!.n > 0) break;
     }
-    await tx`update evaluations set updated_at = now() where id = ${evaluationId}`;
-  });
-  await lockedNow;
-  const moved = await changePhase(events, evaluationId, { event: { type: 'succeed' } });
-  await blocker;
-  t.equal(moved, true, 'the move ran again once the other transaction went on');
-  const [row] = await db.sql<{ phase: string }[]>`select phase from evaluations where id = ${evaluationId}`;
-  t.equal(row!.phase, 'building');
-});
+    await then(tx);
+  }).catch((e: unknown) => e);
+  return { lockedNow, blocker };
+}
