@@ -88,8 +88,13 @@ export class BuildPlacement {
   private readonly placed: Assignment[] = [];
   /** a start transaction that failed: the next pass reports it */
   private startFailure: unknown = null;
-  /** builds looked up in the caches once when they became ready, not on every pass while they wait for a worker */
-  private readonly substitutionChecked = new Set<string>();
+  /**
+   * Builds looked up in the caches once when they became ready, not on every pass while they wait
+   * for a worker: by id, with their substitute misses then. A substitute miss sends the build back
+   * counted (substitute_misses + 1), so it is looked up again, whichever pass reads it first (the
+   * re-queue commits before its failure's handling has returned).
+   */
+  private readonly substitutionChecked = new Map<string, number>();
   /**
    * Each project's caches, read once between two full passes: a pass woken by the build cycle (a
    * freed slot, a completion) places with those read before, without a round trip of its own (issue
@@ -126,11 +131,6 @@ export class BuildPlacement {
   /** A build job ended: its slot can take a ready build now, before its completion commits. */
   slotFreed(): void {
     if (this.deps.ready.size > 0) this.deps.wake();
-  }
-
-  /** These builds went back to the queue as substitute misses: look them up in the caches again. */
-  recheck(derivationBuildIds: readonly string[]): void {
-    for (const id of derivationBuildIds) this.substitutionChecked.delete(id);
   }
 
   private available(worker: ConnectedWorker): boolean {
@@ -225,8 +225,8 @@ export class BuildPlacement {
     // build.substituteMissEscalationThreshold misses, the cache's claim is no longer believed.
     const questions: OutputsQuestion<string>[] = [];
     for (const build of builds) {
-      if (this.substitutionChecked.has(build.id) || build.substitute_misses >= settings.substituteMissEscalationThreshold) continue;
-      this.substitutionChecked.add(build.id);
+      if (this.substitutionChecked.get(build.id) === build.substitute_misses || build.substitute_misses >= settings.substituteMissEscalationThreshold) continue;
+      this.substitutionChecked.set(build.id, build.substitute_misses);
       const outputs = Object.values(build.outputs).filter((p): p is string => p !== null);
       for (const project of build.projects) questions.push({ key: build.id, outputs, caches: readable(await cachesOf(project)) });
     }

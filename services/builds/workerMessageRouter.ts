@@ -176,7 +176,7 @@ export class WorkerMessageRouter {
     // commits once the sample is written (the sample's round trip overlaps the completion's)
     if (message.t === 'buildResult') return outcomes.completeSoon(job.derivationBuildId, logSizes, sampled);
     await sampled;
-    this.deps.placement.recheck(await outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes));
+    await outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
     await outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.deps.wake();
   }
