@@ -7,6 +7,7 @@ import type { EvaluationPhase } from '../../protocol/index.js';
 import type { Emit, Events } from '../../storage/index.js';
 import { evaluationMove, type EvaluationContext, type EvaluationEvent } from '../../actors/index.js';
 import { claimForEvaluation } from './tenantClaims.js';
+import { mayRunAgain } from './graphRecorder.js';
 
 export interface EvaluationLabel {
   id: string;
@@ -46,14 +47,11 @@ export async function changePhase(events: Events, id: string, change: PhaseChang
     try {
       return await events.transaction((tx, emit) => applyPhaseChange(tx, emit, id, change));
     } catch (error) {
-      if (attempt >= 3 || !isRetryable(error)) throw error;
+      if (attempt >= 3 || !mayRunAgain(error)) throw error;
     }
   }
 }
 
-/** PostgreSQL rolled the transaction back for a deadlock or a serialization failure: it may simply run again. */
-const isRetryable = (error: unknown) =>
-  typeof error === 'object' && error !== null && ['40P01', '40001'].includes(String((error as { code?: unknown }).code));
 
 /** The same change for several evaluations inside the caller's transaction (the re-queue of lost jobs); the ids it applied to. */
 export async function applyPhaseChanges(tx: TransactionSql, emit: Emit, ids: readonly string[], change: PhaseChange): Promise<string[]> {

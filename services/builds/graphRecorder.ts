@@ -57,7 +57,7 @@ export function stageEvalBatch(batch: MessageOf<'evalBatch'>): StagedEvalBatch {
 const RECORD_ATTEMPTS = 3;
 
 /** deadlock_detected, serialization_failure: nothing of the transaction was written, and it may run again. */
-const mayRunAgain = (error: unknown) =>
+export const mayRunAgain = (error: unknown) =>
   typeof error === 'object' && error !== null && ['40P01', '40001'].includes(String((error as { code?: unknown }).code));
 
 export async function recordEvalBatch(events: Events, evaluationId: string, batch: MessageOf<'evalBatch'> | StagedEvalBatch): Promise<{ derivations: number }> {

@@ -55,12 +55,15 @@ export function workerScopeUpdate(sql: Queryable, event: BuildEvent, projects: R
 export const offeredTo = (sql: Queryable) =>
   sql`((db.done_for is null and db.failed_for is null) or not (p.organization_id = any(coalesce(db.done_for, '{}') || coalesce(db.failed_for, '{}'))))`;
 
-/** A building evaluation (ev) of an organization the build's (db) outcome does not stand for wants it. */
-const wantedByAnother = (sql: Queryable) => sql`
+/** A building evaluation (ev) of an organization outside `organizations` (a uuid[] over db) wants the build db. */
+const wantedOutside = (sql: Queryable, organizations: ReturnType<Queryable>) => sql`
   exists (
     select 1 from builds wb join evaluations ev on ev.id = wb.evaluation_id and ev.phase = 'building'
     join tasks wt on wt.id = ev.task_id join projects wp on wp.id = wt.project_id
-    where wb.derivation_build_id = db.id and not (wp.organization_id = any(coalesce(db.done_for, '{}') || coalesce(db.failed_for, '{}'))))`;
+    where wb.derivation_build_id = db.id and not (wp.organization_id = any(${organizations})))`;
+
+/** A building evaluation of an organization the build's (db) outcome does not stand for wants it. */
+const wantedByAnother = (sql: Queryable) => wantedOutside(sql, sql`coalesce(db.done_for, '{}') || coalesce(db.failed_for, '{}')`);
 
 /**
  * Of these builds just completed or failed on a worker only some organizations trust, those a
@@ -139,11 +142,7 @@ export const requeuedForOthers = (sql: Queryable, limit: number) => sql<{ id: st
  * wants it: the organizations of a failure that landed after that completion (failed, done_for set)
  * count too, so their evaluation sees its own failure until it ends.
  */
-const wantedByOutsideCompletion = (sql: Queryable) => sql`
-  exists (
-    select 1 from builds wb join evaluations ev on ev.id = wb.evaluation_id and ev.phase = 'building'
-    join tasks wt on wt.id = ev.task_id join projects wp on wp.id = wt.project_id
-    where wb.derivation_build_id = db.id and not (wp.organization_id = any(db.done_for)))`;
+const wantedByOutsideCompletion = (sql: Queryable) => wantedOutside(sql, sql`db.done_for`);
 
 /**
  * Of these builds queued again for other tenants, those no building evaluation of an organization
