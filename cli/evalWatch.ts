@@ -179,7 +179,7 @@ export async function watchEvaluation(client: ApiClient, id: string, out: Output
 
   try {
     for (let failures = 0; !final; ) {
-      const socket = openLiveSocket(client.settings, `/evals/${encodeURIComponent(id)}/live`, onEvent);
+      const socket = await openLiveSocket(client.settings, `/evals/${encodeURIComponent(id)}/live`, onEvent);
       try {
         await Promise.race([socket.opened, ended]);
         failures = 0;

@@ -144,7 +144,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     if (otlpEndpoint !== null) {
       const outbound = createOutboundClient({ allowedNetworks: config['outbound.allowedNetworks'] });
       stack.push(() => outbound.close());
-      const otlp = startOtlpPush({ endpoint: otlpEndpoint, intervalSecs: config['metrics.otlp.pushIntervalSecs'], metrics, version, log, outbound });
+      const otlp = await startOtlpPush({ endpoint: otlpEndpoint, intervalSecs: config['metrics.otlp.pushIntervalSecs'], metrics, version, log, outbound });
       stack.push(() => otlp.stop());
     }
     // log.traceDir: every job's span as a JSON line (docs/metrics.md, "Stage traces").

@@ -3,7 +3,7 @@
 // HTTP error with the JSON envelope) or a refusal after opening (close code 4000 + the HTTP
 // status, reason "<code>: <message>") becomes an ApiRequestError like any refused call.
 import type { IncomingMessage } from 'node:http';
-import WebSocket from 'ws';
+import type { RawData } from 'ws';
 import { ApiRequestError } from './apiClient.js';
 import type { ClientSettings } from './clientConfig.js';
 
@@ -49,7 +49,9 @@ function refusedUpgrade(res: IncomingMessage, what: string): Promise<ApiRequestE
   });
 }
 
-export function openLiveSocket(settings: ClientSettings, path: string, onEvent: (event: LiveEvent) => void): LiveSocket {
+export async function openLiveSocket(settings: ClientSettings, path: string, onEvent: (event: LiveEvent) => void): Promise<LiveSocket> {
+  // ws is loaded when a command watches, not by every kiln process (`kiln serve` included)
+  const { default: WebSocket } = await import('ws');
   const url = `${settings.server.replace(/^http/i, 'ws')}/api/v1${path}`;
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${settings.token}` } });
   let open!: { resolve: () => void; reject: (e: Error) => void };
@@ -68,7 +70,7 @@ export function openLiveSocket(settings: ClientSettings, path: string, onEvent: 
       ws.terminate();
     });
   });
-  ws.on('message', (data: WebSocket.RawData) => {
+  ws.on('message', (data: RawData) => {
     let frame: LiveEvent;
     try {
       frame = JSON.parse(data.toString()) as LiveEvent;

@@ -2,7 +2,6 @@
 // closes a frame over maxPayloadLength without a reason, so that limit is twice the protocol's
 // cap and the codec refuses anything between the two with message_too_large.
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
-import { WebSocket as ClientSocket } from 'ws';
 import type { Logger } from 'pino';
 import { closeFrameFor, DEFAULT_MAX_MESSAGE_BYTES, HEARTBEAT_INTERVAL_SECS, type ProtoLimits } from '../../protocol/index.js';
 import type { WorkerAuth, WorkerConnections } from '../../services/index.js';
@@ -162,7 +161,9 @@ export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
     get connections() {
       return open.size;
     },
-    dial(url, headers) {
+    async dial(url, headers) {
+      // ws is loaded at the first dial of a discoverable worker, not by every server (docs/operations.md, "Memory at rest")
+      const { WebSocket: ClientSocket } = await import('ws');
       return new Promise((resolve) => {
         const socket = new ClientSocket(url, { headers, perMessageDeflate: false, maxPayload: limits.maxMessageBytes * 2, handshakeTimeout: 10_000 });
         let connection: ProtoConnection | null = null;

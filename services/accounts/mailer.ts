@@ -1,6 +1,6 @@
 // Outgoing e-mail over SMTP. With email.enable off or no email.smtp.host, every message is skipped
 // without error (configuration.md: "when no SMTP server is configured every notification is skipped").
-import nodemailer from 'nodemailer';
+import type { Transporter } from 'nodemailer';
 import type SMTPTransport from 'nodemailer/lib/smtp-transport/index.js';
 import { readSecretFile, type Config, type Logger } from '../../config/index.js';
 
@@ -47,7 +47,10 @@ function transportOptions(config: MailConfig): SMTPTransport.Options {
 export function createMailer(config: MailConfig, log: Logger): Mailer {
   const configured = config['email.enable'] && config['email.smtp.host'] !== null;
   if (config['email.enable'] && !configured) log.info('email.enable is set but email.smtp.host is not: e-mail notifications are skipped');
-  const transport = configured ? nodemailer.createTransport(transportOptions(config)) : null;
+  // The options (and the password file) are read now, so a wrong file fails at start; nodemailer
+  // itself is loaded at the first message (~11 MiB a process that sends none would carry).
+  const options = configured ? transportOptions(config) : null;
+  let transport: Promise<Transporter<SMTPTransport.SentMessageInfo>> | null = null;
   const from = {
     name: config['email.from.name'],
     address: config['email.from.address'] ?? `kiln@${new URL(config['serveUrl']).hostname}`,
@@ -55,16 +58,17 @@ export function createMailer(config: MailConfig, log: Logger): Mailer {
   return {
     configured,
     async send(mail) {
-      if (!transport) return 'skipped';
+      if (!options) return 'skipped';
+      transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(options));
       try {
-        await transport.sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
+        await (await transport).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
       } catch (cause) {
         throw new Error(`the SMTP server ${config['email.smtp.host']}:${config['email.smtp.port']} did not take a message: ${(cause as Error).message}`, { cause });
       }
       return 'sent';
     },
     close() {
-      transport?.close();
+      void transport?.then((t) => t.close());
     },
   };
 }

@@ -3,7 +3,7 @@ export { registerServerMetrics } from './serverMetrics.js';
 export { flushTraffic, rollUpAndPrune } from './trafficRecorder.js';
 export { flushPhases } from './phaseRecorder.js';
 export { cacheMetricsService, type CacheMetricsService } from './cacheMetrics.js';
-export { startOtlpPush } from './otlpPush.js';
+export { startOtlpPush } from './otlpPushLoader.js';
 export { sampleWorkers } from './workerSamples.js';
 export { sampleInstance, instanceWindowService, type InstanceWindowService } from './instanceWindow.js';
 export { workerSampleSeriesService, type WorkerSampleSeriesService } from './workerSampleSeries.js';

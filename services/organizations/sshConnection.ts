@@ -3,7 +3,7 @@
 // check is the admin's act of trust, and servers.ts pins the key it saw when the login worked
 // (the builds' connections accept only the pinned key).
 import { createHash } from 'node:crypto';
-import ssh2 from 'ssh2';
+import type { Client } from 'ssh2';
 
 export type ConnectionCheck =
   | { ok: true; host_key_fingerprint: string; nix_version: string | null }
@@ -32,7 +32,7 @@ export function probedFeatures(shown: string): string[] | null {
 }
 
 /** Runs one command over the connection: its exit code and the first `limit` characters of its output. */
-function run(client: ssh2.Client, command: string, limit = 4096): Promise<{ code: number | null; out: string }> {
+function run(client: Client, command: string, limit = 4096): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     client.exec(command, (err, stream) => {
       if (err) return resolve({ code: null, out: '' });
@@ -73,9 +73,11 @@ export function hostKeyLine(hostKeyBlob: Buffer): string | null {
 /** The fingerprint of a pinned key line. */
 export const hostKeyLineFingerprint = (line: string): string => sshFingerprint(Buffer.from(line.slice(line.indexOf(' ') + 1), 'base64'));
 
-export function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIMEOUT_MS): Promise<SshCheckResult> {
+export async function checkSshConnection(target: SshTarget, timeoutMs = SSH_CHECK_TIMEOUT_MS): Promise<SshCheckResult> {
+  // ssh2 is loaded at the first check, not by every process (docs/operations.md, "Memory at rest")
+  const { Client: SshClient } = (await import('ssh2')).default;
   return new Promise((resolve) => {
-    const client = new ssh2.Client();
+    const client = new SshClient();
     let fingerprint: string | null = null;
     let hostKey: string | null = null;
     let system: string | null = null;

@@ -2,9 +2,6 @@
 // baseDir on first start (mode 0600) and reuses afterwards, so clients' known_hosts stay valid.
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import ssh2 from 'ssh2';
-
-const { utils } = ssh2;
 import { generateSshKeyPair } from '../organizations/index.js';
 
 export async function loadHostKey(hostKeyFile: string | null, baseDir: string): Promise<Buffer> {
@@ -22,6 +19,7 @@ export async function loadHostKey(hostKeyFile: string | null, baseDir: string): 
       key = await readFile(file);
     });
   }
+  const { utils } = (await import('ssh2')).default;
   const parsed = utils.parseKey(key);
   if (parsed instanceof Error || (Array.isArray(parsed) ? parsed[0] : parsed)?.isPrivateKey() !== true) {
     throw new Error(`ssh.hostKeyFile: ${file} is not an unencrypted OpenSSH private key`);

@@ -6,10 +6,9 @@ import type { Clock } from '../../supervisors/index.js';
 import type { NarStorage, RateLimiter } from '../../storage/index.js';
 import type { KeyUser } from '../access/index.js';
 import type { NarIngest } from '../caches/index.js';
-import { loadHostKey } from './hostKey.js';
 import { farmBuilds, type FarmBuildsDeps } from './farmBuilds.js';
 import { NarLeases } from './narLeases.js';
-import { startSshServer, type SshServer } from './sshServer.js';
+import type { SshServer } from './sshServer.js';
 import { userSshKeysService, type UserSshKeys } from './userSshKeys.js';
 
 export interface SshServicesDeps {
@@ -38,8 +37,10 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
   const keys = userSshKeysService({ sql: deps.sql });
   return {
     keys,
-    start: async () =>
-      startSshServer({
+    // The server and ssh2 are loaded only with ssh.enable (docs/operations.md, "Memory at rest").
+    start: async () => {
+      const [{ startSshServer }, { loadHostKey }] = await Promise.all([import('./sshServer.js'), import('./hostKey.js')]);
+      return startSshServer({
         sql: deps.sql, log: deps.log, nars: deps.nars, ingest: deps.ingest, keys, maxUploadSize: deps.config['nar.maxUploadSize'],
         farm: farmBuilds({ sql: deps.sql, ...deps.builds }),
         clock: deps.clock, rateLimiter: deps.rateLimiter, loginGraceSecs: deps.config['ssh.loginGraceSecs'],
@@ -50,6 +51,7 @@ export function createSshServices(deps: SshServicesDeps): SshServices {
         authenticateApiKey: deps.authenticateApiKey,
         listenAddresses: deps.config['ssh.listenAddresses'],
         port: deps.config['ssh.port'],
-      }),
+      });
+    },
   };
 }

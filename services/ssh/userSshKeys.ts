@@ -3,9 +3,6 @@
 // must not be able to plant a login that outlives it.
 import { createHash } from 'node:crypto';
 import type { Sql } from 'postgres';
-import ssh2 from 'ssh2';
-
-const { utils } = ssh2;
 import { ApiError, type AddSshKeyBody, type UserSshKeyView } from '../../protocol/index.js';
 import { requireSession, requireUser, type Principal, type SessionUser } from '../access/index.js';
 
@@ -32,7 +29,9 @@ const toView = (r: KeyRow): UserSshKeyView => ({
 export const sshFingerprint = (blob: Buffer): string => `SHA256:${createHash('sha256').update(blob).digest('base64').replace(/=+$/, '')}`;
 
 /** The type and wire blob of an OpenSSH public key line; a 400 naming the problem otherwise. */
-function parsePublicKey(line: string): { type: string; blob: Buffer } {
+async function parsePublicKey(line: string): Promise<{ type: string; blob: Buffer }> {
+  // ssh2 is loaded at the first key, not by every process (docs/operations.md, "Memory at rest")
+  const { utils } = (await import('ssh2')).default;
   const parsed = utils.parseKey(line.trim());
   const key = Array.isArray(parsed) ? parsed[0] : parsed;
   if (key === undefined || key instanceof Error) {
@@ -62,7 +61,7 @@ export function userSshKeysService({ sql }: { sql: Sql }) {
 
     async add(who: Principal, body: AddSshKeyBody): Promise<UserSshKeyView> {
       const user = requireSession(who, 'adding an SSH key');
-      const { type, blob } = parsePublicKey(body.public_key);
+      const { type, blob } = await parsePublicKey(body.public_key);
       try {
         const [row] = await sql<KeyRow[]>`
           insert into user_ssh_keys (user_id, name, key_type, key_blob, fingerprint)

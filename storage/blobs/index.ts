@@ -5,7 +5,7 @@ export { BlobRangeError } from './blobRange.js';
 export type { BlobRange } from './blobRange.js';
 export { BlobSizeError } from './expectedSize.js';
 export { FilesystemBlobStore } from './filesystemBlobStore.js';
-export { S3BlobStore } from './s3BlobStore.js';
+// S3BlobStore itself is loaded by openBlobStore only when s3.enable is set (the AWS SDK's weight)
 export type { S3BlobStoreOptions } from './s3BlobStore.js';
 export type { S3ConnectionOptions } from './s3Client.js';
 export { openBlobStore, blobRoot } from './openBlobStore.js';

@@ -5,7 +5,6 @@ import type { Config } from '../../config/index.js';
 import type { BlobStore } from './blobStore.js';
 import { ensureDirectory } from './durableFile.js';
 import { FilesystemBlobStore } from './filesystemBlobStore.js';
-import { S3BlobStore } from './s3BlobStore.js';
 
 /** The filesystem store's root when s3.enable is false. */
 export function blobRoot(config: Pick<Config, 'baseDir'>): string {
@@ -18,6 +17,8 @@ export async function openBlobStore(config: Config): Promise<BlobStore> {
     await ensureDirectory(root);
     return new FilesystemBlobStore(root);
   }
+  // loaded only with s3.enable: the AWS SDK adds ~25 MiB to a process that stores on its filesystem
+  const { S3BlobStore } = await import('./s3BlobStore.js');
   const store = new S3BlobStore({
     bucket: config['s3.bucket'],
     prefix: config['s3.prefix'],

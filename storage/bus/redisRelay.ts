@@ -1,7 +1,6 @@
 // Events between server processes through Redis pub/sub (redis.url). Publishing is pipelined by
 // ioredis; while Redis is away, events are dropped (the bus is best effort) and one warning is
 // logged until it answers again. The subscriber reconnects and resubscribes by itself.
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { fromWire, toWire, wirePrefix, type BusListener, type Relay } from './eventBus.js';
 
@@ -17,6 +16,8 @@ function describe(url: string): string {
 }
 
 export async function redisRelay(origin: string, onRemote: BusListener, opts: RedisRelayOptions): Promise<Relay> {
+  // loaded only with redis.url set: ioredis adds ~16 MiB to a process that never talks to Redis
+  const { Redis } = await import('ioredis');
   const pub = new Redis(opts.url, { lazyConnect: true, enableAutoPipelining: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
   const sub = new Redis(opts.url, { lazyConnect: true, maxRetriesPerRequest: null });
   // Failures are reported where a command fails; ioredis reconnects by itself.

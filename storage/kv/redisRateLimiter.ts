@@ -1,7 +1,6 @@
 // Buckets in Redis, shared by every server process of an installation. The arithmetic is the one
 // of tokenBucket.ts, run inside Redis so that read, refill and take are one atomic step, and timed
 // by Redis's clock so that processes with drifting clocks agree.
-import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { checkPolicy, refillSpanMs, type RateDecision, type TokenBucketPolicy } from './tokenBucket.js';
 import type { RateLimiter } from './rateLimiter.js';
@@ -40,6 +39,8 @@ export interface RedisRateLimiterOptions {
  * a Redis outage into a sign-in outage.
  */
 export async function redisRateLimiter(url: string, opts: RedisRateLimiterOptions): Promise<RateLimiter> {
+  // loaded only with redis.url set (docs/operations.md, "Memory at rest")
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
   redis.on('error', () => undefined); // reported where a command fails; ioredis reconnects by itself
   try {

@@ -29,7 +29,7 @@ t.test('a push carries the same series, decoded from the protobuf', async (t) =>
   const collector = await startOtlpCollector();
   t.teardown(() => collector.close());
   const { log, lines } = capturingLog();
-  const push = startOtlpPush({ endpoint: collector.url, intervalSecs: 3600, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['127.0.0.0/8'] }) });
+  const push = await startOtlpPush({ endpoint: collector.url, intervalSecs: 3600, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['127.0.0.0/8'] }) });
   t.teardown(() => push.stop());
   await push.flush();
   t.equal(collector.pushes.length, 1);
@@ -56,7 +56,7 @@ t.test('outside outbound.allowedNetworks: nothing is sent, a warning', async (t)
   const collector = await startOtlpCollector();
   t.teardown(() => collector.close());
   const { log, lines } = capturingLog();
-  const push = startOtlpPush({ endpoint: collector.url, intervalSecs: 3600, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['192.0.2.0/24'] }) });
+  const push = await startOtlpPush({ endpoint: collector.url, intervalSecs: 3600, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['192.0.2.0/24'] }) });
   t.teardown(() => push.stop());
   await push.flush();
   t.equal(collector.pushes.length, 0);
@@ -66,7 +66,7 @@ t.test('outside outbound.allowedNetworks: nothing is sent, a warning', async (t)
 t.test('a collector that is down: a warning per push, no crash', async (t) => {
   const port = await freePort();
   const { log, lines } = capturingLog();
-  const push = startOtlpPush({ endpoint: `http://127.0.0.1:${port}/`, intervalSecs: 3600, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['127.0.0.0/8'] }) });
+  const push = await startOtlpPush({ endpoint: `http://127.0.0.1:${port}/`, intervalSecs: 3600, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['127.0.0.0/8'] }) });
   await push.flush();
   await push.flush();
   t.equal(lines.filter((l) => /OTLP push failed/.test(l.msg)).length, 2);
@@ -77,7 +77,7 @@ t.test('metrics.otlp.pushIntervalSecs: pushes come by themselves, one an interva
   const collector = await startOtlpCollector();
   t.teardown(() => collector.close());
   const { log } = capturingLog();
-  const push = startOtlpPush({ endpoint: collector.url, intervalSecs: 1, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['127.0.0.0/8'] }) });
+  const push = await startOtlpPush({ endpoint: collector.url, intervalSecs: 1, metrics: sample(), log, version: 'test', outbound: createOutboundClient({ allowedNetworks: ['127.0.0.0/8'] }) });
   t.teardown(() => push.stop());
   // No flush: only the interval's timer pushes (an interval the reader ignored would never come).
   await eventually('two pushes on the interval', async () => (collector.pushes.length >= 2 ? true : undefined));

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { loadConfig, type OptionPath } from '../../../config/index.js';
-import { FilesystemBlobStore, S3BlobStore, openBlobStore } from '../../../storage/blobs/index.js';
+import { FilesystemBlobStore, openBlobStore } from '../../../storage/blobs/index.js';
+import { S3BlobStore } from '../../../storage/blobs/s3BlobStore.js';
 import { chunks } from './blobContent.js';
 import { startTestS3 } from '../../support/s3.js';
 

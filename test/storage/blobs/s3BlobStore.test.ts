@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CreateMultipartUploadCommand, ListMultipartUploadsCommand, S3Client, UploadPartCommand } from '@aws-sdk/client-s3';
 import t, { type Test } from 'tap';
-import { S3BlobStore, type S3BlobStoreOptions } from '../../../storage/blobs/index.js';
+import { S3BlobStore, type S3BlobStoreOptions } from '../../../storage/blobs/s3BlobStore.js';
 import { chunks, readAll } from './blobContent.js';
 import { blobStoreBehaviour } from './blobStoreBehaviour.js';
 import { startTestS3 } from '../../support/s3.js';
