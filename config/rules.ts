@@ -35,6 +35,14 @@ function gitHostAddress(path: 'gitHostApp.apiUrl' | 'gitHostApp.cloneUrl'): Rule
   };
 }
 
+/**
+ * A feature this kiln does not have yet: the option is refused when turned on, never parsed and
+ * silently ignored (docs/proto.md, "Federation").
+ */
+function unavailable(path: OptionPath, what: string): Rule {
+  return { path, applies: (c) => c[path] === true, holds: () => false, expected: `false: ${what} is not available in this version of kiln (docs/proto.md, "Federation")` };
+}
+
 function atMost(path: OptionPath, limit: OptionPath): Rule {
   return {
     path,
@@ -75,4 +83,6 @@ export const rules: readonly Rule[] = [
     holds: (c) => c['worker.discoverable'],
     expected: 'true when worker.capabilities.federate is true (federation needs incoming connections)',
   },
+  unavailable('proto.federate', 'federation between servers over /proto'),
+  unavailable('worker.capabilities.federate', 'forwarding work and NARs between workers and servers'),
 ];

@@ -146,9 +146,19 @@ t.test('an enabled feature needs its settings', async (t) => {
   t.doesNotThrow(() => load({ overrides: { ...app, 'gitHostApp.cloneUrl': 'https://git.example/forgejo' } }), 'a base with a path');
   t.doesNotThrow(() => load({ overrides: { 'gitHostApp.cloneUrl': 'https://u:p@git.example' } }), 'not checked while the application is off');
   t.throws(() => loadConfig({ scope: 'worker', env: {}, overrides: { 'worker.capabilities.federate': true } }), {
-    message: 'worker.discoverable=false from default: must be true when worker.capabilities.federate is true (federation needs incoming connections)',
+    message: /worker\.discoverable=false from default: must be true when worker\.capabilities\.federate is true \(federation needs incoming connections\)/,
   });
   t.doesNotThrow(() => load({ overrides: { 'worker.capabilities.federate': true } }), 'worker rules are checked by the worker');
+});
+
+t.test('federation is refused when turned on, not ignored', async (t) => {
+  t.same(problemsOf({ overrides: { 'proto.federate': true } }), [
+    'proto.federate=true from override: must be false: federation between servers over /proto is not available in this version of kiln (docs/proto.md, "Federation")',
+  ]);
+  t.throws(() => loadConfig({ scope: 'worker', env: {}, overrides: { 'worker.capabilities.federate': true, 'worker.discoverable': true } }), {
+    message: /worker\.capabilities\.federate=true from override: must be false: forwarding work and NARs between workers and servers is not available/,
+  });
+  t.doesNotThrow(() => load({ overrides: { 'proto.federate': false } }), 'off is the default and fine');
 });
 
 t.test('a value that fails its own check is not reported again by a rule', async (t) => {
