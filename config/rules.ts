@@ -83,6 +83,12 @@ export const rules: readonly Rule[] = [
     holds: (c) => c['worker.discoverable'],
     expected: 'true when worker.capabilities.federate is true (federation needs incoming connections)',
   },
+  {
+    path: 'useQuic',
+    applies: (c) => c['useQuic'],
+    holds: (c) => c['serveUrl'].startsWith('https://'),
+    expected: 'false while serveUrl is not https:// (HTTP/3 runs over TLS only)',
+  },
   unavailable('proto.federate', 'federation between servers over /proto'),
   unavailable('worker.capabilities.federate', 'forwarding work and NARs between workers and servers'),
 ];

@@ -1,5 +1,6 @@
 // The public face of http/: what other folders import from it (DESIGN.md, Layout).
 export { startHttpServer, type HttpServer, type HttpServerOptions } from './server.js';
+export { altSvcHeaders } from './altSvc.js';
 export { Router, RouteTable, type AuthMode, type BodyMode, type Handler, type Lane, type Method, type RouteOptions } from './router.js';
 export { Req } from './request.js';
 export { RATE_WINDOW_MS, systemTimerClock, type MinimumBodyRate, type TimerClock } from './bodyRate.js';

@@ -49,9 +49,20 @@ const corked = <T>(res: HttpResponse, fn: () => T): T => {
   return out;
 };
 
+/**
+ * Headers every answer of this thread carries, set once at start (useQuic's Alt-Svc). A process
+ * setting (tests that run several servers in one process share it), as the option is the server's.
+ */
+let alwaysHeaders: readonly (readonly [string, string])[] = [];
+
+export function setAlwaysHeaders(headers: Headers): void {
+  alwaysHeaders = Object.entries(headers);
+}
+
 function writeHead(res: HttpResponse, status: number, headers: Headers): void {
   res.writeStatus(STATUS_LINES.get(status) ?? statusLine(status));
   for (const k in headers) res.writeHeader(k, headers[k]!);
+  for (const [k, v] of alwaysHeaders) res.writeHeader(k, v);
 }
 
 const JSON_TYPE = 'application/json';

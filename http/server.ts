@@ -8,10 +8,10 @@ import type { MinimumBodyRate, TimerClock } from './bodyRate.js';
 import { CidrSet, clientAddress, normalizeAddress } from './clientAddress.js';
 import { DEFAULT_DRAIN, refuseWhileDraining, type DrainBounds } from './drain.js';
 import { requestFraming } from './framing.js';
-import { errorReply, isReply, jsonReply, type Reply } from './reply.js';
+import { errorReply, isReply, jsonReply, type Headers, type Reply } from './reply.js';
 import { Req } from './request.js';
 import { FORWARDED_PEER_HEADER, forwardedPeer } from './serving/forwardedPeer.js';
-import { ResponseState, respond, respondComplete, respondInCallback } from './respond.js';
+import { ResponseState, respond, respondComplete, respondInCallback, setAlwaysHeaders } from './respond.js';
 import type { AuthMode, Method, RouteTable } from './router.js';
 
 export interface HttpServerOptions<P> {
@@ -35,6 +35,8 @@ export interface HttpServerOptions<P> {
   onUnexpectedError?: (error: unknown, context: { request: string; method: string; route: string }) => void;
   /** Hears of every answer (kiln_http_request_duration_seconds): its route group, method, status and seconds taken. */
   observe?: RequestObserver;
+  /** Headers every answer carries (useQuic: `alt-svc`, docs/http.md "HTTP/3"). */
+  alwaysHeaders?: Headers;
   /** Also listen on a loopback port of its own, where serving threads relay what they do not answer (http/serving/). */
   origin?: boolean;
   /**
@@ -133,6 +135,7 @@ function refuse(res: HttpResponse, state: ResponseState, e: ApiError, head: bool
 
 export function startHttpServer<P>(opts: HttpServerOptions<P>): Promise<HttpServer> {
   const app = uWS.App();
+  setAlwaysHeaders(opts.alwaysHeaders ?? {});
   const trusted = new CidrSet(opts.trustedProxies);
   const inFlight = new Set<Promise<void>>();
   const log = opts.log;

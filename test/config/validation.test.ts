@@ -151,6 +151,14 @@ t.test('an enabled feature needs its settings', async (t) => {
   t.doesNotThrow(() => load({ overrides: { 'worker.capabilities.federate': true } }), 'worker rules are checked by the worker');
 });
 
+t.test('useQuic needs an https:// serveUrl: HTTP/3 runs over TLS only', async (t) => {
+  t.same(problemsOf({ overrides: { useQuic: true, useTls: false } }), [
+    'useQuic=true from override: must be false while serveUrl is not https:// (HTTP/3 runs over TLS only)',
+  ]);
+  t.doesNotThrow(() => load({ overrides: { useQuic: true, serveUrl: 'https://kiln.example' } }));
+  t.doesNotThrow(() => load({ overrides: { useQuic: true, useTls: true } }), 'the derived serveUrl is https:// with useTls');
+});
+
 t.test('federation is refused when turned on, not ignored', async (t) => {
   t.same(problemsOf({ overrides: { 'proto.federate': true } }), [
     'proto.federate=true from override: must be false: federation between servers over /proto is not available in this version of kiln (docs/proto.md, "Federation")',
