@@ -12,6 +12,7 @@ import type { Clock } from '../../supervisors/index.js';
 import { decideBuildOutcome, type BuildContext } from '../../actors/index.js';
 import { applyStatusChanges, changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
 import { requeuedForOthers, restorable } from './tenantScope.js';
+import { insertBuildSamples, type TimedSample } from './buildStatistics.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
 import { countInputsLoop, countSubstituteMisses, inputsLoops } from './freeRequeues.js';
@@ -35,10 +36,12 @@ export interface RetryPolicy {
 
 export class BuildOutcomes {
   /** build results waiting for the next batch (completeSoon) */
-  private completions: { id: string; change: StatusChange; written: Promise<unknown> }[] = [];
+  private completions: { id: string; change: StatusChange; sample: TimedSample | null }[] = [];
   private completing: Promise<void> | null = null;
   /** the batch whose transaction runs now */
   private committing: Promise<void> = Promise.resolve();
+  /** the batches' checks of their evaluations after the commit (settle waits for them) */
+  private readonly finishing = new Set<Promise<void>>();
 
   constructor(
     private readonly sql: Sql,
@@ -113,11 +116,12 @@ export class BuildOutcomes {
   }
 
   /**
-   * A successful build, completed with the others that arrive in the same event-loop turn. `written`
-   * (its resource sample) runs meanwhile on another connection; the completion commits after it.
+   * A successful build, completed with the others that arrive in the same event-loop turn. Its
+   * resource sample (when the worker sent one) is written in the same transaction: a completed
+   * build is never seen without it, and the completion waits for no other connection's insert.
    */
-  completeSoon(derivationBuildId: string, logSizes: LogSizes, written: Promise<unknown> = Promise.resolve()): Promise<void> {
-    this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, readied: this.readied, ...logSizes }, written });
+  completeSoon(derivationBuildId: string, logSizes: LogSizes, sample: TimedSample | null = null): Promise<void> {
+    this.completions.push({ id: derivationBuildId, change: { event: { type: 'succeed' }, readied: this.readied, ...logSizes }, sample });
     this.completing ??= (async () => {
       await new Promise<void>((resolve) => setImmediate(resolve));
       // One batch at a time: this one waits for the one under way (and grows meanwhile), so two
@@ -125,21 +129,27 @@ export class BuildOutcomes {
       await this.committing;
       const batch = this.completions.splice(0);
       this.completing = null;
-      const run = this.complete(batch);
-      this.committing = run.catch(() => undefined);
-      await run;
+      const commit = this.commit(batch);
+      // the next batch waits for this one's transaction only, not for the evaluations' check after it
+      this.committing = commit.then(() => undefined, () => undefined);
+      const done = await commit;
+      // the next pass first: what these made ready waits for no evaluation's completion check
+      this.wake();
+      const finishing = this.finishEvaluations({ derivationBuilds: done });
+      this.finishing.add(finishing);
+      await finishing.finally(() => this.finishing.delete(finishing));
     })();
     return this.completing;
   }
 
-  private async complete(batch: readonly { id: string; change: StatusChange; written: Promise<unknown> }[]): Promise<void> {
-    const applied = await changeBuildStatuses(this.events, batch, () => Promise.all(batch.map((c) => c.written)));
+  /** The batch's transaction: the builds it completed. */
+  private async commit(batch: readonly { id: string; change: StatusChange; sample: TimedSample | null }[]): Promise<string[]> {
+    const samples = batch.flatMap((c) => (c.sample === null ? [] : [c.sample]));
+    const applied = await changeBuildStatuses(this.events, batch, samples.length === 0 ? undefined : (tx) => insertBuildSamples(tx, samples));
     const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
     this.evaluationProgress.touched(...done);
     for (const id of done) this.buildProgress.forget(id);
-    // the next pass first: what these made ready waits for no evaluation's completion check
-    this.wake();
-    await this.finishEvaluations({ derivationBuilds: done });
+    return done;
   }
 
   /**
@@ -206,5 +216,6 @@ export class BuildOutcomes {
   async settle(): Promise<void> {
     await this.completing;
     await this.committing;
+    await Promise.allSettled([...this.finishing]);
   }
 }

@@ -5,7 +5,7 @@
 // (worker.eval.metrics). While a build runs, its worker's heartbeats keep a running sample of its
 // counters so far, which the result replaces; an attempt that ends without a result keeps them,
 // no longer running. Samples go retentionDays after they were recorded.
-import type { Sql } from 'postgres';
+import type { Sql, TransactionSql } from 'postgres';
 import type { BuildResources, BuildResourcesView, EvalStats, EvaluationStatistics as EvaluationStatsView, FlakeGraph } from '../../protocol/index.js';
 import { deleteInSlices, retentionCutoff } from '../../storage/index.js';
 
@@ -70,14 +70,26 @@ export class BuildSampleWriter {
   }
 }
 
-interface PendingSample {
+/** A build's sample and when it was taken. */
+export interface TimedSample {
   sample: BuildSample;
   at: Date;
+}
+
+interface PendingSample extends TimedSample {
   resolve(): void;
   reject(error: unknown): void;
 }
 
-function insertBuildSamples(sql: Sql, batch: readonly PendingSample[]) {
+/** PostgreSQL's int: a worker may count past it (the protocol takes any safe integer); the sample keeps the column's largest. */
+const MAX_INT = 2_147_483_647;
+
+/**
+ * Writes samples in one statement; also inside a completion's transaction (buildOutcomes.ts), so
+ * nothing a worker sends may make it fail: every value is in its column's range (the protocol's
+ * checks, and oom_kills clamped to int).
+ */
+export function insertBuildSamples(sql: Sql | TransactionSql, batch: readonly TimedSample[]) {
   const column = <T>(of: (s: BuildSample, r: BuildResources | null) => T) => batch.map(({ sample }) => of(sample, sample.resources));
   return sql`
     insert into build_resource_samples (derivation_build_id, attempt, recorded_at, worker_id, wall_ms, cpu_user_ms, cpu_system_ms,
@@ -85,7 +97,7 @@ function insertBuildSamples(sql: Sql, batch: readonly PendingSample[]) {
     select * from unnest(${column((s) => s.derivationBuildId)}::uuid[], ${column((s) => s.attempt)}::int[], ${batch.map((b) => b.at.toISOString())}::timestamptz[],
       ${column((s) => s.workerId)}::uuid[], ${column((s) => s.wallMs)}::bigint[], ${column((_, r) => (r ? ms(r.cpuUserSeconds) : null))}::bigint[],
       ${column((_, r) => (r ? ms(r.cpuSystemSeconds) : null))}::bigint[], ${column((_, r) => r?.peakMemoryBytes ?? null)}::bigint[],
-      ${column((_, r) => r?.ioReadBytes ?? null)}::bigint[], ${column((_, r) => r?.ioWriteBytes ?? null)}::bigint[], ${column((_, r) => r?.oomKills ?? null)}::int[])
+      ${column((_, r) => r?.ioReadBytes ?? null)}::bigint[], ${column((_, r) => r?.ioWriteBytes ?? null)}::bigint[], ${column((_, r) => (r?.oomKills == null ? null : Math.min(r.oomKills, MAX_INT)))}::int[])
     on conflict (derivation_build_id, attempt) do update set recorded_at = excluded.recorded_at, worker_id = excluded.worker_id, wall_ms = excluded.wall_ms,
       cpu_user_ms = excluded.cpu_user_ms, cpu_system_ms = excluded.cpu_system_ms, peak_memory_bytes = excluded.peak_memory_bytes,
       io_read_bytes = excluded.io_read_bytes, io_write_bytes = excluded.io_write_bytes, oom_kills = excluded.oom_kills, running = false

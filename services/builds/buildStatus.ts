@@ -146,8 +146,8 @@ export async function changeBuildStatus(events: Events, derivationBuildId: strin
  */
 export async function changeBuildStatuses(
   events: Events, changes: readonly { id: string; change: StatusChange }[],
-  /** awaited before the commit: writes on other connections the changes must not be seen without (build samples) */
-  beforeCommit?: () => Promise<unknown>,
+  /** written in the same transaction, last: what the changes must not be seen without (build samples) */
+  beforeCommit?: (tx: TransactionSql) => Promise<unknown>,
 ): Promise<(number | null)[]> {
   if (changes.length === 0) return [];
   for (let attempt = 1; ; attempt++) {
@@ -158,7 +158,7 @@ export async function changeBuildStatuses(
           ? await applyStatusChangesAtOnce(tx, emit, changes, moves)
           : await sequentially(changes, (c) => applyStatusChange(tx, emit, c.id, c.change, moves));
         const tellReadied = await moveReadiness(tx, moves);
-        await beforeCommit?.();
+        await beforeCommit?.(tx);
         return { results, tellReadied };
       }, { pipelined: true }); // `begin` with the first statement: one round trip fewer on the dispatch path
       // committed: the builds it made ready are visible to whoever is told of them

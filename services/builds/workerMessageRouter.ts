@@ -168,13 +168,14 @@ export class WorkerMessageRouter {
     const sample = { derivationBuildId: job.derivationBuildId, attempt: job.attempt, workerId: job.workerId, wallMs: message.durationMs, resources: message.resources ?? null };
     const peak = sample.resources?.peakMemoryBytes ?? null;
     if (peak !== null && job.memory.name !== null) this.deps.placement.peaks.learn(job.memory.name, peak);
-    const sampled = this.samples.record(sample)
+    // the common case, batched: results that arrive together complete in one transaction, their
+    // samples written in it; a failure's sample goes through the sample writer first
+    const sampled = message.t === 'buildResult' ? null : this.samples.record(sample)
       .catch((error: unknown) => this.deps.log.warn({ err: error }, 'storing a build\'s resource sample failed'));
+    const at = this.deps.statistics.now();
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
-    // the common case, batched: results that arrive together complete in one transaction, which
-    // commits once the sample is written (the sample's round trip overlaps the completion's)
-    if (message.t === 'buildResult') return outcomes.completeSoon(job.derivationBuildId, logSizes, sampled);
+    if (message.t === 'buildResult') return outcomes.completeSoon(job.derivationBuildId, logSizes, { sample, at });
     await sampled;
     await outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
     await outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });

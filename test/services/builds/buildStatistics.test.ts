@@ -4,13 +4,14 @@
 // live sockets filter on), its evaluator statistics (hotspots and flake graph too) show on GET /evals/{id}, each build attempt's
 // sample is stored and the latest shows on GET /builds/{id} (while it runs, the heartbeats' readings
 // of it, marked running), and samples go after retentionDays.
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { deleteOldBuildSamples } from '../../../services/builds/index.js';
-import { BuildSampleWriter } from '../../../services/builds/buildStatistics.js';
+import { BuildSampleWriter, insertBuildSamples } from '../../../services/builds/buildStatistics.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { subscribedProject } from '../../support/subscribedProject.js';
 import { handshake, testHello } from '../../support/protoClient.js';
@@ -156,16 +157,30 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
     const [row] = await kiln.sql<{ id: string }[]>`select derivation_build_id as id from builds where id = ${buildId}`;
     const at = new Date('2026-01-02T03:04:05Z');
     const writer = new BuildSampleWriter(kiln.sql, () => at);
-    const sample = (attempt: number, oomKills: number) => ({
-      derivationBuildId: row!.id, attempt, workerId: hello.workerId, wallMs: 10 * attempt,
+    const sample = (attempt: number, oomKills: number, derivationBuildId = row!.id) => ({
+      derivationBuildId, attempt, workerId: hello.workerId, wallMs: 10 * attempt,
       resources: { cpuUserSeconds: 1, cpuSystemSeconds: 0, peakMemoryBytes: null, ioReadBytes: null, ioWriteBytes: null, oomKills },
     });
-    // oom_kills is an int column: 2^40 passes the message schema but not the database
-    const results = await Promise.allSettled([writer.record(sample(10, 0)), writer.record(sample(11, 2 ** 40)), writer.record(sample(12, 1))]);
+    // a build the database does not know (its row went meanwhile): the foreign key refuses that sample only
+    const results = await Promise.allSettled([writer.record(sample(10, 0)), writer.record(sample(11, 0, randomUUID())), writer.record(sample(12, 1))]);
     t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'fulfilled']);
     const rows = await kiln.sql<{ attempt: number; recorded_at: Date; oom_kills: number }[]>`
       select attempt, recorded_at, oom_kills from build_resource_samples where derivation_build_id = ${row!.id} and attempt >= 10 order by attempt`;
     t.same(rows, [{ attempt: 10, recorded_at: at, oom_kills: 0 }, { attempt: 12, recorded_at: at, oom_kills: 1 }]);
+  });
+
+  await t.test('a count past PostgreSQL\'s int is kept at its largest: a sample goes in whatever a worker counted', async (t) => {
+    const [row] = await kiln.sql<{ id: string }[]>`select derivation_build_id as id from builds where id = ${buildId}`;
+    const at = new Date('2026-01-02T03:04:05Z');
+    // 2^40 passes the message schema (any safe integer) but not an int column; the sample is also
+    // written inside a completion's transaction, which it must never make fail
+    await insertBuildSamples(kiln.sql, [{ at, sample: {
+      derivationBuildId: row!.id, attempt: 20, workerId: hello.workerId, wallMs: 1,
+      resources: { cpuUserSeconds: 1, cpuSystemSeconds: 0, peakMemoryBytes: 2 ** 52, ioReadBytes: null, ioWriteBytes: null, oomKills: 2 ** 40 },
+    } }]);
+    const [kept] = await kiln.sql<{ oom_kills: number; peak_memory_bytes: string }[]>`
+      select oom_kills, peak_memory_bytes from build_resource_samples where derivation_build_id = ${row!.id} and attempt = 20`;
+    t.same(kept, { oom_kills: 2_147_483_647, peak_memory_bytes: String(2 ** 52) });
   });
 
   await t.test('samples recorded while an insert is under way go in one insert after it', async (t) => {
