@@ -4,12 +4,12 @@
 //      substitutable, with --max-jobs 0 so nothing is built; otherwise inputs_unavailable and
 //      the server dispatches the missing dependency first (build.inputsUnavailableMaxLoops);
 //   3. the build, with the job's timeouts and --cores, its log streamed line by line.
+import { readdir, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { isPlacementFeature, jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
 import { classifyBuildFailure } from './failureClassifier.js';
 import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
-import { readdir, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import { runCommand, type RunOptions } from './childProcess.js';
 import { storeConnections } from './storeConnections.js';
 import { parseNixLogLine } from './nixLogLines.js';

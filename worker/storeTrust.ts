@@ -10,7 +10,7 @@
 //   - one of the job's substituters holds it, same NAR hash, size and references, signed by its key.
 // Each acceptance names the keys it rests on, so the outputs of a build record the union of what
 // their inputs rested on, and a later job trusting all of those keys may take them as they are.
-import { appendFile, mkdir, readFile } from 'node:fs/promises';
+import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -74,14 +74,25 @@ export class StoreTrust {
     const trust = new StoreTrust(ledgerFile, keys?.success ? keys.data['trusted-public-keys'].value : []);
     if (ledgerFile === null) return trust;
     const text = await readFile(ledgerFile, 'utf8').catch(() => '');
+    let lines = 0;
     for (const line of text.split('\n')) {
       if (!line) continue;
+      lines++;
       try {
         const parsed = LedgerLine.safeParse(JSON.parse(line));
         if (parsed.success) trust.built.set(entry(parsed.data.path, parsed.data.narHash), parsed.data.keys);
       } catch {
         // a line cut short by a crash: that path is unknown, so looked up or built again
       }
+    }
+    // A path built again appends a line: past twice the paths it knows, the file is written anew.
+    if (lines > 2 * trust.built.size + 1000) {
+      const kept = [...trust.built].map(([id, keys]) => {
+        const [path, narHash] = id.split(' ');
+        return JSON.stringify({ path, narHash, keys });
+      });
+      await writeFile(`${ledgerFile}.new`, kept.map((line) => `${line}\n`).join(''), { mode: 0o600 });
+      await rename(`${ledgerFile}.new`, ledgerFile);
     }
     return trust;
   }

@@ -170,3 +170,14 @@ t.test('content-addressed inputs serve every job; one whose contents are not wha
   t.match(await realise(drv('again'), [], new StoreTrust(null, [])), { ok: false, failure: { reason: 'inputs_unavailable' } }, 'contents that do not hash as the address says');
   t.throws(() => nix(['path-info', fixed]), 'were let go of');
 });
+
+t.test('the ledger keeps one line a path: a file past twice that is written anew at start', async (t) => {
+  const file = join(dir, 'ledger-compact.jsonl');
+  const line = JSON.stringify({ path: '/nix/store/00000000000000000000000000000000-x', narHash: 'sha256:0', keys: ['k:1'] });
+  writeFileSync(file, `${`${line}\n`.repeat(1002)}{"cut short`);
+  await StoreTrust.open(file, { env });
+  t.equal(readFileSync(file, 'utf8'), `${line}\n`, 'one line left, the damaged one dropped');
+  const again = await StoreTrust.open(file, { env });
+  await again.recordBuilt([{ path: '/nix/store/11111111111111111111111111111111-y', narHash: 'sha256:1' }], []);
+  t.equal(readFileSync(file, 'utf8').split('\n').length, 3, 'appended to');
+});
