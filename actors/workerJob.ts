@@ -43,7 +43,9 @@ const TRANSITIONS: Record<WorkerJobState, Partial<Record<WorkerJobEvent['type'],
     progress: 'running',
     succeeded: 'succeeded', failed: 'failed', refused: 'refused', lost: 'lost', cancelled: 'cancelled',
   },
-  running: { progress: 'running', succeeded: 'succeeded', failed: 'failed', lost: 'lost', cancelled: 'cancelled' },
+  // refused while running: a build the worker gave back after all, its store holding paths the job may
+  // not use that another build still uses (docs/builds.md, "The shared store")
+  running: { progress: 'running', succeeded: 'succeeded', failed: 'failed', refused: 'refused', lost: 'lost', cancelled: 'cancelled' },
   succeeded: {}, failed: {}, refused: {}, lost: {}, cancelled: {},
 };
 

@@ -68,6 +68,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
       gcRoot: rootsDir ? join(rootsDir, rootName(job.jobId)) : null,
       fetchStoredLog: settings.logFetchFromStore,
       builders: settings.builders,
+      trust: await ctx.trust(),
       ...(job.cluster ? { cluster: true } : {}),
       env: settings.childEnv,
       signal: ctx.signal,
@@ -77,6 +78,14 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
     });
     // Only a build step that ran has resources: a build that stopped at its inputs has none.
     if (cgroup && built) resources = await cgroup.read().catch(() => null);
+    if (!realised.ok && realised.declined) {
+      // Given back, not failed: the server queues it again (no attempt counted) and the next try,
+      // here or elsewhere, finds the paths let go of or no longer in use.
+      ctx.log.info({ jobId: job.jobId, drvPath: job.drvPath }, realised.failure.message);
+      logs.close();
+      reply(ctx, { t: 'jobRefused', jobId: job.jobId, refusal: 'busy', message: realised.failure.message.slice(0, 4096) });
+      return false;
+    }
     if (!realised.ok) return fail(realised.failure);
 
     let infos;

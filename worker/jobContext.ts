@@ -6,6 +6,7 @@ import type { Logger, StageTracer } from '../config/index.js';
 import type { Outgoing } from '../protocol/index.js';
 import type { ProtoConnection } from './connection.js';
 import type { NarPusher } from './narPusher.js';
+import type { StoreTrust } from './storeTrust.js';
 import type { WorkerSettings } from './settings.js';
 
 export interface JobContext {
@@ -20,6 +21,8 @@ export interface JobContext {
   readings: BuildReadings;
   /** the server's credit for this job's evalBatch messages (an evaluation's; other jobs send none) */
   batchCredit: BatchCredit;
+  /** which valid store paths a build may use as they are (worker/storeTrust.ts), one per worker process */
+  trust: () => Promise<StoreTrust>;
 }
 
 /** Sends a job's message; a connection that closed meanwhile drops it (the server re-queues the job). */

@@ -2,6 +2,7 @@
 // them, and cancels them on cancelJob or when the connection ends. Jobs are tied to the
 // connection they came on: when it closes the server re-queues them (after its heartbeat timeout
 // at the latest), so the worker stops them rather than finishing work nobody will collect.
+import { join } from 'node:path';
 import { BuildReadings } from './buildReadings.js';
 import { disabledTracer, type Logger, type StageTracer } from '../config/index.js';
 import { jobFailure, type BuildJob, type ChangeJob, type EvalJob, type Message, type PushJob } from '../protocol/index.js';
@@ -16,6 +17,7 @@ import { NarPusher } from './narPusher.js';
 import { ownStoreCollector, type OwnStoreCollector } from './ownStoreCollector.js';
 import { runPushJob } from './pushJob.js';
 import type { WorkerSettings } from './settings.js';
+import { StoreTrust } from './storeTrust.js';
 
 type Job = EvalJob | BuildJob | PushJob | ChangeJob;
 type Kind = 'eval' | 'build' | 'push' | 'change';
@@ -34,6 +36,7 @@ export class JobRunner {
   private readonly running = new Map<string, Running>();
   /** worker.storeRoot's bound: builds run under it, and it collects the store between them */
   readonly collector: OwnStoreCollector | null;
+  private storeTrust: Promise<StoreTrust> | undefined;
 
   constructor(
     private readonly settings: WorkerSettings,
@@ -89,6 +92,7 @@ export class JobRunner {
     const batchCredit = new BatchCredit();
     const ctx: JobContext = {
       connection, pusher, settings: this.settings, log: kind === 'eval' ? this.logs.eval : this.logs.build, signal: abort.signal, tracer: this.tracer, readings: this.readings, batchCredit,
+      trust: () => (this.storeTrust ??= StoreTrust.open(join(this.settings.baseDir, 'built-paths.jsonl'), { env: this.settings.childEnv })),
     };
     const done = this.run(message, ctx).finally(() => {
       this.running.delete(message.jobId);

@@ -4,15 +4,17 @@
 //      substitutable, with --max-jobs 0 so nothing is built; otherwise inputs_unavailable and
 //      the server dispatches the missing dependency first (build.inputsUnavailableMaxLoops);
 //   3. the build, with the job's timeouts and --cores, its log streamed line by line.
+import { readdir, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { isPlacementFeature, jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
 import { classifyBuildFailure } from './failureClassifier.js';
 import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
-import { runCommand } from './childProcess.js';
+import { runCommand, type RunOptions } from './childProcess.js';
 import { storeConnections } from './storeConnections.js';
 import { parseNixLogLine } from './nixLogLines.js';
 import { remoteBuildArgs, remoteBuilderFailure } from './remoteBuilders.js';
-import { vouchedFor } from './outputProvenance.js';
+import { letGo, StoreTrust } from './storeTrust.js';
 
 export interface RealiseOptions {
   drvPath: string;
@@ -41,9 +43,20 @@ export interface RealiseOptions {
   builders?: string | null;
   /** rank 0 of a cluster job: Nix is told this machine has the derivation's cluster features (docs/builds.md, "Cluster jobs") */
   cluster?: boolean;
+  /** which valid paths this job may use as they are (worker/storeTrust.ts); default: one per process, in memory */
+  trust?: StoreTrust;
 }
 
-export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure };
+/**
+ * `declined`: the store holds paths this job may not use and cannot let go of them now (another
+ * build uses them): the worker gives the job back instead of failing it (docs/builds.md, "The shared store").
+ */
+export type Realised = { ok: true; outputs: Record<string, string>; alreadyValid: boolean } | { ok: false; failure: JobFailure; declined?: true };
+
+let processTrust: Promise<StoreTrust> | undefined;
+const LET_GO_ROUNDS = 3;
+const trustOf = (options: RealiseOptions): Promise<StoreTrust> =>
+  options.trust ? Promise.resolve(options.trust) : (processTrust ??= StoreTrust.open(null, { env: options.env }));
 
 const Shown = z.record(
   z.string(),
@@ -96,8 +109,10 @@ export async function realiseDerivation(options: RealiseOptions): Promise<Realis
   return realised;
 }
 
-async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'error') => void): Promise<Realised> {
+async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'error') => void, round = 0): Promise<Realised> {
   const run = { env: options.env, ...(options.signal ? { signal: options.signal } : {}) };
+  const trust = await trustOf(options);
+  const scope = { substituters: options.substituters, ...(options.signal ? { signal: options.signal } : {}) };
   const missing = await ensureDerivation(options);
   if (options.signal?.aborted) return cancelled();
   if (missing) return { ok: false, failure: missing };
@@ -113,17 +128,25 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   }
   const fixedOutput = Object.values(shown.outputs).some((o) => o.hash !== undefined);
 
-  let valid = await allValid(Object.values(outputs), run);
-  if (valid && !(await vouchedFor(Object.values(outputs), options.substituters, options.netrcFile, run))) {
-    // Valid here, but from a source this project does not read (worker/outputProvenance.ts): let go
-    // of the outputs and build them. One in use by another job stays; the build is tried again later.
-    const deleted = await nixStore(['--delete', ...Object.values(outputs)], run);
-    if (deleted.exitCode !== 0) {
-      return { ok: false, failure: jobFailure('worker_error', `the store holds outputs of ${options.drvPath} from a cache this project does not read, in use by another job: ${nixErrorText(deleted.stderr)}`) };
+  // Paths valid here that this job may not use (worker/storeTrust.ts) are let go of, then everything
+  // is looked at again: Nix substitutes or builds them afresh for this job. Outputs let go of can
+  // show inputs to let go of in turn; a path rejected past that came back from the job's own caches.
+  const untrusted = async (rejected: string[], what: string): Promise<Realised> => {
+    if (round >= LET_GO_ROUNDS) return { ok: false, failure: jobFailure('worker_error', `${what} of ${options.drvPath} substituted again are still not vouched for by this job's caches: ${rejected.join(', ')}`) };
+    if (options.gcRoot !== null) await removeInputRoots(options.gcRoot);
+    const refused = await letGo(rejected, run);
+    if (refused !== null) {
+      const message = `the store holds ${what} of ${options.drvPath} from a source this project does not trust, in use by another build (${rejected.join(', ')}): the job goes back to the queue. ${refused}`;
+      return { ok: false, failure: jobFailure('worker_error', message), declined: true };
     }
-    valid = false;
-  }
-  if (valid) {
+    return realiseSteps(options, fetched, round + 1);
+  };
+
+  const outputPaths = Object.values(outputs);
+  if (await allValid(outputPaths, run)) {
+    const verdict = await trust.check(outputPaths, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+    if (typeof verdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', verdict) };
+    if (verdict.rejected.length > 0) return untrusted(verdict.rejected, 'outputs');
     if (options.fetchStoredLog) {
       const stored = await nixStore(['--read-log', options.drvPath], run);
       if (stored.exitCode === 0) for (const line of stored.stdout.split('\n')) if (line) options.onLog(line);
@@ -132,6 +155,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   }
 
   const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs];
+  let inputKeys: string[] = [];
   if (inputs.length > 0) {
     // The inputs' own root (`<gcRoot>-inputs`, `-inputs-2`, …) keeps them from a collection
     // between this step and the build, where no Nix process of the job holds them.
@@ -144,6 +168,13 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
       // "unable to start any build": an input is neither here nor substitutable, and --max-jobs 0 forbade building it.
       return { ok: false, failure: failure.class === 'FailedTransient' ? failure : jobFailure('inputs_unavailable', text) };
     }
+    // Everything the build will see is valid now, rooted: none of it changes under the check.
+    const inputPaths = await inputPathsOf(shown, run);
+    if (typeof inputPaths === 'string') return { ok: false, failure: jobFailure('worker_error', inputPaths) };
+    const verdict = await trust.check(inputPaths, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+    if (typeof verdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', verdict) };
+    if (verdict.rejected.length > 0) return untrusted(verdict.rejected, 'inputs');
+    inputKeys = verdict.keys;
   }
 
   const args = ['--realise', options.drvPath, '--log-format', 'internal-json', ...remoteBuildArgs(options.builders ?? null), ...substituterArgs(options.substituters, options.netrcFile)];
@@ -169,9 +200,48 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   }));
   building?.(built.exitCode === 0 ? 'ok' : 'error');
   if (built.aborted) return cancelled();
-  if (built.exitCode === 0) return { ok: true, outputs, alreadyValid: false };
+  if (built.exitCode === 0) {
+    const recorded = await recordBuilt(trust, outputs, inputKeys, run);
+    return recorded ?? { ok: true, outputs, alreadyValid: false };
+  }
   const errorText = errors.join('\n') || nixErrorText(built.stderr);
   const unreachable = options.builders ? remoteBuilderFailure(errorText) : undefined;
   if (unreachable) return { ok: false, failure: unreachable };
   return { ok: false, failure: classifyBuildFailure({ exitCode: built.exitCode, signal: built.signal, errorText, fixedOutput }) };
+}
+
+/** The input derivations' outputs this derivation uses, and its sources; an error text when Nix cannot say. */
+async function inputPathsOf(shown: z.infer<typeof Shown>[string], run: RunOptions): Promise<string[] | string> {
+  const drvs = Object.keys(shown.inputDrvs);
+  if (drvs.length === 0) return [...shown.inputSrcs];
+  const result = await nix(['show-derivation', ...drvs], run);
+  if (result.exitCode !== 0) return `nix show-derivation of the inputs: ${nixErrorText(result.stderr)}`;
+  const inputs = Shown.parse(JSON.parse(result.stdout));
+  const paths = [...shown.inputSrcs];
+  for (const [drv, names] of Object.entries(shown.inputDrvs)) {
+    for (const name of names) {
+      const path = inputs[drv]?.outputs[name]?.path;
+      if (path === undefined) return `${drv} has no output ${name} with a known path`;
+      paths.push(path);
+    }
+  }
+  return paths;
+}
+
+/** Notes what the outputs built here rested on (worker/storeTrust.ts); a failure to, as the build's. */
+async function recordBuilt(trust: StoreTrust, outputs: Record<string, string>, keys: readonly string[], run: RunOptions): Promise<Realised | undefined> {
+  const shown = await nix(['path-info', '--json', ...Object.values(outputs)], run);
+  const infos = shown.exitCode === 0 ? z.array(z.object({ path: z.string(), narHash: z.string() })).safeParse(JSON.parse(shown.stdout)) : undefined;
+  if (!infos?.success) return { ok: false, failure: jobFailure('worker_error', `nix path-info of the outputs built: ${nixErrorText(shown.stderr)}`) };
+  // a ledger that cannot be written leaves these outputs unknown after a restart: looked up, not trusted
+  await trust.recordBuilt(infos.data, keys).catch(() => undefined);
+  return undefined;
+}
+
+/** This job's own input roots (`<gcRoot>-inputs…`): they would keep a path it must let go of. */
+async function removeInputRoots(gcRoot: string): Promise<void> {
+  const dir = dirname(gcRoot);
+  const prefix = `${basename(gcRoot)}-inputs`;
+  const entries = await readdir(dir).catch(() => [] as string[]);
+  await Promise.all(entries.filter((e) => e === prefix || e.startsWith(`${prefix}-`)).map((e) => rm(join(dir, e), { force: true })));
 }

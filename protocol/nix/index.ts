@@ -62,7 +62,7 @@ export { ZstdFrameTracker } from './zstdFrames.js';
 export { parseNixExport, narFileContents, type ExportedPath } from './nixExport.js';
 export { EXPORT_MAGIC, exportedNar, nextExportedPath, readExportTrailer, type ExportTrailer } from './exportWire.js';
 export { parseDerivation, type Derivation, type DerivationOutput } from './derivationAterm.js';
-export { textStorePath, sourceStorePath, parseContentAddress } from './contentAddress.js';
+export { textStorePath, sourceStorePath, parseContentAddress, contentAddressClaim } from './contentAddress.js';
 export {
   WireReader, WireError, readImportedPathInfo, wireU64, wireString, wireStrings, wireDaemonError,
   WORKER_MAGIC_1, WORKER_MAGIC_2, STDERR_LAST,

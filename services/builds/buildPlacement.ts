@@ -69,7 +69,23 @@ export interface BuildPlacementDeps {
 /** services/gitHosts' repositoryAccess, injected: builds does not depend on gitHosts. */
 export type PrivateFetchLookup = (projectId: string, repository: string) => Promise<{ repository: string; access: RepositoryAccess } | null>;
 
-type Assignment = { worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[]; predicted: number | null; cluster?: ClusterJobField };
+type Assignment = {
+  worker: ConnectedWorker; build: ReadyBuild; caches: ProjectCache[]; predicted: number | null; cluster?: ClusterJobField;
+  /** a cluster job's members, rank 0 first: all of them scope its outcome */
+  members?: readonly ConnectedWorker[];
+};
+
+/**
+ * The projects whose organizations a build's outcome stands for (tenantScope.ts): null when only
+ * kiln's own workers took part; else those every scoped worker serves. A cluster build's members of
+ * rank ≥ 1 compute and hand data to rank 0, so an outcome stands only for whom every member's word
+ * stands for (placement makes them all serve the build's project, so the set is never empty).
+ */
+export function outcomeScope(workers: readonly Pick<ConnectedWorker, 'open' | 'projects'>[]): string[] | null {
+  const scoped = workers.filter((w) => !w.open);
+  if (scoped.length === 0) return null;
+  return scoped.slice(1).reduce<string[]>((shared, w) => shared.filter((p) => w.projects.includes(p)), [...scoped[0]!.projects]);
+}
 type ClusterJobField = NonNullable<ReturnType<typeof buildJobMessage>['cluster']>;
 /** What a pass has given each worker so far on top of what it runs: builds and their predicted bytes. */
 type Planned = Map<ConnectedWorker, { builds: number; bytes: number }>;
@@ -118,7 +134,7 @@ export class BuildPlacement {
         const caches = await projectCaches(sql, project);
         return targetCaches(caches).length > 0 ? caches : null;
       },
-      startBuild: async (worker, build, caches, cluster) => (await this.startBuilds([{ worker, build, caches, predicted: null, cluster }]))[0] ?? null,
+      startBuild: async (worker, build, caches, cluster, members) => (await this.startBuilds([{ worker, build, caches, predicted: null, cluster, members }]))[0] ?? null,
       memberJob: (jobId, build, caches) => buildJobMessage(jobId, build, caches, { ...settings, readToken: deps.readToken }),
     });
   }
@@ -320,7 +336,7 @@ export class BuildPlacement {
   private async startBuilds(assignments: readonly Assignment[]): Promise<(string | null)[]> {
     const { events, jobs, outcomes, settings, readToken } = this.deps;
     // what the worker builds stands for the organizations of the projects it serves, unless it is kiln's own (tenantScope.ts)
-    const attempts = await outcomes.startAll(assignments.map(({ worker, build }) => ({ id: build.id, workerId: worker.hello.workerId, projects: worker.open ? null : worker.projects })));
+    const attempts = await outcomes.startAll(assignments.map(({ worker, build, members }) => ({ id: build.id, workerId: worker.hello.workerId, projects: outcomeScope(members ?? [worker]) })));
     return assignments.map(({ worker, build, caches, predicted, cluster }, i) => {
       // null: no longer queued (another process won it, or it was aborted)
       this.deps.ready.remove(build.id);

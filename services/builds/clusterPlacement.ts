@@ -39,7 +39,7 @@ export interface ClusterPlacementDeps {
   /** the caches of the project the attempt builds for (null: it has none to push to) */
   caches(projectId: string): Promise<ProjectCache[] | null>;
   /** starts the build on rank 0 (queued → started, guarded) and sends its buildJob: the job id, or null when the build was no longer queued */
-  startBuild(worker: ConnectedWorker, build: ReadyBuild, caches: ProjectCache[], cluster: NonNullable<BuildJob['cluster']>): Promise<string | null>;
+  startBuild(worker: ConnectedWorker, build: ReadyBuild, caches: ProjectCache[], cluster: NonNullable<BuildJob['cluster']>, members: readonly ConnectedWorker[]): Promise<string | null>;
   /** the buildJob of a member of rank ≥ 1 (as rank 0's, under its own job id) */
   memberJob(jobId: string, build: ReadyBuild, caches: ProjectCache[]): Outgoing<'buildJob'>;
   /** rank 0's job was ended here (the attempt aborted): its build back to the queue */
@@ -184,7 +184,7 @@ export class ClusterPlacement {
 
   /** Every member of rank ≥ 1 accepted: the build starts on rank 0 (false: it was no longer queued). */
   private async startBuild(cluster: Cluster): Promise<boolean> {
-    const jobId = await this.deps.startBuild(cluster.members[0]!, cluster.build, cluster.caches, { id: cluster.id, rank: 0, roster: rosterOf(cluster) });
+    const jobId = await this.deps.startBuild(cluster.members[0]!, cluster.build, cluster.caches, { id: cluster.id, rank: 0, roster: rosterOf(cluster) }, cluster.members);
     if (jobId === null) return false;
     cluster.jobIds[0] = jobId;
     this.byJob.set(jobId, cluster);

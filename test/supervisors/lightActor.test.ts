@@ -74,7 +74,7 @@ t.test('the job actor ends once: a result after a loss, or a second result, is n
   t.ok(job.can({ type: 'accepted' }));
   job.send({ type: 'progress', amount: 16 });
   t.match(root.inspect().children, [{ kind: 'build-job', state: 'running', summary: { kind: 'build', attempt: 1, progress: 16 } }]);
-  t.notOk(job.can({ type: 'refused' }), 'a running job cannot be refused');
+  t.ok(job.can({ type: 'refused' }), 'a running job can be given back (a build whose inputs the worker\'s store cannot let go of yet)');
   t.ok(job.can({ type: 'lost' }));
   job.send({ type: 'lost' });
   t.equal(job.state, 'lost');

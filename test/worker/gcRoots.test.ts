@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { realiseDerivation } from '../../worker/nixBuild.js';
+import { StoreTrust } from '../../worker/storeTrust.js';
 import { nixEnv, requireNix } from '../support/nixStore.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
@@ -53,8 +54,12 @@ t.test('a running build\'s inputs and then its outputs are GC roots', async (t) 
   const output = shown[drvPath]!.outputs.out.path;
   // Built beforehand, as the server dispatches a build only once its inputs are there.
   const inputOutput = execFileSync('nix-store', ['--realise', inputDrv!], { env, encoding: 'utf8' }).trim();
+  // and noted as built here from nothing, as the worker notes what it builds (worker/storeTrust.ts)
+  const trust = new StoreTrust(null, []);
+  const narHash = (JSON.parse(execFileSync('nix', ['--extra-experimental-features', 'nix-command', 'path-info', '--json', inputOutput], { env, encoding: 'utf8' })) as { narHash: string }[])[0]!.narHash;
+  await trust.recordBuilt([{ path: inputOutput, narHash }], []);
   const building = realiseDerivation({
-    drvPath, timeoutSecs: 0, maxSilentSecs: 0, cores: null, substituters: [], netrcFile: null, gcRoot: join(rootsDir, 'job-1'), fetchStoredLog: false, env, onLog: () => undefined,
+    drvPath, timeoutSecs: 0, maxSilentSecs: 0, cores: null, substituters: [], netrcFile: null, gcRoot: join(rootsDir, 'job-1'), fetchStoredLog: false, env, onLog: () => undefined, trust,
   });
   await until(() => existsSync(started), building);
   t.same(readdirSync(rootsDir).sort(), ['job-1-inputs', 'job-1-inputs-2'], 'one link per input, named after the job');

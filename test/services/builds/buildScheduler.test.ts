@@ -1,5 +1,5 @@
 // The scheduler against the real server, with a protocol-level worker (no Nix): dependency order,
-// a FailedTransient retry, a final FailedTimeout, a derivation substituted because its output is
+// a FailedTransient retry, a job the worker gives back after taking it, a final FailedTimeout, a derivation substituted because its output is
 // already in a subscribed cache, logs stored in chunks, and the evaluation completing.
 import t from 'tap';
 import { jobFailure, type Outgoing } from '../../../protocol/index.js';
@@ -61,9 +61,15 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
   worker.send({ t: 'buildLog', jobId: retry.jobId, seq: 0, data: Buffer.from('line one of two\nline two of two\n'), droppedBytes: 0 });
   finish(retry.jobId, dep.drvPath, { outputs: [output(dep)], alreadyValid: false, durationMs: 1, logBytes: 32, logDroppedBytes: 0 });
 
-  // then top; a timeout is final
+  // then top: taken, then given back (the worker's store holds paths the job may not use that
+  // another build still uses: docs/builds.md, "The shared store"): queued again, not failed
+  const givenBack = await worker.next('buildJob');
+  t.equal(givenBack.drvPath, top.drvPath);
+  worker.send({ t: 'jobAccepted', jobId: givenBack.jobId });
+  worker.send({ t: 'jobRefused', jobId: givenBack.jobId, refusal: 'busy', message: 'in use by another build' });
+  // a timeout is final
   const topJob = await worker.next('buildJob');
-  t.equal(topJob.drvPath, top.drvPath);
+  t.equal(topJob.drvPath, top.drvPath, 'dispatched again after the refusal');
   finish(topJob.jobId, top.drvPath, null, 'timeout');
 
   await eventually(async () => (await kiln.api<{ phase: string }>('GET', `/evals/${evaluationId}`, { token })).message,
@@ -72,7 +78,8 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
     'GET', `/evals/${evaluationId}/builds`, { token })).message;
   const of = (n: DerivationNodeFixture) => builds.find((b) => b.drv_path === n.drvPath)!;
   t.match(of(dep), { status: 'completed', attempts: 2 });
-  t.match(of(top), { status: 'failed', attempts: 1, failure: { class: 'FailedTimeout' } });
+  // the refused dispatch counts as one, as a refusal for being busy does; it failed nothing
+  t.match(of(top), { status: 'failed', attempts: 2, failure: { class: 'FailedTimeout' } });
   t.match(of(cached), { status: 'substituted', attempts: 0 });
 
   const log = await fetch(`${kiln.url}/api/v1/builds/${of(dep).build_id}/log`, { headers: { authorization: `Bearer ${token}` } });

@@ -1,0 +1,183 @@
+// The shared store (worker/storeTrust.ts; docs/builds.md, "The shared store"), with real Nix and
+// signed file:// caches: two organizations' jobs on one worker store. Organization A's cache serves a
+// poisoned input under the very store path B's build needs (signed by A's key); A's build uses it,
+// and B's build on the same store must not: it lets go of it and substitutes B's own. A path from a
+// cache both jobs carry stays as it is, and so does an output built here from it; a poisoned path
+// another build still holds makes B's job give itself back, and it completes once it is free.
+import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { formatHash, renderNarinfo, signNarinfo, SigningKey, storePathHashPart } from '../../protocol/index.js';
+import { realiseDerivation } from '../../worker/nixBuild.js';
+import { StoreTrust } from '../../worker/storeTrust.js';
+import { nixEnv, requireNix } from '../support/nixStore.js';
+import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
+
+requireNix();
+const env: NodeJS.ProcessEnv = { ...nixEnv(), NIX_CONFIG: TEST_NIX_CONFIG };
+const dir = mkdtempSync(join(tmpdir(), 'kiln-store-trust-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+
+const run = (command: string, args: string[]) => execFileSync(command, args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+const nix = (args: string[]) => run('nix', ['--extra-experimental-features', 'nix-command', ...args]);
+const registered = (path: string) => (JSON.parse(nix(['path-info', '--json', path])) as { registrationTime: number }[])[0]!.registrationTime;
+
+interface Cache { url: string; dir: string; key: SigningKey }
+function cache(name: string): Cache {
+  const key = SigningKey.generate(`${name}-${randomUUID().slice(0, 8)}`);
+  const cacheDir = join(dir, name);
+  mkdirSync(join(cacheDir, 'nar'), { recursive: true });
+  writeFileSync(join(cacheDir, 'nix-cache-info'), 'StoreDir: /nix/store\n');
+  writeFileSync(join(dir, `${name}.sec`), key.toString(), { mode: 0o600 });
+  return { url: `file://${cacheDir}`, dir: cacheDir, key };
+}
+const substituter = (c: Cache) => ({ url: c.url, publicKeys: [c.key.publicKey.toString()] });
+/** Copies a valid path into the cache, signed with its key. */
+const upload = (c: Cache, path: string) => nix(['copy', '--to', `${c.url}?secret-key=${join(dir, `${c.dir.split('/').pop()!}.sec`)}`, path]);
+const forget = (path: string) => run('nix-store', ['--delete', ...run('nix-store', ['--query', '--referrers-closure', path]).split('\n')]);
+
+/** Writes into `c`, signed, a single-file path with `contents` under the store path `path`: what a hostile tenant can upload. */
+function poison(c: Cache, path: string, contents: string) {
+  const file = join(dir, `poison-${randomUUID()}`);
+  writeFileSync(file, contents);
+  const nar = execFileSync('nix-store', ['--dump', file], { env });
+  const narHash = formatHash({ algorithm: 'sha256', digest: createHash('sha256').update(nar).digest() });
+  const narFile = `nar/${randomUUID()}.nar`;
+  writeFileSync(join(c.dir, narFile), nar);
+  const fields = { storePath: path, narHash, narSize: nar.length, references: [] };
+  writeFileSync(join(c.dir, `${storePathHashPart(path)}.narinfo`), renderNarinfo({ ...fields, url: narFile, compression: 'none', sigs: [signNarinfo(fields, c.key)] }));
+}
+
+/** p: an input-addressed path; uses(p): outputs that copy p's contents; a fresh salt each time. */
+function derivations(salt: string) {
+  const file = join(dir, `${salt}.nix`);
+  writeFileSync(file, `rec {
+    p = derivation { name = "kiln-trust-in"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "echo honest-${salt} > $out" ]; };
+    a = derivation { name = "kiln-trust-a"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "read x < \${p}; echo a-$x > $out" ]; };
+    b = derivation { name = "kiln-trust-b"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "read x < \${p}; echo b-$x > $out" ]; };
+    c = derivation { name = "kiln-trust-c"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "read x < \${a}; echo c-$x > $out" ]; };
+  }`);
+  const drv = (attr: string) => run('nix-instantiate', [file, '-A', attr]);
+  const pDrv = drv('p');
+  return { p: run('nix-store', ['--query', '--outputs', pDrv]), pDrv, a: drv('a'), b: drv('b'), c: drv('c') };
+}
+
+const realise = (drvPath: string, caches: Cache[], trust: StoreTrust, gcRoot: string | null = null) => realiseDerivation({
+  drvPath, timeoutSecs: 0, maxSilentSecs: 0, cores: null, netrcFile: null, gcRoot, fetchStoredLog: false, env, onLog: () => undefined,
+  substituters: caches.map(substituter), trust,
+});
+const outputOf = (drvPath: string) => run('nix-store', ['--query', '--outputs', drvPath]);
+
+t.test('a poisoned input from another organization\'s cache is let go of, and the build uses its own cache\'s', async (t) => {
+  const trust = await StoreTrust.open(join(dir, 'ledger-1.jsonl'), { env });
+  const alpha = cache('alpha');
+  const beta = cache('beta');
+  const d = derivations(randomUUID());
+  run('nix-store', ['--realise', d.pDrv]);
+  upload(beta, d.p); // beta's cache: the honest P
+  forget(d.p);
+  poison(alpha, d.p, 'poisoned\n'); // alpha's cache: the same store path, other contents, alpha's signature
+
+  t.match(await realise(d.a, [alpha], trust), { ok: true, alreadyValid: false }, 'alpha builds with what its own cache serves');
+  t.equal(readFileSync(outputOf(d.a), 'utf8'), 'a-poisoned\n', 'alpha\'s output is built from its own cache\'s P');
+  t.equal(readFileSync(d.p, 'utf8'), 'poisoned\n', 'and the shared store holds the poisoned P');
+
+  t.match(await realise(d.b, [beta], trust), { ok: true, alreadyValid: false }, 'beta\'s build on the same store');
+  t.match(readFileSync(outputOf(d.b), 'utf8'), /^b-honest-/, 'beta\'s output is built from beta\'s P');
+  t.match(readFileSync(d.p, 'utf8'), /^honest-/, 'the store now holds beta\'s P');
+
+  const onAlphas = await realise(d.c, [beta], trust);
+  t.match(onAlphas, { ok: false, failure: { reason: 'inputs_unavailable' } }, 'beta\'s build on alpha\'s output (built here from the poison) does not take it');
+  t.throws(() => nix(['path-info', outputOf(d.a)]), 'alpha\'s output was let go of: the server has it built for beta first');
+  t.match(await realise(d.a, [beta], trust), { ok: true, alreadyValid: false });
+  t.match(await realise(d.c, [beta], trust), { ok: true, alreadyValid: false });
+  t.match(readFileSync(outputOf(d.c), 'utf8'), /^c-a-honest-/, 'then built from beta\'s P');
+});
+
+t.test('a path from a cache both jobs carry stays, and so does an output built here from it', async (t) => {
+  const trust = await StoreTrust.open(join(dir, 'ledger-2.jsonl'), { env });
+  const shared = cache('shared');
+  const alpha = cache('alpha2');
+  const beta = cache('beta2');
+  const d = derivations(randomUUID());
+  run('nix-store', ['--realise', d.pDrv]);
+  upload(shared, d.p);
+  forget(d.p);
+
+  t.match(await realise(d.a, [shared, alpha], trust), { ok: true, alreadyValid: false }, 'alpha substitutes P from the shared cache');
+  const substituted = registered(d.p);
+  const built = registered(outputOf(d.a));
+  t.match(await realise(d.c, [shared, beta], trust), { ok: true, alreadyValid: false }, 'beta builds on alpha\'s output');
+  t.equal(registered(d.p), substituted, 'P was kept: not downloaded again');
+  t.equal(registered(outputOf(d.a)), built, 'alpha\'s output, built here from the shared cache only, was kept');
+  t.match(readFileSync(join(dir, 'ledger-2.jsonl'), 'utf8'), outputOf(d.a), 'the ledger records what it rested on');
+
+  const gamma = cache('gamma2');
+  upload(gamma, d.p);
+  t.match(await realise(d.a, [gamma], trust), { ok: true, alreadyValid: false }, 'a job not trusting the shared cache builds alpha\'s derivation again');
+  t.not(registered(outputOf(d.a)), built, 'after letting go of the output built on the shared cache\'s word');
+  t.equal(registered(d.p), substituted, 'P stays: gamma\'s cache holds it with the same NAR hash (a narinfo lookup)');
+});
+
+t.test('a poisoned input another build still holds: the job gives itself back, and completes once it is free', async (t) => {
+  const trust = await StoreTrust.open(null, { env });
+  const alpha = cache('alpha3');
+  const beta = cache('beta3');
+  const d = derivations(randomUUID());
+  run('nix-store', ['--realise', d.pDrv]);
+  upload(beta, d.p);
+  forget(d.p);
+  poison(alpha, d.p, 'poisoned\n');
+  t.match(await realise(d.a, [alpha], trust), { ok: true });
+  const root = join(dir, 'alpha-root');
+  run('nix-store', ['--realise', d.p, '--add-root', root, '--indirect']);
+
+  const declined = await realise(d.b, [beta], trust, join(dir, 'roots-beta'));
+  t.match(declined, { ok: false, declined: true, failure: { message: /in use by another build/ } }, 'declined, not failed');
+  t.equal(readFileSync(d.p, 'utf8'), 'poisoned\n', 'alpha\'s build keeps what it holds');
+
+  rmSync(root);
+  t.match(await realise(d.b, [beta], trust, join(dir, 'roots-beta')), { ok: true }, 'tried again once alpha let go');
+  t.match(readFileSync(outputOf(d.b), 'utf8'), /^b-honest-/, 'with beta\'s P');
+});
+
+t.test('content-addressed inputs serve every job; one whose contents are not what its address says is let go of', async (t) => {
+  const trust = new StoreTrust(null, []);
+  const salt = randomUUID();
+  const tree = join(dir, `tree-${salt}`);
+  mkdirSync(tree);
+  writeFileSync(join(tree, 'f'), `source ${salt}\n`);
+  const fixedText = `fixed ${salt}\n`;
+  const file = join(dir, `ca-${salt}.nix`);
+  writeFileSync(file, `rec {
+    src = builtins.path { path = ${tree}; name = "kiln-trust-src"; };
+    fixed = derivation { name = "kiln-trust-fixed"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "echo fixed ${salt} > $out" ];
+      outputHashMode = "flat"; outputHashAlgo = "sha256"; outputHash = "${createHash('sha256').update(fixedText).digest('hex')}"; };
+    top = derivation { name = "kiln-trust-top"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "read x < \${src}/f; read y < \${fixed}; echo $x $y > $out" ]; };
+    again = derivation { name = "kiln-trust-again"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "read y < \${fixed}; echo $y > $out" ]; };
+  }`);
+  const drv = (attr: string) => run('nix-instantiate', [file, '-A', attr]);
+  const fixed = run('nix-store', ['--realise', drv('fixed')]);
+  t.match(await realise(drv('top'), [], trust), { ok: true, alreadyValid: false }, 'a source and a fixed output: no cache needed to vouch for them');
+
+  // A flat file's address is the hash of the file, which the check computes (Nix's narHash is of
+  // the NAR): changed behind Nix's back, a worker that had not checked it yet lets it go.
+  run('chmod', ['u+w', fixed]);
+  writeFileSync(fixed, 'tampered\n');
+  t.match(await realise(drv('again'), [], new StoreTrust(null, [])), { ok: false, failure: { reason: 'inputs_unavailable' } }, 'contents that do not hash as the address says');
+  t.throws(() => nix(['path-info', fixed]), 'were let go of');
+});
+
+t.test('the ledger keeps one line a path: a file past twice that is written anew at start', async (t) => {
+  const file = join(dir, 'ledger-compact.jsonl');
+  const line = JSON.stringify({ path: '/nix/store/00000000000000000000000000000000-x', narHash: 'sha256:0', keys: ['k:1'] });
+  writeFileSync(file, `${`${line}\n`.repeat(1002)}{"cut short`);
+  await StoreTrust.open(file, { env });
+  t.equal(readFileSync(file, 'utf8'), `${line}\n`, 'one line left, the damaged one dropped');
+  const again = await StoreTrust.open(file, { env });
+  await again.recordBuilt([{ path: '/nix/store/11111111111111111111111111111111-y', narHash: 'sha256:1' }], []);
+  t.equal(readFileSync(file, 'utf8').split('\n').length, 3, 'appended to');
+});

@@ -1,0 +1,254 @@
+// Which paths already valid in the worker's Nix store a job may use as they are (docs/builds.md,
+// "The shared store"). Organizations share kiln's own workers and so one store: a path another
+// organization's job substituted from its own cache (which may hold anything under an
+// input-addressed path) must not become this job's input, nor be reported as this job's output.
+// A valid path is acceptable for a job when, with the keys the job trusts (its substituters' and
+// the worker's own trusted-public-keys, which the operator chose for every tenant):
+//   - it is content-addressed, and its path and contents are what its content address says; or
+//   - the store holds a signature of it by one of those keys (Nix keeps a substitute's signatures); or
+//   - it was built in this store from inputs acceptable under keys all of which the job trusts (the ledger); or
+//   - one of the job's substituters holds it, same NAR hash, size and references, signed by its key.
+// Each acceptance names the keys it rests on, so the outputs of a build record the union of what
+// their inputs rested on, and a later job trusting all of those keys may take them as they are.
+import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import {
+  contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
+} from '../protocol/index.js';
+import type { RunOptions } from './childProcess.js';
+import { nix, nixErrorText, nixStore } from './nixCli.js';
+
+const LocalInfo = z.array(z.object({
+  path: z.string(),
+  narHash: z.string(),
+  narSize: z.number(),
+  references: z.array(z.string()),
+  signatures: z.array(z.string()).optional(),
+  ca: z.string().optional(),
+  ultimate: z.boolean().optional(),
+}));
+type LocalInfo = z.infer<typeof LocalInfo>[number];
+
+const LedgerLine = z.object({ path: z.string(), narHash: z.string(), keys: z.array(z.string()) });
+
+/** What a job trusts: its substituters (with their keys and read password) and the worker's own keys. */
+export interface TrustScope {
+  substituters: readonly Substituter[];
+  signal?: AbortSignal;
+}
+
+export interface Verdict {
+  /** the keys the acceptable paths rest on (sorted); a build from them records these for its outputs */
+  keys: string[];
+  /** valid paths the job may not use: to be deleted before it builds */
+  rejected: string[];
+  /** how many paths were looked up in the job's caches (not settled by the store alone) */
+  lookedUp: number;
+}
+
+const NARINFO_LOOKUPS_AT_ONCE = 16;
+
+const entry = (path: string, narHash: string) => `${path} ${narHash}`;
+
+export class StoreTrust {
+  /** built here: path and NAR hash → the keys its inputs rested on */
+  private readonly built = new Map<string, string[]>();
+  /** path and NAR hash → its content address checked out (whoever asks) */
+  private readonly contentAddressed = new Set<string>();
+  /** path, NAR hash and the job's keys → the keys its acceptance rests on */
+  private readonly verdicts = new Map<string, string[]>();
+  private readonly parsedKeys = new Map<string, VerifyingKey | null>();
+
+  /**
+   * `ledgerFile`: where the built paths' keys are kept across restarts (one JSON line each); null:
+   * in memory only. `operatorKeys`: the worker's Nix trusted-public-keys.
+   */
+  constructor(private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[]) {}
+
+  /** Reads the ledger of what this store built; a missing or damaged line only makes those paths unknown. */
+  static async open(ledgerFile: string | null, run: RunOptions): Promise<StoreTrust> {
+    const shown = await nix(['show-config', '--json'], run);
+    const keys = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': z.object({ value: z.array(z.string()) }) }).safeParse(JSON.parse(shown.stdout)) : null;
+    const trust = new StoreTrust(ledgerFile, keys?.success ? keys.data['trusted-public-keys'].value : []);
+    if (ledgerFile === null) return trust;
+    const text = await readFile(ledgerFile, 'utf8').catch(() => '');
+    let lines = 0;
+    for (const line of text.split('\n')) {
+      if (!line) continue;
+      lines++;
+      try {
+        const parsed = LedgerLine.safeParse(JSON.parse(line));
+        if (parsed.success) trust.built.set(entry(parsed.data.path, parsed.data.narHash), parsed.data.keys);
+      } catch {
+        // a line cut short by a crash: that path is unknown, so looked up or built again
+      }
+    }
+    // A path built again appends a line: past twice the paths it knows, the file is written anew.
+    if (lines > 2 * trust.built.size + 1000) {
+      const kept = [...trust.built].map(([id, keys]) => {
+        const [path, narHash] = id.split(' ');
+        return JSON.stringify({ path, narHash, keys });
+      });
+      await writeFile(`${ledgerFile}.new`, kept.map((line) => `${line}\n`).join(''), { mode: 0o600 });
+      await rename(`${ledgerFile}.new`, ledgerFile);
+    }
+    return trust;
+  }
+
+  /**
+   * Checks the closure of `paths` (all valid) for a job. Paths that are not acceptable are
+   * returned in `rejected`; Nix failing to describe the closure throws.
+   */
+  async check(paths: readonly string[], scope: TrustScope, run: RunOptions): Promise<Verdict> {
+    if (paths.length === 0) return { keys: [], rejected: [], lookedUp: 0 };
+    const infos = await this.closureInfos(paths, run);
+    const jobKeys = [...new Set([...this.operatorKeys, ...scope.substituters.flatMap((s) => s.publicKeys)])].sort();
+    const scopeId = jobKeys.join(' ');
+    const trusted = jobKeys.flatMap((k) => this.keyOf(k) ?? []);
+    const rests = new Set<string>();
+    const open: LocalInfo[] = [];
+    for (const info of infos) {
+      const cached = this.verdicts.get(`${entry(info.path, info.narHash)} ${scopeId}`);
+      const keys = cached ?? (await this.locally(info, jobKeys, trusted, run));
+      if (keys === undefined) open.push(info);
+      else this.accept(info, scopeId, keys, rests);
+    }
+    const rejected: string[] = [];
+    let next = 0;
+    const lanes = Array.from({ length: Math.min(NARINFO_LOOKUPS_AT_ONCE, open.length) }, async () => {
+      while (next < open.length) {
+        const info = open[next++]!;
+        const keys = await this.heldBy(info, scope);
+        if (keys === undefined) rejected.push(info.path);
+        else this.accept(info, scopeId, keys, rests);
+      }
+    });
+    await Promise.all(lanes);
+    return { keys: [...rests].sort(), rejected: rejected.sort(), lookedUp: open.length };
+  }
+
+  /** Records outputs built here from inputs whose acceptance rested on `keys`. */
+  async recordBuilt(outputs: readonly { path: string; narHash: string }[], keys: readonly string[]): Promise<void> {
+    const lines: string[] = [];
+    for (const output of outputs) {
+      const narHash = toNix32Hash(output.narHash, 'sha256') ?? output.narHash;
+      this.built.set(entry(output.path, narHash), [...keys]);
+      lines.push(JSON.stringify({ path: output.path, narHash, keys }));
+    }
+    if (this.ledgerFile === null || lines.length === 0) return;
+    await mkdir(dirname(this.ledgerFile), { recursive: true });
+    await appendFile(this.ledgerFile, `${lines.join('\n')}\n`, { mode: 0o600 });
+  }
+
+  private accept(info: LocalInfo, scopeId: string, keys: readonly string[], rests: Set<string>): void {
+    this.verdicts.set(`${entry(info.path, info.narHash)} ${scopeId}`, [...keys]);
+    for (const key of keys) rests.add(key);
+  }
+
+  private keyOf(text: string): VerifyingKey | undefined {
+    if (!this.parsedKeys.has(text)) {
+      const parsed = VerifyingKey.parse(text);
+      this.parsedKeys.set(text, parsed.ok ? parsed.value : null);
+    }
+    return this.parsedKeys.get(text) ?? undefined;
+  }
+
+  /** `nix path-info --recursive` with signatures; hashes as narinfos write them. */
+  private async closureInfos(paths: readonly string[], run: RunOptions): Promise<LocalInfo[]> {
+    const shown = await nix(['path-info', '--json', '--sigs', '--recursive', ...paths], run);
+    if (shown.exitCode !== 0) throw new Error(`nix path-info failed: ${nixErrorText(shown.stderr)}`);
+    return LocalInfo.parse(JSON.parse(shown.stdout)).map((info) => {
+      const narHash = toNix32Hash(info.narHash, 'sha256');
+      if (narHash === undefined) throw new Error(`nix path-info gave ${info.path} an unreadable narHash ${info.narHash}`);
+      return { ...info, narHash };
+    });
+  }
+
+  /** The keys a path's acceptance rests on, from the store alone; undefined: ask the job's caches. */
+  private async locally(info: LocalInfo, jobKeys: readonly string[], trusted: readonly VerifyingKey[], run: RunOptions): Promise<string[] | undefined> {
+    if (info.ca !== undefined && (await this.checkContentAddress(info, run))) return [];
+    const fingerprint = narinfoFingerprint(signedFields(info));
+    for (const sig of info.signatures ?? []) {
+      const key = trusted.find((k) => k.verify(fingerprint, sig));
+      if (key) return [jobKeys.find((text) => this.keyOf(text) === key)!];
+    }
+    if (info.ultimate === true) {
+      const keys = this.built.get(entry(info.path, info.narHash));
+      if (keys !== undefined && keys.every((k) => jobKeys.includes(k))) return keys;
+    }
+    return undefined;
+  }
+
+  /** Whether the path is the one its content address makes and its contents hash as it says. */
+  private async checkContentAddress(info: LocalInfo, run: RunOptions): Promise<boolean> {
+    const id = entry(info.path, info.narHash);
+    if (this.contentAddressed.has(id)) return true;
+    const slash = info.path.lastIndexOf('/');
+    const name = info.path.slice(slash + 1 + 33);
+    const references = info.references.filter((r) => r !== info.path);
+    const claim = contentAddressClaim(info.ca!, name, references, references.length !== info.references.length, info.path.slice(0, slash));
+    if (claim === undefined || claim.path !== info.path) return false;
+    let matches: boolean;
+    if (claim.of === 'nar' && claim.hash.algorithm === 'sha256') {
+      // Nix hashed the NAR itself when it took the path in: its narHash is the content's.
+      matches = formatHash(claim.hash) === info.narHash;
+    } else {
+      const hashed = await nix(['hash', claim.of === 'nar' ? 'path' : 'file', '--type', claim.hash.algorithm, '--base32', info.path], run);
+      const parsed = hashed.exitCode === 0 ? parseHash(hashed.stdout.trim(), claim.hash.algorithm) : undefined;
+      matches = parsed?.ok === true && formatHash(parsed.value) === formatHash(claim.hash);
+    }
+    if (matches) this.contentAddressed.add(id);
+    return matches;
+  }
+
+  /** The key under which one of the job's caches signed this very path (same NAR hash, size, references). */
+  private async heldBy(info: LocalInfo, scope: TrustScope): Promise<string[] | undefined> {
+    const fingerprint = narinfoFingerprint(signedFields(info));
+    for (const substituter of scope.substituters) {
+      const keys = substituter.publicKeys.flatMap((text) => {
+        const key = this.keyOf(text);
+        return key ? [{ text, key }] : [];
+      });
+      if (keys.length === 0) continue;
+      const text = await fetchNarinfo(substituter, storePathHashPart(info.path), scope.signal).catch(() => null);
+      if (text === null) continue;
+      const narinfo = parseNarinfo(text);
+      if (!narinfo.ok || narinfo.value.storePath !== info.path) continue;
+      for (const sig of narinfo.value.sigs) {
+        const key = keys.find((k) => k.key.verify(fingerprint, sig));
+        if (key) return [key.text];
+      }
+    }
+    return undefined;
+  }
+}
+
+const signedFields = (info: LocalInfo) => ({
+  storePath: info.path, narHash: info.narHash, narSize: info.narSize, references: info.references.map((r) => r.slice(r.lastIndexOf('/') + 1)),
+});
+
+/** A narinfo of one of the job's caches: a file:// cache read from disk, an HTTP one with its read password. */
+async function fetchNarinfo(substituter: Substituter, hashPart: string, signal?: AbortSignal): Promise<string | null> {
+  const url = new URL(substituter.url);
+  if (url.protocol === 'file:') return readFile(join(fileURLToPath(url), `${hashPart}.narinfo`), 'utf8');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return null;
+  const headers: Record<string, string> = substituter.password === undefined ? {} : { authorization: `Basic ${Buffer.from(`kiln:${substituter.password}`).toString('base64')}` };
+  const timeout = AbortSignal.timeout(30_000);
+  const response = await fetch(`${substituter.url.replace(/\/$/, '')}/${hashPart}.narinfo`, { headers, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+  return response.ok ? response.text() : null;
+}
+
+/**
+ * Deletes these paths and everything valid that refers to them, so that Nix substitutes or builds
+ * them afresh for the job; the error text when Nix refuses (a path in use by a running build, under
+ * a GC root), null once they are gone.
+ */
+export async function letGo(paths: readonly string[], run: RunOptions): Promise<string | null> {
+  const referrers = await nixStore(['--query', '--referrers-closure', ...paths], run);
+  if (referrers.exitCode !== 0) return nixErrorText(referrers.stderr);
+  const all = referrers.stdout.split('\n').filter((line) => line !== '');
+  const deleted = await nixStore(['--delete', ...all], run);
+  return deleted.exitCode === 0 ? null : nixErrorText(deleted.stderr);
+}
