@@ -145,11 +145,13 @@ t.test('statistics of an evaluation and of each build attempt', async (t) => {
   });
 
   await t.test('samples go retentionDays after they were recorded, not before', async (t) => {
-    const [row] = await kiln.sql<{ recorded_at: Date }[]>`select max(recorded_at) as recorded_at from build_resource_samples`;
-    const recorded = row!.recorded_at.getTime();
-    t.equal(await deleteOldBuildSamples(kiln.sql, 90, new Date(recorded + 90 * DAY - 1000)), 0, 'a second before the boundary');
-    t.equal(await deleteOldBuildSamples(kiln.sql, 0, new Date(recorded + 1000 * DAY)), 0, '0 keeps everything');
-    t.equal(await deleteOldBuildSamples(kiln.sql, 90, new Date(recorded + 90 * DAY + 1000)), 2, 'a second after');
+    // the two attempts' samples were recorded when their results came, seconds apart on a busy machine
+    const [row] = await kiln.sql<{ oldest: Date; newest: Date }[]>`select min(recorded_at) as oldest, max(recorded_at) as newest from build_resource_samples`;
+    const oldest = row!.oldest.getTime();
+    const newest = row!.newest.getTime();
+    t.equal(await deleteOldBuildSamples(kiln.sql, 90, new Date(oldest + 90 * DAY - 1000)), 0, 'a second before the oldest one\'s boundary');
+    t.equal(await deleteOldBuildSamples(kiln.sql, 0, new Date(newest + 1000 * DAY)), 0, '0 keeps everything');
+    t.equal(await deleteOldBuildSamples(kiln.sql, 90, new Date(newest + 90 * DAY + 1000)), 2, 'a second after the newest one\'s');
     t.equal((await kiln.api<{ resources: unknown }>('GET', `/builds/${buildId}`, { token })).message.resources, null);
   });
 
