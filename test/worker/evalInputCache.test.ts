@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import { sweepEvalInputs } from '../../services/index.js';
 import { jobInputCache } from '../../services/builds/evalInputCache.js';
+import { restoreInputs } from '../../worker/inputCache.js';
 import { signUp } from '../support/accounts.js';
 import { steppedClock } from '../support/clock.js';
 import { startInProcessWorker } from '../support/inProcessWorker.js';
@@ -162,6 +163,22 @@ t.test('the shared evaluation cache', async (t) => {
     t.equal(outcome.final.t, 'evalResult', outcome.final.t === 'jobFailed' ? outcome.final.failure.message : '');
     t.equal(originAsked(), askedNow, 'the origin was not asked');
     t.equal(nixStore(['--check-validity', '--print-invalid', input.path]), '', 'the input is valid at the path the lock names');
+  });
+
+  t.test('a blob altered in storage is not restored: the worker checks the lock\'s hash itself', async (t) => {
+    const [row] = await kiln.sql<{ blob_key: string }[]>`select blob_key from eval_input_blobs where nar_hash = ${input.hex}`;
+    const original = await kiln.nars.blobs.get(row!.blob_key);
+    const chunks: Buffer[] = [];
+    for await (const chunk of original!.body) chunks.push(Buffer.from(chunk));
+    const altered = Buffer.concat(chunks);
+    altered[altered.length - 20] ^= 1;
+    await kiln.nars.blobs.put(row!.blob_key, (async function* () { yield altered; })());
+    nixStore(['--delete', input.path]);
+    const report = await restoreInputs(await capability('acme'), [{ narHash: input.hex, storePath: input.path }], { baseDir: join(dir, 'e'), env, signal: new AbortController().signal });
+    t.same(report.done, []);
+    t.match(report.problems, [/not the [0-9a-f]{64} flake\.lock pins/]);
+    t.equal(nixStore(['--check-validity', '--print-invalid', input.path]), input.path, 'nothing was added');
+    await kiln.nars.blobs.put(row!.blob_key, (async function* () { yield Buffer.concat(chunks); })());
   });
 
   t.test('worker.eval.cache.share false: no upload', async (t) => {
