@@ -8,7 +8,7 @@ import t from 'tap';
 import { execFile, execFileSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import { sweepEvalInputs } from '../../services/index.js';
@@ -29,18 +29,21 @@ const git = (repo: string, args: string[]) => execFileSync('git', ['-C', repo, '
 const nixStore = (args: string[]) => execFileSync('nix-store', args, { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
 
 /** A tarball input (served from `served`) and a flake repository that locks it and reads it during evaluation. */
-async function flakeWithInput(served: string, baseUrl: string, name: string): Promise<{ url: string; commit: string; marker: string }> {
+/** `unused`: a second tarball input the evaluation never reads. */
+async function flakeWithInput(served: string, baseUrl: string, name: string, unused?: string): Promise<{ url: string; commit: string; marker: string }> {
   const marker = randomUUID().replaceAll('-', '');
-  const tree = join(dir, `input-${name}`, 'dep');
-  mkdirSync(tree, { recursive: true });
-  writeFileSync(join(tree, 'data'), marker);
-  execFileSync('tar', ['-czf', join(served, `${name}.tar.gz`), '-C', join(tree, '..'), 'dep']);
+  for (const tarball of unused ? [name, unused] : [name]) {
+    const tree = join(dir, `input-${tarball}`, 'dep');
+    mkdirSync(tree, { recursive: true });
+    writeFileSync(join(tree, 'data'), `${marker}${tarball === name ? '' : '-unused'}`);
+    execFileSync('tar', ['-czf', join(served, `${tarball}.tar.gz`), '-C', join(tree, '..'), 'dep']);
+  }
   const repo = join(dir, `repo-${name}`);
   mkdirSync(repo, { recursive: true });
   execFileSync('git', ['init', '--quiet', '-b', 'main', repo]);
   writeFileSync(join(repo, 'flake.nix'), `{
   inputs.dep = { url = "${baseUrl}/${name}.tar.gz"; flake = false; };
-  outputs = { self, dep }: {
+${unused ? `  inputs.unused = { url = "${baseUrl}/${unused}.tar.gz"; flake = false; };\n` : ''}  outputs = { self, dep, ... }: {
     packages.x86_64-linux.default = derivation {
       name = "kiln-input-\${builtins.readFile "\${dep}/data"}";
       system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "touch $out" ];
@@ -57,9 +60,9 @@ async function flakeWithInput(served: string, baseUrl: string, name: string): Pr
 }
 
 /** The input's store path and NAR hash (hex), as flake.lock pins them. */
-function lockedInput(repoUrl: string): { path: string; hex: string } {
-  const lock = JSON.parse(execFileSync('cat', [join(repoUrl.slice('file://'.length), 'flake.lock')], { encoding: 'utf8' })) as { nodes: { dep: { locked: { narHash: string } } } };
-  const sri = lock.nodes.dep.locked.narHash;
+function lockedInput(repoUrl: string, node = 'dep'): { path: string; hex: string } {
+  const lock = JSON.parse(readFileSync(join(repoUrl.slice('file://'.length), 'flake.lock'), 'utf8')) as { nodes: Record<string, { locked: { narHash: string } }> };
+  const sri = lock.nodes[node]!.locked.narHash;
   const hex = Buffer.from(sri.slice('sha256-'.length), 'base64').toString('hex');
   const path = nixStore(['--print-fixed-path', '--recursive', 'sha256', hex, 'source']);
   return { path, hex };
@@ -188,6 +191,29 @@ t.test('the shared evaluation cache', async (t) => {
     const outcome = await session.evalOutcome('d');
     t.equal(outcome.final.t, 'evalResult', outcome.final.t === 'jobFailed' ? outcome.final.failure.message : '');
     t.same((await rowsOf(kiln.sql, 'acme')).map((r) => r.nar_hash), [input.hex], 'the second input was not uploaded');
+  });
+
+  t.test('worker.capabilities.fetch: on, every locked input is prefetched and shared; off, only what the evaluation reads is fetched and nothing is shared', async (t) => {
+    const pair = await flakeWithInput(served, origin.url, 'used', 'unused');
+    const used = lockedInput(pair.url);
+    const unused = lockedInput(pair.url, 'unused');
+    nixStore(['--delete', used.path, unused.path]);
+    const valid = (path: string) => nixStore(['--check-validity', '--print-invalid', path]) === '';
+    const shared = async () => (await rowsOf(kiln.sql, 'acme')).map((r) => r.nar_hash).filter((h) => h === used.hex || h === unused.hex).sort();
+    const run = async (name: string, fetch: boolean) => {
+      const { session } = await startInProcessWorker(t, join(dir, name), { 'worker.capabilities.fetch': fetch });
+      session.send({ ...evalJob(name, await capability('acme')), repository: pair.url, commit: pair.commit });
+      const outcome = await session.evalOutcome(name);
+      t.equal(outcome.final.t, 'evalResult');
+      t.same(outcome.batches.flatMap((b) => b.errors), []);
+    };
+    await run('fetch-off', false);
+    t.ok(valid(used.path), 'fetch off: the input the evaluation reads was fetched');
+    t.notOk(valid(unused.path), 'fetch off: the unused one was not');
+    t.same(await shared(), [], 'fetch off: nothing was uploaded');
+    await run('fetch-on', true);
+    t.ok(valid(unused.path), 'fetch on: the unused input was prefetched');
+    t.same(await shared(), [used.hex, unused.hex].sort(), 'fetch on: both were uploaded');
   });
 
   t.test('an ended evaluation\'s capability reads nothing', async (t) => {
