@@ -51,7 +51,9 @@ export function evalInputsStep(job: EvalJob, ctx: JobContext, flakeRef: string, 
       if (archived.exitCode !== 0) {
         if (signal.aborted) return;
         // the evaluation may not need the input that failed; if it does, it fails with Nix's own words
-        activity(`prefetching the flake inputs failed: ${nixErrorText(archived.stderr).slice(0, 1000)}`);
+        const why = nixErrorText(archived.stderr).slice(0, 1000);
+        log.warn({ jobId: job.jobId, why }, 'prefetching the flake inputs failed; the evaluation fetches what it needs');
+        activity(`prefetching the flake inputs failed: ${why}`);
         return;
       }
       if (!access) return;

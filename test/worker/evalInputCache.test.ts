@@ -20,6 +20,7 @@ import { startInProcessWorker } from '../support/inProcessWorker.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { nixEnv, requireNix, tempDir } from '../support/nixStore.js';
 import { startStaticServer } from '../support/staticServer.js';
+import { handshake, testHello } from '../support/protoClient.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
 requireNix();
@@ -68,10 +69,11 @@ function lockedInput(repoUrl: string, node = 'dep'): { path: string; hex: string
   return { path, hex };
 }
 
-async function evaluation(kiln: TestKiln, projectId: string): Promise<string> {
+/** An evaluation running on `workerId` (a live connection: the scheduler re-queues one whose worker is gone). */
+async function evaluation(kiln: TestKiln, projectId: string, workerId: string): Promise<string> {
   const [row] = await kiln.sql<{ id: string }[]>`
-    insert into evaluations (task_id, repository, commit, wildcard, phase)
-    select id, 'file:///nonexistent', null, 'packages.*', 'evaluating' from tasks where project_id = ${projectId} and name = 'default'
+    insert into evaluations (task_id, repository, commit, wildcard, phase, worker_id)
+    select id, 'file:///nonexistent', null, 'packages.*', 'evaluating', ${workerId} from tasks where project_id = ${projectId} and name = 'default'
     returning id`;
   return row!.id;
 }
@@ -87,7 +89,12 @@ async function blobKeys(kiln: TestKiln): Promise<string[]> {
 
 t.test('the shared evaluation cache', async (t) => {
   const clock = steppedClock(new Date('2026-01-01T00:00:00Z'));
-  const kiln = await startTestKiln(t, {}, { clock, upkeepTimers: false });
+  const kiln = await startTestKiln(t, { localWorker: true }, { clock, upkeepTimers: false });
+  // the workers below talk to a test /proto server; this one holds the evaluations' rows for the scheduler
+  const holder = testHello({ capabilities: { eval: false, build: false, fetch: false, federate: false } });
+  const connection = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, holder);
+  t.teardown(() => connection.close());
+  await connection.next('welcome');
   const ada = await signUp(kiln, 'ada');
   const eve = await signUp(kiln, 'eve');
   const projectIds: Record<string, string> = {};
@@ -104,7 +111,7 @@ t.test('the shared evaluation cache', async (t) => {
   const input = lockedInput(flake.url);
   const originAsked = () => origin.requests.filter((r) => r.endsWith('/dep.tar.gz')).length;
   const capability = async (org: string) => {
-    const id = await evaluation(kiln, projectIds[org]!);
+    const id = await evaluation(kiln, projectIds[org]!, holder.workerId);
     return { id, ...(await jobInputCache(kiln.sql, kiln.url, id)) };
   };
   const evalJob = (jobId: string, cap: { url: string; token: string }) => ({
