@@ -49,7 +49,7 @@ export interface UpkeepDeps {
   secretBox: SecretBox;
   nars: Pick<NarStorage, 'reads'>;
   /** the blob store the shared evaluation cache's NARs are in (eval-inputs/…) */
-  blobs: Pick<BlobStore, 'delete'>;
+  blobs: Pick<BlobStore, 'delete' | 'list'>;
   bus: Pick<EventBus, 'subscribe'>;
   supervisor: Supervisor;
   /** this process's cache traffic counts, flushed every metrics.cacheFlushIntervalSecs */

@@ -124,14 +124,19 @@ export interface EvalInputSweepReport {
   aged: number;
   /** blobs dropped, least recently used first, to bring the total under maxTotalBytes */
   evictedForSize: number;
+  /** blobs without a row (their organization was deleted, or an earlier deletion failed) */
+  orphans: number;
 }
+
+/** A blob without a row younger than this may be an upload whose row is about to be written. */
+export const ORPHAN_GRACE_MS = 3_600_000;
 
 /**
  * One eviction pass: blobs unused for maxAgeDays go, then the least recently used until the total
  * (over every organization) is within maxTotalBytes. Rows first, then their blobs: a blob without
- * a row is unreachable, a row without its blob would answer 404 anyway.
+ * a row is unreachable (and swept as an orphan), a row without its blob would answer 404 anyway.
  */
-export async function sweepEvalInputs(sql: Sql, blobs: Pick<BlobStore, 'delete'>, limits: EvalInputLimits, at: Date): Promise<EvalInputSweepReport> {
+export async function sweepEvalInputs(sql: Sql, blobs: Pick<BlobStore, 'delete' | 'list'>, limits: EvalInputLimits, at: Date): Promise<EvalInputSweepReport> {
   let aged: { blob_key: string }[] = [];
   if (limits.maxAgeDays > 0) {
     const cutoff = new Date(at.getTime() - limits.maxAgeDays * 86_400_000);
@@ -148,5 +153,15 @@ export async function sweepEvalInputs(sql: Sql, blobs: Pick<BlobStore, 'delete'>
       returning b.blob_key`;
   }
   for (const row of [...aged, ...oversize]) await blobs.delete(row.blob_key);
-  return { aged: aged.length, evictedForSize: oversize.length };
+  // Rows go with their organization (on delete cascade), the bytes stay: swept here, as are the
+  // blobs of a pass whose deletions failed. The rows are read before the listing, so an upload
+  // newer than the grace period is never taken for an orphan.
+  const known = new Set((await sql<{ blob_key: string }[]>`select blob_key from eval_input_blobs`).map((r) => r.blob_key));
+  let orphans = 0;
+  for await (const entry of blobs.list('eval-inputs/')) {
+    if (known.has(entry.key) || entry.modified.getTime() > at.getTime() - ORPHAN_GRACE_MS) continue;
+    await blobs.delete(entry.key);
+    orphans++;
+  }
+  return { aged: aged.length, evictedForSize: oversize.length, orphans };
 }

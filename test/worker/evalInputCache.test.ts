@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import { sweepEvalInputs } from '../../services/index.js';
-import { jobInputCache } from '../../services/builds/evalInputCache.js';
+import { jobInputCache, ORPHAN_GRACE_MS } from '../../services/builds/evalInputCache.js';
 import { restoreInputs } from '../../worker/inputCache.js';
 import { signUp } from '../support/accounts.js';
 import { steppedClock } from '../support/clock.js';
@@ -228,6 +228,19 @@ t.test('the shared evaluation cache', async (t) => {
     t.equal((await fetch(`${capA.url}/${input.hex}?token=${capA.token}`)).status, 404);
   });
 
+  t.test('the sweep removes blobs without a row (a deleted organization\'s) once they are past the grace period', async (t) => {
+    const [gone] = await kiln.sql<{ id: string }[]>`select id from organizations where name = 'evil'`;
+    const key = `eval-inputs/${gone!.id}/${'5'.repeat(64)}-test`;
+    await kiln.nars.blobs.put(key, (async function* () { yield Buffer.from('bytes of an organization deleted since'); })());
+    const deleted = await kiln.api('DELETE', '/orgs/evil', { token: eve.token });
+    t.equal(deleted.status, 200, JSON.stringify(deleted.message));
+    const none = { maxAgeDays: 0, maxTotalBytes: 0 };
+    t.same(await sweepEvalInputs(kiln.sql, kiln.nars.blobs, none, new Date()), { aged: 0, evictedForSize: 0, orphans: 0 }, 'a fresh blob may be an upload whose row is coming');
+    t.same(await sweepEvalInputs(kiln.sql, kiln.nars.blobs, none, new Date(Date.now() + ORPHAN_GRACE_MS + 60_000)), { aged: 0, evictedForSize: 0, orphans: 1 });
+    t.notOk((await blobKeys(kiln)).includes(key), 'the orphan is gone');
+    t.equal((await blobKeys(kiln)).length, (await rowsOf(kiln.sql, 'acme')).length, 'every other blob has its row');
+  });
+
   t.test('the sweep evicts by age, then least recently used by total size', async (t) => {
     const day = 86_400_000;
     const [org] = await kiln.sql<{ id: string }[]>`select id from organizations where name = 'acme'`;
@@ -245,14 +258,14 @@ t.test('the shared evaluation cache', async (t) => {
     await put('3'.repeat(64), 100, new Date(now.getTime() - 2 * day));
     await put('4'.repeat(64), 100, new Date(now.getTime() - 1 * day));
     const limits = { maxAgeDays: 30, maxTotalBytes: 250 };
-    t.same(await sweepEvalInputs(kiln.sql, kiln.nars.blobs, limits, now), { aged: 1, evictedForSize: 1 });
+    t.same(await sweepEvalInputs(kiln.sql, kiln.nars.blobs, limits, now), { aged: 1, evictedForSize: 1, orphans: 0 });
     t.same((await kiln.sql<{ nar_hash: string }[]>`select nar_hash from eval_input_blobs order by nar_hash`).map((r) => r.nar_hash[0]), ['3', '4'],
       'the one unused for 31 days and the least recently used of the rest are gone');
     t.same((await blobKeys(kiln)).map((k) => k.split('/')[2]![0]).sort(), ['3', '4'], 'and their blobs');
     clock.step(2 * day);
-    t.same(await kiln.upkeep.evalInputSweep(), { aged: 0, evictedForSize: 0 }, 'the configured limits (30 days, 10 GiB) on the service clock: nothing is that old yet');
+    t.same(await kiln.upkeep.evalInputSweep(), { aged: 0, evictedForSize: 0, orphans: 0 }, 'the configured limits (30 days, 10 GiB) on the service clock: nothing is that old yet');
     clock.step(29 * day);
-    t.same(await kiln.upkeep.evalInputSweep(), { aged: 2, evictedForSize: 0 }, '31 days on, both are');
+    t.same(await kiln.upkeep.evalInputSweep(), { aged: 2, evictedForSize: 0, orphans: 0 }, '31 days on, both are');
     t.same(await blobKeys(kiln), []);
   });
 });
