@@ -215,7 +215,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     scheduler.start();
     stack.push(() => scheduler.stop());
     const upkeep = startUpkeep({
-      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, bus: events.bus, trafficCounters, phaseSamples, workers,
+      config, log: componentLogger(log, 'cache'), clock, cacheSql: db.cache, sql: db.scheduler, secretBox, nars, blobs, bus: events.bus, trafficCounters, phaseSamples, workers,
       supervisor: root.supervise({ id: 'upkeep', restartBudget: { maxRestarts: 100, withinMs: 10_000 } }),
       ...(opts.upkeepTimers === false ? { timers: false } : {}),
     });

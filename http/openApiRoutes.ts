@@ -24,6 +24,7 @@ import { RecentQuery } from './api/v1/directBuilds.js';
 import { AttributeAtCommitQuery, EntryPointsQuery } from './api/v1/evaluations.js';
 import { ChunkQuery } from './api/v1/narUploads.js';
 import { FetchQuery, UploadQuery } from './api/v1/sourceUploads.js';
+import { EvalInputStored, EvalInputsPresent, EvalInputsQueryBody, TokenQuery } from './api/v1/evalInputs.js';
 import { DeleteKeyQuery } from './api/v1/userKeys.js';
 import { DeleteSshKeyQuery } from './api/v1/userSshKeys.js';
 
@@ -232,6 +233,9 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'post /api/v1/build-requests/source': { response: SourceUploadView, query: UploadQuery, rawBody: 'application/gzip', errors: ['source_too_large', 'empty_source', 'unsupported_source_format'], summary: 'upload a flake source tree' },
   'post /api/v1/build-requests/source/:id/evaluate': { body: EvaluateSourceBody, response: z.string(), errors: ['project_inactive'], summary: 'evaluate an uploaded source tree (kiln build); the answer is the evaluation id' },
   'get /build-sources/:id': { query: FetchQuery, rawResponse: 'application/gzip' },
+  'post /eval-inputs/:evaluation/query': { query: TokenQuery, body: EvalInputsQueryBody, response: EvalInputsPresent, summary: 'which locked flake inputs the evaluation\'s organization has in the shared evaluation cache (worker capability)' },
+  'get /eval-inputs/:evaluation/:narHash': { query: TokenQuery, rawResponse: 'application/x-nix-nar', summary: 'a locked flake input\'s NAR from the shared evaluation cache (worker capability)' },
+  'put /eval-inputs/:evaluation/:narHash': { query: TokenQuery, rawBody: 'application/x-nix-nar', response: EvalInputStored, errors: ['eval_input_mismatch', 'nar_too_large'], summary: 'store a locked flake input\'s NAR in the shared evaluation cache (worker capability)' },
   'get /api/v1/commits/:id': { response: CommitView },
   'get /api/v1/builds/:build/closure': { response: ClosureGraphView },
   'get /api/v1/builds/:build/runtime-closure': { response: ClosureGraphView },

@@ -38,6 +38,7 @@ import { evaluationsRoutes } from './api/v1/evaluations.js';
 import { buildsRoutes } from './api/v1/builds.js';
 import { directBuildsRoutes } from './api/v1/directBuilds.js';
 import { sourceUploadRoutes } from './api/v1/sourceUploads.js';
+import { evalInputRoutes } from './api/v1/evalInputs.js';
 import { commitsRoutes } from './api/v1/commits.js';
 import { closuresRoutes } from './api/v1/closures.js';
 import { frontendRoutes } from './frontend/frontendRoutes.js';
@@ -83,6 +84,7 @@ export function buildRoutes(services: Services): RouteTable<Principal> {
   directBuildsRoutes(api, services);
   buildsRoutes(api, services);
   sourceUploadRoutes(root(), services);
+  evalInputRoutes(root(), services);
   commitsRoutes(api, services);
   closuresRoutes(api, services);
   cachesRoutes(api, services);

@@ -34,6 +34,7 @@ export type { BuildView } from './builds/index.js';
 export { BuildLogFeed } from './builds/index.js';
 export { pruneTaskEvaluations, effectiveKeep } from './builds/index.js';
 export { buildProgressReporter } from './builds/index.js';
+export { MAX_QUERY_HASHES, sweepEvalInputs } from './builds/index.js';
 export { createServices, type Services } from './assembly/index.js';
 export type { SshServer } from './ssh/index.js';
 export { startUpkeep, type Upkeep } from './assembly/index.js';

@@ -2,7 +2,9 @@
 // stdout collected, stderr handed over line by line and its tail kept for error messages, and
 // an AbortSignal that ends the child and everything it started (SIGTERM to its process group, then
 // SIGKILL): nix-store forks substituters and helpers, and a cancelled build must leave nothing behind.
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import type { Readable } from 'node:stream';
+import { closeSync, openSync } from 'node:fs';
 import { withOomScore } from './oomScore.js';
 
 export interface RunOptions {
@@ -17,6 +19,8 @@ export interface RunOptions {
   collectStdout?: boolean;
   /** the child's out-of-memory score adjustment (worker/oomScore.ts); unset: inherited */
   oomScore?: number;
+  /** a file the child reads as its standard input (nix-store --restore); none: /dev/null */
+  stdinFile?: string;
   /** the child's pid once it runs; it leads its own process group */
   onStart?: (pid: number) => void;
 }
@@ -41,7 +45,17 @@ export function runCommand(command: string, args: readonly string[], options: Ru
     }
     // detached: the child leads its own process group, which the abort signals as a whole.
     const [file, argv] = options.oomScore === undefined ? [command, args] : withOomScore(options.oomScore, command, args);
-    const child = spawn(file, argv, { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let stdin: number | 'ignore' = 'ignore';
+    try {
+      if (options.stdinFile !== undefined) stdin = openSync(options.stdinFile, 'r');
+    } catch (error) {
+      reject(error instanceof Error ? error : new Error(String(error)));
+      return;
+    }
+    // (a descriptor is not among the typings' stdio tuples; stdout and stderr are pipes either way)
+    const child = spawn(file, argv, { env: options.env, cwd: options.cwd, stdio: [stdin, 'pipe', 'pipe'], detached: true }) as ChildProcessByStdio<null, Readable, Readable>;
+    // the child has its own copy of the descriptor now
+    if (typeof stdin === 'number') closeSync(stdin);
     if (child.pid !== undefined) options.onStart?.(child.pid);
     const stdout: Buffer[] = [];
     const tailLimit = options.stderrTailBytes ?? 64 * 1024;

@@ -6,6 +6,7 @@ import { derivationClosure } from './derivationGraph.js';
 import { evaluateFlake } from './flakeEval.js';
 import { checkoutCommit } from './gitCheckout.js';
 import { fetchSource } from './sourceFetch.js';
+import { evalInputsStep } from './evalInputs.js';
 import { batchesOf, reply, type JobContext } from './jobContext.js';
 import { EvalStatsCollector } from './evalStats.js';
 import { EVALUATION_OOM_SCORE } from './oomScore.js';
@@ -58,14 +59,18 @@ async function evaluate(job: EvalJob, ctx: JobContext, stats: EvalStatsCollector
   stats?.hotspots.hidePrefix(checkout.clone);
   stats?.hotspots.hidePrefix(ctx.settings.baseDir);
   activity('fetch', `fetched ${what}`);
+  const inputs = evalInputsStep(job, ctx, checkout.flakeRef, signal, (message) => activity('fetch', message));
   const evaluated = stage('eval.evaluate');
   const evaluation = await evaluateFlake({
+    prepareInputs: inputs.prepare,
     flakeRef: checkout.flakeRef, wildcard: wildcard.value, env: ctx.settings.evalEnv, signal,
     ...(stats ? { stats } : {}), onActivity: (message) => activity('eval', message),
     ...(ctx.settings.oomScoreAdjust === null ? {} : { oomScore: EVALUATION_OOM_SCORE }),
     pool: { size: ctx.settings.evalForkWorkers, minFreeBytes: ctx.settings.minFreeRamBytes },
   });
   evaluated(evaluation.ok ? 'ok' : 'error', evaluation.ok ? { attributes: evaluation.value.attributes.length, errors: evaluation.value.errors.length } : {});
+  // the uploads use the job's capability, which ends with the evaluation's report
+  await inputs.uploaded();
   if (!evaluation.ok) return fail(evaluation.failure);
   const { attributes, errors } = evaluation.value;
 

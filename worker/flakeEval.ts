@@ -16,6 +16,7 @@ import { minFreeRamBytes, procMemoryProbe, type MemoryProbe } from './memoryProb
 import { availableParallelism } from 'node:os';
 import { checkFlakeLock } from './flakeLock.js';
 import { flakeGraphOf } from './flakeGraph.js';
+import type { FlakeLocks } from './flakeInputPolicy.js';
 import { nix, nixErrorText, PURE_EVAL_ARGS } from './nixCli.js';
 import type { EvalStatsCollector } from './evalStats.js';
 
@@ -40,6 +41,8 @@ export interface EvaluateOptions {
   /** each evaluation subprocess's out-of-memory score adjustment (EVALUATION_OOM_SCORE when worker.build.oomScoreAdjust is set) */
   oomScore?: number;
   pool?: PoolSettings;
+  /** after the lock check, before anything is evaluated: the locked inputs' turn (worker/inputCache.ts) */
+  prepareInputs?: (locks: FlakeLocks) => Promise<void>;
 }
 
 export interface PoolSettings {
@@ -100,6 +103,8 @@ export async function evaluateFlake(options: EvaluateOptions): Promise<{ ok: tru
   const lock = await checkFlakeLock(options.flakeRef, options.env, options.signal);
   if (!lock.ok) return { ok: false, failure: lock.aborted ? cancelled() : lock.failure };
   options.stats?.describeFlake(lock.sourcePath, flakeGraphOf(lock.locks));
+  await options.prepareInputs?.(lock.locks);
+  if (options.signal?.aborted) return { ok: false, failure: cancelled() };
   say('selecting the attributes of the wildcard');
   const selected = await runEvalExpression(selectAttributesExpression(options.flakeRef, options.wildcard), options);
   if (!selected.ok) return { ok: false, failure: selected.aborted ? cancelled() : classifyEvalFailure(selected.message) };

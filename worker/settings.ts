@@ -70,6 +70,8 @@ export interface WorkerSettings {
   evalCacheDir: string;
   /** childEnv for the evaluation subprocesses: XDG_CACHE_HOME is evalCacheDir */
   evalEnv: NodeJS.ProcessEnv;
+  /** worker.eval.cache.share: locked flake inputs restored from and uploaded to the server (docs/eval-cache.md) */
+  evalCacheShare: boolean;
 }
 
 export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.env): WorkerSettings {
@@ -129,5 +131,6 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     childEnv: nixEnv,
     evalCacheDir,
     evalEnv: { ...nixEnv, XDG_CACHE_HOME: evalCacheDir },
+    evalCacheShare: config['worker.eval.cache.share'],
   };
 }

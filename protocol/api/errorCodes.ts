@@ -76,6 +76,7 @@ export const errorCodes = {
   upload_in_progress: { status: 409, meaning: 'another request is writing or finalizing the same staged upload right now' },
   path_exists: { status: 409, meaning: 'the cache holds another NAR of the same store path (an unreproducible build); delete it first' },
   cache_inactive: { status: 409, meaning: 'an upload to a disabled cache' },
+  eval_input_mismatch: { status: 400, meaning: 'an upload to the shared evaluation cache (`PUT /eval-inputs/{evaluation}/{narHash}`) whose bytes do not hash to the named narHash; nothing was stored' },
   nar_too_large: { status: 413, meaning: 'the NAR (or offset plus chunk) exceeds `nar.maxUploadSize`' },
   storage_busy: { status: 503, meaning: 'a NAR read could not start within `nar.storageOpenTimeoutSecs` (every `nar.maxConcurrentDownloads` place taken, the worker\'s `nar.maxConcurrentServes` taken, or the object store slow to answer); `Retry-After` says when to try again' },
   archive_busy: { status: 503, meaning: '`serve/{hash}/{dir}` while `cache.serveArchiveConcurrency` directory archives are being packed; `Retry-After` says when to try again' },

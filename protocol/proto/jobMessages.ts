@@ -34,6 +34,15 @@ export const EvalJob = z.strictObject({
     url: z.url({ protocol: /^https?$/ }).max(2000),
     sha256: z.string().regex(/^[0-9a-f]{64}$/, 'a hex SHA-256'),
   }).optional(),
+  /**
+   * The shared evaluation cache (docs/eval-cache.md): the worker asks `url`/query, GETs and PUTs
+   * `url`/<narHash hex> with `?token=`, valid for this evaluation's organization while it runs.
+   * Absent from servers before it; a worker from before it refuses the message (upgrade workers first).
+   */
+  inputCache: z.strictObject({
+    url: z.url({ protocol: /^https?$/ }).max(2000),
+    token: z.string().regex(/^[A-Za-z0-9_-]{20,200}$/, 'a base64url token'),
+  }).optional(),
   /** the project's attribute wildcard, e.g. `packages.x86_64-linux.*, !packages.x86_64-linux.big` */
   attributes: z.string().min(1).max(4000),
   /** 0: no limit */

@@ -10,7 +10,7 @@ import {
   type CacheMetricsService, type InstanceWindowService, type PhaseSeriesService, type ProjectSeriesService, type SampleRollupSeriesService, type WorkerSampleSeriesService,
 } from '../metrics/index.js';
 import { type BinaryCacheAccess, type CacheServices, cacheSigningKeys, cacheStorageLimits, createBinaryCacheAccess, createCacheServices, mintCacheReadToken, narIngest, type NarIngest, narUploadService, type NarUploadService, subscriptionsService } from '../caches/index.js';
-import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceEvaluationsService, type SourceEvaluationsService, sourceUploadsService, type SourceUploadsService, stopSuperseded } from '../builds/index.js';
+import { buildControlService, type BuildControlService, buildDataServices, type BuildDataServices, BuildLogFeed, BuildLogs, BuildScheduler, buildViewsService, type BuildViewsService, commitsService, type CommitsService, directBuildsService, type DirectBuildsService, evaluationPruner, evaluationsService, type EvaluationsService, type RunningScheduler, type SchedulerTicker, sourceEvaluationsService, type SourceEvaluationsService, sourceUploadsService, type SourceUploadsService, stopSuperseded, evalInputCacheService, type EvalInputCacheService } from '../builds/index.js';
 import { type EventStreams, eventStreamsService, type EventSystem } from '../events/index.js';
 import { createTokenAuthentication, type IdentityServices, type TokenAuthentication } from '../accounts/index.js';
 import { createSshServices, type SshServices } from '../ssh/index.js';
@@ -112,6 +112,8 @@ export interface Services {
   builds: { evaluations: EvaluationsService; views: BuildViewsService; data: BuildDataServices; control: BuildControlService };
   /** direct builds, source uploads and commits (docs/builds.md) */
   buildRequests: { direct: DirectBuildsService; sources: SourceUploadsService; sourceEvaluations: SourceEvaluationsService; commits: CommitsService };
+  /** the shared evaluation cache: locked flake inputs per organization (docs/eval-cache.md) */
+  evalInputs: EvalInputCacheService;
   /** garbage collection: the collector (started by the composition root), pins, the superuser's runs */
   gc: { collector: GarbageCollector; pins: CachePinsService; admin: GcAdminService };
   /** the stored cache traffic: series per cache and the cache board (docs/metrics.md) */
@@ -301,6 +303,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     },
     buildServerPasses,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'], passes: buildServerPasses }),
+    evalInputs: evalInputCacheService({ sql: db.web, blobs: opened.blobs, maxBytes: config['nar.maxUploadSize'], now: () => clock.now() }),
     scheduler, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,
     ssh: createSshServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest, clock, rateLimiter: opened.rateLimiter,

@@ -3,15 +3,16 @@
 // key rotation in any process), the debug build-ID index backfill (cache.debugIndexIntervalSecs),
 // the build graph consistency check (metrics.graphConsistencyIntervalSecs; 0 disables it) and
 // record retention (retentionDays: expired sessions, worker connection history, per-build resource samples, the Git host's
-// delivery ids and finished collection runs; webhook deliveries have their own in the delivery engine). Each is a coalescing loop on a timer, shown under the
+// delivery ids and finished collection runs; webhook deliveries have their own in the delivery engine) and the
+// shared evaluation cache's eviction (eval.cache.sweepIntervalSecs, docs/eval-cache.md). Each is a coalescing loop on a timer, shown under the
 // supervision tree. Every pass is safe in several processes at once (slices of idempotent writes),
 // so no process needs to lead. The intervals are measured on the injected clock (a short real tick
 // compares it with each loop's due time), so a test's stepped clock drives the timers.
 import type { Config, Logger } from '../../config/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
-import type { EventBus, NarStorage, Sql } from '../../storage/index.js';
+import type { BlobStore, EventBus, NarStorage, Sql } from '../../storage/index.js';
 import { cacheSigningKeys, KEY_ROTATED_REASONS, onCacheChanged, runDebugIndexBackfill, runSignSweep, type DebugIndexReport, type SignSweepReport } from '../caches/index.js';
-import { deleteOldBuildSamples, deleteOldClusterJobs, runGraphConsistencyCheck, type GraphConsistencyReport } from '../builds/index.js';
+import { deleteOldBuildSamples, deleteOldClusterJobs, runGraphConsistencyCheck, sweepEvalInputs, type EvalInputSweepReport, type GraphConsistencyReport } from '../builds/index.js';
 import { deleteExpiredSessions } from '../accounts/index.js';
 import { deleteOldWorkerConnections, type WorkerConnections } from '../workers/index.js';
 import { deleteOldHookDeliveries } from '../gitHosts/index.js';
@@ -38,7 +39,7 @@ export interface RetentionReport {
 export interface UpkeepDeps {
   config: Pick<Config, 'cache.signSweepIntervalSecs' | 'cache.debugIndexIntervalSecs' | 'metrics.graphConsistencyIntervalSecs' | 'retentionDays'
     | 'metrics.cacheFlushIntervalSecs' | 'metrics.rollupIntervalSecs' | 'metrics.retention.rawDays' | 'metrics.retention.rollupDays'
-    | 'metrics.workerSampleIntervalSecs' | 'metrics.instanceIntervalSecs'>;
+    | 'metrics.workerSampleIntervalSecs' | 'metrics.instanceIntervalSecs' | 'eval.cache.maxAgeDays' | 'eval.cache.maxTotalBytes' | 'eval.cache.sweepIntervalSecs'>;
   log: Logger;
   clock: Clock;
   /** the binary cache's pool: signatures and the debug index */
@@ -47,6 +48,8 @@ export interface UpkeepDeps {
   sql: Sql;
   secretBox: SecretBox;
   nars: Pick<NarStorage, 'reads'>;
+  /** the blob store the shared evaluation cache's NARs are in (eval-inputs/…) */
+  blobs: Pick<BlobStore, 'delete' | 'list'>;
   bus: Pick<EventBus, 'subscribe'>;
   supervisor: Supervisor;
   /** this process's cache traffic counts, flushed every metrics.cacheFlushIntervalSecs */
@@ -76,6 +79,8 @@ export interface Upkeep {
   workerSamples(): Promise<{ sampled: number; deleted: number }>;
   /** writes the instance window's row of this interval (unless another process did) and deletes rows past metrics.retention.rawDays */
   instanceSample(): Promise<{ sampled: number; deleted: number }>;
+  /** evicts shared evaluation-cache blobs: unused for eval.cache.maxAgeDays, then least recently used past eval.cache.maxTotalBytes */
+  evalInputSweep(): Promise<EvalInputSweepReport>;
   /** Resolves once the passes the timers and wakes started have ended. */
   settle(): Promise<void>;
   stop(): Promise<void>;
@@ -102,6 +107,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
     phaseFlush: async () => (deps.phaseSamples ? flushPhases(cacheSql, deps.phaseSamples) : { samples: 0 }),
     metricRollup: () => rollUpAndPrune(cacheSql, config, clock.now()),
     workerSamples: async () => (deps.workers ? sampleWorkers(sql, deps.workers, config['metrics.retention.rawDays'], clock.now()) : { sampled: 0, deleted: 0 }),
+    evalInputSweep: () => sweepEvalInputs(sql, deps.blobs, { maxAgeDays: config['eval.cache.maxAgeDays'], maxTotalBytes: config['eval.cache.maxTotalBytes'] }, clock.now()),
     instanceSample: () => sampleInstance(sql, config['metrics.instanceIntervalSecs'], config['metrics.retention.rawDays'], clock.now()),
   };
 
@@ -138,6 +144,7 @@ export function startUpkeep(deps: UpkeepDeps): Upkeep {
   loopOf('metric-rollup', config['metrics.rollupIntervalSecs'] * 1000, passes.metricRollup);
   // Quiet: a sample every few seconds is routine, not news for the log.
   if (deps.workers) loopOf('worker-samples', config['metrics.workerSampleIntervalSecs'] * 1000, async () => (await passes.workerSamples(), null));
+  loopOf('eval-input-sweep', config['eval.cache.sweepIntervalSecs'] * 1000, passes.evalInputSweep);
   loopOf('instance-window', config['metrics.instanceIntervalSecs'] * 1000, async () => (await passes.instanceSample(), null));
   // A rotation in any process: re-sign now rather than at the next interval.
   const unsubscribe = onCacheChanged(deps.bus, KEY_ROTATED_REASONS, () => signLoop.wake());

@@ -14,6 +14,7 @@ import type { Clock } from '../../supervisors/index.js';
 import type { CacheStorageLimits } from '../caches/index.js';
 import { changePhase } from './evaluationPhases.js';
 import { jobSourceUrl } from './sourceUploads.js';
+import { jobInputCache } from './evalInputCache.js';
 import { evaluationWaitReason } from './evaluationWait.js';
 import { outputsCached, projectCaches, readable, type OutputsQuestion, type ProjectCache } from '../caches/index.js';
 import type { JobTable } from './schedulerJobs.js';
@@ -186,7 +187,7 @@ export class BuildPlacement {
           continue;
         }
         if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
-        this.sendEvaluation(worker, evaluation, null, source);
+        this.sendEvaluation(worker, evaluation, null, await jobInputCache(sql, settings.serveUrl, evaluation.id), source);
         continue;
       }
       try {
@@ -198,17 +199,21 @@ export class BuildPlacement {
         continue;
       }
       if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
-      this.sendEvaluation(worker, evaluation, fetchWith);
+      this.sendEvaluation(worker, evaluation, fetchWith, await jobInputCache(sql, settings.serveUrl, evaluation.id));
     }
   }
 
-  private sendEvaluation(worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>, source: { url: string; sha256: string } | null = null): void {
+  private sendEvaluation(
+    worker: ConnectedWorker, evaluation: QueuedEvaluation, fetchWith: Awaited<ReturnType<PrivateFetchLookup>>,
+    inputCache: { url: string; token: string }, source: { url: string; sha256: string } | null = null,
+  ): void {
     const attempt = evaluation.attempts + 1;
     const jobId = `eval:${evaluation.id}:${attempt}`;
     this.deps.jobs.add({ kind: 'eval', jobId, workerId: worker.hello.workerId, evaluationId: evaluation.id, attempt, queuedAt: evaluation.queued_at }, worker);
     worker.link.send({
       t: 'evalJob', jobId, project: evaluation.project_id, repository: fetchWith?.repository ?? evaluation.repository, commit: evaluation.commit,
       attributes: evaluation.wildcard, timeoutSecs: 0, ...(fetchWith ? { access: fetchWith.access } : {}), ...(source ? { source } : {}),
+      inputCache,
     });
     this.deps.events.publish('worker.job_dispatched', { worker: worker.hello.workerId, job_id: evaluation.id, kind: 'evaluation', evaluation_id: evaluation.id });
   }

@@ -14,6 +14,7 @@ export { directBuildsService, type DirectBuildsService } from './directBuilds.js
 export { effectiveKeep, evaluationPruner, pruneTaskEvaluations } from './evaluationRetention.js';
 export { evaluationsService, type EvaluationsService } from './evaluations.js';
 export type { RunningScheduler } from './schedulerPort.js';
+export { evalInputCacheService, type EvalInputCacheService, sweepEvalInputs, type EvalInputSweepReport, MAX_QUERY_HASHES } from './evalInputCache.js';
 export { sourceUploadsService, type SourceUploadsService } from './sourceUploads.js';
 export { sourceEvaluationsService, type SourceEvaluationsService } from './sourceEvaluations.js';
 export { runGraphConsistencyCheck, type GraphConsistencyReport } from './graphConsistency.js';

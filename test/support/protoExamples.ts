@@ -31,6 +31,10 @@ export const EXAMPLES: Outgoing[] = [
   { t: 'error', code: 'unknown_job', message: 'no running job x', jobId: 'x' },
   { t: 'evalJob', jobId: 'eval-1', project: '5b0d7a3e-8f7c-4d2a-9c1e-3f4a5b6c7d8e', repository: 'https://example.org/repo.git', commit: 'a'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 0 },
   {
+    t: 'evalJob', jobId: 'eval-2', project: '5b0d7a3e-8f7c-4d2a-9c1e-3f4a5b6c7d8e', repository: 'https://example.org/repo.git', commit: 'a'.repeat(40), attributes: 'packages.*.*', timeoutSecs: 0,
+    inputCache: { url: 'https://kiln.example/eval-inputs/0b7c2d1e-4f5a-4b6c-8d9e-0f1a2b3c4d5e', token: 'Zm9vYmFyYmF6cXV4cXV1eDEyMzQ1Njc4OTA' },
+  },
+  {
     t: 'buildJob', jobId: 'b:1', drvPath: drv, substituters: [{ url: 'https://kiln.example/cache/main', publicKeys: ['main:AAAA'] }],
     targetCaches: ['main'], timeoutSecs: 14400, maxSilentSecs: 3600,
   },

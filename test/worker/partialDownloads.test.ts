@@ -37,6 +37,10 @@ t.test('abandoned downloads older than the TTL are removed, nothing else', async
   await mkdir(join(base, 'tmp', 'open-pr-dead', 'sub'), { recursive: true });
   await writeFile(join(base, 'tmp', 'open-pr-dead', 'sub', 'f'), 'x');
   for (const p of ['sub/f', 'sub', '']) await at(join(base, 'tmp', 'open-pr-dead', p), 30 * HOUR);
+  // a flake input a killed worker was restoring from the shared evaluation cache
+  await mkdir(join(base, 'tmp', 'input-old'), { recursive: true });
+  await writeFile(join(base, 'tmp', 'input-old', 'nar'), 'x');
+  for (const p of ['nar', '']) await at(join(base, 'tmp', 'input-old', p), 30 * HOUR);
   // something else in tmp, and a clone under repos/, both old: not downloads the option covers
   await writeFile(join(base, 'tmp', 'notes'), 'x');
   await at(join(base, 'tmp', 'notes'), 48 * HOUR);
@@ -48,7 +52,7 @@ t.test('abandoned downloads older than the TTL are removed, nothing else', async
   await at(join(base, 'nar-partial', 'inside'), 24 * HOUR - 1000);
 
   const removed = await sweepPartialDownloads(base, 24 * HOUR, now);
-  t.same(removed.map((p) => p.slice(base.length + 1)).sort(), ['nar-partial/past', 'tmp/open-pr-dead', 'tmp/source-old']);
+  t.same(removed.map((p) => p.slice(base.length + 1)).sort(), ['nar-partial/past', 'tmp/input-old', 'tmp/open-pr-dead', 'tmp/source-old']);
   t.same((await readdir(join(base, 'tmp'))).sort(), ['notes', 'open-pr-busy', 'source-live']);
   t.same(await readdir(join(base, 'nar-partial')), ['inside']);
   t.same(await readdir(join(base, 'repos')), ['p']);

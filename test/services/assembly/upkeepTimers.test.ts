@@ -1,5 +1,5 @@
 // The running server's interval timers on a clock that moves only when the test steps it (issue 20,
-// items 6, 7 and 9): cache.signSweepIntervalSecs, cache.debugIndexIntervalSecs and
+// items 6, 7 and 9): eval.cache.sweepIntervalSecs, cache.signSweepIntervalSecs, cache.debugIndexIntervalSecs and
 // metrics.graphConsistencyIntervalSecs wake their upkeep loop once the interval has passed on the
 // clock and not before; gc.intervalSecs and gc.deepIntervalSecs start a pass and a deep round; 0
 // disables the graph check and the background deep round, and the sign and debug sweeps refuse 0.
@@ -87,6 +87,16 @@ t.test('metrics.rollupIntervalSecs, metrics.workerSampleIntervalSecs and metrics
   t.same(await stepTo(150), { 'metric-rollup': 1, 'worker-samples': 1, 'instance-window': 0 }, 'metrics.workerSampleIntervalSecs passed: worker samples');
   t.same(await stepTo(249), { 'metric-rollup': 2, 'worker-samples': 1, 'instance-window': 0 });
   t.same(await stepTo(250), { 'metric-rollup': 2, 'worker-samples': 1, 'instance-window': 1 }, 'metrics.instanceIntervalSecs passed: the instance window');
+  await kiln.upkeep.settle();
+});
+
+t.test('eval.cache.sweepIntervalSecs wakes the shared evaluation cache\'s eviction on the clock', async (t) => {
+  const clock = steppedClock(new Date());
+  const kiln = await startTestKiln(t, { 'metrics.cacheFlushIntervalSecs': 1, 'eval.cache.sweepIntervalSecs': 300 }, { clock });
+  const { counts, stepTo } = stepperOf(kiln, clock, ['eval-input-sweep'], 'traffic-flush');
+  t.same(counts(), { 'eval-input-sweep': 0 }, 'nothing runs at start');
+  t.same(await stepTo(299), { 'eval-input-sweep': 0 });
+  t.same(await stepTo(300), { 'eval-input-sweep': 1 }, 'eval.cache.sweepIntervalSecs passed: an eviction pass');
   await kiln.upkeep.settle();
 });
 

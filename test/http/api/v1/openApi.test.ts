@@ -17,6 +17,7 @@ import { RecentQuery } from '../../../../http/api/v1/directBuilds.js';
 import { AttributeAtCommitQuery, EntryPointsQuery } from '../../../../http/api/v1/evaluations.js';
 import { ChunkQuery } from '../../../../http/api/v1/narUploads.js';
 import { FetchQuery, UploadQuery } from '../../../../http/api/v1/sourceUploads.js';
+import { EvalInputsQueryBody, TokenQuery } from '../../../../http/api/v1/evalInputs.js';
 import { DeleteKeyQuery } from '../../../../http/api/v1/userKeys.js';
 import { DeleteSshKeyQuery } from '../../../../http/api/v1/userSshKeys.js';
 import { routeSchemas } from '../../../../http/openApiRoutes.js';
@@ -53,7 +54,7 @@ t.test('the OpenAPI document', async (t) => {
   t.test('the declared body and query schemas are the ones the handlers validate with', async (t) => {
     // The schemas handlers name in req.body()/req.query(), by the name they are exported under.
     const named = new Map<string, unknown>(Object.entries({
-      AddSshKeyBody, DeleteSshKeyBody, DeleteSshKeyQuery, CacheMetricsQuery, MetricsWindowQuery, PeriodWindowQuery, ProjectMetricsQuery, AdminSessionsQuery, AdminUsersQuery, CreateApiKeyBody, CreateCacheBody, CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, EvaluateSourceBody, EvaluateTaskBody, EvaluationActionBody, BuildActionBody, EvaluationBuildsQuery, GcRequestBody, InviteBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, ProjectEvaluationsQuery, RegisterWorkerBody, RemoveMemberBody, RotateCacheKeyBody, SettingsPatch, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody, UpdateTaskBody, UpdateWebhookBody, UpstreamBody, VerifyEmailQuery, RecentQuery, AttributeAtCommitQuery, EntryPointsQuery, ChunkQuery, FetchQuery, UploadQuery, DeleteKeyQuery,
+      AddSshKeyBody, DeleteSshKeyBody, DeleteSshKeyQuery, CacheMetricsQuery, MetricsWindowQuery, PeriodWindowQuery, ProjectMetricsQuery, AdminSessionsQuery, AdminUsersQuery, CreateApiKeyBody, CreateCacheBody, CreateOrganizationBody, CreateProjectBody, CreateServerBody, CreateTaskActionBody, CreateTaskBody, CreateWebhookBody, DeleteApiKeyBody, EvaluateSourceBody, EvaluateTaskBody, EvaluationActionBody, BuildActionBody, EvaluationBuildsQuery, GcRequestBody, InviteBody, MemberBody, NarListQuery, NarUploadInfo, PinBody, PinListQuery, ProjectEvaluationsQuery, RegisterWorkerBody, RemoveMemberBody, RotateCacheKeyBody, SettingsPatch, SubscribeBody, UpdateCacheBody, UpdateOrganizationBody, UpdateProjectBody, UpdateServerBody, UpdateTaskActionBody, UpdateTaskBody, UpdateWebhookBody, UpstreamBody, VerifyEmailQuery, RecentQuery, AttributeAtCommitQuery, EntryPointsQuery, ChunkQuery, FetchQuery, UploadQuery, EvalInputsQueryBody, TokenQuery, DeleteKeyQuery,
     }));
     let checked = 0;
     for (const route of kiln.routes.list()) {
