@@ -16,12 +16,21 @@ export interface NarinfoRow {
   previousSignature: string | null;
 }
 
-export async function findNarinfoRow(sql: ISql, cacheId: string, hashPart: string): Promise<NarinfoRow | null> {
-  const [row] = await sql<{ store_path: string; nar_hash: string; nar_size: string; refs: string[]; deriver: string | null; ca: string | null; file_hash: string; file_size: string; signature: string; previous_signature: string | null }[]>`
-    select p.store_path, p.nar_hash, p.nar_size, p.refs, p.deriver, p.ca, p.file_hash, p.file_size, s.signature, s.previous_signature
-    from path_signatures s join cached_paths p on p.id = s.cached_path_id
-    where s.cache_id = ${cacheId} and s.hash_part = ${hashPart}`;
-  if (!row) return null;
+/** The columns findNarinfoRow and findNarinfoRows select. */
+export interface NarinfoColumns {
+  store_path: string;
+  nar_hash: string;
+  nar_size: string;
+  refs: string[];
+  deriver: string | null;
+  ca: string | null;
+  file_hash: string;
+  file_size: string;
+  signature: string;
+  previous_signature: string | null;
+}
+
+export function narinfoRow(row: NarinfoColumns): NarinfoRow {
   return {
     storePath: row.store_path,
     narHash: row.nar_hash,
@@ -34,4 +43,12 @@ export async function findNarinfoRow(sql: ISql, cacheId: string, hashPart: strin
     signature: row.signature,
     previousSignature: row.previous_signature,
   };
+}
+
+export async function findNarinfoRow(sql: ISql, cacheId: string, hashPart: string): Promise<NarinfoRow | null> {
+  const [row] = await sql<NarinfoColumns[]>`
+    select p.store_path, p.nar_hash, p.nar_size, p.refs, p.deriver, p.ca, p.file_hash, p.file_size, s.signature, s.previous_signature
+    from path_signatures s join cached_paths p on p.id = s.cached_path_id
+    where s.cache_id = ${cacheId} and s.hash_part = ${hashPart}`;
+  return row ? narinfoRow(row) : null;
 }
