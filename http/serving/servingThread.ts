@@ -3,7 +3,7 @@
 // of readable caches from its hot memory, sending anonymous readers' NAR files itself from the
 // filesystem blob store (threadNars.ts), and relaying everything else, WebSockets included, to the
 // main thread's loopback listener, which owns the API, the sockets and the cache state.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
@@ -13,7 +13,7 @@ import { lateUpgrades } from './lateUpgrades.js';
 import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../storage/threadFace.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
-import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
 import { NarinfoRefreshes } from './narinfoRefreshes.js';
 import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
@@ -108,17 +108,31 @@ app.any('/*', (res, req) => {
   forwardHttp(res, req, origin);
 });
 
-// What the thread's isolate holds and how long its loop stalled, for GET /api/v1/admin/actors
-// (RSS is the whole process's): a stall here is every one of the thread's connections waiting.
+// What the thread's isolate holds, how long its loop stalled and how often its garbage collector
+// paused it, for GET /api/v1/admin/actors (RSS is the whole process's): a stall here is every one
+// of the thread's connections waiting (the tail of the answer times).
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
+let collections = 0;
+let longestCollection = 0;
+const gc = new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    collections++;
+    longestCollection = Math.max(longestCollection, entry.duration);
+  }
+});
+gc.observe({ entryTypes: ['gc'] });
 const memory = setInterval(() => {
   const usage = process.memoryUsage();
   counters[COUNTER_HEAP_BYTES] = usage.heapTotal;
   counters[COUNTER_EXTERNAL_BYTES] = usage.external;
   counters[COUNTER_LOOP_DELAY_P99_MS] = loopDelay.percentile(99) / 1e6;
   counters[COUNTER_LOOP_DELAY_MAX_MS] = loopDelay.max / 1e6;
+  counters[COUNTER_GC_COUNT] = collections;
+  counters[COUNTER_GC_MAX_MS] = longestCollection;
   loopDelay.reset();
+  collections = 0;
+  longestCollection = 0;
 }, MEMORY_REPORT_MS);
 memory.unref();
 
@@ -134,6 +148,7 @@ function stop(): void {
   listenSocket = null;
   clearInterval(memory);
   loopDelay.disable();
+  gc.disconnect();
   app.close();
   late.close();
   origin.agent.destroy();

@@ -57,7 +57,10 @@ export const COUNTER_EXTERNAL_BYTES = 10;
 /** the thread's event-loop delay over the last MEMORY_REPORT_MS, milliseconds: its 99th percentile and its longest */
 export const COUNTER_LOOP_DELAY_P99_MS = 11;
 export const COUNTER_LOOP_DELAY_MAX_MS = 12;
-export const COUNTERS = 13;
+/** the thread's garbage collections over the last MEMORY_REPORT_MS: how many, and the longest pause, milliseconds */
+export const COUNTER_GC_COUNT = 13;
+export const COUNTER_GC_MAX_MS = 14;
+export const COUNTERS = 15;
 /** How often a thread writes its memory and event-loop figures into its counters. */
 export const MEMORY_REPORT_MS = 1_000;
 
