@@ -1,7 +1,51 @@
-// One query on the NAR tables: what a cache's narinfos of several paths are rendered from, so that
-// the lookups a busy server makes in one turn (its remembered misses expiring) share a round trip.
+// One query on the NAR tables: what a cache's narinfos of some paths are rendered from, in one
+// round trip for the lookups a busy server makes in one turn (its remembered misses expiring, the
+// serving threads' batched renewals: storage/nars/narReads.ts).
 import type { ISql } from 'postgres';
-import { narinfoRow, type NarinfoColumns, type NarinfoRow } from './findNarinfoRow.js';
+
+/** What a cache's narinfo is made of: the path's row and this cache's signatures. */
+export interface NarinfoRow {
+  storePath: string;
+  narHash: string;
+  narSize: number;
+  references: string[];
+  deriver: string | null;
+  ca: string | null;
+  fileHash: string;
+  fileSize: number;
+  signature: string;
+  /** by the cache's previous key during a key rotation's overlap (migration 0023), else null */
+  previousSignature: string | null;
+}
+
+/** The columns selected. */
+interface NarinfoColumns {
+  store_path: string;
+  nar_hash: string;
+  nar_size: string;
+  refs: string[];
+  deriver: string | null;
+  ca: string | null;
+  file_hash: string;
+  file_size: string;
+  signature: string;
+  previous_signature: string | null;
+}
+
+function narinfoRow(row: NarinfoColumns): NarinfoRow {
+  return {
+    storePath: row.store_path,
+    narHash: row.nar_hash,
+    narSize: Number(row.nar_size),
+    references: row.refs,
+    deriver: row.deriver,
+    ca: row.ca,
+    fileHash: row.file_hash,
+    fileSize: Number(row.file_size),
+    signature: row.signature,
+    previousSignature: row.previous_signature,
+  };
+}
 
 /** The rows of the paths of `hashParts` the cache signs, by hash part (a path it does not hold is absent). */
 export async function findNarinfoRows(sql: ISql, cacheId: string, hashParts: readonly string[]): Promise<Map<string, NarinfoRow>> {

@@ -5,7 +5,7 @@
 import t from 'tap';
 import type { NarinfoRenewal } from '../../../http/cache/narinfo.js';
 import { narinfoAnswerer, NarinfoRefreshes } from '../../../http/serving/narinfoRefreshes.js';
-import { MISS_TTL_MS, ThreadHotCache } from '../../../http/serving/threadHotCache.js';
+import { HIT_TTL_MS, MISS_TTL_MS, ThreadHotCache } from '../../../http/serving/threadHotCache.js';
 import type { FromServingThread, NarinfoAsk, ToServingThread } from '../../../http/serving/threadMessages.js';
 
 const FILES = ['0123456789abcdfghijklmnpqrsvwxyz.narinfo', 'zyxwvsrqpnmlkjihgfdcba9876543210.narinfo', '00000000000000000000000000000000.narinfo'];
@@ -31,7 +31,7 @@ t.test('the asks of a thread go in one message, each saying whether the thread h
   hot.learn(hot.generation, 'pub', FILES[0]!, miss);
   hot.learn(hot.generation, 'pub', FILES[1]!, hit);
   hot.learn(hot.generation, 'pub', FILES[2]!, miss);
-  clock.now += 60_000 - 4_000; // the misses and the hit expired; the access word is kept fresh below
+  clock.now += HIT_TTL_MS; // the misses and the hit expired; the access word is renewed below
   hot.learn(hot.generation, 'other', FILES[0]!, hit);
   hot.learn(hot.generation, 'pub', 'x.narinfo', miss);
   const sent = nextPost();
