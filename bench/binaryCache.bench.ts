@@ -3,7 +3,10 @@
 // up, rounds interleave them and alternate which goes first, and the figure is the median of the
 // rounds' kiln / nginx ratios. Load comes from wrk in its own process. Each scenario also says
 // where kiln's requests went (kilnRouting: the serving threads' memory answers, relays and NAR
-// files, and the main thread's own listener).
+// files, and the main thread's own listener) and how the threads' event loops fared while kiln
+// ran (kilnThreads: the medians, over the seconds of its runs, of each thread's event-loop delay at
+// the 99th percentile, its longest, and its garbage collections a second with the longest pause;
+// and per run the busiest thread's share of the requests).
 //   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words|all] [http.threads] [nar.smallBytes]
 // (the third argument picks scenarios whose name contains one of the comma-separated words, e.g.
 // "miss,16"; the fourth sets kiln's serving threads, its default when absent, the fifth nar.smallBytes)
@@ -127,6 +130,23 @@ const threadCounts = (): ThreadCounts => {
   return Object.fromEntries(COUNTED.map((field) => [field, sum(field)])) as ThreadCounts;
 };
 const routed: Record<string, { wrk: number } & ThreadCounts> = {};
+/** Requests each thread began: the kernel spreads connections over the threads' listeners by a hash, not by load. */
+const perThreadRequests = (): number[] => {
+  const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
+  const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
+  return nodes.map((node) => Number(('summary' in node ? node.summary?.['requests'] : 0) ?? 0));
+};
+/** Per kiln run, the busiest thread's share of the requests (0.5 is even with two threads). */
+const busiestShares: Record<string, number[]> = {};
+/** Each thread's figures of the last second (servingThread.ts writes them every second), sampled while kiln runs. */
+const LOOP_FIGURES = ['loopDelayP99Ms', 'loopDelayMaxMs', 'gcCount', 'gcMaxMs'] as const;
+const loopSamples: Record<string, Record<(typeof LOOP_FIGURES)[number], number[]>> = {};
+const sampleLoops = (scenario: string): NodeJS.Timeout => setInterval(() => {
+  const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
+  const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
+  const into = (loopSamples[scenario] ??= { loopDelayP99Ms: [], loopDelayMaxMs: [], gcCount: [], gcMaxMs: [] });
+  for (const node of nodes) for (const figure of LOOP_FIGURES) into[figure].push(Number(('summary' in node ? node.summary?.[figure] : 0) ?? 0));
+}, 1000);
 for (const s of scenarios) {
   for (const [, url] of servers) await wrk(url, { connections: s.connections, seconds: 1, pathsFile: join(work, `${s.list}.txt`), script }); // warm-up
 }
@@ -135,7 +155,15 @@ for (let round = 0; round < rounds; round++) {
     // Which goes first alternates: the second run of a pair meets what the first left behind.
     for (const [server, url] of round % 2 === 0 ? servers : [...servers].reverse()) {
       const before = threadCounts();
+      const sampling = server === 'kiln' ? sampleLoops(s.name) : null;
+      const threadsBefore = perThreadRequests();
       const result = await wrk(url, { connections: s.connections, seconds, pathsFile: join(work, `${s.list}.txt`), script });
+      if (sampling !== null) {
+        clearInterval(sampling);
+        const done = perThreadRequests().map((n, i) => n - (threadsBefore[i] ?? 0));
+        const total = done.reduce((a, b) => a + b, 0);
+        if (total > 0) (busiestShares[s.name] ??= []).push(+(Math.max(...done) / total).toFixed(3));
+      }
       record(`${s.name}|${server}`, result);
       if (server === 'kiln') {
         const after = threadCounts();
@@ -160,6 +188,7 @@ for (const s of scenarios) {
     // of those from memory) and the main thread's own listener's (wrk's count is of answers finished,
     // the threads' of requests begun: with few long answers the difference can be negative)
     ...(routed[s.name] === undefined ? {} : { kilnRouting: { ...routed[s.name], mainListener: routed[s.name]!.wrk - routed[s.name]!.requests } }),
+    ...(loopSamples[s.name] === undefined ? {} : { kilnThreads: { ...Object.fromEntries(LOOP_FIGURES.map((f) => [f, +median(loopSamples[s.name]![f]).toFixed(2)])), busiestShare: busiestShares[s.name] ?? [] } }),
   }));
 }
 await nginx.stop();

@@ -45,14 +45,19 @@ export interface KeepableNarinfo {
   body: Uint8Array;
 }
 
+/** A serving thread's renewal of an entry: the answer it may keep, 'miss' when it is still the miss the thread holds, null when it may keep none. */
+export type NarinfoRenewal = KeepableNarinfo | 'miss' | null;
+
 /**
  * The route's answer to GET /cache/{name}/{hash}.narinfo without credentials, when a serving
  * thread may keep it: a narinfo of the cache or a miss, decided as the route does (a serving
- * thread's refresh, http/serving/servingThreads.ts); null for anything else (a refusal, an
- * upstream's narinfo). Not counted as traffic: a refresh is asked while the thread answers the
+ * thread's refresh, http/serving/narinfoRefreshes.ts); null for anything else (a refusal, an
+ * upstream's narinfo). A miss the thread says it holds (`heldMiss`) is answered 'miss': the thread
+ * keeps the body it has, and neither side makes or copies one (most refreshes are of misses: they
+ * live 5 s, hits 60 s). Not counted as traffic: a refresh is asked while the thread answers the
  * request from memory, and the thread counts that answer (threadAnswers.ts).
  */
-export function anonymousNarinfo(services: CacheRouteServices): (name: string, hash: string) => Promise<KeepableNarinfo | null> {
+export function anonymousNarinfo(services: CacheRouteServices): (name: string, hash: string, heldMiss: boolean) => Promise<NarinfoRenewal> {
   const { notFound, found } = narinfoReplies(services, false);
   const keepable = (reply: Reply): KeepableNarinfo | null => {
     if (reply.kind !== 'bytes' || (reply.status !== 200 && reply.status !== 404)) return null;
@@ -61,14 +66,14 @@ export function anonymousNarinfo(services: CacheRouteServices): (name: string, h
     const body = typeof reply.body === 'string' ? textEncoder.encode(reply.body) : new Uint8Array(reply.body);
     return { status: reply.status, contentType: reply.headers['Content-Type'] ?? '', xCache: reply.status === 200 ? 'HIT' : null, body };
   };
-  return async (name, hash) => {
+  return async (name, hash, heldMiss) => {
     if (!isStorePathHashPart(hash)) return null;
     const cache = await anonymousReadableCache(services.binaryCache, name);
     if (cache === null) return null;
     const text = await services.nars.reads.narinfo(cache.id, hash);
     if (text !== null) return keepable(found(cache, hash, text, NARINFO_HEADERS));
     if ((await services.caches.upstreams.lookupUpstreamNarinfo(cache, hash)) !== null) return null;
-    return keepable(notFound(cache, hash));
+    return heldMiss ? 'miss' : keepable(notFound(cache, hash));
   };
 }
 

@@ -3,7 +3,7 @@
 // of readable caches from its hot memory, sending anonymous readers' NAR files itself from the
 // filesystem blob store (threadNars.ts), and relaying everything else, WebSockets included, to the
 // main thread's loopback listener, which owns the API, the sockets and the cache state.
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import uWS from 'uWebSockets.js';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
@@ -13,8 +13,8 @@ import { lateUpgrades } from './lateUpgrades.js';
 import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../storage/threadFace.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
-import type { KeepableNarinfo } from '../cache/narinfo.js';
-import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
+import { NarinfoRefreshes } from './narinfoRefreshes.js';
 import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
 
@@ -34,7 +34,8 @@ const counters = new Float64Array(data.counters);
 const hot = new ThreadHotCache(HOT_BYTES);
 const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agent: originAgent() };
 const post = (message: FromServingThread) => port.postMessage(message);
-const answers = new ThreadAnswers(post);
+const answers = new ThreadAnswers(post, data.timesRequests);
+const refreshes = new NarinfoRefreshes(hot, post);
 const nars = threadNars({
   origin, enabled: data.sendsNars, counters, answers, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
   line: data.readPlaces === null ? null : new ThreadReadLine({
@@ -48,22 +49,26 @@ const nars = threadNars({
   report: (sent) => post({ t: 'narsSent', sent }),
 });
 
+// A narinfo request runs this, so it makes as little as it can: no closure, no string of its own
+// (the cache name and file are uWS's), no clock read unless durations are observed. What is made
+// per request is young garbage, and each young-generation collection is a pause for every
+// connection of the thread (issue 22: the hit p99).
 function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
-  const started = performance.now();
+  const started = answers.started();
   counters[COUNTER_REQUESTS]!++;
   const cache = req.getParameter(0) ?? '';
   const file = req.getParameter(1) ?? '';
   const plain = req.getHeader('authorization') === '' && req.getHeader('content-length') === '' && req.getHeader('transfer-encoding') === '';
   if (plain && NARINFO.test(file) && !cache.includes('%')) {
-    const answer = hot.get(cache, file, refresh);
+    const answer = hot.get(cache, file, refreshes.refresh);
     if (answer !== undefined) {
       counters[COUNTER_FROM_MEMORY]!++;
       // uWS corks the socket for the length of its handler: no cork() of our own (and no closure).
       res.writeStatus(answer.status === 200 ? STATUS_OK : STATUS_NOT_FOUND).writeHeader(CONTENT_TYPE, answer.contentType);
       if (answer.xCache !== null) res.writeHeader(X_CACHE, answer.xCache);
       res.end(answer.body);
-      answers.narinfo(cache, file.slice(0, 32), answer.status === 200);
-      answers.request('get', answer.status, (performance.now() - started) / 1000);
+      answers.narinfo(cache, file, answer.status === 200);
+      answers.request('get', answer.status, started);
       return;
     }
     counters[COUNTER_FORWARDED]!++;
@@ -73,34 +78,6 @@ function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
   }
   counters[COUNTER_FORWARDED]!++;
   forwardHttp(res, req, origin);
-}
-
-/** Refreshes asked of the main thread and not answered yet, by id. */
-const refreshing = new Map<number, { cache: string; file: string; generation: number }>();
-let lastRefresh = 0;
-
-/**
- * Renews an entry from the main thread in the background while memory answers (threadHotCache.ts).
- * A message, not a loopback GET: the main thread answers from the route's own decision and memory
- * (http/cache/narinfo.ts, anonymousNarinfo) without an HTTP request on either side.
- */
-function refresh(cache: string, file: string): void {
-  const id = ++lastRefresh;
-  refreshing.set(id, { cache, file, generation: hot.generation });
-  post({ t: 'narinfoAsk', id, cache, hash: file.slice(0, -'.narinfo'.length) });
-}
-
-function refreshed(id: number, answer: KeepableNarinfo | null): void {
-  const asked = refreshing.get(id);
-  if (asked === undefined) return;
-  refreshing.delete(id);
-  const { cache, file, generation } = asked;
-  if (answer !== null && generation === hot.generation) {
-    const body = Buffer.from(answer.body.buffer, answer.body.byteOffset, answer.body.byteLength);
-    hot.learn(generation, cache, file, { status: answer.status, contentType: answer.contentType, xCache: answer.xCache, body });
-    return;
-  }
-  hot.refreshFailed(cache, file, answer === null);
 }
 
 /** Only what the main thread answered from a narinfo of the cache (X-Cache: HIT) or as a miss; never an upstream's. */
@@ -131,17 +108,31 @@ app.any('/*', (res, req) => {
   forwardHttp(res, req, origin);
 });
 
-// What the thread's isolate holds and how long its loop stalled, for GET /api/v1/admin/actors
-// (RSS is the whole process's): a stall here is every one of the thread's connections waiting.
+// What the thread's isolate holds, how long its loop stalled and how often its garbage collector
+// paused it, for GET /api/v1/admin/actors (RSS is the whole process's): a stall here is every one
+// of the thread's connections waiting (the tail of the answer times).
 const loopDelay = monitorEventLoopDelay({ resolution: 10 });
 loopDelay.enable();
+let collections = 0;
+let longestCollection = 0;
+const gc = new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    collections++;
+    longestCollection = Math.max(longestCollection, entry.duration);
+  }
+});
+gc.observe({ entryTypes: ['gc'] });
 const memory = setInterval(() => {
   const usage = process.memoryUsage();
   counters[COUNTER_HEAP_BYTES] = usage.heapTotal;
   counters[COUNTER_EXTERNAL_BYTES] = usage.external;
   counters[COUNTER_LOOP_DELAY_P99_MS] = loopDelay.percentile(99) / 1e6;
   counters[COUNTER_LOOP_DELAY_MAX_MS] = loopDelay.max / 1e6;
+  counters[COUNTER_GC_COUNT] = collections;
+  counters[COUNTER_GC_MAX_MS] = longestCollection;
   loopDelay.reset();
+  collections = 0;
+  longestCollection = 0;
 }, MEMORY_REPORT_MS);
 memory.unref();
 
@@ -157,6 +148,7 @@ function stop(): void {
   listenSocket = null;
   clearInterval(memory);
   loopDelay.disable();
+  gc.disconnect();
   app.close();
   late.close();
   origin.agent.destroy();
@@ -176,8 +168,8 @@ port.on('message', (message: ToServingThread) => {
     case 'narGrant':
       nars.granted(message.id, message.grant);
       break;
-    case 'narinfoAnswer':
-      refreshed(message.id, message.answer);
+    case 'narinfoAnswers':
+      refreshes.answered(message.answers);
       break;
     case 'stop':
       stop();

@@ -7,10 +7,11 @@ import { Worker } from 'node:worker_threads';
 import { fromPromise } from 'xstate';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
-import type { KeepableNarinfo } from '../cache/narinfo.js';
+import type { NarinfoRenewal } from '../cache/narinfo.js';
+import { narinfoAnswerer } from './narinfoRefreshes.js';
 import type { ThreadNarServices } from './narGrants.js';
 import type { ThreadAnswerCounts } from './threadAnswerCounts.js';
-import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
 
 /**
  * How long a thread has to close its listen socket and end before it is terminated. Terminating a
@@ -33,7 +34,7 @@ export interface ServingThreadsOptions {
    * The route's answer to an anonymous narinfo GET, when a thread may keep it (http/cache/narinfo.ts,
    * anonymousNarinfo): how threads renew their hot memory, by message rather than a loopback request.
    */
-  narinfos: (cache: string, hash: string) => Promise<KeepableNarinfo | null>;
+  narinfos: (cache: string, hash: string, heldMiss: boolean) => Promise<NarinfoRenewal>;
   /** NAR files the threads send themselves (filesystem blob store); without it every NAR request is forwarded */
   nars?: ThreadNarServices;
   /** nar.smallBytes and nar.hotCacheBytes: each thread keeps small NAR files in memory within SMALL_NAR_BYTES of its own (0 disables, as for the main thread) */
@@ -70,7 +71,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
     const data: ServingThreadData = {
       index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!, smallNars: { maxFileBytes: opts.smallNars.maxFileBytes, budget: Math.min(SMALL_NAR_BYTES, opts.smallNars.hotCacheBytes) },
       readPlaces: opts.nars === undefined ? null : { buffer: opts.nars.readPlaces.buffer, limit: opts.nars.readPlaces.limit, openTimeoutSecs: opts.nars.readPlaces.openTimeoutSecs, pace: opts.nars.readPlaces.pace },
-      tls: opts.tls ?? null,
+      tls: opts.tls ?? null, timesRequests: opts.answers?.timed ?? false,
     };
     const worker = new Worker(new URL('./servingThread.ts', import.meta.url), { workerData: data, execArgv: threadExecArgv(), name: `http-thread-${index}` });
     startCounts.set(index, (startCounts.get(index) ?? 0) + 1);
@@ -80,6 +81,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       if (!ended) worker.postMessage({ t: 'stop' } satisfies ToServingThread);
     };
     signal.addEventListener('abort', end, { once: true });
+    const answerNarinfos = narinfoAnswerer(opts.narinfos, (message) => worker.postMessage(message));
     worker.on('message', (m: FromServingThread) => {
       switch (m.t) {
         case 'listening':
@@ -90,10 +92,8 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
           void (opts.nars?.grant(m.cache, m.fileHash) ?? Promise.resolve(null)).catch(() => null)
             .then((grant) => worker.postMessage({ t: 'narGrant', id: m.id, grant } satisfies ToServingThread));
           break;
-        case 'narinfoAsk':
-          // A failed lookup is not kept: the thread's next request goes to the main thread, which words the error.
-          void opts.narinfos(m.cache, m.hash).catch(() => null)
-            .then((answer) => worker.postMessage({ t: 'narinfoAnswer', id: m.id, answer } satisfies ToServingThread));
+        case 'narinfoAsks':
+          answerNarinfos(m.asks);
           break;
         case 'narsSent':
           opts.nars?.sent(m.sent);
@@ -126,7 +126,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       id: `http-thread-${index}`, kind: 'http-thread', logic: threadLogic, input: { index },
       summarize: () => {
         const c = new Float64Array(counters[index]!);
-        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, narsFromMemory: c[COUNTER_NARS_FROM_MEMORY]!, readsHeld: c[COUNTER_READS_HELD]!, readsWaiting: c[COUNTER_READS_WAITING]!, storageBusy: c[COUNTER_STORAGE_BUSY]!, tooSlow: c[COUNTER_TOO_SLOW]!, heapBytes: c[COUNTER_HEAP_BYTES]!, externalBytes: c[COUNTER_EXTERNAL_BYTES]!, loopDelayP99Ms: c[COUNTER_LOOP_DELAY_P99_MS]!, loopDelayMaxMs: c[COUNTER_LOOP_DELAY_MAX_MS]!, starts: startCounts.get(index) ?? 0 };
+        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, narsFromMemory: c[COUNTER_NARS_FROM_MEMORY]!, readsHeld: c[COUNTER_READS_HELD]!, readsWaiting: c[COUNTER_READS_WAITING]!, storageBusy: c[COUNTER_STORAGE_BUSY]!, tooSlow: c[COUNTER_TOO_SLOW]!, heapBytes: c[COUNTER_HEAP_BYTES]!, externalBytes: c[COUNTER_EXTERNAL_BYTES]!, loopDelayP99Ms: c[COUNTER_LOOP_DELAY_P99_MS]!, loopDelayMaxMs: c[COUNTER_LOOP_DELAY_MAX_MS]!, gcCount: c[COUNTER_GC_COUNT]!, gcMaxMs: c[COUNTER_GC_MAX_MS]!, starts: startCounts.get(index) ?? 0 };
       },
     });
     ready.push(new Promise<void>((resolve, reject) => {

@@ -10,6 +10,8 @@ import type { AnsweredRequests, NarinfosServed } from './threadMessages.js';
 type Observe = (group: string, method: string, status: number, seconds: number) => void;
 
 export interface ThreadAnswerCounts {
+  /** whether request durations are observed: the threads measure them only then */
+  readonly timed: boolean;
   answered(narinfos: readonly NarinfosServed[], requests: readonly AnsweredRequests[]): void;
 }
 
@@ -22,6 +24,7 @@ export function threadAnswerCounts(services: Pick<Services, 'binaryCache' | 'cac
     services.caches.traffic.servedMany(cache, served.hit, served.count, served.hashes);
   };
   return {
+    timed: observe !== undefined,
     answered(narinfos, requests) {
       for (const served of narinfos) void countNarinfos(served);
       if (observe === undefined) return;

@@ -2,7 +2,7 @@
 // plain structured-clone messages over the worker's port, no shared objects but the counters and
 // the count of storage read places.
 import type { ReadPaceLimits } from '../../storage/threadFace.js';
-import type { KeepableNarinfo } from '../cache/narinfo.js';
+import type { NarinfoRenewal } from '../cache/narinfo.js';
 
 /** Given to a serving thread when it starts (worker_threads workerData). */
 export interface ServingThreadData {
@@ -27,6 +27,8 @@ export interface ServingThreadData {
   readPlaces: { buffer: SharedArrayBuffer; limit: number; openTimeoutSecs: number; pace: ReadPaceLimits } | null;
   /** tls.certFile / tls.keyFile: the thread's app is uWS's SSL app */
   tls: TlsFiles | null;
+  /** whether the main thread observes the durations of the requests a thread answers (metrics on) */
+  timesRequests: boolean;
 }
 
 /** PEM files of the certificate chain and its key (checked by tlsFiles.ts before any thread starts). */
@@ -55,7 +57,10 @@ export const COUNTER_EXTERNAL_BYTES = 10;
 /** the thread's event-loop delay over the last MEMORY_REPORT_MS, milliseconds: its 99th percentile and its longest */
 export const COUNTER_LOOP_DELAY_P99_MS = 11;
 export const COUNTER_LOOP_DELAY_MAX_MS = 12;
-export const COUNTERS = 13;
+/** the thread's garbage collections over the last MEMORY_REPORT_MS: how many, and the longest pause, milliseconds */
+export const COUNTER_GC_COUNT = 13;
+export const COUNTER_GC_MAX_MS = 14;
+export const COUNTERS = 15;
 /** How often a thread writes its memory and event-loop figures into its counters. */
 export const MEMORY_REPORT_MS = 1_000;
 
@@ -99,6 +104,15 @@ export interface AnsweredRequests {
   seconds: number[];
 }
 
+/** An entry of a thread's hot memory to renew (narinfoRefreshes.ts): the route's answer to an anonymous GET of /cache/{cache}/{hash}.narinfo. */
+export interface NarinfoAsk {
+  id: number;
+  cache: string;
+  hash: string;
+  /** the thread holds a miss: 'miss' answers that it still is one, without a body */
+  heldMiss: boolean;
+}
+
 /** Main → thread. */
 export type ToServingThread =
   /** a path was uploaded, deleted, re-signed or collected: forget its narinfo in every cache, and the cache's grant of its NAR file */
@@ -107,8 +121,8 @@ export type ToServingThread =
   | { t: 'forgetCache'; cache: string }
   /** the answer to a narAsk: null sends the request to the main thread */
   | { t: 'narGrant'; id: number; grant: NarGrant | null }
-  /** the answer to a narinfoAsk: null when memory may not keep it (a refusal, an upstream's narinfo, an error) */
-  | { t: 'narinfoAnswer'; id: number; answer: KeepableNarinfo | null }
+  /** answers to narinfoAsks, as they come: null when memory may not keep it (a refusal, an upstream's narinfo, an error) */
+  | { t: 'narinfoAnswers'; answers: { id: number; answer: NarinfoRenewal }[] }
   /** close the listen socket, finish the connections, end the thread */
   | { t: 'stop' }
   /** throw, as a bug in the thread would (tests: the crash path) */
@@ -122,7 +136,7 @@ export type FromServingThread =
   | { t: 'narsSent'; sent: NarSent[] }
   /** what the thread answered itself (threadAnswers.ts), for metrics and traffic */
   | { t: 'answered'; narinfos: NarinfosServed[]; requests: AnsweredRequests[] }
-  /** renew an entry of the thread's hot memory: the route's answer to an anonymous GET of /cache/{cache}/{hash}.narinfo */
-  | { t: 'narinfoAsk'; id: number; cache: string; hash: string }
+  /** renew entries of the thread's hot memory, asked for in one batch */
+  | { t: 'narinfoAsks'; asks: NarinfoAsk[] }
   /** the thread gave back a place of nar.maxConcurrentDownloads while the main thread had readers waiting */
   | { t: 'readPlacesFreed' };

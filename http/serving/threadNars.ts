@@ -80,7 +80,7 @@ async function* paced(pieces: AsyncGenerator<Buffer, void, undefined>, pace: { a
 }
 
 interface Waiting {
-  /** performance.now() at the request */
+  /** when the request began (ThreadAnswers.started()) */
   started: number;
   res: HttpResponse;
   state: ResponseState;
@@ -242,13 +242,13 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     counters[COUNTER_NARS]!++;
     counters[COUNTER_NARS_FROM_MEMORY]!++;
     reported(grant);
-    opts.answers.request('get', answer.status, (performance.now() - started) / 1000);
+    opts.answers.request('get', answer.status, started);
     return true;
   }
 
   /** An answer the thread gave, for the HTTP metrics: 499 when the client left before its end, as the main thread counts it. */
   const answered = (w: Waiting, status: number): void =>
-    opts.answers.request(w.head ? 'head' : 'get', w.state.aborted && !w.state.done ? 499 : status, (performance.now() - w.started) / 1000);
+    opts.answers.request(w.head ? 'head' : 'get', w.state.aborted && !w.state.done ? 499 : status, w.started);
 
   const start = (w: Waiting, grant: NarGrant): void => {
     // respond() closes the connection of a body that failed midway; nothing else is left to do.
@@ -259,7 +259,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     grants,
 
     answer(res, req, head) {
-      const started = performance.now();
+      const started = opts.answers.started();
       counters[COUNTER_REQUESTS]!++;
       const cache = canonicalCacheName(req.getParameter(0) ?? '');
       const file = req.getParameter(1) ?? '';

@@ -9,12 +9,14 @@ import type { FetchRecorder } from './fetchRecorder.js';
 import type { HotCache } from './hotCache.js';
 import type { StorageReadGate } from './storageReadGate.js';
 import { narBlobKey } from './narLocations.js';
-import { findCacheFile, findListingRow, findNarinfoRow, type ListingRow, type NarinfoRow } from './sql/index.js';
+import { findCacheFile, findListingRow, findNarinfoRows, type ListingRow, type NarinfoRow } from './sql/index.js';
 
 /** How long this process trusts what it learned about a cache's contents. */
 export const POSITIVE_TTL_MS = 60_000;
 /** Misses are remembered briefly: Nix asks again for paths it has just been told are missing. */
 export const NEGATIVE_TTL_MS = 5_000;
+/** Paths looked up in one query at most. */
+const LOOKUPS_PER_QUERY = 500;
 
 export type HotValue = Buffer | { fileSize: number } | null;
 
@@ -95,15 +97,52 @@ export function narReads(deps: NarReadsDeps): NarReads {
     return started;
   };
 
-  const loadNarinfo = (cacheId: string, hashPart: string): Promise<Buffer | null> => {
-    const key = narinfoKey(cacheId, hashPart);
-    return once(key, async () => {
-      const row = await findNarinfoRow(sql, cacheId, hashPart);
-      const value = row === null ? null : Buffer.from(renderStoredNarinfo(row));
-      hot.set(key, value, value?.length ?? 0, value === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
-      return value;
+  // Lookups asked for in one turn of the event loop share one query per cache (`= any`): a busy
+  // server's remembered misses expire a few at a time (5 s each, ~200 a second for 1,000 of them),
+  // and the serving threads' refreshes ask for them in batches (docs/http.md, "Serving threads").
+  type Waiter = { resolve: (text: Buffer | null) => void; reject: (e: unknown) => void };
+  /** cache id → hash part → the lookup waiting for the next query */
+  const waiting = new Map<string, Map<string, Waiter>>();
+  // Keys forgotten (an upload, a delete) while a lookup of them was under way: what that lookup
+  // found may predate the change, so it is not kept, or a miss found just before an upload would
+  // hide the upload for NEGATIVE_TTL_MS.
+  const underWay = new Set<string>();
+  const forgottenDuring = new Set<string>();
+  const lookUp = (cacheId: string, batch: [string, Waiter][]): void => {
+    findNarinfoRows(sql, cacheId, batch.map(([hashPart]) => hashPart)).then((rows) => {
+      for (const [hashPart, waiter] of batch) {
+        const key = narinfoKey(cacheId, hashPart);
+        const row = rows.get(hashPart);
+        const value = row === undefined ? null : Buffer.from(renderStoredNarinfo(row));
+        underWay.delete(key);
+        if (!forgottenDuring.delete(key)) hot.set(key, value, value?.length ?? 0, value === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
+        waiter.resolve(value);
+      }
+    }, (e: unknown) => {
+      for (const [hashPart, waiter] of batch) {
+        underWay.delete(narinfoKey(cacheId, hashPart));
+        forgottenDuring.delete(narinfoKey(cacheId, hashPart));
+        waiter.reject(e);
+      }
     });
   };
+  const lookUpWaiting = (): void => {
+    const batches = [...waiting];
+    waiting.clear();
+    for (const [cacheId, batch] of batches) {
+      const all = [...batch];
+      for (let at = 0; at < all.length; at += LOOKUPS_PER_QUERY) lookUp(cacheId, all.slice(at, at + LOOKUPS_PER_QUERY));
+    }
+  };
+
+  const loadNarinfo = (cacheId: string, hashPart: string): Promise<Buffer | null> =>
+    once(narinfoKey(cacheId, hashPart), () => new Promise<Buffer | null>((resolve, reject) => {
+      if (waiting.size === 0) setImmediate(lookUpWaiting);
+      underWay.add(narinfoKey(cacheId, hashPart));
+      let batch = waiting.get(cacheId);
+      if (batch === undefined) waiting.set(cacheId, (batch = new Map()));
+      batch.set(hashPart, { resolve, reject });
+    }));
 
   // An expired answer is served once more while the query for a fresh one runs (at most one per
   // key): under load, requests do not queue behind the database every time an entry expires.
@@ -165,7 +204,9 @@ export function narReads(deps: NarReadsDeps): NarReads {
     listing: (cacheId, hashPart) => findListingRow(sql, cacheId, hashPart),
 
     forget(cacheId, hashPart, fileHash) {
-      hot.delete(narinfoKey(cacheId, hashPart));
+      const key = narinfoKey(cacheId, hashPart);
+      hot.delete(key);
+      if (underWay.has(key)) forgottenDuring.add(key);
       if (fileHash !== undefined) hot.delete(fileKey(cacheId, fileHash));
       for (const listener of forgetListeners) listener(cacheId, hashPart, fileHash);
     },

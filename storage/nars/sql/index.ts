@@ -1,5 +1,5 @@
 // One exported function per query (STYLE.md, after graphile-worker's src/sql/).
-export { findNarinfoRow, type NarinfoRow } from './findNarinfoRow.js';
+export { findNarinfoRows, type NarinfoRow } from './findNarinfoRows.js';
 export { findCacheFile } from './findCacheFile.js';
 export { findListingRow, type ListingRow } from './findListingRow.js';
 export { findHeldPath, type HeldPath } from './findHeldPath.js';

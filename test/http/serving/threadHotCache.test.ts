@@ -2,9 +2,10 @@
 // case-insensitive, so every spelling of a cache is one entry, and an invalidation in any spelling
 // reaches them all; a name outside the cache name pattern is never kept. Expired answers are
 // served once more while one refresh runs; the access word is never served past its TTL. A kept
-// body holds no more memory than its bytes.
+// body holds no more memory than its bytes. A renewal (the main thread's 'still a miss') restarts
+// the held entry's life, never across an invalidation.
 import t from 'tap';
-import { ACCESS_TTL_MS, HIT_TTL_MS, MISS_TTL_MS, REFRESH_WAIT_MS, ThreadHotCache } from '../../../http/serving/threadHotCache.js';
+import { ACCESS_TTL_MS, HIT_TTL_MS, MISS_TTL_MS, REFRESH_WAIT_MS, ThreadHotCache, type HotAnswer, type Refresh } from '../../../http/serving/threadHotCache.js';
 
 const FILE = '0123456789abcdfghijklmnpqrsvwxyz.narinfo';
 const OTHER = 'zyxwvsrqpnmlkjihgfdcba9876543210.narinfo';
@@ -147,4 +148,60 @@ t.test('a body that views a larger block is kept in a buffer of its own size', a
   const own = Buffer.from(new Uint8Array(Buffer.from('StorePath: /nix/store/z\n')).buffer);
   hot.learn(hot.generation, 'pub', OTHER, { ...hit, body: own });
   t.equal(hot.get('pub', OTHER)!.body, own);
+});
+
+t.test('an invalidation reaches every spelling already met', async (t) => {
+  // Spellings met in requests lead straight to their cache's memory: it must be the one the
+  // invalidation resets, whatever spelling each names.
+  const hot = new ThreadHotCache(1 << 20, () => 1_000);
+  hot.learn(hot.generation, 'pub', FILE, hit);
+  for (const spelling of ['Pub', 'PUB', 'pub']) t.equal(hot.get(spelling, FILE)?.status, 200, `${spelling} met`);
+  hot.forgetCache('pUB');
+  for (const spelling of ['Pub', 'PUB', 'pub']) t.equal(hot.get(spelling, FILE), undefined, `${spelling} forgotten`);
+  hot.learn(hot.generation, 'PUB', OTHER, miss);
+  t.equal(hot.get('Pub', FILE), undefined, 'learning another file does not bring back the forgotten one');
+  t.equal(hot.get('Pub', OTHER)?.status, 404, 'the memory answers again after the main thread did');
+  hot.forgetPath(OTHER.slice(0, 32));
+  for (const spelling of ['Pub', 'PUB', 'pub']) t.equal(hot.get(spelling, OTHER), undefined, `the path forgotten under ${spelling}`);
+});
+
+t.test('a renewal restarts the life of the answer held, unless an invalidation came since the ask', async (t) => {
+  const { clock, hot, asked } = clocked();
+  const held: HotAnswer[] = [];
+  const refresh: Refresh = (cache, file, answer) => {
+    asked.push(`${cache}/${file}`);
+    held.push(answer);
+  };
+  hot.learn(hot.generation, 'pub', FILE, miss);
+  hot.learn(hot.generation, 'pub', OTHER, miss);
+  clock.now += MISS_TTL_MS;
+  const generation = hot.generation;
+  const body = hot.get('pub', FILE, refresh)!.body;
+  hot.get('pub', OTHER, refresh);
+  t.same(asked, [`pub/${FILE}`, `pub/${OTHER}`], 'both expired: both asked for');
+  t.ok(hot.renew(generation, held[0]!), 'renewed');
+  clock.now += ACCESS_TTL_MS / 2 - 1; // within the renewed life (at least 3/4 of MISS_TTL_MS) and the renewed access word's first half
+  t.equal(hot.get('pub', FILE, refresh)?.body, body, 'the same body, for a new life');
+  t.equal(asked.length, 2, 'not expired, the access word renewed too: no other refresh');
+
+  hot.forgetPath('0'.repeat(32)); // an upload of another path through this process
+  t.notOk(hot.renew(generation, held[1]!), 'an ask older than an invalidation renews nothing');
+  hot.refreshFailed('pub', OTHER, false); // what the thread does then (narinfoRefreshes.ts)
+  hot.get('pub', OTHER, refresh);
+  t.equal(asked.length, 3, 'the next request asks again');
+  hot.learn(hot.generation, 'pub', FILE, hit);
+  const replaced = hot.get('pub', FILE)!;
+  t.notOk(hot.renew(hot.generation, held[0]!), 'nor does an answer for an entry replaced since');
+  t.equal(hot.get('pub', FILE), replaced);
+});
+
+t.test('oldest out across caches when the memory is full', async (t) => {
+  const entry = hit.body.length + FILE.length;
+  const hot = new ThreadHotCache(entry * 2, () => 1_000);
+  hot.learn(hot.generation, 'one', FILE, hit);
+  hot.learn(hot.generation, 'two', FILE, hit);
+  hot.learn(hot.generation, 'one', OTHER, hit);
+  t.equal(hot.get('one', FILE), undefined, 'the oldest went');
+  t.equal(hot.get('two', FILE)?.status, 200);
+  t.equal(hot.get('one', OTHER)?.status, 200);
 });

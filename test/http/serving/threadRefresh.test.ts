@@ -4,13 +4,16 @@
 // word is renewed with it. So a miss every thread has learned keeps being answered from the
 // threads' memory past its TTL (5 s) and past the access word's (5 s), with no request relayed;
 // a thread whose refreshes went unanswered would relay again once REFRESH_WAIT_MS (5 s) ran out.
-import { randomBytes } from 'node:crypto';
+// The main thread answers a miss a thread still holds with 'miss' and the thread renews its entry
+// (http/serving/narinfoRefreshes.ts); such a renewed miss is forgotten at once by an upload through
+// this process, as a learned one is.
 import { request as httpRequest } from 'node:http';
 import t from 'tap';
-import { NIX32_ALPHABET } from '../../../protocol/index.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
+import { localNar, uploadChunked } from '../../support/narUploads.js';
+import { buildFixturePaths } from '../../support/nixStore.js';
 import { threadSum, type ActorNode } from '../../support/servingThreads.js';
 
 /** Each GET on a connection of its own, so that they spread over the three listeners. */
@@ -32,8 +35,8 @@ t.test('threads renew a remembered miss by message, past its TTL, without relayi
   const kiln = await startTestKiln(t, { 'http.threads': 2 });
   const owner = await signUp(kiln, 'owner');
   await createTestCache(kiln.sql, 'open', { public: true, ownerId: owner.id });
-  const hash = Array.from(randomBytes(32), (b) => NIX32_ALPHABET[b & 31]).join('');
-  const url = `${kiln.url}/cache/open/${hash}.narinfo`;
+  const file = localNar(buildFixturePaths().file);
+  const url = `${kiln.url}/cache/open/${file.hash}.narinfo`;
 
   // Every thread learns the miss: the first time a thread meets it, it relays it.
   for (let round = 0; round < 4; round++) {
@@ -52,4 +55,20 @@ t.test('threads renew a remembered miss by message, past its TTL, without relayi
   }
   t.equal(threadSum(kiln.root.inspect(), 'forwarded'), forwarded, 'no request relayed after the threads learned the miss');
   t.ok(threadSum(kiln.root.inspect(), 'fromMemory') > fromMemory, 'the threads answered from memory');
+
+  // The renewed misses are the entries an upload must reach: every listener answers the path at
+  // once. Requests keep coming while the upload runs (it may take seconds on a loaded machine), so
+  // the threads still hold the miss, renewed, when it lands.
+  let uploading = true;
+  const asking = (async () => {
+    while (uploading) {
+      await Promise.all(Array.from({ length: 6 }, () => getFresh(url)));
+      await sleep(200);
+    }
+  })();
+  const uploaded = await uploadChunked(kiln, owner.token, 'open', file);
+  uploading = false;
+  await asking;
+  t.equal(uploaded.status, 200);
+  t.same(new Set(await Promise.all(Array.from({ length: 24 }, () => getFresh(url)))), new Set([200]), 'no thread serves its renewed miss after the upload');
 });
