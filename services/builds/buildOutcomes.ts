@@ -144,7 +144,8 @@ export class BuildOutcomes {
 
   /** The batch's transaction: the builds it completed. */
   private async commit(batch: readonly { id: string; change: StatusChange; sample: TimedSample | null }[]): Promise<string[]> {
-    const samples = batch.flatMap((c) => (c.sample === null ? [] : [c.sample]));
+    // one sample an attempt: a second in one statement would fail the upsert, and the batch with it
+    const samples = [...new Map(batch.flatMap((c) => (c.sample === null ? [] : [[`${c.sample.sample.derivationBuildId}:${c.sample.sample.attempt}`, c.sample] as const]))).values()];
     const applied = await changeBuildStatuses(this.events, batch, samples.length === 0 ? undefined : (tx) => insertBuildSamples(tx, samples));
     const done = batch.filter((_, i) => applied[i] !== null).map((c) => c.id);
     this.evaluationProgress.touched(...done);
@@ -214,8 +215,8 @@ export class BuildOutcomes {
 
   /** Waits for a batch of completions under way. */
   async settle(): Promise<void> {
-    await this.completing;
-    await this.committing;
+    // a batch that failed has told its callers; settling waits for it all the same
+    await Promise.allSettled([this.completing, this.committing]);
     await Promise.allSettled([...this.finishing]);
   }
 }
