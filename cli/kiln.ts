@@ -10,7 +10,7 @@ import { startBuildServerWorkers, type BuildServerWorkers } from './buildServerW
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
-import { anonymousNarinfo, buildRoutes, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
+import { anonymousNarinfo, buildRoutes, cacheProtoRoute, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -248,6 +248,11 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
+    // The cache protocol WebSocket; with serving threads it too is relayed here.
+    const cacheProto = cacheProtoRoute({
+      services, log: componentLogger(log, 'cache'), trustedProxies: config['http.trustedProxies'],
+      anonymousEnabled: config['proto.anonymousCache.enable'], maxAnonymousPerAddress: config['proto.anonymousCache.maxConnectionsPerIp'],
+    });
     // TLS ends in the serving threads, at least one of them; with threads the main thread listens on loopback only.
     const tls = config['tls.certFile'] === null || config['tls.keyFile'] === null ? null : checkedTlsFiles(config['tls.certFile'], config['tls.keyFile']);
     const threads = config['http.threads'];
@@ -276,6 +281,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       websockets: (app) => {
         sockets.register(app);
         proto.register(app);
+        cacheProto.register(app);
       },
     });
     stack.push(() => http.close());
@@ -302,6 +308,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     }
     stack.push(() => services.logFeed.close()); // before the HTTP server waits for its requests: live logs end
     stack.push(() => proto.close());
+    stack.push(() => cacheProto.close());
     stack.push(() => sockets.close());
     const outbound = startOutboundWorkers({
       proto, targets: () => services.access.workerRegistrations.outboundTargets(), isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),
