@@ -4,4 +4,4 @@ export {
   type CacheClientMessage, type CacheServerMessage, type CacheOutgoing,
 } from './messages.js';
 export { CACHE_CLOSE_CODES, type CacheCloseCode, cacheCloseFrame } from './closeCodes.js';
-export { encodeCacheMessage, decodeCacheClientMessage, decodeCacheServerMessage, encodeCacheClientMessage, type DecodedCacheMessage } from './codec.js';
+export { encodeCacheMessage, decodeCacheClientMessage, decodeCacheServerMessage, encodeCacheClientMessage } from './codec.js';
