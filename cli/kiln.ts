@@ -10,7 +10,7 @@ import { startBuildServerWorkers, type BuildServerWorkers } from './buildServerW
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
-import { anonymousNarinfo, buildRoutes, cacheProtoRoute, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
+import { anonymousNarinfo, buildRoutes, cacheProtoRoute, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type CacheProtoRoute, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -41,6 +41,8 @@ export interface Kiln {
   readonly openPrs: { passNow(): Promise<void> } | null;
   /** the serving threads (http.threads > 1), else null; tests crash one */
   readonly servingThreads: ServingThreads | null;
+  /** the cache protocol WebSockets (docs/cache-protocol.md) */
+  readonly cacheProto: CacheProtoRoute;
   /** the workers of the organizations' build servers (buildServerWorkers.ts) */
   readonly buildServers: BuildServerWorkers;
   /** the route table the server answers from (the OpenAPI test walks it) */
@@ -337,7 +339,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `${tls === null ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, buildServers, routes, stop: unwind };
+    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, cacheProto, buildServers, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

@@ -31,6 +31,8 @@ export interface CacheProtoRoute {
   /** closes every connection with shutting_down */
   close(): void;
   readonly connections: number;
+  /** bytes sent on these connections and not yet written to their clients (what backpressure bounds) */
+  readonly unwrittenBytes: number;
 }
 
 interface SocketData {
@@ -74,7 +76,8 @@ function refuse(res: HttpResponse, e: ApiError): void {
 export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
   const trusted = new CidrSet(opts.trustedProxies);
   const slots = new AnonymousSlots(opts.maxAnonymousPerAddress);
-  const open = new Set<CacheProtoConnection>();
+  /** each open connection, with its socket's unwritten bytes */
+  const open = new Map<CacheProtoConnection, () => number>();
 
   const upgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void => {
     // Everything is read from req here: it is gone once this handler returns.
@@ -150,7 +153,7 @@ export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
             data.name, data.authorization, data.address,
           );
           data.connection = connection;
-          open.add(connection);
+          open.set(connection, () => (data.ended ? 0 : ws.getBufferedAmount()));
           // uWS does not drain microtasks after its callbacks (docs/http.md): run from a macrotask.
           setImmediate(() => connection.start());
         },
@@ -184,11 +187,16 @@ export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
       });
     },
     close() {
-      for (const connection of open) connection.close('shutting_down', 'the server is stopping');
+      for (const connection of open.keys()) connection.close('shutting_down', 'the server is stopping');
       open.clear();
     },
     get connections() {
       return open.size;
+    },
+    get unwrittenBytes() {
+      let sum = 0;
+      for (const unwritten of open.values()) sum += unwritten();
+      return sum;
     },
   };
 }

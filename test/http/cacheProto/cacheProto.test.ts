@@ -4,15 +4,17 @@
 // connections follow proto.anonymousCache.*; bad frames close with a code and a reason.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
+import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { addCacheMember, createTestCache } from '../../support/caches.js';
-import { buildFixturePaths } from '../../support/nixStore.js';
+import { buildFixturePaths, nixStoreAdd, tempDir } from '../../support/nixStore.js';
 import { createApiKey, localNar, uploadChunked } from '../../support/narUploads.js';
 import { eventually } from '../../support/eventually.js';
-import { basicHeader, downloadNar, openCacheProto, refusalOf, type CacheProtoClient } from '../../support/cacheProtoClient.js';
+import { basicHeader, collectNar, downloadNar, openCacheProto, refusalOf, type CacheProtoClient } from '../../support/cacheProtoClient.js';
 import type { CacheServerMessage } from '../../../protocol/index.js';
 
 const MISSING = '0'.repeat(32);
@@ -149,6 +151,33 @@ t.test('the cache protocol', async (t) => {
     for (let i = 0; i < 16; i++) t.equal((await client.next(isPaths(i))).found.length, 1, `query ${i} answered`);
     t.match(await client.next(isError(16)), { code: 'too_many_requests', message: '16 requests are already being answered on this connection' }, 'the 17th in flight');
     t.match(await client.next(isError(3)), { code: 'duplicate_id', message: 'request 3 is still being answered' }, 'an id in flight again');
+    client.close();
+  });
+
+  t.test('backpressure: a client that stops reading holds the server to about 1 MiB unwritten', async (t) => {
+    const dir = tempDir('kiln-cache-proto-');
+    mkdirSync(join(dir, 'big'));
+    writeFileSync(join(dir, 'big', 'random'), randomBytes(24 * 1024 * 1024));
+    const big = localNar(nixStoreAdd(join(dir, 'big')));
+    t.equal((await uploadChunked(kiln, ada.token, 'pub', big, 4 * 1024 * 1024)).status, 200);
+    const client = await openCacheProto(kiln, 'pub');
+    client.socket.pause();
+    client.send({ v: 1, t: 'nar', id: 1, hash: big.hash });
+    // The server writes until the kernel's buffers are full, then holds at its high-water mark.
+    await eventually(() => kiln.cacheProto.unwrittenBytes >= 1024 * 1024);
+    let most = 0;
+    for (let i = 0; i < 50; i++) {
+      most = Math.max(most, kiln.cacheProto.unwrittenBytes);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    t.ok(most <= 1024 * 1024 + 256 * 1024 + 1024, `at most the high-water mark and one chunk unwritten (the most seen: ${most} bytes)`);
+    const download = collectNar(client, 1);
+    client.socket.resume();
+    const got = await download;
+    if (!('start' in got)) throw new Error(JSON.stringify(got));
+    const http = await httpBytes(`/cache/pub/${got.start.url}`);
+    t.equal(got.bytes.length, http.bytes.length);
+    t.ok(got.bytes.equals(http.bytes), 'then the whole file, the bytes GET sends');
     client.close();
   });
 
