@@ -5,7 +5,6 @@
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { Packr } from 'msgpackr';
 import { startTestKiln } from '../../support/kiln.js';
@@ -21,14 +20,6 @@ const MISSING = '0'.repeat(32);
 const isPaths = (id: number) => (m: CacheServerMessage): m is Extract<CacheServerMessage, { t: 'paths' }> => m.t === 'paths' && m.id === id;
 const isError = (id: number) => (m: CacheServerMessage): m is Extract<CacheServerMessage, { t: 'error' }> => m.t === 'error' && m.id === id;
 const packr = new Packr({ useRecords: false });
-
-/** A client's binary WebSocket frame (RFC 6455 5.2) of a payload under 126 bytes. */
-function maskedBinaryFrame(payload: Uint8Array): Buffer {
-  if (payload.length >= 126) throw new Error('a short frame only');
-  const mask = randomBytes(4);
-  const masked = Buffer.from(payload.map((byte, i) => byte ^ mask[i % 4]!));
-  return Buffer.concat([Buffer.from([0x82, 0x80 | payload.length]), mask, masked]);
-}
 
 /** Opens a raw socket past `ready`, sends `frame` and resolves with the server's close. */
 async function closeAfter(kiln: { url: string }, cache: string, frame: Buffer | string, binary = true): Promise<{ code: number; reason: string }> {
@@ -52,6 +43,12 @@ t.test('the cache protocol', async (t) => {
   const file = localNar(fixtures.file);
   for (const nar of [tree, file]) t.equal((await uploadChunked(kiln, ada.token, 'pub', nar)).status, 200);
   t.equal((await uploadChunked(kiln, ada.token, 'secret', file)).status, 200);
+  // 24 MiB of random bytes: more than the kernel's socket buffers hold, so a paused reader stalls its download
+  const dir = tempDir('kiln-cache-proto-');
+  mkdirSync(join(dir, 'big'));
+  writeFileSync(join(dir, 'big', 'random'), randomBytes(24 * 1024 * 1024));
+  const big = localNar(nixStoreAdd(join(dir, 'big')));
+  t.equal((await uploadChunked(kiln, ada.token, 'pub', big, 4 * 1024 * 1024)).status, 200);
   const bobView = await createApiKey(kiln, bob.token, 'view', ['viewCache']);
   const bobNoView = await createApiKey(kiln, bob.token, 'no-view', ['viewProject']);
   const pinnedElsewhere = (await kiln.api<{ secret: string }>('POST', '/user/keys', { token: bob.token, body: { name: 'pinned', permissions: ['viewCache'], cache: 'other' } })).message.secret;
@@ -133,33 +130,16 @@ t.test('the cache protocol', async (t) => {
     t.match(await closeAfter(kiln, 'pub', packr.pack({ v: 1, t: 'nar', id: 1, hash: MISSING, extra: true })), { code: 4002, reason: /^malformed_message: nar\.extra/ });
     t.same(await closeAfter(kiln, 'pub', Buffer.alloc(100 * 1024, 0x90)), { code: 1009, reason: `message_too_large: the frame is ${100 * 1024} bytes, over the cap of ${64 * 1024}` });
     // Past the 1 MiB uWS itself reads, uWS drops the connection without a close frame (documented).
+    // (1006 at the main thread's listener; a serving thread's relay passes it on as 1000)
     const huge = await closeAfter(kiln, 'pub', Buffer.alloc(2 * 1024 * 1024, 0x90));
-    t.equal(huge.code, 1006, 'a frame past what uWS reads: the connection is dropped');
+    t.ok([1000, 1006].includes(huge.code), `a frame past what uWS reads: the connection is dropped (${huge.code})`);
     const client = await openCacheProto(kiln, 'pub');
     client.send({ v: 1, t: 'query', id: 1, hashes: [tree.hash] });
     t.equal((await client.next(isPaths(1))).found.length, 1, 'the server answers as before');
     client.close();
   });
 
-  t.test('requests in flight are bounded; a reused id is refused', async (t) => {
-    const client = await openCacheProto(kiln, 'pub');
-    // 18 frames in one TCP write: the server reads them in one turn, before any lookup can finish.
-    const frames = Array.from({ length: 17 }, (_, i) => packr.pack({ v: 1, t: 'query', id: i, hashes: [tree.hash] }));
-    frames.push(packr.pack({ v: 1, t: 'query', id: 3, hashes: [tree.hash] }));
-    const wire = frames.map(maskedBinaryFrame);
-    (client.socket as unknown as { _socket: Socket })._socket.write(Buffer.concat(wire));
-    for (let i = 0; i < 16; i++) t.equal((await client.next(isPaths(i))).found.length, 1, `query ${i} answered`);
-    t.match(await client.next(isError(16)), { code: 'too_many_requests', message: '16 requests are already being answered on this connection' }, 'the 17th in flight');
-    t.match(await client.next(isError(3)), { code: 'duplicate_id', message: 'request 3 is still being answered' }, 'an id in flight again');
-    client.close();
-  });
-
   t.test('backpressure: a client that stops reading holds the server to about 1 MiB unwritten', async (t) => {
-    const dir = tempDir('kiln-cache-proto-');
-    mkdirSync(join(dir, 'big'));
-    writeFileSync(join(dir, 'big', 'random'), randomBytes(24 * 1024 * 1024));
-    const big = localNar(nixStoreAdd(join(dir, 'big')));
-    t.equal((await uploadChunked(kiln, ada.token, 'pub', big, 4 * 1024 * 1024)).status, 200);
     const client = await openCacheProto(kiln, 'pub');
     client.socket.pause();
     client.send({ v: 1, t: 'nar', id: 1, hash: big.hash });
@@ -178,6 +158,24 @@ t.test('the cache protocol', async (t) => {
     const http = await httpBytes(`/cache/pub/${got.start.url}`);
     t.equal(got.bytes.length, http.bytes.length);
     t.ok(got.bytes.equals(http.bytes), 'then the whole file, the bytes GET sends');
+    client.close();
+  });
+
+  t.test('requests in flight are bounded; a reused id is refused; cancel ends a download', async (t) => {
+    const client = await openCacheProto(kiln, 'pub');
+    // A paused reader: each download of the big NAR stays in flight until the client reads again.
+    client.socket.pause();
+    for (let i = 0; i < 16; i++) client.send({ v: 1, t: 'nar', id: i, hash: big.hash });
+    client.send({ v: 1, t: 'query', id: 16, hashes: [tree.hash] });
+    client.send({ v: 1, t: 'nar', id: 3, hash: big.hash });
+    for (let i = 0; i < 16; i++) client.send({ v: 1, t: 'cancel', id: i });
+    client.socket.resume();
+    t.match(await client.next(isError(16)), { code: 'too_many_requests', message: '16 requests are already being answered on this connection' }, 'the 17th in flight');
+    t.match(await client.next(isError(3)), { code: 'duplicate_id', message: 'request 3 is still being answered' }, 'an id in flight again');
+    for (let i = 0; i < 16; i++) await client.next((m): m is Extract<CacheServerMessage, { t: 'end' }> => m.t === 'end' && m.id === i);
+    t.pass('every cancelled download ends');
+    client.send({ v: 1, t: 'query', id: 16, hashes: [tree.hash] });
+    t.equal((await client.next(isPaths(16))).found.length, 1, 'the ids are free again');
     client.close();
   });
 
