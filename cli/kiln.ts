@@ -10,7 +10,7 @@ import { startBuildServerWorkers, type BuildServerWorkers } from './buildServerW
 import { startLocalWorker } from './localWorker.js';
 import { openErrorReports, type ErrorReports } from './errorReports.js';
 import { anonymous, CACHE_SETTINGS_REASONS, onCacheChanged, type Principal } from '../services/index.js';
-import { altSvcHeaders, anonymousNarinfo, buildRoutes, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
+import { altSvcHeaders, anonymousNarinfo, buildRoutes, cacheProtoRoute, checkedTlsFiles, eventSockets, freePort, protoRoute, RATE_WINDOW_MS, requestAuthenticator, startHttpServer, startOutboundWorkers, startServingThreads, systemTimerClock, threadAnswerCounts, threadNarServices, type CacheProtoRoute, type HttpServer, type RouteTable, type ServingThreads, type TimerClock } from '../http/index.js';
 
 /** A running kiln server: what `kiln serve` starts and what tests start in-process. */
 export interface Kiln {
@@ -41,6 +41,8 @@ export interface Kiln {
   readonly openPrs: { passNow(): Promise<void> } | null;
   /** the serving threads (http.threads > 1), else null; tests crash one */
   readonly servingThreads: ServingThreads | null;
+  /** the cache protocol WebSockets (docs/cache-protocol.md) */
+  readonly cacheProto: CacheProtoRoute;
   /** the workers of the organizations' build servers (buildServerWorkers.ts) */
   readonly buildServers: BuildServerWorkers;
   /** the route table the server answers from (the OpenAPI test walks it) */
@@ -248,6 +250,11 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       narChunkBytes: config['nar.chunkBytes'], narSendChunkTimeoutSecs: config['nar.sendChunkTimeoutSecs'],
       ...(opts.protoHandshakeTimeoutSecs ? { handshakeTimeoutSecs: opts.protoHandshakeTimeoutSecs } : {}),
     });
+    // The cache protocol WebSocket; with serving threads it too is relayed here.
+    const cacheProto = cacheProtoRoute({
+      services, log: componentLogger(log, 'cache'), trustedProxies: config['http.trustedProxies'],
+      anonymousEnabled: config['proto.anonymousCache.enable'], maxAnonymousPerAddress: config['proto.anonymousCache.maxConnectionsPerIp'],
+    });
     // TLS ends in the serving threads, at least one of them; with threads the main thread listens on loopback only.
     const tls = config['tls.certFile'] === null || config['tls.keyFile'] === null ? null : checkedTlsFiles(config['tls.certFile'], config['tls.keyFile']);
     const threads = config['http.threads'];
@@ -277,6 +284,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       websockets: (app) => {
         sockets.register(app);
         proto.register(app);
+        cacheProto.register(app);
       },
     });
     stack.push(() => http.close());
@@ -303,6 +311,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     }
     stack.push(() => services.logFeed.close()); // before the HTTP server waits for its requests: live logs end
     stack.push(() => proto.close());
+    stack.push(() => cacheProto.close());
     stack.push(() => sockets.close());
     const outbound = startOutboundWorkers({
       proto, targets: () => services.access.workerRegistrations.outboundTargets(), isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),
@@ -331,7 +340,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `${tls === null ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, buildServers, routes, stop: unwind };
+    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, cacheProto, buildServers, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;

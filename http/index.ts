@@ -10,6 +10,7 @@ export { buildRoutes } from './routes.js';
 export { requestAuthenticator, type Authenticate } from './authenticate.js';
 export { authRateLimits, rateLimited, type RatePolicy } from './rateLimit.js';
 export { eventSockets, type EventSockets, type EventSocketsOptions } from './live/eventSockets.js';
+export { cacheProtoRoute, type CacheProtoRoute, type CacheProtoRouteOptions } from './cacheProto/cacheProtoRoute.js';
 export { protoRoute, type ProtoRoute, type ProtoRouteOptions } from './proto/protoRoute.js';
 export { startServingThreads, type ServingThreads } from './serving/servingThreads.js';
 export { threadNarServices } from './serving/narGrants.js';

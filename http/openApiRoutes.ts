@@ -58,6 +58,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'put /cache/:cache/:hash.narinfo': { emptyResponse: true, security: 'cache', rawBody: 'text/x-nix-narinfo', errors: ['invalid_narinfo', 'store_path_mismatch', 'no_staged_upload', 'nar_mismatch', 'unsupported_compression', 'path_exists'] },
   'put /cache/:cache/:hash.ls': { emptyResponse: true, security: 'cache', rawBody: 'application/octet-stream' },
   'get /cache/:cache/upstream/:upstream/:hash/*path': { security: 'cache', rawResponse: 'application/octet-stream' },
+  'get /cache/:cache/proto': { security: 'cache', socket: true, errors: ['unauthorized', 'invalid_token', 'too_many_connections'], summary: 'the cache protocol WebSocket: many narinfos per frame, NAR downloads (docs/cache-protocol.md)' },
   'get /api/v1/health': { response: HealthView, errors: ['database_unavailable'] },
   'get /api/v1/metrics': { security: 'metricsToken', rawResponse: 'text/plain' },
   'get /metrics': { security: 'metricsToken', rawResponse: 'text/plain' },

@@ -6,3 +6,4 @@ export * from './events/index.js';
 export * from './net/index.js';
 export * from './schema/index.js';
 export * from './trace/index.js';
+export * from './cacheProto/index.js';

@@ -111,11 +111,20 @@ export function narinfoRoutes(r: Router<Principal>, services: CacheRouteServices
   async function lookup(req: Req<Principal>): Promise<Reply> {
     const cache = await readableCache(services.binaryCache, req);
     const hash = req.param<string>('hash');
-    const valid = isStorePathHashPart(hash);
-    const text = valid ? await services.nars.reads.narinfo(cache.id, hash) : null;
-    if (text !== null) return found(cache, hash, text, NARINFO_HEADERS);
-    const upstream = valid ? await services.caches.upstreams.lookupUpstreamNarinfo(cache, hash) : null;
-    if (upstream !== null) return found(cache, hash, upstream, UPSTREAM_NARINFO_HEADERS);
-    return notFound(cache, hash);
+    const known = await findNarinfo(services, cache, hash);
+    return known === null ? notFound(cache, hash) : found(cache, hash, known.text, known.upstream ? UPSTREAM_NARINFO_HEADERS : NARINFO_HEADERS);
   }
+}
+
+/**
+ * The narinfo GET {hash}.narinfo answers for a cache the caller may read: the cache's own, else
+ * the first upstream's that verifies (services/caches/upstreams.ts), else null. Not counted as
+ * traffic: the caller counts its answer (the route above, the cache protocol's query).
+ */
+export async function findNarinfo(services: CacheRouteServices, cache: BinaryCache, hash: string): Promise<{ text: Buffer; upstream: boolean } | null> {
+  if (!isStorePathHashPart(hash)) return null;
+  const text = await services.nars.reads.narinfo(cache.id, hash);
+  if (text !== null) return { text, upstream: false };
+  const upstream = await services.caches.upstreams.lookupUpstreamNarinfo(cache, hash);
+  return upstream === null ? null : { text: upstream, upstream: true };
 }

@@ -1,6 +1,7 @@
 // The binary cache at the root, /cache/{cache}/… (spec: "Binary cache"): what Nix reads, and what
 // `nix copy --to` writes. Credentials are HTTP Basic, checked per cache (cacheGate.ts), so the
 // router's own Bearer authentication is off here. Unknown paths answer 404, always.
+import { ApiError } from '../../protocol/index.js';
 import type { Principal } from '../../services/index.js';
 import type { Router } from '../router.js';
 import type { CacheRouteServices } from './cacheDeps.js';
@@ -23,4 +24,8 @@ export function binaryCacheRoutes(root: Router<Principal>, services: CacheRouteS
   extrasRoutes(r, services);
   nixUploadRoutes(r, services);
   upstreamNarRoutes(r, services);
+  // The cache protocol is a WebSocket (http/cacheProto/); uWS hands a plain GET of its path here.
+  r.get('/proto', () => {
+    throw new ApiError('websocket_required', 'this path is the cache protocol WebSocket: connect with an Upgrade: websocket request (docs/cache-protocol.md)');
+  });
 }

@@ -13,6 +13,7 @@ import { permissionNames, type Permission } from '../../protocol/index.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
 import { openLive, type LiveRefusal } from '../support/events.js';
+import { openCacheProto, type CacheProtoRefusal } from '../support/cacheProtoClient.js';
 import { createTestCache } from '../support/caches.js';
 import { generateSshKeyPair } from '../../services/organizations/sshKeys.js';
 import { exportStream, multipartBody, syntheticDrv } from '../support/directClosure.js';
@@ -58,6 +59,8 @@ interface Endpoint {
   raw?: () => { body: Buffer; contentType: string };
   /** a WebSocket path: opened for real (test/support/events.ts openLive); 200 when it opens */
   socket?: true;
+  /** the cache protocol WebSocket (an absolute path, /cache/{cache}/proto): 200 at `ready`, else the HTTP status or close code − 4000 */
+  cacheSocket?: true;
   /** the status of an admitted call when it is not 200 (202 for a requested collection run) */
   ok?: number;
   /**
@@ -421,6 +424,15 @@ const endpoints: Endpoint[] = [
   { method: 'GET', path: '/caches', scope: 'user', permission: null },
   { method: 'PUT', path: '/caches', body: (c) => ({ name: `c-${c.seq()}` }), scope: 'create', permission: 'manageCache' },
   { method: 'GET', path: '/caches/main', scope: 'cache', role: 'View', permission: 'viewCache' },
+  // the cache protocol WebSocket (docs/cache-protocol.md), before the rows that deactivate main:
+  // reading a private cache takes viewCache as GET {hash}.narinfo does, but an anonymous client gets
+  // the close of an unknown cache (404), not a Basic challenge; a public cache is open to anyone but
+  // a key pinned elsewhere
+  { method: 'GET', path: '/cache/main/proto', scope: 'cache', role: 'View', permission: 'viewCache', cacheSocket: true, special: (_p, credential) => (credential === 'none' ? 404 : undefined) },
+  {
+    method: 'GET', path: '/cache/pub/proto', scope: 'cache', permission: null, cacheSocket: true,
+    special: (_p, credential) => ({ expiredKey: 401, keyOutsideAllowedIps: 403, keyPinnedElsewhere: 404 } as Partial<Record<Credential, number>>)[credential] ?? 200,
+  },
   { method: 'PATCH', path: '/caches/main', body: { description: 'builds' }, scope: 'cache', role: 'Admin', permission: 'manageCache' },
   { method: 'POST', path: '/caches/main/active', scope: 'cache', role: 'Admin', permission: 'manageCache' },
   { method: 'DELETE', path: '/caches/main/active', scope: 'cache', role: 'Admin', permission: 'manageCache' },
@@ -563,6 +575,20 @@ async function openSocket(kiln: TestKiln, path: string, token: string | undefine
   }
 }
 
+/** Opens the cache protocol WebSocket at `path` (/cache/{cache}/proto) as the matrix calls an endpoint. */
+async function openCacheSocket(kiln: TestKiln, path: string, token: string | undefined): Promise<{ status: number; message: unknown }> {
+  const cache = /^\/cache\/([^/]+)\/proto$/.exec(path)![1]!;
+  try {
+    (await openCacheProto(kiln, cache, token ? { authorization: `Bearer ${token}` } : {})).close();
+    return { status: 200, message: 'ready' };
+  } catch (e) {
+    const refusal = e as CacheProtoRefusal;
+    if (refusal.status !== null && refusal.status !== undefined) return { status: refusal.status, message: refusal.body };
+    if (typeof refusal.closeCode !== 'number') throw e;
+    return { status: refusal.closeCode - 4000, message: refusal.closeReason };
+  }
+}
+
 interface Keys {
   all: string;
   without: Map<Permission, string>;
@@ -681,7 +707,9 @@ export function authorizationMatrix(part: number, parts: number): void {
             const body = typeof e.body === 'function' ? e.body(ctx) : e.body;
             const token = await tokenFor(persona, credential, e);
             const raw = e.raw?.();
-            const res = e.socket
+            const res = e.cacheSocket
+              ? await openCacheSocket(kiln, path, token)
+              : e.socket
               ? await openSocket(kiln, path, token)
               : raw
               ? await fetch(`${kiln.url}/api/v1${path}`, {

@@ -1,0 +1,83 @@
+// The bytes a cache protocol `nar` request streams: the file its narinfo's URL names, exactly what
+// GET /cache/{cache}/{URL} answers (the stored nar/<filehash>.nar.zst, or an upstream's file proxied
+// through kiln), found with the same lookups as those routes. Refusals are decided before narStart.
+import { parseNarUrl } from '../../protocol/index.js';
+import type { BinaryCache } from '../../services/index.js';
+import { isStorageBusy } from '../../storage/index.js';
+import type { CacheRouteServices } from '../cache/cacheDeps.js';
+import { findNarinfo } from '../cache/narinfo.js';
+
+type RefusalCode = 'not_found' | 'storage_busy';
+
+export type CacheNarSource =
+  | { kind: 'refused'; code: RefusalCode; message: string }
+  | {
+      kind: 'open';
+      url: string;
+      size: number;
+      body: AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+      /** gives back the file or connection behind a body not read to its end */
+      release(): void;
+      /** what the client is told of an error while the body is read; null for a fault of the server */
+      failure(error: unknown): { code: RefusalCode; message: string } | null;
+    };
+
+const UPSTREAM_URL = /^upstream\/([^/]+)\/([^/]+)\/(.+)$/;
+
+const refused = (code: RefusalCode, message: string): CacheNarSource => ({ kind: 'refused', code, message });
+
+const busyFailure = (error: unknown) =>
+  isStorageBusy(error) ? { code: 'storage_busy' as const, message: `${error instanceof Error ? error.message : 'storage'}: too many NAR reads are running; try again` } : null;
+
+/** The narinfo's URL line. */
+function urlOf(narinfo: Buffer): string | null {
+  for (const line of narinfo.toString('utf8').split('\n')) if (line.startsWith('URL: ')) return line.slice('URL: '.length);
+  return null;
+}
+
+export async function openCacheNar(services: CacheRouteServices, cache: BinaryCache, hash: string, signal: AbortSignal): Promise<CacheNarSource> {
+  const missing = refused('not_found', `cache "${cache.name}" has no path ${hash}`);
+  const narinfo = await findNarinfo(services, cache, hash);
+  if (narinfo === null) return missing;
+  const url = urlOf(narinfo.text);
+  if (url === null) return missing;
+  const { reads } = services.nars;
+  const fileHash = parseNarUrl(url);
+  if (fileHash !== undefined) {
+    const known = await reads.narFile(cache.id, fileHash);
+    if (known === null) return missing;
+    const gone = refused('not_found', `the NAR file ${fileHash} is missing from storage`);
+    if (known.fileSize <= services.config['nar.smallBytes']) {
+      let bytes: Buffer | null;
+      try {
+        bytes = await reads.smallNar(fileHash);
+      } catch (e) {
+        const busy = busyFailure(e);
+        if (busy === null) throw e;
+        return refused(busy.code, busy.message);
+      }
+      if (bytes === null) return gone;
+      services.caches.traffic.fetched(cache, fileHash, bytes.length);
+      return { kind: 'open', url, size: bytes.length, body: [bytes], release: () => undefined, failure: busyFailure };
+    }
+    let read;
+    try {
+      read = await reads.openNar(fileHash, undefined, undefined, signal);
+    } catch (e) {
+      const busy = busyFailure(e);
+      if (busy === null) throw e;
+      return refused(busy.code, busy.message);
+    }
+    if (read === null) return gone;
+    services.caches.traffic.fetched(cache, fileHash, read.size);
+    const opened = read;
+    return { kind: 'open', url, size: opened.size, body: opened.body, release: () => opened.cancel(), failure: busyFailure };
+  }
+  const upstream = UPSTREAM_URL.exec(url);
+  if (upstream !== null) {
+    const file = await services.caches.upstreams.openUpstreamNar(cache, upstream[1]!, upstream[2]!, upstream[3]!);
+    if (file === null) return refused('not_found', `no upstream of cache "${cache.name}" has ${url}`);
+    return { kind: 'open', url, size: file.size, body: file.body(null), release: () => undefined, failure: () => null };
+  }
+  return refused('not_found', `the narinfo of ${hash} names ${url}, which this server does not serve`);
+}

@@ -1,0 +1,212 @@
+// GET /cache/{cache}/proto, the cache protocol (docs/cache-protocol.md), as a real WebSocket client
+// sees it: queries answer with the narinfos GET {hash}.narinfo serves, byte for byte; a NAR comes
+// as the bytes GET nar/… serves; private caches need credentials with viewCache; anonymous
+// connections follow proto.anonymousCache.*; bad frames close with a code and a reason.
+import t from 'tap';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Packr } from 'msgpackr';
+import { startTestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { addCacheMember, createTestCache } from '../../support/caches.js';
+import { buildFixturePaths, nixStoreAdd, tempDir } from '../../support/nixStore.js';
+import { createApiKey, localNar, uploadChunked } from '../../support/narUploads.js';
+import { eventually } from '../../support/eventually.js';
+import { basicHeader, collectNar, downloadNar, openCacheProto, refusalOf, type CacheProtoClient } from '../../support/cacheProtoClient.js';
+import type { CacheServerMessage } from '../../../protocol/index.js';
+
+const MISSING = '0'.repeat(32);
+const isPaths = (id: number) => (m: CacheServerMessage): m is Extract<CacheServerMessage, { t: 'paths' }> => m.t === 'paths' && m.id === id;
+const isError = (id: number) => (m: CacheServerMessage): m is Extract<CacheServerMessage, { t: 'error' }> => m.t === 'error' && m.id === id;
+const packr = new Packr({ useRecords: false });
+
+/** Opens a raw socket past `ready`, sends `frame` and resolves with the server's close. */
+async function closeAfter(kiln: { url: string }, cache: string, frame: Buffer | string, binary = true): Promise<{ code: number; reason: string }> {
+  const client = await openCacheProto(kiln, cache);
+  client.socket.send(frame, { binary });
+  return client.closed;
+}
+
+t.test('the cache protocol', async (t) => {
+  // nar.smallBytes small enough that the tree fixture's NAR file is streamed from storage, not memory.
+  const kiln = await startTestKiln(t, { 'nar.smallBytes': 1024 });
+  const ada = await signUp(kiln, 'ada');
+  const bob = await signUp(kiln, 'bob');
+  const cat = await signUp(kiln, 'cat');
+  await createTestCache(kiln.sql, 'pub', { public: true, ownerId: ada.id });
+  const secret = await createTestCache(kiln.sql, 'secret', { public: false, ownerId: ada.id });
+  await createTestCache(kiln.sql, 'other', { public: false, ownerId: bob.id });
+  await addCacheMember(kiln.sql, secret.id, bob.id, 'View');
+  const fixtures = buildFixturePaths();
+  const tree = localNar(fixtures.tree);
+  const file = localNar(fixtures.file);
+  for (const nar of [tree, file]) t.equal((await uploadChunked(kiln, ada.token, 'pub', nar)).status, 200);
+  t.equal((await uploadChunked(kiln, ada.token, 'secret', file)).status, 200);
+  // 24 MiB of random bytes: more than the kernel's socket buffers hold, so a paused reader stalls its download
+  const dir = tempDir('kiln-cache-proto-');
+  mkdirSync(join(dir, 'big'));
+  writeFileSync(join(dir, 'big', 'random'), randomBytes(24 * 1024 * 1024));
+  const big = localNar(nixStoreAdd(join(dir, 'big')));
+  t.equal((await uploadChunked(kiln, ada.token, 'pub', big, 4 * 1024 * 1024)).status, 200);
+  const bobView = await createApiKey(kiln, bob.token, 'view', ['viewCache']);
+  const bobNoView = await createApiKey(kiln, bob.token, 'no-view', ['viewProject']);
+  const pinnedElsewhere = (await kiln.api<{ secret: string }>('POST', '/user/keys', { token: bob.token, body: { name: 'pinned', permissions: ['viewCache'], cache: 'other' } })).message.secret;
+  const httpBytes = async (path: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${kiln.url}${path}`, { headers });
+    return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
+  };
+
+  t.test('ready, then a query: hits and misses as GET {hash}.narinfo answers them, byte for byte', async (t) => {
+    const client = await openCacheProto(kiln, 'pub');
+    t.match(client.ready, { t: 'ready', cache: 'pub', limits: { maxQueryHashes: 500, maxInFlight: 16 } });
+    client.send({ v: 1, t: 'query', id: 7, hashes: [tree.hash, MISSING, file.hash] });
+    const paths = await client.next(isPaths(7));
+    t.same(paths.missing, [MISSING]);
+    t.same(paths.found.map((f) => f.hash), [tree.hash, file.hash]);
+    for (const found of paths.found) {
+      const http = await httpBytes(`/cache/pub/${found.hash}.narinfo`);
+      t.equal(http.status, 200);
+      t.ok(Buffer.from(found.narinfo, 'utf8').equals(http.bytes), `${found.hash}: the same bytes as GET`);
+    }
+    t.equal((await httpBytes(`/cache/pub/${MISSING}.narinfo`)).status, 404, 'the miss is a 404 over HTTP too');
+    client.close();
+  });
+
+  t.test('a NAR streamed equals GET nar/… (from storage and from memory); a missing one is an error frame', async (t) => {
+    const client = await openCacheProto(kiln, 'pub');
+    for (const [i, nar] of [tree, file].entries()) {
+      const got = await downloadNar(client, i, nar.hash);
+      if (!('start' in got)) throw new Error(JSON.stringify(got));
+      const narinfo = (await httpBytes(`/cache/pub/${nar.hash}.narinfo`)).bytes.toString('utf8');
+      const url = /^URL: (.*)$/m.exec(narinfo)![1]!;
+      t.equal(got.start.url, url, 'narStart names the narinfo URL');
+      const http = await httpBytes(`/cache/pub/${url}`);
+      t.equal(got.start.size, http.bytes.length, 'narStart says the size');
+      t.ok(got.bytes.equals(http.bytes), `${nar.hash}: the bytes of GET ${url}`);
+    }
+    const missing = await downloadNar(client, 9, MISSING);
+    t.match(missing, { t: 'error', id: 9, code: 'not_found', message: `cache "pub" has no path ${MISSING}` });
+    client.close();
+  });
+
+  t.test('private caches: anonymous looks like no cache; view keys work; others are refused', async (t) => {
+    const unknown = await refusalOf(openCacheProto(kiln, 'nope'));
+    const anonymous = await refusalOf(openCacheProto(kiln, 'secret'));
+    t.equal(unknown.closeCode, 4404);
+    t.same([anonymous.closeCode, anonymous.closeReason], [unknown.closeCode, (unknown.closeReason ?? '').replace('"nope"', '"secret"')], 'anonymous on a private cache: as an unknown one');
+    t.match(anonymous.closeReason, /^not_found: no cache "secret"/);
+    for (const [what, authorization] of [['Bearer key', `Bearer ${bobView}`], ['Basic key', basicHeader(bobView)], ['Basic session', basicHeader(bob.token)]] as const) {
+      const client = await openCacheProto(kiln, 'secret', { authorization });
+      client.send({ v: 1, t: 'query', id: 1, hashes: [file.hash, tree.hash] });
+      const paths = await client.next(isPaths(1));
+      const http = await httpBytes(`/cache/secret/${file.hash}.narinfo`, { authorization: basicHeader(bobView) });
+      t.ok(Buffer.from(paths.found[0]!.narinfo).equals(http.bytes), `${what}: the private narinfo`);
+      t.same(paths.missing, [tree.hash], `${what}: what the cache lacks`);
+      client.close();
+    }
+    const noView = await refusalOf(openCacheProto(kiln, 'secret', { authorization: `Bearer ${bobNoView}` }));
+    t.same([noView.closeCode, noView.closeReason], [4403, 'forbidden: viewCache is required on cache "secret"'], 'a key without viewCache');
+    const pinned = await refusalOf(openCacheProto(kiln, 'secret', { authorization: `Bearer ${pinnedElsewhere}` }));
+    t.equal(pinned.closeCode, 4404, 'a key pinned to another cache sees no cache');
+    const stranger = await refusalOf(openCacheProto(kiln, 'secret', { authorization: `Bearer ${cat.token}` }));
+    t.same([stranger.closeCode, stranger.closeReason], [4404, anonymous.closeReason], 'a stranger: no cache');
+    const bad = await refusalOf(openCacheProto(kiln, 'secret', { authorization: 'Bearer SVCnot-a-key' }));
+    t.equal(bad.closeCode, 4401, 'an unknown token');
+    const garbled = await refusalOf(openCacheProto(kiln, 'pub', { authorization: 'Token abc' }));
+    t.match(garbled, { status: 401, body: { code: 'invalid_token' } }, 'an Authorization header of another scheme is refused, not taken as anonymous');
+    const plain = await fetch(`${kiln.url}/cache/pub/proto`);
+    t.match([plain.status, await plain.json()], [426, { code: 'websocket_required' }], 'a plain GET');
+  });
+
+  t.test('bad frames close the connection with a code and a reason; the server goes on', async (t) => {
+    t.same(await closeAfter(kiln, 'pub', 'hello', false), { code: 4002, reason: 'malformed_message: text frames are not part of the cache protocol' });
+    t.match(await closeAfter(kiln, 'pub', Buffer.from([0xc1, 0xff, 0x00])), { code: 4002, reason: /^malformed_message: not a MessagePack value/ });
+    t.same(await closeAfter(kiln, 'pub', packr.pack([1, 2])), { code: 4002, reason: 'malformed_message: expected a map with "v" and "t"' });
+    t.same(await closeAfter(kiln, 'pub', packr.pack({ v: 2, t: 'query', id: 1, hashes: [MISSING] })), { code: 4001, reason: 'unsupported_version: "v" must be 1, the cache protocol version this server speaks' });
+    t.same(await closeAfter(kiln, 'pub', packr.pack({ v: 1, t: 'explode', id: 1 })), { code: 4002, reason: 'malformed_message: unknown message type "explode"' });
+    t.match(await closeAfter(kiln, 'pub', packr.pack({ v: 1, t: 'query', id: 1, hashes: ['../../etc/passwd'] })), { code: 4002, reason: /^malformed_message: query\.hashes\.0: a store path hash part/ });
+    t.match(await closeAfter(kiln, 'pub', packr.pack({ v: 1, t: 'query', id: 1, hashes: Array(501).fill(MISSING) })), { code: 4002, reason: /^malformed_message: query\.hashes: / });
+    t.match(await closeAfter(kiln, 'pub', packr.pack({ v: 1, t: 'nar', id: 1, hash: MISSING, extra: true })), { code: 4002, reason: /^malformed_message: nar\.extra/ });
+    t.same(await closeAfter(kiln, 'pub', Buffer.alloc(100 * 1024, 0x90)), { code: 1009, reason: `message_too_large: the frame is ${100 * 1024} bytes, over the cap of ${64 * 1024}` });
+    // Past the 1 MiB uWS itself reads, uWS drops the connection without a close frame (documented).
+    // (1006 at the main thread's listener; a serving thread's relay passes it on as 1000)
+    const huge = await closeAfter(kiln, 'pub', Buffer.alloc(2 * 1024 * 1024, 0x90));
+    t.ok([1000, 1006].includes(huge.code), `a frame past what uWS reads: the connection is dropped (${huge.code})`);
+    const client = await openCacheProto(kiln, 'pub');
+    client.send({ v: 1, t: 'query', id: 1, hashes: [tree.hash] });
+    t.equal((await client.next(isPaths(1))).found.length, 1, 'the server answers as before');
+    client.close();
+  });
+
+  t.test('backpressure: a client that stops reading holds the server to about 1 MiB unwritten', async (t) => {
+    const client = await openCacheProto(kiln, 'pub');
+    client.socket.pause();
+    client.send({ v: 1, t: 'nar', id: 1, hash: big.hash });
+    // The server writes until the kernel's buffers are full, then holds at its high-water mark.
+    await eventually(() => kiln.cacheProto.unwrittenBytes >= 1024 * 1024);
+    let most = 0;
+    for (let i = 0; i < 50; i++) {
+      most = Math.max(most, kiln.cacheProto.unwrittenBytes);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    t.ok(most <= 1024 * 1024 + 256 * 1024 + 1024, `at most the high-water mark and one chunk unwritten (the most seen: ${most} bytes)`);
+    const download = collectNar(client, 1);
+    client.socket.resume();
+    const got = await download;
+    if (!('start' in got)) throw new Error(JSON.stringify(got));
+    const http = await httpBytes(`/cache/pub/${got.start.url}`);
+    t.equal(got.bytes.length, http.bytes.length);
+    t.ok(got.bytes.equals(http.bytes), 'then the whole file, the bytes GET sends');
+    client.close();
+  });
+
+  t.test('requests in flight are bounded; a reused id is refused; cancel ends a download', async (t) => {
+    const client = await openCacheProto(kiln, 'pub');
+    // A paused reader: each download of the big NAR stays in flight until the client reads again.
+    client.socket.pause();
+    for (let i = 0; i < 16; i++) client.send({ v: 1, t: 'nar', id: i, hash: big.hash });
+    client.send({ v: 1, t: 'query', id: 16, hashes: [tree.hash] });
+    client.send({ v: 1, t: 'nar', id: 3, hash: big.hash });
+    for (let i = 0; i < 16; i++) client.send({ v: 1, t: 'cancel', id: i });
+    client.socket.resume();
+    t.match(await client.next(isError(16)), { code: 'too_many_requests', message: '16 requests are already being answered on this connection' }, 'the 17th in flight');
+    t.match(await client.next(isError(3)), { code: 'duplicate_id', message: 'request 3 is still being answered' }, 'an id in flight again');
+    for (let i = 0; i < 16; i++) await client.next((m): m is Extract<CacheServerMessage, { t: 'end' }> => m.t === 'end' && m.id === i);
+    t.pass('every cancelled download ends');
+    client.send({ v: 1, t: 'query', id: 16, hashes: [tree.hash] });
+    t.equal((await client.next(isPaths(16))).found.length, 1, 'the ids are free again');
+    client.close();
+  });
+
+  t.test('the anonymous bound per client address: the 33rd refused, a freed slot usable again', async (t) => {
+    const from = (address: string) => ({ 'x-forwarded-for': address });
+    const held: CacheProtoClient[] = [];
+    for (let i = 0; i < 32; i++) held.push(await openCacheProto(kiln, 'pub', from('203.0.113.7')));
+    const refused = await refusalOf(openCacheProto(kiln, 'pub', from('203.0.113.7')));
+    t.equal(refused.status, 429);
+    t.match(refused.body, { code: 'too_many_connections', message: /^32 anonymous cache protocol connections are open from 203\.0\.113\.7/ });
+    const other = await openCacheProto(kiln, 'pub', from('203.0.113.8'));
+    t.pass('another address is not bounded by this one');
+    other.close();
+    const keyed = await openCacheProto(kiln, 'pub', { ...from('203.0.113.7'), authorization: `Bearer ${bobView}` });
+    t.pass('a connection with credentials is not anonymous');
+    keyed.close();
+    held.pop()!.close();
+    const again = await eventually(() => openCacheProto(kiln, 'pub', from('203.0.113.7')).catch(() => null));
+    t.pass('a freed slot is usable again');
+    again.close();
+    for (const client of held) client.close();
+  });
+});
+
+t.test('proto.anonymousCache.enable false: anonymous connections are refused, keys still work', async (t) => {
+  const kiln = await startTestKiln(t, { 'proto.anonymousCache.enable': false });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'pub', { public: true, ownerId: ada.id });
+  const refused = await refusalOf(openCacheProto(kiln, 'pub'));
+  t.match(refused, { status: 401, body: { code: 'unauthorized', message: /proto\.anonymousCache\.enable/ } });
+  const client = await openCacheProto(kiln, 'pub', { authorization: `Bearer ${ada.token}` });
+  t.equal(client.ready.cache, 'pub');
+  client.close();
+});
