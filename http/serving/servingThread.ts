@@ -80,11 +80,19 @@ function answerFromMemory(res: HttpResponse, req: HttpRequest): void {
   forwardHttp(res, req, origin);
 }
 
-/** Only what the main thread answered from a narinfo of the cache (X-Cache: HIT) or as a miss; never an upstream's. */
+/**
+ * How a cache's own miss begins (http/cache/narinfo.ts). A 404 for a cache that does not exist or
+ * is hidden (`no cache "…"`) is not learned: any name would otherwise make the thread keep a
+ * memory for it, unbounded, for anyone who sends names (review).
+ */
+const OWN_MISS = Buffer.from('{"error":true,"message":"cache \\"');
+
+/** Only what the main thread answered from a narinfo of the cache (X-Cache: HIT) or as the cache's own miss; never an upstream's. */
 function learnable(a: ForwardedAnswer): boolean {
   const type = a.headers['content-type'];
   if (typeof type !== 'string') return false;
-  return (a.status === 200 && a.headers['x-cache'] === 'HIT') || (a.status === 404 && type === 'application/json');
+  if (a.status === 200) return a.headers['x-cache'] === 'HIT';
+  return a.status === 404 && type === 'application/json' && a.body.subarray(0, OWN_MISS.length).equals(OWN_MISS);
 }
 
 /** Learns the answer when memory may keep it; whether it was learned (not when an invalidation came since `generation`). */

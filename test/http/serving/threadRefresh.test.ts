@@ -72,3 +72,15 @@ t.test('threads renew a remembered miss by message, past its TTL, without relayi
   t.equal(uploaded.status, 200);
   t.same(new Set(await Promise.all(Array.from({ length: 24 }, () => getFresh(url)))), new Set([200]), 'no thread serves its renewed miss after the upload');
 });
+
+t.test('an unknown cache\'s 404 is never learned: a name does not buy memory in the threads', async (t) => {
+  const kiln = await startTestKiln(t, { 'http.threads': 2 });
+  const hash = localNar(buildFixturePaths().file).hash;
+  const before = { forwarded: threadSum(kiln.root.inspect(), 'forwarded'), fromMemory: threadSum(kiln.root.inspect(), 'fromMemory') };
+  for (let round = 0; round < 3; round++) {
+    // a new name each request, and the same name again: neither is kept
+    t.same(new Set(await Promise.all(Array.from({ length: 12 }, (_, i) => getFresh(`${kiln.url}/cache/${i % 2 === 0 ? 'nosuch' : `nosuch-${round}-${i}`}/${hash}.narinfo`)))), new Set([404]));
+  }
+  t.equal(threadSum(kiln.root.inspect(), 'fromMemory'), before.fromMemory, 'no answer came from memory');
+  t.equal(threadSum(kiln.root.inspect(), 'forwarded') - before.forwarded, 36, 'every request went to the main thread');
+});
