@@ -117,17 +117,6 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   if (options.signal?.aborted) return cancelled();
   if (missing) return { ok: false, failure: missing };
 
-  const shownResult = await nix(['show-derivation', options.drvPath], run);
-  if (shownResult.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation: ${nixErrorText(shownResult.stderr)}`) };
-  const shown = Shown.parse(JSON.parse(shownResult.stdout))[options.drvPath];
-  if (!shown) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation did not describe ${options.drvPath}`) };
-  const outputs: Record<string, string> = {};
-  for (const [name, output] of Object.entries(shown.outputs)) {
-    if (!output.path) return { ok: false, failure: jobFailure('unsupported', `output ${name} of ${options.drvPath} is content-addressed (ca-derivations), which kiln workers do not build yet`) };
-    outputs[name] = output.path;
-  }
-  const fixedOutput = Object.values(shown.outputs).some((o) => o.hash !== undefined);
-
   // Paths valid here that this job may not use (worker/storeTrust.ts) are let go of, then everything
   // is looked at again: Nix substitutes or builds them afresh for this job. Outputs let go of can
   // show inputs to let go of in turn; a path rejected past that came back from the job's own caches.
@@ -141,6 +130,24 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
     }
     return realiseSteps(options, fetched, round + 1);
   };
+
+  // The derivation and its closure (input derivations, sources) are checked as inputs are: a .drv
+  // is input-addressed by nothing Nix verifies, so another organization's cache could otherwise
+  // install a fake one under this job's path. A real one is text-addressed and passes as such.
+  const drvVerdict = await trust.check([options.drvPath], scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+  if (typeof drvVerdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', drvVerdict) };
+  if (drvVerdict.rejected.length > 0) return untrusted(drvVerdict.rejected, 'derivations');
+
+  const shownResult = await nix(['show-derivation', options.drvPath], run);
+  if (shownResult.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation: ${nixErrorText(shownResult.stderr)}`) };
+  const shown = Shown.parse(JSON.parse(shownResult.stdout))[options.drvPath];
+  if (!shown) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation did not describe ${options.drvPath}`) };
+  const outputs: Record<string, string> = {};
+  for (const [name, output] of Object.entries(shown.outputs)) {
+    if (!output.path) return { ok: false, failure: jobFailure('unsupported', `output ${name} of ${options.drvPath} is content-addressed (ca-derivations), which kiln workers do not build yet`) };
+    outputs[name] = output.path;
+  }
+  const fixedOutput = Object.values(shown.outputs).some((o) => o.hash !== undefined);
 
   // Outputs already valid are checked even when others are missing: Nix keeps a valid output as it
   // is and builds the rest, so another organization's `dev` would otherwise be reported as this
@@ -166,8 +173,10 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
     return { ok: true, outputs, alreadyValid: true };
   }
 
-  const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs];
-  let inputKeys: string[] = [];
+  // A source that is itself a .drv (`unsafeDiscardOutputDependency`) is in the derivation's closure,
+  // valid and checked already: realised, it would mean building that derivation.
+  const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs.filter((p) => !p.endsWith('.drv'))];
+  let inputKeys = drvVerdict.keys;
   if (inputs.length > 0) {
     // The inputs' own root (`<gcRoot>-inputs`, `-inputs-2`, …) keeps them from a collection
     // between this step and the build, where no Nix process of the job holds them.
@@ -186,7 +195,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
     const verdict = await trust.check(inputPaths, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
     if (typeof verdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', verdict) };
     if (verdict.rejected.length > 0) return untrusted(verdict.rejected, 'inputs');
-    inputKeys = verdict.keys;
+    inputKeys = [...new Set([...inputKeys, ...verdict.keys])].sort();
   }
 
   const args = ['--realise', options.drvPath, '--log-format', 'internal-json', ...remoteBuildArgs(options.builders ?? null), ...substituterArgs(options.substituters, options.netrcFile)];

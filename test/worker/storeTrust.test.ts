@@ -223,3 +223,32 @@ t.test('an output substituted during the build from a cache the job does not tru
   });
   t.match(realised, { ok: false, failure: { reason: 'worker_error', message: /not vouched for/ } }, 'the substituted dev is rejected after the build');
 });
+
+t.test('a derivation another organization\'s cache put under this job\'s .drv path is let go of', async (t) => {
+  const trust = await StoreTrust.open(null, { env });
+  const alpha = cache('alpha6');
+  const beta = cache('beta6');
+  const honest = twoOutputs(randomUUID());
+  const fake = twoOutputs(randomUUID()); // a derivation Nix accepts (its outputs are its own), of other contents
+  nix(['copy', '--derivation', '--to', `${beta.url}?secret-key=${join(dir, 'beta6.sec')}`, honest.drvPath]);
+  forget(honest.drvPath);
+  poison(alpha, honest.drvPath, readFileSync(fake.drvPath, 'utf8'));
+  nix(['copy', '--derivation', '--no-check-sigs', '--from', alpha.url, honest.drvPath]); // what alpha's job fetching it leaves
+  t.equal(readFileSync(honest.drvPath, 'utf8'), readFileSync(fake.drvPath, 'utf8'), 'the store holds alpha\'s derivation under the path');
+
+  t.match(await realise(honest.drvPath, [beta], trust), { ok: true, outputs: { out: honest.out, dev: honest.dev } }, 'beta\'s job builds the derivation from its own cache');
+  t.not(readFileSync(honest.drvPath, 'utf8'), readFileSync(fake.drvPath, 'utf8'), 'alpha\'s was let go of');
+});
+
+t.test('a source that is itself a .drv (its outputs not built) is checked as the file it is', async (t) => {
+  const salt = randomUUID();
+  const file = join(dir, `drv-src-${salt}.nix`);
+  writeFileSync(file, `rec {
+    p = derivation { name = "kiln-trust-unbuilt"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "echo ${salt} > $out" ]; };
+    top = derivation { name = "kiln-trust-drv-src"; system = "x86_64-linux"; builder = "/bin/sh";
+      args = [ "-c" "read x < \${builtins.unsafeDiscardOutputDependency p.drvPath}; echo ok > $out" ]; };
+  }`);
+  const top = run('nix-instantiate', [file, '-A', 'top']);
+  const realised = await realise(top, [], new StoreTrust(null, []));
+  t.match(realised, { ok: true, alreadyValid: false }, 'built: the .drv is text-addressed', { realised });
+});
