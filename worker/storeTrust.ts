@@ -17,7 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
-  contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
+  contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, SigningKey, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
 } from '../protocol/index.js';
 import type { RunOptions } from './childProcess.js';
 import { nix, nixErrorText, nixStore } from './nixCli.js';
@@ -67,13 +67,21 @@ export class StoreTrust {
    * `ledgerFile`: where the built paths' keys are kept across restarts (one JSON line each); null:
    * in memory only. `operatorKeys`: the worker's Nix trusted-public-keys.
    */
-  constructor(private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[]) {}
+  /**
+   * `ownKeys`: the public keys of the worker's Nix `secret-key-files`, whose signatures vouch for
+   * nothing (Nix signs every path it builds with them, from whatever inputs); 'unknown': a key file
+   * the worker cannot read, so no signature in the store is taken.
+   */
+  constructor(private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = []) {}
 
   /** Reads the ledger of what this store built; a missing or damaged line only makes those paths unknown. */
   static async open(ledgerFile: string | null, run: RunOptions): Promise<StoreTrust> {
     const shown = await nix(['show-config', '--json'], run);
-    const keys = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': z.object({ value: z.array(z.string()) }) }).safeParse(JSON.parse(shown.stdout)) : null;
-    const trust = new StoreTrust(ledgerFile, keys?.success ? keys.data['trusted-public-keys'].value : []);
+    const setting = z.object({ value: z.array(z.string()) });
+    const config = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': setting, 'secret-key-files': setting.optional() }).safeParse(JSON.parse(shown.stdout)) : null;
+    const trust = new StoreTrust(
+      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown',
+    );
     if (ledgerFile === null) return trust;
     const text = await readFile(ledgerFile, 'utf8').catch(() => '');
     let lines = 0;
@@ -108,7 +116,8 @@ export class StoreTrust {
     const infos = await this.closureInfos(paths, run);
     const jobKeys = [...new Set([...this.operatorKeys, ...scope.substituters.flatMap((s) => s.publicKeys)])].sort();
     const scopeId = jobKeys.join(' ');
-    const trusted = jobKeys.flatMap((k) => this.keyOf(k) ?? []);
+    // the worker's own keys sign whatever it built: the ledger, not a signature, says what that rested on
+    const trusted = this.ownKeys === 'unknown' ? [] : jobKeys.filter((k) => !this.ownKeys.includes(k)).flatMap((k) => this.keyOf(k) ?? []);
     const rests = new Set<string>();
     const open: LocalInfo[] = [];
     for (const info of infos) {
@@ -241,6 +250,18 @@ export class StoreTrust {
     }
     return undefined;
   }
+}
+
+/** The public keys of these Nix secret key files; 'unknown' when one cannot be read. */
+async function ownPublicKeys(files: readonly string[]): Promise<string[] | 'unknown'> {
+  const keys: string[] = [];
+  for (const file of files) {
+    const text = await readFile(file, 'utf8').catch(() => null);
+    const key = text === null ? null : SigningKey.parse(text.trim());
+    if (!key?.ok) return 'unknown';
+    keys.push(key.value.publicKey.toString());
+  }
+  return keys;
 }
 
 /**

@@ -252,3 +252,19 @@ t.test('a source that is itself a .drv (its outputs not built) is checked as the
   const realised = await realise(top, [], new StoreTrust(null, []));
   t.match(realised, { ok: true, alreadyValid: false }, 'built: the .drv is text-addressed', { realised });
 });
+
+t.test('the worker\'s own signing key vouches for nothing: Nix signs whatever it builds with it', async (t) => {
+  const key = SigningKey.generate(`worker-${randomUUID().slice(0, 8)}`);
+  const keyFile = join(dir, 'worker.sec');
+  writeFileSync(keyFile, key.toString(), { mode: 0o600 });
+  const signing: NodeJS.ProcessEnv = { ...env, NIX_CONFIG: `${TEST_NIX_CONFIG}\nsecret-key-files = ${keyFile}\ntrusted-public-keys = ${key.publicKey.toString()}\n` };
+  const d = derivations(randomUUID());
+  const built = execFileSync('nix-store', ['--realise', d.pDrv], { env: signing, encoding: 'utf8' }).trim();
+  t.match(nix(['path-info', '--sigs', built]), `${key.publicKey.toString().split(':')[0]!}:`, 'the store holds the worker\'s signature of what it built');
+  const trust = await StoreTrust.open(null, { env: signing });
+  t.same((await trust.check([built], { substituters: [] }, { env: signing })).rejected, [built], 'which the ledger does not know: not acceptable');
+
+  writeFileSync(keyFile, 'unreadable');
+  const unknown = await StoreTrust.open(null, { env: signing });
+  t.same((await unknown.check([built], { substituters: [] }, { env: signing })).rejected, [built], 'nor when the key file cannot be read');
+});
