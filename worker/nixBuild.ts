@@ -9,12 +9,12 @@ import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { isPlacementFeature, jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
 import { classifyBuildFailure } from './failureClassifier.js';
-import { allValid, nix, nixErrorText, nixStore } from './nixCli.js';
+import { allValid, nix, nixErrorText, nixStore, validOf } from './nixCli.js';
 import { runCommand, type RunOptions } from './childProcess.js';
 import { storeConnections } from './storeConnections.js';
 import { parseNixLogLine } from './nixLogLines.js';
 import { remoteBuildArgs, remoteBuilderFailure } from './remoteBuilders.js';
-import { letGo, StoreTrust } from './storeTrust.js';
+import { letGo, StoreTrust, type TrustScope } from './storeTrust.js';
 
 export interface RealiseOptions {
   drvPath: string;
@@ -117,17 +117,6 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   if (options.signal?.aborted) return cancelled();
   if (missing) return { ok: false, failure: missing };
 
-  const shownResult = await nix(['show-derivation', options.drvPath], run);
-  if (shownResult.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation: ${nixErrorText(shownResult.stderr)}`) };
-  const shown = Shown.parse(JSON.parse(shownResult.stdout))[options.drvPath];
-  if (!shown) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation did not describe ${options.drvPath}`) };
-  const outputs: Record<string, string> = {};
-  for (const [name, output] of Object.entries(shown.outputs)) {
-    if (!output.path) return { ok: false, failure: jobFailure('unsupported', `output ${name} of ${options.drvPath} is content-addressed (ca-derivations), which kiln workers do not build yet`) };
-    outputs[name] = output.path;
-  }
-  const fixedOutput = Object.values(shown.outputs).some((o) => o.hash !== undefined);
-
   // Paths valid here that this job may not use (worker/storeTrust.ts) are let go of, then everything
   // is looked at again: Nix substitutes or builds them afresh for this job. Outputs let go of can
   // show inputs to let go of in turn; a path rejected past that came back from the job's own caches.
@@ -142,11 +131,41 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
     return realiseSteps(options, fetched, round + 1);
   };
 
+  // The derivation and its closure (input derivations, sources) are checked as inputs are: a .drv
+  // is input-addressed by nothing Nix verifies, so another organization's cache could otherwise
+  // install a fake one under this job's path. A real one is text-addressed and passes as such.
+  const drvVerdict = await trust.check([options.drvPath], scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+  if (typeof drvVerdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', drvVerdict) };
+  if (drvVerdict.rejected.length > 0) return untrusted(drvVerdict.rejected, 'derivations');
+
+  const shownResult = await nix(['show-derivation', options.drvPath], run);
+  if (shownResult.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation: ${nixErrorText(shownResult.stderr)}`) };
+  const shown = Shown.parse(JSON.parse(shownResult.stdout))[options.drvPath];
+  if (!shown) return { ok: false, failure: jobFailure('worker_error', `nix show-derivation did not describe ${options.drvPath}`) };
+  const outputs: Record<string, string> = {};
+  for (const [name, output] of Object.entries(shown.outputs)) {
+    if (!output.path) return { ok: false, failure: jobFailure('unsupported', `output ${name} of ${options.drvPath} is content-addressed (ca-derivations), which kiln workers do not build yet`) };
+    outputs[name] = output.path;
+  }
+  const fixedOutput = Object.values(shown.outputs).some((o) => o.hash !== undefined);
+
+  // Outputs already valid are checked even when others are missing: Nix keeps a valid output as it
+  // is and builds the rest, so another organization's `dev` would otherwise be reported as this
+  // job's. They are rooted first (`<gcRoot>-outputs…`), so what the check saw is what gets pushed.
   const outputPaths = Object.values(outputs);
-  if (await allValid(outputPaths, run)) {
-    const verdict = await trust.check(outputPaths, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+  const validOutputs = await validOf(outputPaths, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+  if (typeof validOutputs === 'string') return { ok: false, failure: jobFailure('worker_error', validOutputs) };
+  if (validOutputs.length > 0) {
+    if (options.gcRoot !== null) {
+      const rooted = await nixStore(['--realise', '--max-jobs', '0', '--add-root', `${options.gcRoot}-outputs`, ...validOutputs], { ...run, collectStdout: false });
+      if (rooted.aborted) return cancelled();
+      if (rooted.exitCode !== 0) return { ok: false, failure: jobFailure('worker_error', `rooting the valid outputs of ${options.drvPath}: ${nixErrorText(rooted.stderr)}`) };
+    }
+    const verdict = await trust.check(validOutputs, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
     if (typeof verdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', verdict) };
     if (verdict.rejected.length > 0) return untrusted(verdict.rejected, 'outputs');
+  }
+  if (validOutputs.length === outputPaths.length) {
     if (options.fetchStoredLog) {
       const stored = await nixStore(['--read-log', options.drvPath], run);
       if (stored.exitCode === 0) for (const line of stored.stdout.split('\n')) if (line) options.onLog(line);
@@ -154,8 +173,10 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
     return { ok: true, outputs, alreadyValid: true };
   }
 
-  const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs];
-  let inputKeys: string[] = [];
+  // A source that is itself a .drv (`unsafeDiscardOutputDependency`) is in the derivation's closure,
+  // valid and checked already: realised, it would mean building that derivation.
+  const inputs = [...Object.entries(shown.inputDrvs).flatMap(([drv, names]) => names.map((name) => `${drv}!${name}`)), ...shown.inputSrcs.filter((p) => !p.endsWith('.drv'))];
+  let inputKeys = drvVerdict.keys;
   if (inputs.length > 0) {
     // The inputs' own root (`<gcRoot>-inputs`, `-inputs-2`, …) keeps them from a collection
     // between this step and the build, where no Nix process of the job holds them.
@@ -174,7 +195,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
     const verdict = await trust.check(inputPaths, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
     if (typeof verdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', verdict) };
     if (verdict.rejected.length > 0) return untrusted(verdict.rejected, 'inputs');
-    inputKeys = verdict.keys;
+    inputKeys = [...new Set([...inputKeys, ...verdict.keys])].sort();
   }
 
   const args = ['--realise', options.drvPath, '--log-format', 'internal-json', ...remoteBuildArgs(options.builders ?? null), ...substituterArgs(options.substituters, options.netrcFile)];
@@ -201,8 +222,10 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   building?.(built.exitCode === 0 ? 'ok' : 'error');
   if (built.aborted) return cancelled();
   if (built.exitCode === 0) {
-    const recorded = await recordBuilt(trust, outputs, inputKeys, run);
-    return recorded ?? { ok: true, outputs, alreadyValid: false };
+    const settled = await settleOutputs(trust, outputs, validOutputs, inputKeys, scope, run);
+    if (typeof settled === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', settled) };
+    if (settled.length > 0) return untrusted(settled, 'outputs');
+    return { ok: true, outputs, alreadyValid: false };
   }
   const errorText = errors.join('\n') || nixErrorText(built.stderr);
   const unreachable = options.builders ? remoteBuilderFailure(errorText) : undefined;
@@ -228,20 +251,31 @@ async function inputPathsOf(shown: z.infer<typeof Shown>[string], run: RunOption
   return paths;
 }
 
-/** Notes what the outputs built here rested on (worker/storeTrust.ts); a failure to, as the build's. */
-async function recordBuilt(trust: StoreTrust, outputs: Record<string, string>, keys: readonly string[], run: RunOptions): Promise<Realised | undefined> {
+/**
+ * After the build, each output is either built here by it (valid in this store with no deriving
+ * source, `ultimate`, and not valid before: the ledger notes the keys its inputs rested on) or
+ * acceptable for the job as any valid path is: one substituted meanwhile (by this build from the
+ * job's caches, or by another job's Nix from its own) must pass the check too. The outputs
+ * rejected; an error text when Nix cannot say.
+ */
+async function settleOutputs(
+  trust: StoreTrust, outputs: Record<string, string>, validBefore: readonly string[], keys: readonly string[], scope: TrustScope, run: RunOptions,
+): Promise<string[] | string> {
   const shown = await nix(['path-info', '--json', ...Object.values(outputs)], run);
-  const infos = shown.exitCode === 0 ? z.array(z.object({ path: z.string(), narHash: z.string() })).safeParse(JSON.parse(shown.stdout)) : undefined;
-  if (!infos?.success) return { ok: false, failure: jobFailure('worker_error', `nix path-info of the outputs built: ${nixErrorText(shown.stderr)}`) };
+  const infos = shown.exitCode === 0 ? z.array(z.object({ path: z.string(), narHash: z.string(), ultimate: z.boolean().optional() })).safeParse(JSON.parse(shown.stdout)) : undefined;
+  if (!infos?.success) return `nix path-info of the outputs built: ${nixErrorText(shown.stderr)}`;
+  const built = infos.data.filter((info) => info.ultimate === true && !validBefore.includes(info.path));
   // a ledger that cannot be written leaves these outputs unknown after a restart: looked up, not trusted
-  await trust.recordBuilt(infos.data, keys).catch(() => undefined);
-  return undefined;
+  await trust.recordBuilt(built, keys).catch(() => undefined);
+  const others = infos.data.filter((info) => !built.includes(info)).map((info) => info.path);
+  const verdict = await trust.check(others, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
+  return typeof verdict === 'string' ? verdict : verdict.rejected;
 }
 
-/** This job's own input roots (`<gcRoot>-inputs…`): they would keep a path it must let go of. */
+/** This job's own roots of its inputs and valid outputs (`<gcRoot>-inputs…`, `-outputs…`): they would keep a path it must let go of. */
 async function removeInputRoots(gcRoot: string): Promise<void> {
   const dir = dirname(gcRoot);
-  const prefix = `${basename(gcRoot)}-inputs`;
+  const prefixes = [`${basename(gcRoot)}-inputs`, `${basename(gcRoot)}-outputs`];
   const entries = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(entries.filter((e) => e === prefix || e.startsWith(`${prefix}-`)).map((e) => rm(join(dir, e), { force: true })));
+  await Promise.all(entries.filter((e) => prefixes.some((p) => e === p || e.startsWith(`${p}-`))).map((e) => rm(join(dir, e), { force: true })));
 }

@@ -32,3 +32,12 @@ export async function allValid(paths: readonly string[], options: RunOptions): P
   const result = await nixStore(['--check-validity', ...paths], { ...options, collectStdout: false });
   return result.exitCode === 0;
 }
+
+/** The paths valid in the local store, in the order given (`nix-store --check-validity --print-invalid`). */
+export async function validOf(paths: readonly string[], options: RunOptions): Promise<string[]> {
+  if (paths.length === 0) return [];
+  const result = await nixStore(['--check-validity', '--print-invalid', ...paths], options);
+  if (result.exitCode !== 0) throw new Error(`nix-store --check-validity failed: ${nixErrorText(result.stderr)}`);
+  const invalid = new Set(result.stdout.split('\n').filter((line) => line !== ''));
+  return paths.filter((path) => !invalid.has(path));
+}

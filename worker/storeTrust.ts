@@ -10,12 +10,14 @@
 //   - one of the job's substituters holds it, same NAR hash, size and references, signed by its key.
 // Each acceptance names the keys it rests on, so the outputs of a build record the union of what
 // their inputs rested on, and a later job trusting all of those keys may take them as they are.
-import { appendFile, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { appendFile, lstat, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
-  contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
+  contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, SigningKey, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
 } from '../protocol/index.js';
 import type { RunOptions } from './childProcess.js';
 import { nix, nixErrorText, nixStore } from './nixCli.js';
@@ -65,13 +67,21 @@ export class StoreTrust {
    * `ledgerFile`: where the built paths' keys are kept across restarts (one JSON line each); null:
    * in memory only. `operatorKeys`: the worker's Nix trusted-public-keys.
    */
-  constructor(private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[]) {}
+  /**
+   * `ownKeys`: the public keys of the worker's Nix `secret-key-files`, whose signatures vouch for
+   * nothing (Nix signs every path it builds with them, from whatever inputs); 'unknown': a key file
+   * the worker cannot read, so no signature in the store is taken.
+   */
+  constructor(private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = []) {}
 
   /** Reads the ledger of what this store built; a missing or damaged line only makes those paths unknown. */
   static async open(ledgerFile: string | null, run: RunOptions): Promise<StoreTrust> {
     const shown = await nix(['show-config', '--json'], run);
-    const keys = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': z.object({ value: z.array(z.string()) }) }).safeParse(JSON.parse(shown.stdout)) : null;
-    const trust = new StoreTrust(ledgerFile, keys?.success ? keys.data['trusted-public-keys'].value : []);
+    const setting = z.object({ value: z.array(z.string()) });
+    const config = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': setting, 'secret-key-files': setting.optional() }).safeParse(JSON.parse(shown.stdout)) : null;
+    const trust = new StoreTrust(
+      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown',
+    );
     if (ledgerFile === null) return trust;
     const text = await readFile(ledgerFile, 'utf8').catch(() => '');
     let lines = 0;
@@ -106,7 +116,8 @@ export class StoreTrust {
     const infos = await this.closureInfos(paths, run);
     const jobKeys = [...new Set([...this.operatorKeys, ...scope.substituters.flatMap((s) => s.publicKeys)])].sort();
     const scopeId = jobKeys.join(' ');
-    const trusted = jobKeys.flatMap((k) => this.keyOf(k) ?? []);
+    // the worker's own keys sign whatever it built: the ledger, not a signature, says what that rested on
+    const trusted = this.ownKeys === 'unknown' ? [] : jobKeys.filter((k) => !this.ownKeys.includes(k)).flatMap((k) => this.keyOf(k) ?? []);
     const rests = new Set<string>();
     const open: LocalInfo[] = [];
     for (const info of infos) {
@@ -155,11 +166,22 @@ export class StoreTrust {
     return this.parsedKeys.get(text) ?? undefined;
   }
 
-  /** `nix path-info --recursive` with signatures; hashes as narinfos write them. */
+  /**
+   * `nix path-info --recursive` with signatures; hashes as narinfos write them. A .drv argument
+   * stands for itself (`--derivation`, asked alone: without it Nix reads it as the derivation's
+   * outputs, with it an output as its deriver), so a derivation's closure is checked as any path's.
+   */
   private async closureInfos(paths: readonly string[], run: RunOptions): Promise<LocalInfo[]> {
-    const shown = await nix(['path-info', '--json', '--sigs', '--recursive', ...paths], run);
-    if (shown.exitCode !== 0) throw new Error(`nix path-info failed: ${nixErrorText(shown.stderr)}`);
-    return LocalInfo.parse(JSON.parse(shown.stdout)).map((info) => {
+    const drvs = paths.filter((p) => p.endsWith('.drv'));
+    const others = paths.filter((p) => !p.endsWith('.drv'));
+    const infos = new Map<string, LocalInfo>();
+    for (const [kind, flags] of [[drvs, ['--derivation']], [others, []]] as const) {
+      if (kind.length === 0) continue;
+      const shown = await nix(['path-info', '--json', '--sigs', '--recursive', ...flags, ...kind], run);
+      if (shown.exitCode !== 0) throw new Error(`nix path-info failed: ${nixErrorText(shown.stderr)}`);
+      for (const info of LocalInfo.parse(JSON.parse(shown.stdout))) infos.set(info.path, info);
+    }
+    return [...infos.values()].map((info) => {
       const narHash = toNix32Hash(info.narHash, 'sha256');
       if (narHash === undefined) throw new Error(`nix path-info gave ${info.path} an unreadable narHash ${info.narHash}`);
       return { ...info, narHash };
@@ -195,9 +217,14 @@ export class StoreTrust {
       // Nix hashed the NAR itself when it took the path in: its narHash is the content's.
       matches = formatHash(claim.hash) === info.narHash;
     } else {
-      const hashed = await nix(['hash', claim.of === 'nar' ? 'path' : 'file', '--type', claim.hash.algorithm, '--base32', info.path], run);
-      const parsed = hashed.exitCode === 0 ? parseHash(hashed.stdout.trim(), claim.hash.algorithm) : undefined;
-      matches = parsed?.ok === true && formatHash(parsed.value) === formatHash(claim.hash);
+      const digest = claim.of === 'file' ? await fileDigest(info.path, claim.hash.algorithm) : undefined;
+      if (digest !== undefined) {
+        matches = digest !== null && formatHash({ algorithm: claim.hash.algorithm, digest }) === formatHash(claim.hash);
+      } else {
+        const hashed = await nix(['hash', claim.of === 'nar' ? 'path' : 'file', '--type', claim.hash.algorithm, '--base32', info.path], run);
+        const parsed = hashed.exitCode === 0 ? parseHash(hashed.stdout.trim(), claim.hash.algorithm) : undefined;
+        matches = parsed?.ok === true && formatHash(parsed.value) === formatHash(claim.hash);
+      }
     }
     if (matches) this.contentAddressed.add(id);
     return matches;
@@ -223,6 +250,32 @@ export class StoreTrust {
     }
     return undefined;
   }
+}
+
+/** The public keys of these Nix secret key files; 'unknown' when one cannot be read. */
+async function ownPublicKeys(files: readonly string[]): Promise<string[] | 'unknown'> {
+  const keys: string[] = [];
+  for (const file of files) {
+    const text = await readFile(file, 'utf8').catch(() => null);
+    const key = text === null ? null : SigningKey.parse(text.trim());
+    if (!key?.ok) return 'unknown';
+    keys.push(key.value.publicKey.toString());
+  }
+  return keys;
+}
+
+/**
+ * The digest of a one-file path's contents, hashed here rather than by a `nix hash file` process (a
+ * job's derivations, text-addressed, are hundreds of small files); null: not a regular file, so not
+ * what a flat or text address names; undefined: an algorithm left to Nix.
+ */
+async function fileDigest(path: string, algorithm: string): Promise<Uint8Array | null | undefined> {
+  if (!['md5', 'sha1', 'sha256', 'sha512'].includes(algorithm)) return undefined;
+  const stat = await lstat(path).catch(() => null);
+  if (!stat?.isFile()) return null;
+  const hash = createHash(algorithm);
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest();
 }
 
 const signedFields = (info: LocalInfo) => ({

@@ -7,7 +7,7 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { formatHash, renderNarinfo, signNarinfo, SigningKey, storePathHashPart } from '../../protocol/index.js';
@@ -180,4 +180,91 @@ t.test('the ledger keeps one line a path: a file past twice that is written anew
   const again = await StoreTrust.open(file, { env });
   await again.recordBuilt([{ path: '/nix/store/11111111111111111111111111111111-y', narHash: 'sha256:1' }], []);
   t.equal(readFileSync(file, 'utf8').split('\n').length, 3, 'appended to');
+});
+
+/** D: two outputs, out and dev; a fresh salt each time. */
+function twoOutputs(salt: string) {
+  const file = join(dir, `multi-${salt}.nix`);
+  writeFileSync(file, `derivation { name = "kiln-trust-multi"; system = "x86_64-linux"; builder = "/bin/sh"; outputs = [ "out" "dev" ];
+    args = [ "-c" "echo out-${salt} > $out; echo dev-${salt} > $dev" ]; }`);
+  const drvPath = run('nix-instantiate', [file]);
+  const [out, dev] = ['out', 'dev'].map((name) => (JSON.parse(nix(['show-derivation', drvPath])) as Record<string, { outputs: Record<string, { path: string }> }>)[drvPath]!.outputs[name]!.path);
+  return { drvPath, out: out!, dev: dev! };
+}
+
+t.test('one output already valid from another organization\'s cache is checked too, though the others are missing', async (t) => {
+  const trust = await StoreTrust.open(null, { env });
+  const alpha = cache('alpha4');
+  const beta = cache('beta4');
+  const d = twoOutputs(randomUUID());
+  poison(alpha, d.dev, 'poisoned\n');
+  nix(['copy', '--no-check-sigs', '--from', alpha.url, d.dev]); // what alpha's job substituting D's dev leaves
+  t.match(nix(['path-info', '--sigs', d.dev]), alpha.key.publicKey.toString().split(':')[0]!, 'the store holds alpha\'s dev, alpha\'s signature with it');
+
+  t.match(await realise(d.drvPath, [beta], trust, join(dir, 'roots-multi')), { ok: true, alreadyValid: false }, 'beta builds D (out missing)');
+  t.match(readFileSync(d.dev, 'utf8'), /^dev-/, 'with its own dev, alpha\'s let go of');
+  t.match(readFileSync(d.out, 'utf8'), /^out-/);
+
+  const roots = join(dir, 'roots-multi-again');
+  t.match(await realise(d.drvPath, [beta], trust, roots), { ok: true, alreadyValid: true }, 'then valid, all of it');
+  t.same([`${roots}-outputs`, `${roots}-outputs-2`].map((r) => readlinkSync(r)).sort(), [d.out, d.dev].sort(), 'and rooted before the check, until the job lets go of its roots');
+});
+
+t.test('an output substituted during the build from a cache the job does not trust is not its output', async (t) => {
+  const alpha = cache('alpha5');
+  const d = twoOutputs(randomUUID());
+  poison(alpha, d.dev, 'poisoned\n');
+  // The worker's Nix substitutes from alpha (as another job's Nix could, between the check and the
+  // build), but the job's trust knows nothing of alpha's key.
+  const alphaEnv = { ...env, NIX_CONFIG: `${TEST_NIX_CONFIG}\nsubstituters = ${alpha.url}\ntrusted-public-keys = ${alpha.key.publicKey.toString()}\n` };
+  const realised = await realiseDerivation({
+    drvPath: d.drvPath, timeoutSecs: 0, maxSilentSecs: 0, cores: null, netrcFile: null, gcRoot: null, fetchStoredLog: false, env: alphaEnv, onLog: () => undefined,
+    substituters: [], trust: new StoreTrust(null, []),
+  });
+  t.match(realised, { ok: false, failure: { reason: 'worker_error', message: /not vouched for/ } }, 'the substituted dev is rejected after the build');
+});
+
+t.test('a derivation another organization\'s cache put under this job\'s .drv path is let go of', async (t) => {
+  const trust = await StoreTrust.open(null, { env });
+  const alpha = cache('alpha6');
+  const beta = cache('beta6');
+  const honest = twoOutputs(randomUUID());
+  const fake = twoOutputs(randomUUID()); // a derivation Nix accepts (its outputs are its own), of other contents
+  nix(['copy', '--derivation', '--to', `${beta.url}?secret-key=${join(dir, 'beta6.sec')}`, honest.drvPath]);
+  forget(honest.drvPath);
+  poison(alpha, honest.drvPath, readFileSync(fake.drvPath, 'utf8'));
+  nix(['copy', '--derivation', '--no-check-sigs', '--from', alpha.url, honest.drvPath]); // what alpha's job fetching it leaves
+  t.equal(readFileSync(honest.drvPath, 'utf8'), readFileSync(fake.drvPath, 'utf8'), 'the store holds alpha\'s derivation under the path');
+
+  t.match(await realise(honest.drvPath, [beta], trust), { ok: true, outputs: { out: honest.out, dev: honest.dev } }, 'beta\'s job builds the derivation from its own cache');
+  t.not(readFileSync(honest.drvPath, 'utf8'), readFileSync(fake.drvPath, 'utf8'), 'alpha\'s was let go of');
+});
+
+t.test('a source that is itself a .drv (its outputs not built) is checked as the file it is', async (t) => {
+  const salt = randomUUID();
+  const file = join(dir, `drv-src-${salt}.nix`);
+  writeFileSync(file, `rec {
+    p = derivation { name = "kiln-trust-unbuilt"; system = "x86_64-linux"; builder = "/bin/sh"; args = [ "-c" "echo ${salt} > $out" ]; };
+    top = derivation { name = "kiln-trust-drv-src"; system = "x86_64-linux"; builder = "/bin/sh";
+      args = [ "-c" "read x < \${builtins.unsafeDiscardOutputDependency p.drvPath}; echo ok > $out" ]; };
+  }`);
+  const top = run('nix-instantiate', [file, '-A', 'top']);
+  const realised = await realise(top, [], new StoreTrust(null, []));
+  t.match(realised, { ok: true, alreadyValid: false }, 'built: the .drv is text-addressed', { realised });
+});
+
+t.test('the worker\'s own signing key vouches for nothing: Nix signs whatever it builds with it', async (t) => {
+  const key = SigningKey.generate(`worker-${randomUUID().slice(0, 8)}`);
+  const keyFile = join(dir, 'worker.sec');
+  writeFileSync(keyFile, key.toString(), { mode: 0o600 });
+  const signing: NodeJS.ProcessEnv = { ...env, NIX_CONFIG: `${TEST_NIX_CONFIG}\nsecret-key-files = ${keyFile}\ntrusted-public-keys = ${key.publicKey.toString()}\n` };
+  const d = derivations(randomUUID());
+  const built = execFileSync('nix-store', ['--realise', d.pDrv], { env: signing, encoding: 'utf8' }).trim();
+  t.match(nix(['path-info', '--sigs', built]), `${key.publicKey.toString().split(':')[0]!}:`, 'the store holds the worker\'s signature of what it built');
+  const trust = await StoreTrust.open(null, { env: signing });
+  t.same((await trust.check([built], { substituters: [] }, { env: signing })).rejected, [built], 'which the ledger does not know: not acceptable');
+
+  writeFileSync(keyFile, 'unreadable');
+  const unknown = await StoreTrust.open(null, { env: signing });
+  t.same((await unknown.check([built], { substituters: [] }, { env: signing })).rejected, [built], 'nor when the key file cannot be read');
 });
