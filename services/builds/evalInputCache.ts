@@ -27,10 +27,10 @@ export interface EvalInputCacheDeps {
 }
 
 /** One dispatch's upload budget, in NARs of nar.maxUploadSize (docs/eval-cache.md, "Upload budget"). */
-export const UPLOAD_BUDGET_NARS = 4;
+const UPLOAD_BUDGET_NARS = 4;
 
 /** The bytes one dispatch of an evaluation may store: UPLOAD_BUDGET_NARS × nar.maxUploadSize, at most eval.cache.maxTotalBytes. */
-export function uploadBudget(maxBytes: number, maxTotalBytes: number): number {
+function uploadBudget(maxBytes: number, maxTotalBytes: number): number {
   const budget = UPLOAD_BUDGET_NARS * maxBytes;
   return maxTotalBytes > 0 ? Math.min(budget, maxTotalBytes) : budget;
 }
