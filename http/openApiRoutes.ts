@@ -236,7 +236,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'get /build-sources/:id': { query: FetchQuery, rawResponse: 'application/gzip' },
   'post /eval-inputs/:evaluation/query': { query: TokenQuery, body: EvalInputsQueryBody, response: EvalInputsPresent, summary: 'which locked flake inputs the evaluation\'s organization has in the shared evaluation cache (worker capability)' },
   'get /eval-inputs/:evaluation/:narHash': { query: TokenQuery, rawResponse: 'application/x-nix-nar', summary: 'a locked flake input\'s NAR from the shared evaluation cache (worker capability)' },
-  'put /eval-inputs/:evaluation/:narHash': { query: TokenQuery, rawBody: 'application/x-nix-nar', response: EvalInputStored, errors: ['eval_input_mismatch', 'nar_too_large'], summary: 'store a locked flake input\'s NAR in the shared evaluation cache (worker capability)' },
+  'put /eval-inputs/:evaluation/:narHash': { query: TokenQuery, rawBody: 'application/x-nix-nar', response: EvalInputStored, errors: ['eval_input_mismatch', 'eval_input_unwanted', 'eval_inputs_full', 'nar_too_large'], summary: 'store a locked flake input\'s NAR in the shared evaluation cache (worker capability)' },
   'get /api/v1/commits/:id': { response: CommitView },
   'get /api/v1/builds/:build/closure': { response: ClosureGraphView },
   'get /api/v1/builds/:build/runtime-closure': { response: ClosureGraphView },

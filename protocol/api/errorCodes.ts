@@ -78,6 +78,8 @@ export const errorCodes = {
   path_exists: { status: 409, meaning: 'the cache holds another NAR of the same store path (an unreproducible build); delete it first' },
   cache_inactive: { status: 409, meaning: 'an upload to a disabled cache' },
   eval_input_mismatch: { status: 400, meaning: 'an upload to the shared evaluation cache (`PUT /eval-inputs/{evaluation}/{narHash}`) whose bytes do not hash to the named narHash; nothing was stored' },
+  eval_input_unwanted: { status: 409, meaning: 'an upload to the shared evaluation cache of a narHash that the evaluation job\'s query did not find missing, or that the job has uploaded already; nothing was stored (docs/eval-cache.md)' },
+  eval_inputs_full: { status: 413, meaning: 'an upload to the shared evaluation cache past the evaluation job\'s upload budget (4 × `nar.maxUploadSize`, at most `eval.cache.maxTotalBytes`); nothing was stored (docs/eval-cache.md)' },
   nar_too_large: { status: 413, meaning: 'the NAR (or offset plus chunk) exceeds `nar.maxUploadSize`' },
   storage_busy: { status: 503, meaning: 'a NAR read could not start within `nar.storageOpenTimeoutSecs` (every `nar.maxConcurrentDownloads` place taken, the worker\'s `nar.maxConcurrentServes` taken, or the object store slow to answer); `Retry-After` says when to try again' },
   archive_busy: { status: 503, meaning: '`serve/{hash}/{dir}` while `cache.serveArchiveConcurrency` directory archives are being packed; `Retry-After` says when to try again' },

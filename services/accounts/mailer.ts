@@ -44,7 +44,12 @@ function transportOptions(config: MailConfig): SMTPTransport.Options {
   };
 }
 
-export function createMailer(config: MailConfig, log: Logger): Mailer {
+type Nodemailer = Pick<typeof import('nodemailer'), 'createTransport'>;
+/** Loads nodemailer; a test injects a loader that fails. */
+export type NodemailerLoader = () => Promise<Nodemailer>;
+const loadNodemailer: NodemailerLoader = async () => (await import('nodemailer')).default;
+
+export function createMailer(config: MailConfig, log: Logger, load: NodemailerLoader = loadNodemailer): Mailer {
   const configured = config['email.enable'] && config['email.smtp.host'] !== null;
   if (config['email.enable'] && !configured) log.info('email.enable is set but email.smtp.host is not: e-mail notifications are skipped');
   // The options (and the password file) are read now, so a wrong file fails at start; nodemailer
@@ -59,7 +64,12 @@ export function createMailer(config: MailConfig, log: Logger): Mailer {
     configured,
     async send(mail) {
       if (!options) return 'skipped';
-      transport ??= import('nodemailer').then(({ default: nodemailer }) => nodemailer.createTransport(options));
+      if (transport === null) {
+        const loading = load().then((nodemailer) => nodemailer.createTransport(options));
+        transport = loading;
+        // a load that failed is not kept: the next message tries again instead of failing the same way until a restart
+        loading.catch(() => { if (transport === loading) transport = null; });
+      }
       try {
         await (await transport).sendMail({ from, to: mail.to, subject: mail.subject, text: mail.text });
       } catch (cause) {
@@ -68,7 +78,7 @@ export function createMailer(config: MailConfig, log: Logger): Mailer {
       return 'sent';
     },
     close() {
-      void transport?.then((t) => t.close());
+      void transport?.then((t) => t.close(), () => undefined);
     },
   };
 }

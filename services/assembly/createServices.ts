@@ -303,7 +303,7 @@ export function createServices(opened: OpenedResources, opts: ServiceOptions = {
     },
     buildServerPasses,
     workerAuth: createWorkerAuth(db.scheduler, { localWorker: config['localWorker'], passes: buildServerPasses }),
-    evalInputs: evalInputCacheService({ sql: db.web, blobs: opened.blobs, maxBytes: config['nar.maxUploadSize'], now: () => clock.now() }),
+    evalInputs: evalInputCacheService({ sql: db.web, blobs: opened.blobs, maxBytes: config['nar.maxUploadSize'], maxTotalBytes: config['eval.cache.maxTotalBytes'], now: () => clock.now() }),
     scheduler, logFeed, builds: { evaluations, views, data, control: buildControlService({ sql: db.web, events: events.events, evaluations, scheduler }) }, buildRequests, gc,
     ssh: createSshServices({
       sql: db.web, config, log: componentLogger(log, 'cache'), nars, ingest: webIngest, clock, rateLimiter: opened.rateLimiter,

@@ -14,7 +14,7 @@ import type { Clock } from '../../supervisors/index.js';
 import type { CacheStorageLimits } from '../caches/index.js';
 import { changePhase } from './evaluationPhases.js';
 import { jobSourceUrl } from './sourceUploads.js';
-import { jobInputCache } from './evalInputCache.js';
+import { mintInputCache } from './evalInputCache.js';
 import { evaluationWaitReason } from './evaluationWait.js';
 import { outputsCached, projectCaches, readable, type OutputsQuestion, type ProjectCache } from '../caches/index.js';
 import type { JobTable } from './schedulerJobs.js';
@@ -186,8 +186,10 @@ export class BuildPlacement {
           await changePhase(events, evaluation.id, { event: { type: 'reject' }, reason: 'fetch_failed: the uploaded source is gone (uploads are kept for a day); run kiln build again' });
           continue;
         }
-        if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
-        this.sendEvaluation(worker, evaluation, null, await jobInputCache(sql, settings.serveUrl, evaluation.id), source);
+        // the capability's hash is written with the phase: the job is never sent without it
+        const inputCache = mintInputCache(settings.serveUrl, evaluation.id);
+        if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId, inputCacheTokenHash: inputCache.tokenHash }))) continue;
+        this.sendEvaluation(worker, evaluation, null, inputCache.access, source);
         continue;
       }
       try {
@@ -198,8 +200,9 @@ export class BuildPlacement {
         await changePhase(events, evaluation.id, { event: { type: 'reject' }, reason: `fetch_failed: the Git host application gave no access to the repository: ${why}`.slice(0, 2000) });
         continue;
       }
-      if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId }))) continue;
-      this.sendEvaluation(worker, evaluation, fetchWith, await jobInputCache(sql, settings.serveUrl, evaluation.id));
+      const inputCache = mintInputCache(settings.serveUrl, evaluation.id);
+      if (!(await changePhase(events, evaluation.id, { event: { type: 'dispatch' }, workerId: worker.hello.workerId, inputCacheTokenHash: inputCache.tokenHash }))) continue;
+      this.sendEvaluation(worker, evaluation, fetchWith, inputCache.access);
     }
   }
 

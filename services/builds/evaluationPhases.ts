@@ -37,7 +37,16 @@ export interface PhaseChange {
   /** stored as the error of a failed or aborted evaluation, and sent with its event */
   reason?: string;
   workerId?: string | null;
+  /**
+   * A dispatch's capability for the shared evaluation cache (evalInputCache.ts): the SHA-256 of its
+   * token, written with the phase so the job is never sent without it and no earlier token answers
+   * in between. It resets what the dispatch may upload.
+   */
+  inputCacheTokenHash?: string;
 }
+
+/** The phases in which the evaluation's worker holds its capability for the shared evaluation cache. */
+export const INPUT_CACHE_PHASES: readonly EvaluationPhase[] = ['fetching', 'evaluating'];
 
 /** Applies the change when the evaluation is in a phase its event leaves; false when it was not. */
 export async function changePhase(events: Events, id: string, change: PhaseChange): Promise<boolean> {
@@ -64,6 +73,8 @@ export async function applyPhaseChanges(tx: TransactionSql, emit: Emit, ids: rea
 export async function applyPhaseChange(tx: TransactionSql, emit: Emit, id: string, change: PhaseChange): Promise<boolean> {
   const { from, to } = evaluationMove(change.event, change.context);
   const final = FINAL_PHASES.includes(to);
+  // a new capability, or none once the evaluation stops running (back to the queue, or over)
+  const newCapability = change.inputCacheTokenHash !== undefined || !INPUT_CACHE_PHASES.includes(to);
   const updated = await tx<{ id: string }[]>`
     update evaluations set phase = ${to}, updated_at = now(),
       error = coalesce(${to === 'failed' || to === 'aborted' ? (change.reason ?? null) : null}, error),
@@ -71,7 +82,10 @@ export async function applyPhaseChange(tx: TransactionSql, emit: Emit, id: strin
       queued_at = case when ${to === 'queued'} then now() else queued_at end,
       attempts = attempts + ${to === 'evaluating' ? 1 : 0},
       worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
-      finished_at = case when ${final} then now() else finished_at end
+      finished_at = case when ${final} then now() else finished_at end,
+      input_cache_token_hash = case when ${newCapability} then ${change.inputCacheTokenHash ?? null}::text else input_cache_token_hash end,
+      input_cache_wanted = case when ${newCapability} then '{}' else input_cache_wanted end,
+      input_cache_bytes = case when ${newCapability} then 0 else input_cache_bytes end
     where id = ${id} and phase = any(${from as string[]}) returning id`;
   if (updated.length === 0) return false;
   // Building from now on: it takes the builds whose outcome stands for other organizations only as

@@ -12,7 +12,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Sql } from 'postgres';
 import { sweepEvalInputs } from '../../services/index.js';
-import { jobInputCache, ORPHAN_GRACE_MS } from '../../services/builds/evalInputCache.js';
+import { mintInputCache, ORPHAN_GRACE_MS } from '../../services/builds/evalInputCache.js';
 import { restoreInputs } from '../../worker/inputCache.js';
 import { signUp } from '../support/accounts.js';
 import { steppedClock } from '../support/clock.js';
@@ -112,7 +112,10 @@ t.test('the shared evaluation cache', async (t) => {
   const originAsked = () => origin.requests.filter((r) => r.endsWith('/dep.tar.gz')).length;
   const capability = async (org: string) => {
     const id = await evaluation(kiln, projectIds[org]!, holder.workerId);
-    return { id, ...(await jobInputCache(kiln.sql, kiln.url, id)) };
+    // as the scheduler's dispatch writes it
+    const { access, tokenHash } = mintInputCache(kiln.url, id);
+    await kiln.sql`update evaluations set input_cache_token_hash = ${tokenHash} where id = ${id}`;
+    return { id, ...access };
   };
   const evalJob = (jobId: string, cap: { url: string; token: string }) => ({
     t: 'evalJob' as const, jobId, project: projectIds['acme']!, repository: flake.url, commit: flake.commit, attributes: 'packages.x86_64-linux.default', timeoutSecs: 120, inputCache: { url: cap.url, token: cap.token },
@@ -141,6 +144,8 @@ t.test('the shared evaluation cache', async (t) => {
   t.test('a NAR that is not the named hash is refused and nothing stays', async (t) => {
     const wrong = 'f'.repeat(64);
     const before = await blobKeys(kiln);
+    // named by a query first: a hash the query did not find missing is refused before its bytes (evalInputCapability.test.ts)
+    await fetch(`${capA.url}/query?token=${capA.token}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ narHashes: [wrong] }) });
     const res = await fetch(`${capA.url}/${wrong}?token=${capA.token}`, { method: 'PUT', body: 'not the NAR of that hash' });
     const body = (await res.json()) as { code?: string; message: string };
     t.equal(res.status, 400);
