@@ -92,7 +92,8 @@ export function narReads(deps: NarReadsDeps): NarReads {
   const once = <T>(key: string, load: () => Promise<T>): Promise<T> => {
     const running = inflight.get(key) as Promise<T> | undefined;
     if (running) return running;
-    const started = load().finally(() => inflight.delete(key));
+    // a forget may have let a newer lookup of the key take its place: only its own entry goes
+    const started = load().finally(() => inflight.get(key) === started && inflight.delete(key));
     inflight.set(key, started);
     return started;
   };
@@ -100,29 +101,35 @@ export function narReads(deps: NarReadsDeps): NarReads {
   // Lookups asked for in one turn of the event loop share one query per cache (`= any`): a busy
   // server's remembered misses expire a few at a time (5 s each, ~200 a second for 1,000 of them),
   // and the serving threads' refreshes ask for them in batches (docs/http.md, "Serving threads").
-  type Waiter = { resolve: (text: Buffer | null) => void; reject: (e: unknown) => void };
-  /** cache id → hash part → the lookup waiting for the next query */
-  const waiting = new Map<string, Map<string, Waiter>>();
+  /** `forgets`: the key's forgets counted when this lookup began */
+  type Waiter = { resolve: (text: Buffer | null) => void; reject: (e: unknown) => void; forgets: number };
+  /** cache id → hash part → the lookups waiting for the next query */
+  const waiting = new Map<string, Map<string, Waiter[]>>();
   // Keys forgotten (an upload, a delete) while a lookup of them was under way: what that lookup
   // found may predate the change, so it is not kept, or a miss found just before an upload would
-  // hide the upload for NEGATIVE_TTL_MS.
-  const underWay = new Set<string>();
-  const forgottenDuring = new Set<string>();
-  const lookUp = (cacheId: string, batch: [string, Waiter][]): void => {
+  // hide the upload for NEGATIVE_TTL_MS; and a request after the forget does not join it, it starts
+  // a lookup of its own (review).
+  const underWay = new Map<string, { lookups: number; forgets: number }>();
+  const settled = (key: string, waiters: readonly Waiter[]): boolean => {
+    const state = underWay.get(key)!;
+    state.lookups -= waiters.length;
+    if (state.lookups <= 0) underWay.delete(key);
+    // kept only when no forget came since the newest of these lookups began
+    return Math.max(...waiters.map((w) => w.forgets)) === state.forgets;
+  };
+  const lookUp = (cacheId: string, batch: [string, Waiter[]][]): void => {
     findNarinfoRows(sql, cacheId, batch.map(([hashPart]) => hashPart)).then((rows) => {
-      for (const [hashPart, waiter] of batch) {
+      for (const [hashPart, waiters] of batch) {
         const key = narinfoKey(cacheId, hashPart);
         const row = rows.get(hashPart);
         const value = row === undefined ? null : Buffer.from(renderStoredNarinfo(row));
-        underWay.delete(key);
-        if (!forgottenDuring.delete(key)) hot.set(key, value, value?.length ?? 0, value === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
-        waiter.resolve(value);
+        if (settled(key, waiters)) hot.set(key, value, value?.length ?? 0, value === null ? NEGATIVE_TTL_MS : POSITIVE_TTL_MS);
+        for (const waiter of waiters) waiter.resolve(value);
       }
     }, (e: unknown) => {
-      for (const [hashPart, waiter] of batch) {
-        underWay.delete(narinfoKey(cacheId, hashPart));
-        forgottenDuring.delete(narinfoKey(cacheId, hashPart));
-        waiter.reject(e);
+      for (const [hashPart, waiters] of batch) {
+        settled(narinfoKey(cacheId, hashPart), waiters);
+        for (const waiter of waiters) waiter.reject(e);
       }
     });
   };
@@ -138,10 +145,16 @@ export function narReads(deps: NarReadsDeps): NarReads {
   const loadNarinfo = (cacheId: string, hashPart: string): Promise<Buffer | null> =>
     once(narinfoKey(cacheId, hashPart), () => new Promise<Buffer | null>((resolve, reject) => {
       if (waiting.size === 0) setImmediate(lookUpWaiting);
-      underWay.add(narinfoKey(cacheId, hashPart));
+      const key = narinfoKey(cacheId, hashPart);
+      const state = underWay.get(key) ?? { lookups: 0, forgets: 0 };
+      state.lookups += 1;
+      underWay.set(key, state);
       let batch = waiting.get(cacheId);
       if (batch === undefined) waiting.set(cacheId, (batch = new Map()));
-      batch.set(hashPart, { resolve, reject });
+      const waiters = batch.get(hashPart);
+      const waiter = { resolve, reject, forgets: state.forgets };
+      if (waiters === undefined) batch.set(hashPart, [waiter]);
+      else waiters.push(waiter);
     }));
 
   // An expired answer is served once more while the query for a fresh one runs (at most one per
@@ -206,7 +219,11 @@ export function narReads(deps: NarReadsDeps): NarReads {
     forget(cacheId, hashPart, fileHash) {
       const key = narinfoKey(cacheId, hashPart);
       hot.delete(key);
-      if (underWay.has(key)) forgottenDuring.add(key);
+      const state = underWay.get(key);
+      if (state !== undefined) {
+        state.forgets += 1;
+        inflight.delete(key);
+      }
       if (fileHash !== undefined) hot.delete(fileKey(cacheId, fileHash));
       for (const listener of forgetListeners) listener(cacheId, hashPart, fileHash);
     },

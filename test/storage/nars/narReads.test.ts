@@ -138,9 +138,11 @@ t.test('a lookup under way when its path is forgotten is not kept', async (t) =>
   await ran;
   await signedPaths(sql, cache.id, hashes.slice(0, 1));
   reads.forget(cache.id, hashes[0]!);
+  // a read after the forget does not join the lookup under way: it asks again (review)
+  const after = reads.narinfo(cache.id, hashes[0]!);
   open();
   t.equal(await looked, null, 'the lookup answers what it found (it raced the upload)');
-  t.equal(reads.narinfoInMemory(cache.id, hashes[0]!), undefined, 'but its miss is not kept');
+  t.match((await after)?.toString(), /^Sig: main:0$/m, 'the read after the forget finds the upload');
   watch.hold = null;
-  t.match((await reads.narinfo(cache.id, hashes[0]!))?.toString(), /^Sig: main:0$/m, 'the next read finds the upload');
+  t.match(reads.narinfoInMemory(cache.id, hashes[0]!)?.toString(), /^Sig: main:0$/m, 'and what it found is kept, not the raced miss');
 });
