@@ -4,7 +4,7 @@
 // commonly holds a whole /64, so counting exact addresses would leave it unbounded.
 
 /** What an address is counted as: an IPv4 address itself, an IPv6 one its /64 (`2001:db8:0:1::/64`). */
-export function slotKey(address: string): string {
+function slotKey(address: string): string {
   const bare = address.split('%')[0]!.toLowerCase();
   // IPv4, IPv4-mapped IPv6 (normally unmapped already) and anything unexpected: counted as given.
   if (!bare.includes(':') || bare.includes('.')) return address;

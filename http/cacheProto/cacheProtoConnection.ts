@@ -29,7 +29,7 @@ export const SEND_HIGH_WATER = 1024 * 1024;
 /** narinfo lookups one query runs at once: a query of 500 hashes must not take every database connection. */
 const LOOKUPS_PER_QUERY = 8;
 /** NAR downloads one connection runs at once; the other requested ones wait holding nothing (no file, no bytes). */
-export const NAR_DOWNLOADS_AT_ONCE = 2;
+const NAR_DOWNLOADS_AT_ONCE = 2;
 
 /** What the refusal of a cache looks like: the same words for no cache and one these credentials may not see. */
 type VisibleAccess = Extract<CacheAccess, { kind: 'visible' }>;
