@@ -201,6 +201,16 @@ t.test('the cache protocol', async (t) => {
     client.close();
   });
 
+  t.test('at most 2 NAR downloads run at once per connection; the third starts when one ends', async (t) => {
+    const client = await openCacheProto(kiln, 'pub');
+    for (const id of [1, 2, 3]) client.send({ v: 1, t: 'nar', id, hash: big.hash });
+    for (const id of [1, 2, 3]) await client.next((m): m is Extract<CacheServerMessage, { t: 'end' }> => m.t === 'end' && m.id === id);
+    const at = (t: string, id: number) => client.frames.findIndex((m) => m.t === t && 'id' in m && m.id === id);
+    t.ok(at('narStart', 1) >= 0 && at('narStart', 2) >= 0, 'two started');
+    t.ok(at('narStart', 3) > Math.min(at('end', 1), at('end', 2)), 'the third only after one of them ended');
+    client.close();
+  });
+
   t.test('the anonymous bound per client address: the 33rd refused, a freed slot usable again', async (t) => {
     const from = (address: string) => ({ 'x-forwarded-for': address });
     const held: CacheProtoClient[] = [];
