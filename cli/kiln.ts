@@ -254,7 +254,9 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const cacheProto = cacheProtoRoute({
       services, log: componentLogger(log, 'cache'), trustedProxies: config['http.trustedProxies'],
       anonymousEnabled: config['proto.anonymousCache.enable'], maxAnonymousPerAddress: config['proto.anonymousCache.maxConnectionsPerIp'],
+      maxConnections: config['proto.maxConnections'],
     });
+    const cacheProtoForgets = onCacheChanged(events.bus, CACHE_SETTINGS_REASONS, (change) => cacheProto.cacheChanged(change.cache));
     // TLS ends in the serving threads, at least one of them; with threads the main thread listens on loopback only.
     const tls = config['tls.certFile'] === null || config['tls.keyFile'] === null ? null : checkedTlsFiles(config['tls.certFile'], config['tls.keyFile']);
     const threads = config['http.threads'];
@@ -311,7 +313,10 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     }
     stack.push(() => services.logFeed.close()); // before the HTTP server waits for its requests: live logs end
     stack.push(() => proto.close());
-    stack.push(() => cacheProto.close());
+    stack.push(() => {
+      cacheProtoForgets();
+      cacheProto.close();
+    });
     stack.push(() => sockets.close());
     const outbound = startOutboundWorkers({
       proto, targets: () => services.access.workerRegistrations.outboundTargets(), isLeader: () => scheduler.isLeader, log: componentLogger(log, 'proto'),

@@ -72,7 +72,7 @@ export const networkOptions = {
   ),
   'proto.discoverable': option(bool(), true, 'accept incoming worker and federation connections on /proto'),
   'proto.federate': option(bool(), false, 'federation with other servers over /proto'),
-  'proto.maxConnections': option(positiveInt(), 256, 'maximum simultaneous /proto WebSocket connections'),
+  'proto.maxConnections': option(positiveInt(), 256, 'maximum simultaneous /proto WebSocket connections; the cache protocol (GET /cache/{cache}/proto) has as many of its own'),
   'proto.public': option(bool(), false, 'expose /proto through the reverse proxy', deploymentOnly),
   'proto.workerHeartbeatTimeoutSecs': option(
     unsignedInt(), 120,

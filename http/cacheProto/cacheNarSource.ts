@@ -3,11 +3,11 @@
 // through kiln), found with the same lookups as those routes. Refusals are decided before narStart.
 import { parseNarUrl } from '../../protocol/index.js';
 import type { BinaryCache } from '../../services/index.js';
-import { isStorageBusy } from '../../storage/index.js';
+import { isStorageBusy, ReaderTooSlow } from '../../storage/index.js';
 import type { CacheRouteServices } from '../cache/cacheDeps.js';
 import { findNarinfo } from '../cache/narinfo.js';
 
-type RefusalCode = 'not_found' | 'storage_busy';
+type RefusalCode = 'not_found' | 'storage_busy' | 'too_slow';
 
 export type CacheNarSource =
   | { kind: 'refused'; code: RefusalCode; message: string }
@@ -26,8 +26,13 @@ const UPSTREAM_URL = /^upstream\/([^/]+)\/([^/]+)\/(.+)$/;
 
 const refused = (code: RefusalCode, message: string): CacheNarSource => ({ kind: 'refused', code, message });
 
-const busyFailure = (error: unknown) =>
-  isStorageBusy(error) ? { code: 'storage_busy' as const, message: `${error instanceof Error ? error.message : 'storage'}: too many NAR reads are running; try again` } : null;
+/** What a read's failure tells the client: the storage gate's refusals are the client's to know; anything else is the server's fault. */
+const busyFailure = (error: unknown): { code: RefusalCode; message: string } | null => {
+  if (isStorageBusy(error)) return { code: 'storage_busy', message: `${error instanceof Error ? error.message : 'storage'}: too many NAR reads are running; try again` };
+  // The read gate ends a read its client takes too slowly (nar.storageMinReadBytesPerSec…): the client's doing, not a fault.
+  if (error instanceof ReaderTooSlow) return { code: 'too_slow', message: error.message };
+  return null;
+};
 
 /** The narinfo's URL line. */
 function urlOf(narinfo: Buffer): string | null {

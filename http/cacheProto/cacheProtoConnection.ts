@@ -1,5 +1,6 @@
 // One cache protocol connection (docs/cache-protocol.md): decides the cache's access as the binary
-// cache paths do, then answers queries and NAR downloads. The socket is reached only through
+// cache paths do, again before each request (the memoised answer: seconds old at most), then
+// answers queries and NAR downloads. The socket is reached only through
 // CacheSocketPort, so this file has no uWS in it. Nothing is sent after the close.
 import type { Logger } from 'pino';
 import {
@@ -27,8 +28,12 @@ export interface CacheProtoDeps {
 export const SEND_HIGH_WATER = 1024 * 1024;
 /** narinfo lookups one query runs at once: a query of 500 hashes must not take every database connection. */
 const LOOKUPS_PER_QUERY = 8;
+/** NAR downloads one connection runs at once; the other requested ones wait holding nothing (no file, no bytes). */
+const NAR_DOWNLOADS_AT_ONCE = 2;
 
 /** What the refusal of a cache looks like: the same words for no cache and one these credentials may not see. */
+type VisibleAccess = Extract<CacheAccess, { kind: 'visible' }>;
+
 const hiddenReason = (name: string) => `no cache "${name}" (a private cache needs an API key or session token)`;
 
 export class CacheProtoConnection {
@@ -39,6 +44,9 @@ export class CacheProtoConnection {
   /** requests being answered, by id; a NAR download's controller stops it */
   private readonly inFlight = new Map<number, AbortController>();
   private drainWaiters: (() => void)[] = [];
+  /** NAR downloads past the wait for a download place */
+  private downloading = 0;
+  private placeWaiters: (() => void)[] = [];
 
   constructor(
     private readonly socket: CacheSocketPort,
@@ -50,24 +58,58 @@ export class CacheProtoConnection {
 
   /** Decides whether these credentials may read the cache: `ready`, or the refusal's close. */
   start(): void {
-    this.deps.services.binaryCache.resolve(this.name, this.authorization, this.address).then(
-      (access) => this.admit(access),
-      (error: unknown) => {
-        if (isApiError(error) && [401, 403, 404].includes(error.status)) {
-          const code: CacheCloseCode = error.status === 401 ? 'unauthorized' : error.status === 403 ? 'forbidden' : 'not_found';
-          return this.close(code, error.message);
-        }
-        this.deps.log.error({ err: error, cache: this.name }, 'a cache protocol connection could not be authorised');
-        this.close('internal_error', 'the server could not check these credentials');
-      },
-    );
+    void this.readable().then((access) => {
+      if (access !== null) this.admit(access);
+    });
   }
 
-  private admit(access: CacheAccess): void {
-    if (this.closed) return;
+  /**
+   * Whether these credentials may read the cache now (binaryCache's memo: a cache's change at once,
+   * a revoked credential within seconds): the access, or null once the connection is closed with
+   * the refusal. Asked at the open, before each request, and on the cache's settings change.
+   */
+  async readable(): Promise<VisibleAccess | null> {
+    let access: CacheAccess;
+    try {
+      access = await this.deps.services.binaryCache.resolve(this.name, this.authorization, this.address);
+    } catch (error) {
+      await this.refusedBy(error);
+      return null;
+    }
+    if (this.closed) return null;
     // Anonymous on a private cache is refused as an unknown cache is (a socket needs no Basic challenge).
-    if (access.kind !== 'visible') return this.close('not_found', hiddenReason(this.name));
-    if (!access.canRead) return this.close('forbidden', `viewCache is required on cache "${this.name}"`);
+    if (access.kind !== 'visible') {
+      this.close('not_found', hiddenReason(this.name));
+      return null;
+    }
+    if (!access.canRead) {
+      this.close('forbidden', `viewCache is required on cache "${this.name}"`);
+      return null;
+    }
+    return access;
+  }
+
+  /** The cache's settings changed (cache.changed): a connection that may no longer read it closes now. */
+  cacheChanged(name: string): void {
+    if (this.closed || this.cache === null || name.toLowerCase() !== this.name.toLowerCase()) return;
+    void this.readable();
+  }
+
+  private async refusedBy(error: unknown): Promise<void> {
+    if (isApiError(error) && (error.status === 401 || error.status === 403)) {
+      // Junk credentials must not tell a private cache from no cache (the access check looks the
+      // cache up first): they are refused as credentials only where anonymous could see the cache.
+      const open = await this.deps.services.binaryCache.resolve(this.name, undefined, this.address).catch(() => null);
+      if (open?.kind !== 'visible') return this.close('not_found', hiddenReason(this.name));
+      return this.close(error.status === 401 ? 'unauthorized' : 'forbidden', error.message);
+    }
+    if (isApiError(error) && error.status === 404) return this.close('not_found', hiddenReason(this.name));
+    this.deps.log.error({ err: error, cache: this.name }, 'a cache protocol connection could not be authorised');
+    this.close('internal_error', 'the server could not check these credentials');
+  }
+
+  private admit(access: VisibleAccess): void {
+    if (this.closed) return;
     this.cache = access.cache;
     this.send({
       t: 'ready', cache: access.cache.name, publicKey: access.cache.publicKey,
@@ -112,7 +154,11 @@ export class CacheProtoConnection {
   }
 
   private async query(id: number, hashes: readonly string[]): Promise<void> {
-    const cache = this.cache!;
+    // A client that does not read its answers gets no more lookups run for it.
+    await this.writable();
+    const access = await this.readable();
+    if (access === null) return;
+    const cache = access.cache;
     const { services } = this.deps;
     const answers: ({ text: Buffer; upstream: boolean } | null)[] = new Array(hashes.length).fill(null);
     let next = 0;
@@ -138,7 +184,36 @@ export class CacheProtoConnection {
   }
 
   private async nar(id: number, hash: string, signal: AbortSignal): Promise<void> {
-    const cache = this.cache!;
+    // A small NAR is read whole into memory when opened: nothing is opened for a client that is
+    // not reading, and at most NAR_DOWNLOADS_AT_ONCE are open per connection.
+    if (!(await this.downloadPlace(signal))) return this.send({ t: 'end', id });
+    try {
+      await this.writable();
+      if (signal.aborted) return this.send({ t: 'end', id });
+      const access = await this.readable();
+      if (access === null) return;
+      await this.download(id, hash, access.cache, signal);
+    } finally {
+      this.downloading--;
+      for (const wake of this.placeWaiters.splice(0)) wake();
+    }
+  }
+
+  /** Waits for one of the connection's download places: false when cancelled or closed first. */
+  private async downloadPlace(signal: AbortSignal): Promise<boolean> {
+    while (this.downloading >= NAR_DOWNLOADS_AT_ONCE) {
+      if (this.closed || signal.aborted) return false;
+      await new Promise<void>((resolve) => {
+        this.placeWaiters.push(resolve);
+        signal.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
+    if (this.closed || signal.aborted) return false;
+    this.downloading++;
+    return true;
+  }
+
+  private async download(id: number, hash: string, cache: BinaryCache, signal: AbortSignal): Promise<void> {
     let source;
     try {
       source = await openCacheNar(this.deps.services, cache, hash, signal);
@@ -166,6 +241,7 @@ export class CacheProtoConnection {
       // After narStart: the bytes sent so far are void (docs/cache-protocol.md).
       const refusal = source.failure(error);
       if (refusal === null) throw error;
+      if (refusal.code === 'too_slow') this.deps.log.debug({ cache: this.name, address: this.address, hash }, refusal.message);
       this.send({ t: 'error', id, code: refusal.code, message: refusal.message });
     } finally {
       source.release();
@@ -202,5 +278,6 @@ export class CacheProtoConnection {
     this.early = [];
     for (const controller of this.inFlight.values()) controller.abort();
     for (const resolve of this.drainWaiters.splice(0)) resolve();
+    for (const wake of this.placeWaiters.splice(0)) wake();
   }
 }

@@ -1,15 +1,17 @@
 // GET /cache/{cache}/proto, the cache protocol WebSocket on uWS (docs/cache-protocol.md). It lives
 // on the main thread: a serving thread relays every WebSocket to it (http/serving/forwardWebSocket.ts).
-// What needs no lookup is refused at the upgrade with an HTTP answer: a malformed Authorization
-// header (401), an anonymous client when proto.anonymousCache.enable is off (401), an address
-// holding proto.anonymousCache.maxConnectionsPerIp anonymous connections (429). The upgrade then
+// What needs no lookup is refused at the upgrade with an HTTP answer: a name no cache may have
+// (404), a malformed Authorization header (401), an anonymous client when
+// proto.anonymousCache.enable is off (401), an address holding
+// proto.anonymousCache.maxConnectionsPerIp anonymous connections, or a server holding
+// proto.maxConnections cache protocol connections (429). The upgrade then
 // happens at once, inside uWS's handler (a later upgrade under cork can lose the socket: see
 // http/live/eventSockets.ts), and the cache's access is decided right after the socket opens:
 // `ready`, or a close 4401/4403/4404 as the binary cache paths would answer.
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_context_t } from 'uWebSockets.js';
 import type { Logger } from 'pino';
-import { ApiError, cacheCloseFrame, MAX_CLIENT_FRAME_BYTES } from '../../protocol/index.js';
+import { ApiError, cacheCloseFrame, MAX_CLIENT_FRAME_BYTES, ResourceName } from '../../protocol/index.js';
 import type { CacheRouteServices } from '../cache/cacheDeps.js';
 import { CidrSet, clientAddress, normalizeAddress } from '../clientAddress.js';
 import { FORWARDED_PEER_HEADER, forwardedPeer } from '../serving/forwardedPeer.js';
@@ -24,12 +26,16 @@ export interface CacheProtoRouteOptions {
   anonymousEnabled: boolean;
   /** proto.anonymousCache.maxConnectionsPerIp */
   maxAnonymousPerAddress: number;
+  /** proto.maxConnections: cache protocol connections of the whole server (counted apart from /proto's) */
+  maxConnections: number;
 }
 
 export interface CacheProtoRoute {
   register(app: TemplatedApp): void;
   /** closes every connection with shutting_down */
   close(): void;
+  /** cache.changed with a settings reason: the cache's connections that may no longer read it close */
+  cacheChanged(name: string): void;
   readonly connections: number;
   /** bytes sent on these connections and not yet written to their clients (what backpressure bounds) */
   readonly unwrittenBytes: number;
@@ -92,6 +98,8 @@ export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
       } catch {
         throw new ApiError('not_found', 'no such cache');
       }
+      // A name no cache may have is refused before any lookup.
+      if (!ResourceName.safeParse(name).success) throw new ApiError('not_found', 'no such cache');
       const authorization = cacheCredentials(req.getHeader('authorization'));
       if (authorization === undefined) {
         if (!opts.anonymousEnabled) {
@@ -102,6 +110,9 @@ export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
         if (!slots.hasRoom(address)) {
           throw new ApiError('too_many_connections', `${opts.maxAnonymousPerAddress} anonymous cache protocol connections are open from ${address} (proto.anonymousCache.maxConnectionsPerIp); close one or send credentials`);
         }
+      }
+      if (open.size >= opts.maxConnections) {
+        throw new ApiError('too_many_connections', `${opts.maxConnections} cache protocol connections are open on this server (proto.maxConnections); try again later`);
       }
       data = { connection: null, name, authorization, address, slotted: false, ended: false, inbox: [] };
     } catch (error) {
@@ -126,6 +137,13 @@ export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
         upgrade,
         open: (ws: WebSocket<SocketData>) => {
           const data = ws.getUserData();
+          if (open.size >= opts.maxConnections) {
+            // filled between the upgrade and the open
+            const frame = cacheCloseFrame('too_many_connections', `${opts.maxConnections} cache protocol connections are open on this server (proto.maxConnections)`);
+            data.ended = true;
+            ws.end(frame.closeCode, frame.closeReason);
+            return;
+          }
           if (data.authorization === undefined) {
             // Taken at the open, where the count is certain (between upgrade and open another socket may have opened).
             if (!slots.take(data.address)) {
@@ -189,6 +207,12 @@ export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
     close() {
       for (const connection of open.keys()) connection.close('shutting_down', 'the server is stopping');
       open.clear();
+    },
+    cacheChanged(name) {
+      // After this process's access memo has forgotten the cache (it hears the same event).
+      setImmediate(() => {
+        for (const connection of open.keys()) connection.cacheChanged(name);
+      });
     },
     get connections() {
       return open.size;

@@ -46,7 +46,7 @@ export const errorCodes = {
   oidc_disabled: { status: 404, meaning: 'an OIDC route while `oidc.enable` is false' },
   oidc_failed: { status: 400, meaning: 'the OIDC callback failed (provider error, unknown or expired attempt, token exchange refused); the message says which' },
   oidc_unavailable: { status: 503, meaning: 'the OpenID provider did not answer discovery, or OIDC is not fully configured' },
-  too_many_connections: { status: 429, meaning: 'an anonymous cache protocol connection (GET /cache/{cache}/proto) from an address that already holds `proto.anonymousCache.maxConnectionsPerIp` of them (docs/cache-protocol.md)' },
+  too_many_connections: { status: 429, meaning: 'an anonymous cache protocol connection (GET /cache/{cache}/proto) from an address (an IPv6 /64) that already holds `proto.anonymousCache.maxConnectionsPerIp` of them, or any one while the server holds `proto.maxConnections` cache protocol connections (docs/cache-protocol.md)' },
   rate_limited: { status: 429, meaning: 'the client address (for pin writes: the user) spent its token bucket for this endpoint; `Retry-After` says when to come back' },
   invalid_filter: { status: 400, meaning: 'SCIM: a filter other than `userName eq "…"` or `externalId eq "…"` (scimType invalidFilter)' },
   invalid_scim_path: { status: 400, meaning: 'SCIM PATCH of an attribute kiln does not keep (scimType invalidPath)' },

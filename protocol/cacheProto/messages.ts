@@ -53,7 +53,7 @@ export const CacheNarChunk = z.strictObject({ v, t: z.literal('narChunk'), id: R
 export const CacheEnd = z.strictObject({ v, t: z.literal('end'), id: RequestId });
 export const CacheRequestError = z.strictObject({
   v, t: z.literal('error'), id: RequestId,
-  code: z.enum(['not_found', 'storage_busy', 'too_many_requests', 'duplicate_id', 'internal']),
+  code: z.enum(['not_found', 'storage_busy', 'too_slow', 'too_many_requests', 'duplicate_id', 'internal']),
   message: z.string(),
 });
 export const CacheServerMessage = z.discriminatedUnion('t', [CacheReady, CachePaths, CacheNarStart, CacheNarChunk, CacheEnd, CacheRequestError]);

@@ -23,4 +23,4 @@ export { cacheContentStats, type CacheContentStats } from './sql/cacheContentSta
 export { type CachePathRow } from './sql/cachePathRow.js';
 export { findSignatureWork, writeSignatures, type SignatureWork, type SignatureWrite } from './sql/index.js';
 export { findDebugInfo, indexDebugBuildIds, unindexedCachedPaths } from './sql/index.js';
-export { type ReadPaceLimits } from './readPace.js';
+export { ReaderTooSlow, type ReadPaceLimits } from './readPace.js';

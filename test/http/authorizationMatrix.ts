@@ -427,8 +427,12 @@ const endpoints: Endpoint[] = [
   // the cache protocol WebSocket (docs/cache-protocol.md), before the rows that deactivate main:
   // reading a private cache takes viewCache as GET {hash}.narinfo does, but an anonymous client gets
   // the close of an unknown cache (404), not a Basic challenge; a public cache is open to anyone but
-  // a key pinned elsewhere
-  { method: 'GET', path: '/cache/main/proto', scope: 'cache', role: 'View', permission: 'viewCache', cacheSocket: true, special: (_p, credential) => (credential === 'none' ? 404 : undefined) },
+  // a key pinned elsewhere; failed credentials (expired, outside allowed_ips) on the private cache
+  // get the unknown cache's close too, so that junk tokens do not tell private from unknown
+  {
+    method: 'GET', path: '/cache/main/proto', scope: 'cache', role: 'View', permission: 'viewCache', cacheSocket: true,
+    special: (_p, credential) => (credential === 'none' || credential === 'expiredKey' || credential === 'keyOutsideAllowedIps' ? 404 : undefined),
+  },
   {
     method: 'GET', path: '/cache/pub/proto', scope: 'cache', permission: null, cacheSocket: true,
     special: (_p, credential) => ({ expiredKey: 401, keyOutsideAllowedIps: 403, keyPinnedElsewhere: 404 } as Partial<Record<Credential, number>>)[credential] ?? 200,

@@ -111,12 +111,34 @@ t.test('the cache protocol', async (t) => {
     t.equal(pinned.closeCode, 4404, 'a key pinned to another cache sees no cache');
     const stranger = await refusalOf(openCacheProto(kiln, 'secret', { authorization: `Bearer ${cat.token}` }));
     t.same([stranger.closeCode, stranger.closeReason], [4404, anonymous.closeReason], 'a stranger: no cache');
+    // Junk credentials tell a private cache from no cache no more than no credentials do.
     const bad = await refusalOf(openCacheProto(kiln, 'secret', { authorization: 'Bearer SVCnot-a-key' }));
-    t.equal(bad.closeCode, 4401, 'an unknown token');
+    const badUnknown = await refusalOf(openCacheProto(kiln, 'nope', { authorization: 'Bearer SVCnot-a-key' }));
+    t.same([bad.closeCode, bad.closeReason], [4404, anonymous.closeReason], 'an unknown token on a private cache: no cache');
+    t.same([badUnknown.closeCode, badUnknown.closeReason], [4404, unknown.closeReason], 'an unknown token on no cache: the same');
+    const badPublic = await refusalOf(openCacheProto(kiln, 'pub', { authorization: 'Bearer SVCnot-a-key' }));
+    t.equal(badPublic.closeCode, 4401, 'an unknown token on a public cache: unauthorized');
+    for (const name of ['-dash', '.dot', 'a b', 'x'.repeat(64)]) {
+      const odd = await refusalOf(openCacheProto(kiln, name));
+      t.match(odd, { status: 404, body: { code: 'not_found' } }, `a name no cache may have (${JSON.stringify(name)}): 404 at the upgrade`);
+    }
     const garbled = await refusalOf(openCacheProto(kiln, 'pub', { authorization: 'Token abc' }));
     t.match(garbled, { status: 401, body: { code: 'invalid_token' } }, 'an Authorization header of another scheme is refused, not taken as anonymous');
     const plain = await fetch(`${kiln.url}/cache/pub/proto`);
     t.match([plain.status, await plain.json()], [426, { code: 'websocket_required' }], 'a plain GET');
+  });
+
+  t.test('access is decided again: a cache made private closes its anonymous connections', async (t) => {
+    await createTestCache(kiln.sql, 'flip', { public: true, ownerId: ada.id });
+    const asking = await openCacheProto(kiln, 'flip');
+    const idle = await openCacheProto(kiln, 'flip');
+    asking.send({ v: 1, t: 'query', id: 1, hashes: [MISSING] });
+    t.same((await asking.next(isPaths(1))).missing, [MISSING], 'read while public');
+    t.equal((await kiln.api('PATCH', '/caches/flip', { token: ada.token, body: { public: false } })).status, 200);
+    asking.send({ v: 1, t: 'query', id: 2, hashes: [MISSING] });
+    t.match(await asking.closed, { code: 4404, reason: /^not_found: no cache "flip"/ }, 'the next query: closed as no cache');
+    t.match(await idle.closed, { code: 4404, reason: /^not_found: no cache "flip"/ }, 'an idle connection: closed on the change');
+    t.notOk(asking.frames.some((m) => m.t === 'paths' && m.id === 2), 'no answer after the change');
   });
 
   t.test('bad frames close the connection with a code and a reason; the server goes on', async (t) => {
@@ -179,6 +201,16 @@ t.test('the cache protocol', async (t) => {
     client.close();
   });
 
+  t.test('at most 2 NAR downloads run at once per connection; the third starts when one ends', async (t) => {
+    const client = await openCacheProto(kiln, 'pub');
+    for (const id of [1, 2, 3]) client.send({ v: 1, t: 'nar', id, hash: big.hash });
+    for (const id of [1, 2, 3]) await client.next((m): m is Extract<CacheServerMessage, { t: 'end' }> => m.t === 'end' && m.id === id);
+    const at = (t: string, id: number) => client.frames.findIndex((m) => m.t === t && 'id' in m && m.id === id);
+    t.ok(at('narStart', 1) >= 0 && at('narStart', 2) >= 0, 'two started');
+    t.ok(at('narStart', 3) > Math.min(at('end', 1), at('end', 2)), 'the third only after one of them ended');
+    client.close();
+  });
+
   t.test('the anonymous bound per client address: the 33rd refused, a freed slot usable again', async (t) => {
     const from = (address: string) => ({ 'x-forwarded-for': address });
     const held: CacheProtoClient[] = [];
@@ -197,16 +229,29 @@ t.test('the cache protocol', async (t) => {
     t.pass('a freed slot is usable again');
     again.close();
     for (const client of held) client.close();
+    // IPv6: a host commonly holds a whole /64, so the /64 is what is counted.
+    const held6: CacheProtoClient[] = [];
+    for (let i = 1; i <= 32; i++) held6.push(await openCacheProto(kiln, 'pub', from(`2001:db8:0:7::${i.toString(16)}`)));
+    const refused6 = await refusalOf(openCacheProto(kiln, 'pub', from('2001:db8:0:7:ffff:1:2:3')));
+    t.match(refused6, { status: 429, body: { message: /open from 2001:db8:0:7:ffff:1:2:3/ } }, 'another address of the same /64: refused');
+    const other6 = await openCacheProto(kiln, 'pub', from('2001:db8:0:8::1'));
+    t.pass('another /64 is not bounded by this one');
+    other6.close();
+    for (const client of held6) client.close();
   });
 });
 
 t.test('proto.anonymousCache.enable false: anonymous connections are refused, keys still work', async (t) => {
-  const kiln = await startTestKiln(t, { 'proto.anonymousCache.enable': false });
+  const kiln = await startTestKiln(t, { 'proto.anonymousCache.enable': false, 'proto.maxConnections': 2 });
   const ada = await signUp(kiln, 'ada');
   await createTestCache(kiln.sql, 'pub', { public: true, ownerId: ada.id });
   const refused = await refusalOf(openCacheProto(kiln, 'pub'));
   t.match(refused, { status: 401, body: { code: 'unauthorized', message: /proto\.anonymousCache\.enable/ } });
   const client = await openCacheProto(kiln, 'pub', { authorization: `Bearer ${ada.token}` });
   t.equal(client.ready.cache, 'pub');
+  const second = await openCacheProto(kiln, 'pub', { authorization: `Bearer ${ada.token}` });
+  const third = await refusalOf(openCacheProto(kiln, 'pub', { authorization: `Bearer ${ada.token}` }));
+  t.match(third, { status: 429, body: { code: 'too_many_connections', message: /^2 cache protocol connections are open on this server \(proto\.maxConnections\)/ } }, 'the server-wide bound (proto.maxConnections)');
+  second.close();
   client.close();
 });
