@@ -222,7 +222,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   building?.(built.exitCode === 0 ? 'ok' : 'error');
   if (built.aborted) return cancelled();
   if (built.exitCode === 0) {
-    const settled = await settleOutputs(trust, outputs, validOutputs, inputKeys, scope, run);
+    const settled = await settleOutputs(trust, outputs, validOutputs, inputKeys, scope, run, Boolean(options.builders));
     if (typeof settled === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', settled) };
     if (settled.length > 0) return untrusted(settled, 'outputs');
     return { ok: true, outputs, alreadyValid: false };
@@ -260,11 +260,13 @@ async function inputPathsOf(shown: z.infer<typeof Shown>[string], run: RunOption
  */
 async function settleOutputs(
   trust: StoreTrust, outputs: Record<string, string>, validBefore: readonly string[], keys: readonly string[], scope: TrustScope, run: RunOptions,
+  /** worker.build.builders: Nix built on those machines (an organization's build server) and copied the outputs back, not `ultimate` here */
+  remote: boolean,
 ): Promise<string[] | string> {
   const shown = await nix(['path-info', '--json', ...Object.values(outputs)], run);
   const infos = shown.exitCode === 0 ? z.array(z.object({ path: z.string(), narHash: z.string(), ultimate: z.boolean().optional() })).safeParse(JSON.parse(shown.stdout)) : undefined;
   if (!infos?.success) return `nix path-info of the outputs built: ${nixErrorText(shown.stderr)}`;
-  const built = infos.data.filter((info) => info.ultimate === true && !validBefore.includes(info.path));
+  const built = infos.data.filter((info) => (info.ultimate === true || remote) && !validBefore.includes(info.path));
   // a ledger that cannot be written leaves these outputs unknown after a restart: looked up, not trusted
   await trust.recordBuilt(built, keys).catch(() => undefined);
   const others = infos.data.filter((info) => !built.includes(info)).map((info) => info.path);
