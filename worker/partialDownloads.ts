@@ -1,13 +1,13 @@
 // worker.nar.partialTtlSecs: what a worker killed in the middle of a download leaves behind. kiln's
 // worker fetches no NAR itself (Nix substitutes a build's inputs from the caches and keeps no
 // partial file past its own process), so the option covers the downloads the worker does make:
-// uploaded source tarballs (<baseDir>/tmp/source-*), open_pr scratch clones (<baseDir>/tmp/open-pr-*)
-// and anything under <baseDir>/nar-partial. Each is removed once nothing in it was written for the
+// uploaded source tarballs (<baseDir>/tmp/source-*), open_pr scratch clones (<baseDir>/tmp/open-pr-*),
+// restores of shared evaluation inputs (<baseDir>/tmp/input-*, docs/eval-cache.md) and anything under <baseDir>/nar-partial. Each is removed once nothing in it was written for the
 // TTL; a live download writes as it goes, and no job runs anywhere near the one-day default.
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-const SWEPT_IN_TMP = /^(source-|open-pr-)/;
+const SWEPT_IN_TMP = /^(source-|open-pr-|input-)/;
 
 /**
  * The newest modification time in a file or tree. Symlinks are never followed (a clone of a
