@@ -7,15 +7,14 @@
 // computes the path from the content itself; the path must be the one the lock names. No signature
 // is trusted: a blob that is not the pinned tree lands nowhere. After fetching inputs from their
 // origins, the worker uploads those the server lacks.
-import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable } from 'node:stream';
 import { contentAddressClaim, parseHash } from '../protocol/index.js';
 import type { FlakeLocks } from './flakeInputPolicy.js';
 import { inParallel } from './jobContext.js';
+import { downloadHashed } from './hashedDownload.js';
 import { dumpNar } from './narDump.js';
 import { nixErrorText, nixStore } from './nixCli.js';
 import { realStorePath } from './ownStore.js';
@@ -119,12 +118,9 @@ async function restoreOne(access: InputCacheAccess, input: LockedInput, tmp: str
   await mkdir(work, { mode: 0o700 });
   try {
     const nar = join(work, 'nar');
-    const res = await fetch(withToken(access, input.narHash), { signal, redirect: 'error' });
-    if (!res.ok || !res.body) throw new Error(`the server answered ${res.status}`);
-    const hash = createHash('sha256');
-    const hashing = new Transform({ transform(chunk: Buffer, _encoding, done) { hash.update(chunk); done(null, chunk); } });
-    await pipeline(Readable.fromWeb(res.body), hashing, createWriteStream(nar, { mode: 0o600 }), { signal });
-    const got = hash.digest('hex');
+    const downloaded = await downloadHashed(withToken(access, input.narHash), nar, signal);
+    if ('error' in downloaded) throw new Error(downloaded.error);
+    const got = downloaded.sha256;
     if (got !== input.narHash) throw new Error(`the server's NAR has SHA-256 ${got}, not the ${input.narHash} flake.lock pins`);
     const tree = join(work, INPUT_NAME);
     const restored = await nixStore(['--restore', tree], { env, signal, stdinFile: nar });

@@ -3,36 +3,18 @@
 // directory, checked against the SHA-256 the server recorded, and unpacked into the Nix store by
 // Nix itself (nix-prefetch-url --unpack, which strips the single top-level directory). The flake is
 // then `path:<store path>?narHash=…`, a locked reference pure evaluation accepts.
-import { createHash, randomUUID } from 'node:crypto';
-import { createWriteStream } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Readable, Transform } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { jobFailure, type EvalJob } from '../protocol/index.js';
 import { runCommand } from './childProcess.js';
+import { downloadHashed } from './hashedDownload.js';
 import type { Checkout } from './gitCheckout.js';
 import { nix, nixErrorText } from './nixCli.js';
 import { ensurePrivateDirectory } from './privateDirectories.js';
 
 type Source = NonNullable<EvalJob['source']>;
-
-/** Downloads into `file`, hashing as it goes; the hex SHA-256, or a failure's words. */
-async function download(url: string, file: string, signal: AbortSignal): Promise<{ sha256: string } | { error: string }> {
-  let res: Response;
-  try {
-    // no redirects: the server hands out its own address only
-    res = await fetch(url, { signal, redirect: 'error' });
-  } catch (e) {
-    return { error: e instanceof Error ? e.message : String(e) };
-  }
-  if (!res.ok || !res.body) return { error: `the server answered ${res.status}` };
-  const hash = createHash('sha256');
-  const hashing = new Transform({ transform(chunk: Buffer, _encoding, done) { hash.update(chunk); done(null, chunk); } });
-  await pipeline(Readable.fromWeb(res.body), hashing, createWriteStream(file, { mode: 0o600 }), { signal });
-  return { sha256: hash.digest('hex') };
-}
 
 export async function fetchSource(baseDir: string, source: Source, env: NodeJS.ProcessEnv, signal: AbortSignal): Promise<Checkout> {
   const dir = join(baseDir, 'tmp');
@@ -40,7 +22,7 @@ export async function fetchSource(baseDir: string, source: Source, env: NodeJS.P
   const file = join(dir, `source-${randomUUID()}`);
   const failed = (message: string) => ({ ok: false as const, failure: jobFailure(signal.aborted ? 'cancelled' : 'fetch_failed', signal.aborted ? 'the fetch was cancelled' : message) });
   try {
-    const got = await download(source.url, file, signal).catch((e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }));
+    const got = await downloadHashed(source.url, file, signal).catch((e: unknown) => ({ error: e instanceof Error ? e.message : String(e) }));
     if ('error' in got) return failed(`downloading the uploaded source failed: ${got.error}`);
     if (got.sha256 !== source.sha256) return failed(`the uploaded source's SHA-256 is ${got.sha256}, not the ${source.sha256} the server recorded`);
     const unpacked = await runCommand('nix-prefetch-url', ['--unpack', '--print-path', '--name', 'source', pathToFileURL(file).href], { env, signal });

@@ -34,6 +34,17 @@ const busyFailure = (error: unknown): { code: RefusalCode; message: string } | n
   return null;
 };
 
+/** A storage read: a refusal of the read gate comes back as the client's refusal; any other failure is thrown. */
+async function gated<T>(open: () => Promise<T>): Promise<{ value: T } | { refusal: CacheNarSource }> {
+  try {
+    return { value: await open() };
+  } catch (e) {
+    const busy = busyFailure(e);
+    if (busy === null) throw e;
+    return { refusal: refused(busy.code, busy.message) };
+  }
+}
+
 /** The narinfo's URL line. */
 function urlOf(narinfo: Buffer): string | null {
   for (const line of narinfo.toString('utf8').split('\n')) if (line.startsWith('URL: ')) return line.slice('URL: '.length);
@@ -53,29 +64,18 @@ export async function openCacheNar(services: CacheRouteServices, cache: BinaryCa
     if (known === null) return missing;
     const gone = refused('not_found', `the NAR file ${fileHash} is missing from storage`);
     if (known.fileSize <= services.config['nar.smallBytes']) {
-      let bytes: Buffer | null;
-      try {
-        bytes = await reads.smallNar(fileHash);
-      } catch (e) {
-        const busy = busyFailure(e);
-        if (busy === null) throw e;
-        return refused(busy.code, busy.message);
-      }
+      const small = await gated(() => reads.smallNar(fileHash));
+      if ('refusal' in small) return small.refusal;
+      const bytes = small.value;
       if (bytes === null) return gone;
       services.caches.traffic.fetched(cache, fileHash, bytes.length);
       return { kind: 'open', url, size: bytes.length, body: [bytes], release: () => undefined, failure: busyFailure };
     }
-    let read;
-    try {
-      read = await reads.openNar(fileHash, undefined, undefined, signal);
-    } catch (e) {
-      const busy = busyFailure(e);
-      if (busy === null) throw e;
-      return refused(busy.code, busy.message);
-    }
-    if (read === null) return gone;
-    services.caches.traffic.fetched(cache, fileHash, read.size);
-    const opened = read;
+    const read = await gated(() => reads.openNar(fileHash, undefined, undefined, signal));
+    if ('refusal' in read) return read.refusal;
+    const opened = read.value;
+    if (opened === null) return gone;
+    services.caches.traffic.fetched(cache, fileHash, opened.size);
     return { kind: 'open', url, size: opened.size, body: opened.body, release: () => opened.cancel(), failure: busyFailure };
   }
   const upstream = UPSTREAM_URL.exec(url);
