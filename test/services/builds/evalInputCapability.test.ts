@@ -52,6 +52,12 @@ t.test('each evaluation job carries a capability valid while the evaluation runs
   t.same(((await res.json()) as { message: unknown }).message, { present: [] });
   t.equal((await query({ ...job.inputCache!, token: `${job.inputCache!.token.slice(0, -1)}x` }, [])).status, 404, 'another token does not');
   t.equal((await query(refused.inputCache!, [])).status, 404, 'nor does the earlier dispatch\'s');
+  // an account is no capability: the owner's own session, as a header or as the token, reads nothing
+  const asAccount = await fetch(`${job.inputCache!.url}/query`, {
+    method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ narHashes: [] }),
+  });
+  t.equal(asAccount.status, 404, 'the project owner\'s session in the Authorization header');
+  t.equal((await query({ url: job.inputCache!.url, token }, [])).status, 404, 'the project owner\'s session as the token');
 
   worker.send({ t: 'evalResult', jobId: job.jobId, commit: 'a'.repeat(40), derivationCount: 0, attributeCount: 0, errorCount: 0, durationMs: 1 });
   await eventually(async () => (await kiln.api<{ phase: string }>('GET', `/evals/${evaluated.message}`, { token })).message,
