@@ -211,22 +211,24 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
   // uuid[] literals, one a change (unnest would flatten an array of arrays); null: an open worker
   const workerProjects = changes.map((c) => (c.change.workerProjects ? `{${c.change.workerProjects.join(',')}}` : null));
   const rows = await tx<({ id: string; attempts: number; previous: BuildStatus; scoped: boolean } & Partial<BuildRow>)[]>`
-    with c as (
-      select * from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[], ${workerProjects}::text[])
-        as c(id, worker_id, log_bytes, log_dropped_bytes, worker_projects)),
-    old as materialized (select d.id, d.status as previous from derivation_builds d where d.id = any(${ids}::uuid[]) order by d.id for no key update),
+    with locked as materialized (
+      select d.id, d.status as previous, c.worker_id, c.log_bytes, c.log_dropped_bytes, c.worker_projects
+      from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[], ${workerProjects}::text[])
+        as c(id, worker_id, log_bytes, log_dropped_bytes, worker_projects)
+      join derivation_builds d on d.id = c.id
+      order by d.id for no key update of d),
     changed as (
       update derivation_builds b set status = ${to}, updated_at = now(),
         attempts = b.attempts + ${event.type === 'dispatch' ? 1 : 0},
-        worker_id = case when ${setsWorker} then c.worker_id else b.worker_id end,
+        worker_id = case when ${setsWorker} then locked.worker_id else b.worker_id end,
         failure_class = null, failure_reason = null, failure_message = null, not_before = null,
         started_at = case when ${to === 'started'} then now() else b.started_at end,
         finished_at = case when ${final} then now() when ${to === 'queued'} then null else b.finished_at end,
-        log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes),
+        log_bytes = coalesce(locked.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(locked.log_dropped_bytes, b.log_dropped_bytes),
         done_for = ${doneForUpdate(tx, event)}, failed_for = ${failedForUpdate(tx, event, to)},
-        worker_scope = ${workerScopeUpdate(tx, event, tx`c.worker_projects::uuid[]`)}
-      from c join old on old.id = c.id
-      where b.id = c.id and b.status = any(${from as string[]}) returning b.id, b.attempts, old.previous, b.derivation_id, b.done_for is not null as scoped)
+        worker_scope = ${workerScopeUpdate(tx, event, tx`locked.worker_projects::uuid[]`)}
+      from locked
+      where b.id = locked.id and b.status = any(${from as string[]}) returning b.id, b.attempts, locked.previous, b.derivation_id, b.done_for is not null as scoped)
     select ch.id, ch.attempts, ch.previous, ch.scoped, ${buildRowColumns(tx)}
     from changed ch join derivations d on d.id = ch.derivation_id
     left join (builds b join evaluations e on e.id = b.evaluation_id and e.phase not in ('completed', 'failed', 'aborted')
