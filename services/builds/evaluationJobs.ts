@@ -11,6 +11,7 @@ import { recordEvalBatch, stageEvalBatch, type StagedEvalBatch } from './graphRe
 import type { EvalJobEntry, JobTable } from './schedulerJobs.js';
 import { recordEvaluationStats } from './buildStatistics.js';
 import type { ConnectedWorker } from '../workers/index.js';
+import type { PlannerStatistics } from './plannerStatistics.js';
 
 /** evaluation.activity events one job may cause: a worker's messages are few (docs/metrics.md), a flood is cut. */
 const ACTIVITY_PER_JOB = 1000;
@@ -52,6 +53,8 @@ export interface EvaluationJobDeps {
   wake(): void;
   /** the stored phase samples: an evaluation job's time on the worker */
   phases?: Pick<PhaseSampleBuffer, 'record'>;
+  /** the graph tables' planner statistics, refreshed after a large recording */
+  statistics?: Pick<PlannerStatistics, 'recorded'>;
 }
 
 export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJobEntry, message: Message, worker: Pick<ConnectedWorker, 'link'>): Promise<void> {
@@ -65,6 +68,7 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
       return;
     }
     job.credit -= 1;
+    job.derivations += message.derivations.length;
     job.actor.send({ type: 'progress', amount: message.derivations.length });
     // as COPY rows at once: the decoded batch is not kept while earlier ones are recorded
     let staged: StagedEvalBatch | null = null;
@@ -113,6 +117,7 @@ export async function evaluationJobMessage(deps: EvaluationJobDeps, job: EvalJob
       await failEvaluation(deps, job.evaluationId, { class: 'FailedTransient', reason: 'server_error', message: 'the server could not start building the evaluation' });
       return;
     }
+    void deps.statistics?.recorded(job.derivations);
     await deps.finishEvaluation(job.evaluationId);
     deps.wake();
     return;

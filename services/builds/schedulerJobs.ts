@@ -15,6 +15,8 @@ export type EvalJobEntry = {
   failure: { reason: 'server_error' | 'worker_error'; message: string } | null;
   /** evalBatch messages the worker may still send: EVAL_BATCH_WINDOW, less those received, plus the evalCredit sent */
   credit: number;
+  /** derivations received in its batches so far */
+  derivations: number;
   /** when the evaluation last became dispatchable: its dispatch latency ends when the worker accepts the job */
   queuedAt: Date;
 };
@@ -29,7 +31,7 @@ type BuildMemory = { name: string | null; predicted: number | null; reported: nu
 export type Job = EvalJobEntry | BuildJobEntry;
 export type JobEnd = Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>;
 
-type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failure' | 'credit'> & { attempt: number })
+type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failure' | 'credit' | 'derivations'> & { attempt: number })
   | (Omit<BuildJobEntry, 'actor' | 'progress' | 'memory'> & { memory?: Omit<BuildMemory, 'reported'> });
 
 export class JobTable {
@@ -66,7 +68,7 @@ export class JobTable {
       rehydrate: () => null,
     });
     const entry: Job = job.kind === 'eval'
-      ? { ...job, chain: Promise.resolve(), failure: null, credit: EVAL_BATCH_WINDOW, actor }
+      ? { ...job, chain: Promise.resolve(), failure: null, credit: EVAL_BATCH_WINDOW, derivations: 0, actor }
       : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 }, memory: { name: null, predicted: null, ...job.memory, reported: null } };
     this.jobs.set(job.jobId, entry);
     if (this.tracer.enabled) {

@@ -36,20 +36,26 @@ export type { ReadiedBuild, ReadyBuild } from './readyBuild.js';
  * worker only some organizations trust does not stand for (tenantScope.ts offeredTo; buildStatus.ts's
  * readiness statement says the same). A build no project is left to offer to (queued again for
  * other tenants, who left) is not returned: the restore pass finds those (tenantScope.ts
- * requeuedForOthers), so the ready queue never reads them again and again.
+ * requeuedForOthers), so the ready queue never reads them again and again. The projects are
+ * gathered per build (lateral) rather than grouped over the whole join: the partial index's order
+ * then streams into the limit, whatever PostgreSQL's statistics say. Grouped, with the statistics
+ * of a 50,000-build graph just analyzed, it joined every build of the graph first: 176 ms a read.
  */
 export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly string[]) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
-         d.prefer_local_build, db.substitute_misses, array_agg(distinct p.id) as projects, db.queued_at,
-         array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts,
-         array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
+         d.prefer_local_build, db.substitute_misses, wanted.projects, db.queued_at, wanted.task_timeouts, wanted.task_max_silents
   from derivation_builds db join derivations d on d.id = db.derivation_id
-  join builds b on b.derivation_build_id = db.id
-  join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
-  join tasks t on t.id = e.task_id join projects p on p.id = t.project_id and ${offeredTo(sql)}
+  cross join lateral (
+    select array_agg(distinct p.id) as projects,
+           array_agg(distinct coalesce(t.build_timeout_secs, -1)) as task_timeouts,
+           array_agg(distinct coalesce(t.build_max_silent_secs, -1)) as task_max_silents
+    from builds b join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
+    join tasks t on t.id = e.task_id join projects p on p.id = t.project_id and ${offeredTo(sql)}
+    where b.derivation_build_id = db.id) wanted
   where db.status = 'queued' and db.inputs_remaining = 0 and (db.not_before is null or db.not_before <= ${now})
+    and wanted.projects is not null
     ${ids === undefined ? sql`` : sql`and db.id = any(${ids as string[]}::uuid[])`}
-  group by db.id, d.id order by db.queued_at limit ${limit}`;
+  order by db.queued_at limit ${limit}`;
 
 /**
  * Queued builds that depend, directly or not, on this one; with `failedFor` (a failure that stands

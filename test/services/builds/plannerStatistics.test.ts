@@ -1,0 +1,40 @@
+// After a large recording the graph tables' statistics are brought up to date at once
+// (services/builds/plannerStatistics.ts): PostgreSQL plans the scheduler's statements by them.
+import pino from 'pino';
+import t from 'tap';
+import { PlannerStatistics } from '../../../services/builds/plannerStatistics.js';
+import { testDatabase } from '../../support/db.js';
+import { eventually } from '../../support/eventually.js';
+
+t.test('the graph tables are analyzed after a recording that is a large share of them, not after a small one', async (t) => {
+  const { sql } = await testDatabase(t);
+  const statistics = new PlannerStatistics(sql, pino({ level: 'silent' }));
+  const analyzed = async () => {
+    await sql`select pg_stat_clear_snapshot()`;
+    const rows = await sql<{ relname: string; n: number }[]>`
+      select relname, analyze_count::int as n from pg_stat_user_tables
+      where relname in ('derivations', 'derivation_builds', 'derivation_edges', 'builds') order by relname`;
+    return Object.fromEntries(rows.map((r) => [r.relname, r.n]));
+  };
+  const before = await analyzed();
+
+  await statistics.recorded(1_999);
+  await statistics.settle();
+  t.same(await analyzed(), before, 'under 2,000 derivations: left to autovacuum');
+
+  // empty tables, as on a new server: the first large evaluation is most of them
+  await statistics.recorded(2_000);
+  await statistics.settle();
+  await eventually(async () => (await analyzed())['builds'] === (before['builds'] ?? 0) + 1, { message: 'the tables were analyzed' });
+  t.same(await analyzed(), Object.fromEntries(Object.entries(before).map(([k, n]) => [k, n + 1])), 'all four tables, once');
+
+  // a table PostgreSQL believes holds a million builds rows: 2,000 more do not move its statistics
+  await sql`update pg_class set reltuples = 1000000 where oid = 'builds'::regclass`;
+  const settled = await analyzed();
+  await statistics.recorded(50_000);
+  await statistics.settle();
+  t.same(await analyzed(), settled, '5 % of the table: left to autovacuum');
+  await statistics.recorded(100_000);
+  await statistics.settle();
+  await eventually(async () => (await analyzed())['builds'] === settled['builds']! + 1, { message: '10 % of the table: analyzed' });
+});
