@@ -54,13 +54,18 @@ export interface Verdict {
 const NARINFO_LOOKUPS_AT_ONCE = 16;
 
 /**
- * How many verdicts, content-address results and built paths a worker keeps in memory. A job's
- * closure is a few hundred to a few thousand paths, so this holds every path of some tens of
- * scopes (about 50 MB at most: an entry is a path, a NAR hash and a key list); past it, the least
- * recently used go, and a path whose verdict went is checked again (a signature check or a narinfo
- * lookup), one whose built entry went is looked up in the job's caches or let go of and built again.
+ * How many verdicts and content-address results a worker keeps in memory. A job's closure is a few
+ * hundred to a few thousand paths, so this holds every path of some tens of scopes; past it, the
+ * least recently used go, and a path whose verdict went is checked again (a signature check, a
+ * hash, or a narinfo lookup). Full, with the built paths below: about 90 MB (measured, three-key scopes).
  */
-export const TRUST_MEMO_ENTRIES = 100_000;
+const TRUST_MEMO_ENTRIES = 50_000;
+/**
+ * Built paths kept in memory (the ledger's entries). Past it the least recently used go, from the
+ * ledger too at its next rewrite: such a path is looked up in the job's caches, else let go of and
+ * built again.
+ */
+const BUILT_ENTRIES = 100_000;
 /** Parsed public keys kept: one per cache key a job named, a few per organization. */
 const PARSED_KEYS = 10_000;
 /**
@@ -78,7 +83,7 @@ interface ParsedKey { text: string; key: VerifyingKey }
 
 export class StoreTrust {
   /** built here: path and NAR hash → the keys its inputs rested on (the ledger, in memory) */
-  private readonly built = new BoundedMap<string, string[]>(TRUST_MEMO_ENTRIES);
+  private readonly built = new BoundedMap<string, string[]>(BUILT_ENTRIES);
   /** path and NAR hash → its content address checked out (whoever asks) */
   private readonly contentAddressed = new BoundedMap<string, true>(TRUST_MEMO_ENTRIES);
   /** path, NAR hash and the job's keys → the keys its acceptance rests on */
@@ -104,7 +109,7 @@ export class StoreTrust {
     private readonly run: RunOptions = { env: process.env },
   ) {}
 
-  /** Reads the ledger of what this store built, then writes it anew; a missing or damaged line only makes those paths unknown. */
+  /** Reads the ledger of what this store built, and starts writing it anew; a missing or damaged line only makes those paths unknown. */
   static async open(ledgerFile: string | null, run: RunOptions): Promise<StoreTrust> {
     const shown = await nix(['show-config', '--json'], run);
     const setting = z.object({ value: z.array(z.string()) });
@@ -124,7 +129,8 @@ export class StoreTrust {
         // a line cut short by a crash: that path is unknown, so looked up or built again
       }
     }
-    if (trust.ledgerLines > 0) await trust.compactLedger();
+    // not awaited: the first job does not wait for a validity query of every path in the ledger
+    if (trust.ledgerLines > 0) trust.compactInBackground();
     return trust;
   }
 
@@ -176,11 +182,8 @@ export class StoreTrust {
       await appendFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
       this.ledgerLines += lines.length;
     });
-    if (!this.compacting && this.ledgerLines - this.ledgerKept > Math.max(LEDGER_COMPACT_LINES, this.ledgerKept)) {
-      // not awaited: the job that crossed the mark does not wait for the rewrite
-      this.compacting = true;
-      void this.compactLedger().catch(() => undefined).finally(() => (this.compacting = false));
-    }
+    // not awaited: the job that crossed the mark does not wait for the rewrite
+    if (this.ledgerLines - this.ledgerKept > Math.max(LEDGER_COMPACT_LINES, this.ledgerKept)) this.compactInBackground();
   }
 
   /**
@@ -188,7 +191,7 @@ export class StoreTrust {
    * store among those held in memory; the others go from memory too. A path Nix let go of or
    * collected is built or substituted again, and what vouches for it then is recorded anew.
    */
-  async compactLedger(): Promise<void> {
+  private async compactLedger(): Promise<void> {
     const file = this.ledgerFile;
     if (file === null) return;
     await this.ledgerWrite(async () => {
@@ -211,6 +214,13 @@ export class StoreTrust {
       this.ledgerLines = kept.length;
       this.ledgerKept = kept.length;
     });
+  }
+
+  /** A rewrite unless one is under way; one that fails leaves the file as it was (the temporary file is renamed only once written). */
+  private compactInBackground(): void {
+    if (this.compacting) return;
+    this.compacting = true;
+    void this.compactLedger().catch(() => undefined).finally(() => (this.compacting = false));
   }
 
   private ledgerWrite(write: () => Promise<void>): Promise<void> {

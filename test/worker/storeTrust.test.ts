@@ -170,6 +170,7 @@ t.test('the ledger keeps the paths still valid: written anew at start, and once 
   forget(gone);
 
   const again = await StoreTrust.open(file, { env });
+  await eventually(() => readFileSync(file, 'utf8').split('\n').length, { until: (n) => n === 2, message: 'the ledger is written anew at start' });
   const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
   t.equal(lines.length, 1, 'at start: one line a path, the damaged one dropped');
   t.match(lines[0], valid, 'the valid path stays');
