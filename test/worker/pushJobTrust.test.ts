@@ -43,6 +43,13 @@ function expressions(salt: string) {
 t.test('what another organization left in the shared store is not pushed into this one\'s cache', async (t) => {
   const { session } = await startInProcessWorker(t, dir);
   const alpha = signedCache(dir, 'alpha');
+  /** p's .drv path holding `other`'s derivation (Nix takes it: its outputs are its own), as alpha's job fetching it from alpha's cache leaves it */
+  const fakeDerivation = (e: ReturnType<typeof expressions>) => {
+    const fake = e('p', true);
+    poison(alpha, fake, readFileSync(e('other'), 'utf8'), env);
+    nix(['copy', '--derivation', '--no-check-sigs', '--from', alpha.url, fake]);
+    return fake;
+  };
 
   const d = expressions(randomUUID());
   const p = run('nix-store', ['--query', '--outputs', d('p')]);
@@ -53,12 +60,10 @@ t.test('what another organization left in the shared store is not pushed into th
   t.notOk(session.nars.has(p), 'the poisoned input-addressed path was not pushed');
   t.notOk(valid(p), 'and was let go of');
 
-  // A derivation Nix takes (its outputs are its own) under another derivation's path, as alpha's
-  // cache can serve one: the check hashes the file against the text address its path claims.
+  // A derivation under another derivation's path: the check hashes the file against the text
+  // address its path claims.
   const e = expressions(randomUUID());
-  const fake = e('p', true);
-  poison(alpha, fake, readFileSync(e('other'), 'utf8'), env);
-  nix(['copy', '--derivation', '--no-check-sigs', '--from', alpha.url, fake]);
+  const fake = fakeDerivation(e);
   t.equal(readFileSync(fake, 'utf8'), readFileSync(e('other'), 'utf8'), 'the store holds alpha\'s derivation under the path');
   session.send({ t: 'pushJob', jobId: 'fake-drv', paths: [fake], targetCaches: ['beta'] });
   t.match(await session.outcome('fake-drv'), { t: 'jobFailed', failure: { reason: 'inputs_unavailable', message: new RegExp(fake) } });
@@ -67,9 +72,7 @@ t.test('what another organization left in the shared store is not pushed into th
 
   // Its closure as pushed: an honest derivation whose input derivation is fake is not pushed either.
   const f = expressions(randomUUID());
-  const fakeInput = f('p', true);
-  poison(alpha, fakeInput, readFileSync(f('other'), 'utf8'), env);
-  nix(['copy', '--derivation', '--no-check-sigs', '--from', alpha.url, fakeInput]);
+  const fakeInput = fakeDerivation(f);
   const top = f('a'); // written honestly, on top of the fake input already there
   t.match(nix(['path-info', '--json', '--derivation', top]), fakeInput, 'a refers to the fake input');
   session.send({ t: 'pushJob', jobId: 'fake-input', paths: [top], targetCaches: ['beta'] });
