@@ -1,7 +1,6 @@
 // A buildJob: realise the derivation, stream its log, push the closure of its outputs to the
 // target caches, then buildResult with each output's NarHash/NarSize/references, or jobFailed.
-import { mkdir, readdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { mkdir } from 'node:fs/promises';
 import { jobFailure, type BuildJob, type JobFailure } from '../protocol/index.js';
 import { BuildLogStream } from './buildLogStream.js';
 import { inParallel, reply, type JobContext } from './jobContext.js';
@@ -11,14 +10,7 @@ import { openBuildCgroup, type BuildCgroup } from './buildCgroup.js';
 import { jobRootSpan, type BuildResources, type SpanIds } from '../protocol/index.js';
 import { writeJobNetrc } from './substituterNetrc.js';
 import { closureOf, queryPathInfos, referencesFirst } from './pathInfo.js';
-
-/** A GC root name per job: job ids may hold characters a file name should not. */
-const rootName = (jobId: string) => `job-${jobId.replace(/[^A-Za-z0-9._-]/g, '_')}`;
-
-async function removeRoots(dir: string, name: string): Promise<void> {
-  const entries = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(entries.filter((entry) => entry === name || entry.startsWith(`${name}-`)).map((entry) => rm(join(dir, entry), { force: true })));
-}
+import { jobRoot, removeRoots } from './storeRoots.js';
 
 export async function runBuildJob(job: BuildJob, ctx: JobContext): Promise<void> {
   // The worker's span of the job hangs below the server's (docs/metrics.md, "Stage traces").
@@ -65,7 +57,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
       cores: settings.maxCores,
       substituters: job.substituters,
       netrcFile: netrc.path,
-      gcRoot: rootsDir ? join(rootsDir, rootName(job.jobId)) : null,
+      gcRoot: rootsDir ? jobRoot(rootsDir, job.jobId) : null,
       fetchStoredLog: settings.logFetchFromStore,
       builders: settings.builders,
       trust: await ctx.trust(),
@@ -119,7 +111,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
     await netrc.remove();
     // Not awaited, as the evaluation's statistics files are not: the slot is free once the result is sent.
     void cgroup?.remove().catch((e: unknown) => ctx.log.warn({ err: e, jobId: job.jobId }, 'could not remove the build\'s cgroup'));
-    if (rootsDir) await removeRoots(rootsDir, rootName(job.jobId));
+    if (rootsDir) await removeRoots(jobRoot(rootsDir, job.jobId));
   }
 }
 

@@ -4,8 +4,6 @@
 //      substitutable, with --max-jobs 0 so nothing is built; otherwise inputs_unavailable and
 //      the server dispatches the missing dependency first (build.inputsUnavailableMaxLoops);
 //   3. the build, with the job's timeouts and --cores, its log streamed line by line.
-import { readdir, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
 import { z } from 'zod';
 import { isPlacementFeature, jobFailure, type JobFailure, type Substituter } from '../protocol/index.js';
 import { classifyBuildFailure } from './failureClassifier.js';
@@ -15,6 +13,7 @@ import { storeConnections } from './storeConnections.js';
 import { parseNixLogLine } from './nixLogLines.js';
 import { remoteBuildArgs, remoteBuilderFailure } from './remoteBuilders.js';
 import { letGo, StoreTrust, type TrustScope } from './storeTrust.js';
+import { removeRoots, rootPaths } from './storeRoots.js';
 
 export interface RealiseOptions {
   drvPath: string;
@@ -122,7 +121,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   // show inputs to let go of in turn; a path rejected past that came back from the job's own caches.
   const untrusted = async (rejected: string[], what: string): Promise<Realised> => {
     if (round >= LET_GO_ROUNDS) return { ok: false, failure: jobFailure('worker_error', `${what} of ${options.drvPath} substituted again are still not vouched for by this job's caches: ${rejected.join(', ')}`) };
-    if (options.gcRoot !== null) await removeInputRoots(options.gcRoot);
+    if (options.gcRoot !== null) await removeRoots(options.gcRoot, ['drv', 'inputs', 'outputs']);
     const refused = await letGo(rejected, run);
     if (refused !== null) {
       const message = `the store holds ${what} of ${options.drvPath} from a source this project does not trust, in use by another build (${rejected.join(', ')}): the job goes back to the queue. ${refused}`;
@@ -134,6 +133,13 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   // The derivation and its closure (input derivations, sources) are checked as inputs are: a .drv
   // is input-addressed by nothing Nix verifies, so another organization's cache could otherwise
   // install a fake one under this job's path. A real one is text-addressed and passes as such.
+  // Rooted first (`<gcRoot>-drv`, with its closure), so another job letting go of paths cannot
+  // swap it between the check and the build, which reads it again.
+  if (options.gcRoot !== null) {
+    const refused = await rootPaths([options.drvPath], options.gcRoot, run);
+    if (options.signal?.aborted) return cancelled();
+    if (refused !== null) return { ok: false, failure: jobFailure('worker_error', `${options.drvPath}: ${refused}`) };
+  }
   const drvVerdict = await trust.check([options.drvPath], scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
   if (typeof drvVerdict === 'string') return options.signal?.aborted ? cancelled() : { ok: false, failure: jobFailure('worker_error', drvVerdict) };
   if (drvVerdict.rejected.length > 0) return untrusted(drvVerdict.rejected, 'derivations');
@@ -272,12 +278,4 @@ async function settleOutputs(
   const others = infos.data.filter((info) => !built.includes(info)).map((info) => info.path);
   const verdict = await trust.check(others, scope, run).catch((e: unknown) => (e instanceof Error ? e.message : String(e)));
   return typeof verdict === 'string' ? verdict : verdict.rejected;
-}
-
-/** This job's own roots of its inputs and valid outputs (`<gcRoot>-inputs…`, `-outputs…`): they would keep a path it must let go of. */
-async function removeInputRoots(gcRoot: string): Promise<void> {
-  const dir = dirname(gcRoot);
-  const prefixes = [`${basename(gcRoot)}-inputs`, `${basename(gcRoot)}-outputs`];
-  const entries = await readdir(dir).catch(() => [] as string[]);
-  await Promise.all(entries.filter((e) => prefixes.some((p) => e === p || e.startsWith(`${p}-`))).map((e) => rm(join(dir, e), { force: true })));
 }

@@ -20,7 +20,8 @@ import {
   contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, SigningKey, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
 } from '../protocol/index.js';
 import type { RunOptions } from './childProcess.js';
-import { nix, nixErrorText, nixStore } from './nixCli.js';
+import { BoundedMap } from './boundedMap.js';
+import { nix, nixErrorText, nixStore, validOf } from './nixCli.js';
 
 const LocalInfo = z.array(z.object({
   path: z.string(),
@@ -52,42 +53,75 @@ export interface Verdict {
 
 const NARINFO_LOOKUPS_AT_ONCE = 16;
 
+/**
+ * How many verdicts and content-address results a worker keeps in memory. A job's closure is a few
+ * hundred to a few thousand paths, so this holds every path of some tens of scopes; past it, the
+ * least recently used go, and a path whose verdict went is checked again (a signature check, a
+ * hash, or a narinfo lookup). Full, with the built paths below: about 90 MB (measured, three-key scopes).
+ */
+const TRUST_MEMO_ENTRIES = 50_000;
+/**
+ * Built paths kept in memory (the ledger's entries). Past it the least recently used go, from the
+ * ledger too at its next rewrite: such a path is looked up in the job's caches, else let go of and
+ * built again.
+ */
+const BUILT_ENTRIES = 100_000;
+/** Parsed public keys kept: one per cache key a job named, a few per organization. */
+const PARSED_KEYS = 10_000;
+/**
+ * The ledger is written anew (keeping the paths still valid, as held in memory) at start and once it
+ * has grown by this many lines and by as many as the last rewrite kept: a rewrite's cost (a validity
+ * query of every path in it) is spread over at least as many appends.
+ */
+export const LEDGER_COMPACT_LINES = 10_000;
+/** Paths per `nix-store --check-validity`, far below the kernel's argument limit. */
+const PATHS_PER_CALL = 500;
+
 const entry = (path: string, narHash: string) => `${path} ${narHash}`;
 
+interface ParsedKey { text: string; key: VerifyingKey }
+
 export class StoreTrust {
-  /** built here: path and NAR hash → the keys its inputs rested on */
-  private readonly built = new Map<string, string[]>();
+  /** built here: path and NAR hash → the keys its inputs rested on (the ledger, in memory) */
+  private readonly built = new BoundedMap<string, string[]>(BUILT_ENTRIES);
   /** path and NAR hash → its content address checked out (whoever asks) */
-  private readonly contentAddressed = new Set<string>();
+  private readonly contentAddressed = new BoundedMap<string, true>(TRUST_MEMO_ENTRIES);
   /** path, NAR hash and the job's keys → the keys its acceptance rests on */
-  private readonly verdicts = new Map<string, string[]>();
-  private readonly parsedKeys = new Map<string, VerifyingKey | null>();
+  private readonly verdicts = new BoundedMap<string, string[]>(TRUST_MEMO_ENTRIES);
+  private readonly parsedKeys = new BoundedMap<string, VerifyingKey | null>(PARSED_KEYS);
+  /** lines in the ledger file, and how many the last rewrite kept */
+  private ledgerLines = 0;
+  private ledgerKept = 0;
+  /** ledger appends and rewrites, one at a time: a rewrite must not drop a line appended meanwhile */
+  private ledgerWrites: Promise<void> = Promise.resolve();
+  private compacting = false;
 
   /**
    * `ledgerFile`: where the built paths' keys are kept across restarts (one JSON line each); null:
    * in memory only. `operatorKeys`: the worker's Nix trusted-public-keys.
-   */
-  /**
    * `ownKeys`: the public keys of the worker's Nix `secret-key-files`, whose signatures vouch for
    * nothing (Nix signs every path it builds with them, from whatever inputs); 'unknown': a key file
-   * the worker cannot read, so no signature in the store is taken.
+   * the worker cannot read, so no signature in the store is taken. `run`: how the ledger's rewrite
+   * asks Nix which of its paths are still valid.
    */
-  constructor(private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = []) {}
+  constructor(
+    private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = [],
+    private readonly run: RunOptions = { env: process.env },
+  ) {}
 
-  /** Reads the ledger of what this store built; a missing or damaged line only makes those paths unknown. */
+  /** Reads the ledger of what this store built, and starts writing it anew; a missing or damaged line only makes those paths unknown. */
   static async open(ledgerFile: string | null, run: RunOptions): Promise<StoreTrust> {
     const shown = await nix(['show-config', '--json'], run);
     const setting = z.object({ value: z.array(z.string()) });
     const config = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': setting, 'secret-key-files': setting.optional() }).safeParse(JSON.parse(shown.stdout)) : null;
     const trust = new StoreTrust(
-      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown',
+      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown', run,
     );
     if (ledgerFile === null) return trust;
     const text = await readFile(ledgerFile, 'utf8').catch(() => '');
-    let lines = 0;
     for (const line of text.split('\n')) {
       if (!line) continue;
-      lines++;
+      trust.ledgerLines++;
       try {
         const parsed = LedgerLine.safeParse(JSON.parse(line));
         if (parsed.success) trust.built.set(entry(parsed.data.path, parsed.data.narHash), parsed.data.keys);
@@ -95,15 +129,8 @@ export class StoreTrust {
         // a line cut short by a crash: that path is unknown, so looked up or built again
       }
     }
-    // A path built again appends a line: past twice the paths it knows, the file is written anew.
-    if (lines > 2 * trust.built.size + 1000) {
-      const kept = [...trust.built].map(([id, keys]) => {
-        const [path, narHash] = id.split(' ');
-        return JSON.stringify({ path, narHash, keys });
-      });
-      await writeFile(`${ledgerFile}.new`, kept.map((line) => `${line}\n`).join(''), { mode: 0o600 });
-      await rename(`${ledgerFile}.new`, ledgerFile);
-    }
+    // not awaited: the first job does not wait for a validity query of every path in the ledger
+    if (trust.ledgerLines > 0) trust.compactInBackground();
     return trust;
   }
 
@@ -117,7 +144,7 @@ export class StoreTrust {
     const jobKeys = [...new Set([...this.operatorKeys, ...scope.substituters.flatMap((s) => s.publicKeys)])].sort();
     const scopeId = jobKeys.join(' ');
     // the worker's own keys sign whatever it built: the ledger, not a signature, says what that rested on
-    const trusted = this.ownKeys === 'unknown' ? [] : jobKeys.filter((k) => !this.ownKeys.includes(k)).flatMap((k) => this.keyOf(k) ?? []);
+    const trusted = this.ownKeys === 'unknown' ? [] : this.parsed(jobKeys.filter((k) => !this.ownKeys.includes(k)));
     const rests = new Set<string>();
     const open: LocalInfo[] = [];
     for (const info of infos) {
@@ -148,9 +175,58 @@ export class StoreTrust {
       this.built.set(entry(output.path, narHash), [...keys]);
       lines.push(JSON.stringify({ path: output.path, narHash, keys }));
     }
-    if (this.ledgerFile === null || lines.length === 0) return;
-    await mkdir(dirname(this.ledgerFile), { recursive: true });
-    await appendFile(this.ledgerFile, `${lines.join('\n')}\n`, { mode: 0o600 });
+    const file = this.ledgerFile;
+    if (file === null || lines.length === 0) return;
+    await this.ledgerWrite(async () => {
+      await mkdir(dirname(file), { recursive: true });
+      await appendFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+      this.ledgerLines += lines.length;
+    });
+    // not awaited: the job that crossed the mark does not wait for the rewrite
+    if (this.ledgerLines - this.ledgerKept > Math.max(LEDGER_COMPACT_LINES, this.ledgerKept)) this.compactInBackground();
+  }
+
+  /**
+   * Writes the ledger anew (a temporary file renamed over it): one line per path still valid in the
+   * store among those held in memory; the others go from memory too. A path Nix let go of or
+   * collected is built or substituted again, and what vouches for it then is recorded anew.
+   */
+  private async compactLedger(): Promise<void> {
+    const file = this.ledgerFile;
+    if (file === null) return;
+    await this.ledgerWrite(async () => {
+      const held = [...this.built];
+      const paths = [...new Set(held.map(([id]) => id.slice(0, id.indexOf(' '))))];
+      const valid = new Set<string>();
+      for (let i = 0; i < paths.length; i += PATHS_PER_CALL) {
+        for (const path of await validOf(paths.slice(i, i + PATHS_PER_CALL), this.run)) valid.add(path);
+      }
+      const kept: string[] = [];
+      for (const [id, keys] of held) {
+        const [path, narHash] = id.split(' ');
+        if (valid.has(path!)) kept.push(`${JSON.stringify({ path, narHash, keys })}\n`);
+        // unless built again meanwhile (a new entry, its line appended after this rewrite)
+        else if (this.built.get(id) === keys) this.built.delete(id);
+      }
+      await mkdir(dirname(file), { recursive: true });
+      await writeFile(`${file}.new`, kept.join(''), { mode: 0o600 });
+      await rename(`${file}.new`, file);
+      this.ledgerLines = kept.length;
+      this.ledgerKept = kept.length;
+    });
+  }
+
+  /** A rewrite unless one is under way; one that fails leaves the file as it was (the temporary file is renamed only once written). */
+  private compactInBackground(): void {
+    if (this.compacting) return;
+    this.compacting = true;
+    void this.compactLedger().catch(() => undefined).finally(() => (this.compacting = false));
+  }
+
+  private ledgerWrite(write: () => Promise<void>): Promise<void> {
+    const done = this.ledgerWrites.then(write);
+    this.ledgerWrites = done.catch(() => undefined);
+    return done;
   }
 
   private accept(info: LocalInfo, scopeId: string, keys: readonly string[], rests: Set<string>): void {
@@ -158,12 +234,17 @@ export class StoreTrust {
     for (const key of keys) rests.add(key);
   }
 
-  private keyOf(text: string): VerifyingKey | undefined {
-    if (!this.parsedKeys.has(text)) {
-      const parsed = VerifyingKey.parse(text);
-      this.parsedKeys.set(text, parsed.ok ? parsed.value : null);
-    }
-    return this.parsedKeys.get(text) ?? undefined;
+  /** These keys parsed, each with its text; one that does not parse is left out. */
+  private parsed(texts: readonly string[]): ParsedKey[] {
+    return texts.flatMap((text) => {
+      let key = this.parsedKeys.get(text);
+      if (key === undefined) {
+        const parsed = VerifyingKey.parse(text);
+        key = parsed.ok ? parsed.value : null;
+        this.parsedKeys.set(text, key);
+      }
+      return key === null ? [] : [{ text, key }];
+    });
   }
 
   /**
@@ -189,12 +270,12 @@ export class StoreTrust {
   }
 
   /** The keys a path's acceptance rests on, from the store alone; undefined: ask the job's caches. */
-  private async locally(info: LocalInfo, jobKeys: readonly string[], trusted: readonly VerifyingKey[], run: RunOptions): Promise<string[] | undefined> {
+  private async locally(info: LocalInfo, jobKeys: readonly string[], trusted: readonly ParsedKey[], run: RunOptions): Promise<string[] | undefined> {
     if (info.ca !== undefined && (await this.checkContentAddress(info, run))) return [];
     const fingerprint = narinfoFingerprint(signedFields(info));
     for (const sig of info.signatures ?? []) {
-      const key = trusted.find((k) => k.verify(fingerprint, sig));
-      if (key) return [jobKeys.find((text) => this.keyOf(text) === key)!];
+      const key = trusted.find((k) => k.key.verify(fingerprint, sig));
+      if (key) return [key.text];
     }
     if (info.ultimate === true) {
       const keys = this.built.get(entry(info.path, info.narHash));
@@ -206,7 +287,7 @@ export class StoreTrust {
   /** Whether the path is the one its content address makes and its contents hash as it says. */
   private async checkContentAddress(info: LocalInfo, run: RunOptions): Promise<boolean> {
     const id = entry(info.path, info.narHash);
-    if (this.contentAddressed.has(id)) return true;
+    if (this.contentAddressed.get(id)) return true;
     const slash = info.path.lastIndexOf('/');
     const name = info.path.slice(slash + 1 + 33);
     const references = info.references.filter((r) => r !== info.path);
@@ -226,7 +307,7 @@ export class StoreTrust {
         matches = parsed?.ok === true && formatHash(parsed.value) === formatHash(claim.hash);
       }
     }
-    if (matches) this.contentAddressed.add(id);
+    if (matches) this.contentAddressed.set(id, true);
     return matches;
   }
 
@@ -234,10 +315,7 @@ export class StoreTrust {
   private async heldBy(info: LocalInfo, scope: TrustScope): Promise<string[] | undefined> {
     const fingerprint = narinfoFingerprint(signedFields(info));
     for (const substituter of scope.substituters) {
-      const keys = substituter.publicKeys.flatMap((text) => {
-        const key = this.keyOf(text);
-        return key ? [{ text, key }] : [];
-      });
+      const keys = this.parsed(substituter.publicKeys);
       if (keys.length === 0) continue;
       const text = await fetchNarinfo(substituter, storePathHashPart(info.path), scope.signal).catch(() => null);
       if (text === null) continue;

@@ -1,5 +1,6 @@
-// worker.gcrootsDir with real Nix: while a build runs, indirect GC roots pin its inputs (the
-// outputs of its input derivations and its sources) and then its outputs, and Nix's own collector
+// worker.gcrootsDir with real Nix: while a build runs, indirect GC roots pin its derivation (from
+// before its check, worker/storeTrust.ts), its inputs (the outputs of its input derivations and its
+// sources) and then its outputs, and Nix's own collector
 // counts them as roots. Between the input step and the build no Nix process of the job holds the
 // inputs, so without the roots a collection there could take them.
 import t from 'tap';
@@ -62,11 +63,11 @@ t.test('a running build\'s inputs and then its outputs are GC roots', async (t) 
     drvPath, timeoutSecs: 0, maxSilentSecs: 0, cores: null, substituters: [], netrcFile: null, gcRoot: join(rootsDir, 'job-1'), fetchStoredLog: false, env, onLog: () => undefined, trust,
   });
   await until(() => existsSync(started), building);
-  t.same(readdirSync(rootsDir).sort(), ['job-1-inputs', 'job-1-inputs-2'], 'one link per input, named after the job');
-  t.same(rootsIn(rootsDir), [inputOutput, source].sort(), 'while the builder runs, Nix counts the inputs as roots');
+  t.same(readdirSync(rootsDir).sort(), ['job-1-drv', 'job-1-inputs', 'job-1-inputs-2'], 'one link for the derivation and one per input, named after the job');
+  t.same(rootsIn(rootsDir), [drvPath, inputOutput, source].sort(), 'while the builder runs, Nix counts the derivation and the inputs as roots');
   writeFileSync(gate, 'built\n');
   const realised = await building;
   t.ok(realised.ok, 'the build succeeds');
   t.equal(readlinkSync(join(rootsDir, 'job-1')), output, 'the output gets its root');
-  t.same(rootsIn(rootsDir), [inputOutput, output, source].sort());
+  t.same(rootsIn(rootsDir), [drvPath, inputOutput, output, source].sort());
 });

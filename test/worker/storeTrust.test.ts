@@ -10,9 +10,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { formatHash, renderNarinfo, signNarinfo, SigningKey, storePathHashPart } from '../../protocol/index.js';
+import { SigningKey } from '../../protocol/index.js';
 import { realiseDerivation } from '../../worker/nixBuild.js';
-import { StoreTrust } from '../../worker/storeTrust.js';
+import { LEDGER_COMPACT_LINES, letGo, StoreTrust } from '../../worker/storeTrust.js';
+import { eventually } from '../support/eventually.js';
+import { poison as poisonCache, signedCache, type SignedCache } from '../support/poisonedCache.js';
 import { nixEnv, requireNix } from '../support/nixStore.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
 
@@ -25,31 +27,14 @@ const run = (command: string, args: string[]) => execFileSync(command, args, { e
 const nix = (args: string[]) => run('nix', ['--extra-experimental-features', 'nix-command', ...args]);
 const registered = (path: string) => (JSON.parse(nix(['path-info', '--json', path])) as { registrationTime: number }[])[0]!.registrationTime;
 
-interface Cache { url: string; dir: string; key: SigningKey }
-function cache(name: string): Cache {
-  const key = SigningKey.generate(`${name}-${randomUUID().slice(0, 8)}`);
-  const cacheDir = join(dir, name);
-  mkdirSync(join(cacheDir, 'nar'), { recursive: true });
-  writeFileSync(join(cacheDir, 'nix-cache-info'), 'StoreDir: /nix/store\n');
-  writeFileSync(join(dir, `${name}.sec`), key.toString(), { mode: 0o600 });
-  return { url: `file://${cacheDir}`, dir: cacheDir, key };
-}
+type Cache = SignedCache;
+const cache = (name: string): Cache => signedCache(dir, name);
 const substituter = (c: Cache) => ({ url: c.url, publicKeys: [c.key.publicKey.toString()] });
 /** Copies a valid path into the cache, signed with its key. */
-const upload = (c: Cache, path: string) => nix(['copy', '--to', `${c.url}?secret-key=${join(dir, `${c.dir.split('/').pop()!}.sec`)}`, path]);
+const upload = (c: Cache, path: string) => nix(['copy', '--to', `${c.url}?secret-key=${c.keyFile}`, path]);
 const forget = (path: string) => run('nix-store', ['--delete', ...run('nix-store', ['--query', '--referrers-closure', path]).split('\n')]);
-
-/** Writes into `c`, signed, a single-file path with `contents` under the store path `path`: what a hostile tenant can upload. */
-function poison(c: Cache, path: string, contents: string) {
-  const file = join(dir, `poison-${randomUUID()}`);
-  writeFileSync(file, contents);
-  const nar = execFileSync('nix-store', ['--dump', file], { env });
-  const narHash = formatHash({ algorithm: 'sha256', digest: createHash('sha256').update(nar).digest() });
-  const narFile = `nar/${randomUUID()}.nar`;
-  writeFileSync(join(c.dir, narFile), nar);
-  const fields = { storePath: path, narHash, narSize: nar.length, references: [] };
-  writeFileSync(join(c.dir, `${storePathHashPart(path)}.narinfo`), renderNarinfo({ ...fields, url: narFile, compression: 'none', sigs: [signNarinfo(fields, c.key)] }));
-}
+/** What a hostile tenant can upload: `contents` under the store path `path`, signed by its cache's key. */
+const poison = (c: Cache, path: string, contents: string) => poisonCache(c, path, contents, env);
 
 /** p: an input-addressed path; uses(p): outputs that copy p's contents; a fresh salt each time. */
 function derivations(salt: string) {
@@ -171,15 +156,45 @@ t.test('content-addressed inputs serve every job; one whose contents are not wha
   t.throws(() => nix(['path-info', fixed]), 'were let go of');
 });
 
-t.test('the ledger keeps one line a path: a file past twice that is written anew at start', async (t) => {
+t.test('the ledger keeps the paths still valid: written anew at start, and once it has grown', async (t) => {
   const file = join(dir, 'ledger-compact.jsonl');
-  const line = JSON.stringify({ path: '/nix/store/00000000000000000000000000000000-x', narHash: 'sha256:0', keys: ['k:1'] });
-  writeFileSync(file, `${`${line}\n`.repeat(1002)}{"cut short`);
-  await StoreTrust.open(file, { env });
-  t.equal(readFileSync(file, 'utf8'), `${line}\n`, 'one line left, the damaged one dropped');
+  const d = derivations(randomUUID());
+  const valid = run('nix-store', ['--realise', d.pDrv]);
+  const gone = run('nix-store', ['--realise', d.a]);
+  const narHash = (path: string) => (JSON.parse(nix(['path-info', '--json', path])) as { narHash: string }[])[0]!.narHash;
+  const first = await StoreTrust.open(file, { env });
+  await first.recordBuilt([{ path: valid, narHash: narHash(valid) }, { path: gone, narHash: narHash(gone) }], []);
+  await first.recordBuilt([{ path: valid, narHash: narHash(valid) }], []);
+  writeFileSync(file, `${readFileSync(file, 'utf8')}{"cut short`);
+  t.equal(readFileSync(file, 'utf8').split('\n').length, 4, 'three lines and a damaged one');
+  forget(gone);
+
   const again = await StoreTrust.open(file, { env });
-  await again.recordBuilt([{ path: '/nix/store/11111111111111111111111111111111-y', narHash: 'sha256:1' }], []);
-  t.equal(readFileSync(file, 'utf8').split('\n').length, 3, 'appended to');
+  await eventually(() => readFileSync(file, 'utf8').split('\n').length, { until: (n) => n === 2, message: 'the ledger is written anew at start' });
+  const lines = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+  t.equal(lines.length, 1, 'at start: one line a path, the damaged one dropped');
+  t.match(lines[0], valid, 'the valid path stays');
+  t.notMatch(readFileSync(file, 'utf8'), gone, 'the deleted path\'s line is gone');
+  t.same((await again.check([valid], { substituters: [] }, { env })).rejected, [], 'and the valid one still counts as built here');
+
+  // Past LEDGER_COMPACT_LINES appended lines, the next append starts a rewrite (not awaited by it).
+  const fake = Array.from({ length: LEDGER_COMPACT_LINES + 1 }, (_, i) => ({ path: `/nix/store/${i.toString().padStart(32, '0')}-kiln-fake`, narHash: 'sha256:0' }));
+  await again.recordBuilt(fake, []);
+  await eventually(() => readFileSync(file, 'utf8').split('\n').length, { until: (n) => n === 2, message: 'the ledger is written anew' });
+  t.same(readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { path: string }).path), [valid], 'grown past the mark: the paths not valid are dropped again');
+  await again.recordBuilt([{ path: gone, narHash: 'sha256:1' }], []);
+  t.equal(readFileSync(file, 'utf8').split('\n').length, 3, 'and appended to after');
+});
+
+t.test('a build roots its derivation before checking it: another job cannot let go of it meanwhile', async (t) => {
+  const d = derivations(randomUUID());
+  const roots = join(dir, 'roots-drv');
+  t.match(await realise(d.a, [], new StoreTrust(null, []), roots), { ok: false, failure: { reason: 'inputs_unavailable' } }, 'P is not substitutable: the build stops at its inputs');
+  t.equal(readlinkSync(`${roots}-drv`), d.a, 'after rooting the .drv (<gcRoot>-drv)');
+  t.match(await letGo([d.a], { env }), /still alive/, 'which another job cannot let go of');
+  t.match(await letGo([d.pDrv], { env }), /still alive/, 'nor an input derivation: the root holds its closure');
+  rmSync(`${roots}-drv`);
+  t.equal(await letGo([d.a], { env }), null, 'once the job lets go of its roots, it can');
 });
 
 /** D: two outputs, out and dev; a fresh salt each time. */
@@ -230,7 +245,7 @@ t.test('a derivation another organization\'s cache put under this job\'s .drv pa
   const beta = cache('beta6');
   const honest = twoOutputs(randomUUID());
   const fake = twoOutputs(randomUUID()); // a derivation Nix accepts (its outputs are its own), of other contents
-  nix(['copy', '--derivation', '--to', `${beta.url}?secret-key=${join(dir, 'beta6.sec')}`, honest.drvPath]);
+  nix(['copy', '--derivation', '--to', `${beta.url}?secret-key=${beta.keyFile}`, honest.drvPath]);
   forget(honest.drvPath);
   poison(alpha, honest.drvPath, readFileSync(fake.drvPath, 'utf8'));
   nix(['copy', '--derivation', '--no-check-sigs', '--from', alpha.url, honest.drvPath]); // what alpha's job fetching it leaves
