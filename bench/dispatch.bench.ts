@@ -21,6 +21,9 @@ const slots = Number(process.argv[4] ?? process.env['BENCH_SLOTS'] ?? 8);
 const maxSecs = Number(process.argv[5] ?? process.env['BENCH_MAX_SECS'] ?? 1200);
 const rounds = Number(process.argv[6] ?? process.env['BENCH_ROUNDS'] ?? 3);
 
+/** BENCH_HTTP_THREADS=n: kiln's http.threads (default: its own, the number of cores) */
+const httpThreads = process.env['BENCH_HTTP_THREADS'] ? Number(process.env['BENCH_HTTP_THREADS']) : null;
+
 /** BENCH_COUNT_STATEMENTS=1: the server's statements of the dispatch phase, by text (bench/statementCounter.ts) */
 const countStatements = Boolean(process.env['BENCH_COUNT_STATEMENTS']);
 
@@ -54,7 +57,7 @@ async function bareRound(graph: SyntheticGraph, seed: string): Promise<DispatchF
 }
 
 async function kilnRound(graph: SyntheticGraph): Promise<DispatchFigures> {
-  const server = await startBenchServer();
+  const server = await startBenchServer(httpThreads === null ? {} : { 'http.threads': httpThreads });
   const evaluator = await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
   const fleet = await startBuildFleet(server.protoUrl, graph.nodes, workerCount, slots);
   const recorded = await recordGraph(server, evaluator, graph);

@@ -129,7 +129,7 @@ export function protoRoute(opts: ProtoRouteOptions): ProtoRoute {
         message: (ws: WebSocket<SocketData>, message: ArrayBuffer, isBinary: boolean) => {
           const connection = ws.getUserData().connection;
           // uWS reuses the buffer after this callback returns, and does not drain microtasks (docs/http.md).
-          const copy = Buffer.from(new Uint8Array(message.slice(0)));
+          const copy = Buffer.from(message.slice(0)); // one copy: Buffer.from(ArrayBuffer) shares it
           if (connection) setImmediate(() => connection.received(copy, isBinary));
         },
         close: (ws: WebSocket<SocketData>, code: number, message: ArrayBuffer) => {
