@@ -23,10 +23,9 @@ import { PlannerStatistics } from './plannerStatistics.js';
 import { QueueDepthReporter } from './queueDepth.js';
 import { ReadyQueue } from './readyQueue.js';
 import { SchedulerLeadership } from './schedulerLeadership.js';
-import type { ConnectedWorker, WorkerConnections, WorkerListener } from '../workers/index.js';
+import type { ConnectedWorker, WorkerConnections, WorkerListener, WorkerNars } from '../workers/index.js';
 import { ChangeJobs } from './changeJobs.js';
 import { WorkerMessageRouter } from './workerMessageRouter.js';
-import type { WorkerNars } from '../workers/index.js';
 
 const TICK_MS = 1000;
 /** Builds a pass places at most (the ready queue's length). */
@@ -98,7 +97,6 @@ export class BuildScheduler implements WorkerListener {
   private readonly router: WorkerMessageRouter;
   private readonly queueDepth: QueueDepthReporter;
   private readonly ready: ReadyQueue;
-  private readonly statistics: PlannerStatistics;
   /** changeJobs (the open_pr action) given to this process's workers */
   readonly changeJobs: ChangeJobs;
 
@@ -112,7 +110,6 @@ export class BuildScheduler implements WorkerListener {
     const jobs = new JobTable(deps.supervisor, buildProgress, deps.tracer);
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops } = settings;
     this.ready = new ReadyQueue(sql, clock, PASS_BUILDS);
-    this.statistics = new PlannerStatistics(sql, log);
     const passSoon = () => this.loop.wake(); // builds only (issue 23): no evaluation query per finished build
     this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, (builds) => this.ready.add(builds));
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
@@ -126,7 +123,7 @@ export class BuildScheduler implements WorkerListener {
       changeJobs: this.changeJobs, ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}),
       statistics: { sql, now: () => clock.now() },
       events, jobs, nars: deps.nars, logs: deps.logs, outcomes: this.outcomes, cancellations: this.cancellations, placement: this.placement, log, wake: () => this.wake(),
-      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake: () => this.wake(), statistics: this.statistics, ...(deps.phases ? { phases: deps.phases } : {}) },
+      evaluationJobs: { sql, events, jobs, log, maxAttempts, finishEvaluation: (evaluation) => this.outcomes.finishEvaluations({ evaluation }), wake: () => this.wake(), statistics: new PlannerStatistics(sql, log), ...(deps.phases ? { phases: deps.phases } : {}) },
     });
   }
 
@@ -138,7 +135,7 @@ export class BuildScheduler implements WorkerListener {
   async stop(): Promise<void> {
     this.stopTicking?.();
     await this.loop.stop();
-    await Promise.all([this.placement.settle(), this.outcomes.settle(), this.statistics.settle()]);
+    await Promise.all([this.placement.settle(), this.outcomes.settle()]);
     await this.evaluationProgress.stop();
     await this.leadership.release();
   }

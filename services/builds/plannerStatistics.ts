@@ -36,7 +36,7 @@ export class PlannerStatistics {
     }
   }
 
-  /** Resolves once no analyze runs (tests, shutdown). */
+  /** Resolves once no analyze runs (tests; at shutdown the pool's end waits for it). */
   async settle(): Promise<void> {
     while (this.running) await this.running;
   }
