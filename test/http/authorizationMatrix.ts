@@ -61,6 +61,8 @@ interface Endpoint {
   socket?: true;
   /** the cache protocol WebSocket (an absolute path, /cache/{cache}/proto): 200 at `ready`, else the HTTP status or close code − 4000 */
   cacheSocket?: true;
+  /** a path outside /api/v1 (the shared evaluation cache's, at the server's root): called as is */
+  atRoot?: true;
   /** the status of an admitted call when it is not 200 (202 for a requested collection run) */
   ok?: number;
   /**
@@ -573,10 +575,10 @@ const endpoints: Endpoint[] = [
   // the OpenAPI description (issue 25): public, no credential needed or checked
   { method: 'GET', path: '/openapi.json', scope: 'public', permission: null },
   // the shared evaluation cache (docs/eval-cache.md): an evaluation job's capability only, of an evaluation that runs
-  { method: 'POST', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/query`, body: { narHashes: ['a'.repeat(64)] }, scope: 'capability', permission: null, before: ensureRunningEvaluation },
-  { method: 'GET', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/${'a'.repeat(64)}`, scope: 'capability', permission: null, before: ensureRunningEvaluation },
+  { method: 'POST', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/query`, body: { narHashes: ['a'.repeat(64)] }, scope: 'capability', permission: null, atRoot: true, before: ensureRunningEvaluation },
+  { method: 'GET', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/${'a'.repeat(64)}`, scope: 'capability', permission: null, atRoot: true, before: ensureRunningEvaluation },
   {
-    method: 'PUT', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/${'a'.repeat(64)}`, scope: 'capability', permission: null, before: ensureRunningEvaluation,
+    method: 'PUT', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/${'a'.repeat(64)}`, scope: 'capability', permission: null, atRoot: true, before: ensureRunningEvaluation,
     raw: () => ({ body: Buffer.from('nix-archive-1'), contentType: 'application/x-nix-nar' }),
   },
   // the live paths of a project (issue 16): authorised like GET /tasks/…, /evals/{id}, /builds/{id}
@@ -735,9 +737,10 @@ export function authorizationMatrix(part: number, parts: number): void {
               ? await openCacheSocket(kiln, path, token)
               : e.socket
               ? await openSocket(kiln, path, token)
-              : raw
-              ? await fetch(`${kiln.url}/api/v1${path}`, {
-                method: e.method, body: raw.body, headers: { 'content-type': raw.contentType, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+              : raw || e.atRoot
+              ? await fetch(`${kiln.url}${e.atRoot ? '' : '/api/v1'}${path}`, {
+                method: e.method, body: raw?.body ?? (body === undefined ? undefined : JSON.stringify(body)),
+                headers: { 'content-type': raw?.contentType ?? 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
               }).then(async (r) => ({ status: r.status, message: ((await r.json()) as { message: unknown }).message }))
               : await kiln.api(e.method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
             const want = expectedStatus(e, persona, credential);
