@@ -7,9 +7,9 @@
 import type { Clock } from '../../supervisors/index.js';
 
 /** The first decline's delay before the build is offered to that worker again. */
-export const DECLINE_PAUSE_MS = 2000;
+const DECLINE_PAUSE_MS = 2000;
 /** The longest such delay: a worker that keeps declining a build is offered it once in this long. */
-export const DECLINE_PAUSE_CAP_MS = 300_000;
+const DECLINE_PAUSE_CAP_MS = 300_000;
 /** How many builds' declines are kept; past it the oldest are forgotten (their next decline starts over at 2 s). */
 const KEPT_BUILDS = 50_000;
 
@@ -21,7 +21,7 @@ type Declines = {
 };
 
 /** The delay after a worker's `count`th decline of one build. */
-export const declinePauseMs = (count: number): number => Math.min(DECLINE_PAUSE_CAP_MS, DECLINE_PAUSE_MS * 2 ** Math.min(count - 1, 30));
+const declinePauseMs = (count: number): number => Math.min(DECLINE_PAUSE_CAP_MS, DECLINE_PAUSE_MS * 2 ** Math.min(count - 1, 30));
 
 /** The decline from which the delay stays at its cap (9: 2 s, 4 s, … 256 s, then 300 s). */
 export const DECLINES_TO_CAP = Math.ceil(Math.log2(DECLINE_PAUSE_CAP_MS / DECLINE_PAUSE_MS)) + 1;

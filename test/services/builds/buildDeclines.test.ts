@@ -3,7 +3,7 @@
 // jobAccepted) is offered to that worker again only after a pause that doubles with each of its
 // declines, up to 5 minutes; no decline spends one of build.maxAttempts or lengthens the retry
 // backoff; another worker takes it at once; a give-back does not pause the worker for other builds,
-// and a refusal of a job not taken still does.
+// and a refusal of a job not taken still does. BuildDeclines itself: the attempts spent after a count set back to 0.
 import t, { type Test } from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { startTestKiln } from '../../support/kiln.js';
@@ -12,6 +12,7 @@ import { steppedClock } from '../../support/clock.js';
 import { eventually } from '../../support/events.js';
 import { handshake, testHello, type ProtoClient } from '../../support/protoClient.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
+import { BuildDeclines } from '../../../services/builds/buildDeclines.js';
 
 type Row = { status: string; attempts: number; worker_id: string | null; not_before: Date | null };
 
@@ -134,4 +135,20 @@ t.test('a refusal of a job not taken pauses the worker for 2 s', async (t) => {
   clock.step(2000);
   await kiln.scheduler.passNow();
   t.ok([x.drvPath, y.drvPath].includes((await a!.client.next('buildJob')).drvPath), 'after 2 s it gets a build again');
+});
+
+t.test('the attempts spent: declined dispatches before it are none, and a count set back to 0 forgets them', async (t) => {
+  const clock = steppedClock(new Date());
+  const declines = new BuildDeclines(clock);
+  for (const attempt of [1, 2, 3]) declines.declined('b', attempt, 'w');
+  declines.dispatched('b', 4);
+  t.equal(declines.spent('b', 4), 1, 'dispatch 4 after three declines is the first attempt spent');
+  t.equal(declines.spent('b', 5), 2);
+  t.equal(declines.spent('other', 3), 3, 'a build never declined: its number');
+  // a restart (or another organization's build of it) sets attempts back to 0: dispatch 1 again
+  declines.dispatched('b', 1);
+  t.equal(declines.spent('b', 2), 2, 'the earlier declines, numbered from 1 on, no longer count');
+  t.equal(declines.pausedFor('b')?.('w'), true, 'the worker\'s pause is kept');
+  declines.forget('b');
+  t.equal(declines.pausedFor('b'), null, 'a completed build is forgotten');
 });
