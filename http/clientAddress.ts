@@ -17,30 +17,33 @@ export class CidrSet {
   }
 
   has(address: string): boolean {
-    const family = isIP(address);
+    // an IPv4-mapped address in any spelling is checked as its IPv4 address
+    const normal = normalizeAddress(address);
+    const family = isIP(normal);
     if (!family) return false;
-    const mapped = family === 6 ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address) : null;
-    if (mapped) return this.list.check(mapped[1]!, 'ipv4');
-    return this.list.check(address, family === 4 ? 'ipv4' : 'ipv6');
+    return this.list.check(normal, family === 4 ? 'ipv4' : 'ipv6');
   }
 }
 
-/** uWS prints IPv6 addresses in full (0000:…:0001); this gives the compact form and unwraps IPv4. */
+/**
+ * One spelling per address: uWS prints IPv6 addresses in full (0000:…:0001), a dual-stack socket
+ * an IPv4 peer as IPv4-mapped (`::ffff:1.2.3.4`, `0:0:0:0:0:ffff:0102:0304`, …); this gives the
+ * compact form and unwraps IPv4, so limits and checks per address see one key per client.
+ */
 export function normalizeAddress(text: string): string {
   if (isIP(text) === 4) return text;
-  const mapped = /^(?:0{1,4}:){5}ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text) ?? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(text);
-  if (mapped) {
-    const hi = parseInt(mapped[1]!, 16), lo = parseInt(mapped[2]!, 16);
-    return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
-  }
-  const dotted = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(text);
-  if (dotted) return dotted[1]!;
   if (isIP(text) !== 6) return text;
+  let compact: string;
   try {
-    return new URL(`http://[${text}]/`).hostname.slice(1, -1);
+    // the URL parser writes every IPv6 spelling (full, dotted, upper case) as one compact hex form
+    compact = new URL(`http://[${text}]/`).hostname.slice(1, -1);
   } catch {
     return text;
   }
+  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(compact);
+  if (!mapped) return compact;
+  const hi = parseInt(mapped[1]!, 16), lo = parseInt(mapped[2]!, 16);
+  return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
 /** The client's address: the peer, or the right-most untrusted X-Forwarded-For hop. */

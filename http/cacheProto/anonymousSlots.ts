@@ -2,12 +2,14 @@
 // client address holds. Entries go when their last connection does, so the map stays as large as
 // the set of addresses connected right now. An IPv6 client is counted by its /64: one host
 // commonly holds a whole /64, so counting exact addresses would leave it unbounded.
+import { normalizeAddress } from '../clientAddress.js';
 
 /** What an address is counted as: an IPv4 address itself, an IPv6 one its /64 (`2001:db8:0:1::/64`). */
 function slotKey(address: string): string {
-  const bare = address.split('%')[0]!.toLowerCase();
-  // IPv4, IPv4-mapped IPv6 (normally unmapped already) and anything unexpected: counted as given.
-  if (!bare.includes(':') || bare.includes('.')) return address;
+  // an IPv4-mapped address (however spelled) counts as its IPv4 address, not as the /64 every mapped address shares
+  const bare = normalizeAddress(address.split('%')[0]!.toLowerCase());
+  // IPv4 and anything unexpected: counted as given.
+  if (!bare.includes(':') || bare.includes('.')) return bare;
   const halves = bare.split('::');
   if (halves.length > 2) return address;
   const head = halves[0] === '' ? [] : halves[0]!.split(':');

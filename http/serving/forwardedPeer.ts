@@ -3,6 +3,7 @@
 // that carries this process's random secret: a client cannot forge it (the thread drops any copy a
 // client sends), and `http.trustedProxies` keeps its meaning for proxies in front of kiln.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { normalizeAddress } from '../clientAddress.js';
 
 export const FORWARDED_PEER_HEADER = 'x-kiln-thread-peer';
 
@@ -25,5 +26,7 @@ export function forwardedPeer(value: string | undefined): string | undefined {
   const space = value.indexOf(' ');
   if (space !== SECRET_BYTES.length) return undefined;
   if (!timingSafeEqual(Buffer.from(value.slice(0, space)), SECRET_BYTES)) return undefined;
-  return value.slice(space + 1);
+  // the thread sends what its uWS socket prints (an IPv4 peer as 0000:…:ffff:7f00:0001): spelled as
+  // a peer of the main thread's own listener is, or limits and checks per address would see another key
+  return normalizeAddress(value.slice(space + 1));
 }

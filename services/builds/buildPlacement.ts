@@ -25,8 +25,9 @@ import { bestWorker, type ScoringPolicy } from '../workers/index.js';
 import { memoryFits, PeakMemoryHistory, reservedMemory } from './memoryReservations.js';
 import { ClusterPlacement, type ClusterSettings } from './clusterPlacement.js';
 import type { BuildJobEntry } from './schedulerJobs.js';
+import { BuildDeclines } from './buildDeclines.js';
 
-/** How long a worker that refused a job gets no other. */
+/** How long a worker that refused a job it had not taken gets no other. */
 const REFUSAL_PAUSE_MS = 2000;
 /**
  * Open mode is granted only to the local worker (services/workers/workerAuth.ts), which serves every active
@@ -123,9 +124,12 @@ export class BuildPlacement {
 
   /** builds that need several workers at once */
   readonly cluster: ClusterPlacement;
+  /** the builds workers declined: not offered to them again for a while, and no attempt spent (buildDeclines.ts) */
+  readonly declines: BuildDeclines;
 
   constructor(private readonly deps: BuildPlacementDeps) {
     const { sql, jobs, clock, log, settings, workers } = deps;
+    this.declines = new BuildDeclines(clock);
     this.cluster = new ClusterPlacement({
       sql, jobs, clock, log, settings, requeue: deps.requeue, wake: deps.wake,
       connected: (worker) => workers.connected().includes(worker),
@@ -140,9 +144,9 @@ export class BuildPlacement {
     });
   }
 
-  /** The worker refused a job: it gets none for a moment. */
+  /** The worker refused a job it had not taken (busy, or unable): it gets none for a moment. */
   refused(workerId: string): void {
-    this.refusedUntil.set(workerId, Date.now() + REFUSAL_PAUSE_MS);
+    this.refusedUntil.set(workerId, this.deps.clock.now().getTime() + REFUSAL_PAUSE_MS);
   }
 
   /** A build job ended: its slot can take a ready build now, before its completion commits. */
@@ -151,7 +155,7 @@ export class BuildPlacement {
   }
 
   private available(worker: ConnectedWorker): boolean {
-    return (this.refusedUntil.get(worker.hello.workerId) ?? 0) <= Date.now();
+    return (this.refusedUntil.get(worker.hello.workerId) ?? 0) <= this.deps.clock.now().getTime();
   }
 
   /** Architecture, system features (but those `ignored`) and project: the worker could build it. */
@@ -333,8 +337,10 @@ export class BuildPlacement {
   private pickWorker(candidates: ConnectedWorker[], build: ReadyBuild, predicted: number | null, planned: Planned, reserved: ReadonlyMap<string, number>): ConnectedWorker | undefined {
     const busy = (w: ConnectedWorker) => this.deps.jobs.running(w, 'build') + (planned.get(w)?.builds ?? 0);
     const reservedOn = (w: ConnectedWorker) => (reserved.get(w.hello.workerId) ?? 0) + (planned.get(w)?.bytes ?? 0);
+    const paused = this.declines.pausedFor(build.id);
     const fits = candidates.filter((w) =>
       this.fits(w, build)
+      && (paused === null || !paused(w.hello.workerId))
       && busy(w) < w.hello.maxConcurrentBuilds
       && memoryFits(w, reservedOn(w), busy(w), predicted));
     return bestWorker(this.deps.settings.scoringPolicy, fits, { preferLocalBuild: build.prefer_local_build }, busy);
@@ -350,6 +356,7 @@ export class BuildPlacement {
       this.deps.ready.remove(build.id);
       const attempt = attempts[i];
       if (attempt === null || attempt === undefined) return null;
+      this.declines.dispatched(build.id, attempt);
       const jobId = `build:${build.id}:${attempt}`;
       jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)),
         memory: { name: build.name, predicted } }, worker);

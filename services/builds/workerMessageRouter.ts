@@ -9,6 +9,7 @@ import type { Events, KilnMetrics, PhaseSampleBuffer } from '../../storage/index
 import type { BuildLogs } from './buildLogs.js';
 import type { BuildOutcomes } from './buildOutcomes.js';
 import type { BuildPlacement } from './buildPlacement.js';
+import { DECLINES_TO_CAP } from './buildDeclines.js';
 import type { ChangeJobs } from './changeJobs.js';
 import { evaluationJobMessage, type EvaluationJobDeps } from './evaluationJobs.js';
 import { changePhase } from './evaluationPhases.js';
@@ -143,9 +144,23 @@ export class WorkerMessageRouter {
     this.deps.phases?.record('evaluation', 'dispatch', waited);
   }
 
+  /**
+   * The worker refused the job, or gave back one it had taken. A build's is a decline
+   * (buildDeclines.ts): no attempt spent, and the build is not offered to that worker for a while.
+   * A refusal of a job not taken pauses the whole worker too (it is busy or cannot take jobs); a
+   * give-back does not: only that build cannot go there now.
+   */
   private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
+    const taken = job.actor.state === 'running';
     if (!this.deps.jobs.end(job, { type: 'refused' })) return;
-    this.deps.placement.refused(worker.hello.workerId);
+    if (!taken) this.deps.placement.refused(worker.hello.workerId);
+    if (job.kind === 'build') {
+      const { count, pauseMs } = this.deps.placement.declines.declined(job.derivationBuildId, job.attempt, worker.hello.workerId);
+      if (count === DECLINES_TO_CAP) {
+        this.deps.log.warn({ worker: worker.hello.workerId, derivationBuild: job.derivationBuildId, declines: count, pauseMs },
+          'a worker keeps declining a build: it is offered to that worker once per pause from now on');
+      }
+    }
     await this.requeue(job, 'refused');
   }
 
@@ -175,9 +190,14 @@ export class WorkerMessageRouter {
     const at = this.deps.statistics.now();
     await logs.finish(job.derivationBuildId, job.attempt).catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
     const logSizes = { logBytes: message.logBytes, logDroppedBytes: message.logDroppedBytes };
-    if (message.t === 'buildResult') return outcomes.completeSoon(job.derivationBuildId, logSizes, { sample, at });
+    const declines = this.deps.placement.declines;
+    if (message.t === 'buildResult') {
+      declines.forget(job.derivationBuildId);
+      return outcomes.completeSoon(job.derivationBuildId, logSizes, { sample, at });
+    }
     await sampled;
-    await outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
+    // the retry limit and backoff count the attempts spent: dispatches a worker declined are none
+    await outcomes.failed(job.derivationBuildId, declines.spent(job.derivationBuildId, job.attempt), message.failure, logSizes);
     await outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.deps.wake();
   }

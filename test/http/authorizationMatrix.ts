@@ -45,7 +45,7 @@ interface Endpoint {
    * organization / project / cache: the persona's role there decides; user: any signed-in
    * account, about itself; create: creating a top-level thing (no role involved)
    */
-  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser' | 'scrapeToken' | 'hookSignature' | 'public';
+  scope: 'organization' | 'project' | 'cache' | 'user' | 'create' | 'superuser' | 'scrapeToken' | 'hookSignature' | 'public' | 'capability';
   /** the least role that may (scoped rows) */
   role?: Role;
   /** the permission a key must hold; null: visibility alone */
@@ -61,6 +61,8 @@ interface Endpoint {
   socket?: true;
   /** the cache protocol WebSocket (an absolute path, /cache/{cache}/proto): 200 at `ready`, else the HTTP status or close code − 4000 */
   cacheSocket?: true;
+  /** a path outside /api/v1 (the shared evaluation cache's, at the server's root): called as is */
+  atRoot?: true;
   /** the status of an admitted call when it is not 200 (202 for a requested collection run) */
   ok?: number;
   /**
@@ -88,6 +90,9 @@ function refusalOrOk(e: Endpoint, persona: Persona, credential: Credential): num
   if (e.scope === 'scrapeToken') return 401;
   // The Git host's webhooks take only the signature of gitHostApp.webhookSecretFile: a kiln credential opens nothing.
   if (e.scope === 'hookSignature') return 401;
+  // An evaluation job's capability token (?token=) only: no account, session or key is one, a
+  // superuser's included, and the route looks at none of them; without it the evaluation's cache is no cache (404).
+  if (e.scope === 'capability') return 404;
   if (credential === 'none' || credential === 'expiredKey') return 401;
   if (credential === 'keyOutsideAllowedIps') return 403;
   const isKey = credential !== 'session';
@@ -213,6 +218,16 @@ async function seedBuild(kiln: TestKiln, projectId: string): Promise<void> {
   await kiln.sql`insert into builds (id, evaluation_id, derivation_build_id, entry_point, attr) values (${MATRIX_BUILD}, ${MATRIX_EVALUATION}, ${db!.id}, true, 'packages.matrix')`;
   await kiln.sql`insert into build_log_chunks (derivation_build_id, attempt, seq, data) values (${db!.id}, 1, 0, ${Buffer.from('built\n')})`;
 }
+
+/**
+ * An evaluation of acme/web that is evaluating, with an input cache capability (the hash of a token
+ * no caller sends): its shared evaluation cache answers to that token only (docs/eval-cache.md).
+ */
+const MATRIX_RUNNING_EVALUATION = '0e0e0e0e-0000-4000-8000-0000000000c3';
+const ensureRunningEvaluation = (c: Ctx) => c.kiln.sql`
+  insert into evaluations (id, task_id, repository, wildcard, phase, input_cache_token_hash)
+  select ${MATRIX_RUNNING_EVALUATION}, id, 'file:///nonexistent', '*', 'evaluating', ${'c'.repeat(64)} from tasks where project_id = ${c.ids['web']!} and name = 'default'
+  on conflict (id) do update set phase = 'evaluating', input_cache_token_hash = excluded.input_cache_token_hash`;
 
 // Direct builds need a cache with a real signing key that project web writes into.
 const DIRECT_CLOSURE = exportStream([syntheticDrv('matrix-direct')]);
@@ -559,6 +574,13 @@ const endpoints: Endpoint[] = [
   { method: 'POST', path: '/hooks/github', body: { zen: 'hi' }, scope: 'hookSignature', permission: null },
   // the OpenAPI description (issue 25): public, no credential needed or checked
   { method: 'GET', path: '/openapi.json', scope: 'public', permission: null },
+  // the shared evaluation cache (docs/eval-cache.md): an evaluation job's capability only, of an evaluation that runs
+  { method: 'POST', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/query`, body: { narHashes: ['a'.repeat(64)] }, scope: 'capability', permission: null, atRoot: true, before: ensureRunningEvaluation },
+  { method: 'GET', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/${'a'.repeat(64)}`, scope: 'capability', permission: null, atRoot: true, before: ensureRunningEvaluation },
+  {
+    method: 'PUT', path: `/eval-inputs/${MATRIX_RUNNING_EVALUATION}/${'a'.repeat(64)}`, scope: 'capability', permission: null, atRoot: true, before: ensureRunningEvaluation,
+    raw: () => ({ body: Buffer.from('nix-archive-1'), contentType: 'application/x-nix-nar' }),
+  },
   // the live paths of a project (issue 16): authorised like GET /tasks/…, /evals/{id}, /builds/{id}
   { method: 'GET', path: '/tasks/web/default/live', scope: 'project', role: 'View', permission: 'viewProject', socket: true },
   { method: 'GET', path: `/evals/${MATRIX_EVALUATION}/live`, scope: 'project', role: 'View', permission: 'viewProject', socket: true },
@@ -715,9 +737,10 @@ export function authorizationMatrix(part: number, parts: number): void {
               ? await openCacheSocket(kiln, path, token)
               : e.socket
               ? await openSocket(kiln, path, token)
-              : raw
-              ? await fetch(`${kiln.url}/api/v1${path}`, {
-                method: e.method, body: raw.body, headers: { 'content-type': raw.contentType, ...(token ? { authorization: `Bearer ${token}` } : {}) },
+              : raw || e.atRoot
+              ? await fetch(`${kiln.url}${e.atRoot ? '' : '/api/v1'}${path}`, {
+                method: e.method, body: raw?.body ?? (body === undefined ? undefined : JSON.stringify(body)),
+                headers: { 'content-type': raw?.contentType ?? 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
               }).then(async (r) => ({ status: r.status, message: ((await r.json()) as { message: unknown }).message }))
               : await kiln.api(e.method, path, { ...(token ? { token } : {}), ...(body === undefined ? {} : { body }) });
             const want = expectedStatus(e, persona, credential);

@@ -255,3 +255,18 @@ t.test('proto.anonymousCache.enable false: anonymous connections are refused, ke
   second.close();
   client.close();
 });
+
+t.test('an IPv4 client is one address however spelled, also through serving threads (their relayed peer)', async (t) => {
+  // http.threads 2: every connection comes through a thread, which vouches for its peer as its uWS
+  // socket prints it (0000:…:ffff:7f00:0001); the loopback proxy must still be trusted for X-Forwarded-For
+  const kiln = await startTestKiln(t, { 'http.threads': 2, 'proto.anonymousCache.maxConnectionsPerIp': 2 });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'pub', { public: true, ownerId: ada.id });
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+  const held = [await openCacheProto(kiln, 'pub', from('203.0.113.7')), await openCacheProto(kiln, 'pub', from('::ffff:203.0.113.7'))];
+  const refused = await refusalOf(openCacheProto(kiln, 'pub', from('0:0:0:0:0:ffff:203.0.113.7')));
+  t.match(refused, { status: 429, body: { message: /^2 anonymous cache protocol connections are open from 203\.0\.113\.7 / } }, 'the third spelling: the same address, refused');
+  const other = await openCacheProto(kiln, 'pub', from('0:0:0:0:0:ffff:198.51.100.3'));
+  t.pass('another IPv4 address, mapped, is not counted with it (nor with every mapped address)');
+  for (const client of [...held, other]) client.close();
+});

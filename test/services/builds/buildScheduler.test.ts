@@ -78,7 +78,8 @@ t.test('dispatch order, retries, substitution and logs', async (t) => {
     'GET', `/evals/${evaluationId}/builds`, { token })).message;
   const of = (n: DerivationNodeFixture) => builds.find((b) => b.drv_path === n.drvPath)!;
   t.match(of(dep), { status: 'completed', attempts: 2 });
-  // the refused dispatch counts as one, as a refusal for being busy does; it failed nothing
+  // `attempts` counts dispatches, the given-back one too (docs/builds.md, "Declined builds": it spent
+  // no attempt, buildDeclines.test); it failed nothing
   t.match(of(top), { status: 'failed', attempts: 2, failure: { class: 'FailedTimeout' } });
   t.match(of(cached), { status: 'substituted', attempts: 0 });
 

@@ -1,0 +1,38 @@
+// One spelling per client address (http/clientAddress.ts): an IPv4 peer a dual-stack socket shows as
+// IPv4-mapped IPv6, in whatever spelling, is its IPv4 address for normalizeAddress, for the trusted
+// proxies (CidrSet) and for the peer a serving thread vouches for (forwardedPeer), so the limits and
+// checks per address (proto.anonymousCache.maxConnectionsPerIp, /proto's loopback, X-Forwarded-For)
+// see one key per client.
+import t from 'tap';
+import { CidrSet, clientAddress, normalizeAddress } from '../../http/clientAddress.js';
+import { forwardedPeer, forwardedPeerValue, forwardingSecret } from '../../http/serving/forwardedPeer.js';
+
+const MAPPED_SPELLINGS = [
+  '::ffff:203.0.113.7', '::FFFF:203.0.113.7', '0:0:0:0:0:ffff:203.0.113.7', '0000:0000:0000:0000:0000:ffff:203.0.113.7',
+  '::ffff:cb00:7107', '0000:0000:0000:0000:0000:FFFF:CB00:7107', '0:0:0:0:0:ffff:cb00:7107',
+];
+
+t.test('every spelling of an IPv4-mapped address is the IPv4 address', async (t) => {
+  for (const spelling of MAPPED_SPELLINGS) t.equal(normalizeAddress(spelling), '203.0.113.7', spelling);
+  t.equal(normalizeAddress('203.0.113.7'), '203.0.113.7');
+  t.equal(normalizeAddress('0000:0000:0000:0000:0000:0000:0000:0001'), '::1', 'IPv6 in full: compact');
+  t.equal(normalizeAddress('2001:DB8:0:7::1'), '2001:db8:0:7::1');
+  t.equal(normalizeAddress('::ffff:0:203.0.113.7'), '::ffff:0:cb00:7107', 'IPv4-translated (not mapped) stays IPv6');
+  t.equal(normalizeAddress('not an address'), 'not an address');
+});
+
+t.test('a trusted proxy given as IPv4 is trusted under any mapped spelling', async (t) => {
+  const trusted = new CidrSet(['127.0.0.1/8', '203.0.113.0/24']);
+  for (const spelling of MAPPED_SPELLINGS) t.ok(trusted.has(spelling), spelling);
+  t.ok(trusted.has('0000:0000:0000:0000:0000:ffff:7f00:0001'), 'loopback as uWS prints it');
+  t.notOk(trusted.has('::ffff:198.51.100.1'));
+  t.equal(clientAddress('0000:0000:0000:0000:0000:ffff:7f00:0001', '198.51.100.9', trusted), '198.51.100.9', 'its X-Forwarded-For is believed');
+});
+
+t.test('the peer a serving thread vouches for is spelled as the main thread spells its own peers', async (t) => {
+  const secret = forwardingSecret();
+  t.equal(forwardedPeer(forwardedPeerValue(secret, '0000:0000:0000:0000:0000:ffff:cb00:7107')), '203.0.113.7');
+  t.equal(forwardedPeer(forwardedPeerValue(secret, '0000:0000:0000:0000:0000:0000:0000:0001')), '::1');
+  t.equal(forwardedPeer(forwardedPeerValue(secret, '2001:0db8:0000:0007:0000:0000:0000:0001')), '2001:db8:0:7::1');
+  t.equal(forwardedPeer(forwardedPeerValue('x'.repeat(secret.length), '203.0.113.7')), undefined, 'not without the secret');
+});
