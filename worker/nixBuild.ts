@@ -121,7 +121,8 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   // show inputs to let go of in turn; a path rejected past that came back from the job's own caches.
   const untrusted = async (rejected: string[], what: string): Promise<Realised> => {
     if (round >= LET_GO_ROUNDS) return { ok: false, failure: jobFailure('worker_error', `${what} of ${options.drvPath} substituted again are still not vouched for by this job's caches: ${rejected.join(', ')}`) };
-    if (options.gcRoot !== null) await removeRoots(options.gcRoot, ['drv', 'inputs', 'outputs']);
+    // every root of the job, the build's own (`<gcRoot>`, `<gcRoot>-<n>`) too: each round roots afresh what it uses
+    if (options.gcRoot !== null) await removeRoots(options.gcRoot);
     const refused = await letGo(rejected, run);
     if (refused !== null) {
       const message = `the store holds ${what} of ${options.drvPath} from a source this project does not trust, in use by another build (${rejected.join(', ')}): the job goes back to the queue. ${refused}`;

@@ -303,6 +303,13 @@ t.test('an output substituted during the build from a cache the job does not tru
     substituters: [], trust: new StoreTrust(null, []),
   });
   t.match(realised, { ok: false, failure: { reason: 'worker_error', message: /not vouched for/ } }, 'the substituted dev is rejected after the build');
+
+  const roots = join(dir, 'roots-substituted');
+  const rooted = await realiseDerivation({
+    drvPath: d.drvPath, timeoutSecs: 0, maxSilentSecs: 0, cores: null, netrcFile: null, gcRoot: roots, fetchStoredLog: false, env: alphaEnv, onLog: () => undefined,
+    substituters: [], trust: new StoreTrust(null, []),
+  });
+  t.match(rooted, { ok: false, failure: { reason: 'worker_error', message: /not vouched for/ } }, 'with GC roots too: the job lets go of the roots the build added before letting go of the output, not declined');
 });
 
 t.test('a derivation another organization\'s cache put under this job\'s .drv path is let go of', async (t) => {
