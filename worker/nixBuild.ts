@@ -42,6 +42,8 @@ export interface RealiseOptions {
   builders?: string | null;
   /** rank 0 of a cluster job: Nix is told this machine has the derivation's cluster features (docs/builds.md, "Cluster jobs") */
   cluster?: boolean;
+  /** where rootPaths writes its scratch list (the worker's tmp/); default: the system's */
+  scratchDir?: string;
   /** which valid paths this job may use as they are (worker/storeTrust.ts); default: one per process, in memory */
   trust?: StoreTrust;
 }
@@ -137,7 +139,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   // Rooted first (`<gcRoot>-drv`, with its closure), so another job letting go of paths cannot
   // swap it between the check and the build, which reads it again.
   if (options.gcRoot !== null) {
-    const refused = await rootPaths([options.drvPath], options.gcRoot, run);
+    const refused = await rootPaths([options.drvPath], options.gcRoot, run, options.scratchDir);
     if (options.signal?.aborted) return cancelled();
     if (refused !== null) return { ok: false, failure: jobFailure('worker_error', `${options.drvPath}: ${refused}`) };
   }
