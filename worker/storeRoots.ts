@@ -24,7 +24,7 @@ export const jobRoot = (dir: string, jobId: string): string =>
   join(dir, `job-${jobId.slice(0, 40).replace(/[^A-Za-z0-9._]/g, '_')}-${createHash('sha256').update(jobId).digest('hex').slice(0, 16)}`);
 
 /** The scratch directories rootPaths writes its list in (`<scratchDir>/roots-…`): one a crash left is swept (worker/partialDownloads.ts). */
-export const ROOTS_SCRATCH_PREFIX = 'roots-';
+const ROOTS_SCRATCH_PREFIX = 'roots-';
 
 /** Each instantiated "derivation" roots its drvPath under `--add-root` (then -2, -3, …); the list is read from a file, so its length is not bounded by the command line. */
 const ROOT_DERIVATIONS = '{ list }: map (p: { type = "derivation"; name = "kiln-root"; outputName = "out"; drvPath = builtins.storePath p; }) (builtins.fromJSON (builtins.readFile list))';
