@@ -214,6 +214,7 @@ t.test('appends go on while a rewrite queries validity, and the rewrite keeps th
   const stale = fakePath('kiln-stale');
   writeFileSync(file, `${ledgerLine(valid, narHashOf(valid))}${ledgerLine(stale)}{"cut short`);
   const held = heldNixStore('hold-append');
+  t.teardown(() => writeFileSync(held.release, '')); // a failing test leaves no nix-store waiting
   const trust = await StoreTrust.open(file, { env: held.env });
   await eventually(() => existsSync(held.reached), { message: 'the rewrite at start queries validity' });
 
