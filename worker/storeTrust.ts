@@ -108,20 +108,20 @@ export class StoreTrust {
    * `ownKeys`: the public keys of the worker's Nix `secret-key-files`, whose signatures vouch for
    * nothing (Nix signs every path it builds with them, from whatever inputs); 'unknown': a key file
    * the worker cannot read, so no signature in the store is taken. `run`: how the ledger's rewrite
-   * asks Nix which of its paths are still valid.
+   * asks Nix which of its paths are still valid, each call given `ledgerQueryTimeoutMs`.
    */
   constructor(
     private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = [],
-    private readonly run: RunOptions = { env: process.env },
+    private readonly run: RunOptions = { env: process.env }, private readonly ledgerQueryTimeoutMs = LEDGER_QUERY_TIMEOUT_MS,
   ) {}
 
   /** Reads the ledger of what this store built, and starts writing it anew; a missing or damaged line only makes those paths unknown. */
-  static async open(ledgerFile: string | null, run: RunOptions): Promise<StoreTrust> {
+  static async open(ledgerFile: string | null, run: RunOptions, ledgerQueryTimeoutMs = LEDGER_QUERY_TIMEOUT_MS): Promise<StoreTrust> {
     const shown = await nix(['show-config', '--json'], run);
     const setting = z.object({ value: z.array(z.string()) });
     const config = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': setting, 'secret-key-files': setting.optional() }).safeParse(JSON.parse(shown.stdout)) : null;
     const trust = new StoreTrust(
-      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown', run,
+      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown', run, ledgerQueryTimeoutMs,
     );
     if (ledgerFile === null) return trust;
     const text = await readFile(ledgerFile, 'utf8').catch(() => '');
@@ -243,7 +243,7 @@ export class StoreTrust {
   private async validAmong(paths: readonly string[]): Promise<string[]> {
     const valid: string[] = [];
     const query = async (batch: readonly string[]): Promise<void> => {
-      const timeout = AbortSignal.timeout(LEDGER_QUERY_TIMEOUT_MS);
+      const timeout = AbortSignal.timeout(this.ledgerQueryTimeoutMs);
       try {
         valid.push(...(await validOf(batch, { ...this.run, signal: this.run.signal ? AbortSignal.any([this.run.signal, timeout]) : timeout })));
       } catch (e) {

@@ -14,7 +14,7 @@ import { SigningKey } from '../../protocol/index.js';
 import { realiseDerivation } from '../../worker/nixBuild.js';
 import type { RunOptions } from '../../worker/childProcess.js';
 import { LEDGER_COMPACT_LINES, letGo, StoreTrust, type TrustScope, type Verdict } from '../../worker/storeTrust.js';
-import { eventually, within } from '../support/eventually.js';
+import { eventually, quietFor, within } from '../support/eventually.js';
 import { poison as poisonCache, signedCache, type SignedCache } from '../support/poisonedCache.js';
 import { nixEnv, requireNix } from '../support/nixStore.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
@@ -238,6 +238,35 @@ t.test('a path Nix refuses does not stop the rewrite: it goes, with the paths ou
   await StoreTrust.open(file, { env: heldNixStore('hold-refused', false).env });
   await eventually(() => readFileSync(file, 'utf8').split('\n').length, { until: (n) => n === 2, message: 'the ledger is written anew' });
   t.match(readFileSync(file, 'utf8'), valid, 'the valid path stays');
+});
+
+t.test('a validity query that hangs fails the rewrite by its time-out, and the next waits for the file to grow as much again', async (t) => {
+  const file = join(dir, 'ledger-hangs.jsonl');
+  writeFileSync(file, Array.from({ length: LEDGER_COMPACT_LINES + 1 }, () => ledgerLine(fakePath('kiln-fake'))).join(''));
+  const calls = join(dir, 'hangs-calls');
+  const hanging = heldNixStore('hold-hangs');
+  t.teardown(() => writeFileSync(hanging.release, ''));
+  // each query notes its shell's pid, then waits for a release that comes only at the test's end
+  const hangingEnv = { ...hanging.env, KILN_TEST_CALLS: calls };
+  writeFileSync(join(dir, 'hold-hangs', 'nix-store'), `#!/bin/sh
+case "$*" in *--check-validity*) echo $$ >> "$KILN_TEST_CALLS"; while [ ! -e ${hanging.release} ]; do sleep 0.05; done; exit 1;; esac
+exec ${run('sh', ['-c', 'command -v nix-store'])} "$@"
+`, { mode: 0o755 });
+  const trust = await StoreTrust.open(file, { env: hangingEnv }, 300);
+  const pid = Number((await eventually(() => (existsSync(calls) ? readFileSync(calls, 'utf8') : ''), { message: 'the rewrite at start queries validity' })).trim());
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await eventually(() => !alive(), { message: 'the hanging query is ended by its time-out' });
+  t.ok(readFileSync(file, 'utf8').includes('kiln-fake'), 'the failed rewrite left the file as it was');
+  await trust.recordBuilt([{ path: fakePath('kiln-after'), narHash: 'sha256:0' }], []);
+  await quietFor(500);
+  t.equal(readFileSync(calls, 'utf8').split('\n').filter((l) => l !== '').length, 1, 'an append past the mark starts no new rewrite right after a failed one');
 });
 
 /** A trust whose every check first tries to let go of what it checks, as another job would meanwhile: what each attempt answered. */
