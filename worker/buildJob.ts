@@ -1,6 +1,7 @@
 // A buildJob: realise the derivation, stream its log, push the closure of its outputs to the
 // target caches, then buildResult with each output's NarHash/NarSize/references, or jobFailed.
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { jobFailure, type BuildJob, type JobFailure } from '../protocol/index.js';
 import { BuildLogStream } from './buildLogStream.js';
 import { inParallel, reply, type JobContext } from './jobContext.js';
@@ -58,6 +59,7 @@ async function build(job: BuildJob, ctx: JobContext, jobSpan: SpanIds): Promise<
       substituters: job.substituters,
       netrcFile: netrc.path,
       gcRoot: rootsDir ? jobRoot(rootsDir, job.jobId) : null,
+      scratchDir: join(settings.baseDir, 'tmp'),
       fetchStoredLog: settings.logFetchFromStore,
       builders: settings.builders,
       trust: await ctx.trust(),

@@ -42,6 +42,8 @@ export interface RealiseOptions {
   builders?: string | null;
   /** rank 0 of a cluster job: Nix is told this machine has the derivation's cluster features (docs/builds.md, "Cluster jobs") */
   cluster?: boolean;
+  /** where rootPaths writes its scratch list (the worker's tmp/); default: the system's */
+  scratchDir?: string;
   /** which valid paths this job may use as they are (worker/storeTrust.ts); default: one per process, in memory */
   trust?: StoreTrust;
 }
@@ -121,7 +123,8 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   // show inputs to let go of in turn; a path rejected past that came back from the job's own caches.
   const untrusted = async (rejected: string[], what: string): Promise<Realised> => {
     if (round >= LET_GO_ROUNDS) return { ok: false, failure: jobFailure('worker_error', `${what} of ${options.drvPath} substituted again are still not vouched for by this job's caches: ${rejected.join(', ')}`) };
-    if (options.gcRoot !== null) await removeRoots(options.gcRoot, ['drv', 'inputs', 'outputs']);
+    // every root of the job, the build's own (`<gcRoot>`, `<gcRoot>-<n>`) too: each round roots afresh what it uses
+    if (options.gcRoot !== null) await removeRoots(options.gcRoot);
     const refused = await letGo(rejected, run);
     if (refused !== null) {
       const message = `the store holds ${what} of ${options.drvPath} from a source this project does not trust, in use by another build (${rejected.join(', ')}): the job goes back to the queue. ${refused}`;
@@ -136,7 +139,7 @@ async function realiseSteps(options: RealiseOptions, fetched: (status: 'ok' | 'e
   // Rooted first (`<gcRoot>-drv`, with its closure), so another job letting go of paths cannot
   // swap it between the check and the build, which reads it again.
   if (options.gcRoot !== null) {
-    const refused = await rootPaths([options.drvPath], options.gcRoot, run);
+    const refused = await rootPaths([options.drvPath], options.gcRoot, run, options.scratchDir);
     if (options.signal?.aborted) return cancelled();
     if (refused !== null) return { ok: false, failure: jobFailure('worker_error', `${options.drvPath}: ${refused}`) };
   }

@@ -4,6 +4,9 @@
 import { runCommand, type RunOptions, type RunResult } from './childProcess.js';
 import { storeConnections } from './storeConnections.js';
 
+/** Paths per call, far below the kernel's argument limit (a push job may name 100,000). */
+const PATHS_PER_CALL = 500;
+
 export const NIX_FEATURE_ARGS = ['--extra-experimental-features', 'nix-command flakes'] as const;
 
 /**
@@ -28,9 +31,11 @@ export function nixErrorText(stderr: string): string {
 
 /** Whether every path is valid in the local store (`nix-store --check-validity` exits 0). */
 export async function allValid(paths: readonly string[], options: RunOptions): Promise<boolean> {
-  if (paths.length === 0) return true;
-  const result = await nixStore(['--check-validity', ...paths], { ...options, collectStdout: false });
-  return result.exitCode === 0;
+  for (let i = 0; i < paths.length; i += PATHS_PER_CALL) {
+    const result = await nixStore(['--check-validity', ...paths.slice(i, i + PATHS_PER_CALL)], { ...options, collectStdout: false });
+    if (result.exitCode !== 0) return false;
+  }
+  return true;
 }
 
 /** The paths valid in the local store, in the order given (`nix-store --check-validity --print-invalid`). */

@@ -7,7 +7,8 @@
 import { lstat, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 
-const SWEPT_IN_TMP = /^(source-|open-pr-|input-)/;
+// roots-: worker/storeRoots.ts's scratch lists
+const SWEPT_IN_TMP = /^(source-|open-pr-|input-|roots-)/;
 
 /**
  * The newest modification time in a file or tree. Symlinks are never followed (a clone of a

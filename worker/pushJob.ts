@@ -5,6 +5,7 @@
 // names no substituters: it is checked under the operator's keys alone, which the paths it exists
 // for pass on their own (a .drv is text-addressed, a source content-addressed; the check hashes them).
 import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { jobFailure, type PushJob } from '../protocol/index.js';
 import { inParallel, reply, type JobContext } from './jobContext.js';
 import { allValid } from './nixCli.js';
@@ -25,7 +26,7 @@ export async function runPushJob(job: PushJob, ctx: JobContext): Promise<void> {
     // Rooted before the check, for the job's lifetime: what the check saw is what gets pushed.
     if (root !== null) {
       await mkdir(rootsDir, { recursive: true });
-      const refused = await rootPaths(job.paths, root, run);
+      const refused = await rootPaths(job.paths, root, run, join(ctx.settings.baseDir, 'tmp'));
       if (ctx.signal.aborted) return fail('cancelled', 'the push was cancelled');
       if (refused !== null) return fail('inputs_unavailable', refused);
     }

@@ -12,12 +12,12 @@
 // their inputs rested on, and a later job trusting all of those keys may take them as they are.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { appendFile, lstat, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { appendFile, lstat, mkdir, open as openFile, readFile, rename } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
-  contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, SigningKey, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
+  contentAddressClaim, DEFAULT_STORE_DIR, formatHash, narinfoFingerprint, parseHash, parseNarinfo, parseStorePath, SigningKey, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
 } from '../protocol/index.js';
 import type { RunOptions } from './childProcess.js';
 import { BoundedMap } from './boundedMap.js';
@@ -74,8 +74,10 @@ const PARSED_KEYS = 10_000;
  * query of every path in it) is spread over at least as many appends.
  */
 export const LEDGER_COMPACT_LINES = 10_000;
-/** Paths per `nix-store --check-validity`, far below the kernel's argument limit. */
+/** Paths per Nix call (`--check-validity`, `path-info`), far below the kernel's argument limit. */
 const PATHS_PER_CALL = 500;
+/** How long one validity query of the ledger's rewrite may take: a Nix that hangs fails the rewrite, not the builds. */
+const LEDGER_QUERY_TIMEOUT_MS = 120_000;
 
 const entry = (path: string, narHash: string) => `${path} ${narHash}`;
 
@@ -89,11 +91,15 @@ export class StoreTrust {
   /** path, NAR hash and the job's keys → the keys its acceptance rests on */
   private readonly verdicts = new BoundedMap<string, string[]>(TRUST_MEMO_ENTRIES);
   private readonly parsedKeys = new BoundedMap<string, VerifyingKey | null>(PARSED_KEYS);
-  /** lines in the ledger file, and how many the last rewrite kept */
+  /** lines in the ledger file, and how many the last rewrite kept (or, after one failed, the lines then: the next waits as long again) */
   private ledgerLines = 0;
   private ledgerKept = 0;
-  /** ledger appends and rewrites, one at a time: a rewrite must not drop a line appended meanwhile */
+  /** the file's last line was cut short (a crash): the next append starts on a line of its own */
+  private ledgerCut = false;
+  /** appends and a rewrite's writing, one at a time: a line appended is in the file the rewrite renames, or after it */
   private ledgerWrites: Promise<void> = Promise.resolve();
+  /** while a rewrite queries validity: the lines appended since it took its snapshot, which it writes too */
+  private appendedDuringRewrite: string[] | null = null;
   private compacting = false;
 
   /**
@@ -102,29 +108,32 @@ export class StoreTrust {
    * `ownKeys`: the public keys of the worker's Nix `secret-key-files`, whose signatures vouch for
    * nothing (Nix signs every path it builds with them, from whatever inputs); 'unknown': a key file
    * the worker cannot read, so no signature in the store is taken. `run`: how the ledger's rewrite
-   * asks Nix which of its paths are still valid.
+   * asks Nix which of its paths are still valid, each call given `ledgerQueryTimeoutMs`.
    */
   constructor(
     private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = [],
-    private readonly run: RunOptions = { env: process.env },
+    private readonly run: RunOptions = { env: process.env }, private readonly ledgerQueryTimeoutMs = LEDGER_QUERY_TIMEOUT_MS,
   ) {}
 
   /** Reads the ledger of what this store built, and starts writing it anew; a missing or damaged line only makes those paths unknown. */
-  static async open(ledgerFile: string | null, run: RunOptions): Promise<StoreTrust> {
+  static async open(ledgerFile: string | null, run: RunOptions, ledgerQueryTimeoutMs = LEDGER_QUERY_TIMEOUT_MS): Promise<StoreTrust> {
     const shown = await nix(['show-config', '--json'], run);
     const setting = z.object({ value: z.array(z.string()) });
     const config = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': setting, 'secret-key-files': setting.optional() }).safeParse(JSON.parse(shown.stdout)) : null;
     const trust = new StoreTrust(
-      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown', run,
+      ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown', run, ledgerQueryTimeoutMs,
     );
     if (ledgerFile === null) return trust;
     const text = await readFile(ledgerFile, 'utf8').catch(() => '');
+    trust.ledgerCut = text !== '' && !text.endsWith('\n');
+    const storeDir = run.env['NIX_STORE_DIR'] ?? DEFAULT_STORE_DIR;
     for (const line of text.split('\n')) {
       if (!line) continue;
       trust.ledgerLines++;
       try {
         const parsed = LedgerLine.safeParse(JSON.parse(line));
-        if (parsed.success) trust.built.set(entry(parsed.data.path, parsed.data.narHash), parsed.data.keys);
+        // a path that is not one of this store's (a hand-edited line, another store directory) is dropped: Nix would refuse the rewrite's query of it
+        if (parsed.success && parseStorePath(parsed.data.path, storeDir).ok) trust.built.set(entry(parsed.data.path, parsed.data.narHash), parsed.data.keys);
       } catch {
         // a line cut short by a crash: that path is unknown, so looked up or built again
       }
@@ -142,7 +151,8 @@ export class StoreTrust {
     if (paths.length === 0) return { keys: [], rejected: [], lookedUp: 0 };
     const infos = await this.closureInfos(paths, run);
     const jobKeys = [...new Set([...this.operatorKeys, ...scope.substituters.flatMap((s) => s.publicKeys)])].sort();
-    const scopeId = jobKeys.join(' ');
+    // verdicts are keyed by a digest of the keys, not the keys (up to a few KB a scope)
+    const scopeId = createHash('sha256').update(jobKeys.join(' ')).digest('base64url').slice(0, 22);
     // the worker's own keys sign whatever it built: the ledger, not a signature, says what that rested on
     const trusted = this.ownKeys === 'unknown' ? [] : this.parsed(jobKeys.filter((k) => !this.ownKeys.includes(k)));
     const rests = new Set<string>();
@@ -177,9 +187,15 @@ export class StoreTrust {
     }
     const file = this.ledgerFile;
     if (file === null || lines.length === 0) return;
+    // waits for a rewrite's writing (a rename), never for its validity query
     await this.ledgerWrite(async () => {
       await mkdir(dirname(file), { recursive: true });
-      await appendFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+      this.appendedDuringRewrite?.push(...lines.map((line) => `${line}\n`));
+      const text = `${this.ledgerCut ? '\n' : ''}${lines.join('\n')}\n`;
+      // a failed append may have left part of a line: the next starts on a line of its own (an empty line is skipped)
+      this.ledgerCut = true;
+      await appendFile(file, text, { mode: 0o600 });
+      this.ledgerCut = false;
       this.ledgerLines += lines.length;
     });
     // not awaited: the job that crossed the mark does not wait for the rewrite
@@ -189,38 +205,71 @@ export class StoreTrust {
   /**
    * Writes the ledger anew (a temporary file renamed over it): one line per path still valid in the
    * store among those held in memory; the others go from memory too. A path Nix let go of or
-   * collected is built or substituted again, and what vouches for it then is recorded anew.
+   * collected is built or substituted again, and what vouches for it then is recorded anew. The
+   * validity query runs on a snapshot, appends going on meanwhile; only the writing takes its turn
+   * with them, and it writes the lines appended since the snapshot too.
    */
   private async compactLedger(): Promise<void> {
     const file = this.ledgerFile;
     if (file === null) return;
-    await this.ledgerWrite(async () => {
-      const held = [...this.built];
-      const paths = [...new Set(held.map(([id]) => id.slice(0, id.indexOf(' '))))];
-      const valid = new Set<string>();
-      for (let i = 0; i < paths.length; i += PATHS_PER_CALL) {
-        for (const path of await validOf(paths.slice(i, i + PATHS_PER_CALL), this.run)) valid.add(path);
-      }
+    const held = [...this.built];
+    this.appendedDuringRewrite = [];
+    try {
+      const valid = new Set(await this.validAmong([...new Set(held.map(([id]) => id.slice(0, id.indexOf(' '))))]));
       const kept: string[] = [];
       for (const [id, keys] of held) {
         const [path, narHash] = id.split(' ');
         if (valid.has(path!)) kept.push(`${JSON.stringify({ path, narHash, keys })}\n`);
-        // unless built again meanwhile (a new entry, its line appended after this rewrite)
+        // unless built again meanwhile (a new entry, its line appended since the snapshot)
         else if (this.built.get(id) === keys) this.built.delete(id);
       }
-      await mkdir(dirname(file), { recursive: true });
-      await writeFile(`${file}.new`, kept.join(''), { mode: 0o600 });
-      await rename(`${file}.new`, file);
-      this.ledgerLines = kept.length;
-      this.ledgerKept = kept.length;
-    });
+      await this.ledgerWrite(async () => {
+        const lines = [...kept, ...this.appendedDuringRewrite!];
+        await mkdir(dirname(file), { recursive: true });
+        await writeDurably(file, lines.join(''));
+        this.ledgerLines = lines.length;
+        this.ledgerKept = kept.length;
+        this.ledgerCut = false;
+      });
+    } finally {
+      this.appendedDuringRewrite = null;
+    }
   }
 
-  /** A rewrite unless one is under way; one that fails leaves the file as it was (the temporary file is renamed only once written). */
+  /**
+   * The valid ones among these paths, PATHS_PER_CALL a query, each with a timeout. A batch Nix
+   * refuses is split until the path it refuses is found, which counts as not valid (its line goes).
+   */
+  private async validAmong(paths: readonly string[]): Promise<string[]> {
+    const valid: string[] = [];
+    const query = async (batch: readonly string[]): Promise<void> => {
+      const timeout = AbortSignal.timeout(this.ledgerQueryTimeoutMs);
+      try {
+        valid.push(...(await validOf(batch, { ...this.run, signal: this.run.signal ? AbortSignal.any([this.run.signal, timeout]) : timeout })));
+      } catch (e) {
+        if (timeout.aborted || this.run.signal?.aborted) throw e;
+        if (batch.length === 1) return;
+        const half = Math.ceil(batch.length / 2);
+        await query(batch.slice(0, half));
+        await query(batch.slice(half));
+      }
+    };
+    for (let i = 0; i < paths.length; i += PATHS_PER_CALL) await query(paths.slice(i, i + PATHS_PER_CALL));
+    return valid;
+  }
+
+  /**
+   * A rewrite unless one is under way; one that fails leaves the file as it was (the temporary file
+   * is renamed only once written), and the next waits for as many appends as the file holds then.
+   */
   private compactInBackground(): void {
     if (this.compacting) return;
     this.compacting = true;
-    void this.compactLedger().catch(() => undefined).finally(() => (this.compacting = false));
+    void this.compactLedger()
+      .catch(() => {
+        this.ledgerKept = this.ledgerLines;
+      })
+      .finally(() => (this.compacting = false));
   }
 
   private ledgerWrite(write: () => Promise<void>): Promise<void> {
@@ -258,9 +307,11 @@ export class StoreTrust {
     const infos = new Map<string, LocalInfo>();
     for (const [kind, flags] of [[drvs, ['--derivation']], [others, []]] as const) {
       if (kind.length === 0) continue;
-      const shown = await nix(['path-info', '--json', '--sigs', '--recursive', ...flags, ...kind], run);
-      if (shown.exitCode !== 0) throw new Error(`nix path-info failed: ${nixErrorText(shown.stderr)}`);
-      for (const info of LocalInfo.parse(JSON.parse(shown.stdout))) infos.set(info.path, info);
+      for (let i = 0; i < kind.length; i += PATHS_PER_CALL) {
+        const shown = await nix(['path-info', '--json', '--sigs', '--recursive', ...flags, ...kind.slice(i, i + PATHS_PER_CALL)], run);
+        if (shown.exitCode !== 0) throw new Error(`nix path-info failed: ${nixErrorText(shown.stderr)}`);
+        for (const info of LocalInfo.parse(JSON.parse(shown.stdout))) infos.set(info.path, info);
+      }
     }
     return [...infos.values()].map((info) => {
       const narHash = toNix32Hash(info.narHash, 'sha256');
@@ -327,6 +378,24 @@ export class StoreTrust {
       }
     }
     return undefined;
+  }
+}
+
+/** Writes `file` anew through `<file>.new`, on disk before the rename and the rename on disk after: a crash leaves one or the other whole. */
+async function writeDurably(file: string, text: string): Promise<void> {
+  const handle = await openFile(`${file}.new`, 'w', 0o600);
+  try {
+    await handle.writeFile(text);
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+  await rename(`${file}.new`, file);
+  const directory = await openFile(dirname(file), 'r');
+  try {
+    await directory.sync();
+  } finally {
+    await directory.close();
   }
 }
 

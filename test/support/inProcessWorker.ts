@@ -11,7 +11,7 @@ import { TEST_NIX_CONFIG } from './workerProcess.js';
 type Worker = Awaited<ReturnType<typeof startWorker>>;
 
 export async function startInProcessWorker(
-  t: { teardown(fn: () => Promise<void>): void }, dir: string, overrides: Partial<Record<OptionPath, unknown>> = {}, options: { log?: Logger } = {},
+  t: { teardown(fn: () => Promise<void>): void }, dir: string, overrides: Partial<Record<OptionPath, unknown>> = {}, options: { log?: Logger; env?: NodeJS.ProcessEnv } = {},
 ): Promise<{ worker: Worker; server: ProtoTestServer; session: WorkerSession }> {
   const server = await startProtoServer({ openModeProjects: [] });
   const config = loadConfig({
@@ -19,7 +19,7 @@ export async function startInProcessWorker(
     env: {},
     overrides: { 'worker.serverUrl': server.url, 'worker.baseDir': join(dir, 'worker'), 'worker.gcrootsDir': join(dir, 'gcroots'), ...overrides },
   }).values;
-  const worker = await startWorker(config, { log: options.log ?? pino({ level: process.env['KILN_TEST_LOG'] ? 'debug' : 'silent' }), software: 'kiln test', env: { ...process.env, NIX_REMOTE: 'local', NIX_CONFIG: TEST_NIX_CONFIG } });
+  const worker = await startWorker(config, { log: options.log ?? pino({ level: process.env['KILN_TEST_LOG'] ? 'debug' : 'silent' }), software: 'kiln test', env: { ...process.env, NIX_REMOTE: 'local', NIX_CONFIG: TEST_NIX_CONFIG, ...options.env } });
   t.teardown(async () => {
     await worker.stop();
     await server.close();

@@ -6,7 +6,7 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { eventually } from '../support/eventually.js';
 import { startInProcessWorker } from '../support/inProcessWorker.js';
@@ -88,6 +88,27 @@ t.test('what another organization left in the shared store is not pushed into th
   t.ok(session.nars.has(honest) && session.nars.has(source), 'both pushed');
   // removed after the result is sent, as a build's are
   await eventually(() => readdirSync(join(dir, 'gcroots')).filter((name) => name.startsWith('job-')), { until: (roots) => roots.length === 0, message: 'the job\'s roots go with it' });
+});
+
+t.test('a push job\'s paths are rooted while they are checked', async (t) => {
+  // The worker's nix, but each closure query of the check (path-info --sigs) first notes the roots there are.
+  const shim = join(dir, 'nix-shim');
+  mkdirSync(shim);
+  const record = join(dir, 'roots-during-checks');
+  const gcroots = join(dir, 'gcroots-rooted');
+  mkdirSync(gcroots);
+  writeFileSync(join(shim, 'nix'), `#!/bin/sh
+case "$*" in *path-info*--sigs*) ls ${gcroots} >> ${record}; echo --- >> ${record};; esac
+exec ${run('sh', ['-c', 'command -v nix'])} "$@"
+`, { mode: 0o755 });
+  const { session } = await startInProcessWorker(t, join(dir, 'rooted'), { 'worker.gcrootsDir': gcroots }, { env: { PATH: `${shim}:${process.env['PATH'] ?? ''}` } });
+  const g = expressions(randomUUID());
+  const source = run('nix-store', ['--add', writeSource()]);
+  session.send({ t: 'pushJob', jobId: 'rooted', paths: [g('a'), source], targetCaches: ['beta'] });
+  t.match(await session.outcome('rooted'), { t: 'pushResult', paths: [{ status: 'stored' }, { status: 'stored' }] });
+  const during = readFileSync(record, 'utf8');
+  t.match(during, /^job-rooted-[0-9a-f]+-drv$/m, 'the .drv was rooted during the check');
+  t.match(during, /^job-rooted-[0-9a-f]+-paths$/m, 'and the source');
 });
 
 function writeSource(): string {

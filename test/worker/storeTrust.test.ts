@@ -7,13 +7,14 @@
 import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SigningKey } from '../../protocol/index.js';
 import { realiseDerivation } from '../../worker/nixBuild.js';
-import { LEDGER_COMPACT_LINES, letGo, StoreTrust } from '../../worker/storeTrust.js';
-import { eventually } from '../support/eventually.js';
+import type { RunOptions } from '../../worker/childProcess.js';
+import { LEDGER_COMPACT_LINES, letGo, StoreTrust, type TrustScope, type Verdict } from '../../worker/storeTrust.js';
+import { eventually, quietFor, within } from '../support/eventually.js';
 import { poison as poisonCache, signedCache, type SignedCache } from '../support/poisonedCache.js';
 import { nixEnv, requireNix } from '../support/nixStore.js';
 import { TEST_NIX_CONFIG } from '../support/workerProcess.js';
@@ -186,10 +187,103 @@ t.test('the ledger keeps the paths still valid: written anew at start, and once 
   t.equal(readFileSync(file, 'utf8').split('\n').length, 3, 'and appended to after');
 });
 
+/**
+ * The worker's nix-store, but each `--check-validity` waits until `<hold>/release` exists (having
+ * made `<hold>/reached`), and one naming a `kiln-refused` path fails as Nix refuses a path outside its store.
+ */
+function heldNixStore(name: string, held = true): { env: NodeJS.ProcessEnv; reached: string; release: string } {
+  const hold = join(dir, name);
+  mkdirSync(hold);
+  const real = run('sh', ['-c', 'command -v nix-store']);
+  writeFileSync(join(hold, 'nix-store'), `#!/bin/sh
+case "$*" in *kiln-refused*) echo "error: path is not in the Nix store" >&2; exit 1;; esac
+case "$*" in *--check-validity*) touch ${hold}/reached; while [ ! -e ${hold}/release ]; do sleep 0.05; done;; esac
+exec ${real} "$@"
+`, { mode: 0o755 });
+  if (!held) writeFileSync(join(hold, 'release'), '');
+  return { env: { ...env, PATH: `${hold}:${env['PATH'] ?? ''}` }, reached: join(hold, 'reached'), release: join(hold, 'release') };
+}
+const ledgerLine = (path: string, narHash = 'sha256:0') => `${JSON.stringify({ path, narHash, keys: [] })}\n`;
+const fakePath = (name: string) => `/nix/store/${randomUUID().replace(/[^0-9a-d]/g, '').padEnd(32, '0').slice(0, 32)}-${name}`;
+const narHashOf = (path: string) => (JSON.parse(nix(['path-info', '--json', path])) as { narHash: string }[])[0]!.narHash;
+
+t.test('appends go on while a rewrite queries validity, and the rewrite keeps them', async (t) => {
+  const file = join(dir, 'ledger-held.jsonl');
+  const d = derivations(randomUUID());
+  const valid = run('nix-store', ['--realise', d.pDrv]);
+  const stale = fakePath('kiln-stale');
+  writeFileSync(file, `${ledgerLine(valid, narHashOf(valid))}${ledgerLine(stale)}{"cut short`);
+  const held = heldNixStore('hold-append');
+  t.teardown(() => writeFileSync(held.release, '')); // a failing test leaves no nix-store waiting
+  const trust = await StoreTrust.open(file, { env: held.env });
+  await eventually(() => existsSync(held.reached), { message: 'the rewrite at start queries validity' });
+
+  const fresh = run('nix-store', ['--realise', d.a]);
+  await within(trust.recordBuilt([{ path: fresh, narHash: narHashOf(fresh) }], []), 20_000, () => 'recordBuilt waits for the rewrite\'s validity query');
+  const appended = readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').at(-1)!;
+  t.equal((JSON.parse(appended) as { path: string }).path, fresh, 'appended on a line of its own, not glued to the line a crash cut short');
+
+  writeFileSync(held.release, '');
+  await eventually(() => readFileSync(file, 'utf8'), { until: (text) => !text.includes('kiln-stale'), message: 'the rewrite ends' });
+  t.same(readFileSync(file, 'utf8').split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { path: string }).path), [valid, fresh], 'the rewrite kept the line appended meanwhile');
+  const again = await StoreTrust.open(file, { env });
+  t.same((await again.check([fresh], { substituters: [] }, { env })).rejected, [], 'which still counts as built here after a restart');
+});
+
+t.test('a path Nix refuses does not stop the rewrite: it goes, with the paths outside the store', async (t) => {
+  const file = join(dir, 'ledger-refused.jsonl');
+  const valid = run('nix-store', ['--realise', derivations(randomUUID()).pDrv]);
+  const fakes = Array.from({ length: 5 }, () => ledgerLine(fakePath('kiln-fake'))).join('');
+  writeFileSync(file, `${fakes}${ledgerLine(fakePath('kiln-refused'))}${ledgerLine(valid, narHashOf(valid))}${ledgerLine('/elsewhere/kiln-outside')}${fakes}`);
+  await StoreTrust.open(file, { env: heldNixStore('hold-refused', false).env });
+  await eventually(() => readFileSync(file, 'utf8').split('\n').length, { until: (n) => n === 2, message: 'the ledger is written anew' });
+  t.match(readFileSync(file, 'utf8'), valid, 'the valid path stays');
+});
+
+t.test('a validity query that hangs fails the rewrite by its time-out, and the next waits for the file to grow as much again', async (t) => {
+  const file = join(dir, 'ledger-hangs.jsonl');
+  writeFileSync(file, Array.from({ length: LEDGER_COMPACT_LINES + 1 }, () => ledgerLine(fakePath('kiln-fake'))).join(''));
+  const calls = join(dir, 'hangs-calls');
+  const hanging = heldNixStore('hold-hangs');
+  t.teardown(() => writeFileSync(hanging.release, ''));
+  // each query notes its shell's pid, then waits for a release that comes only at the test's end
+  const hangingEnv = { ...hanging.env, KILN_TEST_CALLS: calls };
+  writeFileSync(join(dir, 'hold-hangs', 'nix-store'), `#!/bin/sh
+case "$*" in *--check-validity*) echo $$ >> "$KILN_TEST_CALLS"; while [ ! -e ${hanging.release} ]; do sleep 0.05; done; exit 1;; esac
+exec ${run('sh', ['-c', 'command -v nix-store'])} "$@"
+`, { mode: 0o755 });
+  const trust = await StoreTrust.open(file, { env: hangingEnv }, 300);
+  const pid = Number((await eventually(() => (existsSync(calls) ? readFileSync(calls, 'utf8') : ''), { message: 'the rewrite at start queries validity' })).trim());
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await eventually(() => !alive(), { message: 'the hanging query is ended by its time-out' });
+  t.ok(readFileSync(file, 'utf8').includes('kiln-fake'), 'the failed rewrite left the file as it was');
+  await trust.recordBuilt([{ path: fakePath('kiln-after'), narHash: 'sha256:0' }], []);
+  await quietFor(500);
+  t.equal(readFileSync(calls, 'utf8').split('\n').filter((l) => l !== '').length, 1, 'an append past the mark starts no new rewrite right after a failed one');
+});
+
+/** A trust whose every check first tries to let go of what it checks, as another job would meanwhile: what each attempt answered. */
+class LettingGo extends StoreTrust {
+  readonly answers: (string | null)[] = [];
+  override async check(paths: readonly string[], scope: TrustScope, run: RunOptions): Promise<Verdict> {
+    this.answers.push(paths.length === 0 ? null : await letGo(paths, { env }));
+    return super.check(paths, scope, run);
+  }
+}
+
 t.test('a build roots its derivation before checking it: another job cannot let go of it meanwhile', async (t) => {
   const d = derivations(randomUUID());
   const roots = join(dir, 'roots-drv');
-  t.match(await realise(d.a, [], new StoreTrust(null, []), roots), { ok: false, failure: { reason: 'inputs_unavailable' } }, 'P is not substitutable: the build stops at its inputs');
+  const trust = new LettingGo(null, []);
+  t.match(await realise(d.a, [], trust, roots), { ok: false, failure: { reason: 'inputs_unavailable' } }, 'P is not substitutable: the build stops at its inputs');
+  t.match(trust.answers, [/still alive/], 'another job letting go of the .drv during the check could not');
   t.equal(readlinkSync(`${roots}-drv`), d.a, 'after rooting the .drv (<gcRoot>-drv)');
   t.match(await letGo([d.a], { env }), /still alive/, 'which another job cannot let go of');
   t.match(await letGo([d.pDrv], { env }), /still alive/, 'nor an input derivation: the root holds its closure');
@@ -208,7 +302,7 @@ function twoOutputs(salt: string) {
 }
 
 t.test('one output already valid from another organization\'s cache is checked too, though the others are missing', async (t) => {
-  const trust = await StoreTrust.open(null, { env });
+  const trust = new LettingGo(null, []);
   const alpha = cache('alpha4');
   const beta = cache('beta4');
   const d = twoOutputs(randomUUID());
@@ -221,7 +315,9 @@ t.test('one output already valid from another organization\'s cache is checked t
   t.match(readFileSync(d.out, 'utf8'), /^out-/);
 
   const roots = join(dir, 'roots-multi-again');
+  trust.answers.length = 0;
   t.match(await realise(d.drvPath, [beta], trust, roots), { ok: true, alreadyValid: true }, 'then valid, all of it');
+  t.match(trust.answers, [/still alive/, /still alive/], 'another job letting go of the .drv or the outputs during their checks could not');
   t.same([`${roots}-outputs`, `${roots}-outputs-2`].map((r) => readlinkSync(r)).sort(), [d.out, d.dev].sort(), 'and rooted before the check, until the job lets go of its roots');
 });
 
@@ -237,6 +333,13 @@ t.test('an output substituted during the build from a cache the job does not tru
     substituters: [], trust: new StoreTrust(null, []),
   });
   t.match(realised, { ok: false, failure: { reason: 'worker_error', message: /not vouched for/ } }, 'the substituted dev is rejected after the build');
+
+  const roots = join(dir, 'roots-substituted');
+  const rooted = await realiseDerivation({
+    drvPath: d.drvPath, timeoutSecs: 0, maxSilentSecs: 0, cores: null, netrcFile: null, gcRoot: roots, fetchStoredLog: false, env: alphaEnv, onLog: () => undefined,
+    substituters: [], trust: new StoreTrust(null, []),
+  });
+  t.match(rooted, { ok: false, failure: { reason: 'worker_error', message: /not vouched for/ } }, 'with GC roots too: the job lets go of the roots the build added before letting go of the output, not declined');
 });
 
 t.test('a derivation another organization\'s cache put under this job\'s .drv path is let go of', async (t) => {
