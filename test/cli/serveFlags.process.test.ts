@@ -1,0 +1,31 @@
+// `kiln serve` runs under the Node options of bin/serveFlags.js (docs/http.md, "Memory at rest"):
+// bin/kiln.js replaces itself with a Node started with them, keeping its process id, unless the
+// operator set the option already (command line or NODE_OPTIONS).
+import { readFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { SERVE_NODE_FLAGS, setByOperator } from '../../bin/serveFlags.js';
+import { testDatabase } from '../support/db.js';
+import { freePort } from '../support/kiln.js';
+import { startServerProcess } from '../support/serverProcess.js';
+
+const commandLine = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
+
+t.test('the server process runs with the young generation capped, in the process it was started as', async (t) => {
+  const db = await testDatabase(t);
+  const baseDir = await mkdtemp(join(tmpdir(), 'kiln-flags-'));
+  t.teardown(() => rm(baseDir, { recursive: true, force: true }));
+  const server = await startServerProcess(db.url, baseDir, await freePort());
+  t.teardown(() => server.child.kill('SIGKILL'));
+  const argv = await commandLine(server.child.pid!);
+  t.same(SERVE_NODE_FLAGS.filter((flag) => !argv.includes(flag)), [], `every flag on the command line: ${argv.join(' ')}`);
+  t.equal(argv.filter((a) => a.endsWith('bin/kiln.js')).length, 1, 'bin/kiln.js once: replaced, not started twice');
+});
+
+t.test("the operator's own choice stands", async (t) => {
+  t.ok(setByOperator('--max-semi-space-size=2', ['--max-semi-space-size=16'], undefined), 'on the command line');
+  t.ok(setByOperator('--max-semi-space-size=2', [], '--enable-source-maps --max_semi_space_size=32'), 'in NODE_OPTIONS, with underscores');
+  t.notOk(setByOperator('--max-semi-space-size=2', ['--max-old-space-size=512'], '--import x'), 'another option is no choice of this one');
+  t.notOk(setByOperator('--max-semi-space-size=2', [], undefined));
+});
