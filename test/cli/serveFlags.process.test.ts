@@ -12,15 +12,18 @@ import { startServerProcess } from '../support/serverProcess.js';
 
 const commandLine = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
 
-t.test('the server process runs with the young generation capped, in the process it was started as', async (t) => {
+t.test('the server process runs with the young generation capped, in the process it was started as, its serving threads too', async (t) => {
   const db = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-flags-'));
   t.teardown(() => rm(baseDir, { recursive: true, force: true }));
-  const server = await startServerProcess(db.url, baseDir, await freePort());
+  // two serving threads: the flag is the process's, a Worker refuses it in its own options (storage/threadExecArgv.ts)
+  const server = await startServerProcess(db.url, baseDir, await freePort(), [], { SERVICE_HTTP_THREADS: '2' });
   t.teardown(() => server.child.kill('SIGKILL'));
   const argv = await commandLine(server.child.pid!);
   t.same(SERVE_NODE_FLAGS.filter((flag) => !argv.includes(flag)), [], `every flag on the command line: ${argv.join(' ')}`);
   t.equal(argv.filter((a) => a.endsWith('bin/kiln.js')).length, 1, 'bin/kiln.js once: replaced, not started twice');
+  // the port is the serving threads' (the main thread listens on loopback only)
+  for (let i = 0; i < 4; i++) t.equal((await fetch(`${server.url}/cache/none/nix-cache-info`)).status, 404);
 });
 
 t.test("the operator's own choice stands", async (t) => {
