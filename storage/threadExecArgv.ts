@@ -6,10 +6,10 @@
 // execArgv makes workers resolve and transform exactly as the main thread does; when the process
 // was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
 //
-// The process's V8 heap options (`kiln serve` runs with one, bin/serveFlags.js; an operator may
-// add more) already size every isolate of the process, and `new Worker` refuses them in execArgv
-// (ERR_WORKER_INVALID_EXEC_ARGV): they are left out.
-const V8_HEAP_OPTION = /^--max[-_](?:semi[-_]space|old[-_]space|young[-_]generation)[-_]size(?:=|$)/;
+// The V8 options of the process (`kiln serve` runs with two, bin/serveFlags.js; an operator may add
+// heap sizes) already hold for every isolate of the process, and `new Worker` refuses them in
+// execArgv (ERR_WORKER_INVALID_EXEC_ARGV): they are left out.
+const V8_OPTION = /^--(?:max[-_](?:semi[-_]space|old[-_]space|young[-_]generation)[-_]size(?:=|$)|(?:no[-_])?optimize[-_]for[-_]size$)/;
 
 export const threadExecArgv = (execArgv: readonly string[] = process.execArgv): string[] =>
-  [...execArgv.filter((arg) => !V8_HEAP_OPTION.test(arg)), '--import', import.meta.resolve('tsx')];
+  [...execArgv.filter((arg) => !V8_OPTION.test(arg)), '--import', import.meta.resolve('tsx')];

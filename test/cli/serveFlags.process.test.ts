@@ -12,7 +12,7 @@ import { startServerProcess } from '../support/serverProcess.js';
 
 const commandLine = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
 
-t.test('the server process runs with the young generation capped, in the process it was started as, its serving threads too', async (t) => {
+t.test('the server process runs with its V8 options (young generation capped, optimized for size), in the process it was started as, its serving threads too', async (t) => {
   const db = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-flags-'));
   t.teardown(() => rm(baseDir, { recursive: true, force: true }));
@@ -29,6 +29,7 @@ t.test('the server process runs with the young generation capped, in the process
 t.test("the operator's own choice stands", async (t) => {
   t.ok(setByOperator('--max-semi-space-size=2', ['--max-semi-space-size=16'], undefined), 'on the command line');
   t.ok(setByOperator('--max-semi-space-size=2', [], '--enable-source-maps --max_semi_space_size=32'), 'in NODE_OPTIONS, with underscores');
+  t.ok(setByOperator('--optimize-for-size', ['--no-optimize-for-size'], undefined), 'a switch turned off');
   t.notOk(setByOperator('--max-semi-space-size=2', ['--max-old-space-size=512'], '--import x'), 'another option is no choice of this one');
   t.notOk(setByOperator('--max-semi-space-size=2', [], undefined));
 });
