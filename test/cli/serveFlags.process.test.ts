@@ -1,16 +1,17 @@
-// `kiln serve` runs under the Node options of bin/serveFlags.js (docs/http.md, "Memory at rest"):
-// bin/kiln.js replaces itself with a Node started with them, keeping its process id, unless the
-// operator set the option already (command line or NODE_OPTIONS).
+// `kiln serve` runs under the Node options and environment of bin/serveFlags.js (docs/http.md,
+// "Memory at rest"): bin/kiln.js replaces itself with a Node started with them, keeping its process
+// id, unless the operator set them already (command line, NODE_OPTIONS, the variable).
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { SERVE_NODE_FLAGS, setByOperator } from '../../bin/serveFlags.js';
+import { SERVE_ENV, SERVE_NODE_FLAGS, setByOperator } from '../../bin/serveFlags.js';
 import { testDatabase } from '../support/db.js';
 import { freePort } from '../support/kiln.js';
 import { startServerProcess } from '../support/serverProcess.js';
 
 const commandLine = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
+const environment = async (pid: number) => (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean);
 
 t.test('the server process runs with its V8 options (young generation capped, optimized for size), in the process it was started as, its serving threads too', async (t) => {
   const db = await testDatabase(t);
@@ -22,11 +23,23 @@ t.test('the server process runs with its V8 options (young generation capped, op
   const argv = await commandLine(server.child.pid!);
   t.same(SERVE_NODE_FLAGS.filter((flag) => !argv.includes(flag)), [], `every flag on the command line: ${argv.join(' ')}`);
   t.equal(argv.filter((a) => a.endsWith('bin/kiln.js')).length, 1, 'bin/kiln.js once: replaced, not started twice');
+  const env = await environment(server.child.pid!);
+  t.same(Object.entries(SERVE_ENV).filter(([name, value]) => !env.includes(`${name}=${value}`)), [], 'every variable in the environment');
   // the port is the serving threads' (the main thread listens on loopback only)
   for (let i = 0; i < 4; i++) t.equal((await fetch(`${server.url}/cache/none/nix-cache-info`)).status, 404);
 });
 
-t.test("the operator's own choice stands", async (t) => {
+t.test("the operator's own environment stands", async (t) => {
+  const db = await testDatabase(t);
+  const baseDir = await mkdtemp(join(tmpdir(), 'kiln-flags-'));
+  t.teardown(() => rm(baseDir, { recursive: true, force: true }));
+  const server = await startServerProcess(db.url, baseDir, await freePort(), [], { MALLOC_ARENA_MAX: '4' });
+  t.teardown(() => server.child.kill('SIGKILL'));
+  t.ok((await environment(server.child.pid!)).includes('MALLOC_ARENA_MAX=4'));
+  t.ok((await commandLine(server.child.pid!)).includes(SERVE_NODE_FLAGS[0]!), 'the options added all the same');
+});
+
+t.test("the operator's own options stand", async (t) => {
   t.ok(setByOperator('--max-semi-space-size=2', ['--max-semi-space-size=16'], undefined), 'on the command line');
   t.ok(setByOperator('--max-semi-space-size=2', [], '--enable-source-maps --max_semi_space_size=32'), 'in NODE_OPTIONS, with underscores');
   t.ok(setByOperator('--optimize-for-size', ['--no-optimize-for-size'], undefined), 'a switch turned off');
