@@ -4,22 +4,28 @@
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { SERVE_ENV, SERVE_NODE_FLAGS, setByOperator } from '../../bin/serveFlags.js';
 import { testDatabase } from '../support/db.js';
 import { freePort } from '../support/kiln.js';
-import { startServerProcess } from '../support/serverProcess.js';
+import { startServerProcess, type ServerProcess } from '../support/serverProcess.js';
 
 const commandLine = async (pid: number) => (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean);
 const environment = async (pid: number) => (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0').filter(Boolean);
 
-t.test('the server process runs with its V8 options (young generation capped, optimized for size), in the process it was started as, its serving threads too', async (t) => {
+/** `kiln serve` in a process of its own on a fresh database; `env`: more variables. */
+async function startServe(t: Test, env: Record<string, string>): Promise<ServerProcess> {
   const db = await testDatabase(t);
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-flags-'));
   t.teardown(() => rm(baseDir, { recursive: true, force: true }));
-  // two serving threads: the flag is the process's, a Worker refuses it in its own options (storage/threadExecArgv.ts)
-  const server = await startServerProcess(db.url, baseDir, await freePort(), [], { SERVICE_HTTP_THREADS: '2' });
+  const server = await startServerProcess(db.url, baseDir, await freePort(), [], env);
   t.teardown(() => server.child.kill('SIGKILL'));
+  return server;
+}
+
+t.test('the server process runs with its V8 options (young generation capped, optimized for size), in the process it was started as, its serving threads too', async (t) => {
+  // two serving threads: the flag is the process's, a Worker refuses it in its own options (storage/threadExecArgv.ts)
+  const server = await startServe(t, { SERVICE_HTTP_THREADS: '2' });
   const argv = await commandLine(server.child.pid!);
   t.same(SERVE_NODE_FLAGS.filter((flag) => !argv.includes(flag)), [], `every flag on the command line: ${argv.join(' ')}`);
   t.equal(argv.filter((a) => a.endsWith('bin/kiln.js')).length, 1, 'bin/kiln.js once: replaced, not started twice');
@@ -30,11 +36,7 @@ t.test('the server process runs with its V8 options (young generation capped, op
 });
 
 t.test("the operator's own environment stands", async (t) => {
-  const db = await testDatabase(t);
-  const baseDir = await mkdtemp(join(tmpdir(), 'kiln-flags-'));
-  t.teardown(() => rm(baseDir, { recursive: true, force: true }));
-  const server = await startServerProcess(db.url, baseDir, await freePort(), [], { MALLOC_ARENA_MAX: '4' });
-  t.teardown(() => server.child.kill('SIGKILL'));
+  const server = await startServe(t, { MALLOC_ARENA_MAX: '4' });
   t.ok((await environment(server.child.pid!)).includes('MALLOC_ARENA_MAX=4'));
   t.ok((await commandLine(server.child.pid!)).includes(SERVE_NODE_FLAGS[0]!), 'the options added all the same');
 });
