@@ -12,9 +12,9 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { encodeNarStrings, encodeU64, hashNar, narPadding, NIX32_ALPHABET } from '../protocol/index.js';
-import { forkServer, loadAverage, processUsage } from './childServer.js';
+import { forkKiln, loadAverage, processUsage } from './childServer.js';
 import { freePortForBench } from './freePort.js';
-import type { KilnProcessOptions, KilnProcessReady } from './kilnProcess.js';
+import type { KilnProcessOptions } from './kilnProcess.js';
 import { median, startNginx, wrk, WRK_PATHS_SCRIPT } from './loadTools.js';
 
 const seconds = Number(process.argv[2] ?? 5);
@@ -68,7 +68,7 @@ const sumCpu = (pids: number[]): Map<string, number> => {
 };
 
 const kilnOptions: KilnProcessOptions = { overrides: threads === undefined ? {} : { 'http.threads': threads }, registerToken: false };
-const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(kilnOptions)]);
+const kiln = await forkKiln(kilnOptions);
 const { url: kilnUrl, userToken } = kiln.ready;
 await new Promise((r) => setTimeout(r, 3000));
 const rssAtRest = processUsage(kiln.pid).rssBytes;

@@ -5,7 +5,7 @@ import postgres, { type Sql } from 'postgres';
 import { EVAL_BATCH_TARGET_BYTES } from '../protocol/index.js';
 import { batchesOf } from '../worker/jobContext.js';
 import { BatchCredit } from '../worker/batchCredit.js';
-import { forkServer, type ChildServer } from './childServer.js';
+import { forkKiln, type ChildServer } from './childServer.js';
 import type { KilnProcessOptions, KilnProcessReady } from './kilnProcess.js';
 import { connectSimWorker, type SimWorker } from './simWorker.js';
 import type { SyntheticGraph } from './syntheticGraph.js';
@@ -19,7 +19,7 @@ export interface BenchServer {
 
 export async function startBenchServer(extra: KilnProcessOptions['overrides'] = {}): Promise<BenchServer> {
   const options: KilnProcessOptions = { overrides: { localWorker: true, 'proto.maxConnections': 2000, ...extra }, registerToken: false };
-  const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(options)]);
+  const kiln = await forkKiln(options);
   const sql = postgres(kiln.ready.databaseUrl, { max: 2, onnotice: () => undefined });
   return {
     kiln, sql, protoUrl: `${kiln.ready.url.replace(/^http/, 'ws')}/proto`,

@@ -6,8 +6,8 @@
 // the median over the rounds, each ratio the median of the rounds' kiln / bare ratios.
 //
 //   npm run bench -- proto-workers [workers=1000] [idleSecs=45] [rounds=3]
-import { forkServer, type ChildServer, loadAverage, processUsage, type ProcessUsage } from './childServer.js';
-import type { KilnProcessOptions, KilnProcessReady } from './kilnProcess.js';
+import { forkKiln, forkServer, type ChildServer, loadAverage, processUsage, type ProcessUsage } from './childServer.js';
+import type { KilnProcessOptions } from './kilnProcess.js';
 import { median } from './loadTools.js';
 import { connectSimWorker, type SimWorker } from './simWorker.js';
 
@@ -89,7 +89,7 @@ async function bareRound(): Promise<Round> {
 
 async function kilnRound(): Promise<Round> {
   const kilnOptions: KilnProcessOptions = { overrides: { 'proto.maxConnections': workerCount + 100 }, registerToken: true };
-  const kiln = await forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(kilnOptions)]);
+  const kiln = await forkKiln(kilnOptions);
   const protoUrl = `${kiln.ready.url.replace(/^http/, 'ws')}/proto`;
   const round = await run('kiln /proto, peer tokens', kiln, protoUrl, [{ project: kiln.ready.projectId, token: kiln.ready.peerToken! }]);
   await kiln.stop();

@@ -2,6 +2,7 @@
 // so the event loop keeps serving while a large NAR is hashed. The tasks are in cpuWorker.ts.
 import { availableParallelism } from 'node:os';
 import { Piscina } from 'piscina';
+import { threadExecArgv } from './threadExecArgv.js';
 import type { CpuTaskInput, CpuTaskMessage, CpuTaskName, CpuTaskOutput } from './cpuWorker.js';
 
 export interface CpuPoolOptions {
@@ -32,13 +33,6 @@ export interface CpuPool {
   destroy(): Promise<void>;
 }
 
-// Worker threads do not inherit the tsx loader that bin/kiln.js registers with module.register():
-// measured on Node 22.23 with tsx 4, a worker then loads cpuWorker.ts through Node's own type
-// stripping but fails on its first `./x.js` import that names a .ts file. Passing tsx's loader in
-// execArgv makes workers resolve and transform exactly as the main thread does; when the process
-// was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
-const workerExecArgv = (): string[] => [...process.execArgv, '--import', import.meta.resolve('tsx')];
-
 const IDLE_THREAD_MS = 5 * 60_000;
 
 export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
@@ -57,7 +51,7 @@ export function createCpuPool(options: CpuPoolOptions = {}): CpuPool {
     // one loads tsx and the task modules again (about a second on a busy machine): an ingest
     // that ran two tasks at once paid that every time.
     idleTimeout: options.idleThreadMs ?? IDLE_THREAD_MS,
-    execArgv: workerExecArgv(),
+    execArgv: threadExecArgv(),
   });
   // close() reports a timeout (running tasks that outlive closeTimeout) as an 'error' event and
   // then terminates the threads anyway; without a listener that event would crash the process.

@@ -5,6 +5,7 @@
 // as messages; per-thread request counts are in GET /api/v1/admin/actors.
 import { Worker } from 'node:worker_threads';
 import { fromPromise } from 'xstate';
+import { threadExecArgv } from '../../storage/index.js';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
 import type { NarinfoRenewal } from '../cache/narinfo.js';
@@ -56,9 +57,6 @@ export interface ServingThreads {
   /** Closes every thread's listen socket and waits for the threads to end. */
   stop(): Promise<void>;
 }
-
-// Threads load tsx's loader as the CPU pool's do (storage/cpuPool.ts).
-const threadExecArgv = (): string[] => [...process.execArgv, '--import', import.meta.resolve('tsx')];
 
 export async function startServingThreads(opts: ServingThreadsOptions): Promise<ServingThreads> {
   const running = new Map<number, Worker>();
