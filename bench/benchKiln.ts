@@ -28,6 +28,17 @@ export async function startBenchKiln(overrides: Partial<Record<OptionPath, unkno
   const admin = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
   const dbName = `kiln_bench_${process.pid}_${benchKilns++}`;
   await admin.unsafe(`create database ${dbName}`);
+  // BENCH_AUTO_EXPLAIN=<ms>: every session on this database logs the plans (with actual rows and
+  // buffers) of statements slower than that, as they ran, statistics stale or not
+  // BENCH_LOG_STATEMENTS=1: every statement's duration to the server log (log_min_duration_statement = 0)
+  if (process.env['BENCH_LOG_STATEMENTS']) await admin.unsafe(`alter database ${dbName} set log_min_duration_statement = 0`);
+  const explainMs = process.env['BENCH_AUTO_EXPLAIN'];
+  if (explainMs) {
+    await admin.unsafe(`alter database ${dbName} set session_preload_libraries = 'auto_explain'`);
+    for (const [name, value] of [['log_min_duration', `${Number(explainMs)}`], ['log_analyze', 'on'], ['log_buffers', 'on'], ['log_timing', 'off']]) {
+      await admin.unsafe(`alter database ${dbName} set auto_explain.${name} = ${value}`);
+    }
+  }
   const url = `postgres://postgres@127.0.0.1:5432/${dbName}`;
   const baseDir = await mkdtemp(join(tmpdir(), 'kiln-bench-'));
   const statements = process.env['BENCH_COUNT_STATEMENTS'] ? await startStatementCounter({ host: '127.0.0.1', port: 5432 }) : null;
@@ -56,7 +67,9 @@ export async function startBenchKiln(overrides: Partial<Record<OptionPath, unkno
       await kiln.stop();
       await statements?.close();
       await sql.end();
-      await admin.unsafe(`drop database ${dbName} with (force)`);
+      // BENCH_KEEP_DB=1 leaves the database for EXPLAIN (drop it by hand)
+      if (process.env['BENCH_KEEP_DB']) console.log(`kept database ${dbName}`);
+      else await admin.unsafe(`drop database ${dbName} with (force)`);
       await admin.end();
       await rm(baseDir, { recursive: true, force: true });
     },

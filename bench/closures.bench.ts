@@ -107,6 +107,8 @@ try {
   }
 } finally {
   await sql.end();
-  await admin.unsafe(`drop database ${dbName} with (force)`);
+  // BENCH_KEEP_DB=1 leaves the database for EXPLAIN (drop it by hand)
+  if (process.env['BENCH_KEEP_DB']) console.log(`kept database ${dbName}`);
+  else await admin.unsafe(`drop database ${dbName} with (force)`);
   await admin.end();
 }

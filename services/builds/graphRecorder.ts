@@ -125,7 +125,10 @@ const lines = (text: string): string[] => (text === '' ? [] : text.split('\n'));
 async function lookUp(tx: TransactionSql, ids: Map<string, string>, wanted: readonly string[]): Promise<string[]> {
   const missing = wanted.filter((p) => !ids.has(p));
   if (missing.length === 0) return [];
-  const rows = await tx<{ id: string; drv_path: string }[]>`select id, drv_path from derivations where drv_path = any(${missing})`;
+  // one probe of the drv_path index a path (`offset 0` keeps the lateral), whatever the statistics
+  const rows = await tx<{ id: string; drv_path: string }[]>`
+    select d.id, d.drv_path from unnest(${missing}::text[]) p(path)
+    cross join lateral (select id, drv_path from derivations where drv_path = p.path offset 0) d`;
   for (const r of rows) ids.set(r.drv_path, r.id);
   return rows.map((r) => r.id);
 }
@@ -142,13 +145,16 @@ async function stage(tx: TransactionSql, staged: StagedEvalBatch): Promise<void>
 
 /**
  * The staged derivations no evaluation recorded yet, in one statement; the rows it wrote (a row
- * another recording wrote meanwhile is skipped, with its edges and build).
+ * recorded before, or by another recording meanwhile, is skipped, with its edges and build). The
+ * unique index on drv_path finds them, one probe a staged row, which the insert makes anyway: an
+ * anti-join with derivations was planned as a hash of the whole table for every batch (the
+ * statistics of a graph being recorded say it is small), 10-80 ms a batch at 50,000 derivations.
  */
 function mergeDerivations(tx: TransactionSql) {
   return tx<{ id: string; drv_path: string }[]>`
     insert into derivations (drv_path, name, system, required_features, outputs, input_srcs, timeout_secs, max_silent_secs, prefer_local_build, fixed_output)
     select s.drv_path, s.name, s.system, s.required_features, s.outputs, s.input_srcs, s.timeout_secs, s.max_silent_secs, s.prefer_local_build, s.fixed_output
-    from staged_derivations s where not exists (select 1 from derivations d where d.drv_path = s.drv_path) order by s.seq
+    from staged_derivations s order by s.seq
     on conflict (drv_path) do nothing returning id, drv_path`;
 }
 
