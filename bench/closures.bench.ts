@@ -67,6 +67,10 @@ try {
     await sql`update derivation_builds set status = 'completed'`;
     const [db] = await sql<{ id: string }[]>`select id from derivation_builds where derivation_id = ${root!.id}`;
     const [build] = await sql<{ id: string }[]>`insert into builds (evaluation_id, derivation_build_id, entry_point) values (${evaluation!.id}, ${db!.id}, true) returning id`;
+    // as the server leaves the graph after a large recording (services/builds/plannerStatistics.ts):
+    // derivation_edges vacuumed (a recording only inserts into it) and every table analyzed; the
+    // derivations' pages changed since as their builds finished, as here
+    await sql`vacuum derivation_edges`;
     await sql`analyze`;
     const [edges] = await sql<{ n: number }[]>`select count(*)::int as n from derivation_edges`;
 
