@@ -1,14 +1,20 @@
 // worker.queue_depth (spec: Live updates, the board socket): the jobs waiting for a worker, queued
 // builds by system plus queued evaluations, published by the scheduler's leader after its passes
-// when the numbers changed, at most once a second whatever the number of passes.
+// when the numbers changed, at most once a second whatever the number of passes, and less often
+// when counting takes long: the count reads every queued build, and with 500,000 of them it took
+// 1.2 s, so once a second it kept one of a 2-core server's cores busy while a graph was recorded
+// (bench/README.md, eval-record, h38). The pause after a count is at least COUNT_SHARE times its
+// duration.
 import type { Sql } from 'postgres';
 import type { Clock } from '../../supervisors/index.js';
 import type { Events } from '../../storage/index.js';
 
 const MIN_INTERVAL_MS = 1000;
+/** A count's duration times this is the least pause before the next: at most 1/20 of the time counting. */
+const COUNT_SHARE = 20;
 
 export class QueueDepthReporter {
-  private lastAt = -Infinity;
+  private nextAt = -Infinity;
   private last: string | null = null;
 
   constructor(
@@ -20,13 +26,14 @@ export class QueueDepthReporter {
   /** After a pass of the leader: counts the queue unless it did within the last second, and publishes a change. */
   async report(): Promise<void> {
     const now = this.clock.now().getTime();
-    if (now - this.lastAt < MIN_INTERVAL_MS) return;
-    this.lastAt = now;
+    if (now < this.nextAt) return;
+    this.nextAt = now + MIN_INTERVAL_MS;
     const rows = await this.sql<{ system: string; n: number }[]>`
       select d.system, count(*)::int as n from derivation_builds db join derivations d on d.id = db.derivation_id
       where db.status = 'queued' group by d.system
       union all
       select 'evaluation', count(*)::int from evaluations where phase = 'queued'`;
+    this.nextAt = Math.max(this.nextAt, now + COUNT_SHARE * (this.clock.now().getTime() - now));
     const bySystem: Record<string, number> = {};
     let queued = 0;
     for (const r of rows) {

@@ -46,3 +46,21 @@ t.test('publishes changes of the queue, at most once a second', async (t) => {
   await reporter.report();
   t.same(published[2], ['worker.queue_depth', { queued: 3, by_system: { 'x86_64-linux': 1, 'aarch64-linux': 1 } }]);
 });
+
+t.test('a count that takes long spaces the next ones out: at least 20 times its duration', async (t) => {
+  const { sql } = await testDatabase(t);
+  const published: unknown[] = [];
+  // the clock's readings in turn: the reporter reads it before a count and after it
+  const t0 = new Date('2026-01-01T00:00:00Z').getTime();
+  const readings = [t0, t0 + 300, t0 + 5999, t0 + 6000, t0 + 6010];
+  const clock = { now: () => new Date(readings.shift()!) };
+  const reporter = new QueueDepthReporter(sql, { publish: (name, content) => published.push([name, content]) }, clock);
+  await reporter.report();
+  t.equal(published.length, 1, 'the first count took 300 ms');
+  await queueBuild(sql, 'x86_64-linux');
+  await reporter.report();
+  t.equal(published.length, 1, '5,999 ms after it began: not counted');
+  await reporter.report();
+  t.same(published[1], ['worker.queue_depth', { queued: 1, by_system: { 'x86_64-linux': 1 } }], '6,000 ms after: counted');
+  t.equal(readings.length, 0, 'every reading used');
+});
