@@ -9,21 +9,16 @@ import { eventually } from '../../support/eventually.js';
 t.test('the graph tables are analyzed after a recording that is a large share of them, not after a small one', async (t) => {
   const { sql } = await testDatabase(t);
   const statistics = new PlannerStatistics(sql, pino({ level: 'silent' }));
-  const analyzed = async () => {
+  /** How many times each graph table was analyzed, or vacuumed (the vacuum marks the insert-only tables' pages all-visible, which index-only scans need). */
+  const counts = async (column: 'analyze_count' | 'vacuum_count') => {
     await sql`select pg_stat_clear_snapshot()`;
     const rows = await sql<{ relname: string; n: number }[]>`
-      select relname, analyze_count::int as n from pg_stat_user_tables
+      select relname, ${sql(column)}::int as n from pg_stat_user_tables
       where relname in ('derivations', 'derivation_builds', 'derivation_edges', 'builds') order by relname`;
     return Object.fromEntries(rows.map((r) => [r.relname, r.n]));
   };
-  // the visibility map of the insert-only tables, which index-only scans need (closure walks)
-  const vacuumed = async () => {
-    await sql`select pg_stat_clear_snapshot()`;
-    const rows = await sql<{ relname: string; n: number }[]>`
-      select relname, vacuum_count::int as n from pg_stat_user_tables
-      where relname in ('derivations', 'derivation_builds', 'derivation_edges', 'builds') order by relname`;
-    return Object.fromEntries(rows.map((r) => [r.relname, r.n]));
-  };
+  const analyzed = () => counts('analyze_count');
+  const vacuumed = () => counts('vacuum_count');
   const before = await analyzed();
   const vacuumedBefore = await vacuumed();
 
