@@ -45,7 +45,7 @@ export interface WorkerSettings {
   narPushesPerJob: number;
   /** worker.nar.partialTtlSecs in ms: abandoned downloads older than this are removed (worker/partialDownloads.ts); 0: never */
   partialTtlMs: number;
-  /** worker.gcrootsDir; '' there: `<baseDir>/gcroots`, for a job's checks of the shared store hold only while its paths are rooted (docs/builds.md, "The shared store") */
+  /** '' disables pinning */
   gcrootsDir: string;
   /** worker.nixDaemon.maxConnections: Nix commands running at once (worker/storeConnections.ts) */
   storeConnections: number;
@@ -119,7 +119,7 @@ export function workerSettings(config: Config, env: NodeJS.ProcessEnv = process.
     narChunkBytes: config['worker.nar.chunkBytes'],
     narPushesPerJob: Math.max(1, Math.floor(config['worker.nar.maxConcurrentUploads'] / 2)),
     partialTtlMs: config['worker.nar.partialTtlSecs'] * 1000,
-    gcrootsDir: config['worker.gcrootsDir'] || join(baseDir, 'gcroots'),
+    gcrootsDir: config['worker.gcrootsDir'],
     storeConnections: config['worker.nixDaemon.maxConnections'],
     evalForkWorkers: config['worker.eval.forkWorkers'] ?? defaultForkWorkers(),
     minFreeRamBytes: minFreeRamBytes(config['worker.system.minFreeRamMb']),

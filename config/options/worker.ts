@@ -27,7 +27,7 @@ export const workerOptions = {
   ),
   'worker.gcrootsDir': option(
     str(), '/nix/var/nix/gcroots/kiln-worker',
-    'directory of indirect GC roots pinning each running build\'s inputs and outputs; empty string: <worker.baseDir>/gcroots (a job\'s checks of the shared store need its paths rooted)',
+    'directory of indirect GC roots pinning each running build\'s inputs and outputs; empty string disables pinning',
   ),
   'worker.id': option(
     nullable(uuid()), null,
