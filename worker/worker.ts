@@ -83,6 +83,9 @@ export async function startWorker(config: Config, options: StartWorkerOptions): 
   const insecure = (serverUrl === null ? undefined : insecureTransportProblem(serverUrl, peers, settings.useTls))
     ?? (settings.discoverable ? insecureListenerProblem(settings.listenAddr, settings.useTls) : undefined);
   if (insecure) throw new Error(insecure);
+  if (settings.gcrootsDir === '') {
+    options.log.warn('worker.gcrootsDir is empty: running builds\' paths are not pinned, so a collection may take their inputs, and on a worker several organizations share the store checks can race with another job letting go of paths (docs/worker.md)');
+  }
   if (!settings.useTls) options.log.warn('worker.useTls is off: peer and server tokens may cross the network in the clear; only for a network you trust');
   const accepted = settings.discoverable && settings.acceptedServerTokensFile !== null ? await readAcceptedServerTokens(settings.acceptedServerTokensFile) : null;
   const hello = await buildHello(settings, id, options.software);
