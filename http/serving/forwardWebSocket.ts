@@ -57,7 +57,13 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin, late: 
       headers[FORWARDED_PEER_HEADER] = forwardedPeerValue(origin.secret, Buffer.from(res.getRemoteAddressAsText()).toString());
       const protocols = protocolHeader === '' ? [] : protocolHeader.split(',').map((p) => p.trim());
       let aborted = false;
-      const upstream = new WebSocket(`ws://127.0.0.1:${origin.port}${path}`, protocols, { headers, perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+      // An all-zero mask: ws then skips masking, which it does in JavaScript (no bufferutil), ~1.8 ms
+      // of CPU a MiB, most of a relayed NAR push's cost (256 MiB: 435-509 → 69-81 ms, bench/README.md
+      // "relay masking"). RFC 6455 masks client frames against intermediaries' caches; this hop is
+      // the process's own loopback connection, with none.
+      const upstream = new WebSocket(`ws://127.0.0.1:${origin.port}${path}`, protocols, {
+        headers, perMessageDeflate: false, maxPayload: 64 * 1024 * 1024, generateMask: (mask: Buffer) => mask.fill(0),
+      });
       const early: { data: Buffer; binary: boolean }[] = [];
       const relay: Relay = { upstream, client: null, clientGone: false, closed: false, ending: null };
       upstream.on('message', (data: Buffer, binary: boolean) => {
