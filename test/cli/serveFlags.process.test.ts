@@ -1,11 +1,11 @@
-// `kiln serve` runs under the Node options and environment of bin/serveFlags.js (docs/http.md,
-// "Memory at rest"): bin/kiln.js replaces itself with a Node started with them, keeping its process
-// id, unless the operator set them already (command line, NODE_OPTIONS, the variable).
+// `kiln serve` runs under the environment of bin/serveFlags.js (docs/http.md, "Memory at rest"):
+// bin/kiln.js replaces itself with a Node started with it, keeping its process id, unless the
+// operator set the variables already.
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { SERVE_ENV, SERVE_NODE_FLAGS, setByOperator } from '../../bin/serveFlags.js';
+import { SERVE_ENV } from '../../bin/serveFlags.js';
 import { testDatabase } from '../support/db.js';
 import { freePort } from '../support/kiln.js';
 import { startServerProcess, type ServerProcess } from '../support/serverProcess.js';
@@ -23,11 +23,9 @@ async function startServe(t: Test, env: Record<string, string>): Promise<ServerP
   return server;
 }
 
-t.test('the server process runs with its V8 options (young generation capped, optimized for size), in the process it was started as, its serving threads too', async (t) => {
-  // two serving threads: the flag is the process's, a Worker refuses it in its own options (storage/threadExecArgv.ts)
+t.test('the server process runs with its environment, in the process it was started as, with its serving threads', async (t) => {
   const server = await startServe(t, { SERVICE_HTTP_THREADS: '2' });
   const argv = await commandLine(server.child.pid!);
-  t.same(SERVE_NODE_FLAGS.filter((flag) => !argv.includes(flag)), [], `every flag on the command line: ${argv.join(' ')}`);
   t.equal(argv.filter((a) => a.endsWith('bin/kiln.js')).length, 1, 'bin/kiln.js once: replaced, not started twice');
   const env = await environment(server.child.pid!);
   t.same(Object.entries(SERVE_ENV).filter(([name, value]) => !env.includes(`${name}=${value}`)), [], 'every variable in the environment');
@@ -38,13 +36,4 @@ t.test('the server process runs with its V8 options (young generation capped, op
 t.test("the operator's own environment stands", async (t) => {
   const server = await startServe(t, { MALLOC_ARENA_MAX: '4' });
   t.ok((await environment(server.child.pid!)).includes('MALLOC_ARENA_MAX=4'));
-  t.ok((await commandLine(server.child.pid!)).includes(SERVE_NODE_FLAGS[0]!), 'the options added all the same');
-});
-
-t.test("the operator's own options stand", async (t) => {
-  t.ok(setByOperator('--max-semi-space-size=2', ['--max-semi-space-size=16'], undefined), 'on the command line');
-  t.ok(setByOperator('--max-semi-space-size=2', [], '--enable-source-maps --max_semi_space_size=32'), 'in NODE_OPTIONS, with underscores');
-  t.ok(setByOperator('--optimize-for-size', ['--no-optimize-for-size'], undefined), 'a switch turned off');
-  t.notOk(setByOperator('--max-semi-space-size=2', ['--max-old-space-size=512'], '--import x'), 'another option is no choice of this one');
-  t.notOk(setByOperator('--max-semi-space-size=2', [], undefined));
 });
