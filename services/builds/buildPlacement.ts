@@ -356,7 +356,6 @@ export class BuildPlacement {
       this.deps.ready.remove(build.id);
       const attempt = attempts[i];
       if (attempt === null || attempt === undefined) return null;
-      this.declines.dispatched(build.id, attempt);
       const jobId = `build:${build.id}:${attempt}`;
       jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)),
         memory: { name: build.name, predicted } }, worker);

@@ -3,7 +3,8 @@
 // jobAccepted) is offered to that worker again only after a pause that doubles with each of its
 // declines, up to 5 minutes; no decline spends one of build.maxAttempts or lengthens the retry
 // backoff; another worker takes it at once; a give-back does not pause the worker for other builds,
-// and a refusal of a job not taken still does. BuildDeclines itself: the attempts spent after a count set back to 0.
+// and a refusal of a job not taken still does. The row counts the declines, so forgetting the
+// pauses spends no attempt; a give-back stores the log so far; the pauses kept in memory are bounded.
 import t, { type Test } from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { startTestKiln } from '../../support/kiln.js';
@@ -137,18 +138,54 @@ t.test('a refusal of a job not taken pauses the worker for 2 s', async (t) => {
   t.ok([x.drvPath, y.drvPath].includes((await a!.client.next('buildJob')).drvPath), 'after 2 s it gets a build again');
 });
 
-t.test('the attempts spent: declined dispatches before it are none, and a count set back to 0 forgets them', async (t) => {
+t.test('declines are counted on the row: forgetting the pauses (a restart, a flood of other declines) spends no attempt', async (t) => {
+  const { kiln, clock, workers: [a], evaluate, rowWhen, giveBack } = await farm(t, 1, { 'build.maxAttempts': 2 });
+  const x = derivationNode('remembered');
+  await evaluate([x]);
+  let job = await a!.client.next('buildJob');
+  for (const dispatch of [1, 2]) {
+    giveBack(a!.client, job.jobId);
+    await rowWhen(x, `decline ${dispatch} re-queued`, (r) => r.status === 'queued' && r.attempts === dispatch);
+    clock.step(300_000);
+    await kiln.scheduler.passNow();
+    job = await a!.client.next('buildJob');
+  }
+  const [counted] = await kiln.sql<{ id: string; declines: number }[]>`
+    select db.id, db.declines from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${x.drvPath}`;
+  t.equal(counted!.declines, 2, 'both declines are on the row');
+  // what the process holds in memory goes (as at a restart, or pushed out by another organization's 50,000 declines)
+  (kiln.scheduler as unknown as { placement: { declines: BuildDeclines } }).placement.declines.forget(counted!.id);
+  a!.client.send({ t: 'jobFailed', jobId: job.jobId, failure: jobFailure('network', 'the network went away'), durationMs: 1, logBytes: 0, logDroppedBytes: 0 });
+  t.match(await rowWhen(x, 'the failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 3 }, 'dispatch 3 is the first attempt spent: retried, not failed');
+});
+
+t.test('a give-back stores what the build logged before it', async (t) => {
+  const { kiln, workers: [a], evaluate, rowWhen } = await farm(t, 1);
+  const x = derivationNode('logged');
+  await evaluate([x]);
+  const job = await a!.client.next('buildJob');
+  a!.client.send({ t: 'jobAccepted', jobId: job.jobId });
+  a!.client.send({ t: 'buildLog', jobId: job.jobId, seq: 0, data: Buffer.from('unpacking sources\n'), droppedBytes: 0 });
+  a!.client.send({ t: 'jobRefused', jobId: job.jobId, refusal: 'busy', message: 'a path the job may not use is held by another build' });
+  await rowWhen(x, 're-queued', (r) => r.status === 'queued');
+  const chunks = await eventually('the log stored', async () => {
+    const rows = await kiln.sql<{ data: Buffer }[]>`
+      select c.data from build_log_chunks c join derivation_builds db on db.id = c.derivation_build_id join derivations d on d.id = db.derivation_id
+      where d.drv_path = ${x.drvPath} and c.attempt = 1`;
+    return rows.length > 0 ? rows : undefined;
+  });
+  t.equal(Buffer.concat(chunks.map((c) => c.data)).toString(), 'unpacking sources\n');
+});
+
+t.test('a build\'s pauses are bounded: at most 16 workers each, the least recent forgotten first', async (t) => {
   const clock = steppedClock(new Date());
   const declines = new BuildDeclines(clock);
-  for (const attempt of [1, 2, 3]) declines.declined('b', attempt, 'w');
-  declines.dispatched('b', 4);
-  t.equal(declines.spent('b', 4), 1, 'dispatch 4 after three declines is the first attempt spent');
-  t.equal(declines.spent('b', 5), 2);
-  t.equal(declines.spent('other', 3), 3, 'a build never declined: its number');
-  // a restart (or another organization's build of it) sets attempts back to 0: dispatch 1 again
-  declines.dispatched('b', 1);
-  t.equal(declines.spent('b', 2), 2, 'the earlier declines, numbered from 1 on, no longer count');
-  t.equal(declines.pausedFor('b')?.('w'), true, 'the worker\'s pause is kept');
+  for (let i = 0; i < 17; i += 1) declines.declined('b', `w${i}`);
+  const paused = declines.pausedFor('b')!;
+  t.equal(paused('w0'), false, 'the first of 17 decliners is forgotten');
+  t.equal(paused('w1'), true);
+  t.equal(paused('w16'), true);
+  t.equal(declines.declined('b', 'w16').count, 2, 'a worker\'s count goes on');
   declines.forget('b');
   t.equal(declines.pausedFor('b'), null, 'a completed build is forgotten');
 });
