@@ -55,7 +55,7 @@ async function farm(t: Test, builders: number, options: Record<string, unknown> 
     client.send({ t: 'jobAccepted', jobId });
     client.send({ t: 'jobRefused', jobId, refusal: 'busy', message: 'a path the job may not use is held by another build' });
   };
-  return { kiln, clock, workers, evaluate, row, rowWhen, giveBack };
+  return { kiln, clock, workers, evaluator, projectId, token, evaluate, row, rowWhen, giveBack };
 }
 
 t.test('a worker\'s declines of a build: a doubling pause on that worker, capped, and no attempt spent', async (t) => {
@@ -188,4 +188,19 @@ t.test('a build\'s pauses are bounded: at most 16 workers each, the least recent
   t.equal(declines.declined('b', 'w16').count, 2, 'a worker\'s count goes on');
   declines.forget('b');
   t.equal(declines.pausedFor('b'), null, 'a completed build is forgotten');
+});
+
+t.test('an evaluation job refused after it was taken still pauses the worker for 2 s (only a build\'s give-back does not)', async (t) => {
+  const { kiln, clock, evaluator, projectId, token } = await farm(t, 0);
+  await kiln.api('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
+  const job = await evaluator.next('evalJob');
+  evaluator.send({ t: 'jobAccepted', jobId: job.jobId });
+  evaluator.send({ t: 'jobRefused', jobId: job.jobId, refusal: 'busy', message: 'no room' });
+  const phase = async () => (await kiln.sql<{ phase: string }[]>`select phase from evaluations`)[0]!.phase;
+  await eventually('re-queued', async () => (await phase()) === 'queued' || undefined);
+  await kiln.scheduler.passNow();
+  t.equal(await phase(), 'queued', 'the worker gets no job during its pause');
+  clock.step(2000);
+  await kiln.scheduler.passNow();
+  t.not(await phase(), 'queued', 'after 2 s it gets the evaluation again');
 });
