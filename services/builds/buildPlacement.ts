@@ -289,6 +289,8 @@ export class BuildPlacement {
       free -= 1;
     }
     if (assignments.length > 0) this.startInBackground(assignments);
+    // every build of the window was tried and slots are left: the rest cannot go anywhere now (readyQueue.ts)
+    if (free > 0) ready.pagePast();
   }
 
   /**
