@@ -204,3 +204,25 @@ t.test('an evaluation job refused after it was taken still pauses the worker for
   await kiln.scheduler.passNow();
   t.not(await phase(), 'queued', 'after 2 s it gets the evaluation again');
 });
+
+t.test('a full ready window no worker takes does not keep a newer build out (the read pages past it)', async (t) => {
+  const { kiln, workers: [a], evaluate, row, rowWhen } = await farm(t, 1);
+  // 500 builds (a pass's window) for a system no connected worker has, and a newer one it can build
+  const stuck = Array.from({ length: 500 }, (_, i) => {
+    const n = derivationNode(`stuck-${i}`);
+    return { ...n, derivation: { ...n.derivation, system: 'aarch64-linux' } };
+  });
+  // recorded unbuildable too, so no pass dispatches it before it is made the newest and buildable
+  const plain = derivationNode('newer');
+  const newer = { ...plain, derivation: { ...plain.derivation, system: 'aarch64-linux' } };
+  await evaluate([...stuck, newer]);
+  await rowWhen(newer, 'recorded', (r) => r.status === 'queued');
+  await kiln.sql`update derivations set system = 'x86_64-linux' where drv_path = ${newer.drvPath}`;
+  await kiln.sql`update derivation_builds db set queued_at = now() + interval '1 hour' from derivations d where d.id = db.derivation_id and d.drv_path = ${newer.drvPath}`;
+  await eventually('the evaluation is building', async () =>
+    (await kiln.sql`select 1 from evaluations where phase = 'building'`).length > 0 || undefined);
+  // whichever window the last read left off at: two passes reach the newer build
+  await kiln.scheduler.passNow();
+  await kiln.scheduler.passNow();
+  t.match(await row(newer), { status: 'started', worker_id: a!.id }, 'the pass after one that placed nothing from the full window reads past it');
+});
