@@ -46,10 +46,22 @@ export function normalizeAddress(text: string): string {
   return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
 }
 
+/**
+ * An X-Forwarded-For hop's address: some proxies write the port too (`1.2.3.4:80`,
+ * `[2001:db8::1]:443`) or brackets alone; dropping such a hop would make the entry left of it,
+ * which the client wrote, the client's address. A bare IPv6 address (colons, no brackets) is kept whole.
+ */
+function hopAddress(text: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d{1,5})?$/.exec(text);
+  if (bracketed) return bracketed[1]!;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/.exec(text);
+  return v4WithPort ? v4WithPort[1]! : text;
+}
+
 /** The client's address: the peer, or the right-most untrusted X-Forwarded-For hop. */
 export function clientAddress(peer: string, forwardedFor: string | undefined, trusted: CidrSet): string {
   if (!forwardedFor || !trusted.has(peer)) return peer;
-  const hops = forwardedFor.split(',').map((h) => normalizeAddress(h.trim())).filter((h) => isIP(h));
+  const hops = forwardedFor.split(',').map((h) => normalizeAddress(hopAddress(h.trim()))).filter((h) => isIP(h));
   for (let i = hops.length - 1; i >= 0; i--) if (!trusted.has(hops[i]!)) return hops[i]!;
   return hops[0] ?? peer;
 }

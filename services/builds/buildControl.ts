@@ -125,7 +125,7 @@ export function buildControlService(deps: BuildControlDeps) {
         const ids = (await tx<{ id: string }[]>`select id from derivation_builds where id = any(${[...returning]}::uuid[]) and status = ${status} order by id for update`).map((r) => r.id);
         const applied = await applyStatusChanges(tx, emit, ids, { event: { type: 'requeue', why }, evaluationId: found.evaluationId });
         // A person asked for another try: fresh attempts, as a restarted evaluation gives.
-        if (applied.length > 0) await tx`update derivation_builds set attempts = 0 where id = any(${applied}::uuid[])`;
+        if (applied.length > 0) await tx`update derivation_builds set attempts = 0, declines = 0 where id = any(${applied}::uuid[])`;
         return applied;
       };
       return [...(await byStatus('failed', 'restarted')), ...(await byStatus('aborted', 'reached_again'))];

@@ -154,7 +154,7 @@ export class BuildOutcomes {
   }
 
   /**
-   * Attempt `attempt` failed; the lifecycle decides what follows. Waiting for inputs: the inputs a
+   * Attempt `attempt` (its dispatch number) failed; the lifecycle decides what follows. Waiting for inputs: the inputs a
    * cache claimed (substituted) are the suspects, they go back to the queue counted as substitute
    * misses (past build.substituteMissEscalationThreshold they are built instead), and the build
    * waits for them without the attempt counting. A retry waits for its backoff. A failure fails
@@ -164,7 +164,10 @@ export class BuildOutcomes {
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock } = this.retry;
     // the loop count matters only to a missing-inputs failure: the others skip the read
     const loops = failure.reason === 'inputs_unavailable' ? await inputsLoops(this.sql, derivationBuildId) : 0;
-    const context: BuildContext = { attempts: attempt, maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
+    // the retry limit and backoff count the attempts spent: the dispatches a worker declined are none
+    const [row] = await this.sql<{ declines: number }[]>`select declines from derivation_builds where id = ${derivationBuildId}`;
+    const spent = Math.max(1, attempt - (row?.declines ?? 0));
+    const context: BuildContext = { attempts: spent, maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
     const outcome = decideBuildOutcome(context, failure, retryBackoffSecs);
     const change: StatusChange = { event: { type: 'fail', class: failure.class, reason: failure.reason }, context, failure, ...logSizes };
     if (outcome.kind === 'awaitInputs') {

@@ -289,6 +289,8 @@ export class BuildPlacement {
       free -= 1;
     }
     if (assignments.length > 0) this.startInBackground(assignments);
+    // every build of the window was tried and slots are left: the rest cannot go anywhere now (readyQueue.ts)
+    if (free > 0) ready.pagePast();
   }
 
   /**
@@ -356,7 +358,6 @@ export class BuildPlacement {
       this.deps.ready.remove(build.id);
       const attempt = attempts[i];
       if (attempt === null || attempt === undefined) return null;
-      this.declines.dispatched(build.id, attempt);
       const jobId = `build:${build.id}:${attempt}`;
       jobs.add({ kind: 'build', jobId, workerId: worker.hello.workerId, derivationBuildId: build.id, attempt, targetCaches: new Set(targetCaches(caches)),
         memory: { name: build.name, predicted } }, worker);

@@ -23,6 +23,8 @@ export interface StatusChange {
   /** a dependency failure's: the organizations its input's failure stands for (failed_for) */
   failedFor?: readonly string[];
   failure?: { class: FailureClass; reason: string; message: string };
+  /** a re-queue after a worker declined the dispatch: counted in declines, no attempt spent (docs/builds.md, "Declined builds") */
+  declined?: boolean;
   /** a transient failure's retry waits until then */
   notBefore?: Date | null;
   logBytes?: number;
@@ -291,6 +293,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   const [updated] = await tx<{ attempts: number; previous: BuildStatus; scoped: boolean; failed_scoped: boolean }[]>`
     update derivation_builds b set status = ${to}, updated_at = now(),
       attempts = attempts + ${change.event.type === 'dispatch' ? 1 : 0},
+      declines = declines + ${change.declined === true && change.event.type === 'requeue' ? 1 : 0},
       worker_id = case when ${change.workerId !== undefined} then ${change.workerId ?? null}::uuid else worker_id end,
       failure_class = case when ${keepsFailure} then failure_class else ${change.failure?.class ?? null} end,
       failure_reason = case when ${keepsFailure} then failure_reason else ${change.failure?.reason ?? null} end,

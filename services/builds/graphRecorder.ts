@@ -214,5 +214,5 @@ async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, evaluationId
   await applyStatusChanges(tx, emit, having((b) => b.status === 'aborted'), { event: { type: 'requeue', why: 'reached_again' } });
   // A restarted evaluation (evaluations.ts) tries its failed builds again, with fresh attempts.
   const retried = await applyStatusChanges(tx, emit, having((b) => b.status === 'failed'), { event: { type: 'requeue', why: 'restarted' } });
-  if (retried.length > 0) await tx`update derivation_builds set attempts = 0 where id = any(${retried}::uuid[])`;
+  if (retried.length > 0) await tx`update derivation_builds set attempts = 0, declines = 0 where id = any(${retried}::uuid[])`;
 }

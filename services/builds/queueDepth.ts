@@ -4,7 +4,8 @@
 // when counting takes long: the count reads every queued build, and with 500,000 of them it took
 // 1.2 s, so once a second it kept one of a 2-core server's cores busy while a graph was recorded
 // (bench/README.md, eval-record, h38). The pause after a count is at least COUNT_SHARE times its
-// duration.
+// duration, and at most MAX_PAUSE_MS (a count slowed by a lock or a stall does not silence the
+// board for long); a clock that went back counts as a count of no time.
 import type { Sql } from 'postgres';
 import type { Clock } from '../../supervisors/index.js';
 import type { Events } from '../../storage/index.js';
@@ -12,6 +13,8 @@ import type { Events } from '../../storage/index.js';
 const MIN_INTERVAL_MS = 1000;
 /** A count's duration times this is the least pause before the next: at most 1/20 of the time counting. */
 const COUNT_SHARE = 20;
+/** The longest pause after a count, however long it took. */
+const MAX_PAUSE_MS = 60_000;
 
 export class QueueDepthReporter {
   private nextAt = -Infinity;
@@ -33,7 +36,8 @@ export class QueueDepthReporter {
       where db.status = 'queued' group by d.system
       union all
       select 'evaluation', count(*)::int from evaluations where phase = 'queued'`;
-    this.nextAt = Math.max(this.nextAt, now + COUNT_SHARE * (this.clock.now().getTime() - now));
+    const tookMs = Math.max(0, this.clock.now().getTime() - now);
+    this.nextAt = Math.max(this.nextAt, now + Math.min(MAX_PAUSE_MS, COUNT_SHARE * tookMs));
     const bySystem: Record<string, number> = {};
     let queued = 0;
     for (const r of rows) {

@@ -7,6 +7,12 @@
 // them (buildStatus.ts: the builds whose readiness counter reached 0), with no read of their own. A build taken from the queue is started with the
 // guarded queued → started update, so a stale entry costs one refused update, never a second
 // dispatch.
+//
+// The read takes the `limit` oldest ready builds. Builds no connected worker takes (declined again
+// and again, no fitting worker) would stay in that window for ever and keep every newer build of
+// every organization out of it; so when a pass tried the whole of a full window and free slots were
+// left, the next read pages past it by keyset (queued_at, id), and a read that reaches the end of
+// the queue sends the one after it back to the front.
 import type { Sql } from 'postgres';
 import type { Clock } from '../../supervisors/index.js';
 import { readyBuilds, type ReadiedBuild, type ReadyBuild } from './schedulerQueries.js';
@@ -17,6 +23,13 @@ export class ReadyQueue {
   private reloadDue = true;
   /** the last read filled the limit: the database holds more ready builds than the queue */
   private truncated = false;
+  /** the last row of the last read: where a page past the window starts */
+  private lastRead: string | null = null;
+  /**
+   * the next read starts after this build (null: at the front of the queue); by id, as the
+   * database's microseconds of queued_at do not survive a Date
+   */
+  private after: string | null = null;
 
   constructor(private readonly sql: Sql, private readonly clock: Clock, private readonly limit: number) {}
 
@@ -41,6 +54,16 @@ export class ReadyQueue {
     this.rows.delete(derivationBuildId);
   }
 
+  /**
+   * A pass tried every build of the window and free slots were left: if the window was full, what
+   * is left in it cannot be placed now, and the next read takes the window after it.
+   */
+  pagePast(): void {
+    if (!this.truncated || this.lastRead === null) return;
+    this.after = this.lastRead;
+    this.reloadDue = true;
+  }
+
   get size(): number {
     return this.rows.size;
   }
@@ -50,8 +73,11 @@ export class ReadyQueue {
     const now = this.clock.now();
     if (this.reloadDue || (this.truncated && this.rows.size < this.limit / 2)) {
       this.reloadDue = false;
-      const rows = await readyBuilds(this.sql, this.limit, now);
+      const rows = await readyBuilds(this.sql, this.limit, now, undefined, this.after);
       this.truncated = rows.length === this.limit;
+      // the end of the queue reached: the read after this one starts at the front again
+      if (!this.truncated) this.after = null;
+      this.lastRead = rows.at(-1)?.id ?? null;
       this.rows = new Map(rows.map((r) => [r.id, r]));
     }
     const taken: ReadyBuild[] = [];

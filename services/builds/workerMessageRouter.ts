@@ -78,12 +78,13 @@ export class WorkerMessageRouter {
     })().catch((error: unknown) => log.error({ err: error }, 're-queueing a lost worker\'s jobs failed'));
   }
 
-  private async requeue(job: Job, why: 'lost' | 'refused'): Promise<void> {
+  /** `declined`: a worker declined the build's dispatch, which spends no attempt (the row counts it in declines). */
+  private async requeue(job: Job, why: 'lost' | 'refused', declined = false): Promise<void> {
     if (job.kind === 'eval') {
       await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why }, workerId: null });
       return;
     }
-    await this.deps.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why }, workerId: null });
+    await this.deps.outcomes.setStatus(job.derivationBuildId, { event: { type: 'requeue', why }, workerId: null, declined });
     await endRunningReading(this.deps.statistics.sql, job.derivationBuildId, job.attempt);
   }
 
@@ -138,7 +139,10 @@ export class WorkerMessageRouter {
    */
   private accepted(job: Job): void {
     job.actor.send({ type: 'accepted' });
-    if (job.kind !== 'eval') return;
+    if (job.kind === 'build') {
+      job.taken = true;
+      return;
+    }
     const waited = Math.max(0, (this.deps.statistics.now().getTime() - job.queuedAt.getTime()) / 1000);
     this.deps.metrics?.jobDispatched('evaluation', waited);
     this.deps.phases?.record('evaluation', 'dispatch', waited);
@@ -146,22 +150,23 @@ export class WorkerMessageRouter {
 
   /**
    * The worker refused the job, or gave back one it had taken. A build's is a decline
-   * (buildDeclines.ts): no attempt spent, and the build is not offered to that worker for a while.
-   * A refusal of a job not taken pauses the whole worker too (it is busy or cannot take jobs); a
-   * give-back does not: only that build cannot go there now.
+   * (buildDeclines.ts): no attempt spent (the row's declines count it), and the build is not offered
+   * to that worker for a while. A refusal of a build not taken, and of any evaluation job, pauses the
+   * whole worker too (it is busy or cannot take jobs); a build's give-back does not: only that build
+   * cannot go there now. What a give-back's build logged so far is stored, as for a lost job.
    */
   private async refused(worker: ConnectedWorker, job: Job): Promise<void> {
-    const taken = job.actor.state === 'running';
     if (!this.deps.jobs.end(job, { type: 'refused' })) return;
-    if (!taken) this.deps.placement.refused(worker.hello.workerId);
-    if (job.kind === 'build') {
-      const { count, pauseMs } = this.deps.placement.declines.declined(job.derivationBuildId, job.attempt, worker.hello.workerId);
-      if (count === DECLINES_TO_CAP) {
-        this.deps.log.warn({ worker: worker.hello.workerId, derivationBuild: job.derivationBuildId, declines: count, pauseMs },
-          'a worker keeps declining a build: it is offered to that worker once per pause from now on');
-      }
+    if (job.kind === 'eval' || !job.taken) this.deps.placement.refused(worker.hello.workerId);
+    if (job.kind === 'eval') return this.requeue(job, 'refused');
+    const { count, pauseMs } = this.deps.placement.declines.declined(job.derivationBuildId, worker.hello.workerId);
+    if (count === DECLINES_TO_CAP) {
+      this.deps.log.warn({ worker: worker.hello.workerId, derivationBuild: job.derivationBuildId, declines: count, pauseMs },
+        'a worker keeps declining a build: it is offered to that worker once per pause from now on');
     }
-    await this.requeue(job, 'refused');
+    await this.deps.logs.finish(job.derivationBuildId, job.attempt)
+      .catch((error: unknown) => this.deps.log.error({ err: error }, 'storing a build log failed'));
+    await this.requeue(job, 'refused', true);
   }
 
   private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
@@ -196,8 +201,7 @@ export class WorkerMessageRouter {
       return outcomes.completeSoon(job.derivationBuildId, logSizes, { sample, at });
     }
     await sampled;
-    // the retry limit and backoff count the attempts spent: dispatches a worker declined are none
-    await outcomes.failed(job.derivationBuildId, declines.spent(job.derivationBuildId, job.attempt), message.failure, logSizes);
+    await outcomes.failed(job.derivationBuildId, job.attempt, message.failure, logSizes);
     await outcomes.finishEvaluations({ derivationBuilds: [job.derivationBuildId] });
     this.deps.wake();
   }

@@ -36,3 +36,12 @@ t.test('the peer a serving thread vouches for is spelled as the main thread spel
   t.equal(forwardedPeer(forwardedPeerValue(secret, '2001:0db8:0000:0007:0000:0000:0000:0001')), '2001:db8:0:7::1');
   t.equal(forwardedPeer(forwardedPeerValue('x'.repeat(secret.length), '203.0.113.7')), undefined, 'not without the secret');
 });
+
+t.test('a hop a trusted proxy wrote with a port or brackets is still the client, not the entry left of it', async (t) => {
+  const trusted = new CidrSet(['10.0.0.0/8']);
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, 1.2.3.4:80', trusted), '1.2.3.4', 'IPv4 with a port');
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, [2001:db8::1]:443', trusted), '2001:db8::1', 'bracketed IPv6 with a port');
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, [2001:DB8:0::1]', trusted), '2001:db8::1', 'bracketed IPv6, normalized');
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, 2001:db8::1:80', trusted), '2001:db8::1:80', 'a bare IPv6 address keeps its last group');
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, [10.0.0.2]:8080', trusted), '192.0.2.66', 'a trusted hop with a port is skipped like one without');
+});

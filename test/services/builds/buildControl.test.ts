@@ -101,8 +101,12 @@ t.test('a restart brings back what it took down, with fresh attempts', async (t)
   t.equal(blocked.code, 'build_inputs_failed', 'b cannot run while a stays failed');
   t.same(await statuses(seeded.derivationBuild), { a: 'failed/3/0', x: 'failed/3/0', b: 'failed/3/1', c: 'failed/3/2', open: 'queued/0/0' }, 'a refusal changes nothing');
 
+  // two of a's three dispatches were declines (docs/builds.md, "Declined builds"): a fresh count forgets them too
+  await kiln.sql`update derivation_builds set declines = 2 where id = ${seeded.derivationBuild['a']!}`;
   const restarted = await act(seeded.build['a']!, 'restart');
   t.equal(restarted.status, 200, restarted.message);
+  t.equal((await kiln.sql<{ declines: number }[]>`select declines from derivation_builds where id = ${seeded.derivationBuild['a']!}`)[0]!.declines, 0,
+    'the declines go back to 0 with the attempts');
   t.same(await statuses(seeded.derivationBuild), { a: 'queued/0/0', x: 'failed/3/0', b: 'queued/0/1', c: 'failed/3/2', open: 'queued/0/0' },
     'a is ready at once, b waits for it, c stays failed: x, another input of it, failed and stays failed');
   const again = await act(seeded.build['a']!, 'restart');

@@ -3,7 +3,8 @@
 // jobAccepted) is offered to that worker again only after a pause that doubles with each of its
 // declines, up to 5 minutes; no decline spends one of build.maxAttempts or lengthens the retry
 // backoff; another worker takes it at once; a give-back does not pause the worker for other builds,
-// and a refusal of a job not taken still does. BuildDeclines itself: the attempts spent after a count set back to 0.
+// and a refusal of a job not taken still does. The row counts the declines, so forgetting the
+// pauses spends no attempt; a give-back stores the log so far; the pauses kept in memory are bounded.
 import t, { type Test } from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { startTestKiln } from '../../support/kiln.js';
@@ -54,7 +55,7 @@ async function farm(t: Test, builders: number, options: Record<string, unknown> 
     client.send({ t: 'jobAccepted', jobId });
     client.send({ t: 'jobRefused', jobId, refusal: 'busy', message: 'a path the job may not use is held by another build' });
   };
-  return { kiln, clock, workers, evaluate, row, rowWhen, giveBack };
+  return { kiln, clock, workers, evaluator, projectId, token, evaluate, row, rowWhen, giveBack };
 }
 
 t.test('a worker\'s declines of a build: a doubling pause on that worker, capped, and no attempt spent', async (t) => {
@@ -137,18 +138,91 @@ t.test('a refusal of a job not taken pauses the worker for 2 s', async (t) => {
   t.ok([x.drvPath, y.drvPath].includes((await a!.client.next('buildJob')).drvPath), 'after 2 s it gets a build again');
 });
 
-t.test('the attempts spent: declined dispatches before it are none, and a count set back to 0 forgets them', async (t) => {
+t.test('declines are counted on the row: forgetting the pauses (a restart, a flood of other declines) spends no attempt', async (t) => {
+  const { kiln, clock, workers: [a], evaluate, rowWhen, giveBack } = await farm(t, 1, { 'build.maxAttempts': 2 });
+  const x = derivationNode('remembered');
+  await evaluate([x]);
+  let job = await a!.client.next('buildJob');
+  for (const dispatch of [1, 2]) {
+    giveBack(a!.client, job.jobId);
+    await rowWhen(x, `decline ${dispatch} re-queued`, (r) => r.status === 'queued' && r.attempts === dispatch);
+    clock.step(300_000);
+    await kiln.scheduler.passNow();
+    job = await a!.client.next('buildJob');
+  }
+  const [counted] = await kiln.sql<{ id: string; declines: number }[]>`
+    select db.id, db.declines from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${x.drvPath}`;
+  t.equal(counted!.declines, 2, 'both declines are on the row');
+  // what the process holds in memory goes (as at a restart, or pushed out by another organization's 50,000 declines)
+  (kiln.scheduler as unknown as { placement: { declines: BuildDeclines } }).placement.declines.forget(counted!.id);
+  a!.client.send({ t: 'jobFailed', jobId: job.jobId, failure: jobFailure('network', 'the network went away'), durationMs: 1, logBytes: 0, logDroppedBytes: 0 });
+  t.match(await rowWhen(x, 'the failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 3 }, 'dispatch 3 is the first attempt spent: retried, not failed');
+});
+
+t.test('a give-back stores what the build logged before it', async (t) => {
+  const { kiln, workers: [a], evaluate, rowWhen } = await farm(t, 1);
+  const x = derivationNode('logged');
+  await evaluate([x]);
+  const job = await a!.client.next('buildJob');
+  a!.client.send({ t: 'jobAccepted', jobId: job.jobId });
+  a!.client.send({ t: 'buildLog', jobId: job.jobId, seq: 0, data: Buffer.from('unpacking sources\n'), droppedBytes: 0 });
+  a!.client.send({ t: 'jobRefused', jobId: job.jobId, refusal: 'busy', message: 'a path the job may not use is held by another build' });
+  await rowWhen(x, 're-queued', (r) => r.status === 'queued');
+  const chunks = await eventually('the log stored', async () => {
+    const rows = await kiln.sql<{ data: Buffer }[]>`
+      select c.data from build_log_chunks c join derivation_builds db on db.id = c.derivation_build_id join derivations d on d.id = db.derivation_id
+      where d.drv_path = ${x.drvPath} and c.attempt = 1`;
+    return rows.length > 0 ? rows : undefined;
+  });
+  t.equal(Buffer.concat(chunks.map((c) => c.data)).toString(), 'unpacking sources\n');
+});
+
+t.test('a build\'s pauses are bounded: at most 16 workers each, the least recent forgotten first', async (t) => {
   const clock = steppedClock(new Date());
   const declines = new BuildDeclines(clock);
-  for (const attempt of [1, 2, 3]) declines.declined('b', attempt, 'w');
-  declines.dispatched('b', 4);
-  t.equal(declines.spent('b', 4), 1, 'dispatch 4 after three declines is the first attempt spent');
-  t.equal(declines.spent('b', 5), 2);
-  t.equal(declines.spent('other', 3), 3, 'a build never declined: its number');
-  // a restart (or another organization's build of it) sets attempts back to 0: dispatch 1 again
-  declines.dispatched('b', 1);
-  t.equal(declines.spent('b', 2), 2, 'the earlier declines, numbered from 1 on, no longer count');
-  t.equal(declines.pausedFor('b')?.('w'), true, 'the worker\'s pause is kept');
+  for (let i = 0; i < 17; i += 1) declines.declined('b', `w${i}`);
+  const paused = declines.pausedFor('b')!;
+  t.equal(paused('w0'), false, 'the first of 17 decliners is forgotten');
+  t.equal(paused('w1'), true);
+  t.equal(paused('w16'), true);
+  t.equal(declines.declined('b', 'w16').count, 2, 'a worker\'s count goes on');
   declines.forget('b');
   t.equal(declines.pausedFor('b'), null, 'a completed build is forgotten');
+});
+
+t.test('an evaluation job refused after it was taken still pauses the worker for 2 s (only a build\'s give-back does not)', async (t) => {
+  const { kiln, clock, evaluator, projectId, token } = await farm(t, 0);
+  await kiln.api('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
+  const job = await evaluator.next('evalJob');
+  evaluator.send({ t: 'jobAccepted', jobId: job.jobId });
+  evaluator.send({ t: 'jobRefused', jobId: job.jobId, refusal: 'busy', message: 'no room' });
+  const phase = async () => (await kiln.sql<{ phase: string }[]>`select phase from evaluations`)[0]!.phase;
+  await eventually('re-queued', async () => (await phase()) === 'queued' || undefined);
+  await kiln.scheduler.passNow();
+  t.equal(await phase(), 'queued', 'the worker gets no job during its pause');
+  clock.step(2000);
+  await kiln.scheduler.passNow();
+  t.not(await phase(), 'queued', 'after 2 s it gets the evaluation again');
+});
+
+t.test('a full ready window no worker takes does not keep a newer build out (the read pages past it)', async (t) => {
+  const { kiln, workers: [a], evaluate, row, rowWhen } = await farm(t, 1);
+  // 500 builds (a pass's window) for a system no connected worker has, and a newer one it can build
+  const stuck = Array.from({ length: 500 }, (_, i) => {
+    const n = derivationNode(`stuck-${i}`);
+    return { ...n, derivation: { ...n.derivation, system: 'aarch64-linux' } };
+  });
+  // recorded unbuildable too, so no pass dispatches it before it is made the newest and buildable
+  const plain = derivationNode('newer');
+  const newer = { ...plain, derivation: { ...plain.derivation, system: 'aarch64-linux' } };
+  await evaluate([...stuck, newer]);
+  await rowWhen(newer, 'recorded', (r) => r.status === 'queued');
+  await kiln.sql`update derivations set system = 'x86_64-linux' where drv_path = ${newer.drvPath}`;
+  await kiln.sql`update derivation_builds db set queued_at = now() + interval '1 hour' from derivations d where d.id = db.derivation_id and d.drv_path = ${newer.drvPath}`;
+  await eventually('the evaluation is building', async () =>
+    (await kiln.sql`select 1 from evaluations where phase = 'building'`).length > 0 || undefined);
+  // whichever window the last read left off at: two passes reach the newer build
+  await kiln.scheduler.passNow();
+  await kiln.scheduler.passNow();
+  t.match(await row(newer), { status: 'started', worker_id: a!.id }, 'the pass after one that placed nothing from the full window reads past it');
 });

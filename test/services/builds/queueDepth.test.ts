@@ -64,3 +64,26 @@ t.test('a count that takes long spaces the next ones out: at least 20 times its 
   t.same(published[1], ['worker.queue_depth', { queued: 1, by_system: { 'x86_64-linux': 1 } }], '6,000 ms after: counted');
   t.equal(readings.length, 0, 'every reading used');
 });
+
+t.test('the pause after a count is at most 60 s, and a clock that went back is a count of no time', async (t) => {
+  const { sql } = await testDatabase(t);
+  const published: unknown[] = [];
+  const t0 = new Date('2026-01-01T00:00:00Z').getTime();
+  // a count of 10 s (20 × would be 200 s), then one read across a clock set back by an hour
+  const readings = [t0, t0 + 10_000, t0 + 59_999, t0 + 60_000, t0 + 60_000 - 3_600_000, t0 + 60_999, t0 + 61_000, t0 + 61_000];
+  const clock = { now: () => new Date(readings.shift()!) };
+  const reporter = new QueueDepthReporter(sql, { publish: (name, content) => published.push([name, content]) }, clock);
+  await reporter.report();
+  t.equal(published.length, 1, 'the first count took 10 s');
+  await queueBuild(sql, 'x86_64-linux');
+  await reporter.report();
+  t.equal(published.length, 1, '59,999 ms after it began: not counted');
+  await reporter.report();
+  t.equal(published.length, 2, '60,000 ms after: counted, not 200 s after');
+  await queueBuild(sql, 'x86_64-linux');
+  await reporter.report();
+  t.equal(published.length, 2, 'within the second after that count: not counted');
+  await reporter.report();
+  t.same(published[2], ['worker.queue_depth', { queued: 2, by_system: { 'x86_64-linux': 2 } }], 'a second after: counted');
+  t.equal(readings.length, 0, 'every reading used');
+});

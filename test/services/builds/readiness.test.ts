@@ -149,6 +149,30 @@ t.test('the readiness counter', async (t) => {
     t.same(await paths(), [other.drvPath, top.drvPath].sort(), 'invalidated, it reads the database again');
   });
 
+  t.test('the ready queue pages past a full window no worker takes, and comes back to the front at the end', async (t) => {
+    await db.sql`update evaluations set phase = 'completed' where phase = 'building'`;
+    const evaluation3 = randomUUID();
+    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation3}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+    const nodes = Array.from({ length: 5 }, (_, i) => derivationNode(`page-${i}`));
+    // one statement: the five share queued_at to the microsecond, so the id orders them
+    await recordEvalBatch(events, evaluation3, {
+      v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluation3}:1`, derivations: nodes.map((n) => n.derivation), attributes: [], errors: [],
+    });
+    const ids = (await buildIds(nodes)).map((id) => id!).sort();
+    const queue = new ReadyQueue(db.sql, systemClock, 2);
+    const window = async () => (await queue.take()).map((r) => r.id);
+    t.same(await window(), ids.slice(0, 2), 'the oldest two');
+    queue.pagePast();
+    t.same(await window(), ids.slice(2, 4), 'nothing placed from a full window: the next two');
+    queue.pagePast();
+    t.same(await window(), ids.slice(4), 'the end of the queue');
+    queue.pagePast();
+    t.same(await window(), ids.slice(4), 'a window that is not full is not paged past');
+    queue.invalidate();
+    t.same(await window(), ids.slice(0, 2), 'read again after the end: the front');
+    await db.sql`update evaluations set phase = 'completed' where id = ${evaluation3}`;
+  });
+
   t.test('two batches racing to start the same builds (two server processes): each build starts once', async (t) => {
     const nodes = Array.from({ length: 16 }, (_, i) => derivationNode(`race-${i}`));
     await record(nodes);
