@@ -17,8 +17,11 @@ const KEPT_BUILDS = 50_000;
 /** How many workers' pauses are kept per build; past it the least recently declining is forgotten. */
 const KEPT_WORKERS_PER_BUILD = 16;
 
-/** per worker: its declines of this build and until when it is not offered the build */
-type Declines = Map<string, { count: number; until: number }>;
+/**
+ * per worker: its declines of this build and until when it is not offered the build; `floor`: the
+ * most declines of a worker forgotten past the bound, where a worker not kept starts counting
+ */
+type Declines = { workers: Map<string, { count: number; until: number }>; floor: number };
 
 /** The delay after a worker's `count`th decline of one build. */
 const declinePauseMs = (count: number): number => Math.min(DECLINE_PAUSE_CAP_MS, DECLINE_PAUSE_MS * 2 ** Math.min(count - 1, 30));
@@ -33,22 +36,29 @@ export class BuildDeclines {
 
   /** The worker declined the build: its count of declines of the build and the delay now. */
   declined(buildId: string, workerId: string): { count: number; pauseMs: number } {
-    const workers: Declines = this.builds.get(buildId) ?? new Map();
+    const declines: Declines = this.builds.get(buildId) ?? { workers: new Map(), floor: 0 };
     // most recently declined last: the oldest go first past the bounds
     this.builds.delete(buildId);
-    this.builds.set(buildId, workers);
+    this.builds.set(buildId, declines);
     if (this.builds.size > KEPT_BUILDS) this.builds.delete(this.builds.keys().next().value!);
-    const count = (workers.get(workerId)?.count ?? 0) + 1;
+    const { workers } = declines;
+    // A worker forgotten past the bound does not start again at the first delay: with more
+    // decliners than the bound, the build would otherwise go round them at the pass rate (review r3).
+    const count = (workers.get(workerId)?.count ?? declines.floor) + 1;
     const pauseMs = declinePauseMs(count);
     workers.delete(workerId);
     workers.set(workerId, { count, until: this.clock.now().getTime() + pauseMs });
-    if (workers.size > KEPT_WORKERS_PER_BUILD) workers.delete(workers.keys().next().value!);
+    if (workers.size > KEPT_WORKERS_PER_BUILD) {
+      const [oldest, forgotten] = workers.entries().next().value!;
+      workers.delete(oldest);
+      declines.floor = Math.max(declines.floor, forgotten.count);
+    }
     return { count, pauseMs };
   }
 
   /** The workers the build is not offered to now (null: none), for placement to skip. */
   pausedFor(buildId: string): ((workerId: string) => boolean) | null {
-    const workers = this.builds.get(buildId);
+    const workers = this.builds.get(buildId)?.workers;
     if (!workers) return null;
     const now = this.clock.now().getTime();
     return (workerId) => (workers.get(workerId)?.until ?? 0) > now;

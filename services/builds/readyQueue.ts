@@ -26,8 +26,8 @@ export class ReadyQueue {
   /** the last row of the last read: where a page past the window starts */
   private lastRead: string | null = null;
   /**
-   * the next read starts after this build (null: at the front of the queue); by id, as the
-   * database's microseconds of queued_at do not survive a Date
+   * the next read, and only that one, starts after this build (null: at the front of the queue);
+   * by id, as the database's microseconds of queued_at do not survive a Date
    */
   private after: string | null = null;
 
@@ -56,7 +56,10 @@ export class ReadyQueue {
 
   /**
    * A pass tried every build of the window and free slots were left: if the window was full, what
-   * is left in it cannot be placed now, and the next read takes the window after it.
+   * is left in it cannot be placed now, and the next read takes the window after it. A page is
+   * read once: the read after it starts at the front again, so builds before the page (made
+   * ready later, back from a retry) are never left behind while the workers are kept busy by
+   * builds after it (review r3).
    */
   pagePast(): void {
     if (!this.truncated || this.lastRead === null) return;
@@ -73,10 +76,10 @@ export class ReadyQueue {
     const now = this.clock.now();
     if (this.reloadDue || (this.truncated && this.rows.size < this.limit / 2)) {
       this.reloadDue = false;
-      const rows = await readyBuilds(this.sql, this.limit, now, undefined, this.after);
+      const after = this.after;
+      this.after = null;
+      const rows = await readyBuilds(this.sql, this.limit, now, undefined, after);
       this.truncated = rows.length === this.limit;
-      // the end of the queue reached: the read after this one starts at the front again
-      if (!this.truncated) this.after = null;
       this.lastRead = rows.at(-1)?.id ?? null;
       this.rows = new Map(rows.map((r) => [r.id, r]));
     }

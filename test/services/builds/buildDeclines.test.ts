@@ -186,6 +186,11 @@ t.test('a build\'s pauses are bounded: at most 16 workers each, the least recent
   t.equal(paused('w1'), true);
   t.equal(paused('w16'), true);
   t.equal(declines.declined('b', 'w16').count, 2, 'a worker\'s count goes on');
+  // w0 was forgotten with one decline: a worker not kept counts on from there, so a build with more
+  // decliners than the bound does not go round them at the first delay
+  t.same(declines.declined('b', 'w0'), { count: 2, pauseMs: 4000 }, 'a forgotten worker starts from the most declines forgotten');
+  for (let round = 0; round < 3; round += 1) for (let i = 0; i < 17; i += 1) declines.declined('b', `w${i}`);
+  t.ok(declines.declined('b', 'w99').pauseMs >= 16_000, 'after rounds over 17 workers, a new decliner waits as long as they did');
   declines.forget('b');
   t.equal(declines.pausedFor('b'), null, 'a completed build is forgotten');
 });

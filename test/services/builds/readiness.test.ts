@@ -164,6 +164,10 @@ t.test('the readiness counter', async (t) => {
     t.same(await window(), ids.slice(0, 2), 'the oldest two');
     queue.pagePast();
     t.same(await window(), ids.slice(2, 4), 'nothing placed from a full window: the next two');
+    queue.invalidate();
+    t.same(await window(), ids.slice(0, 2), 'a page is read once: the next read is at the front again, nothing before the page is left behind');
+    queue.pagePast();
+    t.same(await window(), ids.slice(2, 4), 'paged past again');
     queue.pagePast();
     t.same(await window(), ids.slice(4), 'the end of the queue');
     queue.pagePast();
