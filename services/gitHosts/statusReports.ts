@@ -46,6 +46,8 @@ interface ReportRow {
 /** Rows one pass takes on. */
 const PASS_ROWS = 50;
 const MAX_RETRY_MS = 30 * 60_000;
+/** How soon a report already due when the pass ended is tried again. */
+const DUE_RETRY_MS = 1000;
 /** After this many failed calls in a row a report is given up (logged; last_error says why). */
 const MAX_ATTEMPTS = 25;
 
@@ -107,16 +109,22 @@ export class GitHostReporter {
     await this.scheduleNext();
   }
 
-  /** A timer for the earliest retry still owed. */
+  /**
+   * A timer for the earliest retry still owed. One already due counts too: under load the pass can
+   * end after the retry time it set itself, and a timer only for later ones then left that report
+   * waiting for an unrelated wake (gitHostHooks.test, clean-clone CI); a due one is tried again
+   * after DUE_RETRY_MS, not at once, as one another process holds (skip locked) stays due meanwhile.
+   */
   private async scheduleNext(): Promise<void> {
     const [next] = await this.deps.sql<{ at: Date }[]>`
       select min(r.next_attempt_at) as at from git_host_reports r join evaluations e on e.id = r.evaluation_id
       where (r.reported_phase is null or r.reported_phase not in ('completed', 'failed', 'aborted'))
-        and r.reported_phase is distinct from e.phase and r.next_attempt_at > ${this.deps.clock.now()}`;
+        and r.reported_phase is distinct from e.phase`;
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     if (!next?.at) return;
-    const delay = Math.max(0, next.at.getTime() - this.deps.clock.now().getTime());
+    const left = next.at.getTime() - this.deps.clock.now().getTime();
+    const delay = left > 0 ? left : DUE_RETRY_MS;
     this.timer = setTimeout(() => this.loop.wake(), Math.min(delay, MAX_RETRY_MS) + 10);
     this.timer.unref();
   }
