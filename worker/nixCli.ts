@@ -5,7 +5,7 @@ import { runCommand, type RunOptions, type RunResult } from './childProcess.js';
 import { storeConnections } from './storeConnections.js';
 
 /** Paths per call, far below the kernel's argument limit (a push job may name 100,000). */
-const PATHS_PER_CALL = 500;
+export const PATHS_PER_CALL = 500;
 
 export const NIX_FEATURE_ARGS = ['--extra-experimental-features', 'nix-command flakes'] as const;
 

@@ -2,7 +2,7 @@
 // NarPushStart carry, and the order to push a closure in (references before referrers).
 import { z } from 'zod';
 import { toNix32Hash, type PathInfo } from '../protocol/index.js';
-import { nix, nixErrorText, nixStore } from './nixCli.js';
+import { nix, nixErrorText, nixStore, PATHS_PER_CALL } from './nixCli.js';
 
 const NixPathInfo = z.object({
   path: z.string(),
@@ -13,8 +13,6 @@ const NixPathInfo = z.object({
   ca: z.string().optional(),
 });
 
-/** Arguments per call, far below the kernel's limit. */
-const PATHS_PER_CALL = 500;
 
 /**
  * `nix path-info` reads a .drv argument as "the outputs of this derivation" unless given

@@ -10,11 +10,9 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { runCommand, type RunOptions } from './childProcess.js';
-import { nixErrorText, nixStore } from './nixCli.js';
+import { nixErrorText, nixStore, PATHS_PER_CALL } from './nixCli.js';
 import { storeConnections } from './storeConnections.js';
 
-/** Arguments per nix-store call, far below the kernel's limit. */
-const PATHS_PER_CALL = 500;
 
 /**
  * A job's GC root name: the job id made a file name (its first 40 characters, others than

@@ -12,16 +12,17 @@
 // their inputs rested on, and a later job trusting all of those keys may take them as they are.
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { appendFile, lstat, mkdir, open as openFile, readFile, rename } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { lstat, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import {
-  contentAddressClaim, DEFAULT_STORE_DIR, formatHash, narinfoFingerprint, parseHash, parseNarinfo, parseStorePath, SigningKey, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
+  contentAddressClaim, formatHash, narinfoFingerprint, parseHash, parseNarinfo, SigningKey, storePathHashPart, toNix32Hash, VerifyingKey, type Substituter,
 } from '../protocol/index.js';
 import type { RunOptions } from './childProcess.js';
 import { BoundedMap } from './boundedMap.js';
-import { nix, nixErrorText, nixStore, validOf } from './nixCli.js';
+import { BuiltPathsLedger } from './builtPathsLedger.js';
+import { nix, nixErrorText, nixStore, PATHS_PER_CALL } from './nixCli.js';
 
 const LocalInfo = z.array(z.object({
   path: z.string(),
@@ -34,7 +35,6 @@ const LocalInfo = z.array(z.object({
 }));
 type LocalInfo = z.infer<typeof LocalInfo>[number];
 
-const LedgerLine = z.object({ path: z.string(), narHash: z.string(), keys: z.array(z.string()) });
 
 /** What a job trusts: its substituters (with their keys and read password) and the worker's own keys. */
 export interface TrustScope {
@@ -57,50 +57,25 @@ const NARINFO_LOOKUPS_AT_ONCE = 16;
  * How many verdicts and content-address results a worker keeps in memory. A job's closure is a few
  * hundred to a few thousand paths, so this holds every path of some tens of scopes; past it, the
  * least recently used go, and a path whose verdict went is checked again (a signature check, a
- * hash, or a narinfo lookup). Full, with the built paths below: about 90 MB (measured, three-key scopes).
+ * hash, or a narinfo lookup). Full, with the built paths (builtPathsLedger.ts): about 90 MB (measured, three-key scopes).
  */
 const TRUST_MEMO_ENTRIES = 50_000;
-/**
- * Built paths kept in memory (the ledger's entries). Past it the least recently used go, from the
- * ledger too at its next rewrite: such a path is looked up in the job's caches, else let go of and
- * built again.
- */
-const BUILT_ENTRIES = 100_000;
 /** Parsed public keys kept: one per cache key a job named, a few per organization. */
 const PARSED_KEYS = 10_000;
-/**
- * The ledger is written anew (keeping the paths still valid, as held in memory) at start and once it
- * has grown by this many lines and by as many as the last rewrite kept: a rewrite's cost (a validity
- * query of every path in it) is spread over at least as many appends.
- */
-export const LEDGER_COMPACT_LINES = 10_000;
-/** Paths per Nix call (`--check-validity`, `path-info`), far below the kernel's argument limit. */
-const PATHS_PER_CALL = 500;
-/** How long one validity query of the ledger's rewrite may take: a Nix that hangs fails the rewrite, not the builds. */
-const LEDGER_QUERY_TIMEOUT_MS = 120_000;
 
 const entry = (path: string, narHash: string) => `${path} ${narHash}`;
 
 interface ParsedKey { text: string; key: VerifyingKey }
 
 export class StoreTrust {
-  /** built here: path and NAR hash → the keys its inputs rested on (the ledger, in memory) */
-  private readonly built = new BoundedMap<string, string[]>(BUILT_ENTRIES);
   /** path and NAR hash → its content address checked out (whoever asks) */
   private readonly contentAddressed = new BoundedMap<string, true>(TRUST_MEMO_ENTRIES);
   /** path, NAR hash and the job's keys → the keys its acceptance rests on */
   private readonly verdicts = new BoundedMap<string, string[]>(TRUST_MEMO_ENTRIES);
   private readonly parsedKeys = new BoundedMap<string, VerifyingKey | null>(PARSED_KEYS);
-  /** lines in the ledger file, and how many the last rewrite kept (or, after one failed, the lines then: the next waits as long again) */
-  private ledgerLines = 0;
-  private ledgerKept = 0;
-  /** the file's last line was cut short (a crash): the next append starts on a line of its own */
-  private ledgerCut = false;
-  /** appends and a rewrite's writing, one at a time: a line appended is in the file the rewrite renames, or after it */
-  private ledgerWrites: Promise<void> = Promise.resolve();
-  /** while a rewrite queries validity: the lines appended since it took its snapshot, which it writes too */
-  private appendedDuringRewrite: string[] | null = null;
-  private compacting = false;
+
+  /** what this store built and what that rested on */
+  private readonly ledger: BuiltPathsLedger;
 
   /**
    * `ledgerFile`: where the built paths' keys are kept across restarts (one JSON line each); null:
@@ -111,35 +86,21 @@ export class StoreTrust {
    * asks Nix which of its paths are still valid, each call given `ledgerQueryTimeoutMs`.
    */
   constructor(
-    private readonly ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = [],
-    private readonly run: RunOptions = { env: process.env }, private readonly ledgerQueryTimeoutMs = LEDGER_QUERY_TIMEOUT_MS,
-  ) {}
+    ledgerFile: string | null, private readonly operatorKeys: readonly string[], private readonly ownKeys: readonly string[] | 'unknown' = [],
+    run: RunOptions = { env: process.env }, ledgerQueryTimeoutMs?: number,
+  ) {
+    this.ledger = new BuiltPathsLedger(ledgerFile, run, ledgerQueryTimeoutMs);
+  }
 
   /** Reads the ledger of what this store built, and starts writing it anew; a missing or damaged line only makes those paths unknown. */
-  static async open(ledgerFile: string | null, run: RunOptions, ledgerQueryTimeoutMs = LEDGER_QUERY_TIMEOUT_MS): Promise<StoreTrust> {
+  static async open(ledgerFile: string | null, run: RunOptions, ledgerQueryTimeoutMs?: number): Promise<StoreTrust> {
     const shown = await nix(['show-config', '--json'], run);
     const setting = z.object({ value: z.array(z.string()) });
     const config = shown.exitCode === 0 ? z.object({ 'trusted-public-keys': setting, 'secret-key-files': setting.optional() }).safeParse(JSON.parse(shown.stdout)) : null;
     const trust = new StoreTrust(
       ledgerFile, config?.success ? config.data['trusted-public-keys'].value : [], config?.success ? await ownPublicKeys(config.data['secret-key-files']?.value ?? []) : 'unknown', run, ledgerQueryTimeoutMs,
     );
-    if (ledgerFile === null) return trust;
-    const text = await readFile(ledgerFile, 'utf8').catch(() => '');
-    trust.ledgerCut = text !== '' && !text.endsWith('\n');
-    const storeDir = run.env['NIX_STORE_DIR'] ?? DEFAULT_STORE_DIR;
-    for (const line of text.split('\n')) {
-      if (!line) continue;
-      trust.ledgerLines++;
-      try {
-        const parsed = LedgerLine.safeParse(JSON.parse(line));
-        // a path that is not one of this store's (a hand-edited line, another store directory) is dropped: Nix would refuse the rewrite's query of it
-        if (parsed.success && parseStorePath(parsed.data.path, storeDir).ok) trust.built.set(entry(parsed.data.path, parsed.data.narHash), parsed.data.keys);
-      } catch {
-        // a line cut short by a crash: that path is unknown, so looked up or built again
-      }
-    }
-    // not awaited: the first job does not wait for a validity query of every path in the ledger
-    if (trust.ledgerLines > 0) trust.compactInBackground();
+    await trust.ledger.load();
     return trust;
   }
 
@@ -177,107 +138,6 @@ export class StoreTrust {
     return { keys: [...rests].sort(), rejected: rejected.sort(), lookedUp: open.length };
   }
 
-  /** Records outputs built here from inputs whose acceptance rested on `keys`. */
-  async recordBuilt(outputs: readonly { path: string; narHash: string }[], keys: readonly string[]): Promise<void> {
-    const lines: string[] = [];
-    for (const output of outputs) {
-      const narHash = toNix32Hash(output.narHash, 'sha256') ?? output.narHash;
-      this.built.set(entry(output.path, narHash), [...keys]);
-      lines.push(JSON.stringify({ path: output.path, narHash, keys }));
-    }
-    const file = this.ledgerFile;
-    if (file === null || lines.length === 0) return;
-    // waits for a rewrite's writing (a rename), never for its validity query
-    await this.ledgerWrite(async () => {
-      await mkdir(dirname(file), { recursive: true });
-      this.appendedDuringRewrite?.push(...lines.map((line) => `${line}\n`));
-      const text = `${this.ledgerCut ? '\n' : ''}${lines.join('\n')}\n`;
-      // a failed append may have left part of a line: the next starts on a line of its own (an empty line is skipped)
-      this.ledgerCut = true;
-      await appendFile(file, text, { mode: 0o600 });
-      this.ledgerCut = false;
-      this.ledgerLines += lines.length;
-    });
-    // not awaited: the job that crossed the mark does not wait for the rewrite
-    if (this.ledgerLines - this.ledgerKept > Math.max(LEDGER_COMPACT_LINES, this.ledgerKept)) this.compactInBackground();
-  }
-
-  /**
-   * Writes the ledger anew (a temporary file renamed over it): one line per path still valid in the
-   * store among those held in memory; the others go from memory too. A path Nix let go of or
-   * collected is built or substituted again, and what vouches for it then is recorded anew. The
-   * validity query runs on a snapshot, appends going on meanwhile; only the writing takes its turn
-   * with them, and it writes the lines appended since the snapshot too.
-   */
-  private async compactLedger(): Promise<void> {
-    const file = this.ledgerFile;
-    if (file === null) return;
-    const held = [...this.built];
-    this.appendedDuringRewrite = [];
-    try {
-      const valid = new Set(await this.validAmong([...new Set(held.map(([id]) => id.slice(0, id.indexOf(' '))))]));
-      const kept: string[] = [];
-      for (const [id, keys] of held) {
-        const [path, narHash] = id.split(' ');
-        if (valid.has(path!)) kept.push(`${JSON.stringify({ path, narHash, keys })}\n`);
-        // unless built again meanwhile (a new entry, its line appended since the snapshot)
-        else if (this.built.get(id) === keys) this.built.delete(id);
-      }
-      await this.ledgerWrite(async () => {
-        const lines = [...kept, ...this.appendedDuringRewrite!];
-        await mkdir(dirname(file), { recursive: true });
-        await writeDurably(file, lines.join(''));
-        this.ledgerLines = lines.length;
-        this.ledgerKept = kept.length;
-        this.ledgerCut = false;
-      });
-    } finally {
-      this.appendedDuringRewrite = null;
-    }
-  }
-
-  /**
-   * The valid ones among these paths, PATHS_PER_CALL a query, each with a timeout. A batch Nix
-   * refuses is split until the path it refuses is found, which counts as not valid (its line goes).
-   */
-  private async validAmong(paths: readonly string[]): Promise<string[]> {
-    const valid: string[] = [];
-    const query = async (batch: readonly string[]): Promise<void> => {
-      const timeout = AbortSignal.timeout(this.ledgerQueryTimeoutMs);
-      try {
-        valid.push(...(await validOf(batch, { ...this.run, signal: this.run.signal ? AbortSignal.any([this.run.signal, timeout]) : timeout })));
-      } catch (e) {
-        if (timeout.aborted || this.run.signal?.aborted) throw e;
-        if (batch.length === 1) return;
-        const half = Math.ceil(batch.length / 2);
-        await query(batch.slice(0, half));
-        await query(batch.slice(half));
-      }
-    };
-    for (let i = 0; i < paths.length; i += PATHS_PER_CALL) await query(paths.slice(i, i + PATHS_PER_CALL));
-    return valid;
-  }
-
-  /**
-   * A rewrite unless one is under way; one that fails leaves the file as it was (the temporary file
-   * is renamed only once written), and the next waits for as many appends as the file holds then.
-   */
-  private compactInBackground(): void {
-    if (this.compacting) return;
-    this.compacting = true;
-    void this.compactLedger()
-      .catch(() => {
-        this.ledgerKept = this.ledgerLines;
-      })
-      .finally(() => (this.compacting = false));
-  }
-
-  private ledgerWrite(write: () => Promise<void>): Promise<void> {
-    const done = this.ledgerWrites.then(write);
-    this.ledgerWrites = done.catch(() => undefined);
-    return done;
-  }
-
   private accept(info: LocalInfo, scopeId: string, keys: readonly string[], rests: Set<string>): void {
     this.verdicts.set(`${entry(info.path, info.narHash)} ${scopeId}`, [...keys]);
     for (const key of keys) rests.add(key);
@@ -301,6 +161,11 @@ export class StoreTrust {
    * stands for itself (`--derivation`, asked alone: without it Nix reads it as the derivation's
    * outputs, with it an output as its deriver), so a derivation's closure is checked as any path's.
    */
+  /** Records outputs built here from inputs whose acceptance rested on `keys`. */
+  recordBuilt(outputs: readonly { path: string; narHash: string }[], keys: readonly string[]): Promise<void> {
+    return this.ledger.record(outputs, keys);
+  }
+
   private async closureInfos(paths: readonly string[], run: RunOptions): Promise<LocalInfo[]> {
     const drvs = paths.filter((p) => p.endsWith('.drv'));
     const others = paths.filter((p) => !p.endsWith('.drv'));
@@ -329,7 +194,7 @@ export class StoreTrust {
       if (key) return [key.text];
     }
     if (info.ultimate === true) {
-      const keys = this.built.get(entry(info.path, info.narHash));
+      const keys = this.ledger.keysOf(info.path, info.narHash);
       if (keys !== undefined && keys.every((k) => jobKeys.includes(k))) return keys;
     }
     return undefined;
@@ -378,24 +243,6 @@ export class StoreTrust {
       }
     }
     return undefined;
-  }
-}
-
-/** Writes `file` anew through `<file>.new`, on disk before the rename and the rename on disk after: a crash leaves one or the other whole. */
-async function writeDurably(file: string, text: string): Promise<void> {
-  const handle = await openFile(`${file}.new`, 'w', 0o600);
-  try {
-    await handle.writeFile(text);
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  await rename(`${file}.new`, file);
-  const directory = await openFile(dirname(file), 'r');
-  try {
-    await directory.sync();
-  } finally {
-    await directory.close();
   }
 }
 
