@@ -113,7 +113,7 @@ export const cacheOptions = {
   'upload.restWaitSecs': option(positiveInt(), 30, 'seconds a REST NAR upload waits for a permit before 503 with Retry-After'),
   'upload.minBytesPerSec': option(
     unsignedInt(), 65536,
-    'minimum rate of an upload body, averaged over 30 s of waiting for the client; a slower body is cut with 408 upload_too_slow and gives its upload permit back; 0 disables',
+    'minimum rate of an upload body, averaged over 30 s of waiting for the client; a slower body is cut with 408 upload_too_slow and gives its upload permit back; 0 disables this check (uWebSockets still closes, without an answer, a body that brings under about 16 KiB/s (its 10 s idle timeout), whatever this is)',
     { extension: true },
   ),
 };
