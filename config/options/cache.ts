@@ -41,7 +41,7 @@ export const cacheOptions = {
   ),
   'eval.cache.maxTotalBytes': option(
     unsignedInt(), 10737418240,
-    'total size of shared blobs; older blobs are evicted until within it',
+    'total size of shared blobs over all organizations; until within it, the least recently used blobs of the organizations holding the most are evicted first (fair shares)',
   ),
   'eval.cache.sweepIntervalSecs': option(positiveInt(), 3600, 'seconds between eviction passes'),
   'eval.maxKeep': option(

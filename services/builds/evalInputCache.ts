@@ -196,7 +196,7 @@ export interface EvalInputLimits {
 export interface EvalInputSweepReport {
   /** blobs unused for maxAgeDays */
   aged: number;
-  /** blobs dropped, least recently used first, to bring the total under maxTotalBytes */
+  /** blobs dropped, the largest users' least recently used first, to bring the total under maxTotalBytes */
   evictedForSize: number;
   /** blobs without a row (their organization was deleted, or an earlier deletion failed) */
   orphans: number;
@@ -206,9 +206,10 @@ export interface EvalInputSweepReport {
 export const ORPHAN_GRACE_MS = 3_600_000;
 
 /**
- * One eviction pass: blobs unused for maxAgeDays go, then the least recently used until the total
- * (over every organization) is within maxTotalBytes. Rows first, then their blobs: a blob without
- * a row is unreachable (and swept as an orphan), a row without its blob would answer 404 anyway.
+ * One eviction pass: blobs unused for maxAgeDays go, then, until the total (over every
+ * organization) is within maxTotalBytes, the least recently used of the organizations that hold
+ * the most (docs/eval-cache.md, "Eviction"). Rows first, then their blobs: a blob without a row is
+ * unreachable (and swept as an orphan), a row without its blob would answer 404 anyway.
  */
 export async function sweepEvalInputs(sql: Sql, blobs: Pick<BlobStore, 'delete' | 'list'>, limits: EvalInputLimits, at: Date): Promise<EvalInputSweepReport> {
   let aged: { blob_key: string }[] = [];
@@ -218,11 +219,17 @@ export async function sweepEvalInputs(sql: Sql, blobs: Pick<BlobStore, 'delete' 
   }
   let oversize: { blob_key: string }[] = [];
   if (limits.maxTotalBytes > 0) {
-    // keep the most recently used blobs whose running total fits; drop the rest
+    // Fair shares by water-filling: `held` is what the blob's organization holds counting this blob
+    // and its more recently used ones. Kept in the order of `held`, every organization keeps its
+    // newest blobs up to the same level, so one that uploads a lot loses its own oldest blobs
+    // first and cannot push a small organization's few out of the cache.
     oversize = await sql<{ blob_key: string }[]>`
       delete from eval_input_blobs b using (
-        select organization_id, nar_hash, sum(size) over (order by last_used_at desc, created_at desc, nar_hash) as running
-        from eval_input_blobs) r
+        select organization_id, nar_hash, sum(size) over (order by held, last_used_at desc, organization_id, nar_hash) as running
+        from (
+          select organization_id, nar_hash, last_used_at, size,
+            sum(size) over (partition by organization_id order by last_used_at desc, created_at desc, nar_hash) as held
+          from eval_input_blobs) o) r
       where b.organization_id = r.organization_id and b.nar_hash = r.nar_hash and r.running > ${limits.maxTotalBytes}
       returning b.blob_key`;
   }

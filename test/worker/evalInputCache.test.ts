@@ -104,6 +104,8 @@ t.test('the shared evaluation cache', async (t) => {
     const [p] = await kiln.sql<{ id: string }[]>`select p.id from projects p join organizations o on o.id = p.organization_id where o.name = ${org}`;
     projectIds[org] = p!.id;
   }
+  // an organization with one old input, for the fair eviction (its sign-in would expire later: the clock steps a month)
+  await kiln.api('PUT', '/orgs', { token: ada.token, body: { name: 'small' } });
   const served = join(dir, 'served');
   mkdirSync(served, { recursive: true });
   const origin = await startStaticServer(t, served);
@@ -272,5 +274,27 @@ t.test('the shared evaluation cache', async (t) => {
     clock.step(29 * day);
     t.same(await kiln.upkeep.evalInputSweep(), { aged: 2, evictedForSize: 0, orphans: 0 }, '31 days on, both are');
     t.same(await blobKeys(kiln), []);
+  });
+
+  t.test('over the total, the organizations that hold the most lose their oldest blobs first', async (t) => {
+    const hour = 3_600_000;
+    const orgs = await kiln.sql<{ id: string; name: string }[]>`select id, name from organizations where name in ('acme', 'small')`;
+    const idOf = (name: string) => orgs.find((o) => o.name === name)!.id;
+    const put = async (org: string, hex: string, hoursAgo: number) => {
+      const key = `eval-inputs/${idOf(org)}/${hex}-test`;
+      const used = new Date(clock.now().getTime() - hoursAgo * hour);
+      await kiln.nars.blobs.put(key, (async function* () { yield Buffer.alloc(100); })());
+      await kiln.sql`insert into eval_input_blobs (organization_id, nar_hash, blob_key, size, created_at, last_used_at)
+        values (${idOf(org)}, ${hex}, ${key}, 100, ${used}, ${used})`;
+    };
+    // acme uploads a lot and recently; small has one input, used five days ago.
+    for (const [i, digit] of ['1', '2', '3', '4'].entries()) await put('acme', digit.repeat(64), i + 1);
+    await put('small', '9'.repeat(64), 120);
+    t.same(await sweepEvalInputs(kiln.sql, kiln.nars.blobs, { maxAgeDays: 30, maxTotalBytes: 300 }, clock.now()), { aged: 0, evictedForSize: 2, orphans: 0 });
+    const left = await kiln.sql<{ name: string; nar_hash: string }[]>`
+      select o.name, b.nar_hash from eval_input_blobs b join organizations o on o.id = b.organization_id order by o.name, b.nar_hash`;
+    t.same(left.map((r) => `${r.name}:${r.nar_hash[0]}`), ['acme:1', 'acme:2', 'small:9'],
+      'acme keeps its two newest, small keeps its only one although it is the least recently used of all');
+    t.same((await blobKeys(kiln)).length, 3, 'and the evicted blobs are deleted');
   });
 });
