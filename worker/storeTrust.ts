@@ -290,12 +290,27 @@ async function fetchNarinfo(substituter: Substituter, hashPart: string, signal?:
 /**
  * Deletes these paths and everything valid that refers to them, so that Nix substitutes or builds
  * them afresh for the job; the error text when Nix refuses (a path in use by a running build, under
- * a GC root), null once they are gone.
+ * a GC root), null once they are gone. PATHS_PER_CALL paths a Nix call: a job may reject tens of
+ * thousands, past the kernel's argument limit. `nix-store --query --referrers-closure` prints its
+ * closure with references before their referrers; deleting in the reverse order, batch after batch,
+ * deletes every path after (or with) its referrers, which a referrers closure holds. A path already
+ * in an earlier batch's closure is not deleted twice.
  */
 export async function letGo(paths: readonly string[], run: RunOptions): Promise<string | null> {
-  const referrers = await nixStore(['--query', '--referrers-closure', ...paths], run);
-  if (referrers.exitCode !== 0) return nixErrorText(referrers.stderr);
-  const all = referrers.stdout.split('\n').filter((line) => line !== '');
-  const deleted = await nixStore(['--delete', ...all], run);
-  return deleted.exitCode === 0 ? null : nixErrorText(deleted.stderr);
+  const order: string[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < paths.length; i += PATHS_PER_CALL) {
+    const referrers = await nixStore(['--query', '--referrers-closure', ...paths.slice(i, i + PATHS_PER_CALL)], run);
+    if (referrers.exitCode !== 0) return nixErrorText(referrers.stderr);
+    const closure = referrers.stdout.split('\n').filter((line) => line !== '' && !seen.has(line));
+    for (const path of closure.reverse()) {
+      seen.add(path);
+      order.push(path);
+    }
+  }
+  for (let i = 0; i < order.length; i += PATHS_PER_CALL) {
+    const deleted = await nixStore(['--delete', ...order.slice(i, i + PATHS_PER_CALL)], run);
+    if (deleted.exitCode !== 0) return nixErrorText(deleted.stderr);
+  }
+  return null;
 }

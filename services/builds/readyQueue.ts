@@ -12,7 +12,8 @@
 // and again, no fitting worker) would stay in that window for ever and keep every newer build of
 // every organization out of it; so when a pass tried the whole of a full window and free slots were
 // left, the next read pages past it by keyset (queued_at, id), and a read that reaches the end of
-// the queue sends the one after it back to the front.
+// the queue sends the one after it back to the front; a page that finds nothing (its cursor build
+// removed, or none after it ready) reads the front in the same read.
 import type { Sql } from 'postgres';
 import type { Clock } from '../../supervisors/index.js';
 import { readyBuilds, type ReadiedBuild, type ReadyBuild } from './schedulerQueries.js';
@@ -78,7 +79,10 @@ export class ReadyQueue {
       this.reloadDue = false;
       const after = this.after;
       this.after = null;
-      const rows = await readyBuilds(this.sql, this.limit, now, undefined, after);
+      let rows = await readyBuilds(this.sql, this.limit, now, undefined, after);
+      // An empty page places nothing: its cursor build was removed (orphan GC), or nothing after
+      // it is ready any more. The same read goes back to the front rather than a pass later.
+      if (after !== null && rows.length === 0) rows = await readyBuilds(this.sql, this.limit, now);
       this.truncated = rows.length === this.limit;
       this.lastRead = rows.at(-1)?.id ?? null;
       this.rows = new Map(rows.map((r) => [r.id, r]));

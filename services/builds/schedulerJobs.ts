@@ -28,13 +28,15 @@ export type BuildJobEntry = {
   memory: BuildMemory;
   /** the worker took the job (jobAccepted): a refusal from then on is a give-back, which does not pause the worker */
   taken: boolean;
+  /** the job began on the worker (a build log or a NAR push of it arrived): its loss then spends the attempt */
+  begun: boolean;
 };
 type BuildMemory = { name: string | null; predicted: number | null; reported: number | null };
 export type Job = EvalJobEntry | BuildJobEntry;
 export type JobEnd = Extract<WorkerJobEvent, { type: 'succeeded' | 'failed' | 'refused' | 'lost' | 'cancelled' }>;
 
 type NewJob = (Omit<EvalJobEntry, 'actor' | 'chain' | 'failure' | 'credit' | 'derivations'> & { attempt: number })
-  | (Omit<BuildJobEntry, 'actor' | 'progress' | 'memory' | 'taken'> & { memory?: Omit<BuildMemory, 'reported'> });
+  | (Omit<BuildJobEntry, 'actor' | 'progress' | 'memory' | 'taken' | 'begun'> & { memory?: Omit<BuildMemory, 'reported'> });
 
 export class JobTable {
   private readonly jobs = new Map<string, Job>();
@@ -71,7 +73,7 @@ export class JobTable {
     });
     const entry: Job = job.kind === 'eval'
       ? { ...job, chain: Promise.resolve(), failure: null, credit: EVAL_BATCH_WINDOW, derivations: 0, actor }
-      : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 }, memory: { name: null, predicted: null, ...job.memory, reported: null }, taken: false };
+      : { ...job, actor, progress: { phase: 'building', bytes: 0, paths: 0, reportedAt: 0 }, memory: { name: null, predicted: null, ...job.memory, reported: null }, taken: false, begun: false };
     this.jobs.set(job.jobId, entry);
     if (this.tracer.enabled) {
       this.spans.set(job.jobId, this.tracer.start(job.kind === 'eval' ? 'server.evaluation_job' : 'server.build_job', jobRootSpan(job.jobId), {

@@ -41,7 +41,7 @@ export type { ReadiedBuild, ReadyBuild } from './readyBuild.js';
  * then streams into the limit, whatever PostgreSQL's statistics say. Grouped, with the statistics
  * of a 50,000-build graph just analyzed, it joined every build of the graph first: 176 ms a read.
  * `after`: only the builds after that one in the order (queued_at, id), a page past a window whose
- * builds cannot be placed (readyQueue.ts); if that build is gone, none.
+ * builds cannot be placed (readyQueue.ts); if that build is gone, none (the queue then reads the front).
  */
 export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly string[], after?: string | null) => sql<ReadyBuild[]>`
   select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,

@@ -72,13 +72,15 @@ export class WorkerMessageRouter {
         cancellations.forget(job);
         if (!jobs.end(job, { type: 'lost' })) continue;
         if (job.kind === 'build') await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
-        await this.requeue(job, 'lost');
+        // A worker's disconnect is not the build's failure: a job that never began there spends no
+        // attempt (counted with the declines); one that began may have taken the worker down with it.
+        await this.requeue(job, 'lost', job.kind === 'build' && !job.begun);
       }
       this.deps.wake();
     })().catch((error: unknown) => log.error({ err: error }, 're-queueing a lost worker\'s jobs failed'));
   }
 
-  /** `declined`: a worker declined the build's dispatch, which spends no attempt (the row counts it in declines). */
+  /** `declined`: a dispatch that spends no attempt (the row counts it in declines): the worker declined it, or was lost before it began. */
   private async requeue(job: Job, why: 'lost' | 'refused', declined = false): Promise<void> {
     if (job.kind === 'eval') {
       await changePhase(this.deps.events, job.evaluationId, { event: { type: 'requeue', why }, workerId: null });
@@ -93,7 +95,10 @@ export class WorkerMessageRouter {
     switch (message.t) {
       case 'narPushStart': {
         const job = jobs.get(message.jobId);
-        if (job?.kind === 'build' && job.workerId === worker.hello.workerId) jobs.reportProgress(job, 'uploading', message.info.narSize, 1);
+        if (job?.kind === 'build' && job.workerId === worker.hello.workerId) {
+          job.begun = true;
+          jobs.reportProgress(job, 'uploading', message.info.narSize, 1);
+        }
         return nars.start(worker, message, jobs.writableFor(worker));
       }
       case 'narChunk': return nars.chunk(worker, message);
@@ -172,6 +177,7 @@ export class WorkerMessageRouter {
   private async buildMessage(job: BuildJobEntry, message: Message): Promise<void> {
     const { logs, jobs, outcomes } = this.deps;
     if (message.t === 'buildLog') {
+      job.begun = true;
       job.actor.send({ type: 'progress', amount: message.data.length });
       jobs.reportProgress(job, 'building', message.data.length, 0);
       return logs.append(job.derivationBuildId, job.attempt, message.data);

@@ -174,6 +174,14 @@ t.test('the readiness counter', async (t) => {
     t.same(await window(), ids.slice(4), 'a window that is not full is not paged past');
     queue.invalidate();
     t.same(await window(), ids.slice(0, 2), 'read again after the end: the front');
+    // the build the cursor names is removed (orphan GC deletes its derivation) before the page is read
+    queue.pagePast();
+    await db.sql`delete from derivations where id = (select derivation_id from derivation_builds where id = ${ids[1]!})`;
+    t.same(await window(), [ids[0], ids[2]], 'a vanished cursor: the front, in the same read');
+    // nothing after the cursor is ready any more (back off for retries)
+    queue.pagePast();
+    await db.sql`update derivation_builds set not_before = now() + interval '1 hour' where id = any(${[ids[3]!, ids[4]!]}::uuid[])`;
+    t.same(await window(), [ids[0], ids[2]], 'an empty page: the front, in the same read');
     await db.sql`update evaluations set phase = 'completed' where id = ${evaluation3}`;
   });
 

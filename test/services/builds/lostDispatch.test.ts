@@ -1,0 +1,79 @@
+// A lost dispatch (docs/builds.md, "Lost dispatches"), on a real server with protocol-level workers
+// (no Nix) and a clock the test steps: a worker that takes a build and disconnects before it began
+// there spends none of the build's attempts; one whose build had begun (a log arrived) spends one.
+import t, { type Test } from 'tap';
+import { jobFailure } from '../../../protocol/index.js';
+import { startTestKiln } from '../../support/kiln.js';
+import { subscribedProject } from '../../support/subscribedProject.js';
+import { steppedClock } from '../../support/clock.js';
+import { eventually } from '../../support/events.js';
+import { handshake, testHello, type ProtoClient } from '../../support/protoClient.js';
+import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
+
+type Row = { status: string; attempts: number; declines: number };
+
+async function farm(t: Test) {
+  const clock = steppedClock(new Date());
+  const kiln = await startTestKiln(t, { localWorker: true, 'proto.workerHeartbeatTimeoutSecs': 0, 'build.maxAttempts': 2 }, { clock });
+  const { token, projectId } = await subscribedProject(kiln);
+  const url = `ws://127.0.0.1:${kiln.port}/proto`;
+  const evaluator = await handshake(url, testHello({ capabilities: { eval: true, build: false, fetch: true, federate: false } }));
+  t.teardown(() => evaluator.close());
+  await evaluator.next('welcome');
+  const builder = async (): Promise<ProtoClient> => {
+    const client = await handshake(url, testHello({ capabilities: { eval: false, build: true, fetch: true, federate: false }, maxConcurrentBuilds: 1 }));
+    t.teardown(() => client.close());
+    await client.next('welcome');
+    return client;
+  };
+  const evaluate = async (n: DerivationNodeFixture) => {
+    await kiln.api('POST', `/tasks/${projectId}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } });
+    const evalJob = await evaluator.next('evalJob');
+    evaluator.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [n.derivation],
+      attributes: [{ path: ['packages', 'x86_64-linux', 'n'], drvPath: n.drvPath, outputs: { out: n.out } }], errors: [] });
+    evaluator.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 1 });
+  };
+  const rowWhen = (n: DerivationNodeFixture, what: string, until: (r: Row) => boolean) => eventually(what, async () => {
+    const [r] = await kiln.sql<Row[]>`
+      select db.status, db.attempts, db.declines from derivation_builds db join derivations d on d.id = db.derivation_id
+      where d.drv_path = ${n.drvPath}`;
+    return r && until(r) ? r : undefined;
+  });
+  /** the worker's first job is lost: it takes the job (and logs from it when `begin`), then its connection ends */
+  const loseFirst = async (n: DerivationNodeFixture, begin: boolean) => {
+    const lost = await builder();
+    await evaluate(n);
+    const job = await lost.next('buildJob');
+    lost.send({ t: 'jobAccepted', jobId: job.jobId });
+    if (begin) lost.send({ t: 'buildLog', jobId: job.jobId, seq: 0, data: Buffer.from('building\n'), droppedBytes: 0 });
+    await rowWhen(n, 'the worker took it', (r) => r.status === 'started');
+    // one connection, in order: the server has read the log before it sees the close
+    lost.close();
+    await lost.closed;
+    return rowWhen(n, 're-queued after the loss', (r) => r.status === 'queued');
+  };
+  /** another worker takes the build again, and it fails transiently there */
+  const failOnAnother = async (n: DerivationNodeFixture) => {
+    const other = await builder();
+    await kiln.scheduler.passNow();
+    const job = await other.next('buildJob');
+    other.send({ t: 'jobAccepted', jobId: job.jobId });
+    other.send({ t: 'jobFailed', jobId: job.jobId, failure: jobFailure('network', 'the network went away'), durationMs: 1, logBytes: 0, logDroppedBytes: 0 });
+    return rowWhen(n, 'the failure is decided', (r) => r.status !== 'started');
+  };
+  return { loseFirst, failOnAnother };
+}
+
+t.test('a worker lost before the build began there spends none of its attempts', async (t) => {
+  const { loseFirst, failOnAnother } = await farm(t);
+  const x = derivationNode('lost-before-it-began');
+  t.match(await loseFirst(x, false), { attempts: 1, declines: 1 }, 'the lost dispatch is counted with those that spent no attempt');
+  t.match(await failOnAnother(x), { status: 'queued', attempts: 2 }, 'dispatch 2 is the first attempt spent: retried, not failed (build.maxAttempts 2)');
+});
+
+t.test('a worker lost while the build ran there spends the attempt (the build may have taken it down)', async (t) => {
+  const { loseFirst, failOnAnother } = await farm(t);
+  const x = derivationNode('lost-while-it-ran');
+  t.match(await loseFirst(x, true), { attempts: 1, declines: 0 });
+  t.match(await failOnAnother(x), { status: 'failed', attempts: 2 }, 'the second attempt spent is the last of build.maxAttempts 2');
+});
