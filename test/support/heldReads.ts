@@ -23,11 +23,13 @@ export async function readAll(res: IncomingMessage): Promise<number> {
 }
 
 /**
- * A crawling reader takes one socket chunk (≤ 64 KiB) every CRAWL_MS, ≤ 320 KiB/s: enough that the
- * server's socket drains a third of its ~4 MB send buffer (when the kernel calls it writable again
- * and uWS re-arms its timeout) every ~4 s, through the serving thread's relay too; slow enough that
- * a 24 MiB file minus the ~8 MB the sockets hold lasts about 50 s before its body ends and its place
- * comes free (a held read that took nothing was cut after 8 to 12 s, which a run under load outlasted).
+ * A crawling reader takes one socket chunk (≤ 64 KiB) every CRAWL_MS, about 300 KiB/s. uWS re-arms
+ * its timeout when it writes, which needs the kernel to call the server's socket writable again,
+ * so a slower crawl is cut too. Measured on a 24 MiB NAR (h42; the server's side of the connection
+ * watched with ss): a reader that took nothing was cut 9 to 10 s after its last byte, one crawling
+ * every 500 ms (128 KiB/s) by 21 s, one every 200 or 100 ms was open after 30 s. At this pace the
+ * file lasts about a minute before its body ends and its place comes free (24 MiB minus the ~8 MB
+ * the sockets of a relayed read hold).
  */
 const CRAWL_MS = 200;
 export interface Crawl {
