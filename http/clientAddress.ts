@@ -58,10 +58,21 @@ function hopAddress(text: string): string {
   return v4WithPort ? v4WithPort[1]! : text;
 }
 
-/** The client's address: the peer, or the right-most untrusted X-Forwarded-For hop. */
+/**
+ * The client's address: the peer, or the right-most untrusted X-Forwarded-For hop. The walk from
+ * the right stops at a hop that is no address (garbage, `unknown`, empty): who wrote it is unknown,
+ * and skipping it would make the entry left of it, which the client itself may have written, the
+ * client's address. The address is then the last one known, the trusted hop right of it (or the peer).
+ */
 export function clientAddress(peer: string, forwardedFor: string | undefined, trusted: CidrSet): string {
   if (!forwardedFor || !trusted.has(peer)) return peer;
-  const hops = forwardedFor.split(',').map((h) => normalizeAddress(hopAddress(h.trim()))).filter((h) => isIP(h));
-  for (let i = hops.length - 1; i >= 0; i--) if (!trusted.has(hops[i]!)) return hops[i]!;
-  return hops[0] ?? peer;
+  const hops = forwardedFor.split(',');
+  let known = peer;
+  for (let i = hops.length - 1; i >= 0; i--) {
+    const hop = normalizeAddress(hopAddress(hops[i]!.trim()));
+    if (!isIP(hop)) return known;
+    if (!trusted.has(hop)) return hop;
+    known = hop;
+  }
+  return known; // every hop a trusted proxy: the left-most one
 }

@@ -114,7 +114,7 @@ export class BuildScheduler implements WorkerListener {
     this.outcomes = new BuildOutcomes(sql, events, this.evaluationProgress, buildProgress, passSoon, { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock }, (builds) => this.ready.add(builds));
     this.cancellations = new JobCancellations(sql, jobs, workers, deps.logs);
     this.leadership = new SchedulerLeadership(sql, events, log);
-    this.queueDepth = new QueueDepthReporter(sql, events, clock);
+    this.queueDepth = new QueueDepthReporter(sql, events);
     this.placement = new BuildPlacement({ sql, events, workers, jobs, outcomes: this.outcomes, ready: this.ready, storage: deps.storage, readToken: deps.readToken, settings, clock, wake: passSoon, log,
       requeue: (job) => this.router.requeueEnded(job), ...(deps.metrics ? { metrics: deps.metrics } : {}), ...(deps.phases ? { phases: deps.phases } : {}),
       ...(deps.privateFetch ? { privateFetch: deps.privateFetch } : {}) });

@@ -5,9 +5,10 @@
 // 1.2 s, so once a second it kept one of a 2-core server's cores busy while a graph was recorded
 // (bench/README.md, eval-record, h38). The pause after a count is at least COUNT_SHARE times its
 // duration, and at most MAX_PAUSE_MS (a count slowed by a lock or a stall does not silence the
-// board for long); a clock that went back counts as a count of no time.
+// board for long). Pauses are measured on a monotonic clock (performance.now), not the wall clock:
+// a deadline stored from the wall clock, which then was set back an hour, silenced the board for
+// that hour (review r3-6).
 import type { Sql } from 'postgres';
-import type { Clock } from '../../supervisors/index.js';
 import type { Events } from '../../storage/index.js';
 
 const MIN_INTERVAL_MS = 1000;
@@ -23,12 +24,13 @@ export class QueueDepthReporter {
   constructor(
     private readonly sql: Sql,
     private readonly events: Pick<Events, 'publish'>,
-    private readonly clock: Clock,
+    /** milliseconds that never go back; tests pass their own readings */
+    private readonly clock: { now(): number } = performance,
   ) {}
 
   /** After a pass of the leader: counts the queue unless it did within the last second, and publishes a change. */
   async report(): Promise<void> {
-    const now = this.clock.now().getTime();
+    const now = this.clock.now();
     if (now < this.nextAt) return;
     this.nextAt = now + MIN_INTERVAL_MS;
     const rows = await this.sql<{ system: string; n: number }[]>`
@@ -36,7 +38,7 @@ export class QueueDepthReporter {
       where db.status = 'queued' group by d.system
       union all
       select 'evaluation', count(*)::int from evaluations where phase = 'queued'`;
-    const tookMs = Math.max(0, this.clock.now().getTime() - now);
+    const tookMs = this.clock.now() - now;
     this.nextAt = Math.max(this.nextAt, now + Math.min(MAX_PAUSE_MS, COUNT_SHARE * tookMs));
     const bySystem: Record<string, number> = {};
     let queued = 0;

@@ -45,3 +45,15 @@ t.test('a hop a trusted proxy wrote with a port or brackets is still the client,
   t.equal(clientAddress('10.0.0.1', '192.0.2.66, 2001:db8::1:80', trusted), '2001:db8::1:80', 'a bare IPv6 address keeps its last group');
   t.equal(clientAddress('10.0.0.1', '192.0.2.66, [10.0.0.2]:8080', trusted), '192.0.2.66', 'a trusted hop with a port is skipped like one without');
 });
+
+t.test('a hop that is no address ends the walk: the client cannot pick its address behind it', async (t) => {
+  const trusted = new CidrSet(['10.0.0.0/8']);
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, garbage', trusted), '10.0.0.1', 'the right-most hop: the proxy (the peer) is the last one known');
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, garbage, 10.0.0.2', trusted), '10.0.0.2', 'behind a trusted hop: that hop');
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, unknown', trusted), '10.0.0.1', '"unknown"');
+  t.equal(clientAddress('10.0.0.1', '192.0.2.66, , 10.0.0.2', trusted), '10.0.0.2', 'an empty hop');
+  t.equal(clientAddress('10.0.0.1', '1.2.3.4:99999999', trusted), '10.0.0.1', 'a port that does not parse');
+  t.equal(clientAddress('10.0.0.1', 'garbage, 198.51.100.9', trusted), '198.51.100.9', 'garbage left of the client is never reached');
+  t.equal(clientAddress('10.0.0.1', '10.0.0.3, 10.0.0.2', trusted), '10.0.0.3', 'every hop trusted: the left-most');
+  t.equal(clientAddress('198.51.100.1', 'garbage', trusted), '198.51.100.1', 'an untrusted peer\'s header is not read');
+});

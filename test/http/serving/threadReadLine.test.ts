@@ -9,11 +9,11 @@
 // hold in a thread is tried again until a thread holds it.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { get, type IncomingMessage } from 'node:http';
+import { get } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { holdOpen, readAll } from '../../support/heldReads.js';
+import { crawl, holdOpen, readAll, type Crawl } from '../../support/heldReads.js';
 import { signUp } from '../../support/accounts.js';
 import { eventually } from '../../support/eventually.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
@@ -40,40 +40,6 @@ function fresh(url: string): Promise<Answer> {
       });
     }).on('error', reject);
   });
-}
-
-/**
- * A read held by a client that takes one socket chunk (≤ 64 KiB) every CRAWL_MS: it keeps its place
- * for as long as the test needs (a reader that takes nothing would be cut by uWS's 10 s idle
- * timeout), until finish() reads the rest at once and resolves with the byte count.
- */
-const CRAWL_MS = 200;
-interface Crawl { res: IncomingMessage; finish(): Promise<number>; closed: Promise<number> }
-
-function crawl(res: IncomingMessage): Crawl {
-  let bytes = 0;
-  let fast = false;
-  res.on('data', (c: Buffer) => {
-    bytes += c.length;
-    if (fast) return;
-    res.pause();
-    setTimeout(() => res.resume(), CRAWL_MS);
-  });
-  const closed = new Promise<number>((resolve) => {
-    res.on('end', () => resolve(bytes));
-    res.on('error', () => resolve(bytes));
-    res.on('aborted', () => resolve(bytes));
-  });
-  res.resume(); // holdOpen paused it: a 'data' listener alone does not start the flow again
-  return {
-    res,
-    closed,
-    finish() {
-      fast = true;
-      res.resume();
-      return closed;
-    },
-  };
 }
 
 // Three servers, each uploading a 24 MiB NAR and holding reads: past tap's 300 s per file under CI's load.

@@ -153,6 +153,7 @@ t.test('allowed_ips with X-Forwarded-For from a trusted proxy', async (t) => {
   t.same([outside.status, outside.code], [403, 'forbidden_source_ip']);
   t.same((await from()).code, 'forbidden_source_ip', 'the proxy itself is not inside allowed_ips');
   t.same((await from('203.0.113.9, 198.51.100.1')).code, 'forbidden_source_ip', 'a spoofed left-most hop does not help');
+  t.same((await from('203.0.113.9, garbage')).code, 'forbidden_source_ip', 'nor does one behind a hop that is no address (the proxy counts)');
   t.equal((await kiln.api('GET', '/user', { token: ada.token, headers: { 'x-forwarded-for': '198.51.100.1' } })).status, 200, 'sessions have no address limit');
 });
 
