@@ -76,3 +76,16 @@ export function clientAddress(peer: string, forwardedFor: string | undefined, tr
   }
   return known; // every hop a trusted proxy: the left-most one
 }
+
+/**
+ * Every X-Forwarded-For line of a request, joined with ", " (RFC 9110 §5.3), or undefined. uWS's
+ * getHeader gives the first line only, while a proxy may add its own line after the client's:
+ * reading the first alone would take the client's words for the address (review r4a).
+ */
+export function forwardedForOf(req: { forEach(cb: (key: string, value: string) => void): void }): string | undefined {
+  let joined: string | undefined;
+  req.forEach((key, value) => {
+    if (key === 'x-forwarded-for') joined = joined === undefined ? value : `${joined}, ${value}`;
+  });
+  return joined === '' ? undefined : joined;
+}

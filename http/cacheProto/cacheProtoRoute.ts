@@ -13,7 +13,7 @@ import type { HttpRequest, HttpResponse, TemplatedApp, WebSocket, us_socket_cont
 import type { Logger } from 'pino';
 import { ApiError, cacheCloseFrame, MAX_CLIENT_FRAME_BYTES, ResourceName } from '../../protocol/index.js';
 import type { CacheRouteServices } from '../cache/cacheDeps.js';
-import { CidrSet, clientAddress, normalizeAddress } from '../clientAddress.js';
+import { CidrSet, clientAddress, forwardedForOf, normalizeAddress } from '../clientAddress.js';
 import { FORWARDED_PEER_HEADER, forwardedPeer } from '../serving/forwardedPeer.js';
 import { AnonymousSlots } from './anonymousSlots.js';
 import { CacheProtoConnection } from './cacheProtoConnection.js';
@@ -88,8 +88,7 @@ export function cacheProtoRoute(opts: CacheProtoRouteOptions): CacheProtoRoute {
   const upgrade = (res: HttpResponse, req: HttpRequest, context: us_socket_context_t): void => {
     // Everything is read from req here: it is gone once this handler returns.
     const peer = forwardedPeer(req.getHeader(FORWARDED_PEER_HEADER)) ?? normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
-    const forwarded = req.getHeader('x-forwarded-for');
-    const address = clientAddress(peer, forwarded === '' ? undefined : forwarded, trusted);
+    const address = clientAddress(peer, forwardedForOf(req), trusted);
     let data: SocketData;
     try {
       let name: string;

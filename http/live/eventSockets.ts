@@ -16,7 +16,7 @@ import { ApiError, isApiError, renderEnvelope } from '../../protocol/index.js';
 import { checkLiveRequest, type EventStreams, type LiveFeed, type LiveRequest, type Principal } from '../../services/index.js';
 import type { EventBus } from '../../storage/index.js';
 import type { ActorTransition } from '../../supervisors/index.js';
-import { CidrSet, clientAddress, normalizeAddress } from '../clientAddress.js';
+import { CidrSet, clientAddress, forwardedForOf, normalizeAddress } from '../clientAddress.js';
 import { FORWARDED_PEER_HEADER, forwardedPeer } from '../serving/forwardedPeer.js';
 import { FirehoseHub, type FirehoseSocketData } from './firehose.js';
 import { LiveLag, type LiveLagSocketData } from './liveLag.js';
@@ -78,14 +78,14 @@ export function eventSockets(opts: EventSocketsOptions): EventSockets {
   function upgrade(path: LivePath, paramNames: readonly string[]) {
     return (res: HttpResponse, req: HttpRequest, context: us_socket_context_t) => {
       const query = new URLSearchParams(req.getQuery() ?? '');
-      const forwarded = req.getHeader('x-forwarded-for');
+      const forwarded = forwardedForOf(req);
       const peer = forwardedPeer(req.getHeader(FORWARDED_PEER_HEADER)) ?? normalizeAddress(Buffer.from(res.getRemoteAddressAsText()).toString());
       let data: SocketData;
       try {
         const request = path.request(paramNames.map((name, i) => decodeParam(req.getParameter(i) ?? '', name)), query);
         checkLiveRequest(request);
         const token = socketToken(req.getHeader('authorization'), query);
-        data = { request, token, address: clientAddress(peer, forwarded === '' ? undefined : forwarded, trusted), feed: null, closed: false };
+        data = { request, token, address: clientAddress(peer, forwarded, trusted), feed: null, closed: false };
       } catch (error) {
         const e = asApiError(error);
         res.writeStatus(`${e.status} ${STATUS_CODES[e.status] ?? ''}`)

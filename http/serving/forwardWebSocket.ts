@@ -51,8 +51,9 @@ export function relayWebSockets(app: TemplatedApp, origin: ForwardOrigin, late: 
       const key = req.getHeader('sec-websocket-key');
       const protocolHeader = req.getHeader('sec-websocket-protocol');
       const headers: Record<string, string> = {};
+      // repeats joined, as forwardHttp.ts does: a proxy's own X-Forwarded-For line follows the client's
       req.forEach((k, v) => {
-        if (!SKIP.has(k)) headers[k] = v;
+        if (!SKIP.has(k)) headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
       });
       headers[FORWARDED_PEER_HEADER] = forwardedPeerValue(origin.secret, Buffer.from(res.getRemoteAddressAsText()).toString());
       const protocols = protocolHeader === '' ? [] : protocolHeader.split(',').map((p) => p.trim());

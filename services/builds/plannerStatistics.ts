@@ -7,7 +7,6 @@
 // minute or more), which is most of a 50,000-build dispatch.
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
-import { systemClock, type Clock } from '../../supervisors/index.js';
 
 /**
  * The tables a recording writes and the scheduler's statements read by evaluation. The first two
@@ -39,8 +38,13 @@ const timerLater: Later = (run, ms) => {
   setTimeout(run, ms).unref();
 };
 
+/** Milliseconds on a clock that never goes back (the wall clock set back must not stretch the interval). */
+interface MonotonicClock {
+  now(): number;
+}
+
 export interface PlannerStatisticsOptions {
-  clock?: Clock;
+  clock?: MonotonicClock;
   later?: Later;
 }
 
@@ -52,11 +56,11 @@ export class PlannerStatistics {
   private waiting = false;
   /** when the last run started (ms), for MIN_INTERVAL_MS */
   private lastStart: number | null = null;
-  private readonly clock: Clock;
+  private readonly clock: MonotonicClock;
   private readonly later: Later;
 
   constructor(private readonly sql: Sql, private readonly log: Logger, options: PlannerStatisticsOptions = {}) {
-    this.clock = options.clock ?? systemClock;
+    this.clock = options.clock ?? performance;
     this.later = options.later ?? timerLater;
   }
 
@@ -87,7 +91,7 @@ export class PlannerStatistics {
       return;
     }
     if (this.waiting) return;
-    const wait = this.lastStart === null ? 0 : this.lastStart + MIN_INTERVAL_MS - this.clock.now().getTime();
+    const wait = this.lastStart === null ? 0 : this.lastStart + MIN_INTERVAL_MS - this.clock.now();
     if (wait <= 0) {
       this.run();
       return;
@@ -100,7 +104,7 @@ export class PlannerStatistics {
   }
 
   private run(): void {
-    this.lastStart = this.clock.now().getTime();
+    this.lastStart = this.clock.now();
     // two statements: vacuum cannot run in the implicit transaction of a multi-statement query
     this.running = this.sql.unsafe(`vacuum (analyze) ${VACUUMED_TABLES.join(', ')}`)
       .then(() => this.sql.unsafe(`analyze ${ANALYZED_TABLES.join(', ')}`))

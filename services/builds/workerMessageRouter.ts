@@ -74,7 +74,11 @@ export class WorkerMessageRouter {
         if (job.kind === 'build') await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
         // A worker's disconnect is not the build's failure: a job that never began there spends no
         // attempt (counted with the declines); one that began may have taken the worker down with it.
-        await this.requeue(job, 'lost', job.kind === 'build' && !job.begun);
+        // Like a decline, it pauses the build for that worker, so one that takes it, hangs up and
+        // comes back cannot churn the build's rows and events as fast as it reconnects.
+        const forgiven = job.kind === 'build' && !job.begun;
+        if (forgiven) this.deps.placement.declines.declined(job.derivationBuildId, worker.hello.workerId);
+        await this.requeue(job, 'lost', forgiven);
       }
       this.deps.wake();
     })().catch((error: unknown) => log.error({ err: error }, 're-queueing a lost worker\'s jobs failed'));

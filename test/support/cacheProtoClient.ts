@@ -31,7 +31,7 @@ export function basicHeader(token: string): string {
 }
 
 /** Opens a connection and waits for `ready`; rejects with a CacheProtoRefusal otherwise. */
-export function openCacheProto(kiln: { url: string }, cache: string, headers: Record<string, string> = {}): Promise<CacheProtoClient> {
+export function openCacheProto(kiln: { url: string }, cache: string, headers: Record<string, string | string[]> = {}): Promise<CacheProtoClient> {
   const socket = new WebSocket(cacheProtoUrl(kiln, cache), { headers, perMessageDeflate: false });
   const frames: CacheServerMessage[] = [];
   const waiters: { match: (m: CacheServerMessage) => boolean; resolve(m: CacheServerMessage): void }[] = [];

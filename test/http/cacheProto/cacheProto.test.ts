@@ -268,5 +268,17 @@ t.test('an IPv4 client is one address however spelled, also through serving thre
   t.match(refused, { status: 429, body: { message: /^2 anonymous cache protocol connections are open from 203\.0\.113\.7 / } }, 'the third spelling: the same address, refused');
   const other = await openCacheProto(kiln, 'pub', from('0:0:0:0:0:ffff:198.51.100.3'));
   t.pass('another IPv4 address, mapped, is not counted with it (nor with every mapped address)');
+  const twoLines = await refusalOf(openCacheProto(kiln, 'pub', { 'x-forwarded-for': ['198.51.100.99', '203.0.113.7'] }));
+  t.match(twoLines, { status: 429, body: { message: /open from 203\.0\.113\.7 / } }, 'through a thread: the proxy\'s own X-Forwarded-For line after the client\'s is read');
   for (const client of [...held, other]) client.close();
+});
+
+t.test('X-Forwarded-For in several lines: the last (the proxy\'s own) counts, not the first the client wrote', async (t) => {
+  const kiln = await startTestKiln(t, { 'proto.anonymousCache.maxConnectionsPerIp': 1 });
+  const ada = await signUp(kiln, 'ada');
+  await createTestCache(kiln.sql, 'pub', { public: true, ownerId: ada.id });
+  const held = await openCacheProto(kiln, 'pub', { 'x-forwarded-for': '203.0.113.7' });
+  const spoofed = await refusalOf(openCacheProto(kiln, 'pub', { 'x-forwarded-for': ['198.51.100.99', '203.0.113.7'] }));
+  t.match(spoofed, { status: 429, body: { message: /open from 203\.0\.113\.7 / } }, 'the client\'s line names another address: still counted as 203.0.113.7');
+  held.close();
 });

@@ -1,12 +1,14 @@
 // A lost dispatch (docs/builds.md, "Lost dispatches"), on a real server with protocol-level workers
 // (no Nix) and a clock the test steps: a worker that takes a build and disconnects before it began
 // there spends none of the build's attempts; one whose build had begun (a log arrived) spends one.
+import { randomUUID } from 'node:crypto';
 import t, { type Test } from 'tap';
 import { jobFailure } from '../../../protocol/index.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { subscribedProject } from '../../support/subscribedProject.js';
 import { steppedClock } from '../../support/clock.js';
 import { eventually } from '../../support/events.js';
+import { quietFor } from '../../support/eventually.js';
 import { handshake, testHello, type ProtoClient } from '../../support/protoClient.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
 
@@ -20,8 +22,8 @@ async function farm(t: Test) {
   const evaluator = await handshake(url, testHello({ capabilities: { eval: true, build: false, fetch: true, federate: false } }));
   t.teardown(() => evaluator.close());
   await evaluator.next('welcome');
-  const builder = async (): Promise<ProtoClient> => {
-    const client = await handshake(url, testHello({ capabilities: { eval: false, build: true, fetch: true, federate: false }, maxConcurrentBuilds: 1 }));
+  const builder = async (workerId: string = randomUUID()): Promise<ProtoClient> => {
+    const client = await handshake(url, testHello({ workerId, capabilities: { eval: false, build: true, fetch: true, federate: false }, maxConcurrentBuilds: 1 }));
     t.teardown(() => client.close());
     await client.next('welcome');
     return client;
@@ -40,8 +42,8 @@ async function farm(t: Test) {
     return r && until(r) ? r : undefined;
   });
   /** the worker's first job is lost: it takes the job (and logs from it when `begin`), then its connection ends */
-  const loseFirst = async (n: DerivationNodeFixture, begin: boolean) => {
-    const lost = await builder();
+  const loseFirst = async (n: DerivationNodeFixture, begin: boolean, workerId?: string) => {
+    const lost = await builder(workerId);
     await evaluate(n);
     const job = await lost.next('buildJob');
     lost.send({ t: 'jobAccepted', jobId: job.jobId });
@@ -61,7 +63,7 @@ async function farm(t: Test) {
     other.send({ t: 'jobFailed', jobId: job.jobId, failure: jobFailure('network', 'the network went away'), durationMs: 1, logBytes: 0, logDroppedBytes: 0 });
     return rowWhen(n, 'the failure is decided', (r) => r.status !== 'started');
   };
-  return { loseFirst, failOnAnother };
+  return { loseFirst, failOnAnother, builder, kiln, clock };
 }
 
 t.test('a worker lost before the build began there spends none of its attempts', async (t) => {
@@ -76,4 +78,21 @@ t.test('a worker lost while the build ran there spends the attempt (the build ma
   const x = derivationNode('lost-while-it-ran');
   t.match(await loseFirst(x, true), { attempts: 1, declines: 0 });
   t.match(await failOnAnother(x), { status: 'failed', attempts: 2 }, 'the second attempt spent is the last of build.maxAttempts 2');
+});
+
+t.test('the lost worker is not given the build again at once: the loss pauses it there, as a decline does', async (t) => {
+  const { loseFirst, builder, kiln, clock } = await farm(t);
+  const x = derivationNode('lost-and-back');
+  const workerId = randomUUID();
+  await loseFirst(x, false, workerId);
+  const back = await builder(workerId);
+  await kiln.scheduler.passNow();
+  let offered = false;
+  void back.next('buildJob').then(() => (offered = true), () => undefined);
+  await quietFor(500);
+  t.notOk(offered, 'reconnected at once: not offered the build it lost');
+  clock.step(3_000);
+  await kiln.scheduler.passNow();
+  await eventually('offered again after the pause', async () => offered || undefined);
+  t.pass('after the 2 s pause it is offered again');
 });

@@ -10,7 +10,7 @@ import { eventually } from '../../support/eventually.js';
 t.test('the graph tables are analyzed after a recording that is a large share of them, not after a small one', async (t) => {
   const { sql } = await testDatabase(t);
   const clock = steppedClock(new Date('2026-01-01T00:00:00Z'));
-  const statistics = new PlannerStatistics(sql, pino({ level: 'silent' }), { clock, later: () => t.fail('no run is deferred: the clock is past the interval each time') });
+  const statistics = new PlannerStatistics(sql, pino({ level: 'silent' }), { clock: { now: () => clock.now().getTime() }, later: () => t.fail('no run is deferred: the clock is past the interval each time') });
   /** How many times each graph table was analyzed, or vacuumed (the vacuum marks the insert-only tables' pages all-visible, which index-only scans need). */
   const counts = async (column: 'analyze_count' | 'vacuum_count') => {
     await sql`select pg_stat_clear_snapshot()`;
@@ -53,7 +53,7 @@ t.test('runs start at most once an interval; the triggers within one make one ru
   const { sql } = await testDatabase(t);
   const clock = steppedClock(new Date('2026-01-01T00:00:00Z'));
   const scheduled: { run: () => void; ms: number }[] = [];
-  const statistics = new PlannerStatistics(sql, pino({ level: 'silent' }), { clock, later: (run, ms) => scheduled.push({ run, ms }) });
+  const statistics = new PlannerStatistics(sql, pino({ level: 'silent' }), { clock: { now: () => clock.now().getTime() }, later: (run, ms) => scheduled.push({ run, ms }) });
   const analyzedBuilds = async () => {
     await sql`select pg_stat_clear_snapshot()`;
     const [row] = await sql<{ n: number }[]>`select analyze_count::int as n from pg_stat_user_tables where relname = 'builds'`;
