@@ -14,6 +14,7 @@ import type { EventBus, OutboundClient, Queryable } from '../../storage/index.js
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import { HostApiError, type HostApi } from './hostApi.js';
 import { logHead, reportContent, statusDescription, type EvaluationSnapshot, type ReportContent } from './reportContent.js';
+import { failureFor, organizationOfEvaluation, statusFor } from '../builds/index.js';
 
 export interface ReporterDeps {
   sql: Sql;
@@ -226,8 +227,11 @@ const pauseKey = (row: Pick<ReportRow, 'installation_id'>): string => row.instal
 async function evaluationSnapshot(sql: Queryable, evaluationId: string): Promise<EvaluationSnapshot | null> {
   const [evaluation] = await sql<{ phase: string; error: string | null }[]>`select phase, error from evaluations where id = ${evaluationId}`;
   if (!evaluation) return null;
+  // the builds as the evaluation's organization sees them: another's completion is not its success
+  const organization = organizationOfEvaluation(sql, sql`${evaluationId}::uuid`);
   const builds = await sql<{ status: string; entry_point: boolean; attr: string | null; name: string; derivation_build_id: string; failure_reason: string | null }[]>`
-    select db.status, b.entry_point, b.attr, d.name, db.id as derivation_build_id, db.failure_reason
+    select ${statusFor(sql, organization)} as status, b.entry_point, b.attr, d.name, db.id as derivation_build_id,
+      ${failureFor(sql, organization, 'reason')} as failure_reason
     from builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id
     where b.evaluation_id = ${evaluationId}`;
   const failed = builds.filter((b) => b.status === 'failed');
