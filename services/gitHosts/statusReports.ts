@@ -10,7 +10,7 @@
 // processes never send the same report at once.
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
-import type { EventBus, OutboundClient, Queryable } from '../../storage/index.js';
+import type { EventBus, OutboundClient } from '../../storage/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import { HostApiError, type HostApi } from './hostApi.js';
 import { reportContent, statusDescription, type ReportContent } from './reportContent.js';
