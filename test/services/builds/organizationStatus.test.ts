@@ -174,4 +174,15 @@ t.test('another organization\'s completion does not turn a build that failed for
     t.same(acmeSees.report.conclusion, 'success');
     t.same(buildEvents(since, acmeEval), [{ type: 'build.completed', failure: undefined }]);
   });
+
+  t.test('a completion that also stands for acme (a worker acme trusts) reads completed for acme, though its server failed it before', async (t) => {
+    const dep = derivationNode('dep3');
+    const acmeEval = await building(acmeProject, [dep]);
+    await building(betaProject, [dep]);
+    await failOn(dep, acmeServer);
+    // a worker registered for projects of both organizations
+    await completeOn(dep, { id: randomUUID(), projects: [acmeProject, betaProject] });
+    t.match(await row(dep), { status: 'completed', done_for: [acme, beta].sort(), failed_for: [acme] });
+    t.same((await seen(acmeEval, dep)).view, { status: 'completed', failure: null }, 'acme\'s own trusted worker built it: completed for acme');
+  });
 });
