@@ -15,22 +15,30 @@ export const organizationOfEvaluation = (sql: Queryable, evaluationId: Fragment)
   (select op.organization_id from evaluations oe join tasks ot on ot.id = oe.task_id join projects op on op.id = ot.project_id where oe.id = ${evaluationId})`;
 
 /**
- * A CASE whose first branch is the common case (not completed, or no scoped failure): the
- * organization (perhaps a subquery) is only evaluated for a completed row with failed_for set.
+ * Over a completed db with failed_for set: whether `org` reads it failed (in failed_for, not in
+ * done_for). Callers test the cheap conditions first, in a CASE, so the organization (perhaps a
+ * subquery) is only evaluated for such a row.
  */
-const unlessFailedFor = (sql: Queryable, org: Fragment, common: Fragment, failed: Fragment) => sql`
-  (case when db.status <> 'completed' or db.failed_for is null then ${common}
-        when ${org} = any(db.failed_for) and not (${org} = any(coalesce(db.done_for, '{}'))) then ${failed}
-        else ${common} end)`;
+const failedOverCompletion = (sql: Queryable, org: Fragment) => sql`
+  (${org} = any(db.failed_for) and not (${org} = any(coalesce(db.done_for, '{}'))))`;
 
 /** The build's (db) status as the organization `org` (a uuid expression) sees it. */
-export const statusFor = (sql: Queryable, org: Fragment) => unlessFailedFor(sql, org, sql`db.status`, sql`'failed'`);
+export const statusFor = (sql: Queryable, org: Fragment) => sql`
+  (case when db.status <> 'completed' or db.failed_for is null then db.status
+        when ${failedOverCompletion(sql, org)} then 'failed' else db.status end)`;
 
-/** One failure column (class, reason, message) as `org` sees it: its own kept failure where statusFor reads failed over a completion. */
+/**
+ * One failure column (class, reason, message) as `org` sees it: its own kept failure where
+ * statusFor reads failed over a completion, none where it reads completed (a completion restored
+ * over another organization's failure keeps that failure on the record, which is not this one's).
+ */
 export const failureFor = (sql: Queryable, org: Fragment, column: 'class' | 'reason' | 'message') => {
   const name = `failure_${column}`;
-  return unlessFailedFor(sql, org, sql`db.${sql(name)}`, sql`
-    (select sf.${sql(name)} from derivation_build_scoped_failures sf where sf.derivation_build_id = db.id and sf.organization_id = ${org})`);
+  return sql`
+    (case when db.status <> 'completed' then db.${sql(name)}
+          when db.failed_for is not null and ${failedOverCompletion(sql, org)} then
+            (select sf.${sql(name)} from derivation_build_scoped_failures sf where sf.derivation_build_id = db.id and sf.organization_id = ${org})
+          else null end)`;
 };
 
 /** `status, failure_class, failure_reason, failure_message` of db as `org` sees them. */
