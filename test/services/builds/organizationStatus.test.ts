@@ -21,6 +21,7 @@ import { changePhase } from '../../../services/builds/evaluationPhases.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { evaluationSnapshot } from '../../../services/gitHosts/evaluationSnapshot.js';
 import { reportContent } from '../../../services/gitHosts/reportContent.js';
+import { projectSeriesService } from '../../../services/metrics/projectSeries.js';
 import { systemClock } from '../../../supervisors/index.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
@@ -91,6 +92,7 @@ t.test('another organization\'s completion does not turn a build that failed for
   const member: Principal = { kind: 'user', via: 'session', sessionId: randomUUID(), userId: user!.id, username: 'root', superuser: false };
   const views = buildViewsService(db.sql, visible);
   const graphs = buildGraphsService(db.sql, views);
+  const metrics = projectSeriesService({ sql: db.sql, clock: systemClock });
   const feed = new BuildLogFeed(3_600_000);
   t.teardown(() => feed.close());
   const streams = buildLogStreams({ sql: db.sql, feed, evaluations: visible, views });
@@ -147,6 +149,11 @@ t.test('another organization\'s completion does not turn a build that failed for
     t.same((await graphs.graph(anonymous, await buildIdOf(acmeEval, acmeTop))).nodes.find((n) => n.drv_path === dep.drvPath)?.status, 'failed', 'the build graph');
     t.same(buildEvents(since, acmeEval), [{ type: 'build.failed', failure: 'FailedPermanent' }], 'acme\'s evaluation hears build.failed, not build.completed');
     t.equal((await db.sql<{ phase: string }[]>`select phase from evaluations where id = ${acmeEval}`)[0]!.phase, 'completed', 'acme\'s evaluation has ended');
+
+    const buildCounts = async (org: string) => (await metrics.series(member, org, 'app', {})).builds
+      .reduce((sum, b) => ({ completed: sum.completed + b.completed, failed: sum.failed + b.failed }), { completed: 0, failed: 0 });
+    t.same(await buildCounts('acme'), { completed: 0, failed: 2 }, 'acme\'s project metrics count it failed');
+    t.same(await buildCounts('beta'), { completed: 1, failed: 0 }, 'beta\'s count it completed');
 
     const betaSees = await seen(betaEval, dep);
     t.same(betaSees.view, { status: 'completed', failure: null }, 'beta reads its own completion');
