@@ -4,6 +4,7 @@
 import type { Sql } from 'postgres';
 import type { BuildViewsService } from './buildViews.js';
 import type { Principal } from '../access/index.js';
+import { organizationOfEvaluation, statusFor } from './organizationStatus.js';
 
 export interface BuildGraphNode {
   build_id: string;
@@ -34,7 +35,8 @@ export function buildGraphsService(sql: Sql, views: Pick<BuildViewsService, 'bui
           union
           select e.depends_on from derivation_edges e join closure c on e.derivation_id = c.id
         )
-        select b.id as build_id, db.id as derivation_build, d.drv_path, d.name, d.system, db.status, d.id as derivation_id
+        select b.id as build_id, db.id as derivation_build, d.drv_path, d.name, d.system,
+          ${statusFor(sql, organizationOfEvaluation(sql, sql`${found.evaluation_id}::uuid`))} as status, d.id as derivation_id
         from closure c join derivations d on d.id = c.id join derivation_builds db on db.derivation_id = d.id
         join builds b on b.derivation_build_id = db.id and b.evaluation_id = ${found.evaluation_id}
         order by d.drv_path`;

@@ -7,6 +7,7 @@ import type { BuildLogs } from './buildLogs.js';
 import type { BuildViewsService } from './buildViews.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from '../access/index.js';
+import { organizationOfEvaluation, statusFor } from './organizationStatus.js';
 
 const FINAL = new Set(['completed', 'failed', 'substituted', 'aborted']);
 const BUILD_PAGE = 200;
@@ -36,7 +37,7 @@ export function buildLogStreams({ sql, evaluations, views, feed, logs }: BuildLo
     let after = '';
     for (;;) {
       const builds = await sql<LogBuildRow[]>`
-        select b.id as build_id, db.id as derivation_build, d.drv_path, db.status, db.log_bytes
+        select b.id as build_id, db.id as derivation_build, d.drv_path, ${statusFor(sql, organizationOfEvaluation(sql, sql`${evaluationId}::uuid`))} as status, db.log_bytes
         from builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id
         where b.evaluation_id = ${evaluationId} and d.drv_path > ${after}
         order by d.drv_path limit ${BUILD_PAGE}`;

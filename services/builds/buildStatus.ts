@@ -8,6 +8,7 @@ import type { Queryable } from '../../storage/index.js';
 import { buildMove, type BuildContext, type BuildEvent } from '../../actors/index.js';
 import type { ReadiedBuild } from './readyBuild.js';
 import { doneForUpdate, failedForUpdate, offeredTo, wantedByOtherTenants, workerScopeUpdate } from './tenantScope.js';
+import { failureFor, keepScopedFailure, statusFor } from './organizationStatus.js';
 
 export interface StatusChange {
   /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
@@ -112,12 +113,16 @@ export interface BuildRow {
   task: string;
   task_id: string;
   drv_path: string;
+  /** the derivation_build's status and failure class as the evaluation's organization sees them (organizationStatus.ts) */
+  seen_status: BuildStatus;
+  seen_failure: FailureClass | null;
 }
 
-/** A BuildRow's columns, over builds b, tasks t, projects p, organizations o and derivations d. */
+/** A BuildRow's columns, over builds b, tasks t, projects p, organizations o, derivations d and derivation_builds db. */
 const buildRowColumns = (sql: Queryable) => sql`
   b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
-  p.organization_id, t.name as task, t.id as task_id, d.drv_path`;
+  p.organization_id, t.name as task, t.id as task_id, d.drv_path,
+  ${statusFor(sql, sql`p.organization_id`)} as seen_status, ${failureFor(sql, sql`p.organization_id`, 'class')} as seen_failure`;
 
 /** The builds of running evaluations (and of `alsoEvaluation`) that share this derivation_build. */
 export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string, alsoEvaluation: string | null = null): Promise<BuildRow[]> {
@@ -230,12 +235,13 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
         done_for = ${doneForUpdate(tx, event)}, failed_for = ${failedForUpdate(tx, event, to)},
         worker_scope = ${workerScopeUpdate(tx, event, tx`locked.worker_projects::uuid[]`)}
       from locked
-      where b.id = locked.id and b.status = any(${from as string[]}) returning b.id, b.attempts, locked.previous, b.derivation_id, b.done_for is not null as scoped)
-    select ch.id, ch.attempts, ch.previous, ch.scoped, ${buildRowColumns(tx)}
-    from changed ch join derivations d on d.id = ch.derivation_id
+      where b.id = locked.id and b.status = any(${from as string[]})
+      returning b.id, b.attempts, locked.previous, b.derivation_id, b.done_for is not null as scoped, b.status, b.done_for, b.failed_for, b.failure_class)
+    select db.id, db.attempts, db.previous, db.scoped, ${buildRowColumns(tx)}
+    from changed db join derivations d on d.id = db.derivation_id
     left join (builds b join evaluations e on e.id = b.evaluation_id and e.phase not in ('completed', 'failed', 'aborted')
       join tasks t on t.id = e.task_id join projects p on p.id = t.project_id join organizations o on o.id = p.organization_id)
-      on b.derivation_build_id = ch.id
+      on b.derivation_build_id = db.id
     order by b.id`;
   const byId = new Map<string, { attempts: number; previous: BuildStatus; scoped: boolean }>();
   const buildsOf = new Map<string, BuildRow[]>();
@@ -290,7 +296,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   // a failure queued again for another tenant, and restored, keeps what it said
   const keepsFailure = change.event.type === 'restore' || (change.event.type === 'requeue' && change.event.why === 'other_tenant');
   const projects = change.workerProjects ? `{${change.workerProjects.join(',')}}` : null;
-  const [updated] = await tx<{ attempts: number; previous: BuildStatus; scoped: boolean; failed_scoped: boolean }[]>`
+  const [updated] = await tx<{ attempts: number; previous: BuildStatus; scoped: boolean; failed_scoped: boolean; worker_scope: string[] | null }[]>`
     update derivation_builds b set status = ${to}, updated_at = now(),
       attempts = attempts + ${change.event.type === 'dispatch' ? 1 : 0},
       declines = declines + ${change.declined === true && change.event.type === 'requeue' ? 1 : 0},
@@ -307,8 +313,13 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
       worker_scope = ${workerScopeUpdate(tx, change.event, tx`${projects}::uuid[]`)}
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for no key update) old
     where b.id = ${derivationBuildId} and b.status = any(${from as string[]})
-    returning b.attempts, old.previous, b.done_for is not null as scoped, b.failed_for is not null as failed_scoped`;
+    returning b.attempts, old.previous, b.done_for is not null as scoped, b.failed_for is not null as failed_scoped, b.worker_scope`;
   if (!updated) return null;
+  // A final failure that stands for some organizations only: kept for them (organizationStatus.ts),
+  // for a later completion of another organization's server would clear it.
+  if (change.event.type === 'fail' && to === 'failed' && updated.failed_scoped) {
+    await keepScopedFailure(tx, derivationBuildId, change.failedFor ?? (updated.previous === 'started' ? updated.worker_scope : null));
+  }
   const delta = readinessDelta(updated.previous, to);
   if (delta !== 0) {
     const move = { derivationBuildId, delta, ...(change.readied ? { readied: change.readied } : {}) };
@@ -329,13 +340,18 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
 /** build.<status> and build.status_changed for each evaluation's build that points at the changed derivation_build. */
 function emitBuildEvents(emit: Emit, derivationBuildId: string, builds: readonly BuildRow[], to: BuildStatus, updated: { attempts: number; previous: BuildStatus }, change: StatusChange): void {
   for (const build of builds) {
+    // Another organization's completion of a build that failed for this one: it still reads failed,
+    // with its own failure (organizationStatus.ts), and its evaluation hears `build.failed`.
+    const failedHere = to === 'completed' && build.seen_status === 'failed';
+    const status = failedHere ? 'failed' : to;
     const identity = {
-      build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status: to,
+      build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status,
       task: build.task, project: build.project,
     };
-    const extra = { ...(change.failure ? { failure: change.failure.class } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
+    const failure = failedHere ? build.seen_failure : change.failure?.class;
+    const extra = { ...(failure ? { failure } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
     const scope = { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id };
-    emit(`build.${to}`, {
+    emit(`build.${status}`, {
       ...identity, entry_point: build.entry_point, drv_path: build.drv_path, attempt: updated.attempts,
       ...(build.attr ? { attr: build.attr } : {}), ...extra,
     }, scope);

@@ -8,6 +8,7 @@ import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type Entr
 const DRV_BASE_NAME = /^[0-9a-df-np-sv-z]{32}-[A-Za-z0-9+\-._?=]{1,211}\.drv$/;
 import { readBuildLog } from './buildLogs.js';
 import { latestBuildResources, type BuildResourcesView } from './buildStatistics.js';
+import { organizationOfEvaluation, seenColumns, statusFor } from './organizationStatus.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { Principal } from '../access/index.js';
 import { demandProject, demandProjectRef } from '../access/index.js';
@@ -54,9 +55,10 @@ interface BuildRow extends Omit<BuildView, 'failure' | 'log_bytes'> {
   log_bytes: string;
 }
 
+/** The status and failure as the evaluation's organization sees them (organizationStatus.ts). */
 const columns = (sql: Sql) => sql`
-  b.id as build_id, db.id as derivation_build, b.evaluation_id, d.drv_path, d.name, d.system, db.status, db.failure_class, db.failure_reason,
-  db.failure_message, db.attempts, b.entry_point, b.attr, d.outputs, db.worker_id as worker, db.log_bytes, db.queued_at, db.started_at, db.finished_at`;
+  b.id as build_id, db.id as derivation_build, b.evaluation_id, d.drv_path, d.name, d.system,
+  ${seenColumns(sql, organizationOfEvaluation(sql, sql`b.evaluation_id`))}, db.attempts, b.entry_point, b.attr, d.outputs, db.worker_id as worker, db.log_bytes, db.queued_at, db.started_at, db.finished_at`;
 const joins = (sql: Sql) => sql`builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id`;
 
 const toView = ({ failure_class, failure_reason, failure_message, log_bytes, ...rest }: BuildRow): BuildView => ({
@@ -133,14 +135,15 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
       // The counts and the page are independent reads: in parallel (the evaluation page's first rows
       // wait for both), and beside the access check, which they do not wait for: nothing they read is
       // returned before it passed. Counts without a text filter need no derivation, so no join with them.
+      const status = statusFor(sql, organizationOfEvaluation(sql, sql`${evaluationId}::uuid`));
       const reads = Promise.all([
         sql<{ status: BuildStatus; n: string }[]>`
-          select db.status, count(*) as n
+          select ${status} as status, count(*) as n
           from ${search ? joins(sql) : sql`builds b join derivation_builds db on db.id = b.derivation_build_id`}
-          where b.evaluation_id = ${evaluationId} ${matches} group by db.status`,
+          where b.evaluation_id = ${evaluationId} ${matches} group by 1`,
         sql<BuildRow[]>`
           select ${columns(sql)} from ${joins(sql)}
-          where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and db.status = ${query.status}` : sql``}
+          where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and ${status} = ${query.status}` : sql``}
           order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`,
       ]);
       // A refused check answers first; the reads' own failure, if any, only after it.

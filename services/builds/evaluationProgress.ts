@@ -6,6 +6,7 @@
 import type { Sql } from 'postgres';
 import type { EvaluationPhase } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
+import { statusFor } from './organizationStatus.js';
 
 interface Counts {
   evaluation_id: string;
@@ -61,14 +62,16 @@ export class EvaluationProgress {
     this.changed = new Set();
     if (ids.length === 0) return;
     const started = Date.now();
+    // each evaluation counts its builds as its organization sees them (organizationStatus.ts)
+    const status = statusFor(this.sql, this.sql`p.organization_id`);
     const rows = await this.sql<Counts[]>`
       with touched as (select distinct evaluation_id from builds where derivation_build_id = any(${ids}::uuid[]))
       select e.id as evaluation_id, p.id as project_id, p.organization_id, t.id as task_id, o.name || '/' || p.name as project,
              t.name as task, e.phase,
              count(*)::int as total,
-             count(*) filter (where db.status in ('completed', 'failed', 'substituted', 'aborted'))::int as done,
-             count(*) filter (where db.status = 'failed')::int as failed,
-             count(*) filter (where db.status = 'substituted')::int as substituted
+             count(*) filter (where ${status} in ('completed', 'failed', 'substituted', 'aborted'))::int as done,
+             count(*) filter (where ${status} = 'failed')::int as failed,
+             count(*) filter (where ${status} = 'substituted')::int as substituted
       from touched x join evaluations e on e.id = x.evaluation_id
       join tasks t on t.id = e.task_id join projects p on p.id = t.project_id join organizations o on o.id = p.organization_id
       join builds b on b.evaluation_id = e.id join derivation_builds db on db.id = b.derivation_build_id

@@ -14,6 +14,7 @@ import { demandProject, demandProjectRef, type ProjectRow } from '../access/inde
 import { listProjectEvaluations, type ProjectEvaluationsPageView } from './projectEvaluations.js';
 import type { SchedulerPort } from './schedulerPort.js';
 import { evaluationStatsView, type EvaluationStatsView } from './buildStatistics.js';
+import { organizationOfEvaluation, statusFor } from './organizationStatus.js';
 
 export interface EvaluationView {
   id: string;
@@ -114,8 +115,9 @@ export function evaluationsService(deps: EvaluationsDeps) {
             eval_duration_ms, eval_stats
           from evaluations where id = ${id}`,
         sql<{ status: string; n: number }[]>`
-          select db.status, count(*)::int as n from builds b join derivation_builds db on db.id = b.derivation_build_id
-          where b.evaluation_id = ${id} group by db.status`,
+          select ${statusFor(sql, organizationOfEvaluation(sql, sql`${id}::uuid`))} as status, count(*)::int as n
+          from builds b join derivation_builds db on db.id = b.derivation_build_id
+          where b.evaluation_id = ${id} group by 1`,
       ]);
       reads.catch(() => undefined);
       const label = await allowed;

@@ -10,10 +10,11 @@
 // processes never send the same report at once.
 import type { Logger } from 'pino';
 import type { Sql } from 'postgres';
-import type { EventBus, OutboundClient, Queryable } from '../../storage/index.js';
+import type { EventBus, OutboundClient } from '../../storage/index.js';
 import { CoalescingLoop, type Clock, type Supervisor } from '../../supervisors/index.js';
 import { HostApiError, type HostApi } from './hostApi.js';
-import { logHead, reportContent, statusDescription, type EvaluationSnapshot, type ReportContent } from './reportContent.js';
+import { reportContent, statusDescription, type ReportContent } from './reportContent.js';
+import { evaluationSnapshot } from './evaluationSnapshot.js';
 
 export interface ReporterDeps {
   sql: Sql;
@@ -221,35 +222,3 @@ export class GitHostReporter {
 
 /** What a rate limit pauses: one installation (of the one configured host). */
 const pauseKey = (row: Pick<ReportRow, 'installation_id'>): string => row.installation_id;
-
-/** The evaluation as a report shows it; null when it is gone. */
-async function evaluationSnapshot(sql: Queryable, evaluationId: string): Promise<EvaluationSnapshot | null> {
-  const [evaluation] = await sql<{ phase: string; error: string | null }[]>`select phase, error from evaluations where id = ${evaluationId}`;
-  if (!evaluation) return null;
-  const builds = await sql<{ status: string; entry_point: boolean; attr: string | null; name: string; derivation_build_id: string; failure_reason: string | null }[]>`
-    select db.status, b.entry_point, b.attr, d.name, db.id as derivation_build_id, db.failure_reason
-    from builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id
-    where b.evaluation_id = ${evaluationId}`;
-  const failed = builds.filter((b) => b.status === 'failed');
-  const failedBuilds = [];
-  for (const f of failed.slice(0, 10)) {
-    const [first] = await sql<{ data: Buffer }[]>`
-      select data from build_log_chunks where derivation_build_id = ${f.derivation_build_id}
-        and attempt = (select max(attempt) from build_log_chunks where derivation_build_id = ${f.derivation_build_id})
-      order by seq limit 1`;
-    failedBuilds.push({ name: f.name, reason: f.failure_reason, logHead: first ? logHead(first.data) : '' });
-  }
-  return {
-    id: evaluationId,
-    phase: evaluation.phase,
-    error: evaluation.error,
-    builds: {
-      total: builds.length,
-      done: builds.filter((b) => b.status === 'completed' || b.status === 'substituted').length + failed.length,
-      failed: failed.length,
-    },
-    entryPoints: builds.filter((b) => b.entry_point).map((b) => ({ attr: b.attr ?? b.name, status: b.status })).sort((a, b) => a.attr.localeCompare(b.attr)),
-    failedBuilds,
-  };
-}
-

@@ -7,6 +7,7 @@ import type { ProjectMetricsQuery } from '../../protocol/index.js';
 import type { Sql } from '../../storage/index.js';
 import type { Clock } from '../../supervisors/index.js';
 import { demandProject, type Principal } from '../access/index.js';
+import { statusFor } from '../builds/index.js';
 import { metricsWindow } from './workerSampleSeries.js';
 
 const PERIOD_MS = { hour: 3_600_000, day: 86_400_000 } as const;
@@ -38,6 +39,8 @@ export function projectSeriesService({ sql, clock }: { sql: Sql; clock: Clock })
       const { row } = await demandProject(sql, who, org, project, 'viewProject');
       const period = query.period ?? 'hour';
       const { from, to } = metricsWindow(query, clock.now(), DEFAULT_POINTS[period] * PERIOD_MS[period], MAX_POINTS * PERIOD_MS[period]);
+      // the builds as the project's organization sees them (docs/builds.md, "Whose failure")
+      const status = statusFor(sql, sql`${row.organization_id}::uuid`);
       const [evaluations, builds] = await Promise.all([
         sql<EvaluationBucket[]>`
           select date_trunc(${period}, e.created_at, 'UTC') as start, count(*)::int as created,
@@ -47,19 +50,19 @@ export function projectSeriesService({ sql, clock }: { sql: Sql; clock: Clock })
           where t.project_id = ${row.id} and e.created_at >= ${from} and e.created_at < ${to}
           group by 1 order by 1`,
         sql<BuildBucket[]>`
-          select date_trunc(${period}, d.finished_at, 'UTC') as start,
-                 count(*) filter (where d.status = 'completed')::int as completed, count(*) filter (where d.status = 'failed')::int as failed,
-                 (avg(extract(epoch from d.finished_at - d.started_at)) filter (where d.started_at is not null))::float8 as build_seconds_avg,
-                 (max(extract(epoch from d.finished_at - d.started_at)) filter (where d.started_at is not null))::float8 as build_seconds_max
-          from derivation_builds d
+          select date_trunc(${period}, db.finished_at, 'UTC') as start,
+                 count(*) filter (where ${status} = 'completed')::int as completed, count(*) filter (where ${status} = 'failed')::int as failed,
+                 (avg(extract(epoch from db.finished_at - db.started_at)) filter (where db.started_at is not null))::float8 as build_seconds_avg,
+                 (max(extract(epoch from db.finished_at - db.started_at)) filter (where db.started_at is not null))::float8 as build_seconds_max
+          from derivation_builds db
           -- From the project's own evaluations (indexed by task and by evaluation), each shared build
           -- once: never a scan of every build on the instance, which any viewer of a public project
           -- could ask for.
           join (select distinct b.derivation_build_id as id from tasks t
                 join evaluations e on e.task_id = t.id and e.created_at < ${to}
                 join builds b on b.evaluation_id = e.id
-                where t.project_id = ${row.id}) p on p.id = d.id
-          where d.finished_at >= ${from} and d.finished_at < ${to} and d.status in ('completed', 'failed')
+                where t.project_id = ${row.id}) p on p.id = db.id
+          where db.finished_at >= ${from} and db.finished_at < ${to} and db.status in ('completed', 'failed')
           group by 1 order by 1`,
       ]);
       const round = (n: number | null) => (n === null ? null : +n.toFixed(3));

@@ -13,6 +13,7 @@ import pino from 'pino';
 import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { changeBuildStatuses, type StatusChange } from '../../../services/builds/buildStatus.js';
 import { BuildOutcomes } from '../../../services/builds/buildOutcomes.js';
+import { failureFor, statusFor } from '../../../services/builds/organizationStatus.js';
 import { buildProgressReporter } from '../../../services/builds/buildProgress.js';
 import { EvaluationProgress } from '../../../services/builds/evaluationProgress.js';
 import { applyPhaseChange, changePhase } from '../../../services/builds/evaluationPhases.js';
@@ -261,6 +262,11 @@ t.test('an outcome on a worker only some organizations trust stands for them onl
     await db.sql`update evaluations set phase = 'failed' where id = ${betaEval}`;
     t.ok((await outcomes.restoreAbandoned()).includes(await idOf(dep)), 'beta done: the restore pass finds it');
     t.match(await row(dep), { status: 'completed', done_for: [acme], failed_for: [beta] }, 'acme\'s completion stands again; beta\'s failure is remembered');
+    const seenBy = async (org: string) => (await db.sql<{ status: string; failure_reason: string | null }[]>`
+      select ${statusFor(db.sql, db.sql`${org}::uuid`)} as status, ${failureFor(db.sql, db.sql`${org}::uuid`, 'reason')} as failure_reason
+      from derivation_builds db where db.id = ${await idOf(dep)}`)[0]!;
+    t.same(await seenBy(beta), { status: 'failed', failure_reason: 'builder_failed' }, 'beta reads its own failure (organizationStatus.ts)');
+    t.same(await seenBy(acme), { status: 'completed', failure_reason: null }, 'acme reads its completion');
     t.equal((await row(top)).inputs_remaining, 0, 'acme\'s top is ready again (it would have waited forever)');
     t.same(await ready([dep, top]), { top: ['acme'] });
     t.equal((await db.sql<{ phase: string }[]>`select phase from evaluations where id = ${acmeEval}`)[0]!.phase, 'building', 'acme\'s evaluation goes on');
