@@ -1,0 +1,62 @@
+// Plain checks for the events a dispatch emits by the thousand a second (build.<status> and
+// build.status_changed, two per build and transition): their zod schemas cost about as much per
+// event as the rest of the event's way (bench/README.md, dispatch). As protocol/proto/fastChecks.ts
+// does for frames, a check here only ever says "certainly valid": a content it is unsure of (an
+// unknown or undefined field, any violation) goes to the schema, which alone refuses. What it
+// returns is what the schema returns: the same fields in the schema's order (the rendered envelope
+// is the same text), which test/protocol/events/fastEventChecks.test.ts holds it to.
+import { z } from 'zod';
+import { BuildContent, BuildFailure, BuildStatusChangedContent, buildStatuses } from './buildEvents.js';
+
+type Fields = Record<string, unknown>;
+type Check = (x: unknown) => boolean;
+
+const UUID = z.regexes.uuid();
+const STATUSES: ReadonlySet<unknown> = new Set(buildStatuses);
+const FAILURES: ReadonlySet<unknown> = new Set(BuildFailure.options);
+
+const str = (min: number, max: number): Check => (x) => typeof x === 'string' && x.length >= min && x.length <= max;
+const uuid: Check = (x) => typeof x === 'string' && UUID.test(x);
+const status: Check = (x) => STATUSES.has(x);
+const count: Check = (x) => Number.isSafeInteger(x) && (x as number) >= 0;
+const bool: Check = (x) => typeof x === 'boolean';
+
+// the bounds of protocol/events/eventFields.ts and buildEvents.ts
+const FIELDS: Record<string, Check> = {
+  build_id: uuid, derivation_build: uuid, evaluation_id: uuid, worker: uuid,
+  status, previous: (x) => x === null || status(x),
+  task: str(1, 63), project: str(3, 127), attr: str(0, 1000), drv_path: str(1, 400),
+  entry_point: bool, attempt: count, failure: (x) => FAILURES.has(x),
+};
+
+interface Shape {
+  /** the schema's fields in its order: the order of what it returns */
+  order: readonly string[];
+  required: readonly string[];
+}
+
+const shapeOf = (schema: typeof BuildContent | typeof BuildStatusChangedContent): Shape => {
+  const order = Object.keys(schema.shape);
+  return { order, required: order.filter((key) => !schema.shape[key as keyof typeof schema.shape].safeParse(undefined).success) };
+};
+const BUILD = shapeOf(BuildContent);
+const STATUS_CHANGED = shapeOf(BuildStatusChangedContent);
+
+/** The checked content of a build event, as the schema would return it; null: ask the schema. */
+export function certainEventContent(name: string, content: unknown): Fields | null {
+  const shape = name === 'build.status_changed' ? STATUS_CHANGED : name.startsWith('build.') && STATUSES.has(name.slice(6)) ? BUILD : null;
+  if (shape === null || typeof content !== 'object' || content === null || Object.getPrototypeOf(content) !== Object.prototype) return null;
+  const fields = content as Fields;
+  let known = 0;
+  for (const key in fields) {
+    if (!Object.hasOwn(fields, key)) return null;
+    const check = FIELDS[key];
+    if (check === undefined || !shape.order.includes(key) || !check(fields[key])) return null;
+    known++;
+  }
+  if (Object.getOwnPropertyNames(fields).length !== known || Object.getOwnPropertySymbols(fields).length > 0) return null;
+  for (const key of shape.required) if (!Object.hasOwn(fields, key)) return null;
+  const out: Fields = {};
+  for (const key of shape.order) if (Object.hasOwn(fields, key)) out[key] = fields[key];
+  return out;
+}
