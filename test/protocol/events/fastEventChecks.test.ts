@@ -19,7 +19,7 @@ const EXAMPLES: [string, Fields][] = [
 ];
 const PROBES: unknown[] = [
   undefined, null, true, false, 0, -1, 1.5, 2 ** 53, '', 'x', 'ab', 'a'.repeat(64), 'a'.repeat(128), 'a'.repeat(401), 'a'.repeat(1001),
-  'queued', 'bogus', 'FailedPermanent', ID.toUpperCase(), `${ID}x`, '0b0e2f6c-3f5e-0c7a-9a57-1e2d3c4b5a69', [], {}, new Date(0),
+  'queued', 'bogus', 'FailedPermanent', ID.toUpperCase(), `${ID}x`, '0b0e2f6c-3f5e-0c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-9c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-ca57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-7a57-1e2d3c4b5a69', '0b0e2f6c_3f5e-4c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-9a57-1e2d3c4b5a6g', 'ffffffff-ffff-ffff-ffff-ffffffffffff', [], {}, new Date(0),
 ];
 const KEYS = ['build_id', 'derivation_build', 'evaluation_id', 'status', 'task', 'project', 'entry_point', 'attr', 'drv_path', 'failure', 'attempt', 'worker', 'previous', 'other'];
 
