@@ -42,16 +42,12 @@ const FIELDS: Record<string, Check> = {
   entry_point: bool, attempt: count, failure: (x) => FAILURES.has(x),
 };
 
-interface Shape {
-  /** the schema's fields in its order: the order of what it returns */
-  order: readonly string[];
-  required: readonly string[];
-}
+/** The schema's fields in its order (the order of what it returns), each with its check and whether it is required. */
+type Shape = readonly { key: string; check: Check; required: boolean }[];
 
-const shapeOf = (schema: typeof BuildContent | typeof BuildStatusChangedContent): Shape => {
-  const order = Object.keys(schema.shape);
-  return { order, required: order.filter((key) => !schema.shape[key as keyof typeof schema.shape].safeParse(undefined).success) };
-};
+const shapeOf = (schema: typeof BuildContent | typeof BuildStatusChangedContent): Shape => Object.keys(schema.shape).map((key) => ({
+  key, check: FIELDS[key]!, required: !schema.shape[key as keyof typeof schema.shape].safeParse(undefined).success,
+}));
 const BUILD = shapeOf(BuildContent);
 const STATUS_CHANGED = shapeOf(BuildStatusChangedContent);
 
@@ -60,16 +56,19 @@ export function certainEventContent(name: string, content: unknown): Fields | nu
   const shape = name === 'build.status_changed' ? STATUS_CHANGED : name.startsWith('build.') && STATUSES.has(name.slice(6)) ? BUILD : null;
   if (shape === null || typeof content !== 'object' || content === null || Object.getPrototypeOf(content) !== Object.prototype) return null;
   const fields = content as Fields;
-  let known = 0;
-  for (const key in fields) {
-    if (!Object.hasOwn(fields, key)) return null;
-    const check = FIELDS[key];
-    if (check === undefined || !shape.order.includes(key) || !check(fields[key])) return null;
-    known++;
-  }
-  if (Object.getOwnPropertyNames(fields).length !== known || Object.getOwnPropertySymbols(fields).length > 0) return null;
-  for (const key of shape.required) if (!Object.hasOwn(fields, key)) return null;
   const out: Fields = {};
-  for (const key of shape.order) if (Object.hasOwn(fields, key)) out[key] = fields[key];
-  return out;
+  let present = 0;
+  for (const { key, check, required } of shape) {
+    const value = fields[key];
+    if (value === undefined) {
+      // absent: fine when optional; present but undefined: the schema's to say
+      if (required || key in fields) return null;
+      continue;
+    }
+    if (!check(value)) return null;
+    out[key] = value;
+    present++;
+  }
+  // a field the schema does not name (it would keep it, after its own): the schema's to say
+  return Object.keys(fields).length === present ? out : null;
 }
