@@ -38,8 +38,7 @@ export {
   type WorkerConnectionContext,
   type WorkerConnectionEvent,
   type WorkerConnectionInput,
-  type WorkerConnectionMachine,
-  type WorkerConnectionSnapshot,
+  type WorkerConnectionState,
 } from './workerConnection.js';
 export {
   buildLifecycle,

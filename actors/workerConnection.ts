@@ -2,8 +2,9 @@
 // (DESIGN.md, "Actors and supervision"; docs/proto.md). The socket lives in http/proto and the
 // history row in worker_connections; this machine is what operators see of a connected worker in
 // GET /api/v1/admin/actors — idle or working, its jobs, its last load — and where a close ends it.
-import { assign, setup, type SnapshotFrom } from 'xstate';
-
+// A light actor (supervisors/lightActor.ts): a worker turns idle and busy again at every dispatch
+// cycle, and an xstate step of this machine cost about as much as the dispatch of a build (the
+// dispatch bench, bench/README.md).
 export interface WorkerConnectionInput {
   workerId: string;
   connectionId: string;
@@ -32,42 +33,27 @@ export type WorkerConnectionEvent =
   | { type: 'heartbeat'; load1: number }
   | { type: 'closed'; code: string };
 
-export const workerConnectionMachine = setup({
-  types: { context: {} as WorkerConnectionContext, events: {} as WorkerConnectionEvent, input: {} as WorkerConnectionInput },
-  actions: {
-    countHeartbeat: assign({
-      heartbeats: ({ context }) => context.heartbeats + 1,
-      load1: ({ context, event }) => (event.type === 'heartbeat' ? event.load1 : context.load1),
-    }),
-    recordClose: assign({ closeCode: ({ event }) => (event.type === 'closed' ? event.code : null) }),
-  },
-}).createMachine({
-  id: 'worker-connection',
-  context: ({ input }) => ({ ...input, heartbeats: 0, load1: null, closeCode: null }),
-  initial: 'idle',
-  states: {
-    idle: {
-      on: {
-        busy: 'working',
-        heartbeat: { actions: 'countHeartbeat' },
-        closed: { target: 'closed', actions: 'recordClose' },
-      },
-    },
-    working: {
-      on: {
-        idle: 'idle',
-        heartbeat: { actions: 'countHeartbeat' },
-        closed: { target: 'closed', actions: 'recordClose' },
-      },
-    },
-    closed: { type: 'final' },
-  },
-});
+export type WorkerConnectionState = 'idle' | 'working' | 'closed';
 
-export type WorkerConnectionMachine = typeof workerConnectionMachine;
-export type WorkerConnectionSnapshot = SnapshotFrom<WorkerConnectionMachine>;
-
-export const summarizeWorkerConnection = (snapshot: WorkerConnectionSnapshot) => {
-  const c = snapshot.context;
-  return { worker: c.workerId, connection: c.connectionId, address: c.address, jobs: c.running.jobs, heartbeats: c.heartbeats, load1: c.load1 };
+/** The connection's transitions: state → event → next state. What a state does not list, it ignores. */
+const TRANSITIONS: Record<WorkerConnectionState, Partial<Record<WorkerConnectionEvent['type'], WorkerConnectionState>>> = {
+  idle: { busy: 'working', heartbeat: 'idle', closed: 'closed' },
+  working: { idle: 'idle', heartbeat: 'working', closed: 'closed' },
+  closed: {},
 };
+
+export const workerConnectionMachine = {
+  initial: 'idle' as WorkerConnectionState,
+  final: new Set<WorkerConnectionState>(['closed']) as ReadonlySet<WorkerConnectionState>,
+  context: (input: WorkerConnectionInput): WorkerConnectionContext => ({ ...input, heartbeats: 0, load1: null, closeCode: null }),
+  step(state: WorkerConnectionState, context: WorkerConnectionContext, event: WorkerConnectionEvent): { state: WorkerConnectionState; context: WorkerConnectionContext } | null {
+    const next = TRANSITIONS[state][event.type];
+    if (next === undefined) return null;
+    if (event.type === 'heartbeat') return { state: next, context: { ...context, heartbeats: context.heartbeats + 1, load1: event.load1 } };
+    if (event.type === 'closed') return { state: next, context: { ...context, closeCode: event.code } };
+    return { state: next, context };
+  },
+};
+
+export const summarizeWorkerConnection = (_state: WorkerConnectionState, c: WorkerConnectionContext) => (
+  { worker: c.workerId, connection: c.connectionId, address: c.address, jobs: c.running.jobs, heartbeats: c.heartbeats, load1: c.load1 });

@@ -1,6 +1,6 @@
 // The public face of supervisors/: what other folders import from it (DESIGN.md, Layout).
 export { createRootSupervisor, Supervisor, type RootSupervisorOptions, type SupervisorOptions } from './supervisor.js';
-export type { ActorSpec, ActorStart, SupervisedActor } from './child.js';
+export type { ActorSpec, ActorStart } from './child.js';
 export type { LightActor } from './lightActor.js';
 export { EscalationError } from './escalation.js';
 export { CoalescingLoop, type LoopState } from './coalescingLoop.js';

@@ -8,6 +8,7 @@ import { buildEventDefinitions } from './buildEvents.js';
 import { cacheEventDefinitions } from './cacheEvents.js';
 import type { Audience, Durability, EventDefinition } from './eventFields.js';
 import { resourceEventDefinitions } from './resourceEvents.js';
+import { certainEventContent } from './fastEventChecks.js';
 import { eventPatterns, runtimeEventDefinitions, type ProtoMessageContent } from './runtimeEvents.js';
 
 export const eventDefinitions = {
@@ -52,6 +53,9 @@ export function isDurable(definition: EventDefinition, content: Readonly<Record<
 export function checkEventContent(name: string, content: unknown): Parsed<{ definition: EventDefinition; content: Record<string, unknown> }> {
   const definition = eventDefinition(name);
   if (!definition) return parseFailure('event', `"${name}" is not in the event catalog`);
+  // a dispatch's build events, plainly checked (fastEventChecks.ts); anything else, or unsure, through the schema
+  const certain = certainEventContent(name, content);
+  if (certain !== null) return parsedOk({ definition, content: certain });
   const parsed = definition.content.safeParse(content);
   if (!parsed.success) {
     const { path, reason } = describeIssue(parsed.error, 'content');

@@ -9,8 +9,18 @@ export const Envelope = z.strictObject({
 });
 export type Envelope = z.infer<typeof Envelope>;
 
+// The last time rendered: the events of one turn (a dispatch batch's thousands) share their `at`.
+let lastMs = Number.NaN;
+let lastText = '';
+
 /** Date#toISOString is always UTC with exactly three fraction digits, as the spec asks. */
-export const eventTime = (epochMs: number): string => new Date(epochMs).toISOString();
+export function eventTime(epochMs: number): string {
+  if (epochMs !== lastMs) {
+    lastText = new Date(epochMs).toISOString(); // throws for an invalid time, before the memo changes
+    lastMs = epochMs;
+  }
+  return lastText;
+}
 
 /** The exact text that is sent, signed and stored; the same bytes on every retry. */
 export function renderEnvelope(event: string, atMs: number, content: Readonly<Record<string, unknown>>): string {

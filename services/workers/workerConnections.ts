@@ -4,8 +4,11 @@
 import type { Sql } from 'postgres';
 import { ApiError, type Hello, type Message, type Outgoing, type RejectCode } from '../../protocol/index.js';
 import type { Principal } from '../access/index.js';
-import { summarizeWorkerConnection, workerConnectionMachine, type WorkerConnectionMachine } from '../../actors/index.js';
-import type { Supervisor, SupervisedActor } from '../../supervisors/index.js';
+import {
+  summarizeWorkerConnection, workerConnectionMachine,
+  type WorkerConnectionContext, type WorkerConnectionEvent, type WorkerConnectionInput, type WorkerConnectionState,
+} from '../../actors/index.js';
+import type { LightActor, Supervisor } from '../../supervisors/index.js';
 import { isSuperuser, superuserRefusal } from '../access/index.js';
 
 /** How services reach one connection without touching the socket. */
@@ -27,7 +30,7 @@ export interface ConnectedWorker {
   /** the jobs the scheduler of this process gave it and that have not ended (services/builds/schedulerJobs.ts keeps it) */
   readonly running: { jobs: number };
   /** what operators see of the connection (actors/workerConnection.ts); absent without a supervisor */
-  readonly actor?: SupervisedActor<WorkerConnectionMachine>;
+  readonly actor?: LightActor<WorkerConnectionState, WorkerConnectionEvent, WorkerConnectionContext, WorkerConnectionInput>;
 }
 
 /** What the scheduler hears about workers (WorkerConnections.subscribe). */
@@ -109,8 +112,8 @@ export class WorkerConnections {
               ${this.opts.instanceId ?? null})
       returning id, connected_at`;
     const running = { jobs: 0 };
-    const actor = this.opts.supervisor?.spawn({
-      id: `connection-${row!.id}`, kind: 'worker-connection', logic: workerConnectionMachine, summarize: summarizeWorkerConnection,
+    const actor = this.opts.supervisor?.spawnLight({
+      id: `connection-${row!.id}`, kind: 'worker-connection', machine: workerConnectionMachine, summarize: summarizeWorkerConnection,
       input: { workerId: hello.workerId, connectionId: row!.id, address, connectedAt: row!.connected_at.getTime(), running },
       // a connection cannot be revived: the worker reconnects on its own
       rehydrate: () => null,
