@@ -10,6 +10,7 @@ import { PROTOCOL_VERSION, type FailureReason, type MessageOf } from '../../../p
 import { anonymous, type Principal } from '../../../services/access/principal.js';
 import { changeBuildStatuses } from '../../../services/builds/buildStatus.js';
 import { BuildOutcomes } from '../../../services/builds/buildOutcomes.js';
+import { buildControlService } from '../../../services/builds/buildControl.js';
 import { buildProgressReporter } from '../../../services/builds/buildProgress.js';
 import { buildGraphsService } from '../../../services/builds/buildGraphs.js';
 import { buildLogStreams } from '../../../services/builds/buildLogStreams.js';
@@ -100,6 +101,7 @@ t.test('another organization\'s completion does not turn a build that failed for
   const feed = new BuildLogFeed(3_600_000);
   t.teardown(() => feed.close());
   const streams = buildLogStreams({ sql: db.sql, feed, evaluations: visible, views });
+  const control = buildControlService({ sql: db.sql, events, evaluations: visible, scheduler: { wake: () => undefined } });
 
   /** What the evaluation's reads say of the build of `node`. */
   const seen = async (evaluationId: string, node: DerivationNodeFixture, { stream = true } = {}) => {
@@ -254,6 +256,19 @@ t.test('another organization\'s completion does not turn a build that failed for
     await waitFor(() => lastProgress(acmeEval) !== undefined);
     t.match(lastProgress(acmeEval), { builds_total: 2, builds_done: 1, builds_failed: 0 }, 'acme\'s evaluation.progress');
     t.same((await seen(betaEval, dep)).view, { status: 'failed', failure: { class: 'FailedPermanent', reason: 'builder_failed', message: 'beta\'s secret' } });
+    await t.rejects(control.act(member, await buildIdOf(acmeEval, dep), 'restart'), { code: 'build_not_failed', message: /is completed/ },
+      'acme cannot restart (and so re-queue for everyone) what reads completed for it');
+  });
+
+  t.test('a build that reads failed for acme over beta\'s completion: restarting it says why it cannot be', async (t) => {
+    const dep = derivationNode('dep-e');
+    const acmeEval = await building(acmeProject, [dep, derivationNode('other-e')]);
+    await building(betaProject, [dep]);
+    await failOn(dep, acmeServer);
+    await completeOn(dep, betaServer);
+    t.equal((await seen(acmeEval, dep, { stream: false })).view.status, 'failed');
+    await t.rejects(control.act(member, await buildIdOf(acmeEval, dep), 'restart'), { code: 'build_not_failed', message: /another organization's completion/ });
+    t.match(await row(dep), { status: 'completed', failed_for: [acme] }, 'nothing changed');
   });
 
   t.test('an organization in failed_for deleted since: a dependency failure still lands for the others', async (t) => {
