@@ -8,6 +8,7 @@ import { ApiError, type EvaluationPhase } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
 import type { Principal } from '../access/index.js';
 import { applyStatusChange, applyStatusChanges } from './buildStatus.js';
+import { organizationOfEvaluation, statusFor } from './organizationStatus.js';
 import { changePhase, FINAL_PHASES } from './evaluationPhases.js';
 import type { EvaluationsService } from './evaluations.js';
 import type { SchedulerPort } from './schedulerPort.js';
@@ -108,9 +109,16 @@ export function buildControlService(deps: BuildControlDeps) {
     const found = await target(who, buildId);
     const requeued = await events.transaction(async (tx, emit) => {
       await openEvaluation(tx, found);
-      const [row] = await tx<{ status: string }[]>`select status from derivation_builds where id = ${found.derivationBuildId} for update`;
-      if (!row || (row.status !== 'failed' && row.status !== 'aborted')) {
-        throw new ApiError('build_not_failed', `build ${buildId} is ${row?.status ?? 'gone'}; only a failed or aborted build can be restarted`);
+      // the status as the evaluation's organization sees it (organizationStatus.ts): a failure
+      // that is another organization's, after this one's completion, is not this one's to restart
+      const [row] = await tx<{ status: string; seen: string }[]>`
+        select db.status, ${statusFor(tx, organizationOfEvaluation(tx, tx`${found.evaluationId}::uuid`))} as seen
+        from derivation_builds db where db.id = ${found.derivationBuildId} for update`;
+      if (!row || (row.seen !== 'failed' && row.seen !== 'aborted')) {
+        throw new ApiError('build_not_failed', `build ${buildId} is ${row?.seen ?? 'gone'}; only a failed or aborted build can be restarted`);
+      }
+      if (row.seen !== row.status) {
+        throw new ApiError('build_not_failed', `build ${buildId} failed for this organization, but another organization's completion of the same derivation stands; it cannot be restarted (docs/builds.md, "Whose failure")`);
       }
       // The dependents it took down come back with it: those that failed because an input failed
       // and those aborted with it. One that also waits on another failed input stays as it is, or

@@ -8,7 +8,7 @@ import type { Queryable } from '../../storage/index.js';
 import { buildMove, type BuildContext, type BuildEvent } from '../../actors/index.js';
 import type { ReadiedBuild } from './readyBuild.js';
 import { doneForUpdate, failedForUpdate, offeredTo, wantedByOtherTenants, workerScopeUpdate } from './tenantScope.js';
-import { failureFor, keepScopedFailure, statusFor } from './organizationStatus.js';
+import { failureFor, failureStandsFor, keepScopedFailure, statusFor } from './organizationStatus.js';
 
 export interface StatusChange {
   /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
@@ -116,13 +116,16 @@ export interface BuildRow {
   /** the derivation_build's status and failure class as the evaluation's organization sees them (organizationStatus.ts) */
   seen_status: BuildStatus;
   seen_failure: FailureClass | null;
+  /** whether the record's failure stands for the evaluation's organization (failed_for null or naming it) */
+  failure_stands: boolean;
 }
 
 /** A BuildRow's columns, over builds b, tasks t, projects p, organizations o, derivations d and derivation_builds db. */
 const buildRowColumns = (sql: Queryable) => sql`
   b.id as build_id, b.evaluation_id, b.entry_point, b.attr, o.name || '/' || p.name as project, p.id as project_id,
   p.organization_id, t.name as task, t.id as task_id, d.drv_path,
-  ${statusFor(sql, sql`p.organization_id`)} as seen_status, ${failureFor(sql, sql`p.organization_id`, 'class')} as seen_failure`;
+  ${statusFor(sql, sql`p.organization_id`)} as seen_status, ${failureFor(sql, sql`p.organization_id`, 'class')} as seen_failure,
+  ${failureStandsFor(sql, sql`p.organization_id`)} as failure_stands`;
 
 /** The builds of running evaluations (and of `alsoEvaluation`) that share this derivation_build. */
 export function buildsOfDerivationBuild(sql: Queryable, derivationBuildId: string, alsoEvaluation: string | null = null): Promise<BuildRow[]> {
@@ -340,15 +343,18 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
 /** build.<status> and build.status_changed for each evaluation's build that points at the changed derivation_build. */
 function emitBuildEvents(emit: Emit, derivationBuildId: string, builds: readonly BuildRow[], to: BuildStatus, updated: { attempts: number; previous: BuildStatus }, change: StatusChange): void {
   for (const build of builds) {
-    // Another organization's completion of a build that failed for this one: it still reads failed,
-    // with its own failure (organizationStatus.ts), and its evaluation hears `build.failed`.
-    const failedHere = to === 'completed' && build.seen_status === 'failed';
-    const status = failedHere ? 'failed' : to;
+    // Each evaluation hears the build as its organization sees it (organizationStatus.ts): another
+    // organization's completion of a build that failed for this one is `build.failed`, with its own
+    // failure; another's failure of a build completed for this one is `build.completed`; and
+    // another's failure (which goes back to the queue for it, or waits for it to queue it) nothing.
+    if (to === 'failed' && build.seen_status !== 'completed' && !build.failure_stands) continue;
+    const seenOther = (to === 'completed' || to === 'failed') && build.seen_status !== to;
+    const status = seenOther ? build.seen_status : to;
+    const failure = seenOther ? build.seen_failure : status === 'failed' ? build.seen_failure ?? change.failure?.class : change.failure?.class;
     const identity = {
       build_id: build.build_id, derivation_build: derivationBuildId, evaluation_id: build.evaluation_id, status,
       task: build.task, project: build.project,
     };
-    const failure = failedHere ? build.seen_failure : change.failure?.class;
     const extra = { ...(failure ? { failure } : {}), ...(change.workerId ? { worker: change.workerId } : {}) };
     const scope = { projectId: build.project_id, organizationId: build.organization_id, taskId: build.task_id, evaluationId: build.evaluation_id, buildId: build.build_id };
     emit(`build.${status}`, {

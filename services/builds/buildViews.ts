@@ -1,7 +1,7 @@
 // Read side of builds: an evaluation's builds, one build, its log and direct dependencies, entry
 // points, and the store path of one attribute at one commit. A build is visible to whoever may
 // see its evaluation's project; anyone else gets 404.
-import type { Sql } from 'postgres';
+import type { Fragment, Sql } from 'postgres';
 import { ApiError, buildStatuses, DEFAULT_STORE_DIR, type BuildStatus, type EntryPointView, type EvaluationBuildsQuery } from '../../protocol/index.js';
 
 /** `<hash>-<name>.drv`, what Nix asks for at log/{drv} */
@@ -55,10 +55,16 @@ interface BuildRow extends Omit<BuildView, 'failure' | 'log_bytes'> {
   log_bytes: string;
 }
 
-/** The status and failure as the evaluation's organization sees them (organizationStatus.ts). */
-const columns = (sql: Sql) => sql`
+/**
+ * The status and failure as the evaluation's organization `org` sees them (organizationStatus.ts).
+ * `org` is the evaluation's, given once where the query reads one evaluation (an uncorrelated
+ * subquery: computed once per query, not once per row and column).
+ */
+const columns = (sql: Sql, org: Fragment) => sql`
   b.id as build_id, db.id as derivation_build, b.evaluation_id, d.drv_path, d.name, d.system,
-  ${seenColumns(sql, organizationOfEvaluation(sql, sql`b.evaluation_id`))}, db.attempts, b.entry_point, b.attr, d.outputs, db.worker_id as worker, db.log_bytes, db.queued_at, db.started_at, db.finished_at`;
+  ${seenColumns(sql, org)}, db.attempts, b.entry_point, b.attr, d.outputs, db.worker_id as worker, db.log_bytes, db.queued_at, db.started_at, db.finished_at`;
+/** The organization of the evaluation `evaluationId`, for columns. */
+const organizationOf = (sql: Sql, evaluationId: string) => organizationOfEvaluation(sql, sql`${evaluationId}::uuid`);
 const joins = (sql: Sql) => sql`builds b join derivation_builds db on db.id = b.derivation_build_id join derivations d on d.id = db.derivation_id`;
 
 const toView = ({ failure_class, failure_reason, failure_message, log_bytes, ...rest }: BuildRow): BuildView => ({
@@ -75,7 +81,7 @@ const toEntryPoint = (b: BuildView): EntryPointView => ({
 export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService, 'visible'>) {
   /** One build with its latest attempt's resources (docs/metrics.md): null before a worker reported one. */
   async function build(who: Principal, id: string): Promise<BuildView> {
-    const [row] = await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.id = ${id}`;
+    const [row] = await sql<BuildRow[]>`select ${columns(sql, organizationOfEvaluation(sql, sql`b.evaluation_id`))} from ${joins(sql)} where b.id = ${id}`;
     if (!row) throw new ApiError('not_found', `no build ${id}`);
     // A key without viewProject still learns 403 from visible(), as on GET /evals/{id}.
     await evaluations.visible(who, row.evaluation_id, 'viewProject').catch((e: unknown) => {
@@ -87,7 +93,7 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
   }
 
   const entryPoints = async (evaluationId: string) =>
-    (await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.evaluation_id = ${evaluationId} and b.entry_point order by b.attr`).map(toView).map(toEntryPoint);
+    (await sql<BuildRow[]>`select ${columns(sql, organizationOf(sql, evaluationId))} from ${joins(sql)} where b.evaluation_id = ${evaluationId} and b.entry_point order by b.attr`).map(toView).map(toEntryPoint);
 
   /** The newest evaluation of a task that recorded its graph. */
   const latestEvaluation = async (taskId: string) => (await sql<{ id: string }[]>`
@@ -120,7 +126,7 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
 
     async evaluationBuilds(who: Principal, evaluationId: string): Promise<BuildView[]> {
       await evaluations.visible(who, evaluationId, 'viewProject');
-      return (await sql<BuildRow[]>`select ${columns(sql)} from ${joins(sql)} where b.evaluation_id = ${evaluationId} order by d.drv_path`).map(toView);
+      return (await sql<BuildRow[]>`select ${columns(sql, organizationOf(sql, evaluationId))} from ${joins(sql)} where b.evaluation_id = ${evaluationId} order by d.drv_path`).map(toView);
     },
 
     /**
@@ -135,14 +141,14 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
       // The counts and the page are independent reads: in parallel (the evaluation page's first rows
       // wait for both), and beside the access check, which they do not wait for: nothing they read is
       // returned before it passed. Counts without a text filter need no derivation, so no join with them.
-      const status = statusFor(sql, organizationOfEvaluation(sql, sql`${evaluationId}::uuid`));
+      const status = statusFor(sql, organizationOf(sql, evaluationId));
       const reads = Promise.all([
         sql<{ status: BuildStatus; n: string }[]>`
           select ${status} as status, count(*) as n
           from ${search ? joins(sql) : sql`builds b join derivation_builds db on db.id = b.derivation_build_id`}
           where b.evaluation_id = ${evaluationId} ${matches} group by 1`,
         sql<BuildRow[]>`
-          select ${columns(sql)} from ${joins(sql)}
+          select ${columns(sql, organizationOf(sql, evaluationId))} from ${joins(sql)}
           where b.evaluation_id = ${evaluationId} ${matches} ${query.status ? sql`and ${status} = ${query.status}` : sql``}
           order by d.drv_path, b.id limit ${query.per_page} offset ${offset}`,
       ]);
@@ -198,7 +204,7 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
     async dependencies(who: Principal, id: string): Promise<BuildView[]> {
       const found = await build(who, id);
       return (await sql<BuildRow[]>`
-        select ${columns(sql)} from ${joins(sql)}
+        select ${columns(sql, organizationOf(sql, found.evaluation_id))} from ${joins(sql)}
         where b.evaluation_id = ${found.evaluation_id}
           and d.id in (select x.depends_on from derivation_edges x join derivations me on me.id = x.derivation_id where me.drv_path = ${found.drv_path})
         order by d.drv_path`).map(toView);
@@ -228,7 +234,7 @@ export function buildViewsService(sql: Sql, evaluations: Pick<EvaluationsService
       const { row } = await demandProjectRef(sql, who, project, 'viewProject');
       const id = await taskId(row.id, task);
       const [found] = await sql<BuildRow[]>`
-        select ${columns(sql)} from ${joins(sql)} join evaluations e on e.id = b.evaluation_id
+        select ${columns(sql, sql`${row.organization_id}::uuid`)} from ${joins(sql)} join evaluations e on e.id = b.evaluation_id
         where e.task_id = ${id} and e.commit = ${commit} and b.entry_point and b.attr = ${attr}
         order by e.created_at desc limit 1`;
       if (!found) throw new ApiError('not_found', `no evaluation of task "${task}" at ${commit} resolved the attribute ${attr}`);

@@ -21,4 +21,4 @@ export { runGraphConsistencyCheck, type GraphConsistencyReport } from './graphCo
 export { insertEvaluation, type TriggerOf } from './evaluationInsert.js';
 export { parkForApproval } from './evaluationPhases.js';
 export { abortClosedPullRequest, stopSuperseded, supersedeOlder } from './evaluationSupersede.js';
-export { failureFor, organizationOfEvaluation, statusFor } from './organizationStatus.js';
+export { failureFor, statusFor } from './organizationStatus.js';

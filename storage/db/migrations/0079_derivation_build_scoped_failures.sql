@@ -12,16 +12,21 @@ create table derivation_build_scoped_failures (
   failure_class text not null check (failure_class in ('FailedPermanent', 'FailedTransient', 'FailedTimeout')),
   failure_reason text,
   failure_message text check (length(failure_message) <= 20000),
+  -- the attempt that failed (derivation_builds.attempts then): its log, not a later attempt's for
+  -- another organization, is this organization's (services/gitHosts/evaluationSnapshot.ts)
+  failure_attempt integer,
   primary key (derivation_build_id, organization_id)
 );
 -- an organization's deletion finds its rows without reading the table
 create index derivation_build_scoped_failures_organization on derivation_build_scoped_failures (organization_id);
 
 -- The scoped failures standing now (failed, or queued again for another organization with the
--- failure kept) keep theirs. A completion that already cleared one has nothing left to keep: that
--- organization reads the build as failed with no failure detail.
-insert into derivation_build_scoped_failures (derivation_build_id, organization_id, failure_class, failure_reason, failure_message)
-select db.id, o.id, db.failure_class, db.failure_reason, db.failure_message
+-- failure kept) keep theirs, where failed_for names one organization only: the record holds the
+-- last failure, which of several organizations' is unknown, and one must never read another's. A
+-- completion that already cleared one, and an organization of several, have nothing to keep: that
+-- organization reads the build as failed with no failure detail (and no log head).
+insert into derivation_build_scoped_failures (derivation_build_id, organization_id, failure_class, failure_reason, failure_message, failure_attempt)
+select db.id, o.id, db.failure_class, db.failure_reason, db.failure_message, db.attempts
 from derivation_builds db cross join unnest(db.failed_for) as f(org) join organizations o on o.id = f.org
-where db.failed_for is not null and db.failure_class is not null
+where cardinality(db.failed_for) = 1 and db.failure_class is not null
 on conflict do nothing;
