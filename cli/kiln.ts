@@ -18,6 +18,8 @@ export interface Kiln {
   readonly port: number;
   /** the SSH server's port (ssh.enable), else null */
   readonly sshPort: number | null;
+  /** with serving threads, the main thread's loopback listener (what the threads relay to), else null */
+  readonly originPort: number | null;
   /** the SSH server (ssh.enable), else null; tests sweep its connections by hand */
   readonly ssh: SshServer | null;
   readonly db: Database;
@@ -345,7 +347,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `${tls === null ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
-    return { url, port: http.port, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, cacheProto, buildServers, routes, stop: unwind };
+    return { url, port: http.port, originPort: http.originPort ?? null, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, cacheProto, buildServers, routes, stop: unwind };
   } catch (e) {
     await unwind();
     throw e;
