@@ -36,6 +36,8 @@ export const FAILURE_REASONS = {
   push_failed: 'FailedTransient',
   /** the job was cancelled (by the server, or because the worker is stopping) */
   cancelled: 'FailedTransient',
+  /** the worker's connection ended while the build ran there, on the last of build.maxAttempts (set by the server) */
+  worker_lost: 'FailedTransient',
   /** anything else; retried because it is not known to be the derivation's fault */
   worker_error: 'FailedTransient',
   /** the build ran longer than its timeout */

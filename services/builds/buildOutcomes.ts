@@ -160,7 +160,7 @@ export class BuildOutcomes {
    * waits for them without the attempt counting. A retry waits for its backoff. A failure fails
    * the builds that need it too. The suspects sent back to the queue.
    */
-  async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: LogSizes): Promise<string[]> {
+  async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: Partial<LogSizes>): Promise<string[]> {
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock } = this.retry;
     // the loop count matters only to a missing-inputs failure: the others skip the read
     const loops = failure.reason === 'inputs_unavailable' ? await inputsLoops(this.sql, derivationBuildId) : 0;
@@ -186,6 +186,21 @@ export class BuildOutcomes {
     await this.setStatus(derivationBuildId, change);
     await this.failDependents(derivationBuildId);
     return [];
+  }
+
+  /**
+   * A worker was lost while attempt `attempt` of the build ran there. A loss goes back to the queue at once
+   * (false) unless it was the last of build.maxAttempts: then the build fails (true), so one that takes
+   * every worker down with it (out of memory, a full disk) ends instead of going round for ever.
+   */
+  async lostWhileBuilding(derivationBuildId: string, attempt: number): Promise<boolean> {
+    const [row] = await this.sql<{ declines: number }[]>`select declines from derivation_builds where id = ${derivationBuildId}`;
+    const spent = Math.max(1, attempt - (row?.declines ?? 0));
+    if (spent < this.retry.maxAttempts) return false;
+    const message = `the worker's connection ended while it built this derivation, on ${spent} attempts of build.maxAttempts ${this.retry.maxAttempts}: the build may take its worker down with it (out of memory, a full disk)`;
+    await this.failed(derivationBuildId, attempt, { class: 'FailedTransient', reason: 'worker_lost', message }, {});
+    await this.finishEvaluations({ derivationBuilds: [derivationBuildId] });
+    return true;
   }
 
   /**

@@ -78,6 +78,11 @@ export class WorkerMessageRouter {
         // comes back cannot churn the build's rows and events as fast as it reconnects.
         const forgiven = job.kind === 'build' && !job.begun;
         if (forgiven) this.deps.placement.declines.declined(job.derivationBuildId, worker.hello.workerId);
+        // the last attempt's loss fails the build: one that takes every worker down must not loop for ever
+        if (job.kind === 'build' && !forgiven && await this.deps.outcomes.lostWhileBuilding(job.derivationBuildId, job.attempt)) {
+          await endRunningReading(this.deps.statistics.sql, job.derivationBuildId, job.attempt);
+          continue;
+        }
         await this.requeue(job, 'lost', forgiven);
       }
       this.deps.wake();

@@ -96,3 +96,24 @@ t.test('the lost worker is not given the build again at once: the loss pauses it
   await eventually('offered again after the pause', async () => offered || undefined);
   t.pass('after the 2 s pause it is offered again');
 });
+
+t.test('a build lost on each of its build.maxAttempts fails: one that takes every worker down does not go round for ever', async (t) => {
+  const { loseFirst, builder, kiln } = await farm(t);
+  const x = derivationNode('takes-its-workers-down');
+  t.match(await loseFirst(x, true), { status: 'queued', attempts: 1, declines: 0 }, 'the first loss while it ran: queued again');
+  const again = await builder();
+  await kiln.scheduler.passNow();
+  const job = await again.next('buildJob');
+  again.send({ t: 'jobAccepted', jobId: job.jobId });
+  again.send({ t: 'buildLog', jobId: job.jobId, seq: 0, data: Buffer.from('building\n'), droppedBytes: 0 });
+  again.close();
+  await again.closed;
+  const row = await eventually('the second loss is decided', async () => {
+    const [r] = await kiln.sql<{ status: string; attempts: number; failure_reason: string | null; failure_message: string | null }[]>`
+      select db.status, db.attempts, db.failure_reason, db.failure_message from derivation_builds db
+      join derivations d on d.id = db.derivation_id where d.drv_path = ${x.drvPath}`;
+    return r && r.status !== 'started' ? r : undefined;
+  });
+  t.match(row, { status: 'failed', attempts: 2, failure_reason: 'worker_lost' }, 'the second loss is the last of build.maxAttempts 2: failed');
+  t.match(row.failure_message, /connection ended while it built/, 'the message says why');
+});
