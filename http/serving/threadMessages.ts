@@ -79,11 +79,14 @@ export interface NarGrant {
 }
 
 /** NAR files a thread sent, for the main thread's traffic counters and events (cacheTraffic.ts). */
+/** NAR files a thread sent since its last report: one entry per file, its GETs counted. */
 export interface NarSent {
   cacheId: string;
   cache: string;
   fileHash: string;
+  /** what all `fetches` carried together */
   bytes: number;
+  fetches: number;
 }
 
 /** narinfos of one cache (as the URL spells it) answered from a thread's memory since its last report. */

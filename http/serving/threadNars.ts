@@ -124,19 +124,29 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const asks = new Map<number, { key: string; cache: string; generation: number }>();
   const waiting = new Map<string, Waiting[]>();
   let nextAsk = 0;
-  let sent: NarSent[] = [];
+  // Counted per grant (one object per cache and file while kept), so a send makes nothing new: at
+  // tens of thousands of small NARs a second, an entry per send cost the main thread more than
+  // the threads spent sending (bench/README.md, session 21).
+  let sent = new Map<NarGrant, NarSent>();
 
   const forward = (w: Waiting): void => {
     counters[COUNTER_FORWARDED]!++;
     forwardCaptured(w.res, w.captured, origin);
   };
 
+  const report = (): void => {
+    const batch = [...sent.values()];
+    sent = new Map();
+    opts.report(batch);
+  };
   const reported = (grant: NarGrant): void => {
-    if (sent.length === 0) setTimeout(() => {
-      opts.report(sent);
-      sent = [];
-    }, REPORT_MS).unref();
-    sent.push({ cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize });
+    if (sent.size === 0) setTimeout(report, REPORT_MS).unref();
+    const entry = sent.get(grant);
+    if (entry === undefined) sent.set(grant, { cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize, fetches: 1 });
+    else {
+      entry.bytes += grant.fileSize;
+      entry.fetches++;
+    }
   };
 
   /**
