@@ -78,8 +78,7 @@ export interface NarGrant {
   path: string;
 }
 
-/** NAR files a thread sent, for the main thread's traffic counters and events (cacheTraffic.ts). */
-/** NAR files a thread sent since its last report: one entry per file, its GETs counted. */
+/** NAR files a thread sent since its last report, for the main thread's traffic counters and events (cacheTraffic.ts): one entry per file and grant, its GETs counted. */
 export interface NarSent {
   cacheId: string;
   cache: string;

@@ -51,10 +51,11 @@ type Kept = NarGrant & { name: string; expires: number };
 /**
  * The grants a thread holds: by the file's name as the URL spells it (`{fileHash}.nar.zst`), then
  * the lower-cased cache name. get() runs for every NAR request, so it makes no key: the URL's own
- * file name finds the file's grants (one per cache that granted it, nearly always one).
+ * file name finds the file's grants, one per cache that granted it (a map, not a list: any tenant
+ * can hold the same content-addressed file in many public caches; review r5a-3).
  */
 export class NarGrants {
-  private readonly grants = new Map<string, Kept[]>();
+  private readonly grants = new Map<string, Map<string, Kept>>();
   private count = 0;
   /** bumped by every invalidation: a grant asked for before it is used for nothing */
   generation = 0;
@@ -63,22 +64,22 @@ export class NarGrants {
 
   /** The live grant of `file` (`{fileHash}.nar.zst`) under the lower-cased cache name. */
   get(cache: string, file: string): NarGrant | undefined {
-    const kept = this.grants.get(file);
-    if (kept === undefined) return undefined;
-    for (const k of kept) if (k.name === cache) return k.expires > this.now() ? k : undefined;
-    return undefined;
+    const kept = this.grants.get(file)?.get(cache);
+    return kept !== undefined && kept.expires > this.now() ? kept : undefined;
   }
 
   keep(cache: string, grant: NarGrant): void {
     const file = grant.fileHash + NAR_SUFFIX;
-    const others = this.without(file, (k) => k.name === cache);
-    this.grants.delete(file);
-    this.grants.set(file, [...others, { ...grant, name: cache, expires: this.now() + ACCESS_TTL_MS }]);
-    this.count++;
+    let byCache = this.grants.get(file);
+    if (byCache === undefined) byCache = new Map();
+    else this.grants.delete(file); // re-inserted: the most recently granted file is the last out
+    this.grants.set(file, byCache);
+    if (!byCache.delete(cache)) this.count++;
+    byCache.set(cache, { ...grant, name: cache, expires: this.now() + ACCESS_TTL_MS });
     for (const [oldest, kept] of this.grants) {
       if (this.count <= GRANTS_MAX) break;
       this.grants.delete(oldest);
-      this.count -= kept.length;
+      this.count -= kept.size;
     }
   }
 
@@ -86,41 +87,40 @@ export class NarGrants {
   forgetFile(cacheId: string, fileHash: string): void {
     this.generation++;
     const file = fileHash + NAR_SUFFIX;
-    const rest = this.without(file, (k) => k.cacheId === cacheId);
-    if (rest.length > 0) this.grants.set(file, rest);
-    else this.grants.delete(file);
+    const byCache = this.grants.get(file);
+    if (byCache === undefined) return;
+    for (const [name, kept] of byCache) {
+      if (kept.cacheId !== cacheId) continue;
+      byCache.delete(name);
+      this.count--;
+    }
+    if (byCache.size === 0) this.grants.delete(file);
   }
 
   /** A cache's settings or access changed, in any spelling of its name. */
   forgetCache(name: string): void {
     this.generation++;
     const lower = name.toLowerCase();
-    for (const file of [...this.grants.keys()]) {
-      const rest = this.without(file, (k) => k.name === lower);
-      if (rest.length > 0) this.grants.set(file, rest);
-      else this.grants.delete(file);
+    for (const [file, byCache] of this.grants) {
+      if (!byCache.delete(lower)) continue;
+      this.count--;
+      if (byCache.size === 0) this.grants.delete(file);
     }
-  }
-
-  /** The file's grants but those `dropped` picks, the count kept right. */
-  private without(file: string, dropped: (k: Kept) => boolean): Kept[] {
-    const kept = this.grants.get(file) ?? [];
-    const rest = kept.filter((k) => !dropped(k));
-    this.count -= kept.length - rest.length;
-    return rest;
   }
 }
 
 /** Lower-cased cache names by the URL's spelling: a spelling met before costs a map lookup, not a pattern test and a new string. */
 class CacheSpellings {
-  private readonly names = new Map<string, string | null>();
+  private readonly names = new Map<string, string>();
 
+  /** Only names of the cache name pattern are remembered (at most 63 characters each): any other goes to the main thread. */
   canonical(spelling: string): string | null {
-    let name = this.names.get(spelling);
-    if (name === undefined) {
-      if (this.names.size >= SPELLINGS_MAX) this.names.clear();
-      this.names.set(spelling, (name = canonicalCacheName(spelling)));
-    }
+    const known = this.names.get(spelling);
+    if (known !== undefined) return known;
+    const name = canonicalCacheName(spelling);
+    if (name === null) return null;
+    if (this.names.size >= SPELLINGS_MAX) this.names.clear();
+    this.names.set(spelling, name);
     return name;
   }
 }

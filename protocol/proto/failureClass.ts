@@ -60,7 +60,9 @@ export const JobFailure = z
     message: z.string().max(16 * 1024),
     exitCode: z.int().min(0).max(255).optional(),
   })
-  .refine((f) => FAILURE_REASONS[f.reason] === f.class, { message: 'the class does not match the reason', path: ['class'] });
+  .refine((f) => FAILURE_REASONS[f.reason] === f.class, { message: 'the class does not match the reason', path: ['class'] })
+  // the server's own reason for a lost worker: a worker cannot claim it
+  .refine((f) => f.reason !== 'worker_lost', { message: 'worker_lost is set by the server, never sent by a worker', path: ['reason'] });
 export type JobFailure = z.infer<typeof JobFailure>;
 
 /** Builds a failure whose class follows from its reason; the message is cut to the schema's cap. */

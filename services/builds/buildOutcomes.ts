@@ -190,17 +190,19 @@ export class BuildOutcomes {
 
   /**
    * A worker was lost while attempt `attempt` of the build ran there. A loss goes back to the queue at once
-   * (false) unless it was the last of build.maxAttempts: then the build fails (true), so one that takes
-   * every worker down with it (out of memory, a full disk) ends instead of going round for ever.
+   * ('requeue') unless it was the last of build.maxAttempts: then the build fails ('failed'), so one that takes
+   * every worker down with it (out of memory, a full disk) ends instead of going round for ever. 'stale': the
+   * build is no longer at that attempt (aborted, or dispatched again since), so the loss changes nothing.
    */
-  async lostWhileBuilding(derivationBuildId: string, attempt: number): Promise<boolean> {
-    const [row] = await this.sql<{ declines: number }[]>`select declines from derivation_builds where id = ${derivationBuildId}`;
-    const spent = Math.max(1, attempt - (row?.declines ?? 0));
-    if (spent < this.retry.maxAttempts) return false;
+  async lostWhileBuilding(derivationBuildId: string, attempt: number): Promise<'requeue' | 'failed' | 'stale'> {
+    const [row] = await this.sql<{ declines: number; attempts: number; status: string }[]>`
+      select declines, attempts, status from derivation_builds where id = ${derivationBuildId}`;
+    if (row === undefined || row.status !== 'started' || row.attempts !== attempt) return 'stale';
+    const spent = Math.max(1, attempt - row.declines);
+    if (spent < this.retry.maxAttempts) return 'requeue';
     const message = `the worker's connection ended while it built this derivation, on ${spent} attempts of build.maxAttempts ${this.retry.maxAttempts}: the build may take its worker down with it (out of memory, a full disk)`;
     await this.failed(derivationBuildId, attempt, { class: 'FailedTransient', reason: 'worker_lost', message }, {});
-    await this.finishEvaluations({ derivationBuilds: [derivationBuildId] });
-    return true;
+    return 'failed';
   }
 
   /**

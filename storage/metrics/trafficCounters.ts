@@ -35,8 +35,7 @@ export class TrafficCounters {
     else entry.upstreamHits += count;
   }
 
-  /** A NAR file sent: its bytes to the minute, and one fetch of `fileHash` (the board's top fetched paths). */
-  /** `fetches` GETs of a file that carried `bytes` together (a serving thread reports them counted) */
+  /** A NAR file sent `fetches` times (a serving thread reports them counted), carrying `bytes` together: the bytes to the minute, the fetches to `fileHash` (the board's top fetched paths). */
   served(cacheId: string, bytes: number, fileHash?: string, fetches = 1): void {
     this.entry(cacheId).narBytesServed += bytes;
     if (fileHash === undefined) return;

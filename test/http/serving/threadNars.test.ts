@@ -71,3 +71,18 @@ t.test('a NAR file name is 52 base-32 characters and .nar.zst, nothing else', as
     t.notOk(isNarFileName(bad), JSON.stringify(bad));
   }
 });
+
+t.test('grants are bounded (65,536, oldest file out), counted per cache and file', async (t) => {
+  const grants = new NarGrants(() => 1_000);
+  const hash = (i: number) => i.toString(32).padStart(52, '0');
+  // the first file granted by two caches: two of the bound
+  grants.keep('a', grant('ca', hash(0)));
+  grants.keep('b', grant('cb', hash(0)));
+  for (let i = 1; i < 65_535; i++) grants.keep('a', grant('ca', hash(i)));
+  t.ok(grants.get('a', name(hash(0))) && grants.get('b', name(hash(0))), 'at the bound: everything kept');
+  grants.keep('a', grant('ca', hash(1))); // renewed: no new entry
+  t.ok(grants.get('b', name(hash(0))), 'a renewal adds nothing');
+  grants.keep('a', grant('ca', hash(65_535)));
+  t.equal(grants.get('b', name(hash(0))), undefined, 'past it, the oldest file goes, with every cache\'s grant of it');
+  t.ok(grants.get('a', name(hash(1))) && grants.get('a', name(hash(65_535))), 'the renewed and the newest stay');
+});
