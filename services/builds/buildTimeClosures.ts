@@ -29,6 +29,13 @@ const HASH_PART_PATTERN = '/([0-9a-df-np-sv-z]{32})-[^/]*$';
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** Where each of `roots` is in `ids` (one scan; a root not there is left out). */
+function positions(ids: readonly string[], roots: readonly string[]): number[] {
+  const wanted = new Map(roots.map((r) => [r, -1]));
+  ids.forEach((id, i) => wanted.has(id) && wanted.get(id) === -1 && wanted.set(id, i));
+  return roots.map((r) => wanted.get(r)!).filter((i) => i >= 0);
+}
+
 export function buildTimeClosures(sql: Sql) {
   const closureOf = (roots: string[]) => sql`
     with recursive closure(id) as (
@@ -55,7 +62,7 @@ export function buildTimeClosures(sql: Sql) {
   }
 
   /** The whole closure in one query: ids, recorded sizes, and the edges as positions in ids. */
-  async function compute(key: SummaryKey, roots: string[]): Promise<Summary> {
+  async function compute(roots: string[]): Promise<Summary> {
     const [closure] = await sql<{ ids: string[]; sizes: number[]; sources: number[]; targets: number[] }[]>`
       with nodes as materialized (
         select c.id, coalesce(d.output_nar_size, 0)::float8 as size, (row_number() over () - 1)::int as idx
@@ -70,8 +77,7 @@ export function buildTimeClosures(sql: Sql) {
     const sizes = Float64Array.from(sizeList);
     const n = ids.length;
     const { offsets, deps } = dependencyLists(n, sources, targets);
-    const position = new Map(ids.map((id, i) => [id, i]));
-    const rootIndexes = roots.map((r) => position.get(r)).filter((i): i is number => i !== undefined);
+    const rootIndexes = positions(ids, roots);
     const top = largestClosures({ sizes, offsets, deps, roots: rootIndexes }, CLOSURE_NODE_LIMIT)
       .sort((a, b) => b.size - a.size || compare(ids[a.index]!, ids[b.index]!));
     const shownAt = new Int32Array(n).fill(-1);
@@ -96,7 +102,6 @@ export function buildTimeClosures(sql: Sql) {
       root_count: roots.length, node_count: n, edge_count: sources.length, sized_count: sized, total_size: String(total),
       node_ids: top.map((t) => ids[t.index]!), closure_sizes: top.map((t) => String(t.size)), edge_sources: edgeSources, edge_targets: edgeTargets,
     };
-    await keep(key, summary);
     return summary;
   }
 
@@ -146,8 +151,9 @@ export function buildTimeClosures(sql: Sql) {
       let shown = summary && (await details(summary.node_ids, caches));
       // A shown derivation collected since: the kept view is stale too.
       if (!summary || !shown || shown.length !== summary.node_ids.length) {
-        summary = await compute(key, roots);
-        shown = await details(summary.node_ids, caches);
+        summary = await compute(roots);
+        // Kept for next time while the shown nodes are looked up (two connections of the pool).
+        [shown] = await Promise.all([details(summary.node_ids, caches), keep(key, summary)]);
       }
       const s = summary;
       const byId = new Map(shown.map((r) => [r.id, r]));
