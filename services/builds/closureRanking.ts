@@ -18,9 +18,9 @@ export interface RankInput {
 }
 
 /** CSR adjacency of `n` nodes from edges given as two lists (target depends on source): node → what it depends on. */
-export function dependencyLists(n: number, sources: readonly number[], targets: readonly number[]): { offsets: Int32Array; deps: Int32Array } {
+export function dependencyLists(n: number, sources: ArrayLike<number>, targets: ArrayLike<number>): { offsets: Int32Array; deps: Int32Array } {
   const offsets = new Int32Array(n + 1);
-  for (const target of targets) offsets[target + 1] = offsets[target + 1]! + 1;
+  for (let k = 0; k < targets.length; k++) offsets[targets[k]! + 1] = offsets[targets[k]! + 1]! + 1;
   for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i + 1]! + offsets[i]!;
   const fill = offsets.slice(0, n);
   const deps = new Int32Array(sources.length);
