@@ -10,7 +10,7 @@ const WORDS = 4;
 /** How many nodes one pass measures. */
 export const BATCH = WORDS * 32;
 
-export interface Dag {
+interface Dag {
   sizes: Float64Array;
   offsets: Int32Array;
   deps: Int32Array;
