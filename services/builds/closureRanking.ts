@@ -83,11 +83,15 @@ function measurer({ sizes, offsets, deps, roots }: RankInput): (node: number, ne
     const chosen = new Set(batch);
     for (const v of next) {
       if (batch.length === BATCH) break;
-      if (known[v]! < 0 && !chosen.has(v)) batch.push(v), chosen.add(v);
+      if (known[v]! >= 0 || chosen.has(v)) continue;
+      batch.push(v);
+      chosen.add(v);
     }
     for (; cursor < guesses.length && batch.length < BATCH; cursor++) {
       const v = guesses[cursor]!;
-      if (known[v]! < 0 && !chosen.has(v)) batch.push(v), chosen.add(v);
+      if (known[v]! >= 0 || chosen.has(v)) continue;
+      batch.push(v);
+      chosen.add(v);
     }
     const measured = pass(batch);
     batch.forEach((v, j) => (known[v] = measured[j]!));
@@ -100,12 +104,18 @@ function breadthFirst({ offsets, deps }: Omit<RankInput, 'sizes' | 'roots'>, n: 
   const seen = new Uint8Array(n);
   const found = new Int32Array(n);
   let tail = 0;
-  for (const r of roots) if (!seen[r]) (seen[r] = 1), (found[tail++] = r);
+  for (const r of roots) {
+    if (seen[r]) continue;
+    seen[r] = 1;
+    found[tail++] = r;
+  }
   for (let head = 0; head < tail; head++) {
     const u = found[head]!;
     for (let k = offsets[u]!; k < offsets[u + 1]!; k++) {
       const v = deps[k]!;
-      if (!seen[v]) (seen[v] = 1), (found[tail++] = v);
+      if (seen[v]) continue;
+      seen[v] = 1;
+      found[tail++] = v;
     }
   }
   return found.subarray(0, tail);
@@ -122,7 +132,9 @@ function walkSize({ sizes, offsets, deps }: Omit<RankInput, 'roots'>, start: num
     total += sizes[u]!;
     for (let k = offsets[u]!; k < offsets[u + 1]!; k++) {
       const v = deps[k]!;
-      if (!seen[v]) (seen[v] = 1), stack.push(v);
+      if (seen[v]) continue;
+      seen[v] = 1;
+      stack.push(v);
     }
   }
   return total;
