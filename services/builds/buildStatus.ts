@@ -203,15 +203,9 @@ function sameSimpleEvent(changes: readonly { change: StatusChange }[]): boolean 
 /**
  * applyStatusChange for a batch of the same simple event in one statement instead of two per build:
  * the rows locked in id order with their old status (two batches sharing rows wait for each other
- * instead of deadlocking), the guarded update (a row another process moved meanwhile is left alone:
- * one process wins a job), and the evaluations' builds of what it changed, for their events; then
- * the same events, build by build, as one change at a time emits them.
- * The guard is on the locked row's status: a row lock waits for another batch's commit and returns
- * the row as that batch left it (read committed), and nothing moves it while the lock is held. Both
- * the lock and the update find their rows by id (`id = any(…)`, the primary key): a guard on the
- * updated row's status let the planner scan the open-status index instead, every queued build for
- * every dispatch batch (10,000 rows a batch at the start of a 10,000-build evaluation; issue 23),
- * and a join of the batch's ids with the table let it read the whole table into a hash.
+ * instead of deadlocking), the guarded update (a row another process moved meanwhile is re-checked
+ * against the guard and left alone: one process wins a job), and the evaluations' builds of what it
+ * changed, for their events; then the same events, build by build, as one change at a time emits them.
  * Row locks here are `for no key update`: they serialize status changes as `for update` did, but let
  * a build sample's foreign key check through, which a completion waits for before it commits.
  */
@@ -228,22 +222,23 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
   const workerProjects = changes.map((c) => (c.change.workerProjects ? `{${c.change.workerProjects.join(',')}}` : null));
   const rows = await tx<({ id: string; attempts: number; previous: BuildStatus; scoped: boolean } & Partial<BuildRow>)[]>`
     with locked as materialized (
-      select d.id, d.status as previous from derivation_builds d
-      where d.id = any(${ids}::uuid[])
-      order by d.id for no key update),
+      select d.id, d.status as previous, c.worker_id, c.log_bytes, c.log_dropped_bytes, c.worker_projects
+      from unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[], ${workerProjects}::text[])
+        as c(id, worker_id, log_bytes, log_dropped_bytes, worker_projects)
+      join derivation_builds d on d.id = c.id
+      order by d.id for no key update of d),
     changed as (
       update derivation_builds b set status = ${to}, updated_at = now(),
         attempts = b.attempts + ${event.type === 'dispatch' ? 1 : 0},
-        worker_id = case when ${setsWorker} then c.worker_id else b.worker_id end,
+        worker_id = case when ${setsWorker} then locked.worker_id else b.worker_id end,
         failure_class = null, failure_reason = null, failure_message = null, not_before = null,
         started_at = case when ${to === 'started'} then now() else b.started_at end,
         finished_at = case when ${final} then now() when ${to === 'queued'} then null else b.finished_at end,
-        log_bytes = coalesce(c.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(c.log_dropped_bytes, b.log_dropped_bytes),
+        log_bytes = coalesce(locked.log_bytes, b.log_bytes), log_dropped_bytes = coalesce(locked.log_dropped_bytes, b.log_dropped_bytes),
         done_for = ${doneForUpdate(tx, event)}, failed_for = ${failedForUpdate(tx, event, to)},
-        worker_scope = ${workerScopeUpdate(tx, event, tx`c.worker_projects::uuid[]`)}
-      from locked join unnest(${ids}::uuid[], ${workers}::uuid[], ${logBytes}::bigint[], ${logDropped}::bigint[], ${workerProjects}::text[])
-        as c(id, worker_id, log_bytes, log_dropped_bytes, worker_projects) on c.id = locked.id
-      where b.id = locked.id and b.id = any(${ids}::uuid[]) and locked.previous = any(${from as string[]})
+        worker_scope = ${workerScopeUpdate(tx, event, tx`locked.worker_projects::uuid[]`)}
+      from locked
+      where b.id = locked.id and b.status = any(${from as string[]})
       returning b.id, b.attempts, locked.previous, b.derivation_id, b.done_for is not null as scoped, b.status, b.done_for, b.failed_for, b.failure_class)
     select db.id, db.attempts, db.previous, db.scoped, ${buildRowColumns(tx)}
     from changed db join derivations d on d.id = db.derivation_id
