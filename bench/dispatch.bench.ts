@@ -9,7 +9,8 @@
 //
 //   npm run bench -- dispatch [derivations=50000] [workers=16] [slots=8] [maxSecs=1200] [rounds=3]
 //   BENCH_COUNT_STATEMENTS=1 adds the server's statements per dispatched build (through a counting proxy).
-// Each kiln round prints the server process's CPU time per dispatched build (robust under load).
+// Each kiln round prints the server process's CPU time per dispatched build (robust under load),
+// and the CPU time of the PostgreSQL backends serving its database meanwhile (bench/pgBackendCpu.ts).
 import { forkServer, loadAverage } from './childServer.js';
 import { dispatchFigures, startBuildFleet, type BuildFleet, type DispatchFigures } from './buildFleet.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
