@@ -9,11 +9,12 @@ alter table phase_samples
 
 -- The PostgreSQL relay's rows (a turn's events as JSON, ~3 KB per dispatched build) compressed
 -- with lz4 instead of pglz, several times cheaper to compress (pglz was PostgreSQL's busiest
--- function during dispatch). A PostgreSQL built without lz4 keeps pglz.
+-- function during dispatch). A PostgreSQL built without lz4, or older than 14 (no per-column
+-- compression), keeps pglz.
 do $$
 begin
-  alter table event_relay alter column payload set compression lz4;
-exception when feature_not_supported then
+  execute 'alter table event_relay alter column payload set compression lz4';
+exception when feature_not_supported or syntax_error then
   null;
 end $$;
 
