@@ -17,15 +17,20 @@ export function wholeNumbers(text: Buffer): Float64Array {
   const out = new Float64Array(count);
   let k = 0;
   let value = 0;
+  let digits = 0;
   for (let i = 1; i < text.length; i++) {
     const c = text[i]!;
     if (c === COMMA || c === CLOSE) {
+      // an empty element, or one past 2^53 (its value then rounded), is refused rather than misread
+      if (digits === 0 || value > Number.MAX_SAFE_INTEGER) throw new Error('not an array of whole numbers below 2^53');
       out[k++] = value;
       value = 0;
+      digits = 0;
     } else {
       const digit = c - ZERO;
       if (digit < 0 || digit > 9) throw new Error('not an array of whole numbers');
       value = value * 10 + digit;
+      digits++;
     }
   }
   return out;

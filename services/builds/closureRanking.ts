@@ -72,7 +72,12 @@ export function largestClosures(input: RankInput, limit: number): { index: numbe
 function measurer({ sizes, offsets, deps, roots }: RankInput): (node: number, next: readonly number[]) => number {
   const n = sizes.length;
   const order = topologicalOrder({ offsets, deps }, n);
-  if (!order) return (node) => walkSize({ sizes, offsets, deps }, node);
+  if (!order) {
+    // one stamp array for every walk of the request (a walk's generation marks what it has seen)
+    const seen = new Uint32Array(n);
+    let generation = 0;
+    return (node) => walkSize({ sizes, offsets, deps }, node, seen, ++generation);
+  }
   const pass = batchMeasurer({ sizes, offsets, deps }, order);
   const known = new Float64Array(n).fill(-1);
   const guesses = breadthFirst({ offsets, deps }, n, roots);
@@ -122,18 +127,17 @@ function breadthFirst({ offsets, deps }: Omit<RankInput, 'sizes' | 'roots'>, n: 
 }
 
 /** One node's closure size by walking it (the fallback for a graph with a cycle). */
-function walkSize({ sizes, offsets, deps }: Omit<RankInput, 'roots'>, start: number): number {
-  const seen = new Uint8Array(sizes.length);
+function walkSize({ sizes, offsets, deps }: Omit<RankInput, 'roots'>, start: number, seen: Uint32Array, generation: number): number {
   const stack = [start];
-  seen[start] = 1;
+  seen[start] = generation;
   let total = 0;
   while (stack.length > 0) {
     const u = stack.pop()!;
     total += sizes[u]!;
     for (let k = offsets[u]!; k < offsets[u + 1]!; k++) {
       const v = deps[k]!;
-      if (seen[v]) continue;
-      seen[v] = 1;
+      if (seen[v] === generation) continue;
+      seen[v] = generation;
       stack.push(v);
     }
   }

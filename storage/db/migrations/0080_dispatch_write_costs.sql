@@ -3,9 +3,15 @@
 -- A phase_samples row may sum several samples of one kind and phase (the process's buffer sums
 -- each second's: a burst of dispatches wrote two rows per build): `samples` how many,
 -- `duration_ms` their total, `max_ms` the longest. Rows written before count as one sample each.
+-- The checks are added NOT VALID, then validated: a check added with the column would scan the
+-- whole table under the ALTER's exclusive lock (review r5b-3); rows written before hold 1 and null.
 alter table phase_samples
-  add column samples integer not null default 1 check (samples >= 1),
-  add column max_ms bigint check (max_ms >= 0);
+  add column samples integer not null default 1,
+  add column max_ms bigint;
+alter table phase_samples add constraint phase_samples_samples_check check (samples >= 1) not valid;
+alter table phase_samples add constraint phase_samples_max_ms_check check (max_ms >= 0) not valid;
+alter table phase_samples validate constraint phase_samples_samples_check;
+alter table phase_samples validate constraint phase_samples_max_ms_check;
 
 -- The PostgreSQL relay's rows (a turn's events as JSON, ~3 KB per dispatched build) compressed
 -- with lz4 instead of pglz, several times cheaper to compress (pglz was PostgreSQL's busiest
@@ -13,19 +19,21 @@ alter table phase_samples
 -- compression), keeps pglz.
 do $$
 begin
+  -- no rewrite, but an exclusive lock: give up (keeping pglz) rather than queue every relay insert behind a long read
+  set local lock_timeout = '5s';
   execute 'alter table event_relay alter column payload set compression lz4';
-exception when feature_not_supported or syntax_error then
+exception when feature_not_supported or syntax_error or lock_not_available then
   null;
 end $$;
 
 -- The output size trigger (0077) took each output's hash part with a regular expression, 50-130 µs
 -- an output on PostgreSQL's regex engine (the capture and the {32} repetition), once per finished
 -- build: the largest single cost of a completion batch. The same hash part by plain string
--- functions (~5 µs): the last path component's first 32 characters, when a '-' follows them. It
--- differs from the expression only for characters outside Nix's base-32 alphabet, which no
--- cached_paths.hash_part holds (its check), so the sizes found are the same.
+-- functions (~5 µs): the last path component's first 32 characters, when a '/' precedes it and a
+-- '-' follows them. It differs from the expression only for characters outside Nix's base-32
+-- alphabet, which no cached_paths.hash_part holds (its check), so the sizes found are the same.
 create function kiln_store_hash_part(path text) returns text language sql immutable parallel safe as $$
-  select case when substr(right(path, strpos(reverse(path), '/') - 1), 33, 1) = '-'
+  select case when strpos(path, '/') > 0 and substr(right(path, strpos(reverse(path), '/') - 1), 33, 1) = '-'
               then left(right(path, strpos(reverse(path), '/') - 1), 32) end
 $$;
 

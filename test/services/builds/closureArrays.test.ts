@@ -1,11 +1,10 @@
 // Reading PostgreSQL's text arrays from raw bytes (services/builds/closureArrays.ts), as the
 // build-time closure's whole-graph query returns them, against what PostgreSQL itself prints.
 import t from 'tap';
-import postgres from 'postgres';
 import { uuidList, wholeNumbers } from '../../../services/builds/closureArrays.js';
+import { testDatabase } from '../../support/db.js';
 
-const sql = postgres('postgres://postgres@127.0.0.1:5432/postgres', { max: 1, onnotice: () => undefined });
-t.teardown(() => sql.end());
+const { sql } = await testDatabase(t);
 
 t.test('whole numbers and uuids as PostgreSQL prints them', async (t) => {
   const [row] = await sql`
@@ -25,6 +24,9 @@ t.test('anything else is refused, not misread', async (t) => {
   t.throws(() => wholeNumbers(Buffer.from('{1,-2}')), /whole numbers/);
   t.throws(() => wholeNumbers(Buffer.from('{1.5}')), /whole numbers/);
   t.throws(() => wholeNumbers(Buffer.from('1,2')), /whole numbers/);
+  t.throws(() => wholeNumbers(Buffer.from('{1,,2}')), /whole numbers/, 'an empty element');
+  t.throws(() => wholeNumbers(Buffer.from('{1,}')), /whole numbers/, 'a trailing comma');
+  t.throws(() => wholeNumbers(Buffer.from('{9007199254740993}')), /below 2\^53/, 'past 2^53: it would be rounded');
   t.throws(() => uuidList(Buffer.from('{"a b"}')), /uuids/);
   t.throws(() => uuidList(Buffer.from('{5e0b3c9a-8a2c-4b7e-9f00-0123456789ab,x}')), /uuids/);
 });

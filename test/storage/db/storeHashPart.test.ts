@@ -14,7 +14,7 @@ t.test('the hash part by string functions is the regular expression\'s wherever 
   const paths = [
     ...Array.from({ length: 200 }, (_, i) => `/nix/store/${hash(i)}-pkg-${i}`),
     `/gnu/store/${hash(1)}-other-store-dir`, `/nix/store/${hash(2)}-`, `/nix/store/${hash(3)}`, `/nix/store/${hash(4)}-x/sub`,
-    `/nix/store/${hash(5).slice(1)}-short`, `/nix/store/${hash(6)}x-long`, `${hash(7)}-no-slash`, '', '/', 'nopath',
+    `/nix/store/${hash(5).slice(1)}-short`, `/nix/store/${hash(6)}x-long`, `${hash(7)}-no-slash`, `x${hash(11)}-no-slash`, '', '/', 'nopath',
     `/a-b/c/${hash(8)}-name.with.dots`, `/nix/store/${hash(9).toUpperCase()}-upper`, `/nix/store/${hash(10).replace('a', 'e')}-e`,
   ];
   const rows = await sql<{ path: string; by_regex: string | null; by_string: string | null; valid: boolean | null }[]>`
