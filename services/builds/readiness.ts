@@ -62,3 +62,54 @@ export async function insertDerivationBuilds(tx: TransactionSql, derivationIds: 
     cross join lateral (select db.id from derivation_builds db where db.derivation_id = r.id offset 0) db
     on conflict do nothing`;
 }
+
+/** A new derivation of a recorded batch and the inputs its edges name (ids). */
+export interface NewDerivation {
+  id: string;
+  inputs: readonly string[];
+}
+
+/**
+ * The recording's form of insertDerivationBuilds, in two statements (graphRecorder.ts): this one
+ * share-locks the inputs' builds and reads their statuses, and insertCountedBuilds then gives each
+ * new build the counter counted from them, so the insert counts nothing (a subquery per derivation
+ * and per edge was a third of the recording's time). A locked row's status cannot change until this
+ * transaction ends, and the lock returns its newest version: a completion that committed before it
+ * is seen as done, one that comes later waits and then finds the new row.
+ */
+export async function lockInputBuilds(tx: TransactionSql, inputs: readonly string[]): Promise<Map<string, string>> {
+  const status = new Map<string, string>();
+  if (inputs.length === 0) return status;
+  // in id order, as every lock of derivation_builds (buildStatus.ts); the array as a subquery,
+  // which the planner takes for a few rows, so it probes the index whatever the statistics
+  const locked = await tx<{ derivation_id: string; status: string }[]>`
+    select dep.derivation_id, dep.status from derivation_builds dep
+    where dep.derivation_id = any(array(select unnest(${inputs as string[]}::uuid[])))
+    order by dep.id for share of dep`;
+  for (const row of locked) status.set(row.derivation_id, row.status);
+  return status;
+}
+
+/**
+ * The shared builds of `derivations` with their counters (`status`: lockInputBuilds' answer; an
+ * input with no build, one this statement inserts, counts as open, as in insertDerivationBuilds),
+ * and the evaluation's builds rows, in one statement.
+ */
+export async function insertCountedBuilds(tx: TransactionSql, derivations: readonly NewDerivation[], status: ReadonlyMap<string, string>, builds: EvaluationBuilds): Promise<void> {
+  if (derivations.length === 0 && builds.recordedBefore.length === 0) return;
+  const open = (input: string) => {
+    const s = status.get(input);
+    return s !== 'completed' && s !== 'substituted';
+  };
+  await tx`
+    with inserted as (
+      insert into derivation_builds (derivation_id, inputs_remaining)
+      select * from unnest(${derivations.map((d) => d.id)}::uuid[], ${derivations.map((d) => d.inputs.filter(open).length)}::int[])
+      on conflict (derivation_id) do nothing returning id)
+    insert into builds (evaluation_id, derivation_build_id)
+    select ${builds.evaluationId}::uuid, id from inserted
+    union all
+    select ${builds.evaluationId}::uuid, db.id from unnest(${builds.recordedBefore as string[]}::uuid[]) r(id)
+    cross join lateral (select db.id from derivation_builds db where db.derivation_id = r.id offset 0) db
+    on conflict do nothing`;
+}
