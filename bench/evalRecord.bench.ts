@@ -34,11 +34,30 @@ async function copyRows(sql: TransactionSql, table: string, columns: string, row
   });
 }
 
+/**
+ * CPU time (user + system, ms) of the PostgreSQL backends connected to the bench's database now:
+ * on a loaded machine the work each side makes PostgreSQL do, which wall-clock time does not show
+ * (a backend that ends between two readings takes its time with it; the pools keep theirs open).
+ */
+async function databaseCpuMs(sql: Sql): Promise<number> {
+  const backends = await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`;
+  let ms = 0;
+  for (const { pid } of backends) {
+    try {
+      ms += processUsage(pid).cpuMs;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ms;
+}
+
 /** The floor: the same rows by COPY, ids made here, no lookups, no conflict handling. */
-async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Promise<number> {
+async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Promise<{ ms: number; pgCpuMs: number }> {
   const evaluationId = randomUUID();
   if (prefix === 'bench_fk_') await sql`insert into bench_fk_evaluations (id) values (${evaluationId})`;
   const ids = new Map(graph.nodes.map((n) => [n.drvPath, randomUUID()]));
+  const cpuBefore = await databaseCpuMs(sql);
   const started = performance.now();
   const array = (xs: string[]) => `{${xs.join(',')}}`;
   await sql.begin(async (tx) => {
@@ -50,7 +69,8 @@ async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Pr
     await copyRows(tx, `${prefix}derivation_builds`, 'id, derivation_id', graph.nodes.map((n, i) => `${buildIds[i]}\t${ids.get(n.drvPath)}`));
     await copyRows(tx, `${prefix}builds`, 'evaluation_id, derivation_build_id', buildIds.map((id) => `${evaluationId}\t${id}`));
   });
-  return performance.now() - started;
+  const ms = performance.now() - started;
+  return { ms, pgCpuMs: (await databaseCpuMs(sql)) - cpuBefore };
 }
 
 console.log(`eval-record: ${size} derivations, ${rounds} round(s), load average ${loadAverage()}`);
@@ -72,6 +92,8 @@ await server.sql.unsafe(`
 const floor: number[] = [];
 const keyedFloor: number[] = [];
 const kiln: number[] = [];
+/** CPU ms per round: PostgreSQL's backends for the COPY and for kiln's recording, kiln's server process, the simulated worker (this process) */
+const cpu: { copy: number; keyed: number; kilnPg: number; kilnServer: number; sender: number }[] = [];
 let edges = 0;
 let batches = 0;
 let peakRss = 0;
@@ -82,12 +104,19 @@ for (let round = 0; round < rounds; round++) {
   // connected after the graph is made: making 500,000 derivations holds this process for a while
   evaluator ??= await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
   const worker = evaluator;
+  const roundCpu = { copy: NaN, keyed: NaN, kilnPg: NaN, kilnServer: NaN, sender: NaN };
+  cpu.push(roundCpu);
   const recordWithKiln = async () => {
     // the server's resident memory while it records (the 500,000-derivation goal: ≤ 1 GiB)
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, processUsage(server.kiln.pid).rssBytes);
     }, 100);
+    const [pgBefore, serverBefore, senderBefore] = [await databaseCpuMs(server.sql), processUsage(server.kiln.pid).cpuMs, process.cpuUsage()];
     const recorded = await recordGraph(server, worker, graph).finally(() => clearInterval(sampler));
+    const sender = process.cpuUsage(senderBefore);
+    Object.assign(roundCpu, {
+      kilnPg: (await databaseCpuMs(server.sql)) - pgBefore, kilnServer: processUsage(server.kiln.pid).cpuMs - serverBefore, sender: (sender.user + sender.system) / 1000,
+    });
     batches = recorded.batches;
     kiln.push(recorded.buildingAt - recorded.firstBatchAt);
     return recorded.sentAt - recorded.firstBatchAt;
@@ -95,8 +124,11 @@ for (let round = 0; round < rounds; round++) {
   let sentMs: number;
   const baselines = async () => {
     if (kilnOnly) return;
-    floor.push(await copyBaseline(server.sql, graph, 'bench_'));
-    keyedFloor.push(await copyBaseline(server.sql, graph, 'bench_fk_'));
+    const bare = await copyBaseline(server.sql, graph, 'bench_');
+    const keyed = await copyBaseline(server.sql, graph, 'bench_fk_');
+    floor.push(bare.ms);
+    keyedFloor.push(keyed.ms);
+    Object.assign(roundCpu, { copy: bare.pgCpuMs, keyed: keyed.pgCpuMs });
   };
   if (round % 2 === 0) {
     await baselines();
@@ -105,6 +137,8 @@ for (let round = 0; round < rounds; round++) {
     sentMs = await recordWithKiln();
     await baselines();
   }
+  const c = roundCpu;
+  console.log(`round ${round + 1} CPU ms: PostgreSQL for COPY ${c.copy}, for COPY with foreign keys ${c.keyed}, for kiln ${c.kilnPg} (${(c.kilnPg / c.copy).toFixed(2)}× COPY's); kiln's server ${c.kilnServer}; the simulated worker ${c.sender.toFixed(0)}`);
   if (kilnOnly) console.log(`round ${round + 1}: kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB, load average ${loadAverage()}`);
   else console.log(`round ${round + 1}: COPY ${floor.at(-1)!.toFixed(0)} ms, COPY with foreign keys ${keyedFloor.at(-1)!.toFixed(0)} ms, kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), load average ${loadAverage()}`);
 }
@@ -117,6 +151,7 @@ if (!kilnOnly) {
   console.log(`| COPY of the same rows (floor) | ${median(floor).toFixed(0)} | ${(size / (median(floor) / 1000)).toFixed(0)} | 1.00 |`);
   console.log(`| COPY of the same rows, tables with kiln's foreign keys | ${median(keyedFloor).toFixed(0)} | ${(size / (median(keyedFloor) / 1000)).toFixed(0)} | ${median(keyedFloor.map((k, i) => k / floor[i]!)).toFixed(2)} |`);
   console.log(`| kiln against COPY with foreign keys | | | ${median(kiln.map((k, i) => k / keyedFloor[i]!)).toFixed(2)} (median of round ratios) |`);
+  console.log(`| PostgreSQL CPU: COPY / with foreign keys / kiln's recording (medians, ms) | ${median(cpu.map((c) => c.copy))} / ${median(cpu.map((c) => c.keyed))} / ${median(cpu.map((c) => c.kilnPg))} | | ${median(cpu.map((c) => c.kilnPg / c.copy)).toFixed(2)} (kiln, median of round ratios) |`);
   console.log(`| kiln: first evalBatch → building | ${median(kiln).toFixed(0)} | ${(size / (median(kiln) / 1000)).toFixed(0)} | ${median(kiln.map((k, i) => k / floor[i]!)).toFixed(2)} (median of round ratios; ratio of medians ${(median(kiln) / median(floor)).toFixed(2)}) |`);
 }
 evaluator?.close();
