@@ -182,9 +182,10 @@ function mergeDerivations(tx: TransactionSql) {
 /**
  * The edges of derivations this batch wrote (one written before has its own), by id, as COPY rows
  * for derivation_edges, and those derivations with their inputs (readiness.ts); an input with no
- * row is left out. No staging table and no `on conflict` are needed: only this transaction can have edges from derivations it has just
- * inserted, and a derivation listed twice in the batch gives its edges once here. The foreign keys
- * are still checked per row, and a refused COPY fails the whole batch's transaction.
+ * row is left out. No staging table and no `on conflict` are needed: only this transaction can
+ * have edges from derivations it has just inserted, and a derivation listed twice in the batch
+ * gives its edges once here. The foreign keys are still checked per row, and a refused COPY fails
+ * the whole batch's transaction.
  */
 function newEdges(edges: readonly string[], ids: ReadonlyMap<string, string>, inserted: ReadonlySet<string>, order: readonly { id: string }[]): { rows: string; derivations: NewDerivation[] } {
   const inputs = new Map<string, Set<string>>(order.map((r) => [r.id, new Set()]));
