@@ -93,7 +93,7 @@ const floor: number[] = [];
 const keyedFloor: number[] = [];
 const kiln: number[] = [];
 /** CPU ms per round: PostgreSQL's backends for the COPY and for kiln's recording, kiln's server process, the simulated worker (this process) */
-const cpu: { copy: number; keyed: number; kilnPg: number; kilnServer: number; sender: number }[] = [];
+const cpu: { copy: number; keyed: number; kilnPg: number; kilnServer: number; sender: number; creditWait: number }[] = [];
 let edges = 0;
 let batches = 0;
 let peakRss = 0;
@@ -104,7 +104,7 @@ for (let round = 0; round < rounds; round++) {
   // connected after the graph is made: making 500,000 derivations holds this process for a while
   evaluator ??= await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
   const worker = evaluator;
-  const roundCpu = { copy: NaN, keyed: NaN, kilnPg: NaN, kilnServer: NaN, sender: NaN };
+  const roundCpu = { copy: NaN, keyed: NaN, kilnPg: NaN, kilnServer: NaN, sender: NaN, creditWait: NaN };
   cpu.push(roundCpu);
   const recordWithKiln = async () => {
     // the server's resident memory while it records (the 500,000-derivation goal: ≤ 1 GiB)
@@ -119,6 +119,7 @@ for (let round = 0; round < rounds; round++) {
     });
     batches = recorded.batches;
     kiln.push(recorded.buildingAt - recorded.firstBatchAt);
+    roundCpu.creditWait = recorded.creditWaitMs;
     return recorded.sentAt - recorded.firstBatchAt;
   };
   let sentMs: number;
@@ -138,7 +139,7 @@ for (let round = 0; round < rounds; round++) {
     await baselines();
   }
   const c = roundCpu;
-  console.log(`round ${round + 1} CPU ms: PostgreSQL for COPY ${c.copy}, for COPY with foreign keys ${c.keyed}, for kiln ${c.kilnPg} (${(c.kilnPg / c.copy).toFixed(2)}× COPY's); kiln's server ${c.kilnServer}; the simulated worker ${c.sender.toFixed(0)}`);
+  console.log(`round ${round + 1} CPU ms: PostgreSQL for COPY ${c.copy}, for COPY with foreign keys ${c.keyed}, for kiln ${c.kilnPg} (${(c.kilnPg / c.copy).toFixed(2)}× COPY's); kiln's server ${c.kilnServer}; the simulated worker ${c.sender.toFixed(0)} (it waited ${c.creditWait.toFixed(0)} ms for credit)`);
   if (kilnOnly) console.log(`round ${round + 1}: kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB, load average ${loadAverage()}`);
   else console.log(`round ${round + 1}: COPY ${floor.at(-1)!.toFixed(0)} ms, COPY with foreign keys ${keyedFloor.at(-1)!.toFixed(0)} ms, kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), load average ${loadAverage()}`);
 }
