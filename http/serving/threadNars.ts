@@ -24,51 +24,108 @@ import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_REQU
 
 /** Grants kept at most (a few hundred bytes each), oldest out. */
 const GRANTS_MAX = 65_536;
-/** The shape of a stored NAR's name; the main thread checks it for real before it grants. */
-const NAR_FILE = /^[0-9a-z]{52}\.nar\.zst$/;
+const NAR_SUFFIX = '.nar.zst';
+
+/**
+ * The shape of a stored NAR's name, `{52 base-32 characters}.nar.zst` (the main thread checks it for
+ * real before it grants). A loop, not a regular expression: it runs for every NAR request, and the
+ * expression cost several times as much.
+ */
+export function isNarFileName(file: string): boolean {
+  if (file.length !== 52 + NAR_SUFFIX.length || !file.endsWith(NAR_SUFFIX)) return false;
+  for (let i = 0; i < 52; i++) {
+    const c = file.charCodeAt(i);
+    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 122))) return false;
+  }
+  return true;
+}
+
+/** Spellings of cache names remembered at most (any client can send every mix of cases). */
+const SPELLINGS_MAX = 4_096;
 /** How often sent files are reported to the main thread. */
 const REPORT_MS = 100;
 
-type Kept = NarGrant & { expires: number };
+/** `name`: the lower-cased cache name the grant was asked under */
+type Kept = NarGrant & { name: string; expires: number };
 
-/** The grants a thread holds: keyed by the lower-cased cache name as the URL spells it, and the file. */
+/**
+ * The grants a thread holds: by the file's name as the URL spells it (`{fileHash}.nar.zst`), then
+ * the lower-cased cache name. get() runs for every NAR request, so it makes no key: the URL's own
+ * file name finds the file's grants, one per cache that granted it (a map, not a list: any tenant
+ * can hold the same content-addressed file in many public caches; review r5a-3).
+ */
 export class NarGrants {
-  private readonly grants = new Map<string, Kept>();
+  private readonly grants = new Map<string, Map<string, Kept>>();
+  private count = 0;
   /** bumped by every invalidation: a grant asked for before it is used for nothing */
   generation = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
-  get(cache: string, fileHash: string): NarGrant | undefined {
-    const kept = this.grants.get(`${cache}/${fileHash}`);
-    if (kept === undefined || kept.expires <= this.now()) return undefined;
-    return kept;
+  /** The live grant of `file` (`{fileHash}.nar.zst`) under the lower-cased cache name. */
+  get(cache: string, file: string): NarGrant | undefined {
+    const kept = this.grants.get(file)?.get(cache);
+    return kept !== undefined && kept.expires > this.now() ? kept : undefined;
   }
 
   keep(cache: string, grant: NarGrant): void {
-    const key = `${cache}/${grant.fileHash}`;
-    this.grants.delete(key);
-    this.grants.set(key, { ...grant, expires: this.now() + ACCESS_TTL_MS });
-    for (const oldest of this.grants.keys()) {
-      if (this.grants.size <= GRANTS_MAX) break;
+    const file = grant.fileHash + NAR_SUFFIX;
+    let byCache = this.grants.get(file);
+    if (byCache === undefined) byCache = new Map();
+    else this.grants.delete(file); // re-inserted: the most recently granted file is the last out
+    this.grants.set(file, byCache);
+    if (!byCache.delete(cache)) this.count++;
+    byCache.set(cache, { ...grant, name: cache, expires: this.now() + ACCESS_TTL_MS });
+    for (const [oldest, kept] of this.grants) {
+      if (this.count <= GRANTS_MAX) break;
       this.grants.delete(oldest);
+      this.count -= kept.size;
     }
   }
 
   /** A path of cache `cacheId` was deleted or collected: its file is no longer that cache's to give. */
   forgetFile(cacheId: string, fileHash: string): void {
     this.generation++;
-    for (const [key, kept] of this.grants) if (kept.cacheId === cacheId && kept.fileHash === fileHash) this.grants.delete(key);
+    const file = fileHash + NAR_SUFFIX;
+    const byCache = this.grants.get(file);
+    if (byCache === undefined) return;
+    for (const [name, kept] of byCache) {
+      if (kept.cacheId !== cacheId) continue;
+      byCache.delete(name);
+      this.count--;
+    }
+    if (byCache.size === 0) this.grants.delete(file);
   }
 
   /** A cache's settings or access changed, in any spelling of its name. */
   forgetCache(name: string): void {
     this.generation++;
-    const prefix = `${name.toLowerCase()}/`;
-    for (const key of this.grants.keys()) if (key.startsWith(prefix)) this.grants.delete(key);
+    const lower = name.toLowerCase();
+    for (const [file, byCache] of this.grants) {
+      if (!byCache.delete(lower)) continue;
+      this.count--;
+      if (byCache.size === 0) this.grants.delete(file);
+    }
   }
 }
 
+/** Lower-cased cache names by the URL's spelling: a spelling met before costs a map lookup, not a pattern test and a new string. */
+class CacheSpellings {
+  private readonly names = new Map<string, string>();
+
+  /** Only names of the cache name pattern are remembered (at most 63 characters each): any other goes to the main thread. */
+  canonical(spelling: string): string | null {
+    const known = this.names.get(spelling);
+    if (known !== undefined) return known;
+    const name = canonicalCacheName(spelling);
+    if (name === null) return null;
+    if (this.names.size >= SPELLINGS_MAX) this.names.clear();
+    this.names.set(spelling, name);
+    return name;
+  }
+}
+
+const WHOLE = { kind: 'whole' } as const;
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
 
 /** The pieces, each counted toward the read's pace as the socket takes it (the next is read only then). */
@@ -120,23 +177,34 @@ export interface ThreadNars {
 export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const { origin, counters } = opts;
   const grants = new NarGrants();
+  const spellings = new CacheSpellings();
   /** ask id → what it asked; one ask per cache and file at a time, its waiters in `waiting` */
   const asks = new Map<number, { key: string; cache: string; generation: number }>();
   const waiting = new Map<string, Waiting[]>();
   let nextAsk = 0;
-  let sent: NarSent[] = [];
+  // Counted per grant (one object per cache and file while kept), so a send makes nothing new: at
+  // tens of thousands of small NARs a second, an entry per send cost the main thread more than
+  // the threads spent sending (bench/README.md, session 21).
+  let sent = new Map<NarGrant, NarSent>();
 
   const forward = (w: Waiting): void => {
     counters[COUNTER_FORWARDED]!++;
     forwardCaptured(w.res, w.captured, origin);
   };
 
+  const report = (): void => {
+    const batch = [...sent.values()];
+    sent = new Map();
+    opts.report(batch);
+  };
   const reported = (grant: NarGrant): void => {
-    if (sent.length === 0) setTimeout(() => {
-      opts.report(sent);
-      sent = [];
-    }, REPORT_MS).unref();
-    sent.push({ cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize });
+    if (sent.size === 0) setTimeout(report, REPORT_MS).unref();
+    const entry = sent.get(grant);
+    if (entry === undefined) sent.set(grant, { cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize, fetches: 1 });
+    else {
+      entry.bytes += grant.fileSize;
+      entry.fetches++;
+    }
   };
 
   /**
@@ -235,10 +303,11 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   function fromMemory(res: HttpResponse, grant: NarGrant, rangeHeader: string, started: number): boolean {
     const bytes = opts.small.get(grant.fileHash);
     if (bytes === undefined || bytes.length !== grant.fileSize) return false;
-    const range = parseRange(rangeHeader === '' ? undefined : rangeHeader, grant.fileSize);
+    const range = rangeHeader === '' ? WHOLE : parseRange(rangeHeader, grant.fileSize);
     if (range.kind === 'unsatisfiable') return false;
     const answer = narAnswerHead(true, range, grant.fileSize);
-    if (!respondInCallback(res, bytesReply(answer.status, bytes.subarray(answer.start, answer.start + answer.length), answer.headers))) return false;
+    const body = range.kind === 'whole' ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
+    if (!respondInCallback(res, bytesReply(answer.status, body, answer.headers))) return false;
     counters[COUNTER_NARS]!++;
     counters[COUNTER_NARS_FROM_MEMORY]!++;
     reported(grant);
@@ -261,17 +330,16 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     answer(res, req, head) {
       const started = opts.answers.started();
       counters[COUNTER_REQUESTS]!++;
-      const cache = canonicalCacheName(req.getParameter(0) ?? '');
+      const cache = spellings.canonical(req.getParameter(0) ?? '');
       const file = req.getParameter(1) ?? '';
       const plain = req.getHeader('authorization') === '' && req.getHeader('content-length') === '' && req.getHeader('transfer-encoding') === '';
-      if (!opts.enabled || !plain || cache === null || !NAR_FILE.test(file)) {
+      if (!opts.enabled || !plain || cache === null || !isNarFileName(file)) {
         counters[COUNTER_FORWARDED]!++;
         forwardHttp(res, req, origin);
         return;
       }
       const range = req.getHeader('range');
-      const fileHash = file.slice(0, 52);
-      const grant = grants.get(cache, fileHash);
+      const grant = grants.get(cache, file);
       if (grant !== undefined && !head && fromMemory(res, grant, range, started)) return;
       const captured = captureRequest(res, req, origin);
       if (captured === null) return;
@@ -282,6 +350,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
         start(w, grant);
         return;
       }
+      const fileHash = file.slice(0, 52);
       const key = `${cache}/${fileHash}`;
       const queue = waiting.get(key);
       if (queue !== undefined) {
