@@ -14,8 +14,9 @@
 //
 //   npm run bench -- eval-record [derivations=50000] [rounds=3] [kiln-only]
 import { randomUUID } from 'node:crypto';
-import type { Sql, TransactionSql } from 'postgres';
+import postgres, { type Sql, type TransactionSql } from 'postgres';
 import { loadAverage, processUsage } from './childServer.js';
+import { pgBackendCpu } from './pgBackendCpu.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
 import { syntheticGraph, type SyntheticGraph } from './syntheticGraph.js';
 
@@ -34,30 +35,12 @@ async function copyRows(sql: TransactionSql, table: string, columns: string, row
   });
 }
 
-/**
- * CPU time (user + system, ms) of the PostgreSQL backends connected to the bench's database now:
- * on a loaded machine the work each side makes PostgreSQL do, which wall-clock time does not show
- * (a backend that ends between two readings takes its time with it; the pools keep theirs open).
- */
-async function databaseCpuMs(sql: Sql): Promise<number> {
-  const backends = await sql<{ pid: number }[]>`select pid from pg_stat_activity where datname = current_database()`;
-  let ms = 0;
-  for (const { pid } of backends) {
-    try {
-      ms += processUsage(pid).cpuMs;
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return ms;
-}
-
 /** The floor: the same rows by COPY, ids made here, no lookups, no conflict handling. */
-async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Promise<{ ms: number; pgCpuMs: number }> {
+async function copyBaseline(sql: Sql, meter: Sql, graph: SyntheticGraph, prefix: string): Promise<{ ms: number; pgCpuMs: number }> {
   const evaluationId = randomUUID();
   if (prefix === 'bench_fk_') await sql`insert into bench_fk_evaluations (id) values (${evaluationId})`;
   const ids = new Map(graph.nodes.map((n) => [n.drvPath, randomUUID()]));
-  const cpuBefore = await databaseCpuMs(sql);
+  const pgCpu = await pgBackendCpu(meter);
   const started = performance.now();
   const array = (xs: string[]) => `{${xs.join(',')}}`;
   await sql.begin(async (tx) => {
@@ -70,11 +53,14 @@ async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Pr
     await copyRows(tx, `${prefix}builds`, 'evaluation_id, derivation_build_id', buildIds.map((id) => `${evaluationId}\t${id}`));
   });
   const ms = performance.now() - started;
-  return { ms, pgCpuMs: (await databaseCpuMs(sql)) - cpuBefore };
+  return { ms, pgCpuMs: await pgCpu() };
 }
 
 console.log(`eval-record: ${size} derivations, ${rounds} round(s), load average ${loadAverage()}`);
 const server = await startBenchServer();
+// PostgreSQL's CPU is read over a connection of its own (pgBackendCpu leaves out the backend it
+// asks through), so the COPY's backend, one of server.sql's, is counted
+const meter = postgres(server.kiln.ready.databaseUrl, { max: 1, onnotice: () => undefined });
 for (const table of ['derivations', 'derivation_edges', 'derivation_builds', 'builds']) {
   const copy = table === 'derivation_edges' ? 'bench_edges' : `bench_${table}`;
   await server.sql.unsafe(`create table ${copy} (like ${table} including all)`);
@@ -111,11 +97,11 @@ for (let round = 0; round < rounds; round++) {
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, processUsage(server.kiln.pid).rssBytes);
     }, 100);
-    const [pgBefore, serverBefore, senderBefore] = [await databaseCpuMs(server.sql), processUsage(server.kiln.pid).cpuMs, process.cpuUsage()];
+    const [pgCpu, serverBefore, senderBefore] = [await pgBackendCpu(meter), processUsage(server.kiln.pid).cpuMs, process.cpuUsage()];
     const recorded = await recordGraph(server, worker, graph).finally(() => clearInterval(sampler));
     const sender = process.cpuUsage(senderBefore);
     Object.assign(roundCpu, {
-      kilnPg: (await databaseCpuMs(server.sql)) - pgBefore, kilnServer: processUsage(server.kiln.pid).cpuMs - serverBefore, sender: (sender.user + sender.system) / 1000,
+      kilnPg: await pgCpu(), kilnServer: processUsage(server.kiln.pid).cpuMs - serverBefore, sender: (sender.user + sender.system) / 1000,
     });
     batches = recorded.batches;
     kiln.push(recorded.buildingAt - recorded.firstBatchAt);
@@ -125,8 +111,8 @@ for (let round = 0; round < rounds; round++) {
   let sentMs: number;
   const baselines = async () => {
     if (kilnOnly) return;
-    const bare = await copyBaseline(server.sql, graph, 'bench_');
-    const keyed = await copyBaseline(server.sql, graph, 'bench_fk_');
+    const bare = await copyBaseline(server.sql, meter, graph, 'bench_');
+    const keyed = await copyBaseline(server.sql, meter, graph, 'bench_fk_');
     floor.push(bare.ms);
     keyedFloor.push(keyed.ms);
     Object.assign(roundCpu, { copy: bare.pgCpuMs, keyed: keyed.pgCpuMs });
@@ -156,5 +142,6 @@ if (!kilnOnly) {
   console.log(`| kiln: first evalBatch → building | ${median(kiln).toFixed(0)} | ${(size / (median(kiln) / 1000)).toFixed(0)} | ${median(kiln.map((k, i) => k / floor[i]!)).toFixed(2)} (median of round ratios; ratio of medians ${(median(kiln) / median(floor)).toFixed(2)}) |`);
 }
 evaluator?.close();
+await meter.end();
 await server.stop();
 process.exit(0);
