@@ -39,6 +39,8 @@ export interface RecordedEvaluation {
   /** performance.now() when the evaluation was seen in phase building */
   buildingAt: number;
   batches: number;
+  /** ms the simulated worker waited for the server's evalCredit (what "all sent after" is mostly made of when the server records slower than it sends) */
+  creditWaitMs: number;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -66,13 +68,19 @@ export async function recordGraph(server: BenchServer, evaluator: SimWorker, gra
   evaluator.send({ t: 'jobAccepted', jobId: job.jobId });
   const firstBatchAt = performance.now();
   let batches = 0;
-  for (const derivations of batchesOf(graph.nodes, estimate, EVAL_BATCH_TARGET_BYTES)) {
+  let creditWaitMs = 0;
+  const takeCredit = async () => {
+    const waiting = performance.now();
     await credit.take(never);
+    creditWaitMs += performance.now() - waiting;
+  };
+  for (const derivations of batchesOf(graph.nodes, estimate, EVAL_BATCH_TARGET_BYTES)) {
+    await takeCredit();
     evaluator.send({ t: 'evalBatch', jobId: job.jobId, derivations, attributes: [], errors: [] });
     batches++;
   }
   for (const attributes of batchesOf(graph.attributes, estimate, EVAL_BATCH_TARGET_BYTES)) {
-    await credit.take(never);
+    await takeCredit();
     evaluator.send({ t: 'evalBatch', jobId: job.jobId, derivations: [], attributes, errors: [] });
     batches++;
   }
@@ -87,7 +95,7 @@ export async function recordGraph(server: BenchServer, evaluator: SimWorker, gra
     if (row?.phase === 'failed') throw new Error('the evaluation failed');
     await sleep(20);
   }
-  return { evaluationId, firstBatchAt, sentAt, buildingAt: performance.now(), batches };
+  return { evaluationId, firstBatchAt, sentAt, buildingAt: performance.now(), batches, creditWaitMs };
 }
 
 export { connectSimWorker };

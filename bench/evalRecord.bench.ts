@@ -14,8 +14,9 @@
 //
 //   npm run bench -- eval-record [derivations=50000] [rounds=3] [kiln-only]
 import { randomUUID } from 'node:crypto';
-import type { Sql, TransactionSql } from 'postgres';
+import postgres, { type Sql, type TransactionSql } from 'postgres';
 import { loadAverage, processUsage } from './childServer.js';
+import { pgBackendCpu } from './pgBackendCpu.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
 import { syntheticGraph, type SyntheticGraph } from './syntheticGraph.js';
 
@@ -35,10 +36,11 @@ async function copyRows(sql: TransactionSql, table: string, columns: string, row
 }
 
 /** The floor: the same rows by COPY, ids made here, no lookups, no conflict handling. */
-async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Promise<number> {
+async function copyBaseline(sql: Sql, meter: Sql, graph: SyntheticGraph, prefix: string): Promise<{ ms: number; pgCpuMs: number }> {
   const evaluationId = randomUUID();
   if (prefix === 'bench_fk_') await sql`insert into bench_fk_evaluations (id) values (${evaluationId})`;
   const ids = new Map(graph.nodes.map((n) => [n.drvPath, randomUUID()]));
+  const pgCpu = await pgBackendCpu(meter);
   const started = performance.now();
   const array = (xs: string[]) => `{${xs.join(',')}}`;
   await sql.begin(async (tx) => {
@@ -50,11 +52,15 @@ async function copyBaseline(sql: Sql, graph: SyntheticGraph, prefix: string): Pr
     await copyRows(tx, `${prefix}derivation_builds`, 'id, derivation_id', graph.nodes.map((n, i) => `${buildIds[i]}\t${ids.get(n.drvPath)}`));
     await copyRows(tx, `${prefix}builds`, 'evaluation_id, derivation_build_id', buildIds.map((id) => `${evaluationId}\t${id}`));
   });
-  return performance.now() - started;
+  const ms = performance.now() - started;
+  return { ms, pgCpuMs: await pgCpu() };
 }
 
 console.log(`eval-record: ${size} derivations, ${rounds} round(s), load average ${loadAverage()}`);
 const server = await startBenchServer();
+// PostgreSQL's CPU is read over a connection of its own (pgBackendCpu leaves out the backend it
+// asks through), so the COPY's backend, one of server.sql's, is counted
+const meter = postgres(server.kiln.ready.databaseUrl, { max: 1, onnotice: () => undefined });
 for (const table of ['derivations', 'derivation_edges', 'derivation_builds', 'builds']) {
   const copy = table === 'derivation_edges' ? 'bench_edges' : `bench_${table}`;
   await server.sql.unsafe(`create table ${copy} (like ${table} including all)`);
@@ -72,6 +78,8 @@ await server.sql.unsafe(`
 const floor: number[] = [];
 const keyedFloor: number[] = [];
 const kiln: number[] = [];
+/** CPU ms per round: PostgreSQL's backends for the COPY and for kiln's recording, kiln's server process, the simulated worker (this process) */
+const cpu: { copy: number; keyed: number; kilnPg: number; kilnServer: number; sender: number; creditWait: number }[] = [];
 let edges = 0;
 let batches = 0;
 let peakRss = 0;
@@ -82,21 +90,32 @@ for (let round = 0; round < rounds; round++) {
   // connected after the graph is made: making 500,000 derivations holds this process for a while
   evaluator ??= await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
   const worker = evaluator;
+  const roundCpu = { copy: NaN, keyed: NaN, kilnPg: NaN, kilnServer: NaN, sender: NaN, creditWait: NaN };
+  cpu.push(roundCpu);
   const recordWithKiln = async () => {
     // the server's resident memory while it records (the 500,000-derivation goal: ≤ 1 GiB)
     const sampler = setInterval(() => {
       peakRss = Math.max(peakRss, processUsage(server.kiln.pid).rssBytes);
     }, 100);
+    const [pgCpu, serverBefore, senderBefore] = [await pgBackendCpu(meter), processUsage(server.kiln.pid).cpuMs, process.cpuUsage()];
     const recorded = await recordGraph(server, worker, graph).finally(() => clearInterval(sampler));
+    const sender = process.cpuUsage(senderBefore);
+    Object.assign(roundCpu, {
+      kilnPg: await pgCpu(), kilnServer: processUsage(server.kiln.pid).cpuMs - serverBefore, sender: (sender.user + sender.system) / 1000,
+    });
     batches = recorded.batches;
     kiln.push(recorded.buildingAt - recorded.firstBatchAt);
+    roundCpu.creditWait = recorded.creditWaitMs;
     return recorded.sentAt - recorded.firstBatchAt;
   };
   let sentMs: number;
   const baselines = async () => {
     if (kilnOnly) return;
-    floor.push(await copyBaseline(server.sql, graph, 'bench_'));
-    keyedFloor.push(await copyBaseline(server.sql, graph, 'bench_fk_'));
+    const bare = await copyBaseline(server.sql, meter, graph, 'bench_');
+    const keyed = await copyBaseline(server.sql, meter, graph, 'bench_fk_');
+    floor.push(bare.ms);
+    keyedFloor.push(keyed.ms);
+    Object.assign(roundCpu, { copy: bare.pgCpuMs, keyed: keyed.pgCpuMs });
   };
   if (round % 2 === 0) {
     await baselines();
@@ -105,6 +124,8 @@ for (let round = 0; round < rounds; round++) {
     sentMs = await recordWithKiln();
     await baselines();
   }
+  const c = roundCpu;
+  console.log(`round ${round + 1} CPU ms: PostgreSQL for COPY ${c.copy}, for COPY with foreign keys ${c.keyed}, for kiln ${c.kilnPg} (${(c.kilnPg / c.copy).toFixed(2)}× COPY's); kiln's server ${c.kilnServer}; the simulated worker ${c.sender.toFixed(0)} (it waited ${c.creditWait.toFixed(0)} ms for credit)`);
   if (kilnOnly) console.log(`round ${round + 1}: kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB, load average ${loadAverage()}`);
   else console.log(`round ${round + 1}: COPY ${floor.at(-1)!.toFixed(0)} ms, COPY with foreign keys ${keyedFloor.at(-1)!.toFixed(0)} ms, kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), load average ${loadAverage()}`);
 }
@@ -117,8 +138,10 @@ if (!kilnOnly) {
   console.log(`| COPY of the same rows (floor) | ${median(floor).toFixed(0)} | ${(size / (median(floor) / 1000)).toFixed(0)} | 1.00 |`);
   console.log(`| COPY of the same rows, tables with kiln's foreign keys | ${median(keyedFloor).toFixed(0)} | ${(size / (median(keyedFloor) / 1000)).toFixed(0)} | ${median(keyedFloor.map((k, i) => k / floor[i]!)).toFixed(2)} |`);
   console.log(`| kiln against COPY with foreign keys | | | ${median(kiln.map((k, i) => k / keyedFloor[i]!)).toFixed(2)} (median of round ratios) |`);
+  console.log(`| PostgreSQL CPU: COPY / with foreign keys / kiln's recording (medians, ms) | ${median(cpu.map((c) => c.copy))} / ${median(cpu.map((c) => c.keyed))} / ${median(cpu.map((c) => c.kilnPg))} | | ${median(cpu.map((c) => c.kilnPg / c.copy)).toFixed(2)} (kiln, median of round ratios) |`);
   console.log(`| kiln: first evalBatch → building | ${median(kiln).toFixed(0)} | ${(size / (median(kiln) / 1000)).toFixed(0)} | ${median(kiln.map((k, i) => k / floor[i]!)).toFixed(2)} (median of round ratios; ratio of medians ${(median(kiln) / median(floor)).toFixed(2)}) |`);
 }
 evaluator?.close();
+await meter.end();
 await server.stop();
 process.exit(0);

@@ -15,7 +15,7 @@ import type { TransactionSql } from 'postgres';
 import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
-import { insertDerivationBuilds } from './readiness.js';
+import { insertCountedBuilds, lockInputBuilds, type NewDerivation } from './readiness.js';
 
 /** An evalBatch as COPY rows for the staging tables, and what else it says, small. */
 export interface StagedEvalBatch {
@@ -78,26 +78,36 @@ async function recordStaged(events: Events, evaluationId: string, staged: Staged
   // paths never hold a newline (a store path's characters are checked when the message is decoded)
   const paths = lines(staged.paths);
   const edges = lines(staged.edges);
+  // Statements that do not need an earlier one's answer go out together, behind the COPY they
+  // follow (pipelined on the transaction's connection, `begin` with the first): a batch is about
+  // six round trips, each of which waits for this process's event loop, which decodes the next
+  // batches meanwhile. PostgreSQL still runs them one by one, in order, each with its own snapshot.
   return events.transaction(async (tx, emit) => {
     const ids = new Map<string, string>();
     if (paths.length > 0) {
-      await stage(tx, staged);
-      const inserted = await mergeDerivations(tx);
-      for (const r of inserted) ids.set(r.drv_path, r.id);
-      // The derivations recorded before (by earlier evaluations, or by another recording
-      // meanwhile) and the inputs from earlier batches, found by path in one query; from here on
-      // rows are addressed by id, never joined by path again.
-      const recordedBefore = await lookUp(tx, ids, [...new Set([...paths, ...edges])]);
-      const insertedIds = inserted.map((r) => r.id);
-      const insertedSet = new Set(insertedIds);
-      await insertEdges(tx, edges, ids, insertedSet);
-      // the shared builds of the new derivations and this evaluation's builds of all the batch's, in one statement
+      // The batch's derivations (recorded before, by an earlier evaluation or by another recording
+      // meanwhile, or just now by the merge) and the inputs from earlier batches, found by path in
+      // one query after the merge; from here on rows are addressed by id, never joined by path again.
+      const [inserted] = await stage(tx, staged, () => {
+        const merged = mergeDerivations(tx).execute();
+        return Promise.all([merged, lookUp(tx, ids, [...new Set([...paths, ...edges])])]);
+      });
+      const insertedSet = new Set(inserted.map((r) => r.id));
+      const recordedBefore = [...new Set(ids.values())].filter((id) => !insertedSet.has(id));
+      const { rows, derivations } = newEdges(edges, ids, insertedSet, inserted);
+      // The new derivations' edges, then the share lock of their inputs' builds (readiness.ts)
+      const status = await copyInto(tx, 'derivation_edges', EDGE_COLUMNS, rows, () => lockInputBuilds(tx, [...new Set(derivations.flatMap((d) => d.inputs))]));
+      // the shared builds of the new derivations and this evaluation's builds of all the batch's, in
+      // one statement; then the finished builds reached again. After the insert, so the re-queues'
+      // events reach this evaluation's builds too, and an abort that checks for open evaluations
+      // afterwards sees this one. A derivation new to this batch has a new queued build: only the
+      // ones recorded before can be finished.
       const batchRecordedBefore = [...new Set(paths.map((p) => ids.get(p)!))].filter((id) => !insertedSet.has(id));
-      await insertDerivationBuilds(tx, insertedIds, { evaluationId, recordedBefore: batchRecordedBefore });
-      // After the insert above, so the re-queues' events reach this evaluation's builds too, and an
-      // abort that checks for open evaluations afterwards sees this one. A derivation new to this
-      // batch has a new queued build: only the ones recorded before can be finished.
-      await requeueReachedBuilds(tx, emit, evaluationId, recordedBefore);
+      const [, finished] = await Promise.all([
+        insertCountedBuilds(tx, derivations, status, { evaluationId, recordedBefore: batchRecordedBefore }),
+        finishedBuilds(tx, evaluationId, recordedBefore),
+      ]);
+      await requeueReachedBuilds(tx, emit, finished);
     }
     if (staged.attributes.size > 0) {
       await lookUp(tx, ids, [...staged.attributes.keys()]);
@@ -123,7 +133,7 @@ async function recordStaged(events: Events, evaluationId: string, staged: Staged
         on conflict do nothing`;
     }
     return { derivations: paths.length };
-  });
+  }, { pipelined: true });
 }
 
 const lines = (text: string): string[] => (text === '' ? [] : text.split('\n'));
@@ -140,14 +150,18 @@ async function lookUp(tx: TransactionSql, ids: Map<string, string>, wanted: read
   return rows.map((r) => r.id);
 }
 
-/** The batch's derivations into this transaction's staging table (temporary, emptied at commit, made once per connection), by COPY. */
-async function stage(tx: TransactionSql, staged: StagedEvalBatch): Promise<void> {
-  await tx.unsafe(`
+/**
+ * The batch's derivations into this transaction's staging table (temporary, emptied at commit, made
+ * once per connection), by COPY; `next`'s statements go out behind the COPY's end.
+ */
+function stage<T>(tx: TransactionSql, staged: StagedEvalBatch, next: () => Promise<T>): Promise<T> {
+  void tx.unsafe(`
     create temp table if not exists staged_derivations (
       seq int not null, drv_path text not null, name text not null, system text not null, required_features text[] not null,
       outputs jsonb not null, input_srcs text[] not null, timeout_secs int, max_silent_secs int, prefer_local_build boolean not null,
-      fixed_output boolean not null) on commit delete rows`).simple();
-  await copyInto(tx, 'staged_derivations', STAGED_DERIVATION_COLUMNS, staged.derivationRows);
+      fixed_output boolean not null) on commit delete rows`).simple().execute().catch(() => undefined);
+  // a failed create fails the COPY after it (the transaction is aborted)
+  return copyInto(tx, 'staged_derivations', STAGED_DERIVATION_COLUMNS, staged.derivationRows, next);
 }
 
 /**
@@ -166,46 +180,53 @@ function mergeDerivations(tx: TransactionSql) {
 }
 
 /**
- * The edges of derivations this batch wrote (one written before has its own), by id, COPYed
- * straight into derivation_edges; an input with no row is left out. No staging table and no
- * `on conflict` are needed: only this transaction can have edges from derivations it has just
- * inserted, and a derivation listed twice in the batch gives its edges once here. The foreign keys
- * are still checked per row, and a refused COPY fails the whole batch's transaction.
+ * The edges of derivations this batch wrote (one written before has its own), by id, as COPY rows
+ * for derivation_edges, and those derivations with their inputs (readiness.ts); an input with no
+ * row is left out. No staging table and no `on conflict` are needed: only this transaction can
+ * have edges from derivations it has just inserted, and a derivation listed twice in the batch
+ * gives its edges once here. The foreign keys are still checked per row, and a refused COPY fails
+ * the whole batch's transaction.
  */
-async function insertEdges(tx: TransactionSql, edges: readonly string[], ids: ReadonlyMap<string, string>, inserted: ReadonlySet<string>): Promise<void> {
-  const seen = new Set<string>();
+function newEdges(edges: readonly string[], ids: ReadonlyMap<string, string>, inserted: ReadonlySet<string>, order: readonly { id: string }[]): { rows: string; derivations: NewDerivation[] } {
+  const inputs = new Map<string, Set<string>>(order.map((r) => [r.id, new Set()]));
   let rows = '';
   for (let i = 0; i < edges.length; i += 2) {
     const derivationId = ids.get(edges[i]!)!;
     const inputId = ids.get(edges[i + 1]!);
     if (!inserted.has(derivationId) || inputId === undefined) continue;
-    const row = `${derivationId}\t${inputId}\n`;
-    if (seen.has(row)) continue;
-    seen.add(row);
-    rows += row;
+    const seen = inputs.get(derivationId)!;
+    if (seen.has(inputId)) continue;
+    seen.add(inputId);
+    // ids are uuids PostgreSQL gave: no character COPY would need escaped
+    rows += `${derivationId}\t${inputId}\n`;
   }
-  // ids are uuids PostgreSQL gave: no character COPY would need escaped
-  await copyInto(tx, 'derivation_edges', EDGE_COLUMNS, rows);
+  return { rows, derivations: [...inputs].map(([id, set]) => ({ id, inputs: [...set] })) };
 }
 
 const EDGE_COLUMNS = ['derivation_id', 'depends_on'];
 
+type FinishedBuild = { id: string; status: string; outputs_cached: boolean };
+
 /**
- * Finished builds of these derivations (recorded by earlier evaluations) that are wanted again go
- * back to the queue (buildStatus.ts), found in one query.
+ * Finished builds of these derivations (recorded by earlier evaluations) that are wanted again,
+ * found in one query; requeueReachedBuilds sends them back to the queue (buildStatus.ts).
  */
-async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, evaluationId: string, derivationIds: readonly string[]): Promise<void> {
-  if (derivationIds.length === 0) return;
+async function finishedBuilds(tx: TransactionSql, evaluationId: string, derivationIds: readonly string[]): Promise<FinishedBuild[]> {
+  if (derivationIds.length === 0) return [];
   // A build whose outcome stands for another organization only (tenantScope.ts) is not re-queued
   // here: the evaluation claims it when it starts building (tenantClaims.ts), so one still
   // evaluating never holds it.
-  const finished = await tx<{ id: string; status: string; outputs_cached: boolean }[]>`
+  return tx<FinishedBuild[]>`
     select id, status, outputs_cached from derivation_builds
     where derivation_id = any(${derivationIds as string[]}::uuid[])
       and (status = 'aborted' or (status in ('completed', 'substituted') and not outputs_cached)
            or (status = 'failed' and (select retry_failed from evaluations where id = ${evaluationId})))
     order by id`;
-  const having = (test: (b: (typeof finished)[number]) => boolean) => finished.filter(test).map((b) => b.id);
+}
+
+async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, finished: readonly FinishedBuild[]): Promise<void> {
+  if (finished.length === 0) return;
+  const having = (test: (b: FinishedBuild) => boolean) => finished.filter(test).map((b) => b.id);
   // A finished build whose output was deleted from the last cache holding it (evictedOutputs.ts):
   // substituted if a cache got the path back meanwhile, built otherwise.
   const requeued = await applyStatusChanges(tx, emit, having((b) => b.status === 'completed' || b.status === 'substituted'), { event: { type: 'requeue', why: 'evicted' } });

@@ -32,10 +32,13 @@ export const copyRow = (fields: readonly CopyValue[]): string => `${fields.map(c
 
 /**
  * Streams `rows` (copyRow lines, joined) into `table (columns)` inside the caller's transaction;
- * resolves once the server has taken them all, rejects when it refused them.
+ * resolves once the server has taken them all, rejects when it refused them. `next` issues the
+ * statements that follow the COPY (its value is returned): they are written right behind the
+ * COPY's end, without a round trip of their own (the default is a `select 1`).
  */
-export async function copyInto(tx: TransactionSql, table: string, columns: readonly string[], rows: string): Promise<void> {
-  if (rows.length === 0) return;
+export async function copyInto<T = unknown>(tx: TransactionSql, table: string, columns: readonly string[], rows: string, next?: () => Promise<T>): Promise<T> {
+  const after = next ?? (() => tx`select 1` as unknown as Promise<T>);
+  if (rows.length === 0) return after();
   const stream = await tx.unsafe(`copy ${table} (${columns.join(', ')}) from stdin`).writable();
   const refused = new Promise<never>((_, reject) => stream.once('error', reject));
   refused.catch(() => undefined);
@@ -45,7 +48,11 @@ export async function copyInto(tx: TransactionSql, table: string, columns: reado
   stream.end();
   // The stream hands its end to the connection on the next tick. postgres.js settles neither the
   // stream nor its query when the server refuses the rows after that: the next statement is what
-  // fails then, in the aborted transaction, so one follows the COPY.
+  // fails then, in the aborted transaction, so one follows the COPY at once (a statement issued
+  // while the COPY is open would be refused by postgres.js).
   await new Promise<void>((resolve) => setImmediate(resolve));
-  await Promise.race([refused, Promise.all([finished, tx`select 1`])]);
+  const following = after();
+  following.catch(() => undefined);
+  const [, value] = await Promise.race([refused, Promise.all([finished, following])]);
+  return value;
 }

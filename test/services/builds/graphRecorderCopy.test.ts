@@ -28,6 +28,12 @@ t.test('COPY text rows carry any text whole', async (t) => {
   t.throws(() => copyRow(['nul\0byte']), /NUL/, 'NUL, which PostgreSQL text cannot hold, is refused by name');
   // a row the server refuses (a missing column) fails the COPY instead of leaving it waiting
   await t.rejects(sql.begin((tx) => copyInto(tx, 'copied', ['n', 's'], '1\n')), /transaction is aborted|missing data/);
+  // the statements after a COPY go out behind its end: they see its rows, their answer is the COPY's,
+  // and a refused COPY still fails (its follower runs in the aborted transaction)
+  const after = await sql.begin((tx) => copyInto(tx, 'copied', ['n'], '100\n101\n', () => tx<{ n: number }[]>`select count(*)::int as n from copied where n >= 100`));
+  t.same(after, [{ n: 2 }], 'the following statement sees the rows and answers for the COPY');
+  await t.rejects(sql.begin((tx) => copyInto(tx, 'copied', ['n', 's'], '1\n', () => tx`select 1`)), /transaction is aborted|missing data/);
+  t.same(await sql`select count(*)::int as n from copied where n >= 100`, [{ n: 2 }]);
 });
 
 t.test('an evaluation recorded through the staging tables', async (t) => {
