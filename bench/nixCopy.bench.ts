@@ -49,7 +49,17 @@ async function copyFrom(url: string, n: number): Promise<number> {
   return seconds;
 }
 
+/** The serving threads' count of one summary field (GET /api/v1/admin/actors), summed. */
+function threadSum(field: string): number {
+  const threadsNode = bench.kiln.root.inspect().children.find((c) => c.id === 'http-threads');
+  const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
+  return nodes.reduce((n, node) => n + Number(('summary' in node ? node.summary?.[field] : 0) ?? 0), 0);
+}
+
 const times: Record<'nginx' | 'kiln', number[]> = { nginx: [], kiln: [] };
+/** per kiln copy: NAR requests that waited for the main thread's grant (threadNars.ts), and those relayed to the main thread */
+const narsWaited: number[] = [];
+const relayed: number[] = [];
 let n = 0;
 // Warm-up of both: the page cache, nginx's open workers, kiln's hot cache.
 await copyFrom(`${nginx.url}/cache/bench`, n++);
@@ -59,7 +69,12 @@ for (let round = 0; round < rounds; round++) {
   // store was removed, which measurably changes its time on a machine that hands freed memory back.
   const order = [['nginx', `${nginx.url}/cache/bench`], ['kiln', `${bench.kiln.url}/cache/bench`]] as const;
   for (const [server, url] of round % 2 === 0 ? order : [...order].reverse()) {
+    const [waitedBefore, relayedBefore] = [threadSum('narsWaited'), threadSum('forwarded')];
     times[server].push(await copyFrom(url, n++));
+    if (server === 'kiln') {
+      narsWaited.push(threadSum('narsWaited') - waitedBefore);
+      relayed.push(threadSum('forwarded') - relayedBefore);
+    }
   }
   console.error(`round ${round + 1}/${rounds}: nginx ${times.nginx.at(-1)!.toFixed(2)} s, kiln ${times.kiln.at(-1)!.toFixed(2)} s`);
 }
@@ -69,7 +84,7 @@ console.log(JSON.stringify({
   // kiln / nginx time of each round, whose two copies ran back to back: steadier on a busy machine
   ratio: +median(times.kiln.map((k, i) => k / times.nginx[i]!)).toFixed(3),
   ratioOfMedians: +(median(times.kiln) / median(times.nginx)).toFixed(3),
-  all: times,
+  all: times, kilnNarsWaited: narsWaited, kilnRelayed: relayed,
 }));
 await nginx.stop();
 await bench.stop();

@@ -8,6 +8,11 @@
 // minimum pace (storage/nars/readPace.ts). Everything else (credentials, a refusal, a file the cache
 // lacks or storage lost, an unsatisfiable range, S3) is forwarded to the main thread, which words
 // the answer.
+//
+// A grant past half its life is asked for again in the background when it is used, or when the
+// narinfo naming its file is served (threadHotCache.ts, narServed): a client in steady use, or one
+// that fetches narinfos before their NARs as Nix does, finds its grants live instead of waiting
+// for one ask per NAR (issue 22: `nix copy --from` of 199 paths waited ~0.5 ms on each).
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
 import { narAnswerHead } from '../cache/narHeaders.js';
@@ -20,7 +25,7 @@ import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
 import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
-import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
 
 /** Grants kept at most (a few hundred bytes each), oldest out. */
 const GRANTS_MAX = 65_536;
@@ -28,6 +33,8 @@ const GRANTS_MAX = 65_536;
 const NAR_FILE = /^[0-9a-z]{52}\.nar\.zst$/;
 /** How often sent files are reported to the main thread. */
 const REPORT_MS = 100;
+/** A grant this old is asked for again, in the background, when it is used (it is still used until it expires). */
+export const GRANT_RENEW_AFTER_MS = ACCESS_TTL_MS / 2;
 
 type Kept = NarGrant & { expires: number };
 
@@ -43,6 +50,17 @@ export class NarGrants {
     const kept = this.grants.get(`${cache}/${fileHash}`);
     if (kept === undefined || kept.expires <= this.now()) return undefined;
     return kept;
+  }
+
+  /** Whether the thread held a grant of this file, now past GRANT_RENEW_AFTER_MS of its life or expired: worth asking again before a reader waits. */
+  renewable(cache: string, fileHash: string): boolean {
+    const kept = this.grants.get(`${cache}/${fileHash}`);
+    return kept !== undefined && kept.expires - this.now() <= ACCESS_TTL_MS - GRANT_RENEW_AFTER_MS;
+  }
+
+  /** The main thread no longer grants it. */
+  drop(cache: string, fileHash: string): void {
+    this.grants.delete(`${cache}/${fileHash}`);
   }
 
   keep(cache: string, grant: NarGrant): void {
@@ -107,6 +125,8 @@ export interface ThreadNarsOptions {
   small: SmallNarMemory;
   ask(id: number, cache: string, fileHash: string): void;
   report(sent: NarSent[]): void;
+  /** the grants' clock (tests) */
+  now?: () => number;
 }
 
 export interface ThreadNars {
@@ -114,14 +134,16 @@ export interface ThreadNars {
   answer(res: HttpResponse, req: HttpRequest, head: boolean): void;
   /** The main thread's answer to ask `id`. */
   granted(id: number, grant: NarGrant | null): void;
+  /** A narinfo naming file `fileHash` of cache `cache` (lower-cased) was served: its grant is renewed if it is worth it. */
+  narinfoServed(cache: string, fileHash: string): void;
   readonly grants: NarGrants;
 }
 
 export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const { origin, counters } = opts;
-  const grants = new NarGrants();
+  const grants = new NarGrants(opts.now);
   /** ask id → what it asked; one ask per cache and file at a time, its waiters in `waiting` */
-  const asks = new Map<number, { key: string; cache: string; generation: number }>();
+  const asks = new Map<number, { key: string; cache: string; fileHash: string; generation: number }>();
   const waiting = new Map<string, Waiting[]>();
   let nextAsk = 0;
   let sent: NarSent[] = [];
@@ -250,6 +272,20 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const answered = (w: Waiting, status: number): void =>
     opts.answers.request(w.head ? 'head' : 'get', w.state.aborted && !w.state.done ? 499 : status, w.started);
 
+  /** Asks the main thread for the grant of a file; `queue` waits for the answer (empty: a renewal no reader waits for). */
+  const ask = (cache: string, fileHash: string, queue: Waiting[]): void => {
+    const key = `${cache}/${fileHash}`;
+    waiting.set(key, queue);
+    const id = nextAsk++;
+    asks.set(id, { key, cache, fileHash, generation: grants.generation });
+    opts.ask(id, cache, fileHash);
+  };
+
+  /** Asks again, in the background, for a grant the thread held that is half through its life or over; one ask per file at a time. */
+  const renew = (cache: string, fileHash: string): void => {
+    if (grants.renewable(cache, fileHash) && !waiting.has(`${cache}/${fileHash}`)) ask(cache, fileHash, []);
+  };
+
   const start = (w: Waiting, grant: NarGrant): void => {
     // respond() closes the connection of a body that failed midway; nothing else is left to do.
     send(w, grant).catch(() => undefined);
@@ -272,6 +308,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       const range = req.getHeader('range');
       const fileHash = file.slice(0, 52);
       const grant = grants.get(cache, fileHash);
+      if (grant !== undefined) renew(cache, fileHash);
       if (grant !== undefined && !head && fromMemory(res, grant, range, started)) return;
       const captured = captureRequest(res, req, origin);
       if (captured === null) return;
@@ -282,16 +319,15 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
         start(w, grant);
         return;
       }
+      counters[COUNTER_NARS_WAITED]!++;
       const key = `${cache}/${fileHash}`;
       const queue = waiting.get(key);
-      if (queue !== undefined) {
-        queue.push(w);
-        return;
-      }
-      waiting.set(key, [w]);
-      const id = nextAsk++;
-      asks.set(id, { key, cache, generation: grants.generation });
-      opts.ask(id, cache, fileHash);
+      if (queue !== undefined) queue.push(w);
+      else ask(cache, fileHash, [w]);
+    },
+
+    narinfoServed(cache, fileHash) {
+      if (opts.enabled) renew(cache, fileHash);
     },
 
     granted(id, grant) {
@@ -303,6 +339,8 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       // A grant asked for before an invalidation may predate it: the main thread answers these.
       const usable = grant !== null && ask.generation === grants.generation;
       if (usable) grants.keep(ask.cache, grant);
+      // A renewal refused: the grant it renews is not used for the rest of its life either.
+      else if (grant === null) grants.drop(ask.cache, ask.fileHash);
       for (const w of queue) {
         if (w.state.aborted) continue;
         if (usable) start(w, grant);
