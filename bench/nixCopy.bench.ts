@@ -1,7 +1,9 @@
 // `nix copy --from` of a closure of about 200 small store paths into a fresh store: from kiln,
 // against nginx serving the tree `nix copy --to file://` wrote of the same closure (zstd, as kiln
-// stores; a worker per core), both warmed up, interleaved rounds alternating which goes first, the
-// median of the rounds' ratios. Needs root, Nix (Debian nix-bin) and nginx (nginx-light).
+// stores; a worker per core), both warmed up (kiln until each serving thread served a copy),
+// interleaved rounds alternating which goes first, the median of the rounds' ratios; per kiln copy
+// the NAR requests that waited for a thread's grant and the requests the threads relayed. Needs
+// root, Nix (Debian nix-bin) and nginx (nginx-light).
 //   npx tsx bench/nixCopy.bench.ts [rounds=3] [leaves=180]
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -49,12 +51,15 @@ async function copyFrom(url: string, n: number): Promise<number> {
   return seconds;
 }
 
-/** The serving threads' count of one summary field (GET /api/v1/admin/actors), summed. */
-function threadSum(field: string): number {
+
+/** Each serving thread's count of one summary field (GET /api/v1/admin/actors). */
+function perThread(field: string): number[] {
   const threadsNode = bench.kiln.root.inspect().children.find((c) => c.id === 'http-threads');
   const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
-  return nodes.reduce((n, node) => n + Number(('summary' in node ? node.summary?.[field] : 0) ?? 0), 0);
+  return nodes.map((node) => Number(('summary' in node ? node.summary?.[field] : 0) ?? 0));
 }
+const threadSum = (field: string): number => perThread(field).reduce((a, b) => a + b, 0);
+const threadRequests = (): number[] => perThread('requests');
 
 const times: Record<'nginx' | 'kiln', number[]> = { nginx: [], kiln: [] };
 /** per kiln copy: NAR requests that waited for the main thread's grant (threadNars.ts), and those relayed to the main thread */
@@ -64,6 +69,13 @@ let n = 0;
 // Warm-up of both: the page cache, nginx's open workers, kiln's hot cache.
 await copyFrom(`${nginx.url}/cache/bench`, n++);
 await copyFrom(`${bench.kiln.url}/cache/bench`, n++);
+// Each serving thread keeps a memory of its own (narinfos, NAR grants, small NAR files) and a copy
+// is one connection, which the kernel gives one thread: kiln is warm once every thread served a
+// copy (a few more copies at most; the thread a round lands on is the kernel's choice).
+for (let extra = 0; extra < 6 && threadRequests().some((requests) => requests === 0); extra++) {
+  await copyFrom(`${bench.kiln.url}/cache/bench`, n++);
+}
+console.error(`kiln warmed up: requests per serving thread ${threadRequests().join(', ')}`);
 for (let round = 0; round < rounds; round++) {
   // Which goes first alternates: the second copy of a round starts right after the first one's
   // store was removed, which measurably changes its time on a machine that hands freed memory back.
