@@ -59,7 +59,6 @@ function perThread(field: string): number[] {
   return nodes.map((node) => Number(('summary' in node ? node.summary?.[field] : 0) ?? 0));
 }
 const threadSum = (field: string): number => perThread(field).reduce((a, b) => a + b, 0);
-const threadRequests = (): number[] => perThread('requests');
 
 const times: Record<'nginx' | 'kiln', number[]> = { nginx: [], kiln: [] };
 /** per kiln copy: NAR requests that waited for the main thread's grant (threadNars.ts), and those relayed to the main thread */
@@ -72,10 +71,11 @@ await copyFrom(`${bench.kiln.url}/cache/bench`, n++);
 // Each serving thread keeps a memory of its own (narinfos, NAR grants, small NAR files) and a copy
 // is one connection, which the kernel gives one thread: kiln is warm once every thread served a
 // copy (a few more copies at most; the thread a round lands on is the kernel's choice).
-for (let extra = 0; extra < 6 && threadRequests().some((requests) => requests === 0); extra++) {
+// (The NAR files a thread sent tell, not its requests: the upload's went through the threads too.)
+for (let extra = 0; extra < 6 && perThread('nars').some((sent) => sent === 0); extra++) {
   await copyFrom(`${bench.kiln.url}/cache/bench`, n++);
 }
-console.error(`kiln warmed up: requests per serving thread ${threadRequests().join(', ')}`);
+console.error(`kiln warmed up: NAR files sent per serving thread ${perThread('nars').join(', ')}`);
 for (let round = 0; round < rounds; round++) {
   // Which goes first alternates: the second copy of a round starts right after the first one's
   // store was removed, which measurably changes its time on a machine that hands freed memory back.
