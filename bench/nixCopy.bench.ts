@@ -2,7 +2,8 @@
 // against nginx serving the tree `nix copy --to file://` wrote of the same closure (zstd, as kiln
 // stores; a worker per core), both warmed up (kiln until each serving thread served a copy),
 // interleaved rounds alternating which goes first, the median of the rounds' ratios; per kiln copy
-// the NAR requests that waited for a thread's grant and the requests the threads relayed. Needs
+// the NAR requests that waited for a thread's grant and the requests the threads relayed, and
+// `nixTimedRatio`, the same ratio by the shell's timing of Nix alone. Needs
 // root, Nix (Debian nix-bin) and nginx (nginx-light).
 //   npx tsx bench/nixCopy.bench.ts [rounds=3] [leaves=180]
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
