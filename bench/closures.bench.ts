@@ -44,8 +44,9 @@ try {
       select '/nix/store/' || lpad(i::text, 32, '0') || '-d' || i || '.drv', 'd' || i, 'x86_64-linux',
         jsonb_build_object('out', '/nix/store/' || lpad((i + 10000000)::text, 32, '0') || '-d' || i)
       from generate_series(0, ${n - 1}) i`;
+    // not temporary: the pool's two connections both serve the bench's statements (a cold view uses both)
     await sql`
-      create temporary table bench_ids as select id, substring(name from 2)::int as i from derivations`;
+      create unlogged table bench_ids as select id, substring(name from 2)::int as i from derivations`;
     await sql`create index on bench_ids (i)`;
     await sql`
       insert into derivation_edges (derivation_id, depends_on)

@@ -1,4 +1,4 @@
-// CPU time per request of the binary cache's hottest answers (narinfo hits and 404 misses), kiln
+// CPU time per request of the binary cache's hottest answers (narinfo hits, 404 misses and small NAR files), kiln
 // against nginx (`worker_processes auto`) serving the same narinfo text: what the kernel counted
 // for the server's threads (utime + stime of /proc/<pid>/task/*) over a wrk run, divided by the
 // requests wrk completed. Unlike requests per second, this figure holds on a machine other work is
@@ -102,11 +102,17 @@ const hashes: string[] = [];
 for (let i = 0; i < PATHS; i += 8) {
   hashes.push(...(await Promise.all(Array.from({ length: 8 }, (_, j) => upload(narOfFile(randomBytes(1024 + ((i + j) % 3072))), `p-${i + j}`)))));
 }
+await mkdir(join(root, 'cache', 'main', 'nar'), { recursive: true });
+const narUrls: string[] = [];
 for (const hash of hashes) {
   const text = await (await fetch(`${kilnUrl}/cache/main/${hash}.narinfo`)).text();
   await writeFile(join(root, 'cache', 'main', `${hash}.narinfo`), text);
+  // the NAR file itself (1-4 KiB), for the small-NAR runs: nginx serves the same bytes
+  const narUrl = `/cache/main/${/^URL: (.*)$/m.exec(text)![1]!}`;
+  await writeFile(join(root, narUrl), Buffer.from(await (await fetch(`${kilnUrl}${narUrl}`)).arrayBuffer()));
+  narUrls.push(narUrl);
 }
-const lists = { hits: hashes.map((h) => `/cache/main/${h}.narinfo`), misses: Array.from({ length: PATHS }, () => `/cache/main/${nix32(32)}.narinfo`) };
+const lists = { hits: hashes.map((h) => `/cache/main/${h}.narinfo`), misses: Array.from({ length: PATHS }, () => `/cache/main/${nix32(32)}.narinfo`), nars: narUrls };
 for (const [name, paths] of Object.entries(lists)) await writeFile(join(work, `${name}.txt`), `${paths.join('\n')}\n`);
 const script = join(work, 'paths.lua');
 await writeFile(script, WRK_PATHS_SCRIPT);
@@ -129,11 +135,12 @@ type Server = 'kiln' | 'nginx';
 const servers: [Server, string, () => number[]][] = [['kiln', kilnUrl, () => [kiln.pid]], ['nginx', nginx.url, () => nginxPids(nginxMaster)]];
 const results: Record<string, { usPerRequest: number[]; rps: number[]; p99: number[]; byThread: Map<string, number[]>; routing: Record<string, number>; loopDelays: { main: number[]; mainMax: number; threads: number[]; threadsMax: number }[] }> = {};
 const threadCounts = async () => (await kiln.request('threads')) as Record<string, number>;
-for (const list of ['hits', 'misses'] as const) {
+const LISTS = ['hits', 'misses', 'nars'] as const;
+for (const list of LISTS) {
   for (const [, url] of servers) await wrk(url, { connections: 64, seconds: 2, pathsFile: join(work, `${list}.txt`), script });
 }
 for (let round = 0; round < rounds; round++) {
-  for (const list of ['hits', 'misses'] as const) {
+  for (const list of LISTS) {
     for (const [server, url, pids] of round % 2 === 0 ? servers : [...servers].reverse()) {
       const countsBefore = server === 'kiln' ? await threadCounts() : {};
       const before = sumCpu(pids());
@@ -179,7 +186,7 @@ const rssAfter = processUsage(kiln.pid).rssBytes;
 await new Promise((r) => setTimeout(r, 1500)); // the threads' memory figures are a second old at most
 const memoryAfter = await memory();
 const mainHeapUsedAfterGc = mib((await kiln.request('gc')) as number);
-for (const list of ['hits', 'misses']) {
+for (const list of LISTS) {
   const k = results[`${list}|kiln`]!;
   const n = results[`${list}|nginx`]!;
   const perThread = (e: typeof k) => Object.fromEntries([...e.byThread].map(([name, xs]) => [name, +median(xs).toFixed(2)]).filter(([, v]) => Number(v) > 0.05));

@@ -9,11 +9,13 @@
 //
 //   npm run bench -- dispatch [derivations=50000] [workers=16] [slots=8] [maxSecs=1200] [rounds=3]
 //   BENCH_COUNT_STATEMENTS=1 adds the server's statements per dispatched build (through a counting proxy).
-// Each kiln round prints the server process's CPU time per dispatched build (robust under load).
+// Each kiln round prints the server process's CPU time per dispatched build (robust under load),
+// and the CPU time of the PostgreSQL backends serving its database meanwhile (bench/pgBackendCpu.ts).
 import { forkServer, loadAverage } from './childServer.js';
 import { dispatchFigures, startBuildFleet, type BuildFleet, type DispatchFigures } from './buildFleet.js';
 import { connectSimWorker, recordGraph, startBenchServer } from './evalDriver.js';
 import { syntheticGraph, type SyntheticGraph } from './syntheticGraph.js';
+import { pgBackendCpu } from './pgBackendCpu.js';
 
 const size = Number(process.argv[2] ?? process.env['BENCH_DERIVATIONS'] ?? 50_000);
 const workerCount = Number(process.argv[3] ?? process.env['BENCH_WORKERS'] ?? 16);
@@ -64,11 +66,14 @@ async function kilnRound(graph: SyntheticGraph): Promise<DispatchFigures> {
   console.log(`  recorded in ${((recorded.buildingAt - recorded.firstBatchAt) / 1000).toFixed(1)} s; dispatching`);
   if (countStatements) await server.kiln.request('statements-reset');
   await server.kiln.request('cpu-reset');
+  const pgCpu = await pgBackendCpu(server.sql);
   await drain(fleet, recorded.buildingAt, 'kiln');
   const figures = dispatchFigures(graph.nodes, fleet, recorded.buildingAt);
   // CPU time rather than a rate: robust on a loaded machine (the rate is not)
   const cpuMs = (await server.kiln.request('cpu')) as number;
+  const pgMs = await pgCpu();
   console.log(`  kiln server process CPU while dispatching: ${cpuMs.toFixed(0)} ms, ${((cpuMs * 1000) / figures.dispatched).toFixed(0)} µs per build${countStatements ? ' (the statement counter\'s proxy included)' : ''}`);
+  console.log(`  PostgreSQL backends' CPU on its database meanwhile: ${pgMs.toFixed(0)} ms, ${((pgMs * 1000) / figures.dispatched).toFixed(0)} µs per build`);
   if (countStatements) {
     // the dispatch phase's statements (it starts when the evaluation was seen building, a little late)
     for (const line of (await server.kiln.request(`statements:${figures.dispatched}`)) as string[]) console.log(`  ${line}`);

@@ -32,7 +32,7 @@ export function threadNarServices(services: Pick<Services, 'binaryCache' | 'nars
       return { cacheId: cache.id, cache: cache.name, fileHash, fileSize: known.fileSize, path };
     },
     sent(sent) {
-      for (const s of sent) services.caches.traffic.fetched({ id: s.cacheId, name: s.cache }, s.fileHash, s.bytes);
+      for (const s of sent) services.caches.traffic.fetched({ id: s.cacheId, name: s.cache }, s.fileHash, s.bytes, s.fetches);
     },
   };
 }

@@ -80,12 +80,14 @@ export interface NarGrant {
   path: string;
 }
 
-/** NAR files a thread sent, for the main thread's traffic counters and events (cacheTraffic.ts). */
+/** NAR files a thread sent since its last report, for the main thread's traffic counters and events (cacheTraffic.ts): one entry per file and grant, its GETs counted. */
 export interface NarSent {
   cacheId: string;
   cache: string;
   fileHash: string;
+  /** what all `fetches` carried together */
   bytes: number;
+  fetches: number;
 }
 
 /** narinfos of one cache (as the URL spells it) answered from a thread's memory since its last report. */

@@ -23,70 +23,14 @@ import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
-import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
+import { CacheSpellings, isNarFileName, NAR_SUFFIX, NarGrants } from './threadNarGrants.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
 import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
 
-/** Grants kept at most (a few hundred bytes each), oldest out. */
-const GRANTS_MAX = 65_536;
-/** The shape of a stored NAR's name; the main thread checks it for real before it grants. */
-const NAR_FILE = /^[0-9a-z]{52}\.nar\.zst$/;
 /** How often sent files are reported to the main thread. */
 const REPORT_MS = 100;
-/** A grant this old is asked for again, in the background, when it is used (it is still used until it expires). */
-export const GRANT_RENEW_AFTER_MS = ACCESS_TTL_MS / 2;
 
-type Kept = NarGrant & { expires: number };
-
-/** The grants a thread holds: keyed by the lower-cased cache name as the URL spells it, and the file. */
-export class NarGrants {
-  private readonly grants = new Map<string, Kept>();
-  /** bumped by every invalidation: a grant asked for before it is used for nothing */
-  generation = 0;
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  get(cache: string, fileHash: string): NarGrant | undefined {
-    const kept = this.grants.get(`${cache}/${fileHash}`);
-    if (kept === undefined || kept.expires <= this.now()) return undefined;
-    return kept;
-  }
-
-  /** Whether the thread held a grant of this file, now past GRANT_RENEW_AFTER_MS of its life or expired: worth asking again before a reader waits. */
-  renewable(cache: string, fileHash: string): boolean {
-    const kept = this.grants.get(`${cache}/${fileHash}`);
-    return kept !== undefined && kept.expires - this.now() <= ACCESS_TTL_MS - GRANT_RENEW_AFTER_MS;
-  }
-
-  /** The main thread no longer grants it. */
-  drop(cache: string, fileHash: string): void {
-    this.grants.delete(`${cache}/${fileHash}`);
-  }
-
-  keep(cache: string, grant: NarGrant): void {
-    const key = `${cache}/${grant.fileHash}`;
-    this.grants.delete(key);
-    this.grants.set(key, { ...grant, expires: this.now() + ACCESS_TTL_MS });
-    for (const oldest of this.grants.keys()) {
-      if (this.grants.size <= GRANTS_MAX) break;
-      this.grants.delete(oldest);
-    }
-  }
-
-  /** A path of cache `cacheId` was deleted or collected: its file is no longer that cache's to give. */
-  forgetFile(cacheId: string, fileHash: string): void {
-    this.generation++;
-    for (const [key, kept] of this.grants) if (kept.cacheId === cacheId && kept.fileHash === fileHash) this.grants.delete(key);
-  }
-
-  /** A cache's settings or access changed, in any spelling of its name. */
-  forgetCache(name: string): void {
-    this.generation++;
-    const prefix = `${name.toLowerCase()}/`;
-    for (const key of this.grants.keys()) if (key.startsWith(prefix)) this.grants.delete(key);
-  }
-}
-
+const WHOLE = { kind: 'whole' } as const;
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
 
 /** The pieces, each counted toward the read's pace as the socket takes it (the next is read only then). */
@@ -142,23 +86,34 @@ export interface ThreadNars {
 export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const { origin, counters } = opts;
   const grants = new NarGrants(opts.now);
+  const spellings = new CacheSpellings();
   /** ask id → what it asked; one ask per cache and file at a time, its waiters in `waiting` */
-  const asks = new Map<number, { key: string; cache: string; fileHash: string; generation: number }>();
+  const asks = new Map<number, { key: string; cache: string; file: string; generation: number }>();
   const waiting = new Map<string, Waiting[]>();
   let nextAsk = 0;
-  let sent: NarSent[] = [];
+  // Counted per grant (one object per cache and file while kept), so a send makes nothing new: at
+  // tens of thousands of small NARs a second, an entry per send cost the main thread more than
+  // the threads spent sending (bench/README.md, session 21).
+  let sent = new Map<NarGrant, NarSent>();
 
   const forward = (w: Waiting): void => {
     counters[COUNTER_FORWARDED]!++;
     forwardCaptured(w.res, w.captured, origin);
   };
 
+  const report = (): void => {
+    const batch = [...sent.values()];
+    sent = new Map();
+    opts.report(batch);
+  };
   const reported = (grant: NarGrant): void => {
-    if (sent.length === 0) setTimeout(() => {
-      opts.report(sent);
-      sent = [];
-    }, REPORT_MS).unref();
-    sent.push({ cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize });
+    if (sent.size === 0) setTimeout(report, REPORT_MS).unref();
+    const entry = sent.get(grant);
+    if (entry === undefined) sent.set(grant, { cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize, fetches: 1 });
+    else {
+      entry.bytes += grant.fileSize;
+      entry.fetches++;
+    }
   };
 
   /**
@@ -257,10 +212,11 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   function fromMemory(res: HttpResponse, grant: NarGrant, rangeHeader: string, started: number): boolean {
     const bytes = opts.small.get(grant.fileHash);
     if (bytes === undefined || bytes.length !== grant.fileSize) return false;
-    const range = parseRange(rangeHeader === '' ? undefined : rangeHeader, grant.fileSize);
+    const range = rangeHeader === '' ? WHOLE : parseRange(rangeHeader, grant.fileSize);
     if (range.kind === 'unsatisfiable') return false;
     const answer = narAnswerHead(true, range, grant.fileSize);
-    if (!respondInCallback(res, bytesReply(answer.status, bytes.subarray(answer.start, answer.start + answer.length), answer.headers))) return false;
+    const body = range.kind === 'whole' ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
+    if (!respondInCallback(res, bytesReply(answer.status, body, answer.headers))) return false;
     counters[COUNTER_NARS]!++;
     counters[COUNTER_NARS_FROM_MEMORY]!++;
     reported(grant);
@@ -272,18 +228,18 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const answered = (w: Waiting, status: number): void =>
     opts.answers.request(w.head ? 'head' : 'get', w.state.aborted && !w.state.done ? 499 : status, w.started);
 
-  /** Asks the main thread for the grant of a file; `queue` waits for the answer (empty: a renewal no reader waits for). */
-  const ask = (cache: string, fileHash: string, queue: Waiting[]): void => {
-    const key = `${cache}/${fileHash}`;
+  /** Asks the main thread for the grant of `file` (`{fileHash}.nar.zst`); `queue` waits for the answer (empty: a renewal no reader waits for). */
+  const askFor = (cache: string, file: string, queue: Waiting[]): void => {
+    const key = `${cache}/${file}`;
     waiting.set(key, queue);
     const id = nextAsk++;
-    asks.set(id, { key, cache, fileHash, generation: grants.generation });
-    opts.ask(id, cache, fileHash);
+    asks.set(id, { key, cache, file, generation: grants.generation });
+    opts.ask(id, cache, file.slice(0, 52));
   };
 
   /** Asks again, in the background, for a grant the thread held that is half through its life or over; one ask per file at a time. */
-  const renew = (cache: string, fileHash: string): void => {
-    if (grants.renewable(cache, fileHash) && !waiting.has(`${cache}/${fileHash}`)) ask(cache, fileHash, []);
+  const renew = (cache: string, file: string): void => {
+    if (!waiting.has(`${cache}/${file}`)) askFor(cache, file, []);
   };
 
   const start = (w: Waiting, grant: NarGrant): void => {
@@ -297,18 +253,17 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     answer(res, req, head) {
       const started = opts.answers.started();
       counters[COUNTER_REQUESTS]!++;
-      const cache = canonicalCacheName(req.getParameter(0) ?? '');
+      const cache = spellings.canonical(req.getParameter(0) ?? '');
       const file = req.getParameter(1) ?? '';
       const plain = req.getHeader('authorization') === '' && req.getHeader('content-length') === '' && req.getHeader('transfer-encoding') === '';
-      if (!opts.enabled || !plain || cache === null || !NAR_FILE.test(file)) {
+      if (!opts.enabled || !plain || cache === null || !isNarFileName(file)) {
         counters[COUNTER_FORWARDED]!++;
         forwardHttp(res, req, origin);
         return;
       }
       const range = req.getHeader('range');
-      const fileHash = file.slice(0, 52);
-      const grant = grants.get(cache, fileHash);
-      if (grant !== undefined) renew(cache, fileHash);
+      const grant = grants.get(cache, file);
+      if (grant !== undefined && grants.renewDue(grant)) renew(cache, file);
       if (grant !== undefined && !head && fromMemory(res, grant, range, started)) return;
       const captured = captureRequest(res, req, origin);
       if (captured === null) return;
@@ -320,14 +275,15 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
         return;
       }
       counters[COUNTER_NARS_WAITED]!++;
-      const key = `${cache}/${fileHash}`;
-      const queue = waiting.get(key);
+      const queue = waiting.get(`${cache}/${file}`);
       if (queue !== undefined) queue.push(w);
-      else ask(cache, fileHash, [w]);
+      else askFor(cache, file, [w]);
     },
 
     narinfoServed(cache, fileHash) {
-      if (opts.enabled) renew(cache, fileHash);
+      if (!opts.enabled) return;
+      const file = fileHash + NAR_SUFFIX;
+      if (grants.renewable(cache, file)) renew(cache, file);
     },
 
     granted(id, grant) {
@@ -340,7 +296,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       const usable = grant !== null && ask.generation === grants.generation;
       if (usable) grants.keep(ask.cache, grant);
       // A renewal refused: the grant it renews is not used for the rest of its life either.
-      else if (grant === null) grants.drop(ask.cache, ask.fileHash);
+      else if (grant === null) grants.drop(ask.cache, ask.file);
       for (const w of queue) {
         if (w.state.aborted) continue;
         if (usable) start(w, grant);

@@ -36,6 +36,8 @@ export const FAILURE_REASONS = {
   push_failed: 'FailedTransient',
   /** the job was cancelled (by the server, or because the worker is stopping) */
   cancelled: 'FailedTransient',
+  /** the worker's connection ended while the build ran there, on the last of build.maxAttempts (set by the server) */
+  worker_lost: 'FailedTransient',
   /** anything else; retried because it is not known to be the derivation's fault */
   worker_error: 'FailedTransient',
   /** the build ran longer than its timeout */
@@ -58,7 +60,9 @@ export const JobFailure = z
     message: z.string().max(16 * 1024),
     exitCode: z.int().min(0).max(255).optional(),
   })
-  .refine((f) => FAILURE_REASONS[f.reason] === f.class, { message: 'the class does not match the reason', path: ['class'] });
+  .refine((f) => FAILURE_REASONS[f.reason] === f.class, { message: 'the class does not match the reason', path: ['class'] })
+  // the server's own reason for a lost worker: a worker cannot claim it
+  .refine((f) => f.reason !== 'worker_lost', { message: 'worker_lost is set by the server, never sent by a worker', path: ['reason'] });
 export type JobFailure = z.infer<typeof JobFailure>;
 
 /** Builds a failure whose class follows from its reason; the message is cut to the schema's cap. */

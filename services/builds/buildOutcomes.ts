@@ -160,7 +160,7 @@ export class BuildOutcomes {
    * waits for them without the attempt counting. A retry waits for its backoff. A failure fails
    * the builds that need it too. The suspects sent back to the queue.
    */
-  async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: LogSizes): Promise<string[]> {
+  async failed(derivationBuildId: string, attempt: number, failure: JobFailure, logSizes: Partial<LogSizes>): Promise<string[]> {
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock } = this.retry;
     // the loop count matters only to a missing-inputs failure: the others skip the read
     const loops = failure.reason === 'inputs_unavailable' ? await inputsLoops(this.sql, derivationBuildId) : 0;
@@ -186,6 +186,23 @@ export class BuildOutcomes {
     await this.setStatus(derivationBuildId, change);
     await this.failDependents(derivationBuildId);
     return [];
+  }
+
+  /**
+   * A worker was lost while attempt `attempt` of the build ran there. A loss goes back to the queue at once
+   * ('requeue') unless it was the last of build.maxAttempts: then the build fails ('failed'), so one that takes
+   * every worker down with it (out of memory, a full disk) ends instead of going round for ever. 'stale': the
+   * build is no longer at that attempt (aborted, or dispatched again since), so the loss changes nothing.
+   */
+  async lostWhileBuilding(derivationBuildId: string, attempt: number): Promise<'requeue' | 'failed' | 'stale'> {
+    const [row] = await this.sql<{ declines: number; attempts: number; status: string }[]>`
+      select declines, attempts, status from derivation_builds where id = ${derivationBuildId}`;
+    if (row === undefined || row.status !== 'started' || row.attempts !== attempt) return 'stale';
+    const spent = Math.max(1, attempt - row.declines);
+    if (spent < this.retry.maxAttempts) return 'requeue';
+    const message = `the worker's connection ended while it built this derivation, on ${spent} attempts of build.maxAttempts ${this.retry.maxAttempts}: the build may take its worker down with it (out of memory, a full disk)`;
+    await this.failed(derivationBuildId, attempt, { class: 'FailedTransient', reason: 'worker_lost', message }, {});
+    return 'failed';
   }
 
   /**

@@ -6,6 +6,7 @@
 // the closure as arrays, closureRanking.ts picks the largest, and the view is kept for next time.
 import type { Sql } from 'postgres';
 import { dependencyLists, largestClosures } from './closureRanking.js';
+import { uuidList, wholeNumbers } from './closureArrays.js';
 import { CLOSURE_NODE_LIMIT, type ClosureGraph, type ClosureNode } from './closureGraph.js';
 
 /** Whose view: one root derivation (a build's) or an evaluation's entry points. */
@@ -28,6 +29,16 @@ interface Summary {
 const HASH_PART_PATTERN = '/([0-9a-df-np-sv-z]{32})-[^/]*$';
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Where each of `roots` is among the `ids` (one scan; a root not there is left out). */
+function positions(ids: ReturnType<typeof uuidList>, roots: readonly string[]): number[] {
+  const wanted = new Map(roots.map((r) => [r, -1]));
+  for (let i = 0; i < ids.length; i++) {
+    const id = ids.at(i);
+    if (wanted.has(id)) wanted.set(id, i);
+  }
+  return roots.map((r) => wanted.get(r)!).filter((i) => i >= 0);
+}
 
 export function buildTimeClosures(sql: Sql) {
   const closureOf = (roots: string[]) => sql`
@@ -54,26 +65,28 @@ export function buildTimeClosures(sql: Sql) {
     return row;
   }
 
-  /** The whole closure in one query: ids, recorded sizes, and the edges as positions in ids. */
-  async function compute(key: SummaryKey, roots: string[]): Promise<Summary> {
-    const [closure] = await sql<{ ids: string[]; sizes: number[]; sources: number[]; targets: number[] }[]>`
+  /** The whole closure in one query: ids, recorded sizes, and the edges as positions in ids (read as bytes: closureArrays.ts). */
+  async function compute(roots: string[]): Promise<Summary> {
+    const [closure] = await sql`
       with nodes as materialized (
-        select c.id, coalesce(d.output_nar_size, 0)::float8 as size, (row_number() over () - 1)::int as idx
+        select c.id, coalesce(d.output_nar_size, 0) as size, (row_number() over () - 1)::int as idx
         from (${closureOf(roots)}) c join derivations d on d.id = c.id
       )
       select
-        (select coalesce(array_agg(id::text order by idx), '{}') from nodes) as ids,
+        (select coalesce(array_agg(id order by idx), '{}') from nodes) as ids,
         (select coalesce(array_agg(size order by idx), '{}') from nodes) as sizes,
         coalesce(array_agg(s.idx), '{}') as sources, coalesce(array_agg(t.idx), '{}') as targets
-      from nodes t join derivation_edges e on e.derivation_id = t.id join nodes s on s.id = e.depends_on`;
-    const { ids, sizes: sizeList, sources, targets } = closure!;
-    const sizes = Float64Array.from(sizeList);
+      from nodes t join derivation_edges e on e.derivation_id = t.id join nodes s on s.id = e.depends_on`.raw();
+    const [idText, sizeText, sourceText, targetText] = closure as unknown as [Buffer, Buffer, Buffer, Buffer];
+    const ids = uuidList(idText);
+    const sizes = wholeNumbers(sizeText);
+    const sources = wholeNumbers(sourceText);
+    const targets = wholeNumbers(targetText);
     const n = ids.length;
     const { offsets, deps } = dependencyLists(n, sources, targets);
-    const position = new Map(ids.map((id, i) => [id, i]));
-    const rootIndexes = roots.map((r) => position.get(r)).filter((i): i is number => i !== undefined);
+    const rootIndexes = positions(ids, roots);
     const top = largestClosures({ sizes, offsets, deps, roots: rootIndexes }, CLOSURE_NODE_LIMIT)
-      .sort((a, b) => b.size - a.size || compare(ids[a.index]!, ids[b.index]!));
+      .sort((a, b) => b.size - a.size || compare(ids.at(a.index), ids.at(b.index)));
     const shownAt = new Int32Array(n).fill(-1);
     top.forEach((t, k) => (shownAt[t.index] = k));
     const edgeSources: number[] = [];
@@ -94,9 +107,8 @@ export function buildTimeClosures(sql: Sql) {
     }
     const summary: Summary = {
       root_count: roots.length, node_count: n, edge_count: sources.length, sized_count: sized, total_size: String(total),
-      node_ids: top.map((t) => ids[t.index]!), closure_sizes: top.map((t) => String(t.size)), edge_sources: edgeSources, edge_targets: edgeTargets,
+      node_ids: top.map((t) => ids.at(t.index)), closure_sizes: top.map((t) => String(t.size)), edge_sources: edgeSources, edge_targets: edgeTargets,
     };
-    await keep(key, summary);
     return summary;
   }
 
@@ -146,8 +158,9 @@ export function buildTimeClosures(sql: Sql) {
       let shown = summary && (await details(summary.node_ids, caches));
       // A shown derivation collected since: the kept view is stale too.
       if (!summary || !shown || shown.length !== summary.node_ids.length) {
-        summary = await compute(key, roots);
-        shown = await details(summary.node_ids, caches);
+        summary = await compute(roots);
+        // Kept for next time while the shown nodes are looked up (two connections of the pool).
+        [shown] = await Promise.all([details(summary.node_ids, caches), keep(key, summary)]);
       }
       const s = summary;
       const byId = new Map(shown.map((r) => [r.id, r]));

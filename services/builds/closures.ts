@@ -105,8 +105,7 @@ export function closuresService(sql: Sql, evaluations: Pick<EvaluationsService, 
   }
 
   async function compute(projectId: string, where: { build: string } | { evaluation: string }, runtime: boolean): Promise<ClosureGraph> {
-    const caches = await cacheIds(projectId);
-    const roots = await rootsOf(where);
+    const [caches, roots] = await Promise.all([cacheIds(projectId), rootsOf(where)]);
     if (!runtime) {
       const key = 'build' in where ? { derivation: roots.derivations[0]! } : { evaluation: where.evaluation };
       if (roots.derivations.length === 0) return { roots: [], total_size_bytes: 0, node_count: 0, edge_count: 0, truncated: false, nodes: [], edges: [] };

@@ -50,9 +50,9 @@ export class JobCancellations {
     return true;
   }
 
-  /** The job's worker is gone: nothing will answer the cancel. */
-  forget(job: Job): void {
-    this.cancelling.delete(job.jobId);
+  /** The job's worker is gone: nothing will answer the cancel. Whether the job was being cancelled (its build aborted already). */
+  forget(job: Job): boolean {
+    return this.cancelling.delete(job.jobId);
   }
 
   private sendCancel(job: Job): void {

@@ -68,20 +68,33 @@ export class WorkerMessageRouter {
     this.deps.changeJobs.lost(worker.hello.workerId);
     void (async () => {
       await nars.lost(worker);
-      for (const job of mine) {
-        cancellations.forget(job);
-        if (!jobs.end(job, { type: 'lost' })) continue;
-        if (job.kind === 'build') await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
-        // A worker's disconnect is not the build's failure: a job that never began there spends no
-        // attempt (counted with the declines); one that began may have taken the worker down with it.
-        // Like a decline, it pauses the build for that worker, so one that takes it, hangs up and
-        // comes back cannot churn the build's rows and events as fast as it reconnects.
-        const forgiven = job.kind === 'build' && !job.begun;
-        if (forgiven) this.deps.placement.declines.declined(job.derivationBuildId, worker.hello.workerId);
-        await this.requeue(job, 'lost', forgiven);
-      }
+      // one job's failure to re-queue must not leave the others started with no job behind them
+      for (const job of mine) await this.lostJob(worker, job).catch((error: unknown) => log.error({ err: error, job: job.jobId }, 're-queueing a lost worker\'s job failed'));
       this.deps.wake();
     })().catch((error: unknown) => log.error({ err: error }, 're-queueing a lost worker\'s jobs failed'));
+  }
+
+  private async lostJob(worker: ConnectedWorker, job: Job): Promise<void> {
+    const { jobs, cancellations, logs } = this.deps;
+    const cancelled = cancellations.forget(job);
+    if (!jobs.end(job, { type: 'lost' })) return;
+    if (job.kind === 'build') await logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+    // A cancelled build was aborted already (and may since run for another evaluation): nothing to re-queue.
+    if (cancelled && job.kind === 'build') return;
+    // A worker's disconnect is not the build's failure: a job that never began there spends no
+    // attempt (counted with the declines); one that began may have taken the worker down with it.
+    // Like a decline, it pauses the build for that worker, so one that takes it, hangs up and
+    // comes back cannot churn the build's rows and events as fast as it reconnects.
+    const forgiven = job.kind === 'build' && !job.begun;
+    if (forgiven) this.deps.placement.declines.declined(job.derivationBuildId, worker.hello.workerId);
+    if (job.kind === 'build' && !forgiven) {
+      // the last attempt's loss fails the build: one that takes every worker down must not loop for ever
+      const outcome = await this.deps.outcomes.lostWhileBuilding(job.derivationBuildId, job.attempt);
+      // (a failure's dependents and evaluations are finished by failed() itself)
+      if (outcome === 'failed') await endRunningReading(this.deps.statistics.sql, job.derivationBuildId, job.attempt);
+      if (outcome !== 'requeue') return;
+    }
+    await this.requeue(job, 'lost', forgiven);
   }
 
   /** `declined`: a dispatch that spends no attempt (the row counts it in declines): the worker declined it, or was lost before it began. */

@@ -25,8 +25,8 @@ export interface CacheTraffic {
    * counted as `served` counts them, with events for the `hashes` named
    */
   servedMany(cache: { id: string; name: string }, hit: boolean, count: number, hashes: readonly string[]): void;
-  /** a NAR file sent (GET, not HEAD): `bytes` is what the answer carries */
-  fetched(cache: { id: string; name: string }, fileHash: string, bytes: number): void;
+  /** a NAR file sent (GET, not HEAD) `fetches` times (a serving thread's report counts them): `bytes` is what they carried together */
+  fetched(cache: { id: string; name: string }, fileHash: string, bytes: number, fetches?: number): void;
   /** events dropped because a flush was full, since the start */
   readonly dropped: number;
   close(): void;
@@ -79,10 +79,18 @@ export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<Kil
       counters?.narinfo(cache.id, outcome, count);
       for (const hash of hashes) add({ event: 'cache.narinfo.served', cacheId: cache.id, cache: cache.name, hash, hit });
     },
-    fetched: (cache, fileHash, bytes) => {
+    fetched: (cache, fileHash, bytes, fetches = 1) => {
       metrics?.narBytesServed(cache.name, bytes);
-      counters?.served(cache.id, bytes, fileHash);
-      add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes });
+      counters?.served(cache.id, bytes, fileHash, fetches);
+      // an event per fetch, each carrying its share, until the flush is full (the rest counted as dropped)
+      const each = Math.round(bytes / fetches);
+      for (let i = 0; i < fetches; i++) {
+        if (pending.length >= MAX_PER_FLUSH) {
+          dropped += fetches - i;
+          break;
+        }
+        add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes: each });
+      }
     },
     get dropped() {
       return dropped;

@@ -3,7 +3,7 @@
 // into phase_samples. Their rollups and retention run with the cache traffic's (trafficRecorder.ts).
 import { addPhaseSamples, type PhaseSampleBuffer, type Sql } from '../../storage/index.js';
 
-/** Writes the samples buffered since the last flush; a failed write keeps them for the next. */
+/** Writes the samples buffered since the last flush (a row per kind, phase and second); a failed write keeps them for the next. */
 export async function flushPhases(sql: Sql, buffer: Pick<PhaseSampleBuffer, 'take' | 'restore'>): Promise<{ samples: number }> {
   const samples = buffer.take();
   try {
@@ -12,5 +12,5 @@ export async function flushPhases(sql: Sql, buffer: Pick<PhaseSampleBuffer, 'tak
     buffer.restore(samples);
     throw err;
   }
-  return { samples: samples.length };
+  return { samples: samples.reduce((n, s) => n + (s.samples ?? 1), 0) };
 }

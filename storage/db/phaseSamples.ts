@@ -14,7 +14,12 @@ export interface PhaseSample {
   kind: PhaseKind;
   phase: PhaseName;
   endedAt: Date;
+  /** the samples' total */
   durationMs: number;
+  /** how many samples the row sums (PhaseSampleBuffer sums a second's); 1 when absent */
+  samples?: number;
+  /** the longest of them; durationMs when absent */
+  maxMs?: number;
 }
 
 export interface PhasePoint {
@@ -35,10 +40,14 @@ const LOOKBACK: Record<PhasePeriod, string> = { minute: '15 minutes', hour: '1 h
 
 export async function addPhaseSamples(sql: ISql, rows: readonly PhaseSample[]): Promise<void> {
   if (rows.length === 0) return;
-  const json = rows.map((r) => ({ kind: r.kind, phase: r.phase, ended_at: r.endedAt.toISOString(), duration_ms: Math.max(0, Math.round(r.durationMs)) }));
+  const json = rows.map((r) => ({
+    kind: r.kind, phase: r.phase, ended_at: r.endedAt.toISOString(), duration_ms: Math.max(0, Math.round(r.durationMs)),
+    samples: Math.max(1, Math.round(r.samples ?? 1)), max_ms: Math.max(0, Math.round(r.maxMs ?? r.durationMs)),
+  }));
   await sql`
-    insert into phase_samples (kind, phase, ended_at, duration_ms)
-    select kind, phase, ended_at, duration_ms from jsonb_to_recordset(${sql.json(json)}::jsonb) as u (kind text, phase text, ended_at timestamptz, duration_ms bigint)`;
+    insert into phase_samples (kind, phase, ended_at, duration_ms, samples, max_ms)
+    select kind, phase, ended_at, duration_ms, samples, max_ms
+    from jsonb_to_recordset(${sql.json(json)}::jsonb) as u (kind text, phase text, ended_at timestamptz, duration_ms bigint, samples integer, max_ms bigint)`;
 }
 
 /**
@@ -56,7 +65,7 @@ export async function rollUpPhases(sql: ISql, cutoffs: RetentionCutoffs = KEEP_A
   };
   await sql`
     insert into phase_rollups (kind, phase, period, start, samples, total_ms, max_ms)
-    select kind, phase, 'minute', date_trunc('minute', ended_at, 'UTC'), count(*), sum(duration_ms), max(duration_ms)
+    select kind, phase, 'minute', date_trunc('minute', ended_at, 'UTC'), sum(samples), sum(duration_ms), max(coalesce(max_ms, duration_ms))
     from phase_samples where ended_at >= ${latest('minute')} ${whole('minute', 'ended_at', cutoffs.raw)}
     group by 1, 2, 4
     on conflict (kind, phase, period, start) do update set samples = excluded.samples, total_ms = excluded.total_ms, max_ms = excluded.max_ms`;

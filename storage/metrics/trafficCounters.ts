@@ -35,12 +35,12 @@ export class TrafficCounters {
     else entry.upstreamHits += count;
   }
 
-  /** A NAR file sent: its bytes to the minute, and one fetch of `fileHash` (the board's top fetched paths). */
-  served(cacheId: string, bytes: number, fileHash?: string): void {
+  /** A NAR file sent `fetches` times (a serving thread reports them counted), carrying `bytes` together: the bytes to the minute, the fetches to `fileHash` (the board's top fetched paths). */
+  served(cacheId: string, bytes: number, fileHash?: string, fetches = 1): void {
     this.entry(cacheId).narBytesServed += bytes;
     if (fileHash === undefined) return;
     const day = Math.floor(this.now() / 86_400_000) * 86_400_000;
-    this.addFile({ cacheId, day: new Date(day), fileHash, fetches: 1, bytes });
+    this.addFile({ cacheId, day: new Date(day), fileHash, fetches, bytes });
   }
 
   /** Adds to a file's count, or starts one while there is room (MAX_FILES_PER_FLUSH). */

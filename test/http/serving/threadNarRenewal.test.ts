@@ -14,7 +14,8 @@ import { SmallNarMemory } from '../../../http/serving/smallNarMemory.js';
 import { ThreadAnswers } from '../../../http/serving/threadAnswers.js';
 import { ACCESS_TTL_MS } from '../../../http/serving/threadHotCache.js';
 import { COUNTER_NARS_WAITED, COUNTERS, type NarGrant } from '../../../http/serving/threadMessages.js';
-import { GRANT_RENEW_AFTER_MS, threadNars, type ThreadNars } from '../../../http/serving/threadNars.js';
+import { GRANT_RENEW_AFTER_MS } from '../../../http/serving/threadNarGrants.js';
+import { threadNars, type ThreadNars } from '../../../http/serving/threadNars.js';
 import { originAgent } from '../../../http/serving/forwardHttp.js';
 import { DEFAULT_READ_PACE } from '../../../storage/threadFace.js';
 

@@ -102,3 +102,39 @@ t.test('a flush writes the buffered samples with the injected clock\'s time; a f
     ['evaluation', 'dispatch', '2026-11-23T05:00:00.000Z', 1500], ['build', 'run', '2026-11-23T06:00:00.000Z', 250],
   ]);
 });
+
+t.test('samples of one kind, phase and second are one row: the rollups count, sum and take the longest of them all', async (t) => {
+  const { sql } = await testDatabase(t);
+  let now = new Date(DAY + 5 * HOUR + 100);
+  const buffer = new PhaseSampleBuffer(() => now);
+  for (const seconds of [0.5, 2, 1]) buffer.record('build', 'dispatch', seconds);
+  buffer.record('build', 'run', 3);
+  now = new Date(DAY + 5 * HOUR + 999);
+  buffer.record('build', 'dispatch', 0.25);
+  now = new Date(DAY + 5 * HOUR + 1000);
+  buffer.record('build', 'dispatch', 4);
+  t.same(await flushPhases(sql, buffer), { samples: 6 });
+  const rows = await sql<{ phase: string; ended_at: Date; samples: number; duration_ms: string; max_ms: string }[]>`
+    select phase, ended_at, samples, duration_ms, max_ms from phase_samples order by ended_at, phase`;
+  t.same(rows.map((r) => [r.phase, r.ended_at.getTime() - DAY - 5 * HOUR, r.samples, Number(r.duration_ms), Number(r.max_ms)]), [
+    ['dispatch', 0, 4, 3750, 2000], ['run', 0, 1, 3000, 3000], ['dispatch', 1000, 1, 4000, 4000],
+  ], 'a row per kind, phase and second');
+  // a row written before the sums (one sample, no max_ms) still counts as one
+  await sql`insert into phase_samples (kind, phase, ended_at, duration_ms) values ('build', 'dispatch', ${new Date(DAY + 5 * HOUR + 30_000)}, 7000)`;
+  await rollUpPhases(sql);
+  const [minute] = (await phaseSeries(sql, 'minute', new Date(DAY), new Date(DAY + 24 * HOUR), 100)).filter((p) => p.phase === 'dispatch');
+  t.same(minute, { kind: 'build', phase: 'dispatch', start: new Date(DAY + 5 * HOUR), samples: 6, totalMs: 14_750, maxMs: 7000 });
+});
+
+t.test('a failed flush\'s rows are summed with the samples recorded since', async (t) => {
+  const { sql } = await testDatabase(t);
+  const now = new Date(DAY);
+  const buffer = new PhaseSampleBuffer(() => now);
+  buffer.record('build', 'run', 1);
+  const failing = Object.assign((() => Promise.reject(new Error('database away'))) as unknown as typeof sql, { json: sql.json.bind(sql) });
+  await t.rejects(flushPhases(failing, buffer));
+  buffer.record('build', 'run', 5);
+  t.same(await flushPhases(sql, buffer), { samples: 2 });
+  const rows = await sql<{ samples: number; duration_ms: string; max_ms: string }[]>`select samples, duration_ms, max_ms from phase_samples`;
+  t.same(rows.map((r) => [r.samples, Number(r.duration_ms), Number(r.max_ms)]), [[2, 6000, 5000]]);
+});
