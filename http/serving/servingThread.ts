@@ -31,7 +31,8 @@ const X_CACHE = 'X-Cache';
 const data = workerData as ServingThreadData;
 const port = parentPort!;
 const counters = new Float64Array(data.counters);
-const hot = new ThreadHotCache(HOT_BYTES);
+// A hit naming a NAR file renews the thread's grant of it ahead of the NAR request (threadNars.ts).
+const hot = new ThreadHotCache(HOT_BYTES, Date.now, (cache, fileHash) => nars.narinfoServed(cache, fileHash));
 const origin: ForwardOrigin = { port: data.originPort, secret: data.secret, agent: originAgent() };
 const post = (message: FromServingThread) => port.postMessage(message);
 const answers = new ThreadAnswers(post, data.timesRequests);

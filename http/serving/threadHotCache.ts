@@ -34,6 +34,12 @@ export const MISS_TTL_MS = 5_000;
 const EXPIRY_SPREAD = 0.25;
 /** A refresh not answered within this is given up: the entry is no longer served stale, requests are relayed. */
 export const REFRESH_WAIT_MS = 5_000;
+/**
+ * How often at most a hit tells `narServed` (the thread's NAR grants) that its narinfo was served
+ * again: a client fetches a narinfo just before its NAR, so the grant of that NAR can be asked for
+ * again before the NAR request comes, instead of while it waits (threadNars.ts).
+ */
+export const NAR_SERVED_EVERY_MS = ACCESS_TTL_MS / 4;
 /** Spellings remembered at most: any client can send every mix of cases, and each is only a shortcut. */
 const SPELLINGS_MAX = 4_096;
 
@@ -55,6 +61,10 @@ export interface LearnedAnswer {
 
 export interface HotAnswer extends LearnedAnswer {
   expires: number;
+  /** the file hash of the NAR a hit's narinfo points at (`URL: nar/<file hash>.nar.zst`), else null */
+  readonly narFile: string | null;
+  /** when `narServed` may hear of this entry again */
+  narServedNext: number;
   /** when a refresh of this expired entry was asked for, 0 when none is under way */
   refreshing: number;
   /** where it is kept (for the oldest-out order) */
@@ -75,6 +85,21 @@ interface CacheMemory {
 
 /** Asks the main thread again for GET /cache/{cache}/{file}, its answer going to learn(), renew() or refreshFailed(). */
 export type Refresh = (cache: string, file: string, held: HotAnswer) => void;
+
+/** Hears that a hit naming NAR file `fileHash` of cache `cache` (the lower-cased name) was served. */
+export type NarServed = (cache: string, fileHash: string) => void;
+
+const NAR_URL = Buffer.from('\nURL: nar/');
+const NAR_FILE_NAME = /^[0-9a-z]{52}\.nar\.zst$/;
+
+/** The file hash of the stored NAR a narinfo's URL line names (kiln's own narinfos: `nar/<file hash>.nar.zst`), else null. */
+export function narinfoNarFile(body: Buffer): string | null {
+  const at = body.indexOf(NAR_URL);
+  if (at < 0) return null;
+  const start = at + NAR_URL.length;
+  const name = body.toString('latin1', start, start + 60);
+  return NAR_FILE_NAME.test(name) ? name.slice(0, 52) : null;
+}
 
 /**
  * The body in a buffer of exactly its size. A short answer usually views a larger block: Node's
@@ -100,7 +125,8 @@ export class ThreadHotCache {
   /** bumped by every invalidation: answers to requests forwarded before it are not learned */
   generation = 0;
 
-  constructor(private readonly maxBytes: number, private readonly now: () => number = Date.now) {}
+  /** `narServed` hears of hits that name a NAR file, at most once per NAR_SERVED_EVERY_MS per entry. */
+  constructor(private readonly maxBytes: number, private readonly now: () => number = Date.now, private readonly narServed?: NarServed) {}
 
   /**
    * The answer for GET /cache/{cache}/{file} without credentials, when memory may give it; calls
@@ -122,6 +148,10 @@ export class ThreadHotCache {
     } else if (refresh !== undefined && now - memory.confirmed > ACCESS_TTL_MS / 2 && (memory.confirming === 0 || now - memory.confirming >= REFRESH_WAIT_MS)) {
       memory.confirming = now;
       refresh(memory.name, file, answer);
+    }
+    if (answer.narFile !== null && answer.narServedNext <= now && this.narServed !== undefined) {
+      answer.narServedNext = now + NAR_SERVED_EVERY_MS;
+      this.narServed(memory.name, answer.narFile);
     }
     return answer;
   }
@@ -150,6 +180,7 @@ export class ThreadHotCache {
     const kept: HotAnswer = {
       status: answer.status, contentType: answer.contentType, xCache: answer.xCache, body: ownBytes(answer.body),
       expires: now + this.ttl(answer.status), refreshing: 0, memory, file,
+      narFile: answer.status === 200 ? narinfoNarFile(answer.body) : null, narServedNext: 0,
     };
     memory.answers.set(file, kept);
     this.order.add(kept);

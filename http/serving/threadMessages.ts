@@ -60,7 +60,9 @@ export const COUNTER_LOOP_DELAY_MAX_MS = 12;
 /** the thread's garbage collections over the last MEMORY_REPORT_MS: how many, and the longest pause, milliseconds */
 export const COUNTER_GC_COUNT = 13;
 export const COUNTER_GC_MAX_MS = 14;
-export const COUNTERS = 15;
+/** NAR requests that waited for the main thread's grant (none live, or its ask under way): one message round trip each */
+export const COUNTER_NARS_WAITED = 15;
+export const COUNTERS = 16;
 /** How often a thread writes its memory and event-loop figures into its counters. */
 export const MEMORY_REPORT_MS = 1_000;
 

@@ -8,6 +8,11 @@
 // minimum pace (storage/nars/readPace.ts). Everything else (credentials, a refusal, a file the cache
 // lacks or storage lost, an unsatisfiable range, S3) is forwarded to the main thread, which words
 // the answer.
+//
+// A grant past half its life is asked for again in the background when it is used, or when the
+// narinfo naming its file is served (threadHotCache.ts, narServed): a client in steady use, or one
+// that fetches narinfos before their NARs as Nix does, finds its grants live instead of waiting
+// for one ask per NAR (issue 22: `nix copy --from` of 199 paths waited ~0.5 ms on each).
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
 import { narAnswerHead } from '../cache/narHeaders.js';
@@ -18,112 +23,12 @@ import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
-import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
+import { CacheSpellings, isNarFileName, NAR_SUFFIX, NarGrants } from './threadNarGrants.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
-import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
+import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
 
-/** Grants kept at most (a few hundred bytes each), oldest out. */
-const GRANTS_MAX = 65_536;
-const NAR_SUFFIX = '.nar.zst';
-
-/**
- * The shape of a stored NAR's name, `{52 base-32 characters}.nar.zst` (the main thread checks it for
- * real before it grants). A loop, not a regular expression: it runs for every NAR request, and the
- * expression cost several times as much.
- */
-export function isNarFileName(file: string): boolean {
-  if (file.length !== 52 + NAR_SUFFIX.length || !file.endsWith(NAR_SUFFIX)) return false;
-  for (let i = 0; i < 52; i++) {
-    const c = file.charCodeAt(i);
-    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 122))) return false;
-  }
-  return true;
-}
-
-/** Spellings of cache names remembered at most (any client can send every mix of cases). */
-const SPELLINGS_MAX = 4_096;
 /** How often sent files are reported to the main thread. */
 const REPORT_MS = 100;
-
-/** `name`: the lower-cased cache name the grant was asked under */
-type Kept = NarGrant & { name: string; expires: number };
-
-/**
- * The grants a thread holds: by the file's name as the URL spells it (`{fileHash}.nar.zst`), then
- * the lower-cased cache name. get() runs for every NAR request, so it makes no key: the URL's own
- * file name finds the file's grants, one per cache that granted it (a map, not a list: any tenant
- * can hold the same content-addressed file in many public caches; review r5a-3).
- */
-export class NarGrants {
-  private readonly grants = new Map<string, Map<string, Kept>>();
-  private count = 0;
-  /** bumped by every invalidation: a grant asked for before it is used for nothing */
-  generation = 0;
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  /** The live grant of `file` (`{fileHash}.nar.zst`) under the lower-cased cache name. */
-  get(cache: string, file: string): NarGrant | undefined {
-    const kept = this.grants.get(file)?.get(cache);
-    return kept !== undefined && kept.expires > this.now() ? kept : undefined;
-  }
-
-  keep(cache: string, grant: NarGrant): void {
-    const file = grant.fileHash + NAR_SUFFIX;
-    let byCache = this.grants.get(file);
-    if (byCache === undefined) byCache = new Map();
-    else this.grants.delete(file); // re-inserted: the most recently granted file is the last out
-    this.grants.set(file, byCache);
-    if (!byCache.delete(cache)) this.count++;
-    byCache.set(cache, { ...grant, name: cache, expires: this.now() + ACCESS_TTL_MS });
-    for (const [oldest, kept] of this.grants) {
-      if (this.count <= GRANTS_MAX) break;
-      this.grants.delete(oldest);
-      this.count -= kept.size;
-    }
-  }
-
-  /** A path of cache `cacheId` was deleted or collected: its file is no longer that cache's to give. */
-  forgetFile(cacheId: string, fileHash: string): void {
-    this.generation++;
-    const file = fileHash + NAR_SUFFIX;
-    const byCache = this.grants.get(file);
-    if (byCache === undefined) return;
-    for (const [name, kept] of byCache) {
-      if (kept.cacheId !== cacheId) continue;
-      byCache.delete(name);
-      this.count--;
-    }
-    if (byCache.size === 0) this.grants.delete(file);
-  }
-
-  /** A cache's settings or access changed, in any spelling of its name. */
-  forgetCache(name: string): void {
-    this.generation++;
-    const lower = name.toLowerCase();
-    for (const [file, byCache] of this.grants) {
-      if (!byCache.delete(lower)) continue;
-      this.count--;
-      if (byCache.size === 0) this.grants.delete(file);
-    }
-  }
-}
-
-/** Lower-cased cache names by the URL's spelling: a spelling met before costs a map lookup, not a pattern test and a new string. */
-class CacheSpellings {
-  private readonly names = new Map<string, string>();
-
-  /** Only names of the cache name pattern are remembered (at most 63 characters each): any other goes to the main thread. */
-  canonical(spelling: string): string | null {
-    const known = this.names.get(spelling);
-    if (known !== undefined) return known;
-    const name = canonicalCacheName(spelling);
-    if (name === null) return null;
-    if (this.names.size >= SPELLINGS_MAX) this.names.clear();
-    this.names.set(spelling, name);
-    return name;
-  }
-}
 
 const WHOLE = { kind: 'whole' } as const;
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
@@ -164,6 +69,8 @@ export interface ThreadNarsOptions {
   small: SmallNarMemory;
   ask(id: number, cache: string, fileHash: string): void;
   report(sent: NarSent[]): void;
+  /** the grants' clock (tests) */
+  now?: () => number;
 }
 
 export interface ThreadNars {
@@ -171,15 +78,17 @@ export interface ThreadNars {
   answer(res: HttpResponse, req: HttpRequest, head: boolean): void;
   /** The main thread's answer to ask `id`. */
   granted(id: number, grant: NarGrant | null): void;
+  /** A narinfo naming file `fileHash` of cache `cache` (lower-cased) was served: its grant is renewed if it is worth it. */
+  narinfoServed(cache: string, fileHash: string): void;
   readonly grants: NarGrants;
 }
 
 export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const { origin, counters } = opts;
-  const grants = new NarGrants();
+  const grants = new NarGrants(opts.now);
   const spellings = new CacheSpellings();
   /** ask id → what it asked; one ask per cache and file at a time, its waiters in `waiting` */
-  const asks = new Map<number, { key: string; cache: string; generation: number }>();
+  const asks = new Map<number, { key: string; cache: string; file: string; generation: number }>();
   const waiting = new Map<string, Waiting[]>();
   let nextAsk = 0;
   // Counted per grant (one object per cache and file while kept), so a send makes nothing new: at
@@ -319,6 +228,20 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const answered = (w: Waiting, status: number): void =>
     opts.answers.request(w.head ? 'head' : 'get', w.state.aborted && !w.state.done ? 499 : status, w.started);
 
+  /** Asks the main thread for the grant of `file` (`{fileHash}.nar.zst`); `queue` waits for the answer (empty: a renewal no reader waits for). */
+  const askFor = (cache: string, file: string, queue: Waiting[]): void => {
+    const key = `${cache}/${file}`;
+    waiting.set(key, queue);
+    const id = nextAsk++;
+    asks.set(id, { key, cache, file, generation: grants.generation });
+    opts.ask(id, cache, file.slice(0, 52));
+  };
+
+  /** Asks again, in the background, for a grant the thread held that is half through its life or over; one ask per file at a time. */
+  const renew = (cache: string, file: string): void => {
+    if (!waiting.has(`${cache}/${file}`)) askFor(cache, file, []);
+  };
+
   const start = (w: Waiting, grant: NarGrant): void => {
     // respond() closes the connection of a body that failed midway; nothing else is left to do.
     send(w, grant).catch(() => undefined);
@@ -340,6 +263,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       }
       const range = req.getHeader('range');
       const grant = grants.get(cache, file);
+      if (grant !== undefined && grants.renewDue(grant)) renew(cache, file);
       if (grant !== undefined && !head && fromMemory(res, grant, range, started)) return;
       const captured = captureRequest(res, req, origin);
       if (captured === null) return;
@@ -350,17 +274,16 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
         start(w, grant);
         return;
       }
-      const fileHash = file.slice(0, 52);
-      const key = `${cache}/${fileHash}`;
-      const queue = waiting.get(key);
-      if (queue !== undefined) {
-        queue.push(w);
-        return;
-      }
-      waiting.set(key, [w]);
-      const id = nextAsk++;
-      asks.set(id, { key, cache, generation: grants.generation });
-      opts.ask(id, cache, fileHash);
+      counters[COUNTER_NARS_WAITED]!++;
+      const queue = waiting.get(`${cache}/${file}`);
+      if (queue !== undefined) queue.push(w);
+      else askFor(cache, file, [w]);
+    },
+
+    narinfoServed(cache, fileHash) {
+      if (!opts.enabled) return;
+      const file = fileHash + NAR_SUFFIX;
+      if (grants.renewable(cache, file)) renew(cache, file);
     },
 
     granted(id, grant) {
@@ -372,6 +295,8 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       // A grant asked for before an invalidation may predate it: the main thread answers these.
       const usable = grant !== null && ask.generation === grants.generation;
       if (usable) grants.keep(ask.cache, grant);
+      // A renewal refused: the grant it renews is not used for the rest of its life either.
+      else if (grant === null) grants.drop(ask.cache, ask.file);
       for (const w of queue) {
         if (w.state.aborted) continue;
         if (usable) start(w, grant);

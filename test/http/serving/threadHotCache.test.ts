@@ -5,7 +5,7 @@
 // body holds no more memory than its bytes. A renewal (the main thread's 'still a miss') restarts
 // the held entry's life, never across an invalidation.
 import t from 'tap';
-import { ACCESS_TTL_MS, HIT_TTL_MS, MISS_TTL_MS, REFRESH_WAIT_MS, ThreadHotCache, type HotAnswer, type Refresh } from '../../../http/serving/threadHotCache.js';
+import { ACCESS_TTL_MS, HIT_TTL_MS, MISS_TTL_MS, NAR_SERVED_EVERY_MS, narinfoNarFile, REFRESH_WAIT_MS, ThreadHotCache, type HotAnswer, type Refresh } from '../../../http/serving/threadHotCache.js';
 
 const FILE = '0123456789abcdfghijklmnpqrsvwxyz.narinfo';
 const OTHER = 'zyxwvsrqpnmlkjihgfdcba9876543210.narinfo';
@@ -204,4 +204,33 @@ t.test('oldest out across caches when the memory is full', async (t) => {
   t.equal(hot.get('one', FILE), undefined, 'the oldest went');
   t.equal(hot.get('two', FILE)?.status, 200);
   t.equal(hot.get('one', OTHER)?.status, 200);
+});
+
+t.test('a hit naming a NAR tells narServed, at most once per NAR_SERVED_EVERY_MS per entry', async (t) => {
+  const narFile = 'a'.repeat(52);
+  const named = { ...hit, body: Buffer.from(`StorePath: /nix/store/x\nURL: nar/${narFile}.nar.zst\nCompression: zstd\n`) };
+  let now = 1_000;
+  const heard: string[] = [];
+  const hot = new ThreadHotCache(1 << 20, () => now, (cache, fileHash) => heard.push(`${cache}/${fileHash}`));
+  hot.learn(hot.generation, 'Pub', FILE, named);
+  hot.learn(hot.generation, 'pub', OTHER, hit);
+  hot.learn(hot.generation, 'pub', 'abcdfghijklmnpqrsvwxyz0123456789.narinfo', { ...miss, body: Buffer.from(`URL: nar/${narFile}.nar.zst`) });
+  t.equal(hot.get('PUB', FILE)?.narFile, narFile, 'the URL line read once, when learned');
+  t.same(heard, [`pub/${narFile}`], 'by the lower-cased name');
+  hot.get('pub', FILE);
+  hot.get('pub', OTHER);
+  hot.get('pub', 'abcdfghijklmnpqrsvwxyz0123456789.narinfo');
+  t.same(heard, [`pub/${narFile}`], 'not again before NAR_SERVED_EVERY_MS; never for a hit without a NAR URL, nor a miss');
+  now += NAR_SERVED_EVERY_MS;
+  hot.get('pub', FILE);
+  t.equal(heard.length, 2, 'again after it');
+});
+
+t.test('only a stored NAR name is read from a URL line', async (t) => {
+  const at = (url: string) => narinfoNarFile(Buffer.from(`StorePath: /nix/store/x\nURL: ${url}\n`));
+  t.equal(at(`nar/${'0'.repeat(52)}.nar.zst`), '0'.repeat(52));
+  t.equal(at(`nar/${'0'.repeat(52)}.nar.xz`), null);
+  t.equal(at(`nar/${'0'.repeat(51)}.nar.zst`), null);
+  t.equal(at(`https://elsewhere/nar/${'0'.repeat(52)}.nar.zst`), null);
+  t.equal(narinfoNarFile(Buffer.from('StorePath: /nix/store/x\n')), null);
 });
