@@ -6,10 +6,47 @@
 // execArgv makes workers resolve and transform exactly as the main thread does; when the process
 // was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
 //
-// The V8 options of the process (`kiln serve` runs with two, bin/serveFlags.js; an operator may add
-// heap sizes) already hold for every isolate of the process, and `new Worker` refuses them in
-// execArgv (ERR_WORKER_INVALID_EXEC_ARGV): they are left out.
-const V8_OPTION = /^--(?:max[-_](?:semi[-_]space|old[-_]space|young[-_]generation)[-_]size(?:=|$)|(?:no[-_])?optimize[-_]for[-_]size$)/;
+// The V8 options of the process (`kiln serve` runs with some, bin/serveFlags.js; an operator may
+// add any: heap sizes, `--single-threaded-gc`, `--stack-size`) already hold for every isolate of the
+// process, and `new Worker` refuses them in execArgv (ERR_WORKER_INVALID_EXEC_ARGV), as it refuses
+// options that affect the whole process (`--title`): they are left out. No list of V8's options is
+// kept here (an option missing from one made the serving threads crash-loop, so the server never
+// listened): an option outside the Node options every kiln process uses is asked of Node itself,
+// by starting a worker with it alone; a refusal is synchronous and costs nothing, an accepted one
+// one short-lived thread, once per process and option.
+import { Worker } from 'node:worker_threads';
 
-export const threadExecArgv = (execArgv: readonly string[] = process.execArgv): string[] =>
-  [...execArgv.filter((arg) => !V8_OPTION.test(arg)), '--import', import.meta.resolve('tsx')];
+/** Node options a worker takes (the loaders, source maps, profiling, warnings): kept without asking. */
+const NODE_OPTION = /^--(?:import|require|loader|experimental-loader|conditions|enable-source-maps|no-warnings|cpu-prof|heap-prof|inspect|experimental-|no-experimental-|trace-warnings|trace-uncaught|stack-trace-limit)/;
+const accepted = new Map<string, boolean>();
+
+function workerAccepts(arg: string): boolean {
+  let known = accepted.get(arg);
+  if (known === undefined) {
+    try {
+      const probe = new Worker('', { eval: true, execArgv: [arg] });
+      void probe.terminate();
+      known = true;
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw error;
+      known = false;
+    }
+    accepted.set(arg, known);
+  }
+  return known;
+}
+
+export function threadExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i]!;
+    // an option's value given as the next argument (`--import tsx`) goes with it
+    const value = !arg.includes('=') && i + 1 < execArgv.length && !execArgv[i + 1]!.startsWith('-') ? execArgv[i + 1]! : null;
+    if (NODE_OPTION.test(arg) || workerAccepts(value === null ? arg : `${arg}=${value}`)) {
+      kept.push(arg);
+      if (value !== null) kept.push(value);
+    }
+    if (value !== null) i++;
+  }
+  return [...kept, '--import', import.meta.resolve('tsx')];
+}

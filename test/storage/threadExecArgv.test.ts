@@ -1,6 +1,5 @@
-// The server's worker threads start with the process's Node options less its V8 options (`kiln
-// serve` runs with two, bin/serveFlags.js), which `new Worker` refuses and which hold for every
-// isolate of the process anyway.
+// The server's worker threads start with the process's Node options less what `new Worker` refuses
+// (V8 options, which hold for every isolate of the process anyway, and whole-process options).
 import { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { threadExecArgv } from '../../storage/index.js';
@@ -12,4 +11,16 @@ t.test('a worker starts with the options of a process that has V8 options', asyn
   const worker = new Worker("require('node:worker_threads').parentPort.postMessage('up')", { eval: true, execArgv });
   t.equal(await new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject)), 'up');
   await worker.terminate();
+});
+
+t.test('any option a worker refuses is left out, found by asking Node (review h48: --single-threaded-gc crash-looped the serving threads)', async (t) => {
+  const execArgv = threadExecArgv(['--single-threaded-gc', '--min-semi-space-size=16', '--stack-size=2000', '--title=kiln', '--expose-gc', '--enable-source-maps', '--import', 'tsx', '--no-warnings']);
+  t.same(execArgv.slice(0, 4), ['--enable-source-maps', '--import', 'tsx', '--no-warnings'], 'the Node options kept, with their values; the refused ones left out');
+  const worker = new Worker("require('node:worker_threads').parentPort.postMessage('up')", { eval: true, execArgv });
+  t.equal(await new Promise((resolve, reject) => worker.once('message', resolve).once('error', reject)), 'up');
+  await worker.terminate();
+});
+
+t.test('an option outside the known Node options that a worker takes is kept', async (t) => {
+  t.same(threadExecArgv(['--pending-deprecation']).slice(0, 1), ['--pending-deprecation']);
 });
