@@ -98,6 +98,11 @@ export interface StartKilnOptions {
   gcLoop?: boolean;
   /** false: the upkeep loops wake only by hand or by event, never by their interval (tests that step the clock and run passes by hand) */
   upkeepTimers?: boolean;
+  /**
+   * false: no footprint-reducing collection once started (storage/restingHeap.ts). The tests' kilns
+   * share the test's process, whose heap is not the server's; a pass costs 100-300 ms.
+   */
+  shrinkHeapAtRest?: boolean;
 }
 
 /** kiln_supervisor_restarts_total: an actor's transition carries its restart count; each increase is counted under its kind. */
@@ -348,7 +353,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const url = `${tls === null ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
     // Start-up is over: the young generation its module loading grew goes back (storage/restingHeap.ts).
-    shrinkHeapAtRest();
+    if (opts.shrinkHeapAtRest !== false) shrinkHeapAtRest();
     return { url, port: http.port, originPort: http.originPort ?? null, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, cacheProto, buildServers, routes, stop: unwind };
   } catch (e) {
     await unwind();
