@@ -6,7 +6,7 @@
 // back to 1 MiB. V8 grows it again under an allocation burst, as before, so the scheduler's work
 // is not held to a small young generation (`--max-semi-space-size`, which doubled its CPU per
 // build, was dropped for that).
-import { setFlagsFromString } from 'node:v8';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 interface GcOptions {
@@ -26,4 +26,39 @@ export function shrinkHeapAtRest(): void {
     collect = runInNewContext('gc') as (options: GcOptions) => void;
   }
   collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+/** Above this the young generation has grown (V8's smallest is 1 MiB: two 0.5 MiB semi-spaces). */
+const GROWN_BYTES = 2 * 1024 * 1024;
+
+export interface HeapAtRestOptions {
+  /** how often the young generation is looked at (default 5 s) */
+  intervalMs?: number;
+  /** less than this allocated in one interval is rest (default 2 MiB: 0.4 MiB a second at 5 s) */
+  restBytes?: number;
+}
+
+/**
+ * Shrinks the young generation again whenever it has grown and the isolate comes to rest: one
+ * interval in which less than `restBytes` was allocated in it (its use grew by less, with no
+ * collection in between). A burst (the start-up, 1,000 workers connecting, a dispatch run) grows it
+ * to 32 MiB, and V8 keeps that size at rest. The look is one heap statistics call; the shrink
+ * runs once per burst, when it is over. Returns the stop.
+ */
+export function watchHeapAtRest({ intervalMs = 5000, restBytes = 2 * 1024 * 1024 }: HeapAtRestOptions = {}): () => void {
+  let usedBefore = youngGeneration().used;
+  const timer = setInterval(() => {
+    const { size, used } = youngGeneration();
+    // a collection in between empties it: then more than the interval's growth was allocated
+    const atRest = used >= usedBefore && used - usedBefore < restBytes;
+    if (size > GROWN_BYTES && atRest) shrinkHeapAtRest();
+    usedBefore = youngGeneration().used;
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+function youngGeneration(): { size: number; used: number } {
+  const space = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+  return { size: space?.space_size ?? 0, used: space?.space_used_size ?? 0 };
 }
