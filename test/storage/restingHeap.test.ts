@@ -3,7 +3,8 @@
 // of a kiln's start-up.
 import { getHeapSpaceStatistics } from 'node:v8';
 import t from 'tap';
-import { shrinkHeapAtRest } from '../../storage/index.js';
+import { shrinkHeapAtRest, watchHeapAtRest } from '../../storage/index.js';
+import { eventually } from '../support/eventually.js';
 import { startTestKiln } from '../support/kiln.js';
 
 const MiB = 1024 * 1024;
@@ -26,6 +27,24 @@ t.test('shrinkHeapAtRest gives back the young generation a burst grew', async (t
   t.ok(youngGeneration() <= 2 * MiB, `back to ${youngGeneration() / MiB} MiB`);
   allocationBurst();
   t.ok(youngGeneration() > 4 * MiB, 'V8 grows it again under the next burst');
+});
+
+t.test('watchHeapAtRest shrinks it once a burst is over, not while it lasts', async (t) => {
+  shrinkHeapAtRest();
+  const stop = watchHeapAtRest({ intervalMs: 20, restBytes: 1024 * 1024 });
+  t.teardown(stop);
+  // while the burst allocates (~1 MiB between two looks at least) the watch leaves it grown
+  let kept: { i: number; s: string }[][] = [];
+  for (let round = 0; round < 120; round++) {
+    kept.push(Array.from({ length: 50_000 }, (_, i) => ({ i, s: `x${i}` })));
+    if (kept.length > 8) kept.shift();
+    // the watch's timer runs between the burst's steps
+    if (round % 4 === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
+  t.ok(youngGeneration() > 4 * MiB, `grown at the burst's end (${youngGeneration() / MiB} MiB)`);
+  kept = [];
+  await eventually(() => youngGeneration() <= 2 * MiB, { message: 'the young generation shrinks once at rest' });
+  t.pass(`at rest: ${youngGeneration() / MiB} MiB`);
 });
 
 t.test('a kiln ends its start-up with the young generation at its smallest', async (t) => {
