@@ -8,6 +8,7 @@
 // build, was dropped for that).
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { PerformanceObserver } from 'node:perf_hooks';
 
 interface GcOptions {
   type: 'major';
@@ -36,26 +37,40 @@ export interface HeapAtRestOptions {
   intervalMs?: number;
   /** less than this allocated in one interval is rest (default 2 MiB: 0.4 MiB a second at 5 s) */
   restBytes?: number;
+  /** called after each shrink */
+  shrunk?: () => void;
 }
 
 /**
  * Shrinks the young generation again whenever it has grown and the isolate comes to rest: one
- * interval in which less than `restBytes` was allocated in it (its use grew by less, with no
- * collection in between). A burst (the start-up, 1,000 workers connecting, a dispatch run) grows it
+ * interval in which less than `restBytes` was allocated in it (its use grew by less, and no
+ * collection ran). A burst (the start-up, 1,000 workers connecting, a dispatch run) grows it
  * to 32 MiB, and V8 keeps that size at rest. The look is one heap statistics call; the shrink
  * runs once per burst, when it is over. Returns the stop.
  */
-export function watchHeapAtRest({ intervalMs = 5000, restBytes = 2 * 1024 * 1024 }: HeapAtRestOptions = {}): () => void {
+export function watchHeapAtRest({ intervalMs = 5000, restBytes = 2 * 1024 * 1024, shrunk }: HeapAtRestOptions = {}): () => void {
+  // a collection in the interval (a scavenge empties the young generation) means more was allocated than its growth shows
+  let collections = 0;
+  const observer = new PerformanceObserver((list) => {
+    collections += list.getEntries().length;
+  });
+  observer.observe({ entryTypes: ['gc'] });
   let usedBefore = youngGeneration().used;
   const timer = setInterval(() => {
     const { size, used } = youngGeneration();
-    // a collection in between empties it: then more than the interval's growth was allocated
-    const atRest = used >= usedBefore && used - usedBefore < restBytes;
-    if (size > GROWN_BYTES && atRest) shrinkHeapAtRest();
+    const atRest = collections === 0 && used - usedBefore < restBytes;
+    if (size > GROWN_BYTES && atRest) {
+      shrinkHeapAtRest();
+      shrunk?.();
+    }
+    collections = 0;
     usedBefore = youngGeneration().used;
   }, intervalMs);
   timer.unref();
-  return () => clearInterval(timer);
+  return () => {
+    clearInterval(timer);
+    observer.disconnect();
+  };
 }
 
 function youngGeneration(): { size: number; used: number } {

@@ -31,7 +31,8 @@ t.test('shrinkHeapAtRest gives back the young generation a burst grew', async (t
 
 t.test('watchHeapAtRest shrinks it once a burst is over, not while it lasts', async (t) => {
   shrinkHeapAtRest();
-  const stop = watchHeapAtRest({ intervalMs: 20, restBytes: 1024 * 1024 });
+  let shrinks = 0;
+  const stop = watchHeapAtRest({ intervalMs: 20, restBytes: 1024 * 1024, shrunk: () => shrinks++ });
   t.teardown(stop);
   // while the burst allocates (~1 MiB between two looks at least) the watch leaves it grown
   let kept: { i: number; s: string }[][] = [];
@@ -42,9 +43,10 @@ t.test('watchHeapAtRest shrinks it once a burst is over, not while it lasts', as
     if (round % 4 === 0) await new Promise((resolve) => setImmediate(resolve));
   }
   t.ok(youngGeneration() > 4 * MiB, `grown at the burst's end (${youngGeneration() / MiB} MiB)`);
+  t.equal(shrinks, 0, 'not shrunk while the burst lasted');
   kept = [];
   await eventually(() => youngGeneration() <= 2 * MiB, { message: 'the young generation shrinks once at rest' });
-  t.pass(`at rest: ${youngGeneration() / MiB} MiB`);
+  t.equal(shrinks, 1, `shrunk once at rest: ${youngGeneration() / MiB} MiB`);
 });
 
 t.test('a kiln ends its start-up with the young generation at its smallest', async (t) => {
