@@ -35,20 +35,23 @@ const GROWN_BYTES = 2 * 1024 * 1024;
 export interface HeapAtRestOptions {
   /** how often the young generation is looked at (default 2 s) */
   intervalMs?: number;
-  /** less than this allocated in one interval is rest (default 1 MiB: 0.5 MiB a second at 2 s) */
-  restBytes?: number;
+  /**
+   * less than this share of the young generation's size allocated in one interval is rest (default
+   * an eighth: 4 MiB in 2 s when it has grown to 32 MiB, what 1,000 idle workers' beats stay under)
+   */
+  restShare?: number;
   /** called after each shrink */
   shrunk?: () => void;
 }
 
 /**
  * Shrinks the young generation again whenever it has grown and the isolate comes to rest: one
- * interval in which less than `restBytes` was allocated in it (its use grew by less, and no
- * collection ran). A burst (the start-up, 1,000 workers connecting, a dispatch run) grows it
+ * interval in which less than `restShare` of its size was allocated in it (its use grew by less,
+ * and no collection ran). A burst (the start-up, 1,000 workers connecting, a dispatch run) grows it
  * to 32 MiB, and V8 keeps that size at rest. The look is one heap statistics call; the shrink
  * runs once per burst, when it is over. Returns the stop.
  */
-export function watchHeapAtRest({ intervalMs = 2000, restBytes = 1024 * 1024, shrunk }: HeapAtRestOptions = {}): () => void {
+export function watchHeapAtRest({ intervalMs = 2000, restShare = 1 / 8, shrunk }: HeapAtRestOptions = {}): () => void {
   // a collection in the interval (a scavenge empties the young generation) means more was allocated than its growth shows
   let collections = 0;
   const observer = new PerformanceObserver((list) => {
@@ -58,7 +61,7 @@ export function watchHeapAtRest({ intervalMs = 2000, restBytes = 1024 * 1024, sh
   let usedBefore = youngGeneration().used;
   const timer = setInterval(() => {
     const { size, used } = youngGeneration();
-    const atRest = collections === 0 && used - usedBefore < restBytes;
+    const atRest = collections === 0 && used - usedBefore < size * restShare;
     if (size > GROWN_BYTES && atRest) {
       shrinkHeapAtRest();
       shrunk?.();

@@ -32,7 +32,7 @@ t.test('shrinkHeapAtRest gives back the young generation a burst grew', async (t
 t.test('watchHeapAtRest shrinks it once a burst is over, not while it lasts', async (t) => {
   shrinkHeapAtRest();
   let shrinks = 0;
-  const stop = watchHeapAtRest({ intervalMs: 20, restBytes: 1024 * 1024, shrunk: () => shrinks++ });
+  const stop = watchHeapAtRest({ intervalMs: 20, shrunk: () => shrinks++ });
   t.teardown(stop);
   // while the burst allocates (~1 MiB between two looks at least) the watch leaves it grown
   let kept: { i: number; s: string }[][] = [];
