@@ -5,7 +5,7 @@
 // the workers run here. Rounds interleave the two and alternate which goes first; each figure is
 // the median over the rounds, each ratio the median of the rounds' kiln / bare ratios.
 //
-//   npm run bench -- proto-workers [workers=1000] [idleSecs=45] [rounds=3]
+//   npm run bench -- proto-workers [workers=1000] [idleSecs=45] [rounds=3]   (BENCH_HTTP_THREADS=n: kiln's http.threads)
 import { forkKiln, forkServer, type ChildServer, loadAverage, processUsage, type ProcessUsage } from './childServer.js';
 import type { KilnProcessOptions } from './kilnProcess.js';
 import { median } from './loadTools.js';
@@ -17,6 +17,8 @@ const roundCount = Number(process.argv[4] ?? process.env['BENCH_ROUNDS'] ?? 3);
 // As many handshakes in flight as a real fleet's reconnect jitter gives; the server ends a
 // handshake that takes longer than 30 s.
 const CONNECT_CONCURRENCY = 8;
+/** BENCH_HTTP_THREADS=n: kiln's http.threads (default: its own, the number of cores) */
+const httpThreads = process.env['BENCH_HTTP_THREADS'] ? Number(process.env['BENCH_HTTP_THREADS']) : null;
 const HEARTBEAT_SECS = 10;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -88,7 +90,9 @@ async function bareRound(): Promise<Round> {
 }
 
 async function kilnRound(): Promise<Round> {
-  const kilnOptions: KilnProcessOptions = { overrides: { 'proto.maxConnections': workerCount + 100 }, registerToken: true };
+  const kilnOptions: KilnProcessOptions = {
+    overrides: { 'proto.maxConnections': workerCount + 100, ...(httpThreads === null ? {} : { 'http.threads': httpThreads }) }, registerToken: true,
+  };
   const kiln = await forkKiln(kilnOptions);
   const protoUrl = `${kiln.ready.url.replace(/^http/, 'ws')}/proto`;
   const round = await run('kiln /proto, peer tokens', kiln, protoUrl, [{ project: kiln.ready.projectId, token: kiln.ready.peerToken! }]);

@@ -2,7 +2,7 @@
 import type { LookupAddress } from 'node:dns';
 import { componentLogger, createLogger, openStageTracer, type LoadedConfig, type Logger } from '../config/index.js';
 import { createRootSupervisor, type Supervisor } from '../supervisors/index.js';
-import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, startQueue, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage, type ReadPaceLimits } from '../storage/index.js';
+import { createCpuPool, createOutboundClient, KilnMetrics, PhaseSampleBuffer, TrafficCounters, openBlobStore, openDatabase, secureBaseDir, openNarStorage, openRateLimiter, openSecretBox, shrinkHeapAtRest, startQueue, watchHeapAtRest, stopQueue, type ArchiveProgress, type CpuPool, type CrashPoints, type Database, type NarStorage, type ReadPaceLimits } from '../storage/index.js';
 import { applyStateFile, createServices, startOtlpPush, openEventSystem, openIdentityServices, readStateFile, openServerInstance, startUpkeep, systemClock, type Clock, type EventSystem, type EventSystemOptions, type RunningScheduler, type SchedulerTicker, type Upkeep, type WorkerConnections, type GarbageCollector, type SshServer } from '../services/index.js';
 import { join } from 'node:path';
 import { version } from './version.js';
@@ -98,6 +98,11 @@ export interface StartKilnOptions {
   gcLoop?: boolean;
   /** false: the upkeep loops wake only by hand or by event, never by their interval (tests that step the clock and run passes by hand) */
   upkeepTimers?: boolean;
+  /**
+   * false: no footprint-reducing collection once started or at rest (storage/restingHeap.ts). The tests' kilns
+   * share the test's process, whose heap is not the server's; a pass costs 100-300 ms.
+   */
+  shrinkHeapAtRest?: boolean;
 }
 
 /** kiln_supervisor_restarts_total: an actor's transition carries its restart count; each increase is counted under its kind. */
@@ -347,6 +352,12 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
     const host = config['listenAddr'].includes(':') ? `[${config['listenAddr']}]` : config['listenAddr'];
     const url = `${tls === null ? 'http' : 'https'}://${host === '0.0.0.0' ? '127.0.0.1' : host}:${http.port}`;
     log.info({ url, version }, 'kiln is serving');
+    // Start-up is over: the young generation its module loading grew goes back, and again after
+    // each later burst once the server is at rest (storage/restingHeap.ts).
+    if (opts.shrinkHeapAtRest !== false) {
+      shrinkHeapAtRest();
+      stack.push(watchHeapAtRest());
+    }
     return { url, port: http.port, originPort: http.originPort ?? null, sshPort: ssh?.port ?? null, ssh, db, root, log, nars, events, workers, scheduler, upkeep, errorReports, gc: services.gc.collector, openPrs: services.gitHosts.openPrs, servingThreads, cacheProto, buildServers, routes, stop: unwind };
   } catch (e) {
     await unwind();

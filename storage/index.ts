@@ -3,6 +3,7 @@ export * from './db/index.js';
 export * from './queue/index.js';
 export { createCpuPool, type CpuPool, type CpuPoolOptions, type CpuPoolStats } from './cpuPool.js';
 export { threadExecArgv } from './threadExecArgv.js';
+export { shrinkHeapAtRest, watchHeapAtRest } from './restingHeap.js';
 export type { CpuTaskName, CpuTaskInput, CpuTaskOutput, Sha256FileResult } from './cpuWorker.js';
 export * from './blobs/index.js';
 export { BufferPool, mebibyteBuffers } from './bufferPool.js';

@@ -5,3 +5,4 @@ export { SharedReadPlaces } from './nars/sharedReadPlaces.js';
 export { ThreadReadLine } from './nars/threadReadLine.js';
 export { StorageBusy } from './nars/storageReadGate.js';
 export { DEFAULT_READ_PACE, watchReadPace, type PaceClock, type ReadPaceLimits } from './nars/readPace.js';
+export { shrinkHeapAtRest, watchHeapAtRest } from './restingHeap.js';

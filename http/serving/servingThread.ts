@@ -10,7 +10,7 @@ import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js
 import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } from './forwardHttp.js';
 import { relayWebSockets } from './forwardWebSocket.js';
 import { lateUpgrades } from './lateUpgrades.js';
-import { DEFAULT_READ_PACE, SharedReadPlaces, ThreadReadLine } from '../../storage/threadFace.js';
+import { DEFAULT_READ_PACE, SharedReadPlaces, shrinkHeapAtRest, ThreadReadLine, watchHeapAtRest } from '../../storage/threadFace.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
@@ -146,9 +146,16 @@ const memory = setInterval(() => {
 memory.unref();
 
 let listenSocket: us_listen_socket | null = null;
+let stopHeapWatch = (): void => undefined;
 app.listen(data.listenAddr, data.port, (socket) => {
   listenSocket = socket === false ? null : socket;
   post({ t: 'listening', ok: socket !== false });
+  // The thread's start-up is over: its young generation back to its smallest, and again after each
+  // later burst once the thread is at rest (storage/restingHeap.ts).
+  if (socket !== false) {
+    setImmediate(shrinkHeapAtRest);
+    stopHeapWatch = watchHeapAtRest();
+  }
 });
 
 /** Ends the thread cleanly: a thread that ends while it holds its listen socket aborts the process. */
@@ -156,6 +163,7 @@ function stop(): void {
   if (listenSocket !== null) uWS.us_listen_socket_close(listenSocket);
   listenSocket = null;
   clearInterval(memory);
+  stopHeapWatch();
   loopDelay.disable();
   gc.disconnect();
   app.close();

@@ -1,6 +1,6 @@
 // Sign-in through an OpenID provider: authorization code flow with PKCE, state and nonce. The
 // attempt (state → verifier, nonce) waits in oidc_logins, so the callback may reach any process.
-import * as client from 'openid-client';
+import type * as OpenIdClient from 'openid-client';
 import { readSecretFile } from '../../config/index.js';
 import { ApiError } from '../../protocol/index.js';
 import type { IdentityDeps } from './identityDeps.js';
@@ -13,18 +13,28 @@ export const OIDC_CALLBACK_PATH = '/api/v1/auth/oidc/callback';
 
 export type Oidc = ReturnType<typeof oidcService>;
 
+/** openid-client, loaded at the first sign-in, and the provider it discovered */
+interface Provider {
+  client: typeof OpenIdClient;
+  configuration: OpenIdClient.Configuration;
+}
+
 export function oidcService({ sql, config, log, clock, events }: IdentityDeps, sessions: Sessions) {
   const serveUrl = config['serveUrl'].replace(/\/$/, '');
   const redirectUri = serveUrl + OIDC_CALLBACK_PATH;
-  let discovered: Promise<client.Configuration> | null = null;
+  let discovered: Promise<Provider> | null = null;
 
   const enabled = () => {
     if (!config['oidc.enable']) throw new ApiError('oidc_disabled', 'OIDC sign-in is not enabled on this server (oidc.enable)');
   };
 
-  /** Discovery runs on first use and is kept; a failure is retried on the next sign-in. */
-  const provider = (): Promise<client.Configuration> => {
+  /**
+   * Discovery runs on first use and is kept; a failure is retried on the next sign-in. openid-client
+   * is loaded then too, not at start (docs/http.md, "Memory at rest"): a server without OIDC never loads it.
+   */
+  const provider = (): Promise<Provider> => {
     discovered ??= (async () => {
+      const client = await import('openid-client');
       const discoveryUrl = config['oidc.discoveryUrl'];
       const clientId = config['oidc.clientId'];
       if (!discoveryUrl || !clientId) throw new ApiError('oidc_unavailable', 'OIDC is enabled but oidc.discoveryUrl or oidc.clientId is not set');
@@ -33,7 +43,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
       const url = new URL(discoveryUrl);
       try {
         // An http:// discovery URL is the operator's explicit choice (a provider on loopback or in a private network).
-        return await client.discovery(url, clientId, undefined, auth, url.protocol === 'http:' ? { execute: [client.allowInsecureRequests] } : {});
+        return { client, configuration: await client.discovery(url, clientId, undefined, auth, url.protocol === 'http:' ? { execute: [client.allowInsecureRequests] } : {}) };
       } catch (cause) {
         log.warn({ err: cause }, 'OIDC discovery failed');
         throw new ApiError('oidc_unavailable', `the OpenID provider at ${url.origin} did not answer discovery: ${(cause as Error).message}`);
@@ -47,7 +57,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
 
   const failed = (message: string) => new ApiError('oidc_failed', `OIDC sign-in failed: ${message}`);
 
-  async function identityOf(configuration: client.Configuration, tokens: Awaited<ReturnType<typeof client.authorizationCodeGrant>>): Promise<OidcIdentity> {
+  async function identityOf({ client, configuration }: Provider, tokens: Awaited<ReturnType<typeof OpenIdClient.authorizationCodeGrant>>): Promise<OidcIdentity> {
     const claims = tokens.claims();
     if (!claims) throw failed('the provider returned no ID token');
     let source: Record<string, unknown> = claims;
@@ -70,7 +80,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
     /** The provider's authorization URL for a new sign-in attempt. */
     async authorizationUrl(): Promise<string> {
       enabled();
-      const configuration = await provider();
+      const { client, configuration } = await provider();
       const state = client.randomState();
       const nonce = client.randomNonce();
       const verifier = client.randomPKCECodeVerifier();
@@ -98,7 +108,8 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
       const [attempt] = await sql<{ code_verifier: string; nonce: string; expires_at: Date }[]>`
         delete from oidc_logins where state = ${state} returning code_verifier, nonce, expires_at`;
       if (!attempt || attempt.expires_at <= clock.now()) throw failed('unknown or expired sign-in attempt; start again');
-      const configuration = await provider();
+      const provided = await provider();
+      const { client, configuration } = provided;
       let identity: OidcIdentity;
       try {
         const tokens = await client.authorizationCodeGrant(configuration, new URL(`${redirectUri}?${query.toString()}`), {
@@ -107,7 +118,7 @@ export function oidcService({ sql, config, log, clock, events }: IdentityDeps, s
           expectedNonce: attempt.nonce,
           idTokenExpected: true,
         });
-        identity = await identityOf(configuration, tokens);
+        identity = await identityOf(provided, tokens);
       } catch (e) {
         if (e instanceof ApiError) throw e;
         log.warn({ err: e }, 'OIDC code exchange failed');

@@ -13,7 +13,6 @@
 //   installation_repositories
 // Each evaluation started for an installation gets a status report row (statusReports.ts).
 import { createHash } from 'node:crypto';
-import { Webhooks } from '@octokit/webhooks';
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from 'postgres';
 import type { z } from 'zod';
@@ -94,6 +93,8 @@ export function hookReceiverService(deps: HookReceiverDeps) {
     if (body.length === 0) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body: the body is empty');
     // The HMAC is over the bytes; a body that is not UTF-8 could not have been signed as the same string, so it fails here too.
     const text = body.toString('utf8');
+    // @octokit/webhooks at the first delivery, not at start (docs/http.md, "Memory at rest")
+    const { Webhooks } = await import('@octokit/webhooks');
     const same = Buffer.byteLength(text) === body.length && await new Webhooks({ secret: readSecretFile(secretFile) }).verify(text, signature);
     if (!same) throw new ApiError('invalid_signature', 'X-Hub-Signature-256 does not match the body under the configured webhook secret');
   }

@@ -5,8 +5,8 @@
 // never to an address a webhook payload names (whoever holds the webhook secret must not be able
 // to send the app's tokens elsewhere), and every connection goes through the outbound client, so
 // outbound.allowedNetworks holds for the host as for webhooks.
-import { createAppAuth } from '@octokit/auth-app';
-import { request as octokitRequest } from '@octokit/request';
+import type { createAppAuth } from '@octokit/auth-app';
+import type { request as octokitRequest } from '@octokit/request';
 import { outboundFetch, type OutboundClient } from '../../storage/index.js';
 
 export interface HostApiSettings {
@@ -74,6 +74,11 @@ interface FailedRequest {
 const isFailedRequest = (e: unknown): e is FailedRequest =>
   e instanceof Error && typeof (e as Partial<FailedRequest>).status === 'number';
 
+interface Octokit {
+  request: typeof octokitRequest;
+  auth: ReturnType<typeof createAppAuth>;
+}
+
 export function createHostApi(settings: HostApiSettings): HostApi {
   const fetchOut = outboundFetch(settings.outbound);
   const timeoutMs = settings.timeoutMs ?? 10_000;
@@ -92,10 +97,22 @@ export function createHostApi(settings: HostApiSettings): HostApi {
   }) as typeof globalThis.fetch;
   // GitHub's noreply addresses: users.noreply.github.com for api.github.com, users.noreply.<host> on a server of one's own
   const noreplyHost = new URL(settings.apiUrl).hostname.replace(/^api\./, '');
-  const request = octokitRequest.defaults({ baseUrl: settings.apiUrl.replace(/\/+$/, ''), headers: { 'user-agent': settings.userAgent }, request: { fetch } });
-  let auth: ReturnType<typeof createAppAuth> | null = null;
-  // the key is read at the first call, not at start (a missing file is a failed report, not a failed start)
-  const authOf = () => (auth ??= createAppAuth({ appId: settings.appId, privateKey: settings.privateKey(), request }));
+  // octokit is loaded at the first call, not at start (docs/http.md, "Memory at rest"): a server
+  // without the app never loads it; a load that failed is tried again at the next call.
+  let octokit: Promise<Octokit> | null = null;
+  const octokitOf = (): Promise<Octokit> => {
+    octokit ??= (async () => {
+      const [{ createAppAuth: appAuth }, { request: plain }] = await Promise.all([import('@octokit/auth-app'), import('@octokit/request')]);
+      const request = plain.defaults({ baseUrl: settings.apiUrl.replace(/\/+$/, ''), headers: { 'user-agent': settings.userAgent }, request: { fetch } });
+      // the key is read at the first call, not at start (a missing file is a failed report, not a failed start)
+      return { request, auth: appAuth({ appId: settings.appId, privateKey: settings.privateKey(), request }) };
+    })();
+    octokit.catch(() => {
+      octokit = null;
+    });
+    return octokit;
+  };
+  const authOf = async () => (await octokitOf()).auth;
 
   const failure = (what: string, e: unknown): HostApiError => {
     if (isFailedRequest(e)) return new HostApiError(`${what}: ${e.status} ${e.message.slice(0, 300)}`, e.status, e.response?.headers ?? {});
@@ -104,7 +121,7 @@ export function createHostApi(settings: HostApiSettings): HostApi {
 
   async function installationToken(installationId: number): Promise<string> {
     try {
-      return (await authOf()({ type: 'installation', installationId })).token;
+      return (await (await authOf())({ type: 'installation', installationId })).token;
     } catch (e) {
       throw failure(`installation token of installation ${installationId}`, e);
     }
@@ -112,7 +129,7 @@ export function createHostApi(settings: HostApiSettings): HostApi {
 
   async function scopedToken(installationId: number, repositoryId: number, contents: 'read' | 'write'): Promise<string> {
     try {
-      return (await authOf()({ type: 'installation', installationId, repositoryIds: [repositoryId], permissions: { contents } })).token;
+      return (await (await authOf())({ type: 'installation', installationId, repositoryIds: [repositoryId], permissions: { contents } })).token;
     } catch (e) {
       throw failure(`${contents} token of repository ${repositoryId} (installation ${installationId})`, e);
     }
@@ -122,7 +139,8 @@ export function createHostApi(settings: HostApiSettings): HostApi {
   async function askBotIdentity(installationId: number): Promise<BotIdentity> {
     let slug: unknown;
     try {
-      const { token: jwt } = await authOf()({ type: 'app' });
+      const { request, auth } = await octokitOf();
+      const { token: jwt } = await auth({ type: 'app' });
       slug = (await request('GET /app', { headers: { authorization: `bearer ${jwt}` } })).data?.slug;
     } catch (e) {
       throw failure('GET /app', e);
@@ -138,6 +156,7 @@ export function createHostApi(settings: HostApiSettings): HostApi {
   async function call(installationId: number, route: string, parameters: Record<string, unknown>): Promise<HostResponse> {
     const token = await installationToken(installationId);
     try {
+      const { request } = await octokitOf();
       const answer = await request(route, { ...parameters, headers: { authorization: `token ${token}` } });
       return { status: answer.status, headers: answer.headers, data: answer.data };
     } catch (e) {

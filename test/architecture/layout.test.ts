@@ -77,5 +77,5 @@ t.test('a serving thread loads no public face but threadFace.ts files', async (t
   const reached = new Set<string>(['http/serving/servingThread.ts']);
   for (const file of reached) for (const e of runtime) if (e.from === file) reached.add(e.to);
   t.same([...reached].filter((f) => /^[a-z]+\/index\.ts$/.test(f)), []);
-  t.same([...reached].filter((f) => folderOf(f) === 'storage').sort(), ['storage/nars/readPace.ts', 'storage/nars/sharedReadPlaces.ts', 'storage/nars/storageReadGate.ts', 'storage/nars/threadReadLine.ts', 'storage/threadFace.ts']);
+  t.same([...reached].filter((f) => folderOf(f) === 'storage').sort(), ['storage/nars/readPace.ts', 'storage/nars/sharedReadPlaces.ts', 'storage/nars/storageReadGate.ts', 'storage/nars/threadReadLine.ts', 'storage/restingHeap.ts', 'storage/threadFace.ts']);
 });

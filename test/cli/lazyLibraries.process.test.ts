@@ -1,6 +1,6 @@
-// A `kiln serve` on its defaults (filesystem blobs, no Redis, no collector, no SMTP, no SSH) loads
-// none of the client libraries those features need: each is loaded when the configuration or the
-// first use asks for it (docs/http.md, "Memory at rest"). The process records every package its
+// A `kiln serve` on its defaults (filesystem blobs, no Redis, no collector, no SMTP, no SSH, no Git
+// host application, no OIDC) loads none of the client libraries those features need: each is
+// loaded when the configuration or the first use asks for it (docs/http.md, "Memory at rest"). The process records every package its
 // main thread resolves (test/support/recordPackages.mjs).
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -12,7 +12,11 @@ import { freePort } from '../support/kiln.js';
 import { startServerProcess } from '../support/serverProcess.js';
 
 const recorder = fileURLToPath(new URL('../support/recordPackages.mjs', import.meta.url));
-const LOADED_WHEN_ASKED = ['@aws-sdk/client-s3', '@aws-sdk/lib-storage', 'ioredis', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-metrics-otlp-proto', 'nodemailer', 'ssh2', 'ws'];
+const LOADED_WHEN_ASKED = [
+  '@aws-sdk/client-s3', '@aws-sdk/lib-storage', 'ioredis', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-metrics-otlp-proto', 'nodemailer', 'ssh2', 'ws',
+  // the Git host application's client (services/gitHosts/hostApi.ts) and webhook check (hookReceiver.ts), OIDC sign-in (services/accounts/oidc.ts)
+  '@octokit/auth-app', '@octokit/request', '@octokit/webhooks', 'openid-client', 'oauth4webapi',
+];
 
 t.test('a server on its defaults loads no client library it does not use', async (t) => {
   const db = await testDatabase(t);

@@ -81,7 +81,7 @@ export async function startTestKiln(t: Pick<Test, 'teardown'>, overrides: Partia
       ...overrides,
     },
   });
-  const kiln = await startKiln(loaded, { gcLoop: false, ...options });
+  const kiln = await startKiln(loaded, { gcLoop: false, shrinkHeapAtRest: false, ...options });
   rememberServerBaseDir(sql, baseDir);
   t.teardown(async () => {
     await kiln.stop();

@@ -1,0 +1,82 @@
+// Gives back the young generation a start-up grew (docs/http.md, "Memory at rest: the start-up's
+// young generation"). Loading ~1,000 modules is an allocation burst: V8 grows the isolate's young
+// generation to its largest (two 16 MiB semi-spaces), and an ordinary full collection keeps it at
+// that size, every page of it resident although almost nothing lives there at rest. A collection
+// that reduces the footprint (V8's "last resort": what a low-memory notification runs) shrinks it
+// back to 1 MiB. V8 grows it again under an allocation burst, as before, so the scheduler's work
+// is not held to a small young generation (`--max-semi-space-size`, which doubled its CPU per
+// build, was dropped for that).
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { PerformanceObserver } from 'node:perf_hooks';
+
+interface GcOptions {
+  type: 'major';
+  execution: 'sync';
+  flavor: 'last-resort';
+}
+
+let collect: ((options: GcOptions) => void) | null = null;
+
+/** One footprint-reducing full collection of this thread's isolate, now (tens of ms; run it at rest). */
+export function shrinkHeapAtRest(): void {
+  if (collect === null) {
+    // The gc extension is installed in contexts made after the flag is set; the process's own
+    // global stays without `gc` unless Node was started with --expose-gc.
+    setFlagsFromString('--expose-gc');
+    collect = runInNewContext('gc') as (options: GcOptions) => void;
+  }
+  collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+}
+
+/** Above this the young generation has grown (V8's smallest is 1 MiB: two 0.5 MiB semi-spaces). */
+const GROWN_BYTES = 2 * 1024 * 1024;
+
+export interface HeapAtRestOptions {
+  /** how often the young generation is looked at (default 2 s) */
+  intervalMs?: number;
+  /**
+   * less than this share of the young generation's size allocated in one interval is rest (default
+   * an eighth: 4 MiB in 2 s when it has grown to 32 MiB, what 1,000 idle workers' beats stay under)
+   */
+  restShare?: number;
+  /** called after each shrink */
+  shrunk?: () => void;
+}
+
+/**
+ * Shrinks the young generation again whenever it has grown and the isolate comes to rest: one
+ * interval in which less than `restShare` of its size was allocated in it (its use grew by less,
+ * and no collection ran). A burst (the start-up, 1,000 workers connecting, a dispatch run) grows it
+ * to 32 MiB, and V8 keeps that size at rest. The look is one heap statistics call; the shrink
+ * runs once per burst, when it is over. Returns the stop.
+ */
+export function watchHeapAtRest({ intervalMs = 2000, restShare = 1 / 8, shrunk }: HeapAtRestOptions = {}): () => void {
+  // a collection in the interval (a scavenge empties the young generation) means more was allocated than its growth shows
+  let collections = 0;
+  const observer = new PerformanceObserver((list) => {
+    collections += list.getEntries().length;
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  let usedBefore = youngGeneration().used;
+  const timer = setInterval(() => {
+    const { size, used } = youngGeneration();
+    const atRest = collections === 0 && used - usedBefore < size * restShare;
+    if (size > GROWN_BYTES && atRest) {
+      shrinkHeapAtRest();
+      shrunk?.();
+    }
+    collections = 0;
+    usedBefore = youngGeneration().used;
+  }, intervalMs);
+  timer.unref();
+  return () => {
+    clearInterval(timer);
+    observer.disconnect();
+  };
+}
+
+function youngGeneration(): { size: number; used: number } {
+  const space = getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
+  return { size: space?.space_size ?? 0, used: space?.space_used_size ?? 0 };
+}

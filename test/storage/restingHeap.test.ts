@@ -1,0 +1,58 @@
+// Memory at rest (docs/http.md, "Memory at rest: the start-up's young generation"): the young
+// generation an allocation burst grew goes back to its smallest, by shrinkHeapAtRest and at the end
+// of a kiln's start-up.
+import { getHeapSpaceStatistics } from 'node:v8';
+import t from 'tap';
+import { shrinkHeapAtRest, watchHeapAtRest } from '../../storage/index.js';
+import { eventually } from '../support/eventually.js';
+import { startTestKiln } from '../support/kiln.js';
+
+const MiB = 1024 * 1024;
+const youngGeneration = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size;
+
+/** What loading ~1,000 modules does to the young generation: objects that live across a few scavenges. */
+function allocationBurst(): void {
+  let kept: { i: number; s: string }[][] = [];
+  for (let round = 0; round < 40; round++) {
+    kept.push(Array.from({ length: 50_000 }, (_, i) => ({ i, s: `x${i}` })));
+    if (kept.length > 8) kept.shift();
+  }
+  kept = [];
+}
+
+t.test('shrinkHeapAtRest gives back the young generation a burst grew', async (t) => {
+  allocationBurst();
+  t.ok(youngGeneration() > 4 * MiB, `the burst grew it (${youngGeneration() / MiB} MiB)`);
+  shrinkHeapAtRest();
+  t.ok(youngGeneration() <= 2 * MiB, `back to ${youngGeneration() / MiB} MiB`);
+  allocationBurst();
+  t.ok(youngGeneration() > 4 * MiB, 'V8 grows it again under the next burst');
+});
+
+t.test('watchHeapAtRest shrinks it once a burst is over, not while it lasts', async (t) => {
+  shrinkHeapAtRest();
+  let shrinks = 0;
+  const stop = watchHeapAtRest({ intervalMs: 20, shrunk: () => shrinks++ });
+  t.teardown(stop);
+  // while the burst allocates (~1 MiB between two looks at least) the watch leaves it grown
+  let kept: { i: number; s: string }[][] = [];
+  for (let round = 0; round < 120; round++) {
+    kept.push(Array.from({ length: 50_000 }, (_, i) => ({ i, s: `x${i}` })));
+    if (kept.length > 8) kept.shift();
+    // the watch's timer runs between the burst's steps
+    if (round % 4 === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
+  t.ok(youngGeneration() > 4 * MiB, `grown at the burst's end (${youngGeneration() / MiB} MiB)`);
+  t.equal(shrinks, 0, 'not shrunk while the burst lasted');
+  kept = [];
+  await eventually(() => youngGeneration() <= 2 * MiB, { message: 'the young generation shrinks once at rest' });
+  t.equal(shrinks, 1, `shrunk once at rest: ${youngGeneration() / MiB} MiB`);
+});
+
+t.test('a kiln ends its start-up with the young generation at its smallest', async (t) => {
+  allocationBurst();
+  t.ok(youngGeneration() > 4 * MiB, `grown before the start (${youngGeneration() / MiB} MiB)`);
+  // on by default; the test support turns it off for the other tests' kilns
+  await startTestKiln(t, {}, { shrinkHeapAtRest: true });
+  t.ok(youngGeneration() <= 2 * MiB, `after the start: ${youngGeneration() / MiB} MiB`);
+});
