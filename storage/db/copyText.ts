@@ -34,7 +34,10 @@ export const copyRow = (fields: readonly CopyValue[]): string => `${fields.map(c
  * Streams `rows` (copyRow lines, joined) into `table (columns)` inside the caller's transaction;
  * resolves once the server has taken them all, rejects when it refused them. `next` issues the
  * statements that follow the COPY (its value is returned): they are written right behind the
- * COPY's end, without a round trip of their own (the default is a `select 1`).
+ * COPY's end, without a round trip of their own (the default is a `select 1`). `next` must issue at
+ * least one statement before it awaits anything: a refusal after the COPY's end is only reported
+ * through the statement that follows it (below), so a `next` that issues none would wait for ever
+ * with the transaction open (review r5c-4).
  */
 export async function copyInto<T = unknown>(tx: TransactionSql, table: string, columns: readonly string[], rows: string, next?: () => Promise<T>): Promise<T> {
   const after = next ?? (() => tx`select 1` as unknown as Promise<T>);
