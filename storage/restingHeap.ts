@@ -24,7 +24,12 @@ export function shrinkHeapAtRest(): void {
     // The gc extension is installed in contexts made after the flag is set; the process's own
     // global stays without `gc` unless Node was started with --expose-gc.
     setFlagsFromString('--expose-gc');
-    collect = runInNewContext('gc') as (options: GcOptions) => void;
+    try {
+      collect = runInNewContext('gc') as (options: GcOptions) => void;
+    } finally {
+      // the flag is the process's: off again, so no isolate or context made later gets a `gc` (review r5d-8)
+      setFlagsFromString('--no-expose-gc');
+    }
   }
   collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
 }
@@ -40,8 +45,12 @@ export interface HeapAtRestOptions {
    * an eighth: 4 MiB in 2 s when it has grown to 32 MiB, what 1,000 idle workers' beats stay under)
    */
   restShare?: number;
+  /** the least time between two shrinks (default 5 min): each is a synchronous full collection, a pause for everything the thread serves */
+  minGapMs?: number;
   /** called after each shrink */
   shrunk?: () => void;
+  /** the clock the gap is measured on (tests) */
+  now?: () => number;
 }
 
 /**
@@ -51,7 +60,7 @@ export interface HeapAtRestOptions {
  * to 32 MiB, and V8 keeps that size at rest. The look is one heap statistics call; the shrink
  * runs once per burst, when it is over. Returns the stop.
  */
-export function watchHeapAtRest({ intervalMs = 2000, restShare = 1 / 8, shrunk }: HeapAtRestOptions = {}): () => void {
+export function watchHeapAtRest({ intervalMs = 2000, restShare = 1 / 8, minGapMs = 5 * 60_000, shrunk, now = () => performance.now() }: HeapAtRestOptions = {}): () => void {
   // a collection in the interval (a scavenge empties the young generation) means more was allocated than its growth shows
   let collections = 0;
   const observer = new PerformanceObserver((list) => {
@@ -59,11 +68,18 @@ export function watchHeapAtRest({ intervalMs = 2000, restShare = 1 / 8, shrunk }
   });
   observer.observe({ entryTypes: ['gc'] });
   let usedBefore = youngGeneration().used;
+  // What the last shrink left: V8 never shrinks below the young generation's initial size (an
+  // operator's --min-semi-space-size), so a shrink is due only when it grew past that again; and
+  // not twice within minGapMs (review r5d-3/4: it repeated every 2 s at idle, and ran during light traffic).
+  let floor = 0;
+  let lastShrink = -Infinity;
   const timer = setInterval(() => {
     const { size, used } = youngGeneration();
     const atRest = collections === 0 && used - usedBefore < size * restShare;
-    if (size > GROWN_BYTES && atRest) {
+    if (size > Math.max(GROWN_BYTES, floor + GROWN_BYTES) && atRest && now() - lastShrink >= minGapMs) {
       shrinkHeapAtRest();
+      lastShrink = now();
+      floor = youngGeneration().size;
       shrunk?.();
     }
     collections = 0;

@@ -16,22 +16,31 @@
 // one short-lived thread, once per process and option.
 import { Worker } from 'node:worker_threads';
 
-/** Node options a worker takes (the loaders, source maps, profiling, warnings): kept without asking. */
-const NODE_OPTION = /^--(?:import|require|loader|experimental-loader|conditions|enable-source-maps|no-warnings|cpu-prof|heap-prof|inspect|experimental-|no-experimental-|trace-warnings|trace-uncaught|stack-trace-limit)/;
+/**
+ * Node options every kiln process may run with that a worker takes (the loaders, source maps,
+ * profiling): kept without asking. Nothing with a V8 namesake (`--stack-trace-limit` is V8's, and so
+ * are `--experimental-wasm-*`): those are asked (review r5d-5).
+ */
+const NODE_OPTION = /^(?:--(?:import|require|loader|experimental-loader|conditions|enable-source-maps|no-warnings|cpu-prof|heap-prof|inspect)\b|-r$|-C$)/;
 const accepted = new Map<string, boolean>();
 
-function workerAccepts(arg: string): boolean {
-  let known = accepted.get(arg);
+/** Whether a worker takes `option` (one argument, or an option and its value as Node was given them). */
+function workerAccepts(option: readonly string[]): boolean {
+  const key = option.join('\0');
+  let known = accepted.get(key);
   if (known === undefined) {
     try {
-      const probe = new Worker('', { eval: true, execArgv: [arg] });
+      const probe = new Worker('', { eval: true, execArgv: [...option] });
+      // a worker that fails to start must not take the process down with an unheard 'error'
+      probe.on('error', () => undefined);
+      probe.unref();
       void probe.terminate();
       known = true;
     } catch (error) {
       if ((error as { code?: string }).code !== 'ERR_WORKER_INVALID_EXEC_ARGV') throw error;
       known = false;
     }
-    accepted.set(arg, known);
+    accepted.set(key, known);
   }
   return known;
 }
@@ -42,7 +51,7 @@ export function threadExecArgv(execArgv: readonly string[] = process.execArgv): 
     const arg = execArgv[i]!;
     // an option's value given as the next argument (`--import tsx`) goes with it
     const value = !arg.includes('=') && i + 1 < execArgv.length && !execArgv[i + 1]!.startsWith('-') ? execArgv[i + 1]! : null;
-    if (NODE_OPTION.test(arg) || workerAccepts(value === null ? arg : `${arg}=${value}`)) {
+    if (NODE_OPTION.test(arg) || workerAccepts(value === null ? [arg] : [arg, value])) {
       kept.push(arg);
       if (value !== null) kept.push(value);
     }

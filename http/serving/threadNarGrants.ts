@@ -55,7 +55,12 @@ export class NarGrants {
     return (grant as Kept).expires - this.now() <= ACCESS_TTL_MS - GRANT_RENEW_AFTER_MS;
   }
 
-  /** Whether the thread held a grant of `file` under the cache, now past GRANT_RENEW_AFTER_MS of its life or expired: worth asking again before a reader waits. */
+  /**
+   * Whether the thread held a grant of `file` under the cache, now past GRANT_RENEW_AFTER_MS of its
+   * life or expired: worth asking again before a reader waits (a `nix copy` a few seconds after the
+   * last finds its grants expired). What this may cost the main thread is bounded by the thread's
+   * renewal budget (threadNars.ts, RENEWALS_PER_SECOND; review r5d-1).
+   */
   renewable(cache: string, file: string): boolean {
     const kept = this.grants.get(file)?.get(cache);
     return kept !== undefined && this.renewDue(kept);

@@ -29,6 +29,8 @@ import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS
 
 /** How often sent files are reported to the main thread. */
 const REPORT_MS = 100;
+/** Background grant renewals a thread asks for at most, a second (review r5d-1). */
+export const RENEWALS_PER_SECOND = 200;
 
 const WHOLE = { kind: 'whole' } as const;
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
@@ -85,7 +87,8 @@ export interface ThreadNars {
 
 export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const { origin, counters } = opts;
-  const grants = new NarGrants(opts.now);
+  const clock = opts.now ?? Date.now;
+  const grants = new NarGrants(clock);
   const spellings = new CacheSpellings();
   /** ask id → what it asked; one ask per cache and file at a time, its waiters in `waiting` */
   const asks = new Map<number, { key: string; cache: string; file: string; generation: number }>();
@@ -237,9 +240,24 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     opts.ask(id, cache, file.slice(0, 52));
   };
 
-  /** Asks again, in the background, for a grant the thread held that is half through its life or over; one ask per file at a time. */
+  /**
+   * Asks again, in the background, for a grant the thread holds that is half through its life; one
+   * ask per file at a time, and at most RENEWALS_PER_SECOND a second: past that (a client keeping
+   * thousands of files' grants alive by their narinfos, review r5d-1) a reader waits for its grant
+   * as before renewals existed.
+   */
+  let renewalSecond = 0;
+  let renewalsLeft = RENEWALS_PER_SECOND;
   const renew = (cache: string, file: string): void => {
-    if (!waiting.has(`${cache}/${file}`)) askFor(cache, file, []);
+    if (waiting.has(`${cache}/${file}`)) return;
+    const second = Math.floor(clock() / 1000);
+    if (second !== renewalSecond) {
+      renewalSecond = second;
+      renewalsLeft = RENEWALS_PER_SECOND;
+    }
+    if (renewalsLeft <= 0) return;
+    renewalsLeft--;
+    askFor(cache, file, []);
   };
 
   const start = (w: Waiting, grant: NarGrant): void => {

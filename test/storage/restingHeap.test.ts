@@ -2,6 +2,7 @@
 // generation an allocation burst grew goes back to its smallest, by shrinkHeapAtRest and at the end
 // of a kiln's start-up.
 import { getHeapSpaceStatistics } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import t from 'tap';
 import { shrinkHeapAtRest, watchHeapAtRest } from '../../storage/index.js';
 import { eventually } from '../support/eventually.js';
@@ -32,7 +33,7 @@ t.test('shrinkHeapAtRest gives back the young generation a burst grew', async (t
 t.test('watchHeapAtRest shrinks it once a burst is over, not while it lasts', async (t) => {
   shrinkHeapAtRest();
   let shrinks = 0;
-  const stop = watchHeapAtRest({ intervalMs: 20, shrunk: () => shrinks++ });
+  const stop = watchHeapAtRest({ intervalMs: 20, minGapMs: 0, shrunk: () => shrinks++ });
   t.teardown(stop);
   // while the burst allocates (~1 MiB between two looks at least) the watch leaves it grown
   let kept: { i: number; s: string }[][] = [];
@@ -55,4 +56,25 @@ t.test('a kiln ends its start-up with the young generation at its smallest', asy
   // on by default; the test support turns it off for the other tests' kilns
   await startTestKiln(t, {}, { shrinkHeapAtRest: true });
   t.ok(youngGeneration() <= 2 * MiB, `after the start: ${youngGeneration() / MiB} MiB`);
+});
+
+t.test('no gc function is left to contexts made after a shrink', async (t) => {
+  shrinkHeapAtRest();
+  t.equal(runInNewContext('typeof gc'), 'undefined');
+});
+
+t.test('a second shrink waits out minGapMs, on the clock given', async (t) => {
+  let clock = 0;
+  let shrinks = 0;
+  const stop = watchHeapAtRest({ intervalMs: 20, minGapMs: 60_000, now: () => clock, shrunk: () => shrinks++ });
+  t.teardown(stop);
+  allocationBurst();
+  await eventually(() => shrinks === 1, { message: 'the first shrink at rest' });
+  allocationBurst();
+  t.ok(youngGeneration() > 4 * MiB, 'grown again');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(shrinks, 1, 'at rest again within the gap: not shrunk');
+  clock += 60_000;
+  await eventually(() => shrinks === 2, { message: 'shrunk once the gap is over' });
+  t.pass('shrunk again after the gap');
 });

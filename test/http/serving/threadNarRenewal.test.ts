@@ -15,7 +15,7 @@ import { ThreadAnswers } from '../../../http/serving/threadAnswers.js';
 import { ACCESS_TTL_MS } from '../../../http/serving/threadHotCache.js';
 import { COUNTER_NARS_WAITED, COUNTERS, type NarGrant } from '../../../http/serving/threadMessages.js';
 import { GRANT_RENEW_AFTER_MS } from '../../../http/serving/threadNarGrants.js';
-import { threadNars, type ThreadNars } from '../../../http/serving/threadNars.js';
+import { RENEWALS_PER_SECOND, threadNars, type ThreadNars } from '../../../http/serving/threadNars.js';
 import { originAgent } from '../../../http/serving/forwardHttp.js';
 import { DEFAULT_READ_PACE } from '../../../storage/threadFace.js';
 
@@ -134,4 +134,20 @@ t.test('a refused renewal drops the grant it renews', async (t) => {
   h.nars.granted(h.asks.shift()!.id, null);
   t.equal(await h.get(), 200, 'the next reader asks again (answered by the test)');
   t.equal(h.waited(), 2, 'the grant still within its life was not used');
+});
+
+t.test('background renewals are bounded per second: narinfos naming many files do not flood the main thread (review r5d-1)', async (t) => {
+  let now = 1_000_000;
+  const h = await harness(() => now);
+  t.teardown(() => h.close());
+  const files = Array.from({ length: RENEWALS_PER_SECOND + 50 }, (_, i) => i.toString(32).padStart(52, '0'));
+  for (const file of files) {
+    h.nars.grants.keep('pub', grantOf(file));
+  }
+  now += ACCESS_TTL_MS * 2; // every grant expired: each narinfo would renew one
+  for (const file of files) h.nars.narinfoServed('pub', file);
+  t.equal(h.asks.length, RENEWALS_PER_SECOND, 'at most RENEWALS_PER_SECOND in one second');
+  now += 1_000;
+  for (const file of files) h.nars.narinfoServed('pub', file);
+  t.equal(h.asks.length, RENEWALS_PER_SECOND + 50, 'the rest in the next second (those asked already wait for their answer)');
 });
