@@ -25,6 +25,8 @@
 // (issue 22: young-generation collections every ~200 ms per thread, a pause for every connection
 // of the thread each time).
 
+import { isNarFileName } from './narFileName.js';
+
 /** As long as the main thread trusts a cache's settings (services/caches/binaryCacheAccess.ts). */
 export const ACCESS_TTL_MS = 5_000;
 /** As storage/nars/narReads.ts: hits 60 s, misses 5 s. */
@@ -90,7 +92,6 @@ export type Refresh = (cache: string, file: string, held: HotAnswer) => void;
 export type NarServed = (cache: string, fileHash: string) => void;
 
 const NAR_URL = Buffer.from('\nURL: nar/');
-const NAR_FILE_NAME = /^[0-9a-z]{52}\.nar\.zst$/;
 
 /** The file hash of the stored NAR a narinfo's URL line names (kiln's own narinfos: `nar/<file hash>.nar.zst`), else null. */
 export function narinfoNarFile(body: Buffer): string | null {
@@ -98,7 +99,7 @@ export function narinfoNarFile(body: Buffer): string | null {
   if (at < 0) return null;
   const start = at + NAR_URL.length;
   const name = body.toString('latin1', start, start + 60);
-  return NAR_FILE_NAME.test(name) ? name.slice(0, 52) : null;
+  return isNarFileName(name) ? name.slice(0, 52) : null;
 }
 
 /**

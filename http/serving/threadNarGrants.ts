@@ -2,25 +2,11 @@
 // thread's word that a request without credentials may read a file of a public cache, kept for the
 // access TTL per file and cache, dropped by invalidations, and due for renewal past half its life.
 import { ACCESS_TTL_MS, canonicalCacheName } from './threadHotCache.js';
+import { NAR_SUFFIX } from './narFileName.js';
 import type { NarGrant } from './threadMessages.js';
 
 /** Grants kept at most (a few hundred bytes each), oldest out. */
 const GRANTS_MAX = 65_536;
-export const NAR_SUFFIX = '.nar.zst';
-
-/**
- * The shape of a stored NAR's name, `{52 base-32 characters}.nar.zst` (the main thread checks it for
- * real before it grants). A loop, not a regular expression: it runs for every NAR request, and the
- * expression cost several times as much.
- */
-export function isNarFileName(file: string): boolean {
-  if (file.length !== 52 + NAR_SUFFIX.length || !file.endsWith(NAR_SUFFIX)) return false;
-  for (let i = 0; i < 52; i++) {
-    const c = file.charCodeAt(i);
-    if (!((c >= 48 && c <= 57) || (c >= 97 && c <= 122))) return false;
-  }
-  return true;
-}
 
 /** Spellings of cache names remembered at most (any client can send every mix of cases). */
 const SPELLINGS_MAX = 4_096;

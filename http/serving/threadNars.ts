@@ -23,7 +23,8 @@ import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
-import { CacheSpellings, isNarFileName, NAR_SUFFIX, NarGrants } from './threadNarGrants.js';
+import { isNarFileName, NAR_SUFFIX } from './narFileName.js';
+import { CacheSpellings, NarGrants } from './threadNarGrants.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
 import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
 

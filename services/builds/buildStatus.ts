@@ -7,6 +7,7 @@ import type { BuildStatus, FailureClass } from '../../protocol/index.js';
 import type { Queryable } from '../../storage/index.js';
 import { buildMove, type BuildContext, type BuildEvent } from '../../actors/index.js';
 import type { ReadiedBuild } from './readyBuild.js';
+import { DONE } from './readiness.js';
 import { doneForUpdate, failedForUpdate, offeredTo, wantedByOtherTenants, workerScopeUpdate } from './tenantScope.js';
 import { failureFor, failureStandsFor, keepScopedFailure, statusFor } from './organizationStatus.js';
 
@@ -36,8 +37,6 @@ export interface StatusChange {
   readied?: (builds: ReadiedBuild[]) => void;
 }
 
-/** The statuses that count as an input being there: its dependents' inputs_remaining leaves them out. */
-const DONE: ReadonlySet<string> = new Set<BuildStatus>(['completed', 'substituted']);
 
 /** A status change's move of its dependents' readiness counters, applied with the others of its transaction. */
 interface ReadinessMove {

@@ -2,6 +2,10 @@
 // structures"): a new shared build counts its inputs whose builds are not completed or
 // substituted. The status changes that move the counter afterwards are in buildStatus.ts.
 import type { TransactionSql } from 'postgres';
+import type { BuildStatus } from '../../protocol/index.js';
+
+/** The statuses that count as an input being there: its dependents' inputs_remaining leaves them out (buildStatus.ts moves the counters by it). */
+export const DONE: ReadonlySet<string> = new Set<BuildStatus>(['completed', 'substituted']);
 
 /** This evaluation's builds rows, written by the same statement as the shared builds they point at. */
 export interface EvaluationBuilds {
@@ -81,10 +85,7 @@ export async function lockInputBuilds(tx: TransactionSql, inputs: readonly strin
  */
 export async function insertCountedBuilds(tx: TransactionSql, derivations: readonly NewDerivation[], status: ReadonlyMap<string, string>, builds: EvaluationBuilds): Promise<void> {
   if (derivations.length === 0 && builds.recordedBefore.length === 0) return;
-  const open = (input: string) => {
-    const s = status.get(input);
-    return s !== 'completed' && s !== 'substituted';
-  };
+  const open = (input: string) => !DONE.has(status.get(input) ?? 'none');
   // The builds rows take the new shared builds' ids from `returning` (the outer statement's
   // snapshot does not see the rows its own CTE wrote) and the earlier ones' from the table.
   await tx`

@@ -82,15 +82,11 @@ export function cacheTraffic(events: Pick<Events, 'publish'>, metrics?: Pick<Kil
     fetched: (cache, fileHash, bytes, fetches = 1) => {
       metrics?.narBytesServed(cache.name, bytes);
       counters?.served(cache.id, bytes, fileHash, fetches);
-      // an event per fetch, each carrying its share, until the flush is full (the rest counted as dropped)
+      // an event per fetch, each carrying its share, while the flush has room; the rest are dropped
       const each = Math.round(bytes / fetches);
-      for (let i = 0; i < fetches; i++) {
-        if (pending.length >= MAX_PER_FLUSH) {
-          dropped += fetches - i;
-          break;
-        }
-        add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes: each });
-      }
+      const room = Math.min(fetches, Math.max(0, MAX_PER_FLUSH - pending.length));
+      for (let i = 0; i < room; i++) add({ event: 'cache.nar.fetched', cacheId: cache.id, cache: cache.name, hash: fileHash, bytes: each });
+      dropped += fetches - room;
     },
     get dropped() {
       return dropped;

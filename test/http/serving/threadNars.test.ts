@@ -3,7 +3,8 @@
 // a delete of the file's path; every invalidation bumps the generation, so grants asked for before
 // it are not used.
 import t from 'tap';
-import { isNarFileName, NarGrants } from '../../../http/serving/threadNarGrants.js';
+import { isNarFileName } from '../../../http/serving/narFileName.js';
+import { NarGrants } from '../../../http/serving/threadNarGrants.js';
 import { ACCESS_TTL_MS } from '../../../http/serving/threadHotCache.js';
 
 const FILE = '0'.repeat(52);
