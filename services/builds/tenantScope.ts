@@ -103,7 +103,7 @@ export async function lockScopedBuilds(tx: TransactionSql, of: { evaluationId: s
     select db.id from derivation_builds db
     where ${which}
       and (db.status = 'started'
-           or (db.status = 'queued' and (db.inputs_remaining = 0 or db.done_for is not null or db.failed_for is not null)))
+           or (db.status = 'queued' and (db.ready or db.done_for is not null or db.failed_for is not null)))
     order by db.id for share of db`;
 }
 
