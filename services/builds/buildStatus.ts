@@ -169,7 +169,7 @@ export async function changeBuildStatuses(
         const tellReadied = await moveReadiness(tx, moves);
         await beforeCommit?.(tx);
         return { results, tellReadied };
-      }, { pipelined: true }); // `begin` with the first statement: one round trip fewer on the dispatch path
+      }, { pipelined: true, genericPlans: true }); // `begin` with the first statement: one round trip fewer on the dispatch path; plans: docs/builds.md
       // committed: the builds it made ready are visible to whoever is told of them
       tellReadied();
       return results;

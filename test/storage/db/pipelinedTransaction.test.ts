@@ -24,6 +24,22 @@ t.test('a pipelined transaction', async (t) => {
     t.same(await ids(), [1]);
   });
 
+  await t.test('genericPlans: cached generic plans for this transaction only, begun with its first statement', async (t) => {
+    const setting = (q: typeof sql) => q<{ mode: string; xid: string }[]>`select current_setting('plan_cache_mode') as mode, txid_current()::text as xid`;
+    await pipelinedTransaction(sql, async (tx) => {
+      const [first] = await setting(tx as unknown as typeof sql);
+      await tx`insert into pipelined values (5)`;
+      const [last] = await setting(tx as unknown as typeof sql);
+      t.equal(first!.mode, 'force_generic_plan');
+      t.same(last, first, 'one transaction from the first statement on');
+    }, { genericPlans: true });
+    t.same(await ids(), [1, 5]);
+    await sql`delete from pipelined where id = 5`;
+    // every connection of the pool back to PostgreSQL's default once the transaction ended
+    const modes = await Promise.all([1, 2, 3, 4].map(() => pipelinedTransaction(sql, async (tx) => (await setting(tx as unknown as typeof sql))[0]!.mode)));
+    t.same(modes, ['auto', 'auto', 'auto', 'auto']);
+  });
+
   await t.test('the function throws: nothing is written', async (t) => {
     await t.rejects(pipelinedTransaction(sql, async (tx) => {
       await tx`insert into pipelined values (2)`;
