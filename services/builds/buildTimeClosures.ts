@@ -3,7 +3,8 @@
 // and a view once computed is kept in closure_summaries. A request walks the closure once, the
 // cost of listing it, to check the kept view is current (same nodes, same recorded sizes); only
 // then are the shown nodes' names and cache-held sizes looked up. Otherwise one query returns
-// the closure as arrays, closureRanking.ts picks the largest, and the view is kept for next time.
+// the closure as arrays (by number, or by edges: closureReads.ts), closureRanking.ts picks the
+// largest, and the view is kept for next time.
 import type { Sql } from 'postgres';
 import { largestClosures } from './closureRanking.js';
 import { closureState, readByEdges, readNumbered, type ClosureRead } from './closureReads.js';
