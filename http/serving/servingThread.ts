@@ -193,6 +193,11 @@ port.on('message', (message: ToServingThread) => {
       break;
     case 'fail':
       throw new Error(message.reason);
+    case 'reportNow':
+      answers.reportNow();
+      nars.reportNow();
+      post({ t: 'reported', id: message.id });
+      break;
   }
 });
 

@@ -130,7 +130,9 @@ export type ToServingThread =
   /** close the listen socket, finish the connections, end the thread */
   | { t: 'stop' }
   /** throw, as a bug in the thread would (tests: the crash path) */
-  | { t: 'fail'; reason: string };
+  | { t: 'fail'; reason: string }
+  /** report what was answered and sent since the last batch now, then say `reported` (a scrape or a traffic flush is about to read the counts) */
+  | { t: 'reportNow'; id: number };
 
 /** Thread → main. */
 export type FromServingThread =
@@ -143,4 +145,6 @@ export type FromServingThread =
   /** renew entries of the thread's hot memory, asked for in one batch */
   | { t: 'narinfoAsks'; asks: NarinfoAsk[] }
   /** the thread gave back a place of nar.maxConcurrentDownloads while the main thread had readers waiting */
-  | { t: 'readPlacesFreed' };
+  | { t: 'readPlacesFreed' }
+  /** the answer to reportNow, after the batches it sent (one port: they arrive first) */
+  | { t: 'reported'; id: number };

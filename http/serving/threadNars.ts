@@ -83,6 +83,8 @@ export interface ThreadNars {
   granted(id: number, grant: NarGrant | null): void;
   /** A narinfo naming file `fileHash` of cache `cache` (lower-cased) was served: its grant is renewed if it is worth it. */
   narinfoServed(cache: string, fileHash: string): void;
+  /** Reports the files sent since the last report now, if any were. */
+  reportNow(): void;
   readonly grants: NarGrants;
 }
 
@@ -105,13 +107,17 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     forwardCaptured(w.res, w.captured, origin);
   };
 
+  let reportTimer: NodeJS.Timeout | null = null;
   const report = (): void => {
+    if (reportTimer !== null) clearTimeout(reportTimer);
+    reportTimer = null;
+    if (sent.size === 0) return;
     const batch = [...sent.values()];
     sent = new Map();
     opts.report(batch);
   };
   const reported = (grant: NarGrant): void => {
-    if (sent.size === 0) setTimeout(report, REPORT_MS).unref();
+    if (reportTimer === null) reportTimer = setTimeout(report, REPORT_MS).unref();
     const entry = sent.get(grant);
     if (entry === undefined) sent.set(grant, { cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize, fetches: 1 });
     else {
@@ -268,6 +274,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
 
   return {
     grants,
+    reportNow: report,
 
     answer(res, req, head) {
       const started = opts.answers.started();
