@@ -39,6 +39,7 @@ const answers = new ThreadAnswers(post, data.timesRequests);
 const refreshes = new NarinfoRefreshes(hot, post);
 const nars = threadNars({
   origin, enabled: data.sendsNars, counters, answers, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
+  medium: new SmallNarMemory(data.mediumNars.maxFileBytes, data.mediumNars.budget),
   line: data.readPlaces === null ? null : new ThreadReadLine({
     places: new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer), openTimeoutSecs: data.readPlaces.openTimeoutSecs,
     held: (change) => { counters[COUNTER_READS_HELD]! += change; },

@@ -19,6 +19,8 @@ export interface ServingThreadData {
   counters: SharedArrayBuffer;
   /** small NAR files the thread keeps in memory once read: up to nar.smallBytes each, `budget` bytes in all */
   smallNars: { maxFileBytes: number; budget: number };
+  /** medium NAR files (above nar.smallBytes) the thread keeps in memory once read: up to `maxFileBytes` each, `budget` bytes in all */
+  mediumNars: { maxFileBytes: number; budget: number };
   /**
    * nar.maxConcurrentDownloads shared with the main thread (storage/nars/sharedReadPlaces.ts), when
    * the thread sends NARs; nar.storageOpenTimeoutSecs and the minimum pace of a held read, as the
