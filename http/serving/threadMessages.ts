@@ -56,7 +56,7 @@ export const COUNTER_READS_WAITING = 8;
 /** the thread's V8 heap (heapTotal) and what its isolate holds outside it (external, ArrayBuffers included), bytes, every MEMORY_REPORT_MS */
 export const COUNTER_HEAP_BYTES = 9;
 export const COUNTER_EXTERNAL_BYTES = 10;
-/** the thread's event-loop delay over the last MEMORY_REPORT_MS, milliseconds: its 99th percentile and its longest */
+/** how late the thread's event loop ran over the last MEMORY_REPORT_MS, milliseconds beyond the 10 ms sampling interval: its 99th percentile and its longest */
 export const COUNTER_LOOP_DELAY_P99_MS = 11;
 export const COUNTER_LOOP_DELAY_MAX_MS = 12;
 /** the thread's garbage collections over the last MEMORY_REPORT_MS: how many, and the longest pause, milliseconds */
