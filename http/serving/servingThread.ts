@@ -11,6 +11,7 @@ import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } fr
 import { relayWebSockets } from './forwardWebSocket.js';
 import { lateUpgrades } from './lateUpgrades.js';
 import { DEFAULT_READ_PACE, SharedReadPlaces, shrinkHeapAtRest, ThreadReadLine, watchHeapAtRest } from '../../storage/threadFace.js';
+import { MediumNarMemory } from './mediumNarMemory.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
@@ -39,7 +40,7 @@ const answers = new ThreadAnswers(post, data.timesRequests);
 const refreshes = new NarinfoRefreshes(hot, post);
 const nars = threadNars({
   origin, enabled: data.sendsNars, counters, answers, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
-  medium: new SmallNarMemory(data.mediumNars.maxFileBytes, data.mediumNars.budget),
+  medium: new MediumNarMemory(data.mediumNars.maxFileBytes, data.mediumNars.budget),
   line: data.readPlaces === null ? null : new ThreadReadLine({
     places: new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer), openTimeoutSecs: data.readPlaces.openTimeoutSecs,
     held: (change) => { counters[COUNTER_READS_HELD]! += change; },

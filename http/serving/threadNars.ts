@@ -21,6 +21,7 @@ import { bytesReply, errorReply, streamReply } from '../reply.js';
 import { respond, respondInCallback, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
+import type { MediumNarMemory } from './mediumNarMemory.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
 import { isNarFileName, NAR_SUFFIX } from './narFileName.js';
@@ -73,10 +74,10 @@ export interface ThreadNarsOptions {
   /** small files read once, answered from memory under a live grant */
   small: SmallNarMemory;
   /**
-   * medium files (above `small`'s size, up to MEDIUM_NAR_MAX_BYTES) read once, answered from memory
-   * under a live grant as small ones are, but written with tryEnd's backpressure (no copy into uWS)
+   * medium files (above `small`'s size) read once, answered from memory under a live grant as small
+   * ones are, but written with tryEnd's backpressure (no copy into uWS)
    */
-  medium: SmallNarMemory;
+  medium: MediumNarMemory;
   ask(id: number, cache: string, fileHash: string): void;
   report(sent: NarSent[]): void;
   /** the grants' clock (tests) */
@@ -174,8 +175,9 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     }
     // Granted only to requests without credentials, so only for a public cache's files.
     const answer = narAnswerHead(true, range, grant.fileSize);
+    // A file its memory would not keep now (a full memory of medium files in use) is streamed.
     const memory = w.head ? null : memoryFor(file.size);
-    if (memory !== null) {
+    if (memory !== null && memory.keeps(file.size)) {
       // Read whole and kept: the thread's next request for it is answered from memory. Nothing more
       // is read from storage, so the read's place goes back before the bytes are written.
       const bytes = await file.whole().catch(() => null);
@@ -218,12 +220,12 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     }
   }
 
-  /** The memory that keeps a file of `size` bytes once read: small files, else medium ones, else none. */
-  const memoryFor = (size: number): SmallNarMemory | null =>
-    opts.small.keeps(size) ? opts.small : opts.medium.keeps(size) ? opts.medium : null;
+  /** The memory a file of `size` bytes belongs in: small files', else medium ones', else none. */
+  const memoryFor = (size: number): SmallNarMemory | MediumNarMemory | null =>
+    opts.small.keeps(size) ? opts.small : size <= opts.medium.maxFileBytes ? opts.medium : null;
 
   /** A kept file's answer: a small one whole (uWS keeps what the socket does not take), a medium one with backpressure. */
-  const keptReply = (memory: SmallNarMemory, bytes: Buffer, answer: ReturnType<typeof narAnswerHead>) => {
+  const keptReply = (memory: SmallNarMemory | MediumNarMemory, bytes: Buffer, answer: ReturnType<typeof narAnswerHead>) => {
     const body = answer.start === 0 && answer.length === bytes.length ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
     return memory === opts.small ? bytesReply(answer.status, body, answer.headers) : streamReply(answer.status, answer.length, onePiece(body), answer.headers);
   };
