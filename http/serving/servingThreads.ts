@@ -25,6 +25,13 @@ const STOP_MS = 60_000;
 const REPORT_WAIT_MS = 250;
 /** Each thread's memory of small NAR files, beside the main thread's hot cache (nar.hotCacheBytes). */
 const SMALL_NAR_BYTES = 64 * 1024 * 1024;
+/**
+ * Medium NAR files (above nar.smallBytes, up to MEDIUM_NAR_MAX_BYTES) each thread keeps in memory,
+ * in all: sent from memory a file costs the thread one copy (into the socket) instead of two (the
+ * read, then the socket), what nginx's sendfile is measured against (issue 22, 2 MiB NARs).
+ */
+const MEDIUM_NAR_BYTES = 32 * 1024 * 1024;
+const MEDIUM_NAR_MAX_BYTES = 4 * 1024 * 1024;
 
 export interface ServingThreadsOptions {
   count: number;
@@ -80,6 +87,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
     const { index } = input;
     const data: ServingThreadData = {
       index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!, smallNars: { maxFileBytes: opts.smallNars.maxFileBytes, budget: Math.min(SMALL_NAR_BYTES, opts.smallNars.hotCacheBytes) },
+      mediumNars: { maxFileBytes: MEDIUM_NAR_MAX_BYTES, budget: Math.min(MEDIUM_NAR_BYTES, opts.smallNars.hotCacheBytes) },
       readPlaces: opts.nars === undefined ? null : { buffer: opts.nars.readPlaces.buffer, limit: opts.nars.readPlaces.limit, openTimeoutSecs: opts.nars.readPlaces.openTimeoutSecs, pace: opts.nars.readPlaces.pace },
       tls: opts.tls ?? null, timesRequests: opts.answers?.timed ?? false,
     };
