@@ -18,20 +18,36 @@ interface GcOptions {
 
 let collect: ((options: GcOptions) => void) | null = null;
 
-/** One footprint-reducing full collection of this thread's isolate, now (tens of ms; run it at rest). */
-export function shrinkHeapAtRest(): void {
-  if (collect === null) {
-    // The gc extension is installed in contexts made after the flag is set; the process's own
-    // global stays without `gc` unless Node was started with --expose-gc.
+/**
+ * One footprint-reducing full collection of this thread's isolate, now (tens of ms; run it at rest).
+ * False when the collector could not be had this time (the next call tries again): it never throws,
+ * as a serving thread calls it right after it listens, and a throw there ended the thread.
+ */
+export function shrinkHeapAtRest(): boolean {
+  collect ??= gcFunction();
+  if (collect === null) return false;
+  collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  return true;
+}
+
+/**
+ * The gc extension is installed in contexts made while --expose-gc is set; the process's own global
+ * stays without `gc` unless Node was started with it. The flag is the process's, not the isolate's,
+ * so it is set again right before each try: another thread (the serving threads start together)
+ * may turn it off between one thread's setting it and its making the context.
+ */
+function gcFunction(): ((options: GcOptions) => void) | null {
+  for (let attempt = 0; attempt < 8; attempt++) {
     setFlagsFromString('--expose-gc');
     try {
-      collect = runInNewContext('gc') as (options: GcOptions) => void;
+      const found = runInNewContext('typeof gc === "function" ? gc : null') as ((options: GcOptions) => void) | null;
+      if (found !== null) return found;
     } finally {
-      // the flag is the process's: off again, so no isolate or context made later gets a `gc` (review r5d-8)
+      // off again, so no isolate or context made later gets a `gc` (review r5d-8)
       setFlagsFromString('--no-expose-gc');
     }
   }
-  collect({ type: 'major', execution: 'sync', flavor: 'last-resort' });
+  return null;
 }
 
 /** Above this the young generation has grown (V8's smallest is 1 MiB: two 0.5 MiB semi-spaces). */
@@ -77,10 +93,12 @@ export function watchHeapAtRest({ intervalMs = 2000, restShare = 1 / 8, minGapMs
     const { size, used } = youngGeneration();
     const atRest = collections === 0 && used - usedBefore < size * restShare;
     if (size > Math.max(GROWN_BYTES, floor + GROWN_BYTES) && atRest && now() - lastShrink >= minGapMs) {
-      shrinkHeapAtRest();
-      lastShrink = now();
-      floor = youngGeneration().size;
-      shrunk?.();
+      // without a collector this time, the next look tries again
+      if (shrinkHeapAtRest()) {
+        lastShrink = now();
+        floor = youngGeneration().size;
+        shrunk?.();
+      }
     }
     collections = 0;
     usedBefore = youngGeneration().used;

@@ -3,6 +3,7 @@
 // of a kiln's start-up.
 import { getHeapSpaceStatistics } from 'node:v8';
 import { runInNewContext } from 'node:vm';
+import { Worker } from 'node:worker_threads';
 import t from 'tap';
 import { shrinkHeapAtRest, watchHeapAtRest } from '../../storage/index.js';
 import { eventually } from '../support/eventually.js';
@@ -56,6 +57,33 @@ t.test('a kiln ends its start-up with the young generation at its smallest', asy
   // on by default; the test support turns it off for the other tests' kilns
   await startTestKiln(t, {}, { shrinkHeapAtRest: true });
   t.ok(youngGeneration() <= 2 * MiB, `after the start: ${youngGeneration() / MiB} MiB`);
+});
+
+t.test('threads that shrink at once all get the collector, and none fails', async (t) => {
+  // --expose-gc is the process's flag: one thread turning it off again between another's setting it
+  // and making its context left that one without `gc`, and the throw ended a serving thread (CI's
+  // connection resets on a server with http.threads 2, as both threads shrink right after listening).
+  const THREADS = 6;
+  const gate = new Int32Array(new SharedArrayBuffer(4));
+  const module = new URL('../../storage/restingHeap.ts', import.meta.url).href;
+  const code = `
+    const { workerData, parentPort } = require('node:worker_threads');
+    import(workerData.module).then(({ shrinkHeapAtRest }) => {
+      const gate = new Int32Array(workerData.gate);
+      Atomics.add(gate, 0, 1);
+      while (Atomics.load(gate, 0) < workerData.threads) {}
+      try { parentPort.postMessage(shrinkHeapAtRest() ? 'shrunk' : 'no collector'); }
+      catch (error) { parentPort.postMessage('threw: ' + error.message); }
+    });`;
+  const outcomes = await Promise.all(Array.from({ length: THREADS }, () => new Promise<string>((resolve, reject) => {
+    const worker = new Worker(code, { eval: true, workerData: { module, gate: gate.buffer, threads: THREADS } });
+    worker.once('message', (m: string) => {
+      resolve(m);
+      void worker.terminate();
+    });
+    worker.once('error', reject);
+  })));
+  t.same(outcomes, Array<string>(THREADS).fill('shrunk'));
 });
 
 t.test('no gc function is left to contexts made after a shrink', async (t) => {
