@@ -11,8 +11,11 @@
 //
 // `kiln-only` skips the baselines: the 500,000-derivation memory goal (server RSS ≤ 1 GiB) needs
 // no floor, and the floor's COPY of that graph takes longer than kiln's recording.
+// `again`: every round after the first records the first round's graph again, as a re-evaluation
+// of an unchanged nixpkgs does (nothing new but the evaluation's builds rows); the baselines run in
+// the first round only (their copies' keys would refuse the same rows twice).
 //
-//   npm run bench -- eval-record [derivations=50000] [rounds=3] [kiln-only]
+//   npm run bench -- eval-record [derivations=50000] [rounds=3] [kiln-only] [again]
 import { randomUUID } from 'node:crypto';
 import postgres, { type Sql, type TransactionSql } from 'postgres';
 import { loadAverage, processUsage } from './childServer.js';
@@ -22,7 +25,8 @@ import { syntheticGraph, type SyntheticGraph } from './syntheticGraph.js';
 
 const size = Number(process.argv[2] ?? process.env['BENCH_DERIVATIONS'] ?? 50_000);
 const rounds = Number(process.argv[3] ?? process.env['BENCH_ROUNDS'] ?? 3);
-const kilnOnly = process.argv[4] === 'kiln-only';
+const kilnOnly = process.argv.slice(4).includes('kiln-only');
+const again = process.argv.slice(4).includes('again');
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1] ?? NaN;
 
 async function copyRows(sql: TransactionSql, table: string, columns: string, rows: string[]): Promise<void> {
@@ -84,8 +88,11 @@ let edges = 0;
 let batches = 0;
 let peakRss = 0;
 let evaluator: Awaited<ReturnType<typeof connectSimWorker>> | undefined;
+let firstGraph: SyntheticGraph | undefined;
 for (let round = 0; round < rounds; round++) {
-  const graph = syntheticGraph(size, { seed: `round-${round}-${Date.now()}` });
+  const graph = again && firstGraph ? firstGraph : syntheticGraph(size, { seed: `round-${round}-${Date.now()}` });
+  firstGraph ??= graph;
+  const withBaselines = !kilnOnly && !(again && round > 0);
   edges = graph.edges;
   // connected after the graph is made: making 500,000 derivations holds this process for a while
   evaluator ??= await connectSimWorker(server.protoUrl, { capabilities: { eval: true, build: false } });
@@ -110,7 +117,7 @@ for (let round = 0; round < rounds; round++) {
   };
   let sentMs: number;
   const baselines = async () => {
-    if (kilnOnly) return;
+    if (!withBaselines) return;
     const bare = await copyBaseline(server.sql, meter, graph, 'bench_');
     const keyed = await copyBaseline(server.sql, meter, graph, 'bench_fk_');
     floor.push(bare.ms);
@@ -126,13 +133,13 @@ for (let round = 0; round < rounds; round++) {
   }
   const c = roundCpu;
   console.log(`round ${round + 1} CPU ms: PostgreSQL for COPY ${c.copy}, for COPY with foreign keys ${c.keyed}, for kiln ${c.kilnPg} (${(c.kilnPg / c.copy).toFixed(2)}× COPY's); kiln's server ${c.kilnServer}; the simulated worker ${c.sender.toFixed(0)} (it waited ${c.creditWait.toFixed(0)} ms for credit)`);
-  if (kilnOnly) console.log(`round ${round + 1}: kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB, load average ${loadAverage()}`);
+  if (!withBaselines) console.log(`round ${round + 1}${again && round > 0 ? ' (the first round\'s graph again)' : ''}: kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), server peak RSS ${(peakRss / 2 ** 20).toFixed(0)} MiB, load average ${loadAverage()}`);
   else console.log(`round ${round + 1}: COPY ${floor.at(-1)!.toFixed(0)} ms, COPY with foreign keys ${keyedFloor.at(-1)!.toFixed(0)} ms, kiln ${kiln.at(-1)!.toFixed(0)} ms (all sent after ${sentMs.toFixed(0)} ms), load average ${loadAverage()}`);
 }
 const [{ count }] = await server.sql<[{ count: string }]>`select count(*) from derivation_builds`;
 console.log(`graph: ${size} derivations, ${edges} edges, ${batches} evalBatch messages; derivation_builds rows: ${count}`);
 console.log(`load average after: ${loadAverage()}; server peak RSS while recording: ${(peakRss / 2 ** 20).toFixed(0)} MiB`);
-if (!kilnOnly) {
+if (!kilnOnly && !again) {
   console.log('| run | median ms | derivations/s | vs COPY |');
   console.log('|---|---:|---:|---:|');
   console.log(`| COPY of the same rows (floor) | ${median(floor).toFixed(0)} | ${(size / (median(floor) / 1000)).toFixed(0)} | 1.00 |`);

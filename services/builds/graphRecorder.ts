@@ -17,6 +17,7 @@ import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
 import { insertCountedBuilds, lockInputBuilds, type NewDerivation } from './readiness.js';
 import { insertGraphRows, type GraphRow } from './derivationNumbers.js';
+import { markEntryPoints } from './entryPoints.js';
 
 /** An evalBatch as COPY rows for the staging tables, and what else it says, small. */
 export interface StagedEvalBatch {
@@ -119,18 +120,7 @@ async function recordStaged(events: Events, evaluationId: string, staged: Staged
     if (staged.attributes.size > 0) {
       await lookUp(tx, ids, [...staged.attributes.keys()]);
       const attrs = [...staged.attributes].flatMap(([path, attr]) => (ids.has(path) ? [[ids.get(path)!, attr] as const] : []));
-      // Each entry point's builds row by index (the derivation's shared build, then this
-      // evaluation's row of it), and the rows updated found by their ids in an array the planner
-      // takes for a few: as a join, it hashed all of derivation_builds and this evaluation's builds
-      // for every attribute batch (1.6 s a batch at 500,000 derivations).
-      await tx`
-        with entry as materialized (
-          select x.id, a.attr from unnest(${attrs.map((a) => a[0])}::uuid[], ${attrs.map((a) => a[1])}::text[]) as a(derivation_id, attr)
-          cross join lateral (
-            select b.id from derivation_builds db join builds b on b.derivation_build_id = db.id and b.evaluation_id = ${evaluationId}
-            where db.derivation_id = a.derivation_id offset 0) x)
-        update builds b set entry_point = true, attr = entry.attr from entry
-        where b.id = any(array(select id from entry)) and b.id = entry.id`;
+      await markEntryPoints(tx, evaluationId, attrs);
     }
     if (staged.errors.length > 0) {
       await tx`
