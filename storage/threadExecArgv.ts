@@ -5,6 +5,8 @@
 // stripping but fails on its first `./x.js` import that names a .ts file. Passing tsx's loader in
 // execArgv makes workers resolve and transform exactly as the main thread does; when the process
 // was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
+// A worker started from JavaScript compiled ahead (storage/threadEntry.ts: the serving threads)
+// needs no loader, and gets none: tsx's costs every isolate ~5-10 MiB (docs/http.md).
 //
 // The V8 options of the process (`kiln serve` runs with some, bin/serveFlags.js; an operator may
 // add any: heap sizes, `--single-threaded-gc`, `--stack-size`) already hold for every isolate of the
