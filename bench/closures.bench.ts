@@ -11,6 +11,7 @@ import { readFile } from 'node:fs/promises';
 import postgres from 'postgres';
 import { KILN_SESSION, migrate } from '../storage/index.js';
 import { closuresService } from '../services/builds/closures.js';
+import { numberFromEdges } from '../services/builds/derivationNumbers.js';
 import type { BuildView, EvaluationsService } from '../services/index.js';
 import { anonymous } from '../services/index.js';
 
@@ -37,7 +38,7 @@ try {
   const [task] = await sql<{ id: string }[]>`insert into tasks (project_id, name) values (${project!.id}, 'default') returning id`;
 
   for (const n of sizes) {
-    await sql`truncate derivations, derivation_builds, builds, evaluations, cached_paths, path_signatures cascade`;
+    await sql`truncate derivations, derivation_graph, derivation_builds, builds, evaluations, cached_paths, path_signatures cascade`;
     const [evaluation] = await sql<{ id: string }[]>`insert into evaluations (task_id, repository, wildcard) values (${task!.id}, 'file:///x', '*') returning id`;
     await sql`
       insert into derivations (drv_path, name, system, outputs)
@@ -55,6 +56,8 @@ try {
         (a.i + 1 + (hashint4(a.i * 7) & 1023) % 50), (${n} - 1 - (hashint4(a.i * 11) & 1023) % 20)) j(i)
       join bench_ids b on b.i = j.i where j.i > a.i`;
     await sql`drop table bench_ids`;
+    // numbered as a recording leaves them (derivationNumbers.ts)
+    await numberFromEdges(sql, (await sql<{ id: string }[]>`select id from derivations`).map((r) => r.id));
     await sql`
       with rows as (
         insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)

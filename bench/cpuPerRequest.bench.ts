@@ -1,11 +1,11 @@
-// CPU time per request of the binary cache's hottest answers (narinfo hits, 404 misses and small NAR files), kiln
+// CPU time per request of the binary cache's hottest answers (narinfo hits, 404 misses, small NAR files and 2 MiB ones), kiln
 // against nginx (`worker_processes auto`) serving the same narinfo text: what the kernel counted
 // for the server's threads (utime + stime of /proc/<pid>/task/*) over a wrk run, divided by the
 // requests wrk completed. Unlike requests per second, this figure holds on a machine other work is
 // loading: it is the server's own cost, not its share of the cores. Also the server's RSS at rest
 // and after the runs. kiln runs in a process of its own (bench/kilnProcess.ts, `http.threads` at its
 // default unless given), so the figures are its own.
-//   npm run bench -- cpu-per-request [seconds=5] [rounds=3] [http.threads]
+//   npm run bench -- cpu-per-request [seconds=5] [rounds=3] [http.threads|default] [lists=hits,misses,nars,medium]
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -19,7 +19,9 @@ import { median, startNginx, wrk, WRK_PATHS_SCRIPT } from './loadTools.js';
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
-const threads = process.argv[4] === undefined ? undefined : Number(process.argv[4]);
+const threads = process.argv[4] === undefined || process.argv[4] === 'default' ? undefined : Number(process.argv[4]);
+/** 2 MiB NAR files (the medium list, 8 connections as binaryCache.bench.ts's): what the serving threads send per byte */
+const MEDIUM_NARS = 8;
 const PATHS = 1000;
 const CLOCK_TICKS_PER_SEC = 100;
 
@@ -112,7 +114,14 @@ for (const hash of hashes) {
   await writeFile(join(root, narUrl), Buffer.from(await (await fetch(`${kilnUrl}${narUrl}`)).arrayBuffer()));
   narUrls.push(narUrl);
 }
-const lists = { hits: hashes.map((h) => `/cache/main/${h}.narinfo`), misses: Array.from({ length: PATHS }, () => `/cache/main/${nix32(32)}.narinfo`), nars: narUrls };
+const mediumUrls: string[] = [];
+for (let i = 0; i < MEDIUM_NARS; i++) {
+  const text = await (await fetch(`${kilnUrl}/cache/main/${await upload(narOfFile(randomBytes(2 << 20)), `m-${i}`)}.narinfo`)).text();
+  const narUrl = `/cache/main/${/^URL: (.*)$/m.exec(text)![1]!}`;
+  await writeFile(join(root, narUrl), Buffer.from(await (await fetch(`${kilnUrl}${narUrl}`)).arrayBuffer()));
+  mediumUrls.push(narUrl);
+}
+const lists = { hits: hashes.map((h) => `/cache/main/${h}.narinfo`), misses: Array.from({ length: PATHS }, () => `/cache/main/${nix32(32)}.narinfo`), nars: narUrls, medium: mediumUrls };
 for (const [name, paths] of Object.entries(lists)) await writeFile(join(work, `${name}.txt`), `${paths.join('\n')}\n`);
 const script = join(work, 'paths.lua');
 await writeFile(script, WRK_PATHS_SCRIPT);
@@ -135,9 +144,11 @@ type Server = 'kiln' | 'nginx';
 const servers: [Server, string, () => number[]][] = [['kiln', kilnUrl, () => [kiln.pid]], ['nginx', nginx.url, () => nginxPids(nginxMaster)]];
 const results: Record<string, { usPerRequest: number[]; rps: number[]; p99: number[]; byThread: Map<string, number[]>; routing: Record<string, number>; loopDelays: { main: number[]; mainMax: number; threads: number[]; threadsMax: number }[] }> = {};
 const threadCounts = async () => (await kiln.request('threads')) as Record<string, number>;
-const LISTS = ['hits', 'misses', 'nars'] as const;
+const ALL_LISTS = ['hits', 'misses', 'nars', 'medium'] as const;
+const LISTS = process.argv[5] === undefined ? ALL_LISTS : ALL_LISTS.filter((l) => process.argv[5]!.split(',').includes(l));
+const connectionsOf = (list: (typeof ALL_LISTS)[number]) => (list === 'medium' ? 8 : 64);
 for (const list of LISTS) {
-  for (const [, url] of servers) await wrk(url, { connections: 64, seconds: 2, pathsFile: join(work, `${list}.txt`), script });
+  for (const [, url] of servers) await wrk(url, { connections: connectionsOf(list), seconds: 2, pathsFile: join(work, `${list}.txt`), script });
 }
 for (let round = 0; round < rounds; round++) {
   for (const list of LISTS) {
@@ -159,7 +170,7 @@ for (let round = 0; round < rounds; round++) {
           delays.threadsMax = Math.max(delays.threadsMax, c['loopDelayMaxMs'] ?? 0);
         }
       })() : Promise.resolve();
-      const r = await wrk(url, { connections: 64, seconds, pathsFile: join(work, `${list}.txt`), script });
+      const r = await wrk(url, { connections: connectionsOf(list), seconds, pathsFile: join(work, `${list}.txt`), script });
       running = false;
       await sampling;
       const after = sumCpu(pids());

@@ -39,7 +39,7 @@ try {
     join builds b on b.derivation_build_id = db.id
     join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
     join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
-    where db.status = 'queued' and db.inputs_remaining = 0 and (db.not_before is null or db.not_before <= '${now}')
+    where db.status = 'queued' and db.ready and (db.not_before is null or db.not_before <= '${now}')
     group by db.id, d.id order by db.queued_at limit 500`;
   const candidates = await requeuedForOthers(sql, 500).describe();
   const [counts] = await sql<{ queued: number; ready: number }[]>`
@@ -52,7 +52,7 @@ try {
         select db.id from derivation_builds db
         where db.id in (select derivation_build_id from builds where evaluation_id = ${recorded.evaluationId})
           and (db.status = 'started'
-               or (db.status = 'queued' and (db.inputs_remaining = 0 or db.done_for is not null or db.failed_for is not null)))
+               or (db.status = 'queued' and (db.ready or db.done_for is not null or db.failed_for is not null)))
         order by db.id for share of db`;
       throw Object.assign(new Error('rolled back'), { rolledBack: true });
     }).catch((e: unknown) => {

@@ -304,7 +304,7 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
         narinfos: anonymousNarinfo(services),
         // With S3 the route redirects large files to a presigned URL: the threads leave NARs to it.
         ...(config['s3.enable'] ? {} : { nars: threadNarServices(services) }),
-        answers: threadAnswerCounts(services, metrics.enabled ? (group, method, status, seconds) => metrics.httpRequest(group, method, status, seconds) : undefined),
+        answers: threadAnswerCounts(services, nars, metrics.enabled ? (group, method, status, seconds) => metrics.httpRequest(group, method, status, seconds) : undefined),
         smallNars: { maxFileBytes: config['nar.smallBytes'], hotCacheBytes: config['nar.hotCacheBytes'] },
         supervisor: root.supervise({ id: 'http-threads', restartBudget: { maxRestarts: 5 * threads, withinMs: 10_000 } }),
       });
@@ -312,9 +312,13 @@ export async function startKiln(loaded: LoadedConfig, opts: StartKilnOptions = {
       stack.push(() => serving.stop());
       const unforget = nars.reads.onForget((cacheId, hashPart, fileHash) => serving.broadcast({ t: 'forgetPath', cacheId, hashPart, ...(fileHash === undefined ? {} : { fileHash }) }));
       const unchanged = onCacheChanged(events.bus, CACHE_SETTINGS_REASONS, (change) => serving.broadcast({ t: 'forgetCache', cache: change.cache }));
+      // A scrape or a traffic flush first has the threads report what they answered since their last batch.
+      const collect = () => serving.collectReports();
+      const uncollected = [metrics.beforeReading.add(collect), trafficCounters.beforeTaking.add(collect)];
       stack.push(() => {
         unforget();
         unchanged();
+        for (const remove of uncollected) remove();
       });
       servingThreads = serving;
     }

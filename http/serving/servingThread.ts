@@ -11,6 +11,7 @@ import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } fr
 import { relayWebSockets } from './forwardWebSocket.js';
 import { lateUpgrades } from './lateUpgrades.js';
 import { DEFAULT_READ_PACE, SharedReadPlaces, shrinkHeapAtRest, ThreadReadLine, watchHeapAtRest } from '../../storage/threadFace.js';
+import { MediumNarMemory } from './mediumNarMemory.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
@@ -39,6 +40,7 @@ const answers = new ThreadAnswers(post, data.timesRequests);
 const refreshes = new NarinfoRefreshes(hot, post);
 const nars = threadNars({
   origin, enabled: data.sendsNars, counters, answers, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
+  medium: new MediumNarMemory(data.mediumNars.maxFileBytes, data.mediumNars.budget),
   line: data.readPlaces === null ? null : new ThreadReadLine({
     places: new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer), openTimeoutSecs: data.readPlaces.openTimeoutSecs,
     held: (change) => { counters[COUNTER_READS_HELD]! += change; },
@@ -120,7 +122,10 @@ app.any('/*', (res, req) => {
 // What the thread's isolate holds, how long its loop stalled and how often its garbage collector
 // paused it, for GET /api/v1/admin/actors (RSS is the whole process's): a stall here is every one
 // of the thread's connections waiting (the tail of the answer times).
-const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+// monitorEventLoopDelay records the time between its samples, its own interval included (an idle
+// loop reads ~10 ms at resolution 10): the figures reported are what exceeds the interval.
+const LOOP_SAMPLE_MS = 10;
+const loopDelay = monitorEventLoopDelay({ resolution: LOOP_SAMPLE_MS });
 loopDelay.enable();
 let collections = 0;
 let longestCollection = 0;
@@ -135,8 +140,8 @@ const memory = setInterval(() => {
   const usage = process.memoryUsage();
   counters[COUNTER_HEAP_BYTES] = usage.heapTotal;
   counters[COUNTER_EXTERNAL_BYTES] = usage.external;
-  counters[COUNTER_LOOP_DELAY_P99_MS] = loopDelay.percentile(99) / 1e6;
-  counters[COUNTER_LOOP_DELAY_MAX_MS] = loopDelay.max / 1e6;
+  counters[COUNTER_LOOP_DELAY_P99_MS] = Math.max(0, loopDelay.percentile(99) / 1e6 - LOOP_SAMPLE_MS);
+  counters[COUNTER_LOOP_DELAY_MAX_MS] = Math.max(0, loopDelay.max / 1e6 - LOOP_SAMPLE_MS);
   counters[COUNTER_GC_COUNT] = collections;
   counters[COUNTER_GC_MAX_MS] = longestCollection;
   loopDelay.reset();
@@ -193,6 +198,11 @@ port.on('message', (message: ToServingThread) => {
       break;
     case 'fail':
       throw new Error(message.reason);
+    case 'reportNow':
+      answers.reportNow();
+      nars.reportNow();
+      post({ t: 'reported', id: message.id });
+      break;
   }
 });
 

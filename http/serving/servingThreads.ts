@@ -21,8 +21,17 @@ import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER
  * takes seconds to read its first message).
  */
 const STOP_MS = 60_000;
+/** The longest a reader of the counts waits for a thread's report: a live thread answers within a turn of its loop. */
+const REPORT_WAIT_MS = 250;
 /** Each thread's memory of small NAR files, beside the main thread's hot cache (nar.hotCacheBytes). */
 const SMALL_NAR_BYTES = 64 * 1024 * 1024;
+/**
+ * Medium NAR files (above nar.smallBytes, up to MEDIUM_NAR_MAX_BYTES) each thread keeps in memory,
+ * in all: sent from memory a file costs the thread one copy (into the socket) instead of two (the
+ * read, then the socket), what nginx's sendfile is measured against (issue 22, 2 MiB NARs).
+ */
+const MEDIUM_NAR_BYTES = 32 * 1024 * 1024;
+const MEDIUM_NAR_MAX_BYTES = 4 * 1024 * 1024;
 
 export interface ServingThreadsOptions {
   count: number;
@@ -50,6 +59,13 @@ export interface ServingThreadsOptions {
 export interface ServingThreads {
   /** Sends to every running thread (invalidations). */
   broadcast(message: ToServingThread): void;
+  /**
+   * Has every running thread report what it answered and sent since its last batch, and resolves
+   * once those reports are counted (or after `timeoutMs`: a thread that is restarting is not waited
+   * for). Readers of the counts (a /metrics scrape, a traffic flush) call it first, so they see
+   * every request answered before they were asked, not what the next 100 ms batch would bring.
+   */
+  collectReports(timeoutMs?: number): Promise<void>;
   /** Makes thread `index` fail as a bug in it would (tests). */
   crash(index: number): void;
   /** Incarnations of thread `index` so far (tests: a restart shows). */
@@ -68,11 +84,15 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
   const entry = await compiledThreadEntry(new URL('./servingThread.ts', import.meta.url), { external: ['uWebSockets.js'] });
   if (entry.fallback !== null) opts.log.info({ reason: entry.fallback }, 'serving threads run their TypeScript through tsx: no compiled entry');
   const execArgv = threadExecArgv(process.execArgv, { typescript: entry.typescript });
+  let nextReport = 0;
+  /** reports being counted (threadAnswerCounts finds each cache first): collectReports waits for them */
+  const counting = new Set<Promise<void>>();
 
   const threadLogic = fromPromise<void, { index: number }>(({ input, signal }) => new Promise<void>((resolve, reject) => {
     const { index } = input;
     const data: ServingThreadData = {
       index, listenAddr: opts.listenAddr, port: opts.port, originPort: opts.originPort, secret: forwardingSecret(), sendsNars: opts.nars !== undefined, counters: counters[index]!, smallNars: { maxFileBytes: opts.smallNars.maxFileBytes, budget: Math.min(SMALL_NAR_BYTES, opts.smallNars.hotCacheBytes) },
+      mediumNars: { maxFileBytes: MEDIUM_NAR_MAX_BYTES, budget: Math.min(MEDIUM_NAR_BYTES, opts.smallNars.hotCacheBytes) },
       readPlaces: opts.nars === undefined ? null : { buffer: opts.nars.readPlaces.buffer, limit: opts.nars.readPlaces.limit, openTimeoutSecs: opts.nars.readPlaces.openTimeoutSecs, pace: opts.nars.readPlaces.pace },
       tls: opts.tls ?? null, timesRequests: opts.answers?.timed ?? false,
     };
@@ -101,9 +121,14 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
         case 'narsSent':
           opts.nars?.sent(m.sent);
           break;
-        case 'answered':
-          opts.answers?.answered(m.narinfos, m.requests);
+        case 'answered': {
+          const counted = opts.answers?.answered(m.narinfos, m.requests);
+          if (counted !== undefined) {
+            counting.add(counted);
+            void counted.finally(() => counting.delete(counted));
+          }
           break;
+        }
         case 'readPlacesFreed':
           opts.nars?.readPlaces.freed();
           break;
@@ -159,6 +184,25 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
     },
     crash(index) {
       running.get(index)?.postMessage({ t: 'fail', reason: 'crashed on purpose' } satisfies ToServingThread);
+    },
+    async collectReports(timeoutMs = REPORT_WAIT_MS) {
+      await Promise.all([...running.values()].map((worker) => new Promise<void>((resolve) => {
+        const id = nextReport++;
+        const done = (): void => {
+          clearTimeout(timer);
+          worker.off('message', reported);
+          worker.off('exit', done);
+          resolve();
+        };
+        const reported = (m: FromServingThread): void => {
+          if (m.t === 'reported' && m.id === id) done();
+        };
+        const timer = setTimeout(done, timeoutMs);
+        worker.on('message', reported);
+        worker.once('exit', done);
+        worker.postMessage({ t: 'reportNow', id } satisfies ToServingThread);
+      })));
+      await Promise.allSettled([...counting]);
     },
     starts: (index) => startCounts.get(index) ?? 0,
     async stop() {

@@ -56,6 +56,13 @@ export class ThreadAnswers {
     if (this.timer === null) this.timer = setTimeout(this.flushNow, REPORT_MS).unref();
   }
 
+  /** Sends what is waiting for the next batch now (a reader of the counts asked), if anything is. */
+  reportNow(): void {
+    if (this.timer === null) return;
+    clearTimeout(this.timer);
+    this.flush();
+  }
+
   private flush(): void {
     this.timer = null;
     const narinfos = [...this.hits.values(), ...this.misses.values()];

@@ -19,6 +19,8 @@ export interface ServingThreadData {
   counters: SharedArrayBuffer;
   /** small NAR files the thread keeps in memory once read: up to nar.smallBytes each, `budget` bytes in all */
   smallNars: { maxFileBytes: number; budget: number };
+  /** medium NAR files (above nar.smallBytes) the thread keeps in memory once read: up to `maxFileBytes` each, `budget` bytes in all */
+  mediumNars: { maxFileBytes: number; budget: number };
   /**
    * nar.maxConcurrentDownloads shared with the main thread (storage/nars/sharedReadPlaces.ts), when
    * the thread sends NARs; nar.storageOpenTimeoutSecs and the minimum pace of a held read, as the
@@ -54,7 +56,7 @@ export const COUNTER_READS_WAITING = 8;
 /** the thread's V8 heap (heapTotal) and what its isolate holds outside it (external, ArrayBuffers included), bytes, every MEMORY_REPORT_MS */
 export const COUNTER_HEAP_BYTES = 9;
 export const COUNTER_EXTERNAL_BYTES = 10;
-/** the thread's event-loop delay over the last MEMORY_REPORT_MS, milliseconds: its 99th percentile and its longest */
+/** how late the thread's event loop ran over the last MEMORY_REPORT_MS, milliseconds beyond the 10 ms sampling interval: its 99th percentile and its longest */
 export const COUNTER_LOOP_DELAY_P99_MS = 11;
 export const COUNTER_LOOP_DELAY_MAX_MS = 12;
 /** the thread's garbage collections over the last MEMORY_REPORT_MS: how many, and the longest pause, milliseconds */
@@ -130,7 +132,9 @@ export type ToServingThread =
   /** close the listen socket, finish the connections, end the thread */
   | { t: 'stop' }
   /** throw, as a bug in the thread would (tests: the crash path) */
-  | { t: 'fail'; reason: string };
+  | { t: 'fail'; reason: string }
+  /** report what was answered and sent since the last batch now, then say `reported` (a scrape or a traffic flush is about to read the counts) */
+  | { t: 'reportNow'; id: number };
 
 /** Thread → main. */
 export type FromServingThread =
@@ -143,4 +147,6 @@ export type FromServingThread =
   /** renew entries of the thread's hot memory, asked for in one batch */
   | { t: 'narinfoAsks'; asks: NarinfoAsk[] }
   /** the thread gave back a place of nar.maxConcurrentDownloads while the main thread had readers waiting */
-  | { t: 'readPlacesFreed' };
+  | { t: 'readPlacesFreed' }
+  /** the answer to reportNow, after the batches it sent (one port: they arrive first) */
+  | { t: 'reported'; id: number };

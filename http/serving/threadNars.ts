@@ -21,6 +21,7 @@ import { bytesReply, errorReply, streamReply } from '../reply.js';
 import { respond, respondInCallback, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
+import type { MediumNarMemory } from './mediumNarMemory.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
 import { isNarFileName, NAR_SUFFIX } from './narFileName.js';
@@ -35,6 +36,8 @@ export const RENEWALS_PER_SECOND = 200;
 
 const WHOLE = { kind: 'whole' } as const;
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
+/** Bytes in memory as a stream's one piece: respond.ts writes it with tryEnd, the socket taking what it can each round. */
+const onePiece = (bytes: Buffer): AsyncIterable<Uint8Array> => ({ async *[Symbol.asyncIterator]() { yield bytes; } });
 
 /** The pieces, each counted toward the read's pace as the socket takes it (the next is read only then). */
 async function* paced(pieces: AsyncGenerator<Buffer, void, undefined>, pace: { add(bytes: number): void }): AsyncGenerator<Buffer, void, undefined> {
@@ -70,6 +73,11 @@ export interface ThreadNarsOptions {
   answers: ThreadAnswers;
   /** small files read once, answered from memory under a live grant */
   small: SmallNarMemory;
+  /**
+   * medium files (above `small`'s size) read once, answered from memory under a live grant as small
+   * ones are, but written with tryEnd's backpressure (no copy into uWS)
+   */
+  medium: MediumNarMemory;
   ask(id: number, cache: string, fileHash: string): void;
   report(sent: NarSent[]): void;
   /** the grants' clock (tests) */
@@ -83,6 +91,8 @@ export interface ThreadNars {
   granted(id: number, grant: NarGrant | null): void;
   /** A narinfo naming file `fileHash` of cache `cache` (lower-cased) was served: its grant is renewed if it is worth it. */
   narinfoServed(cache: string, fileHash: string): void;
+  /** Reports the files sent since the last report now, if any were. */
+  reportNow(): void;
   readonly grants: NarGrants;
 }
 
@@ -105,13 +115,17 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     forwardCaptured(w.res, w.captured, origin);
   };
 
+  let reportTimer: NodeJS.Timeout | null = null;
   const report = (): void => {
+    if (reportTimer !== null) clearTimeout(reportTimer);
+    reportTimer = null;
+    if (sent.size === 0) return;
     const batch = [...sent.values()];
     sent = new Map();
     opts.report(batch);
   };
   const reported = (grant: NarGrant): void => {
-    if (sent.size === 0) setTimeout(report, REPORT_MS).unref();
+    if (reportTimer === null) reportTimer = setTimeout(report, REPORT_MS).unref();
     const entry = sent.get(grant);
     if (entry === undefined) sent.set(grant, { cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize, fetches: 1 });
     else {
@@ -139,7 +153,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     if (outcome === 'busy') {
       counters[COUNTER_STORAGE_BUSY]!++;
       await respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
-      return answered(w, 503);
+      return answered(w.head, w.state, 503, w.started);
     }
     let given = false;
     const givePlace = () => {
@@ -167,19 +181,23 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     }
     // Granted only to requests without credentials, so only for a public cache's files.
     const answer = narAnswerHead(true, range, grant.fileSize);
-    if (!w.head && opts.small.keeps(file.size)) {
-      // Read whole and kept: the thread's next request for it is answered from memory.
+    // A file its memory would not keep now (a full memory of medium files in use) is streamed.
+    const memory = w.head ? null : memoryFor(file.size);
+    if (memory !== null && memory.keeps(file.size)) {
+      // Read whole and kept: the thread's next request for it is answered from memory. Nothing more
+      // is read from storage, so the read's place goes back before the bytes are written.
       const bytes = await file.whole().catch(() => null);
+      givePlace();
       if (w.state.aborted) return;
       if (bytes === null) {
         grants.forgetFile(grant.cacheId, grant.fileHash);
         return forward(w);
       }
-      opts.small.keep(grant.fileHash, bytes);
+      memory.keep(grant.fileHash, bytes);
       counters[COUNTER_NARS]!++;
       reported(grant);
-      await respond(w.res, w.state, bytesReply(answer.status, bytes.subarray(answer.start, answer.start + answer.length), answer.headers), false);
-      return answered(w, answer.status);
+      await respond(w.res, w.state, keptReply(memory, bytes, answer), false);
+      return answered(w.head, w.state, answer.status, w.started);
     }
     counters[COUNTER_NARS]!++;
     // As the route: a GET is traffic (the file's size), a HEAD is not.
@@ -187,7 +205,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     if (w.head) {
       file.close(); // the pieces never begin
       await respond(w.res, w.state, streamReply(answer.status, answer.length, emptyBody, answer.headers), true);
-      return answered(w, answer.status);
+      return answered(w.head, w.state, answer.status, w.started);
     }
     const pace = watchReadPace(opts.pace, () => {
       counters[COUNTER_TOO_SLOW]!++;
@@ -201,36 +219,54 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     const body = { [Symbol.asyncIterator]: () => paced(file.pieces(answer.start, answer.start + answer.length), pace) };
     try {
       await respond(w.res, w.state, streamReply(answer.status, answer.length, body, answer.headers), false);
-      answered(w, answer.status);
+      answered(w.head, w.state, answer.status, w.started);
     } finally {
       pace.stop();
       file.close(); // a client gone before the first piece: the pieces never began
     }
   }
 
+  /** The memory a file of `size` bytes belongs in: small files', else medium ones', else none. */
+  const memoryFor = (size: number): SmallNarMemory | MediumNarMemory | null =>
+    opts.small.keeps(size) ? opts.small : size <= opts.medium.maxFileBytes ? opts.medium : null;
+
+  /** A kept file's answer: a small one whole (uWS keeps what the socket does not take), a medium one with backpressure. */
+  const keptReply = (memory: SmallNarMemory | MediumNarMemory, bytes: Buffer, answer: ReturnType<typeof narAnswerHead>) => {
+    const body = answer.start === 0 && answer.length === bytes.length ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
+    return memory === opts.small ? bytesReply(answer.status, body, answer.headers) : streamReply(answer.status, answer.length, onePiece(body), answer.headers);
+  };
+
   /**
-   * A GET of a small file the thread holds, under a live grant: answered inside uWS's handler, no
-   * read place taken (nothing is read from storage, as for the main thread's hot cache). False
-   * when memory cannot answer it (not kept, or a range the main thread words).
+   * A GET of a file the thread holds, under a live grant: a small one answered inside uWS's
+   * handler, a medium one begun there; no read place taken (nothing is read from storage, as for
+   * the main thread's hot cache). False when memory cannot answer it (not kept, or a range the
+   * main thread words).
    */
   function fromMemory(res: HttpResponse, grant: NarGrant, rangeHeader: string, started: number): boolean {
-    const bytes = opts.small.get(grant.fileHash);
-    if (bytes === undefined || bytes.length !== grant.fileSize) return false;
+    const memory = memoryFor(grant.fileSize);
+    const bytes = memory?.get(grant.fileHash);
+    if (memory === null || bytes === undefined || bytes.length !== grant.fileSize) return false;
     const range = rangeHeader === '' ? WHOLE : parseRange(rangeHeader, grant.fileSize);
     if (range.kind === 'unsatisfiable') return false;
     const answer = narAnswerHead(true, range, grant.fileSize);
-    const body = range.kind === 'whole' ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
-    if (!respondInCallback(res, bytesReply(answer.status, body, answer.headers))) return false;
+    const reply = keptReply(memory, bytes, answer);
+    if (reply.kind === 'bytes') {
+      if (!respondInCallback(res, reply)) return false;
+      opts.answers.request('get', answer.status, started);
+    } else {
+      const state = new ResponseState();
+      res.onAborted(() => state.abort());
+      respond(res, state, reply, false).then(() => answered(false, state, answer.status, started), () => undefined);
+    }
     counters[COUNTER_NARS]!++;
     counters[COUNTER_NARS_FROM_MEMORY]!++;
     reported(grant);
-    opts.answers.request('get', answer.status, started);
     return true;
   }
 
   /** An answer the thread gave, for the HTTP metrics: 499 when the client left before its end, as the main thread counts it. */
-  const answered = (w: Waiting, status: number): void =>
-    opts.answers.request(w.head ? 'head' : 'get', w.state.aborted && !w.state.done ? 499 : status, w.started);
+  const answered = (head: boolean, state: ResponseState, status: number, started: number): void =>
+    opts.answers.request(head ? 'head' : 'get', state.aborted && !state.done ? 499 : status, started);
 
   /** Asks the main thread for the grant of `file` (`{fileHash}.nar.zst`); `queue` waits for the answer (empty: a renewal no reader waits for). */
   const askFor = (cache: string, file: string, queue: Waiting[]): void => {
@@ -268,6 +304,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
 
   return {
     grants,
+    reportNow: report,
 
     answer(res, req, head) {
       const started = opts.answers.started();

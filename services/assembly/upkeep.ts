@@ -53,7 +53,7 @@ export interface UpkeepDeps {
   bus: Pick<EventBus, 'subscribe'>;
   supervisor: Supervisor;
   /** this process's cache traffic counts, flushed every metrics.cacheFlushIntervalSecs */
-  trafficCounters: Pick<TrafficCounters, 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>;
+  trafficCounters: Pick<TrafficCounters, 'beforeTaking' | 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>;
   /** this process's job phase samples, flushed with the traffic (metrics.cacheFlushIntervalSecs); none: nothing to flush */
   phaseSamples?: Pick<PhaseSampleBuffer, 'take' | 'restore'>;
   /** the workers connected to this process, sampled every metrics.workerSampleIntervalSecs; none: no samples */

@@ -71,7 +71,7 @@ async function moveReadiness(tx: TransactionSql, moves: readonly ReadinessMove[]
       group by x.derivation_id),
     locked as materialized (select dep.id from derivation_builds dep where dep.derivation_id in (select derivation_id from m) order by dep.id for no key update),
     moved as (
-      update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta
+      update derivation_builds dep set inputs_remaining = dep.inputs_remaining + m.delta, ready = dep.inputs_remaining + m.delta = 0
       from m, locked l where l.id = dep.id and dep.derivation_id = m.derivation_id and m.delta <> 0
       returning dep.id, dep.derivation_id, dep.status, dep.inputs_remaining, dep.attempts, dep.substitute_misses, dep.queued_at, dep.not_before, dep.done_for, dep.failed_for)
     select db.id, d.drv_path, d.name, d.system, d.required_features, d.outputs, d.timeout_secs, d.max_silent_secs, db.attempts,
@@ -169,7 +169,7 @@ export async function changeBuildStatuses(
         const tellReadied = await moveReadiness(tx, moves);
         await beforeCommit?.(tx);
         return { results, tellReadied };
-      }, { pipelined: true }); // `begin` with the first statement: one round trip fewer on the dispatch path
+      }, { pipelined: true, genericPlans: true }); // `begin` with the first statement: one round trip fewer on the dispatch path; plans: docs/builds.md
       // committed: the builds it made ready are visible to whoever is told of them
       tellReadied();
       return results;

@@ -3,10 +3,11 @@
 // and a view once computed is kept in closure_summaries. A request walks the closure once, the
 // cost of listing it, to check the kept view is current (same nodes, same recorded sizes); only
 // then are the shown nodes' names and cache-held sizes looked up. Otherwise one query returns
-// the closure as arrays, closureRanking.ts picks the largest, and the view is kept for next time.
+// the closure as arrays (by number, or by edges: closureReads.ts), closureRanking.ts picks the
+// largest, and the view is kept for next time.
 import type { Sql } from 'postgres';
-import { dependencyLists, largestClosures } from './closureRanking.js';
-import { uuidList, wholeNumbers } from './closureArrays.js';
+import { largestClosures } from './closureRanking.js';
+import { closureState, readByEdges, readNumbered, type ClosureRead } from './closureReads.js';
 import { CLOSURE_NODE_LIMIT, type ClosureGraph, type ClosureNode } from './closureGraph.js';
 
 /** Whose view: one root derivation (a build's) or an evaluation's entry points. */
@@ -30,33 +31,42 @@ const HASH_PART_PATTERN = '/([0-9a-df-np-sv-z]{32})-[^/]*$';
 
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Where each of `roots` is among the `ids` (one scan; a root not there is left out). */
-function positions(ids: ReturnType<typeof uuidList>, roots: readonly string[]): number[] {
-  const wanted = new Map(roots.map((r) => [r, -1]));
-  for (let i = 0; i < ids.length; i++) {
-    const id = ids.at(i);
-    if (wanted.has(id)) wanted.set(id, i);
+/** The view of a closure read whole: the largest nodes, ranked; undefined when a shown node is gone meanwhile. */
+async function rank(read: ClosureRead, rootCount: number): Promise<Summary | undefined> {
+  const { sizes, offsets, deps } = read;
+  const n = sizes.length;
+  const ranked = largestClosures({ sizes, offsets, deps, roots: read.roots }, CLOSURE_NODE_LIMIT);
+  const rankedIds = await read.ids(ranked.map((t) => t.index));
+  if (!rankedIds) return undefined;
+  const idOf = new Map(ranked.map((t, k) => [t.index, rankedIds[k]!]));
+  const top = ranked.sort((a, b) => b.size - a.size || compare(idOf.get(a.index)!, idOf.get(b.index)!));
+  const shownAt = new Int32Array(n).fill(-1);
+  top.forEach((t, k) => (shownAt[t.index] = k));
+  // the edges between shown nodes: each shown node's inputs that are shown (target depends on source)
+  const edgeSources: number[] = [];
+  const edgeTargets: number[] = [];
+  for (const t of top) {
+    for (let k = offsets[t.index]!; k < offsets[t.index + 1]!; k++) {
+      const s = shownAt[deps[k]!]!;
+      if (s >= 0) {
+        edgeSources.push(s);
+        edgeTargets.push(shownAt[t.index]!);
+      }
+    }
   }
-  return roots.map((r) => wanted.get(r)!).filter((i) => i >= 0);
+  let total = 0;
+  let sized = 0;
+  for (let i = 0; i < n; i++) {
+    total += sizes[i]!;
+    if (sizes[i]! > 0) sized++;
+  }
+  return {
+    root_count: rootCount, node_count: n, edge_count: deps.length, sized_count: sized, total_size: String(total),
+    node_ids: top.map((t) => idOf.get(t.index)!), closure_sizes: top.map((t) => String(t.size)), edge_sources: edgeSources, edge_targets: edgeTargets,
+  };
 }
 
 export function buildTimeClosures(sql: Sql) {
-  const closureOf = (roots: string[]) => sql`
-    with recursive closure(id) as (
-      select unnest(${roots}::uuid[])
-      union
-      select e.depends_on from derivation_edges e join closure c on e.derivation_id = c.id
-    )
-    select id from closure`;
-
-  /** What the kept view must still match: the closure's node count and its recorded sizes. */
-  async function currentState(roots: string[]) {
-    const [row] = await sql<{ node_count: number; sized_count: number; total_size: string }[]>`
-      select count(*)::int as node_count, count(d.output_nar_size)::int as sized_count, coalesce(sum(d.output_nar_size), 0)::text as total_size
-      from (${closureOf(roots)}) c join derivations d on d.id = c.id`;
-    return row!;
-  }
-
   async function kept(key: SummaryKey): Promise<Summary | undefined> {
     const [row] = await sql<Summary[]>`
       select root_count, node_count, edge_count, sized_count, total_size::text as total_size, node_ids::text[] as node_ids,
@@ -65,51 +75,11 @@ export function buildTimeClosures(sql: Sql) {
     return row;
   }
 
-  /** The whole closure in one query: ids, recorded sizes, and the edges as positions in ids (read as bytes: closureArrays.ts). */
+  /** The whole closure, by number when every node has a graph row, by edges otherwise (closureReads.ts), ranked. */
   async function compute(roots: string[]): Promise<Summary> {
-    const [closure] = await sql`
-      with nodes as materialized (
-        select c.id, coalesce(d.output_nar_size, 0) as size, (row_number() over () - 1)::int as idx
-        from (${closureOf(roots)}) c join derivations d on d.id = c.id
-      )
-      select
-        (select coalesce(array_agg(id order by idx), '{}') from nodes) as ids,
-        (select coalesce(array_agg(size order by idx), '{}') from nodes) as sizes,
-        coalesce(array_agg(s.idx), '{}') as sources, coalesce(array_agg(t.idx), '{}') as targets
-      from nodes t join derivation_edges e on e.derivation_id = t.id join nodes s on s.id = e.depends_on`.raw();
-    const [idText, sizeText, sourceText, targetText] = closure as unknown as [Buffer, Buffer, Buffer, Buffer];
-    const ids = uuidList(idText);
-    const sizes = wholeNumbers(sizeText);
-    const sources = wholeNumbers(sourceText);
-    const targets = wholeNumbers(targetText);
-    const n = ids.length;
-    const { offsets, deps } = dependencyLists(n, sources, targets);
-    const rootIndexes = positions(ids, roots);
-    const top = largestClosures({ sizes, offsets, deps, roots: rootIndexes }, CLOSURE_NODE_LIMIT)
-      .sort((a, b) => b.size - a.size || compare(ids.at(a.index), ids.at(b.index)));
-    const shownAt = new Int32Array(n).fill(-1);
-    top.forEach((t, k) => (shownAt[t.index] = k));
-    const edgeSources: number[] = [];
-    const edgeTargets: number[] = [];
-    for (let k = 0; k < sources.length; k++) {
-      const s = shownAt[sources[k]!]!;
-      const t = shownAt[targets[k]!]!;
-      if (s >= 0 && t >= 0) {
-        edgeSources.push(s);
-        edgeTargets.push(t);
-      }
-    }
-    let total = 0;
-    let sized = 0;
-    for (let i = 0; i < n; i++) {
-      total += sizes[i]!;
-      if (sizes[i]! > 0) sized++;
-    }
-    const summary: Summary = {
-      root_count: roots.length, node_count: n, edge_count: sources.length, sized_count: sized, total_size: String(total),
-      node_ids: top.map((t) => ids.at(t.index)), closure_sizes: top.map((t) => String(t.size)), edge_sources: edgeSources, edge_targets: edgeTargets,
-    };
-    return summary;
+    const numbered = await readNumbered(sql, roots);
+    const summary = numbered && (await rank(numbered, roots.length));
+    return summary ?? (await rank(await readByEdges(sql, roots), roots.length))!;
   }
 
   async function keep(key: SummaryKey, s: Summary): Promise<void> {
@@ -150,7 +120,7 @@ export function buildTimeClosures(sql: Sql) {
     async graph(key: SummaryKey, roots: string[], caches: string[]): Promise<ClosureGraph> {
       let summary = await kept(key);
       if (summary) {
-        const now = await currentState(roots);
+        const now = await closureState(sql, roots);
         const current = summary.root_count === roots.length && summary.node_count === now.node_count
           && summary.sized_count === now.sized_count && summary.total_size === now.total_size;
         if (!current) summary = undefined;

@@ -20,6 +20,7 @@ import { demandProjectPath } from '../projects/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
 import type { SchedulerPort } from './schedulerPort.js';
 import { insertDerivationBuilds } from './readiness.js';
+import { numberFromEdges } from './derivationNumbers.js';
 
 
 /** The task that holds a project's direct builds; created on first use, like "default". */
@@ -77,6 +78,8 @@ async function recordGraph(tx: TransactionSql, emit: Emit, evaluationId: string,
   const paths = nodes.map((n) => n.drvPath);
   const derivations = await tx<{ id: string }[]>`select id from derivations where drv_path = any(${paths})`;
   const ids = derivations.map((d) => d.id);
+  // their numbered rows from the edges just written (an input recorded before may have gained one)
+  await numberFromEdges(tx, ids);
   // Another organization's build server's outcome is not this project's (tenantScope.ts), as when an evaluation starts building.
   await lockScopedBuilds(tx, { derivationIds: ids });
   await insertDerivationBuilds(tx, ids);

@@ -16,6 +16,7 @@ import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../s
 import { applyStatusChanges } from './buildStatus.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
 import { insertCountedBuilds, lockInputBuilds, type NewDerivation } from './readiness.js';
+import { insertGraphRows, type GraphRow } from './derivationNumbers.js';
 
 /** An evalBatch as COPY rows for the staging tables, and what else it says, small. */
 export interface StagedEvalBatch {
@@ -84,19 +85,25 @@ async function recordStaged(events: Events, evaluationId: string, staged: Staged
   // batches meanwhile. PostgreSQL still runs them one by one, in order, each with its own snapshot.
   return events.transaction(async (tx, emit) => {
     const ids = new Map<string, string>();
+    // derivation id → its number (derivationNumbers.ts), for the new derivations' graph rows
+    const nums = new Map<string, string>();
     if (paths.length > 0) {
       // The batch's derivations (recorded before, by an earlier evaluation or by another recording
       // meanwhile, or just now by the merge) and the inputs from earlier batches, found by path in
       // one query after the merge; from here on rows are addressed by id, never joined by path again.
       const [inserted] = await stage(tx, staged, () => {
         const merged = mergeDerivations(tx).execute();
-        return Promise.all([merged, lookUp(tx, ids, [...new Set([...paths, ...edges])])]);
+        return Promise.all([merged, lookUp(tx, ids, [...new Set([...paths, ...edges])], nums)]);
       });
       const insertedSet = new Set(inserted.map((r) => r.id));
       const recordedBefore = [...new Set(ids.values())].filter((id) => !insertedSet.has(id));
       const { rows, derivations } = newEdges(edges, ids, insertedSet, inserted);
-      // The new derivations' edges, then the share lock of their inputs' builds (readiness.ts)
-      const status = await copyInto(tx, 'derivation_edges', EDGE_COLUMNS, rows, () => lockInputBuilds(tx, [...new Set(derivations.flatMap((d) => d.inputs))]));
+      // The new derivations' edges, then their graph rows and the share lock of their inputs' builds (readiness.ts)
+      const status = await copyInto(tx, 'derivation_edges', EDGE_COLUMNS, rows, async () => {
+        const numbered = derivations.length > 0 ? insertGraphRows(tx, graphRows(derivations, nums)).execute() : undefined;
+        const [, locked] = await Promise.all([numbered, lockInputBuilds(tx, [...new Set(derivations.flatMap((d) => d.inputs))])]);
+        return locked;
+      });
       // the shared builds of the new derivations and this evaluation's builds of all the batch's, in
       // one statement; then the finished builds reached again. After the insert, so the re-queues'
       // events reach this evaluation's builds too, and an abort that checks for open evaluations
@@ -138,17 +145,24 @@ async function recordStaged(events: Events, evaluationId: string, staged: Staged
 
 const lines = (text: string): string[] => (text === '' ? [] : text.split('\n'));
 
-/** Adds the ids of those of `wanted` not in `ids` yet that have a row; the ids it found. */
-async function lookUp(tx: TransactionSql, ids: Map<string, string>, wanted: readonly string[]): Promise<string[]> {
+/** Adds the ids of those of `wanted` not in `ids` yet that have a row (and their numbers to `nums`); the ids it found. */
+async function lookUp(tx: TransactionSql, ids: Map<string, string>, wanted: readonly string[], nums?: Map<string, string>): Promise<string[]> {
   const missing = wanted.filter((p) => !ids.has(p));
   if (missing.length === 0) return [];
   // one probe of the drv_path index a path (`offset 0` keeps the lateral), whatever the statistics
-  const rows = await tx<{ id: string; drv_path: string }[]>`
-    select d.id, d.drv_path from unnest(${missing}::text[]) p(path)
-    cross join lateral (select id, drv_path from derivations where drv_path = p.path offset 0) d`;
-  for (const r of rows) ids.set(r.drv_path, r.id);
+  const rows = await tx<{ id: string; drv_path: string; num: string }[]>`
+    select d.id, d.drv_path, d.num from unnest(${missing}::text[]) p(path)
+    cross join lateral (select id, drv_path, num from derivations where drv_path = p.path offset 0) d`;
+  for (const r of rows) {
+    ids.set(r.drv_path, r.id);
+    nums?.set(r.id, r.num);
+  }
   return rows.map((r) => r.id);
 }
+
+/** The graph rows of the derivations this batch wrote: every number was found with its id (lookUp). */
+const graphRows = (derivations: readonly NewDerivation[], nums: ReadonlyMap<string, string>): GraphRow[] =>
+  derivations.map((d) => ({ num: nums.get(d.id)!, id: d.id, deps: d.inputs.map((i) => nums.get(i)!) }));
 
 /**
  * The batch's derivations into this transaction's staging table (temporary, emptied at commit, made

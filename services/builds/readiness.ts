@@ -43,11 +43,11 @@ export async function insertDerivationBuilds(tx: TransactionSql, derivationIds: 
   // recorded they describe tables a fraction of their size: it hashed all of derivation_builds for
   // every batch, 18-70 ms a batch at 50,000 derivations against 5-6 ms so, and growing with the table.
   await tx`
-    insert into derivation_builds (derivation_id, inputs_remaining)
-    select d.id, (
+    insert into derivation_builds (derivation_id, inputs_remaining, ready)
+    select n.id, n.open, n.open = 0 from (select d.id, (
       select count(*) from derivation_edges x where x.derivation_id = d.id
-        and coalesce((select dep.status from derivation_builds dep where dep.derivation_id = x.depends_on), 'none') not in ('completed', 'substituted'))
-    from unnest(${ids}::uuid[]) as d(id)
+        and coalesce((select dep.status from derivation_builds dep where dep.derivation_id = x.depends_on), 'none') not in ('completed', 'substituted')) as open
+    from unnest(${ids}::uuid[]) as d(id) offset 0) n
     on conflict (derivation_id) do nothing`;
 }
 
@@ -86,12 +86,13 @@ export async function lockInputBuilds(tx: TransactionSql, inputs: readonly strin
 export async function insertCountedBuilds(tx: TransactionSql, derivations: readonly NewDerivation[], status: ReadonlyMap<string, string>, builds: EvaluationBuilds): Promise<void> {
   if (derivations.length === 0 && builds.recordedBefore.length === 0) return;
   const open = (input: string) => !DONE.has(status.get(input) ?? 'none');
+  const counts = derivations.map((d) => d.inputs.filter(open).length);
   // The builds rows take the new shared builds' ids from `returning` (the outer statement's
   // snapshot does not see the rows its own CTE wrote) and the earlier ones' from the table.
   await tx`
     with inserted as (
-      insert into derivation_builds (derivation_id, inputs_remaining)
-      select * from unnest(${derivations.map((d) => d.id)}::uuid[], ${derivations.map((d) => d.inputs.filter(open).length)}::int[])
+      insert into derivation_builds (derivation_id, inputs_remaining, ready)
+      select *, n = 0 from unnest(${derivations.map((d) => d.id)}::uuid[], ${counts}::int[]) as c(id, n)
       on conflict (derivation_id) do nothing returning id)
     insert into builds (evaluation_id, derivation_build_id)
     select ${builds.evaluationId}::uuid, id from inserted

@@ -54,7 +54,7 @@ export const readyBuilds = (sql: Sql, limit: number, now: Date, ids?: readonly s
     from builds b join evaluations e on e.id = b.evaluation_id and e.phase = 'building'
     join tasks t on t.id = e.task_id join projects p on p.id = t.project_id and ${offeredTo(sql)}
     where b.derivation_build_id = db.id) wanted
-  where db.status = 'queued' and db.inputs_remaining = 0 and (db.not_before is null or db.not_before <= ${now})
+  where db.status = 'queued' and db.ready and (db.not_before is null or db.not_before <= ${now})
     and wanted.projects is not null
     ${ids === undefined ? sql`` : sql`and db.id = any(${ids as string[]}::uuid[])`}
     ${after ? sql`and db.queued_at >= (select x.queued_at from derivation_builds x where x.id = ${after})

@@ -12,7 +12,8 @@ import {
 } from '../../storage/index.js';
 
 /** Writes what was counted since the last flush; a failed write keeps the counts for the next. */
-export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>): Promise<{ minutes: number }> {
+export async function flushTraffic(sql: Sql, counters: Pick<TrafficCounters, 'beforeTaking' | 'take' | 'restore' | 'takeFiles' | 'restoreFiles'>): Promise<{ minutes: number }> {
+  await counters.beforeTaking.run();
   const rows = counters.take();
   const files = counters.takeFiles();
   try {

@@ -43,7 +43,9 @@ export async function copyInto<T = unknown>(tx: TransactionSql, table: string, c
   const after = next ?? (() => tx`select 1` as unknown as Promise<T>);
   if (rows.length === 0) return after();
   const stream = await tx.unsafe(`copy ${table} (${columns.join(', ')}) from stdin`).writable();
-  const refused = new Promise<never>((_, reject) => stream.once('error', reject));
+  // `on`, not `once`: a stream whose connection dies can be destroyed again, or after this COPY
+  // settled, and an 'error' event with no listener left ends the process
+  const refused = new Promise<never>((_, reject) => stream.on('error', reject));
   refused.catch(() => undefined);
   const finished = new Promise<void>((resolve) => stream.once('finish', resolve));
   // A refusal while the rows are being written destroys the stream (refused).

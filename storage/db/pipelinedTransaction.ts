@@ -11,11 +11,16 @@ import type { Sql, TransactionSql } from 'postgres';
  * answers the commit of a failed transaction with ROLLBACK, which throws here as sql.begin does).
  * `fn` gets the reserved connection typed as a transaction, without savepoints (none is offered).
  */
-export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
+export async function pipelinedTransaction<T>(sql: Sql, fn: (tx: TransactionSql) => Promise<T>, opts: { genericPlans?: boolean } = {}): Promise<T> {
   const reserved = await sql.reserve();
   let dead = false;
   try {
-    const begun = reserved`begin`.execute();
+    // genericPlans: the transaction's prepared statements are not planned again for their values
+    // (plan_cache_mode, for this transaction only; docs/builds.md "Plans of the status batches").
+    // One simple-protocol message, so no round trip more.
+    const begun = opts.genericPlans
+      ? reserved.unsafe('begin; set local plan_cache_mode = force_generic_plan').simple().execute()
+      : reserved`begin`.execute();
     // handled at once: a failed begin must not count as an unhandled rejection while fn runs (its statements fail too)
     begun.catch(() => undefined);
     let value: T;

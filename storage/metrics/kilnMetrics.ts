@@ -5,6 +5,7 @@
 // no collector runs, so the hot paths pay one branch.
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { BoundedLabel } from './boundedLabel.js';
+import { CatchUps } from './catchUps.js';
 import { CounterFamily, HistogramFamily, type FamilySnapshot, type PrerenderedFamily } from './prerenderedFamilies.js';
 
 export interface KilnMetricsOptions {
@@ -31,6 +32,8 @@ const LONG_BUCKETS = [0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 720
 
 export class KilnMetrics {
   readonly registry = new Registry();
+  /** run before each reading (text, snapshot): the serving threads' counts not yet reported */
+  readonly beforeReading = new CatchUps();
   private readonly cacheLabel: BoundedLabel;
   // The families that grow with routes and caches render their lines once (prerenderedFamilies.ts).
   private readonly httpDuration: HistogramFamily<'group' | 'method' | 'status'>;
@@ -180,12 +183,14 @@ export class KilnMetrics {
 
   /** The exposition text of every series: prom-client's registry, then the prerendered families. */
   async text(): Promise<string> {
+    await this.beforeReading.run();
     const registered = await this.registry.metrics();
     return `${registered}\n${this.families.map((f) => f.render()).join('\n')}`;
   }
 
   /** Every series as data (the OTLP export reads this). */
   async snapshot(): Promise<FamilySnapshot[]> {
+    await this.beforeReading.run();
     const registered = await this.registry.getMetricsAsJSON();
     return [
       ...registered.map((m) => ({ name: m.name, help: m.help, type: String(m.type) as FamilySnapshot['type'], values: m.values.map((v) => ({ ...('metricName' in v && typeof v.metricName === 'string' ? { metricName: v.metricName } : {}), labels: { ...v.labels } as Record<string, string | number>, value: v.value })) })),

@@ -4,6 +4,7 @@
 // stored series are for people and the UI.
 import type { TrafficMinute } from '../db/cacheTraffic.js';
 import type { PathFetchCount } from '../db/pathFetches.js';
+import { CatchUps } from './catchUps.js';
 
 /**
  * Distinct NAR files counted per flush at most: past that, a flood of distinct files (a client
@@ -14,6 +15,8 @@ const MAX_FILES_PER_FLUSH = 10_000;
 export class TrafficCounters {
   private pending = new Map<string, TrafficMinute>();
   private files = new Map<string, PathFetchCount>();
+  /** run before a flush takes the counts: the serving threads' counts not yet reported */
+  readonly beforeTaking = new CatchUps();
 
   constructor(private readonly now: () => number = Date.now) {}
 

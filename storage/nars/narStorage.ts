@@ -69,6 +69,8 @@ export interface NarStorage {
   sweep(now?: Date): Promise<SweepReport>;
   /** What the hot cache holds and how often lookups found what they asked for, since the start (kiln_hot_cache_*). */
   hotCacheStats(): HotCacheStats;
+  /** Narinfo answers serving threads gave from their own memory: counted as hits of the hot cache (kiln_hot_cache_lookups_total). */
+  countThreadMemoryHits(count: number): void;
   /** Stops the sweeper timer and writes the pending fetch times. */
   close(): Promise<void>;
 }
@@ -97,6 +99,7 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
   const { sql, blobs, cpu, config, log, leaseKey } = deps;
   const staging = stagingArea(config.baseDir);
   const hot = new HotCache<HotValue>(config['nar.hotCacheBytes']);
+  let threadMemoryHits = 0;
   const fetches = fetchRecorder(sql, log);
   const gate = new StorageReadGate({
     maxReads: config['nar.maxConcurrentDownloads'],
@@ -146,7 +149,10 @@ export function openNarStorage(deps: NarStorageDeps): NarStorage {
       }
     },
     sweep,
-    hotCacheStats: () => ({ bytes: hot.bytes, capacityBytes: hot.capacityBytes, entries: hot.size, hits: hot.hits, misses: hot.misses }),
+    hotCacheStats: () => ({ bytes: hot.bytes, capacityBytes: hot.capacityBytes, entries: hot.size, hits: hot.hits + threadMemoryHits, misses: hot.misses }),
+    countThreadMemoryHits(count) {
+      threadMemoryHits += count;
+    },
     async close() {
       clearInterval(timer);
       await sweeping;

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import uWS, { type us_listen_socket } from 'uWebSockets.js';
+import { MediumNarMemory } from '../../../http/serving/mediumNarMemory.js';
 import { SmallNarMemory } from '../../../http/serving/smallNarMemory.js';
 import { ThreadAnswers } from '../../../http/serving/threadAnswers.js';
 import { ACCESS_TTL_MS } from '../../../http/serving/threadHotCache.js';
@@ -41,7 +42,7 @@ async function harness(now: () => number): Promise<Harness> {
   const asks: { id: number; fileHash: string }[] = [];
   const nars = threadNars({
     origin, line: null, openTimeoutSecs: 1, pace: DEFAULT_READ_PACE, enabled: true, counters,
-    answers: new ThreadAnswers(() => undefined, false), small: new SmallNarMemory(0, 0),
+    answers: new ThreadAnswers(() => undefined, false), small: new SmallNarMemory(0, 0), medium: new MediumNarMemory(0, 0),
     ask: (id, _cache, fileHash) => asks.push({ id, fileHash }), report: () => undefined, now,
   });
   const app = uWS.App().get('/cache/:cache/nar/:file', (res, req) => nars.answer(res, req, false));

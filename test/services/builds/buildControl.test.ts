@@ -48,8 +48,8 @@ async function seedEvaluation(nodes: Record<string, Node>): Promise<{ evaluation
     const remaining = (node.inputs ?? []).filter((input) => !done(nodes[input]!.status)).length;
     const failed = node.status === 'failed';
     const [row] = await kiln.sql<{ id: string }[]>`
-      insert into derivation_builds (derivation_id, status, failure_class, failure_reason, attempts, inputs_remaining)
-      values (${derivation[name]!}, ${node.status}, ${failed ? 'FailedPermanent' : null}, ${failed ? node.reason ?? 'builder_failed' : null}, ${failed ? 3 : 0}, ${remaining})
+      insert into derivation_builds (derivation_id, status, failure_class, failure_reason, attempts, inputs_remaining, ready)
+      values (${derivation[name]!}, ${node.status}, ${failed ? 'FailedPermanent' : null}, ${failed ? node.reason ?? 'builder_failed' : null}, ${failed ? 3 : 0}, ${remaining}, ${remaining === 0})
       returning id`;
     derivationBuild[name] = row!.id;
     const [b] = await kiln.sql<{ id: string }[]>`insert into builds (evaluation_id, derivation_build_id, entry_point, attr) values (${evaluation!.id}, ${row!.id}, true, ${`packages.${name}`}) returning id`;

@@ -13,6 +13,7 @@ import { signUp } from '../../../support/accounts.js';
 import { createTestCache } from '../../../support/caches.js';
 import { startTestKiln, type TestKiln } from '../../../support/kiln.js';
 import { insertProject } from '../../../support/modelRows.js';
+import { numberFromEdges } from '../../../../services/builds/derivationNumbers.js';
 
 const NIX32 = '0123456789abcdfghijklmnpqrsvwxyz';
 /** A valid, distinct hash part per number. */
@@ -55,6 +56,7 @@ async function seedEvaluation(sql: Sql, projectId: string, graph: Record<string,
   for (const b of builds) seed.builds[byDerivationBuild.get(b.derivation_build_id)!] = b.id;
   const edges = names.flatMap((name) => graph[name]!.deps.map((dep) => ({ derivation_id: seed.derivations[name]!, depends_on: seed.derivations[dep]! })));
   if (edges.length > 0) await sql`insert into derivation_edges ${sql(edges)}`;
+  await numberFromEdges(sql, Object.values(seed.derivations));
   return seed;
 }
 

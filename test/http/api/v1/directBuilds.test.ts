@@ -55,7 +55,7 @@ t.test('direct builds', async (t) => {
       { inputs_remaining: 1 }, 'the root counts its open input');
     // What a completion does (buildStatus.ts): the status, and the readiness counter of the builds above.
     await kiln.sql`update derivation_builds set status = 'completed' where derivation_id = (select id from derivations where drv_path = ${dep.drvPath})`;
-    await kiln.sql`update derivation_builds set inputs_remaining = inputs_remaining - 1 where derivation_id = (select id from derivations where drv_path = ${top.drvPath})`;
+    await kiln.sql`update derivation_builds set inputs_remaining = inputs_remaining - 1, ready = inputs_remaining - 1 = 0 where derivation_id = (select id from derivations where drv_path = ${top.drvPath})`;
     t.same(await ready(), [top.drvPath]);
     const [projects] = await readyBuilds(kiln.sql, 100, new Date());
     t.same(projects!.projects, [project!.id]);

@@ -1,0 +1,120 @@
+// The numbered derivation graph (migration 0081, services/builds/derivationNumbers.ts): every
+// derivation the recorder writes gets a derivation_graph row whose inputs' numbers are its edges',
+// recorded sizes reach it with the derivation's, a deleted derivation's row goes with it, and a
+// closure view read by number answers what the view read by edges answers (and falls back to the
+// edges when a node has no row).
+import { randomUUID } from 'node:crypto';
+import t from 'tap';
+import type { Sql } from 'postgres';
+import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
+import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
+import { buildTimeClosures } from '../../../services/builds/buildTimeClosures.js';
+import { readNumbered } from '../../../services/builds/closureReads.js';
+import { numberFromEdges } from '../../../services/builds/derivationNumbers.js';
+import { testDatabase } from '../../support/db.js';
+import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
+import { insertProject } from '../../support/modelRows.js';
+import { testEvents } from '../../support/testEvents.js';
+
+/** Derivations whose graph row is missing, or says other inputs than their edges. */
+const disagreeing = (sql: Sql) => sql<{ drv_path: string }[]>`
+  select d.drv_path from derivations d left join derivation_graph g on g.num = d.num
+  where g.num is null or g.derivation_id <> d.id
+     or (select array_agg(x order by x) from unnest(g.deps) x)
+        is distinct from (select array_agg(i.num order by i.num) from derivation_edges e join derivations i on i.id = e.depends_on where e.derivation_id = d.id)`;
+
+/** A random graph of `n` derivations, each using up to 3 of the later ones (inputs come first when reversed). */
+function randomGraph(n: number, seed: number): DerivationNodeFixture[] {
+  let state = seed;
+  const random = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  const nodes: DerivationNodeFixture[] = new Array(n);
+  for (let i = n - 1; i >= 0; i--) {
+    const inputs = new Set<string>();
+    for (let k = 0; k < 3 && i + 1 < n; k++) if (random() < 0.8) inputs.add(nodes[i + 1 + Math.floor(random() * Math.min(20, n - i - 1))]!.drvPath);
+    nodes[i] = derivationNode(`d${i}`, [...inputs]);
+  }
+  return nodes;
+}
+
+t.test('the recorder numbers every derivation it writes as its edges say; sizes and deletions reach the rows', async (t) => {
+  const db = await testDatabase(t);
+  const { events } = await testEvents(t, db);
+  const projectId = await insertProject(db.sql, 'acme', 'app');
+  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
+  const evaluation = async () => {
+    const id = randomUUID();
+    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${id}, ${task!.id}, 'file:///nonexistent', '*', 'evaluating')`;
+    return id;
+  };
+  const batch = (evaluationId: string, nodes: DerivationNodeFixture[]): MessageOf<'evalBatch'> => ({
+    v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluationId}:1`, derivations: nodes.map((n) => n.derivation), attributes: [], errors: [],
+  });
+
+  const graph = randomGraph(120, 7).reverse();
+  const first = await evaluation();
+  // three batches, inputs before what uses them; the later ones use inputs of earlier batches
+  for (let i = 0; i < graph.length; i += 40) await recordEvalBatch(events, first, batch(first, graph.slice(i, i + 40)));
+  t.same(await disagreeing(db.sql), [], 'every derivation has a row with its edges\' inputs, numbered');
+  // another evaluation reaching most of the same graph, and new derivations on top of it
+  const second = await evaluation();
+  const top = derivationNode('top', [graph[119]!.drvPath, graph[60]!.drvPath]);
+  await recordEvalBatch(events, second, batch(second, [...graph.slice(50), top, graph[0]!]));
+  t.same(await disagreeing(db.sql), [], 'a shared derivation keeps its row; a new one is numbered');
+  const [counts] = await db.sql<{ derivations: number; rows: number }[]>`
+    select (select count(*)::int from derivations) as derivations, (select count(*)::int from derivation_graph) as rows`;
+  t.same(counts, { derivations: 121, rows: 121 }, 'one row each');
+
+  // a build finishing records its output size on both rows
+  const leaf = graph[0]!;
+  const hash = leaf.out.slice('/nix/store/'.length, '/nix/store/'.length + 32);
+  await db.sql`insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
+    values (${hash}, ${leaf.out}, 'sha256:x', 4242, ${'f'.repeat(52)}, 1, '{}')`;
+  await db.sql`update derivation_builds set status = 'completed' where derivation_id = (select id from derivations where drv_path = ${leaf.drvPath})`;
+  const sizes = await db.sql<{ d: string | null; g: string | null }[]>`
+    select d.output_nar_size::text as d, g.output_nar_size::text as g from derivations d join derivation_graph g on g.num = d.num where d.drv_path = ${leaf.drvPath}`;
+  t.same(sizes, [{ d: '4242', g: '4242' }], 'the recorded size on both rows');
+
+  // a deleted derivation (collection) takes its row with it
+  const [gone] = await db.sql<{ num: string }[]>`delete from derivations where drv_path = ${top.drvPath} returning num::text`;
+  t.same(await db.sql`select 1 from derivation_graph where num = ${gone!.num}`, [], 'its row is gone');
+});
+
+t.test('a closure view by number answers as by edges; a node without a row sends it to the edges', async (t) => {
+  const { sql } = await testDatabase(t);
+  const n = 900;
+  // derivation i uses up to 3 among the next 40, sizes by a hash (the view shows 500 of them)
+  await sql`
+    insert into derivations (drv_path, name, system, outputs, output_nar_size)
+    select '/nix/store/' || lpad(i::text, 32, '0') || '-d' || i || '.drv', 'd' || i, 'x86_64-linux', '{}', 1 + (hashint4(i) & 4095)
+    from generate_series(0, ${n - 1}) i`;
+  await sql`
+    insert into derivation_edges (derivation_id, depends_on)
+    select distinct a.id, b.id from derivations a
+    cross join lateral (values (1 + (hashint4(substr(a.name, 2)::int) & 1023) % 40), (1 + (hashint4(substr(a.name, 2)::int * 3) & 1023) % 40),
+      (1 + (hashint4(substr(a.name, 2)::int * 7) & 1023) % 40)) j(k)
+    join derivations b on b.name = 'd' || (substr(a.name, 2)::int + j.k)`;
+  const ids = (await sql<{ id: string; name: string }[]>`select id, name from derivations`);
+  const byName = new Map(ids.map((r) => [r.name, r.id]));
+  const closures = buildTimeClosures(sql);
+  const view = async (roots: string[]) => {
+    await sql`delete from closure_summaries`;
+    return closures.graph({ derivation: roots[0]! }, roots, []);
+  };
+  const roots = [byName.get('d0')!, byName.get('d3')!];
+
+  const byEdges = await view(roots);
+  t.equal(await readNumbered(sql, roots), undefined, 'no graph rows yet: read by edges');
+  t.ok(byEdges.truncated && byEdges.nodes.length === 500, 'past the 500-node cut');
+  await numberFromEdges(sql, ids.map((r) => r.id));
+  t.ok(await readNumbered(sql, roots), 'every node has a row: read by number');
+  t.same(await view(roots), byEdges, 'the same view by number');
+  const [state] = await sql<{ node_count: number }[]>`select node_count from closure_summaries`;
+  t.equal(state!.node_count, byEdges.node_count);
+  t.same(await closures.graph({ derivation: roots[0]! }, roots, []), byEdges, 'and kept: the next view checks it by number');
+
+  // a node deep in the closure without its row (written outside the recorder, or collected)
+  await sql`delete from derivation_graph where derivation_id = ${byName.get('d500')!}`;
+  t.equal(await readNumbered(sql, roots), undefined, 'a node without a row: read by edges');
+  t.same(await view(roots), byEdges, 'the same view');
+  t.same(await closures.graph({ derivation: roots[0]! }, roots, []), byEdges, 'kept, and checked by edges');
+});
