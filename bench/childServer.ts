@@ -56,6 +56,8 @@ export const forkKiln = (options: KilnProcessOptions): Promise<ChildServer<KilnP
 
 export interface ProcessUsage {
   rssBytes: number;
+  /** the part of rssBytes that is anonymous memory (heaps, malloc), not pages mapped from files */
+  rssAnonBytes: number;
   /** user + system CPU time, all threads */
   cpuMs: number;
 }
@@ -65,11 +67,12 @@ const CLOCK_TICKS_PER_SEC = 100;
 export function processUsage(pid: number): ProcessUsage {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const rssKiB = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
+  const anonKiB = Number(/RssAnon:\s+(\d+) kB/.exec(status)?.[1]);
   // Fields after the command name (which may hold spaces, hence the last parenthesis).
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const ticks = Number(fields[11]) + Number(fields[12]);
-  return { rssBytes: rssKiB * 1024, cpuMs: (ticks * 1000) / CLOCK_TICKS_PER_SEC };
+  return { rssBytes: rssKiB * 1024, rssAnonBytes: anonKiB * 1024, cpuMs: (ticks * 1000) / CLOCK_TICKS_PER_SEC };
 }
 
 /** Load average of the machine, for the README. */

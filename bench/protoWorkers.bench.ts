@@ -34,6 +34,8 @@ interface Round {
   idleCpuPercent: number;
   rssBeforeBytes: number;
   rssAfterBytes: number;
+  /** anonymous memory of rssAfterBytes (the rest is mapped from files) */
+  rssAnonAfterBytes: number;
   /** V8 heap in use after a full GC, with the workers minus before them, per worker */
   heapPerWorkerBytes: number;
   acks: number;
@@ -74,7 +76,7 @@ async function run(name: string, server: ChildServer<unknown>, url: string, toke
   const round: Round = {
     name, connectMs, handshakeP50: percentile(handshakes, 0.5), handshakeP99: percentile(handshakes, 0.99),
     connectCpuMs: connected.cpuMs - before.cpuMs, idleCpuPercent: ((idleEnd.cpuMs - idleStart.cpuMs) / (idleSecs * 1000)) * 100,
-    rssBeforeBytes: before.rssBytes, rssAfterBytes: after.rssBytes, heapPerWorkerBytes: (heapAfter - heapBefore) / workerCount, acks: acks - acksAtStart,
+    rssBeforeBytes: before.rssBytes, rssAfterBytes: after.rssBytes, rssAnonAfterBytes: after.rssAnonBytes, heapPerWorkerBytes: (heapAfter - heapBefore) / workerCount, acks: acks - acksAtStart,
   };
   for (const worker of workers) worker.close();
   return round;
@@ -111,7 +113,7 @@ for (let i = 0; i < roundCount; i++) {
     bareRounds.push(await bareRound());
   }
   const [b, k] = [bareRounds.at(-1)!, kilnRounds.at(-1)!];
-  console.log(`round ${i + 1}/${roundCount}: connect ${(b.connectMs / 1000).toFixed(1)} / ${(k.connectMs / 1000).toFixed(1)} s, idle CPU ${b.idleCpuPercent.toFixed(2)} / ${k.idleCpuPercent.toFixed(2)} % (bare / kiln), load average ${loadAverage()}`);
+  console.log(`round ${i + 1}/${roundCount}: connect ${(b.connectMs / 1000).toFixed(1)} / ${(k.connectMs / 1000).toFixed(1)} s, idle CPU ${b.idleCpuPercent.toFixed(2)} / ${k.idleCpuPercent.toFixed(2)} %, RSS with the workers ${MiB(b.rssAfterBytes)} / ${MiB(k.rssAfterBytes)} MiB (${MiB(b.rssAnonAfterBytes)} / ${MiB(k.rssAnonAfterBytes)} anonymous) (bare / kiln), load average ${loadAverage()}`);
 }
 
 /** Each figure's median over the rounds. */
@@ -119,7 +121,7 @@ const medianRound = (rounds: Round[]): Round => {
   const of = (field: keyof Omit<Round, 'name'>) => median(rounds.map((r) => r[field]));
   return {
     name: rounds[0]!.name, connectMs: of('connectMs'), handshakeP50: of('handshakeP50'), handshakeP99: of('handshakeP99'), connectCpuMs: of('connectCpuMs'),
-    idleCpuPercent: of('idleCpuPercent'), rssBeforeBytes: of('rssBeforeBytes'), rssAfterBytes: of('rssAfterBytes'), heapPerWorkerBytes: of('heapPerWorkerBytes'), acks: of('acks'),
+    idleCpuPercent: of('idleCpuPercent'), rssBeforeBytes: of('rssBeforeBytes'), rssAfterBytes: of('rssAfterBytes'), rssAnonAfterBytes: of('rssAnonAfterBytes'), heapPerWorkerBytes: of('heapPerWorkerBytes'), acks: of('acks'),
   };
 };
 const ratio = (field: 'connectMs' | 'idleCpuPercent' | 'rssAfterBytes') => median(kilnRounds.map((k, i) => k[field] / Math.max(bareRounds[i]![field], 0.01)));

@@ -106,3 +106,20 @@ t.test('a second shrink waits out minGapMs, on the clock given', async (t) => {
   await eventually(() => shrinks === 2, { message: 'shrunk once the gap is over' });
   t.pass('shrunk again after the gap');
 });
+
+t.test('a young generation V8 keeps at a few MiB under light work is left alone, and the once-per-gap shrink kept for a burst (h53)', async (t) => {
+  shrinkHeapAtRest();
+  let shrinks = 0;
+  const stop = watchHeapAtRest({ intervalMs: 20, shrunk: () => shrinks++ });
+  t.teardown(stop);
+  // light work: one step of a burst grows it to 8 MiB at most
+  let kept: { i: number; s: string }[] | null = Array.from({ length: 50_000 }, (_, i) => ({ i, s: `x${i}` }));
+  kept = null;
+  t.ok(kept === null && youngGeneration() <= 8 * MiB, `a few MiB (${youngGeneration() / MiB} MiB)`);
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  t.equal(shrinks, 0, 'at rest at a few MiB: not shrunk');
+  allocationBurst();
+  t.ok(youngGeneration() > 8 * MiB, `a burst grew it (${youngGeneration() / MiB} MiB)`);
+  await eventually(() => shrinks === 1, { message: "the burst's young generation shrinks at rest, within the default gap" });
+  t.ok(youngGeneration() <= 2 * MiB, `back to ${youngGeneration() / MiB} MiB`);
+});
