@@ -132,7 +132,8 @@ export const requeuedForOthers = (sql: Queryable, limit: number) => {
   // The limit written into the text: a statement without parameters is planned once per connection
   // (its generic plan); with the limit as a parameter PostgreSQL planned it again at every pass,
   // ~0.5 ms of planning for ~0.01 ms of execution (docs/builds.md "Plans of the status batches").
-  const rows = sql.unsafe(String(Math.max(1, Math.trunc(limit))));
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new Error(`requeuedForOthers: the limit must be a positive integer, not ${limit}`);
+  const rows = sql.unsafe(String(limit));
   return sql<{ id: string }[]>`
   (select db.id from derivation_builds db
    where db.status = 'queued' and (db.done_for is not null or db.failed_for is not null) and not ${wantedByAnother(sql)}
