@@ -2,9 +2,10 @@
 // derivation the recorder writes gets a derivation_graph row whose inputs' numbers are its edges',
 // recorded sizes reach it with the derivation's, a deleted derivation's row goes with it, and a
 // closure view read by number answers what the view read by edges answers (and falls back to the
-// edges when a node has no row).
+// edges when a node has no row). Direct builds number what they insert, repair a row a server
+// older than 0081 left out, and never write a size over a completion's.
 import { randomUUID } from 'node:crypto';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import type { Sql } from 'postgres';
 import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
@@ -15,11 +16,15 @@ import { testDatabase } from '../../support/db.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
 import { insertProject } from '../../support/modelRows.js';
 import { testEvents } from '../../support/testEvents.js';
+import { startTestKiln, type TestKiln } from '../../support/kiln.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { exportStream, multipartBody, syntheticDrv, type SyntheticDrv } from '../../support/directClosure.js';
 
-/** Derivations whose graph row is missing, or says other inputs than their edges. */
+/** Derivations whose graph row is missing, or says other inputs than their edges, or another recorded size. */
 const disagreeing = (sql: Sql) => sql<{ drv_path: string }[]>`
   select d.drv_path from derivations d left join derivation_graph g on g.num = d.num
-  where g.num is null or g.derivation_id <> d.id
+  where g.num is null or g.derivation_id <> d.id or g.output_nar_size is distinct from d.output_nar_size
      or (select array_agg(x order by x) from unnest(g.deps) x)
         is distinct from (select array_agg(i.num order by i.num) from derivation_edges e join derivations i on i.id = e.depends_on where e.derivation_id = d.id)`;
 
@@ -118,3 +123,67 @@ t.test('a closure view by number answers as by edges; a node without a row sends
   t.same(await view(roots), byEdges, 'the same view');
   t.same(await closures.graph({ derivation: roots[0]! }, roots, []), byEdges, 'kept, and checked by edges');
 });
+
+t.test('direct builds number their derivations; a completion racing one keeps its size', async (t) => {
+  const kiln = await startTestKiln(t);
+  const { token } = await signUp(kiln, 'ada');
+  t.equal((await kiln.api('PUT', '/orgs', { token, body: { name: 'acme' } })).status, 200);
+  t.equal((await kiln.api('PUT', '/projects/acme', { token, body: { name: 'app', repository: 'file:///nonexistent' } })).status, 200);
+  const [project] = await kiln.sql<{ id: string }[]>`select id from projects where name = 'app'`;
+  const cache = await createTestCache(kiln.sql, 'main', { public: true });
+  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${project!.id}, ${cache.id}, 0)`;
+  const submit = async (closure: SyntheticDrv[]) => {
+    const { body, contentType } = multipartBody([['project', 'acme/app'], ['closure', exportStream(closure)]]);
+    const res = await fetch(`${kiln.url}/api/v1/builds`, { method: 'POST', body, headers: { 'content-type': contentType, authorization: `Bearer ${token}` } });
+    t.equal(res.status, 200, res.status === 200 ? 'submitted' : await res.text());
+  };
+  const sized = (drv: SyntheticDrv, size: number) => kiln.sql`insert into cached_paths (hash_part, store_path, nar_hash, nar_size, file_hash, file_size, listing)
+    values (${drv.outPath.slice(11, 43)}, ${drv.outPath}, 'sha256:x', ${size}, ${'f'.repeat(52)}, 1, '{}')`;
+  const graphSize = async (drv: SyntheticDrv) => (await kiln.sql<{ d: string | null; g: string | null }[]>`
+    select d.output_nar_size::text as d, g.output_nar_size::text as g from derivations d left join derivation_graph g on g.num = d.num where d.drv_path = ${drv.drvPath}`)[0];
+
+  const dep = syntheticDrv('kiln-dep');
+  const top = syntheticDrv('kiln-top', { inputDrvs: [dep] });
+  await submit([dep, top]);
+  t.same(await disagreeing(kiln.sql), [], 'every derivation of the closure has its row');
+
+  // A completion of dep (its trigger writes the size on both rows) holds its locks while a direct
+  // build over dep is recorded: the direct build leaves dep's row alone instead of writing its null.
+  await sized(dep, 555);
+  const over = syntheticDrv('kiln-over', { inputDrvs: [dep] });
+  await racing(t, kiln, (c) => c`update derivation_builds set status = 'completed' where derivation_id = (select id from derivations where drv_path = ${dep.drvPath})`,
+    () => submit([dep, over]));
+  t.same(await graphSize(dep), { d: '555', g: '555' }, 'the completion\'s size stays on the graph row');
+  t.same(await disagreeing(kiln.sql), [], 'and the new derivation is numbered');
+
+  // top's row left out (as by a server older than 0081): the next direct build over it writes it,
+  // with the size a substitution committing meanwhile recorded (its build is share-locked first).
+  await kiln.sql`delete from derivation_graph where derivation_id = (select id from derivations where drv_path = ${top.drvPath})`;
+  await sized(top, 777);
+  await racing(t, kiln, (c) => c`update derivation_builds set status = 'substituted' where derivation_id = (select id from derivations where drv_path = ${top.drvPath})`,
+    () => submit([dep, top]));
+  t.same(await graphSize(top), { d: '777', g: '777' }, 'the repaired row has the size');
+  t.same(await disagreeing(kiln.sql), [], 'every row agrees');
+});
+
+/** `change` in an open transaction; `then` starts, and once it waits for a lock or is done the change commits. */
+async function racing(t: Test, kiln: TestKiln, change: (c: Sql) => PromiseLike<unknown>, then: () => Promise<unknown>): Promise<void> {
+  const c = await kiln.sql.reserve();
+  try {
+    await c`begin`;
+    await change(c);
+    let done = false;
+    const running = then().finally(() => { done = true; });
+    for (let i = 0; i < 100 && !done; i++) {
+      const [waiting] = await kiln.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+      if (waiting!.n > 0) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await c`commit`;
+    await running;
+  } finally {
+    c.release();
+  }
+  t.pass('raced');
+}
