@@ -5,13 +5,13 @@
 // edges when a node has no row). Direct builds number what they insert, repair a row a server
 // older than 0081 left out, and never write a size over a completion's.
 import { randomUUID } from 'node:crypto';
-import t, { type Test } from 'tap';
+import t from 'tap';
 import type { Sql } from 'postgres';
 import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { buildTimeClosures } from '../../../services/builds/buildTimeClosures.js';
 import { readNumbered } from '../../../services/builds/closureReads.js';
-import { numberFromEdges } from '../../../services/builds/derivationNumbers.js';
+import { numberFromEdges, numberRecorded } from '../../../services/builds/derivationNumbers.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
 import { insertProject } from '../../support/modelRows.js';
@@ -148,26 +148,37 @@ t.test('direct builds number their derivations; a completion racing one keeps it
   t.same(await disagreeing(kiln.sql), [], 'every derivation of the closure has its row');
 
   // A completion of dep (its trigger writes the size on both rows) holds its locks while a direct
-  // build over dep is recorded: the direct build leaves dep's row alone instead of writing its null.
+  // build over dep is recorded (it waits at its insert of dep): dep's row keeps the size.
+  const idOf = async (drv: SyntheticDrv) => (await kiln.sql<{ id: string }[]>`select id from derivations where drv_path = ${drv.drvPath}`)[0]!.id;
+  const complete = (drv: SyntheticDrv, status: string) => (c: Sql) =>
+    c`update derivation_builds set status = ${status} where derivation_id = (select id from derivations where drv_path = ${drv.drvPath})`;
   await sized(dep, 555);
   const over = syntheticDrv('kiln-over', { inputDrvs: [dep] });
-  await racing(t, kiln, (c) => c`update derivation_builds set status = 'completed' where derivation_id = (select id from derivations where drv_path = ${dep.drvPath})`,
-    () => submit([dep, over]));
+  await racing(kiln, complete(dep, 'completed'), () => submit([dep, over]));
   t.same(await graphSize(dep), { d: '555', g: '555' }, 'the completion\'s size stays on the graph row');
   t.same(await disagreeing(kiln.sql), [], 'and the new derivation is numbered');
 
-  // top's row left out (as by a server older than 0081): the next direct build over it writes it,
-  // with the size a substitution committing meanwhile recorded (its build is share-locked first).
-  await kiln.sql`delete from derivation_graph where derivation_id = (select id from derivations where drv_path = ${top.drvPath})`;
+  // The same race with the completion first reaching the numbering statement itself (as when it
+  // starts after the direct build's inserts): an unchanged row is not written, so not waited for.
+  await sized(over, 556);
+  await racing(kiln, complete(over, 'completed'), async () => kiln.sql.begin(async (tx) => numberRecorded(tx, [await idOf(over)], new Set(), new Set())));
+  t.same(await graphSize(over), { d: '556', g: '556' }, 'an unchanged row keeps the size a completion writes meanwhile');
+
+  // A row left out (as by a server older than 0081) is written with the size a substitution
+  // committing meanwhile recorded: the build is share-locked before the size is read.
+  const remove = (drv: SyntheticDrv) => kiln.sql`delete from derivation_graph where derivation_id = (select id from derivations where drv_path = ${drv.drvPath})`;
+  await remove(top);
   await sized(top, 777);
-  await racing(t, kiln, (c) => c`update derivation_builds set status = 'substituted' where derivation_id = (select id from derivations where drv_path = ${top.drvPath})`,
-    () => submit([dep, top]));
+  await racing(kiln, complete(top, 'substituted'), async () => kiln.sql.begin(async (tx) => numberRecorded(tx, [await idOf(top)], new Set(), new Set())));
   t.same(await graphSize(top), { d: '777', g: '777' }, 'the repaired row has the size');
+  // and a direct build over a closure with a row left out writes it again
+  await remove(top);
+  await submit([dep, top]);
   t.same(await disagreeing(kiln.sql), [], 'every row agrees');
 });
 
 /** `change` in an open transaction; `then` starts, and once it waits for a lock or is done the change commits. */
-async function racing(t: Test, kiln: TestKiln, change: (c: Sql) => PromiseLike<unknown>, then: () => Promise<unknown>): Promise<void> {
+async function racing(kiln: TestKiln, change: (c: Sql) => PromiseLike<unknown>, then: () => Promise<unknown>): Promise<void> {
   const c = await kiln.sql.reserve();
   try {
     await c`begin`;
@@ -185,5 +196,4 @@ async function racing(t: Test, kiln: TestKiln, change: (c: Sql) => PromiseLike<u
   } finally {
     c.release();
   }
-  t.pass('raced');
 }
