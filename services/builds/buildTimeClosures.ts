@@ -8,6 +8,8 @@
 import type { Sql } from 'postgres';
 import { largestClosures } from './closureRanking.js';
 import { closureState, readByEdges, readNumbered, type ClosureRead } from './closureReads.js';
+import { repairNumbers } from './derivationNumbers.js';
+import { mayRunAgain } from './graphRecorder.js';
 import { CLOSURE_NODE_LIMIT, type ClosureGraph, type ClosureNode } from './closureGraph.js';
 
 /** Whose view: one root derivation (a build's) or an evaluation's entry points. */
@@ -79,7 +81,11 @@ export function buildTimeClosures(sql: Sql) {
   async function compute(roots: string[]): Promise<Summary> {
     const numbered = await readNumbered(sql, roots);
     const summary = numbered && (await rank(numbered, roots.length));
-    return summary ?? (await rank(await readByEdges(sql, roots), roots.length))!;
+    if (summary) return summary;
+    const byEdges = (await rank(await readByEdges(sql, roots), roots.length))!;
+    // A node without a row, or a row naming a collected input: written again, so the next views go by number.
+    if (!numbered) await repairNumbers(sql, roots).catch((error: unknown) => { if (!mayRunAgain(error)) throw error; });
+    return byEdges;
   }
 
   async function keep(key: SummaryKey, s: Summary): Promise<void> {

@@ -4,7 +4,7 @@
 // one row per node. The rows are written with the derivation's edges and must say the same:
 // graphRecorder.ts writes them from the numbers it already holds; writers that insert edges by
 // statement (direct builds, and tests and benches that seed graphs) number them from the edges.
-import type { ISql } from 'postgres';
+import type { ISql, Sql } from 'postgres';
 
 /** A derivation just inserted, its number and its inputs' numbers (bigint as postgres.js returns it: text). */
 export interface GraphRow {
@@ -59,4 +59,29 @@ export async function numberRecorded(tx: ISql, ids: readonly string[], inserted:
   if (repaired.length > 0) await tx`select 1 from derivation_builds where derivation_id = any(${repaired}::uuid[]) order by id for share`;
   const numbered = [...inserted, ...repaired];
   if (numbered.length > 0) await numberFromEdges(tx, numbered);
+}
+
+/**
+ * After a closure view fell back to the edges (closureReads.ts): the rows of the closure's
+ * derivations that have none, and of those whose inputs name a number without a row (an input
+ * collected while they kept it), written from the edges as numberRecorded writes them, so the
+ * next view of any closure through them is read by number again. The derivations that have no row
+ * are found by a walk over the edges and a probe per input number: the cost of one fallback view.
+ */
+export async function repairNumbers(sql: Sql, roots: readonly string[]): Promise<number> {
+  return sql.begin(async (tx) => {
+    const stale = await tx<{ id: string }[]>`
+      with recursive closure(id) as (
+        select unnest(${roots as string[]}::uuid[])
+        union
+        select e.depends_on from derivation_edges e join closure c on e.derivation_id = c.id
+      )
+      select d.id from closure c join derivations d on d.id = c.id left join derivation_graph g on g.num = d.num
+      where g.num is null or exists (select 1 from unnest(g.deps) n where not exists (select 1 from derivation_graph h where h.num = n))`;
+    const ids = stale.map((r) => r.id);
+    if (ids.length === 0) return 0;
+    await tx`select 1 from derivation_builds where derivation_id = any(${ids}::uuid[]) order by id for share`;
+    await numberFromEdges(tx, ids);
+    return ids.length;
+  });
 }

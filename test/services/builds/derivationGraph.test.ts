@@ -107,21 +107,32 @@ t.test('a closure view by number answers as by edges; a node without a row sends
   };
   const roots = [byName.get('d0')!, byName.get('d3')!];
 
-  const byEdges = await view(roots);
   t.equal(await readNumbered(sql, roots), undefined, 'no graph rows yet: read by edges');
+  const byEdges = await view(roots);
   t.ok(byEdges.truncated && byEdges.nodes.length === 500, 'past the 500-node cut');
+  t.ok(await readNumbered(sql, roots), 'the fallback numbered the closure: read by number');
   await numberFromEdges(sql, ids.map((r) => r.id));
-  t.ok(await readNumbered(sql, roots), 'every node has a row: read by number');
+  t.same(await disagreeing(sql), [], 'every node has its row');
   t.same(await view(roots), byEdges, 'the same view by number');
   const [state] = await sql<{ node_count: number }[]>`select node_count from closure_summaries`;
   t.equal(state!.node_count, byEdges.node_count);
   t.same(await closures.graph({ derivation: roots[0]! }, roots, []), byEdges, 'and kept: the next view checks it by number');
 
-  // a node deep in the closure without its row (written outside the recorder, or collected)
+  // a node deep in the closure without its row (written by a server older than 0081)
   await sql`delete from derivation_graph where derivation_id = ${byName.get('d500')!}`;
   t.equal(await readNumbered(sql, roots), undefined, 'a node without a row: read by edges');
   t.same(await view(roots), byEdges, 'the same view');
-  t.same(await closures.graph({ derivation: roots[0]! }, roots, []), byEdges, 'kept, and checked by edges');
+  t.ok(await readNumbered(sql, roots), 'the fallback wrote the row: read by number again');
+  t.same(await disagreeing(sql), [], 'as its edges say');
+  t.same(await closures.graph({ derivation: roots[0]! }, roots, []), byEdges, 'kept, and checked by number');
+
+  // an input collected while the rows above it keep its number
+  await sql`delete from derivations where name = 'd500'`;
+  t.equal(await readNumbered(sql, roots), undefined, 'a row naming a collected input: read by edges');
+  const collected = await view(roots);
+  t.ok(await readNumbered(sql, roots), 'the rows above it rewritten: read by number again');
+  t.same(await disagreeing(sql), [], 'as their edges say');
+  t.same(await view(roots), collected, 'the same view by number');
 });
 
 t.test('direct builds number their derivations; a completion racing one keeps its size', async (t) => {
