@@ -83,9 +83,13 @@ export function buildTimeClosures(sql: Sql) {
     const summary = numbered && (await rank(numbered, roots.length));
     if (summary) return summary;
     const byEdges = (await rank(await readByEdges(sql, roots), roots.length))!;
-    // A node without a row, or a row naming a collected input: written again, so the next views go by number.
-    if (!numbered) await repairNumbers(sql, roots).catch((error: unknown) => { if (!mayRunAgain(error)) throw error; });
+    if (!numbered) await repair(roots);
     return byEdges;
+  }
+
+  /** A node without a row, or a row naming a collected input: written again, so the next views go by number (a deadlock leaves it to the next). */
+  async function repair(roots: string[]): Promise<void> {
+    await repairNumbers(sql, roots).catch((error: unknown) => { if (!mayRunAgain(error)) throw error; });
   }
 
   async function keep(key: SummaryKey, s: Summary): Promise<void> {
@@ -130,6 +134,7 @@ export function buildTimeClosures(sql: Sql) {
         const current = summary.root_count === roots.length && summary.node_count === now.node_count
           && summary.sized_count === now.sized_count && summary.total_size === now.total_size;
         if (!current) summary = undefined;
+        else if (now.byEdges) await repair(roots);
       }
       let shown = summary && (await details(summary.node_ids, caches));
       // A shown derivation collected since: the kept view is stale too.

@@ -133,6 +133,12 @@ t.test('a closure view by number answers as by edges; a node without a row sends
   t.ok(await readNumbered(sql, roots), 'the rows above it rewritten: read by number again');
   t.same(await disagreeing(sql), [], 'as their edges say');
   t.same(await view(roots), collected, 'the same view by number');
+
+  // a kept view still current, checked by edges: the check writes the missing row
+  await sql`delete from derivation_graph where derivation_id = ${byName.get('d600')!}`;
+  t.same(await closures.graph({ derivation: roots[0]! }, roots, []), collected, 'kept, checked by edges');
+  t.ok(await readNumbered(sql, roots), 'and the row written: read by number again');
+  t.same(await disagreeing(sql), [], 'as its edges say');
 });
 
 t.test('direct builds number their derivations; a completion racing one keeps its size', async (t) => {
