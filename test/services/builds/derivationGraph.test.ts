@@ -192,6 +192,26 @@ t.test('direct builds number their derivations; a completion racing one keeps it
   await remove(top);
   await submit([dep, top]);
   t.same(await disagreeing(kiln.sql), [], 'every row agrees');
+
+  // A deadlock with another transaction rolls the direct build back, and it runs again: the other
+  // changes dep (the direct build waits at its insert of dep) and then wants the task row the
+  // direct build's evaluation holds (the direct build, waiting longer, is the one rolled back).
+  const again = syntheticDrv('kiln-again', { inputDrvs: [dep] });
+  const c = await kiln.sql.reserve();
+  try {
+    await c`begin`;
+    await c`set local deadlock_timeout = '20s'`;
+    await c`update derivations set name = name where drv_path = ${dep.drvPath}`;
+    const posting = submit([dep, again]);
+    await untilWaiting(kiln, () => false);
+    await c`select 1 from tasks where project_id = ${project!.id} and name = 'direct' for update`;
+    await c`commit`;
+    await posting;
+  } finally {
+    c.release();
+  }
+  const [evaluations] = await kiln.sql<{ n: number }[]>`select count(*)::int as n from evaluations where kind = 'direct' and wildcard = ${again.drvPath}`;
+  t.equal(evaluations!.n, 1, 'recorded once, by the second run');
 });
 
 /** `change` in an open transaction; `then` starts, and once it waits for a lock or is done the change commits. */
@@ -202,15 +222,20 @@ async function racing(kiln: TestKiln, change: (c: Sql) => PromiseLike<unknown>, 
     await change(c);
     let done = false;
     const running = then().finally(() => { done = true; });
-    for (let i = 0; i < 100 && !done; i++) {
-      const [waiting] = await kiln.sql<{ n: number }[]>`
-        select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
-      if (waiting!.n > 0) break;
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    await untilWaiting(kiln, () => done);
     await c`commit`;
     await running;
   } finally {
     c.release();
+  }
+}
+
+/** Until a backend of the test's database waits for a lock, or `done` (at most ~5 s). */
+async function untilWaiting(kiln: TestKiln, done: () => boolean): Promise<void> {
+  for (let i = 0; i < 100 && !done(); i++) {
+    const [waiting] = await kiln.sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`;
+    if (waiting!.n > 0) return;
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
