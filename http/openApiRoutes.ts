@@ -220,7 +220,7 @@ export const routeSchemas: Readonly<Record<string, RouteSchemas>> = {
   'post /api/v1/servers/:org/:server/active': { response: ServerView },
   'delete /api/v1/servers/:org/:server/active': { response: ServerView },
   'post /api/v1/servers/:org/:server/check-connection': { response: ConnectionCheck },
-  'post /api/v1/builds': { response: BuildView, rawBody: 'multipart/form-data', errors: ['invalid_multipart', 'invalid_closure', 'no_writable_cache', 'cache_not_writable'], summary: 'build a closure exported by the client (direct build)' },
+  'post /api/v1/builds': { response: BuildView, rawBody: 'multipart/form-data', errors: ['invalid_multipart', 'invalid_closure', 'no_writable_cache', 'cache_not_writable', 'direct_build_busy'], summary: 'build a closure exported by the client (direct build)' },
   'get /api/v1/builds/direct/recent': { response: z.array(BuildView), query: RecentQuery },
   'get /api/v1/builds/:id': { response: BuildView },
   'post /api/v1/builds/:id': { response: z.string(), body: BuildActionBody, errors: ['evaluation_finished', 'build_finished', 'build_shared', 'build_not_failed', 'build_inputs_failed'], summary: 'abort or restart one build (kiln extension)' },

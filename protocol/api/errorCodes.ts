@@ -86,6 +86,7 @@ export const errorCodes = {
   range_not_satisfiable: { status: 416, meaning: 'a NAR request\'s Range starts past the end of the file; `Content-Range: bytes */size`' },
   upload_busy: { status: 503, meaning: 'a REST upload waited `upload.restWaitSecs` for an upload permit; `Retry-After` says when to try again' },
   upload_too_slow: { status: 408, meaning: 'an upload body came at less than `upload.minBytesPerSec` over 30 s of waiting for it; the connection is closed and the permit given back' },
+  direct_build_busy: { status: 503, meaning: 'POST /api/v1/builds (a direct build) whose recording PostgreSQL rolled back for a deadlock or a serialization failure three times (the builds\' locks were held by completions meanwhile); the closure is in the caches already, nothing else was written; `Retry-After` says when to try again' },
   password_busy: { status: 503, meaning: 'too many password hashes and checks (login, registration, password change) are queued on this server process (docs/auth.md, "Password hashing"); `Retry-After` says when to try again' },
   cache_exists: { status: 409, meaning: 'PUT /caches with a name a cache has (case-insensitive)' },
   owner_only: { status: 403, meaning: 'deleting a cache or a cached NAR, or handing a cache to another account, by someone other than the cache\'s owner (docs/caches.md)' },

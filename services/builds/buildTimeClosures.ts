@@ -8,6 +8,8 @@
 import type { Sql } from 'postgres';
 import { largestClosures } from './closureRanking.js';
 import { closureState, readByEdges, readNumbered, type ClosureRead } from './closureReads.js';
+import { repairNumbers } from './derivationNumbers.js';
+import { mayRunAgain } from './graphRecorder.js';
 import { CLOSURE_NODE_LIMIT, type ClosureGraph, type ClosureNode } from './closureGraph.js';
 
 /** Whose view: one root derivation (a build's) or an evaluation's entry points. */
@@ -79,7 +81,15 @@ export function buildTimeClosures(sql: Sql) {
   async function compute(roots: string[]): Promise<Summary> {
     const numbered = await readNumbered(sql, roots);
     const summary = numbered && (await rank(numbered, roots.length));
-    return summary ?? (await rank(await readByEdges(sql, roots), roots.length))!;
+    if (summary) return summary;
+    const byEdges = (await rank(await readByEdges(sql, roots), roots.length))!;
+    if (!numbered) await repair(roots);
+    return byEdges;
+  }
+
+  /** A node without a row, or a row naming a collected input: written again, so the next views go by number (a deadlock leaves it to the next). */
+  async function repair(roots: string[]): Promise<void> {
+    await repairNumbers(sql, roots).catch((error: unknown) => { if (!mayRunAgain(error)) throw error; });
   }
 
   async function keep(key: SummaryKey, s: Summary): Promise<void> {
@@ -124,6 +134,7 @@ export function buildTimeClosures(sql: Sql) {
         const current = summary.root_count === roots.length && summary.node_count === now.node_count
           && summary.sized_count === now.sized_count && summary.total_size === now.total_size;
         if (!current) summary = undefined;
+        else if (now.byEdges) await repair(roots);
       }
       let shown = summary && (await details(summary.node_ids, caches));
       // A shown derivation collected since: the kept view is stale too.

@@ -40,18 +40,19 @@ const edgeWalk = (sql: Sql, roots: readonly string[]) => sql`
     select e.depends_on from derivation_edges e join closure c on e.derivation_id = c.id
   )`;
 
-export async function closureState(sql: Sql, roots: readonly string[]): Promise<ClosureState> {
+/** The closure's state; `byEdges` when a node has no graph row (the caller may repair: derivationNumbers.ts). */
+export async function closureState(sql: Sql, roots: readonly string[]): Promise<ClosureState & { byEdges: boolean }> {
   const [numbered] = await sql<(ClosureState & { missing: number })[]>`
     ${numberedWalk(sql, roots)}
     select count(*)::int as node_count, (count(*) - count(g.num))::int as missing, count(g.output_nar_size)::int as sized_count,
       coalesce(sum(g.output_nar_size), 0)::text as total_size
     from closure c left join derivation_graph g on g.num = c.num`;
-  if (numbered!.missing === 0) return { node_count: numbered!.node_count, sized_count: numbered!.sized_count, total_size: numbered!.total_size };
+  if (numbered!.missing === 0) return { node_count: numbered!.node_count, sized_count: numbered!.sized_count, total_size: numbered!.total_size, byEdges: false };
   const [row] = await sql<ClosureState[]>`
     ${edgeWalk(sql, roots)}
     select count(*)::int as node_count, count(d.output_nar_size)::int as sized_count, coalesce(sum(d.output_nar_size), 0)::text as total_size
     from closure c join derivations d on d.id = c.id`;
-  return row!;
+  return { ...row!, byEdges: true };
 }
 
 /** The closure by number, in one query (arrays read as bytes: closureArrays.ts); undefined when a node has no graph row. */

@@ -20,7 +20,8 @@ import { demandProjectPath } from '../projects/index.js';
 import type { IngestTarget, NarIngest } from '../caches/index.js';
 import type { SchedulerPort } from './schedulerPort.js';
 import { insertDerivationBuilds } from './readiness.js';
-import { numberFromEdges } from './derivationNumbers.js';
+import { numberRecorded } from './derivationNumbers.js';
+import { mayRunAgain } from './graphRecorder.js';
 
 
 /** The task that holds a project's direct builds; created on first use, like "default". */
@@ -61,25 +62,28 @@ function narinfoOf(p: ExportedPath): Narinfo {
 
 /** Derivations, edges, the shared derivation_builds and this evaluation's builds, in `tx`. */
 async function recordGraph(tx: TransactionSql, emit: Emit, evaluationId: string, nodes: readonly DerivationNode[], root: string): Promise<string> {
+  // what this transaction inserted, and the derivations recorded before that gained edges: their graph rows are written last
+  const inserted = new Set<string>();
+  const gained = new Set<string>();
   for (const node of nodes) {
-    await tx`
+    const [row] = await tx<{ id: string }[]>`
       insert into derivations (drv_path, name, system, required_features, outputs, input_srcs, timeout_secs, max_silent_secs, prefer_local_build, fixed_output)
       values (${node.drvPath}, ${node.name}, ${node.system}, ${node.requiredSystemFeatures}, ${tx.json(node.outputs)}, ${node.inputSrcs},
               ${node.timeoutSecs}, ${node.maxSilentSecs}, ${node.preferLocalBuild}, ${node.fixedOutput})
-      on conflict (drv_path) do nothing`;
+      on conflict (drv_path) do nothing returning id`;
+    if (row) inserted.add(row.id);
     const inputs = Object.keys(node.inputDrvs);
     if (inputs.length > 0) {
-      await tx`
+      const added = await tx<{ derivation_id: string }[]>`
         insert into derivation_edges (derivation_id, depends_on, outputs)
         select d.id, i.id, '{}' from derivations d, derivations i where d.drv_path = ${node.drvPath} and i.drv_path = any(${inputs})
-        on conflict do nothing`;
+        on conflict do nothing returning derivation_id`;
+      if (added.length > 0 && !row) gained.add(added[0]!.derivation_id);
     }
   }
   const paths = nodes.map((n) => n.drvPath);
   const derivations = await tx<{ id: string }[]>`select id from derivations where drv_path = any(${paths})`;
   const ids = derivations.map((d) => d.id);
-  // their numbered rows from the edges just written (an input recorded before may have gained one)
-  await numberFromEdges(tx, ids);
   // Another organization's build server's outcome is not this project's (tenantScope.ts), as when an evaluation starts building.
   await lockScopedBuilds(tx, { derivationIds: ids });
   await insertDerivationBuilds(tx, ids);
@@ -88,8 +92,26 @@ async function recordGraph(tx: TransactionSql, emit: Emit, evaluationId: string,
     select ${evaluationId}, b.id, d.drv_path = ${root} from derivation_builds b join derivations d on d.id = b.derivation_id
     where d.drv_path = any(${paths}) on conflict do nothing`;
   await claimForEvaluation(tx, emit, evaluationId, true);
+  // the graph rows after every build lock (derivationNumbers.ts)
+  await numberRecorded(tx, ids, inserted, gained);
   const [entry] = await tx<{ id: string }[]>`select id from builds where evaluation_id = ${evaluationId} and entry_point`;
   return entry!.id;
+}
+
+/** Times a direct build's transaction runs when PostgreSQL rolled it back for a deadlock or a serialization failure. */
+const RECORD_ATTEMPTS = 3;
+
+async function retried<T>(run: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run();
+    } catch (error) {
+      if (!mayRunAgain(error)) throw error;
+      if (attempt >= RECORD_ATTEMPTS) {
+        throw new ApiError('direct_build_busy', 'the build graph was busy (a deadlock or serialization failure, three times); nothing was recorded, try again', { headers: { 'Retry-After': '1' } });
+      }
+    }
+  }
 }
 
 export function directBuildsService(deps: DirectBuildsDeps) {
@@ -141,7 +163,9 @@ export function directBuildsService(deps: DirectBuildsDeps) {
       }
       await ingest(who, closure.paths, targets);
 
-      const { evaluationId, taskId, buildId } = await deps.events.transaction(async (tx, emit) => {
+      // A completion or a recording may hold the builds' locks in another order: a deadlock or a
+      // serialization failure rolls the whole transaction back, and it runs again (the closure is in the caches already).
+      const record = () => deps.events.transaction(async (tx, emit) => {
         await tx`insert into tasks (project_id, name) values (${project.id}, ${DIRECT_TASK}) on conflict (project_id, name) do nothing`;
         const [task] = await tx<{ id: string }[]>`select id from tasks where project_id = ${project.id} and name = ${DIRECT_TASK}`;
         const [evaluation] = await tx<{ id: string }[]>`
@@ -161,6 +185,7 @@ export function directBuildsService(deps: DirectBuildsDeps) {
         }
         return { evaluationId: id, taskId: task!.id, buildId };
       });
+      const { evaluationId, taskId, buildId } = await retried(record);
       await settle(evaluationId);
       deps.scheduler.wake();
       await deps.prune?.(taskId);
