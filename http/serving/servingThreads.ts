@@ -23,7 +23,7 @@ import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER
 const STOP_MS = 60_000;
 /** The longest a reader of the counts waits for a thread's report: a live thread answers within a turn of its loop. */
 const REPORT_WAIT_MS = 250;
-/** Each thread's memory of small NAR files, beside the main thread's hot cache (nar.hotCacheBytes). */
+/** Each thread's memory of small NAR files, beside the main thread's hot cache: nar.hotCacheBytes caps each, not their sum (docs/http.md, "Totals"). */
 const SMALL_NAR_BYTES = 64 * 1024 * 1024;
 /**
  * Medium NAR files (above nar.smallBytes, up to MEDIUM_NAR_MAX_BYTES) each thread keeps in memory,
