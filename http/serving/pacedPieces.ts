@@ -2,7 +2,7 @@
 // (storage/nars/readPace.ts) as the socket takes them: the next piece is asked for only then.
 
 /** Kept bytes sent in pieces of this size (views, no copy), each counted toward the read's pace as the socket takes it. */
-export const KEPT_PIECE_BYTES = 256 * 1024;
+const KEPT_PIECE_BYTES = 256 * 1024;
 export async function* slices(bytes: Buffer): AsyncGenerator<Buffer, void, undefined> {
   for (let at = 0; at < bytes.length; at += KEPT_PIECE_BYTES) yield bytes.subarray(at, at + KEPT_PIECE_BYTES);
 }
