@@ -1,52 +1,111 @@
 // A serving thread's memory of medium NAR files (docs/http.md, "Serving threads"): files above
-// nar.smallBytes, up to a size limit, kept once read within a byte budget, so that a file in
-// steady demand is sent from memory (one copy a byte) instead of read again (issue 22, 2 MiB NARs).
-// As for small files, the bytes under a FileHash never change, and whether a request may have them
-// is the grant's to say (threadNars.ts): the memory is looked at only under a live grant.
+// nar.smallBytes (and at least MEDIUM_NAR_MIN_BYTES), up to a size limit, kept once read within a
+// byte budget, so that a file in steady demand is sent from memory (one copy a byte) instead of read
+// again (issue 22, 2 MiB NARs). As for small files, the bytes under a FileHash never change, and
+// whether a request may have them is the grant's to say (threadNars.ts): the memory is looked at
+// only under a live grant.
+//
+// The budget bounds every medium file the thread holds whole (review r6b-1, r6b-2): a read meant to
+// be kept reserves its room first (two misses cannot count the same room), and a file leaves only
+// once no send of it is in flight and it has been idle for `idleMs` (a slow reader's send keeps it,
+// and its bytes stay counted). A file the memory cannot make room for is streamed, never read whole.
 //
 // Unlike the small files' memory, a full one does not push out a file in use for a new one: with
 // more files in demand than the budget holds, oldest-out would make every request a miss that
 // reads its file into a buffer of its own (megabytes allocated per request, where the streamed
-// path reuses two). A file goes only once idle for `idleMs`; until then new files are streamed.
+// path reuses two).
+
+/** Below this a file is not worth a medium place (nar.smallBytes 0 would otherwise send every file here). */
+export const MEDIUM_NAR_MIN_BYTES = 64 * 1024;
+
+interface Kept { bytes: Buffer; used: number; sending: number }
 
 export class MediumNarMemory {
   /** least recently used first */
-  private readonly files = new Map<string, { bytes: Buffer; used: number }>();
-  private bytes = 0;
+  private readonly files = new Map<string, Kept>();
+  private kept = 0;
+  private reserved = 0;
 
-  /** `budget` 0: nothing is kept. */
-  constructor(readonly maxFileBytes: number, private readonly budget: number, private readonly idleMs = 60_000, private readonly now: () => number = Date.now) {}
+  /** `budget` 0: nothing is kept. `report` hears the bytes held (kept and reserved) on every change. */
+  constructor(
+    readonly maxFileBytes: number, private readonly budget: number, private readonly idleMs = 60_000,
+    private readonly now: () => number = () => performance.now(), private readonly report: (bytes: number) => void = () => undefined,
+  ) {}
 
-  /** Whether a file of `size` bytes would be kept once read: it fits, counting what idle files would free. */
-  keeps(size: number): boolean {
-    if (size > this.maxFileBytes || size > this.budget) return false;
-    let free = this.budget - this.bytes;
-    const idleBefore = this.now() - this.idleMs;
-    for (const file of this.files.values()) {
-      if (free >= size || file.used > idleBefore) break;
-      free += file.bytes.length;
-    }
-    return free >= size;
+  /** Bytes held: files kept and reads under way that were given room. */
+  get bytes(): number {
+    return this.kept + this.reserved;
   }
 
+  /** Whether a file of `size` bytes belongs in this memory at all. */
+  holds(size: number): boolean {
+    return size >= MEDIUM_NAR_MIN_BYTES && size <= this.maxFileBytes && size <= this.budget;
+  }
+
+  /** The kept bytes of `fileHash`, if any; not marked used (a request that falls through must not keep a file in). */
   get(fileHash: string): Buffer | undefined {
+    return this.files.get(fileHash)?.bytes;
+  }
+
+  /** A send of `fileHash` from memory begins: the file stays until the returned function says it ended. */
+  sending(fileHash: string): () => void {
     const file = this.files.get(fileHash);
-    if (file === undefined) return undefined;
+    if (file === undefined) return () => undefined;
+    file.sending++;
+    this.touch(fileHash, file);
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      file.sending--;
+      if (this.files.get(fileHash) === file) this.touch(fileHash, file);
+    };
+  }
+
+  /**
+   * Room for a read of `size` bytes meant to be kept: true once reserved (idle files not being sent
+   * leave for it), false when there is none (the caller streams the file). Ends with keep() or release().
+   */
+  reserve(size: number): boolean {
+    if (!this.holds(size)) return false;
+    let free = this.budget - this.bytes;
+    const idleBefore = this.now() - this.idleMs;
+    const leaving: string[] = [];
+    for (const [fileHash, file] of this.files) {
+      if (free >= size || file.used > idleBefore) break;
+      if (file.sending > 0) continue;
+      free += file.bytes.length;
+      leaving.push(fileHash);
+    }
+    if (free < size) return false;
+    for (const fileHash of leaving) {
+      this.kept -= this.files.get(fileHash)!.bytes.length;
+      this.files.delete(fileHash);
+    }
+    this.reserved += size;
+    this.report(this.bytes);
+    return true;
+  }
+
+  /** The reserved read of `size` bytes ended without bytes to keep. */
+  release(size: number): void {
+    this.reserved -= size;
+    this.report(this.bytes);
+  }
+
+  /** Keeps the bytes of a reserved read (one read per file at a time: threadNars.ts). */
+  keep(fileHash: string, bytes: Buffer): void {
+    this.reserved -= bytes.length;
+    if (!this.files.has(fileHash)) {
+      this.files.set(fileHash, { bytes, used: this.now(), sending: 0 });
+      this.kept += bytes.length;
+    }
+    this.report(this.bytes);
+  }
+
+  private touch(fileHash: string, file: Kept): void {
     file.used = this.now();
     this.files.delete(fileHash);
     this.files.set(fileHash, file);
-    return file.bytes;
-  }
-
-  /** Keeps `bytes` if they fit once idle files are out; otherwise they are not kept (they were sent anyway). */
-  keep(fileHash: string, bytes: Buffer): void {
-    if (this.files.has(fileHash) || !this.keeps(bytes.length)) return;
-    for (const [oldest, file] of this.files) {
-      if (this.bytes + bytes.length <= this.budget) break;
-      this.files.delete(oldest);
-      this.bytes -= file.bytes.length;
-    }
-    this.files.set(fileHash, { bytes, used: this.now() });
-    this.bytes += bytes.length;
   }
 }

@@ -14,7 +14,7 @@ import { DEFAULT_READ_PACE, SharedReadPlaces, shrinkHeapAtRest, ThreadReadLine, 
 import { MediumNarMemory } from './mediumNarMemory.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
-import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_MEDIUM_NAR_BYTES, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
 import { NarinfoRefreshes } from './narinfoRefreshes.js';
 import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
@@ -40,7 +40,7 @@ const answers = new ThreadAnswers(post, data.timesRequests);
 const refreshes = new NarinfoRefreshes(hot, post);
 const nars = threadNars({
   origin, enabled: data.sendsNars, counters, answers, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
-  medium: new MediumNarMemory(data.mediumNars.maxFileBytes, data.mediumNars.budget),
+  medium: new MediumNarMemory(data.mediumNars.maxFileBytes, data.mediumNars.budget, undefined, undefined, (bytes) => { counters[COUNTER_MEDIUM_NAR_BYTES] = bytes; }),
   line: data.readPlaces === null ? null : new ThreadReadLine({
     places: new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer), openTimeoutSecs: data.readPlaces.openTimeoutSecs,
     held: (change) => { counters[COUNTER_READS_HELD]! += change; },

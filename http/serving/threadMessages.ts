@@ -64,7 +64,9 @@ export const COUNTER_GC_COUNT = 13;
 export const COUNTER_GC_MAX_MS = 14;
 /** NAR requests that waited for the main thread's grant (none live, or its ask under way): one message round trip each */
 export const COUNTER_NARS_WAITED = 15;
-export const COUNTERS = 16;
+/** bytes the thread's memory of medium NAR files holds: kept files (in use ones included) and reads given room (mediumNarMemory.ts) */
+export const COUNTER_MEDIUM_NAR_BYTES = 16;
+export const COUNTERS = 17;
 /** How often a thread writes its memory and event-loop figures into its counters. */
 export const MEMORY_REPORT_MS = 1_000;
 

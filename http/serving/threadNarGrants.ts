@@ -116,3 +116,23 @@ export class CacheSpellings {
     return name;
   }
 }
+
+/** At most `perSecond` takes each second of `clock` (background grant renewals, threadNars.ts). */
+export class RenewalBudget {
+  private second = 0;
+  private left: number;
+  constructor(private readonly perSecond: number, private readonly clock: () => number) {
+    this.left = perSecond;
+  }
+
+  take(): boolean {
+    const second = Math.floor(this.clock() / 1000);
+    if (second !== this.second) {
+      this.second = second;
+      this.left = this.perSecond;
+    }
+    if (this.left <= 0) return false;
+    this.left--;
+    return true;
+  }
+}

@@ -15,17 +15,18 @@
 // for one ask per NAR (issue 22: `nix copy --from` of 199 paths waited ~0.5 ms on each).
 import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
-import { narAnswerHead } from '../cache/narHeaders.js';
+import { narAnswerHead, type NarAnswerHead } from '../cache/narHeaders.js';
 import { storageBusyAnswer } from '../cache/storageBusyAnswer.js';
 import { bytesReply, errorReply, streamReply } from '../reply.js';
 import { respond, respondInCallback, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
+import { paced, slices } from './pacedPieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import type { MediumNarMemory } from './mediumNarMemory.js';
 import type { SmallNarMemory } from './smallNarMemory.js';
 import type { ThreadAnswers } from './threadAnswers.js';
 import { isNarFileName, NAR_SUFFIX } from './narFileName.js';
-import { CacheSpellings, NarGrants } from './threadNarGrants.js';
+import { CacheSpellings, NarGrants, RenewalBudget } from './threadNarGrants.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
 import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
 
@@ -36,17 +37,6 @@ export const RENEWALS_PER_SECOND = 200;
 
 const WHOLE = { kind: 'whole' } as const;
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
-/** Bytes in memory as a stream's one piece: respond.ts writes it with tryEnd, the socket taking what it can each round. */
-const onePiece = (bytes: Buffer): AsyncIterable<Uint8Array> => ({ async *[Symbol.asyncIterator]() { yield bytes; } });
-
-/** The pieces, each counted toward the read's pace as the socket takes it (the next is read only then). */
-async function* paced(pieces: AsyncGenerator<Buffer, void, undefined>, pace: { add(bytes: number): void }): AsyncGenerator<Buffer, void, undefined> {
-  for await (const piece of pieces) {
-    yield piece;
-    pace.add(piece.length);
-  }
-}
-
 interface Waiting {
   /** when the request began (ThreadAnswers.started()) */
   started: number;
@@ -109,6 +99,8 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   // tens of thousands of small NARs a second, an entry per send cost the main thread more than
   // the threads spent sending (bench/README.md, session 21).
   let sent = new Map<NarGrant, NarSent>();
+  /** whole reads of files to keep under way, by FileHash: one at a time per file, other requests for it wait for its bytes (review r6b-1) */
+  const reads = new Map<string, Promise<void>>();
 
   const forward = (w: Waiting): void => {
     counters[COUNTER_FORWARDED]!++;
@@ -137,11 +129,19 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   /**
    * A GET holds a place of nar.maxConcurrentDownloads while it reads (a HEAD reads nothing, as on
    * the route); it waits for one in the thread's line and, none coming in time, is refused as the
-   * route refuses: 503 storage_busy with Retry-After.
+   * route refuses: 503 storage_busy with Retry-After. A file in memory, or being read whole for it,
+   * needs no place: it is answered from memory (review r6b-3: requests that waited for a grant).
    */
   async function send(w: Waiting, grant: NarGrant): Promise<void> {
     const range = parseRange(w.range === '' ? undefined : w.range, grant.fileSize);
     if (range.kind === 'unsatisfiable') return forward(w);
+    const answer = narAnswerHead(true, range, grant.fileSize);
+    if (!w.head) {
+      await reads.get(grant.fileHash);
+      if (w.state.aborted) return;
+      const kept = fromKept(w, grant, answer);
+      if (kept !== null) return kept;
+    }
     const { line } = opts;
     if (w.head || line === null) return sendFile(w, grant, range, () => undefined);
     const gone = new AbortController();
@@ -181,23 +181,32 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     }
     // Granted only to requests without credentials, so only for a public cache's files.
     const answer = narAnswerHead(true, range, grant.fileSize);
-    // A file its memory would not keep now (a full memory of medium files in use) is streamed.
     const memory = w.head ? null : memoryFor(file.size);
-    if (memory !== null && memory.keeps(file.size)) {
-      // Read whole and kept: the thread's next request for it is answered from memory. Nothing more
-      // is read from storage, so the read's place goes back before the bytes are written.
-      const bytes = await file.whole().catch(() => null);
+    if (memory !== null) {
+      // Another request's whole read of it (begun while this one waited for its place): its bytes, once kept.
+      const reading = reads.get(grant.fileHash);
+      if (reading !== undefined) await reading;
+      if (w.state.aborted) return file.close();
+      const kept = fromKept(w, grant, answer);
+      if (kept !== null) return (file.close(), givePlace(), kept);
+    }
+    // Read whole only to be kept: for the whole file (a range alone does not earn it a place,
+    // review r6b-4), into room reserved for it (medium files), one read per file at a time.
+    if (memory !== null && range.kind === 'whole' && (memory === opts.small || opts.medium.reserve(file.size))) {
+      const read = file.whole().then((bytes) => (memory.keep(grant.fileHash, bytes), bytes), () => {
+        if (memory === opts.medium) opts.medium.release(file.size);
+        return null;
+      });
+      reads.set(grant.fileHash, read.then(() => { reads.delete(grant.fileHash); }));
+      const bytes = await read;
+      // Nothing more is read from storage, so the read's place goes back before the bytes are written.
       givePlace();
       if (w.state.aborted) return;
       if (bytes === null) {
         grants.forgetFile(grant.cacheId, grant.fileHash);
         return forward(w);
       }
-      memory.keep(grant.fileHash, bytes);
-      counters[COUNTER_NARS]!++;
-      reported(grant);
-      await respond(w.res, w.state, keptReply(memory, bytes, answer), false);
-      return answered(w.head, w.state, answer.status, w.started);
+      return sendKept(w.res, w.state, memory, grant, bytes, answer, w.started, false);
     }
     counters[COUNTER_NARS]!++;
     // As the route: a GET is traffic (the file's size), a HEAD is not.
@@ -207,15 +216,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       await respond(w.res, w.state, streamReply(answer.status, answer.length, emptyBody, answer.headers), true);
       return answered(w.head, w.state, answer.status, w.started);
     }
-    const pace = watchReadPace(opts.pace, () => {
-      counters[COUNTER_TOO_SLOW]!++;
-      givePlace();
-      if (w.state.aborted || w.state.done) return;
-      // As the main thread's gate: the place goes at once, and the connection with it (respond.ts then stops).
-      w.state.done = true;
-      w.res.cork(() => w.res.close());
-      w.state.abort(); // uWS runs onAborted on close(); once more does nothing
-    }, opts.paceClock);
+    const pace = watchReadPace(opts.pace, () => (givePlace(), tooSlow(w.res, w.state)), opts.paceClock);
     const body = { [Symbol.asyncIterator]: () => paced(file.pieces(answer.start, answer.start + answer.length), pace) };
     try {
       await respond(w.res, w.state, streamReply(answer.status, answer.length, body, answer.headers), false);
@@ -226,15 +227,56 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     }
   }
 
-  /** The memory a file of `size` bytes belongs in: small files', else medium ones', else none. */
-  const memoryFor = (size: number): SmallNarMemory | MediumNarMemory | null =>
-    opts.small.keeps(size) ? opts.small : size <= opts.medium.maxFileBytes ? opts.medium : null;
-
-  /** A kept file's answer: a small one whole (uWS keeps what the socket does not take), a medium one with backpressure. */
-  const keptReply = (memory: SmallNarMemory | MediumNarMemory, bytes: Buffer, answer: ReturnType<typeof narAnswerHead>) => {
-    const body = answer.start === 0 && answer.length === bytes.length ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
-    return memory === opts.small ? bytesReply(answer.status, body, answer.headers) : streamReply(answer.status, answer.length, onePiece(body), answer.headers);
+  /** As the main thread's gate: a reader below the minimum pace loses its connection at once (respond.ts then stops). */
+  const tooSlow = (res: HttpResponse, state: ResponseState): void => {
+    counters[COUNTER_TOO_SLOW]!++;
+    if (state.aborted || state.done) return;
+    state.done = true;
+    res.cork(() => res.close());
+    state.abort(); // uWS runs onAborted on close(); once more does nothing
   };
+
+  /** The memory a file of `size` bytes belongs in: small files', else medium ones', else none (streamed). */
+  const memoryFor = (size: number): SmallNarMemory | MediumNarMemory | null =>
+    opts.small.keeps(size) ? opts.small : opts.medium.holds(size) ? opts.medium : null;
+
+  /** The answer of a file the thread holds, under way; null when it holds none of that size. */
+  const fromKept = (w: Waiting, grant: NarGrant, answer: NarAnswerHead): Promise<void> | null => {
+    const kept = keptFile(grant);
+    return kept === null ? null : sendKept(w.res, w.state, kept.memory, grant, kept.bytes, answer, w.started, true);
+  };
+  const keptFile = (grant: NarGrant): { memory: SmallNarMemory | MediumNarMemory; bytes: Buffer } | null => {
+    const memory = memoryFor(grant.fileSize);
+    const bytes = memory?.get(grant.fileHash);
+    return memory == null || bytes === undefined || bytes.length !== grant.fileSize ? null : { memory, bytes };
+  };
+  const part = (bytes: Buffer, answer: NarAnswerHead): Buffer =>
+    answer.start === 0 && answer.length === bytes.length ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
+
+  /**
+   * Sends kept bytes: a small file whole (uWS keeps what the socket does not take), a medium one
+   * with backpressure, in pieces counted toward the minimum read pace (review r6b-2: a trickle
+   * reader is cut as on the streamed path), the file kept in memory until the send ends.
+   */
+  async function sendKept(res: HttpResponse, state: ResponseState, memory: SmallNarMemory | MediumNarMemory, grant: NarGrant, bytes: Buffer, answer: NarAnswerHead, started: number, kept: boolean): Promise<void> {
+    counters[COUNTER_NARS]!++;
+    if (kept) counters[COUNTER_NARS_FROM_MEMORY]!++;
+    reported(grant);
+    const body = part(bytes, answer);
+    if (memory === opts.small) {
+      await respond(res, state, bytesReply(answer.status, body, answer.headers), false);
+      return answered(false, state, answer.status, started);
+    }
+    const ended = opts.medium.sending(grant.fileHash);
+    const pace = watchReadPace(opts.pace, () => tooSlow(res, state), opts.paceClock);
+    try {
+      await respond(res, state, streamReply(answer.status, answer.length, { [Symbol.asyncIterator]: () => paced(slices(body), pace) }, answer.headers), false);
+      answered(false, state, answer.status, started);
+    } finally {
+      pace.stop();
+      ended();
+    }
+  }
 
   /**
    * A GET of a file the thread holds, under a live grant: a small one answered inside uWS's
@@ -243,24 +285,22 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
    * main thread words).
    */
   function fromMemory(res: HttpResponse, grant: NarGrant, rangeHeader: string, started: number): boolean {
-    const memory = memoryFor(grant.fileSize);
-    const bytes = memory?.get(grant.fileHash);
-    if (memory === null || bytes === undefined || bytes.length !== grant.fileSize) return false;
+    const kept = keptFile(grant);
+    if (kept === null) return false;
     const range = rangeHeader === '' ? WHOLE : parseRange(rangeHeader, grant.fileSize);
     if (range.kind === 'unsatisfiable') return false;
     const answer = narAnswerHead(true, range, grant.fileSize);
-    const reply = keptReply(memory, bytes, answer);
-    if (reply.kind === 'bytes') {
-      if (!respondInCallback(res, reply)) return false;
+    if (kept.memory === opts.small) {
+      if (!respondInCallback(res, bytesReply(answer.status, part(kept.bytes, answer), answer.headers))) return false;
       opts.answers.request('get', answer.status, started);
-    } else {
-      const state = new ResponseState();
-      res.onAborted(() => state.abort());
-      respond(res, state, reply, false).then(() => answered(false, state, answer.status, started), () => undefined);
+      counters[COUNTER_NARS]!++;
+      counters[COUNTER_NARS_FROM_MEMORY]!++;
+      reported(grant);
+      return true;
     }
-    counters[COUNTER_NARS]!++;
-    counters[COUNTER_NARS_FROM_MEMORY]!++;
-    reported(grant);
+    const state = new ResponseState();
+    res.onAborted(() => state.abort());
+    sendKept(res, state, kept.memory, grant, kept.bytes, answer, started, true).catch(() => undefined);
     return true;
   }
 
@@ -283,17 +323,9 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
    * thousands of files' grants alive by their narinfos, review r5d-1) a reader waits for its grant
    * as before renewals existed.
    */
-  let renewalSecond = 0;
-  let renewalsLeft = RENEWALS_PER_SECOND;
+  const renewals = new RenewalBudget(RENEWALS_PER_SECOND, clock);
   const renew = (cache: string, file: string): void => {
-    if (waiting.has(`${cache}/${file}`)) return;
-    const second = Math.floor(clock() / 1000);
-    if (second !== renewalSecond) {
-      renewalSecond = second;
-      renewalsLeft = RENEWALS_PER_SECOND;
-    }
-    if (renewalsLeft <= 0) return;
-    renewalsLeft--;
+    if (waiting.has(`${cache}/${file}`) || !renewals.take()) return;
     askFor(cache, file, []);
   };
 
