@@ -20,4 +20,3 @@ export { KilnMetrics, type Sample } from './metrics/kilnMetrics.js';
 export { topWithOther } from './metrics/boundedLabel.js';
 export { TrafficCounters } from './metrics/trafficCounters.js';
 export { PhaseSampleBuffer } from './metrics/phaseSampleBuffer.js';
-export { compiledThreadEntry } from './threadEntry.js';

@@ -5,8 +5,6 @@
 // stripping but fails on its first `./x.js` import that names a .ts file. Passing tsx's loader in
 // execArgv makes workers resolve and transform exactly as the main thread does; when the process
 // was started with `--import tsx` already (tap, `node --import tsx`), registering twice is harmless.
-// A worker started from JavaScript compiled ahead (storage/threadEntry.ts: the serving threads)
-// needs no loader, and gets none: tsx's costs every isolate ~5-10 MiB (docs/http.md).
 //
 // The V8 options of the process (`kiln serve` runs with some, bin/serveFlags.js; an operator may
 // add any: heap sizes, `--single-threaded-gc`, `--stack-size`) already hold for every isolate of the
@@ -47,34 +45,17 @@ function workerAccepts(option: readonly string[]): boolean {
   return known;
 }
 
-/** tsx given as a loader (`--import tsx`, tap's `--import=file:…/tsx/…`) */
-const TSX_LOADER = /^(?:--(?:import|require|loader|experimental-loader)|-r)$/;
-const TSX = /(?:^|[/\\])tsx(?:$|[/\\@])/;
-
-/**
- * The options of a worker started from `typescript` source (default) or from JavaScript compiled
- * ahead (storage/threadEntry.ts), which runs without tsx: its loader, asked for or inherited, left out.
- */
-export function threadExecArgv(execArgv: readonly string[] = process.execArgv, { typescript = true }: { typescript?: boolean } = {}): string[] {
+export function threadExecArgv(execArgv: readonly string[] = process.execArgv): string[] {
   const kept: string[] = [];
   for (let i = 0; i < execArgv.length; i++) {
     const arg = execArgv[i]!;
     // an option's value given as the next argument (`--import tsx`) goes with it
     const value = !arg.includes('=') && i + 1 < execArgv.length && !execArgv[i + 1]!.startsWith('-') ? execArgv[i + 1]! : null;
-    if (!typescript && isTsxLoader(arg, value)) {
-      if (value !== null) i++;
-      continue;
-    }
     if (NODE_OPTION.test(arg) || workerAccepts(value === null ? [arg] : [arg, value])) {
       kept.push(arg);
       if (value !== null) kept.push(value);
     }
     if (value !== null) i++;
   }
-  return typescript ? [...kept, '--import', import.meta.resolve('tsx')] : kept;
-}
-
-function isTsxLoader(arg: string, value: string | null): boolean {
-  const [name, inline] = arg.includes('=') ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)] : [arg, value];
-  return TSX_LOADER.test(name) && inline !== null && TSX.test(inline);
+  return [...kept, '--import', import.meta.resolve('tsx')];
 }

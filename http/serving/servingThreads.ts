@@ -5,7 +5,7 @@
 // as messages; per-thread request counts are in GET /api/v1/admin/actors.
 import { Worker } from 'node:worker_threads';
 import { fromPromise } from 'xstate';
-import { compiledThreadEntry, threadExecArgv } from '../../storage/index.js';
+import { threadExecArgv } from '../../storage/index.js';
 import type { Supervisor } from '../../supervisors/index.js';
 import { forwardingSecret } from './forwardedPeer.js';
 import type { NarinfoRenewal } from '../cache/narinfo.js';
@@ -79,11 +79,6 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
   const startCounts = new Map<number, number>();
   const counters = Array.from({ length: opts.count }, () => new SharedArrayBuffer(COUNTERS * Float64Array.BYTES_PER_ELEMENT));
   let stopping = false;
-  // Started from JavaScript compiled ahead, a thread carries no tsx (docs/http.md, "Memory at rest:
-  // serving threads without tsx"); uWS is a native addon, which only Node's own resolution loads.
-  const entry = await compiledThreadEntry(new URL('./servingThread.ts', import.meta.url), { external: ['uWebSockets.js'] });
-  if (entry.fallback !== null) opts.log.info({ reason: entry.fallback }, 'serving threads run their TypeScript through tsx: no compiled entry');
-  const execArgv = threadExecArgv(process.execArgv, { typescript: entry.typescript });
   let nextReport = 0;
   /** reports being counted (threadAnswerCounts finds each cache first): collectReports waits for them */
   const counting = new Set<Promise<void>>();
@@ -96,7 +91,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       readPlaces: opts.nars === undefined ? null : { buffer: opts.nars.readPlaces.buffer, limit: opts.nars.readPlaces.limit, openTimeoutSecs: opts.nars.readPlaces.openTimeoutSecs, pace: opts.nars.readPlaces.pace },
       tls: opts.tls ?? null, timesRequests: opts.answers?.timed ?? false,
     };
-    const worker = new Worker(entry.url, { workerData: data, execArgv, name: `http-thread-${index}` });
+    const worker = new Worker(new URL('./servingThread.ts', import.meta.url), { workerData: data, execArgv: threadExecArgv(), name: `http-thread-${index}` });
     startCounts.set(index, (startCounts.get(index) ?? 0) + 1);
     running.set(index, worker);
     let ended = false;

@@ -25,10 +25,3 @@ t.test('an option outside the known Node options that a worker takes is kept', a
   t.same(threadExecArgv(['--pending-deprecation']).slice(0, 1), ['--pending-deprecation']);
   t.same(threadExecArgv(['--title', 'x', '--dns-result-order', 'ipv4first']).slice(0, 2), ['--dns-result-order', 'ipv4first'], 'an option and its value asked together');
 });
-
-t.test('a worker started from JavaScript compiled ahead gets no tsx loader, asked for or inherited (storage/threadEntry.ts)', async (t) => {
-  const tsx = import.meta.resolve('tsx');
-  const execArgv = threadExecArgv(['--import', 'tsx', `--import=${tsx}`, '--require', 'tsx/cjs', '--import', './other.js', '--enable-source-maps'], { typescript: false });
-  t.same(execArgv, ['--import', './other.js', '--enable-source-maps'], 'only the loaders that are tsx left out');
-  t.same(threadExecArgv(['--import', 'tsx']).filter((a) => a === '--import').length, 2, 'a TypeScript entry keeps them and adds its own');
-});
