@@ -4,22 +4,19 @@
 // closure view read by number answers what the view read by edges answers (and falls back to the
 // edges when a node has no row). Direct builds number what they insert, repair a row a server
 // older than 0081 left out, and never write a size over a completion's.
-import { randomUUID } from 'node:crypto';
 import t from 'tap';
 import type { Sql } from 'postgres';
-import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { buildTimeClosures } from '../../../services/builds/buildTimeClosures.js';
 import { readNumbered } from '../../../services/builds/closureReads.js';
 import { numberFromEdges, numberRecorded } from '../../../services/builds/derivationNumbers.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
-import { insertProject } from '../../support/modelRows.js';
-import { testEvents } from '../../support/testEvents.js';
 import { startTestKiln, type TestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { exportStream, multipartBody, syntheticDrv, type SyntheticDrv } from '../../support/directClosure.js';
+import { evalBatch, recordingFixture } from '../../support/recordingFixture.js';
 
 /** Derivations whose graph row is missing, or says other inputs than their edges, or another recorded size. */
 const disagreeing = (sql: Sql) => sql<{ drv_path: string }[]>`
@@ -42,18 +39,8 @@ function randomGraph(n: number, seed: number): DerivationNodeFixture[] {
 }
 
 t.test('the recorder numbers every derivation it writes as its edges say; sizes and deletions reach the rows', async (t) => {
-  const db = await testDatabase(t);
-  const { events } = await testEvents(t, db);
-  const projectId = await insertProject(db.sql, 'acme', 'app');
-  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
-  const evaluation = async () => {
-    const id = randomUUID();
-    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${id}, ${task!.id}, 'file:///nonexistent', '*', 'evaluating')`;
-    return id;
-  };
-  const batch = (evaluationId: string, nodes: DerivationNodeFixture[]): MessageOf<'evalBatch'> => ({
-    v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluationId}:1`, derivations: nodes.map((n) => n.derivation), attributes: [], errors: [],
-  });
+  const { db, events, evaluation } = await recordingFixture(t);
+  const batch = (evaluationId: string, nodes: DerivationNodeFixture[]) => evalBatch(evaluationId, { derivations: nodes.map((n) => n.derivation) });
 
   const graph = randomGraph(120, 7).reverse();
   const first = await evaluation();

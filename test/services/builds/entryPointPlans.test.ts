@@ -4,32 +4,18 @@
 // builds at one row), marking N entry points reads about N index entries of builds, not N times
 // the evaluation's builds. Counted by PostgreSQL's own per-transaction statistics, so the rule
 // is checked without timing; the rows marked are the same as the first evaluation's.
-import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { PROTOCOL_VERSION, type MessageOf } from '../../../protocol/index.js';
 import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { markEntryPoints } from '../../../services/builds/entryPoints.js';
-import { testDatabase } from '../../support/db.js';
 import { derivationNode } from '../../support/derivationNodes.js';
-import { insertProject } from '../../support/modelRows.js';
-import { testEvents } from '../../support/testEvents.js';
+import { evalBatch, recordingFixture } from '../../support/recordingFixture.js';
 
 const DERIVATIONS = 600;
 const ATTRIBUTES = 300;
 
 t.test('entry points of a graph recorded again are probed by both keys, whatever the statistics', async (t) => {
-  const db = await testDatabase(t);
-  const { events } = await testEvents(t, db);
-  const projectId = await insertProject(db.sql, 'acme', 'app');
-  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
-  const evaluation = async () => {
-    const id = randomUUID();
-    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${id}, ${task!.id}, 'file:///nonexistent', '*', 'evaluating')`;
-    return id;
-  };
-  const batch = (evaluationId: string, parts: Partial<MessageOf<'evalBatch'>>): MessageOf<'evalBatch'> => ({
-    v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluationId}:1`, derivations: [], attributes: [], errors: [], ...parts,
-  });
+  const { db, events, evaluation } = await recordingFixture(t);
+  const batch = evalBatch;
   const nodes = Array.from({ length: DERIVATIONS }, (_, i) => derivationNode(`pkg-${i}`));
   const attributes = nodes.slice(0, ATTRIBUTES).map((n, i) => ({ path: ['packages', 'x86_64-linux', `pkg-${i}`], drvPath: n.drvPath, outputs: { out: n.out } }));
 

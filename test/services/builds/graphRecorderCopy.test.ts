@@ -3,15 +3,13 @@
 // early), and an evaluation's batches recorded through the staging tables give the same rows as
 // the message said: derivations with their fields, edges by id, one build each, a derivation
 // shared with an earlier evaluation written once, attributes and errors.
-import { randomUUID } from 'node:crypto';
 import t from 'tap';
-import { PROTOCOL_VERSION, type DerivationNode, type MessageOf } from '../../../protocol/index.js';
+import type { DerivationNode } from '../../../protocol/index.js';
 import { recordEvalBatch, stageEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { arrayLiteral, copyInto, copyRow } from '../../../storage/index.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode } from '../../support/derivationNodes.js';
-import { insertProject } from '../../support/modelRows.js';
-import { testEvents } from '../../support/testEvents.js';
+import { evalBatch, recordingFixture } from '../../support/recordingFixture.js';
 
 const HOSTILE = ['tab\there', 'new\nline', 'carriage\rreturn', 'back\\slash', '\\N', 'quote"d', '{braces,comma}', 'NULL', '', 'ünïcødé ✓', '\\.'];
 
@@ -37,18 +35,8 @@ t.test('COPY text rows carry any text whole', async (t) => {
 });
 
 t.test('an evaluation recorded through the staging tables', async (t) => {
-  const db = await testDatabase(t);
-  const { events } = await testEvents(t, db);
-  const projectId = await insertProject(db.sql, 'acme', 'app');
-  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
-  const evaluation = async () => {
-    const id = randomUUID();
-    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${id}, ${task!.id}, 'file:///nonexistent', '*', 'evaluating')`;
-    return id;
-  };
-  const batch = (evaluationId: string, parts: Partial<MessageOf<'evalBatch'>>): MessageOf<'evalBatch'> => ({
-    v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluationId}:1`, derivations: [], attributes: [], errors: [], ...parts,
-  });
+  const { db, events, evaluation } = await recordingFixture(t);
+  const batch = evalBatch;
 
   const lib = derivationNode('lib');
   const plain = derivationNode('odd');
