@@ -12,10 +12,10 @@ export async function recordingFixture(t: Test) {
   const { events } = await testEvents(t, db);
   const projectId = await insertProject(db.sql, 'acme', 'app');
   const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
-  /** a new evaluation of the task, evaluating */
-  const evaluation = async (): Promise<string> => {
+  /** a new evaluation of the task, in `phase` */
+  const evaluation = async (phase: 'evaluating' | 'building' = 'evaluating'): Promise<string> => {
     const id = randomUUID();
-    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${id}, ${task!.id}, 'file:///nonexistent', '*', 'evaluating')`;
+    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${id}, ${task!.id}, 'file:///nonexistent', '*', ${phase})`;
     return id;
   };
   return { db, events, evaluation };

@@ -11,16 +11,13 @@ import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { readyBuilds } from '../../../services/builds/schedulerQueries.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode } from '../../support/derivationNodes.js';
-import { insertProject } from '../../support/modelRows.js';
 import { testEvents } from '../../support/testEvents.js';
+import { recordingFixture } from '../../support/recordingFixture.js';
 
 t.test('readiness moves above 0 are HOT; the move to 0 flips `ready` and the ready read finds the build', async (t) => {
-  const db = await testDatabase(t);
-  const { events } = await testEvents(t, db);
-  const projectId = await insertProject(db.sql, 'acme', 'app');
-  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
-  const evaluation = randomUUID();
-  await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+  const fixture = await recordingFixture(t);
+  const { db, events } = fixture;
+  const evaluation = await fixture.evaluation('building');
   const [a, b, c] = [derivationNode('hot-a'), derivationNode('hot-b'), derivationNode('hot-c')];
   const top = derivationNode('hot-top', [a.drvPath, b.drvPath, c.drvPath]);
   const batch: MessageOf<'evalBatch'> = { v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluation}:1`, derivations: [a, b, c, top].map((n) => n.derivation), attributes: [], errors: [] };

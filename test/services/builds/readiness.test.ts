@@ -12,18 +12,14 @@ import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { ReadyQueue } from '../../../services/builds/readyQueue.js';
 import { readyBuilds, type ReadiedBuild } from '../../../services/builds/schedulerQueries.js';
 import { systemClock } from '../../../supervisors/index.js';
-import { testDatabase } from '../../support/db.js';
 import { derivationNode, type DerivationNodeFixture } from '../../support/derivationNodes.js';
-import { insertProject } from '../../support/modelRows.js';
 import { testEvents } from '../../support/testEvents.js';
+import { recordingFixture } from '../../support/recordingFixture.js';
 
 t.test('the readiness counter', async (t) => {
-  const db = await testDatabase(t);
-  const { events } = await testEvents(t, db);
-  const projectId = await insertProject(db.sql, 'acme', 'app');
-  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
-  const evaluation = randomUUID();
-  await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+  const fixture = await recordingFixture(t);
+  const { db, events } = fixture;
+  const evaluation = await fixture.evaluation('building');
 
   const record = (nodes: DerivationNodeFixture[]) => {
     const batch: MessageOf<'evalBatch'> = { v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluation}:1`, derivations: nodes.map((n) => n.derivation), attributes: [], errors: [] };
@@ -124,8 +120,7 @@ t.test('the readiness counter', async (t) => {
 
   t.test('the ready queue: memory between reads, ids from its own changes, the database when invalidated', async (t) => {
     await db.sql`update evaluations set phase = 'completed' where id = ${evaluation}`;
-    const evaluation2 = randomUUID();
-    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation2}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+    const evaluation2 = await fixture.evaluation('building');
     const recordIn = (nodes: DerivationNodeFixture[]) => recordEvalBatch(events, evaluation2, {
       v: PROTOCOL_VERSION, t: 'evalBatch', jobId: `eval:${evaluation2}:1`, derivations: nodes.map((n) => n.derivation), attributes: [], errors: [],
     });
@@ -151,8 +146,7 @@ t.test('the readiness counter', async (t) => {
 
   t.test('the ready queue pages past a full window no worker takes, and comes back to the front at the end', async (t) => {
     await db.sql`update evaluations set phase = 'completed' where phase = 'building'`;
-    const evaluation3 = randomUUID();
-    await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation3}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+    const evaluation3 = await fixture.evaluation('building');
     const nodes = Array.from({ length: 5 }, (_, i) => derivationNode(`page-${i}`));
     // one statement: the five share queued_at to the microsecond, so the id orders them
     await recordEvalBatch(events, evaluation3, {

@@ -11,8 +11,8 @@ import { recordEvalBatch } from '../../../services/builds/graphRecorder.js';
 import { requeuedForOthers } from '../../../services/builds/tenantScope.js';
 import { testDatabase } from '../../support/db.js';
 import { derivationNode } from '../../support/derivationNodes.js';
-import { insertProject } from '../../support/modelRows.js';
 import { testEvents } from '../../support/testEvents.js';
+import { recordingFixture } from '../../support/recordingFixture.js';
 
 interface Plans { statement: string; custom: number; generic: number }
 
@@ -21,12 +21,9 @@ const plansOf = (tx: TransactionSql, marker: string) => tx<Plans[]>`
   select statement, custom_plans::int as custom, generic_plans::int as generic from pg_prepared_statements where statement like ${`%${marker}%`}`;
 
 t.test('status batches and the readiness moves run on generic plans, never planned per batch', async (t) => {
-  const db = await testDatabase(t);
-  const { events } = await testEvents(t, db);
-  const projectId = await insertProject(db.sql, 'acme', 'app');
-  const [task] = await db.sql<{ id: string }[]>`insert into tasks (project_id, name) values (${projectId}, 'default') returning id`;
-  const evaluation = randomUUID();
-  await db.sql`insert into evaluations (id, task_id, repository, wildcard, phase) values (${evaluation}, ${task!.id}, 'file:///nonexistent', '*', 'building')`;
+  const fixture = await recordingFixture(t);
+  const { db, events } = fixture;
+  const evaluation = await fixture.evaluation('building');
   // eight layers of two, each build using both of the layer below: every batch moves counters
   const layers: ReturnType<typeof derivationNode>[][] = [];
   for (let i = 0; i < 8; i++) layers.push([0, 1].map((j) => derivationNode(`plans-${i}-${j}`, (layers[i - 1] ?? []).map((n) => n.drvPath))));
