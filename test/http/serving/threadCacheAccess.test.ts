@@ -13,7 +13,7 @@ import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { buildFixturePaths } from '../../support/nixStore.js';
 import { localNar, uploadChunked } from '../../support/narUploads.js';
-import { threadSum, type ActorNode } from '../../support/servingThreads.js';
+import { fetchFresh, threadSum, type ActorNode } from '../../support/servingThreads.js';
 
 /** Requests per cell: each on a connection of its own, so that they spread over the three listeners. */
 const SPREAD = 24;
@@ -39,22 +39,6 @@ function getFresh(url: string, secret?: string): Promise<Outcome> {
   });
 }
 
-/** One GET on a connection of its own, with what the NAR tests compare. */
-function fetchFresh(url: string, headers: Record<string, string> = {}): Promise<{ status: number; type: string; cacheControl: string; contentRange: string; bytes: Buffer }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({
-        status: res.statusCode ?? 0, type: String(res.headers['content-type']), cacheControl: String(res.headers['cache-control']),
-        contentRange: String(res.headers['content-range']), bytes: Buffer.concat(chunks),
-      }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 
 /** The set of outcomes of SPREAD fresh GETs, twice: the second round meets what the first taught each thread. */

@@ -3,7 +3,6 @@
 // answers them (the same bytes, headers and ranges, a slow reader included, whose answer waits on
 // the socket's backpressure), and only under a live grant: a cache made private or a path deleted
 // is never answered from any thread's memory.
-import { request as httpRequest } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { startTestKiln } from '../../support/kiln.js';
@@ -11,33 +10,11 @@ import { signUp } from '../../support/accounts.js';
 import { createTestCache } from '../../support/caches.js';
 import { makeTestNar } from '../../support/narStorage.js';
 import { uploadSingle } from '../../support/narUploads.js';
-import { threadSum } from '../../support/servingThreads.js';
+import { fetchFresh, threadSum } from '../../support/servingThreads.js';
 
 /** Requests per round: each on a connection of its own, so that they spread over the three listeners. */
 const SPREAD = 12;
 
-interface Answer { status: number; type: string; cacheControl: string; contentRange: string; bytes: Buffer }
-
-/** One GET on a connection of its own; with `pauseMs`, the body is not read for that long after the head (backpressure). */
-function fetchFresh(url: string, headers: Record<string, string> = {}, pauseMs = 0): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { agent: false, headers: { connection: 'close', ...headers } }, (res) => {
-      const chunks: Buffer[] = [];
-      if (pauseMs > 0) {
-        res.pause();
-        setTimeout(() => res.resume(), pauseMs);
-      }
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({
-        status: res.statusCode ?? 0, type: String(res.headers['content-type']), cacheControl: String(res.headers['cache-control']),
-        contentRange: String(res.headers['content-range']), bytes: Buffer.concat(chunks),
-      }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 const statuses = async (url: string): Promise<number[]> =>
   [...new Set((await Promise.all(Array.from({ length: SPREAD }, () => fetchFresh(url)))).map((a) => a.status))];
