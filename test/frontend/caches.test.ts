@@ -16,6 +16,7 @@ import { WebhookView } from '../../protocol/api/webhooks.js';
 import { signUp, type TestAccount } from '../support/accounts.js';
 import { launchBrowser, openPage, screenshot, seriousAccessibilityViolations } from '../support/browser.js';
 import { startTestKiln, type TestKiln } from '../support/kiln.js';
+import { eventually } from '../support/eventually.js';
 import { freshStore } from '../support/nixClient.js';
 import { buildFixturePaths, nixEnv, tempDir } from '../support/nixStore.js';
 import { uploadStorePath } from '../support/restUpload.js';
@@ -118,13 +119,34 @@ t.test('cache pages, invitations and settings', async (t) => {
     t.equal(await table.locator('tbody tr').count(), 2);
     t.equal((await parsed(t, kiln, ada.token, '/caches/pub/nars', NarPageView)).total, 2);
 
-    // Sort and order run on the server: the rows come in the API's order for each choice.
+    // Sort and order run on the server: the rows come in the API's order for each choice. The first
+    // choice's answer (by size, descending) is held back until the second one's has come: the page
+    // shows the answer to the latest choice, not the one that came last.
     const pathsIn = async () => table.locator('tbody tr code').allTextContents();
+    const heldBack = (url: string) => url.includes('sort=nar_size&order=desc');
+    let releaseHeld = () => {};
+    const held = new Promise<void>((resolve) => (releaseHeld = resolve));
+    const heldRequests = (url: URL) => heldBack(url.href);
+    await page.route(heldRequests, async (route) => {
+      await held;
+      await route.continue();
+    });
+    const staleAnswer = page.waitForResponse((response) => heldBack(response.url()));
     for (const order of ['asc', 'desc'] as const) {
       const api = (await parsed(t, kiln, ada.token, `/caches/pub/nars?sort=nar_size&order=${order}`, NarPageView)).items.map((n) => n.store_path);
-      await page.getByLabel('Sort by').selectOption('nar_size');
-      await page.getByLabel('Order').selectOption(order);
-      await table.locator('tbody tr').first().getByText(api[0]!, { exact: true }).waitFor();
+      if (order === 'asc') {
+        await page.getByLabel('Sort by').selectOption('nar_size');
+        await page.getByLabel('Order').selectOption(order);
+        await eventually(pathsIn, { until: (paths) => paths.join() === api.join(), message: 'the rows by size, ascending' });
+        releaseHeld();
+        await staleAnswer;
+        await page.unroute(heldRequests);
+      } else {
+        await page.getByLabel('Order').selectOption(order);
+      }
+      // An answer shown late would show up here: give the page a chance to draw it.
+      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50))));
+      await eventually(pathsIn, { until: (paths) => paths.join() === api.join(), message: `the rows by size, ${order}` });
       t.same(await pathsIn(), api, `by size, ${order}`);
     }
     const bySize = await pathsIn();

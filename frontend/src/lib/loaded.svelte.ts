@@ -11,6 +11,8 @@ export class Loaded<T> {
   /** a load is under way */
   loading = $state(false);
   readonly #fetch: () => Promise<T>;
+  /** counts loads: only the latest one's answer is kept, so a slow earlier answer (another sort, another page) never overwrites a newer one */
+  #generation = 0;
 
   /**
    * When it loads by itself: `follow` (the default) at once and again whenever a reactive value that `fetch`
@@ -28,15 +30,17 @@ export class Loaded<T> {
   }
 
   async reload(): Promise<void> {
+    const generation = ++this.#generation;
     this.loading = true;
     try {
       const value = await this.#fetch();
+      if (generation !== this.#generation) return;
       this.value = value;
       this.failure = null;
     } catch (e) {
-      this.failure = messageOf(e);
+      if (generation === this.#generation) this.failure = messageOf(e);
     } finally {
-      this.loading = false;
+      if (generation === this.#generation) this.loading = false;
     }
   }
 
