@@ -167,6 +167,8 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
       res.cork(() => {
         writeHead();
         if (length !== null) res.writeHeader('Content-Length', String(length));
+        // a HEAD tells the framing its GET would have: a streamed answer's is chunked, with no length
+        else if (answer.headers['transfer-encoding'] === 'chunked') res.writeHeader('Transfer-Encoding', 'chunked');
         if (closeAfter) res.writeHeader('Connection', 'close');
         res.endWithoutBody();
       });
