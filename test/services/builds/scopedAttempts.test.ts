@@ -49,20 +49,25 @@ async function twoTenants(t: Test) {
   /** kiln's own worker (open mode): its attempts count for every organization */
   const kilnWorker = async () => connected(await handshake(url, testHello({ workerId: randomUUID(), capabilities: BUILD, maxConcurrentBuilds: 1 })));
 
-  /** acme's and beta's evaluations of the same derivation, both building before any build worker connects */
-  const bothEvaluate = async (n: DerivationNodeFixture) => {
-    for (const [project, token] of [[acme.projectId, acme.token], [beta!.id, bob.token]] as const) {
+  /** evaluations of the derivation by these organizations, building once this returns */
+  const evaluate = async (n: DerivationNodeFixture, ...orgs: ('acme' | 'beta')[]) => {
+    for (const org of orgs) {
+      const [project, token] = org === 'acme' ? [acme.projectId, acme.token] : [beta!.id, bob.token];
       t.equal((await kiln.api('POST', `/tasks/${project}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } })).status, 200);
       const evalJob = await evaluator.next('evalJob');
       evaluator.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [n.derivation],
         attributes: [{ path: ['packages', 'x86_64-linux', 'n'], drvPath: n.drvPath, outputs: { out: n.out } }], errors: [] });
       evaluator.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 1 });
+      await eventually(`${org}'s evaluation builds`, async () => {
+        const [r] = await kiln.sql<{ n: number }[]>`
+          select count(*)::int as n from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+          where p.id = ${project} and e.phase <> 'queued' and e.phase <> 'evaluating'`;
+        return r!.n > 0 ? true : undefined;
+      });
     }
-    await eventually('both evaluations build', async () => {
-      const [r] = await kiln.sql<{ n: number }[]>`select count(*)::int as n from evaluations where phase = 'building'`;
-      return r!.n === 2 ? true : undefined;
-    });
   };
+  /** acme's and beta's evaluations of the same derivation, both building before any build worker connects */
+  const bothEvaluate = (n: DerivationNodeFixture) => evaluate(n, 'acme', 'beta');
   const row = async (n: DerivationNodeFixture) => (await kiln.sql<Row[]>`
     select db.status, db.attempts, db.failed_for, db.failure_reason from derivation_builds db
     join derivations d on d.id = db.derivation_id where d.drv_path = ${n.drvPath}`)[0]!;
@@ -102,7 +107,7 @@ async function twoTenants(t: Test) {
     t: 'buildResult', jobId, drvPath: n.drvPath, alreadyValid: false, durationMs: 1, logBytes: 0, logDroppedBytes: 0,
     outputs: [{ name: 'out', path: n.out, narHash: narHash(), narSize: 100, references: [], deriver: n.drvPath, ca: null }],
   });
-  return { kiln, clock, acmeOrg: acmeOrg!.organization_id, keptFailures, acmeWorker, kilnWorker, bothEvaluate, row, rowWhen, seen, take, hangUp, failTransiently, complete };
+  return { kiln, clock, acmeOrg: acmeOrg!.organization_id, keptFailures, acmeWorker, kilnWorker, evaluate, bothEvaluate, row, rowWhen, seen, take, hangUp, failTransiently, complete };
 }
 
 t.test('acme\'s worker loses the shared build on all of build.maxAttempts: it fails for acme, beta still has its own attempts', async (t) => {
@@ -187,4 +192,29 @@ t.test('acme\'s worker completes the shared build, which beta does not take: tha
   f.failTransiently(kiln, second.jobId);
   t.match(await f.rowWhen(x, 'beta\'s first failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 2 },
     'the first attempt beta spent: retried (build.maxAttempts 2), not failed');
+});
+
+t.test('beta claims the build acme\'s worker failed for acme: fresh attempts, and acme\'s record of them goes with its count', async (t) => {
+  const f = await twoTenants(t);
+  const x = derivationNode('claimed-by-beta');
+  await f.evaluate(x, 'acme');
+  for (const attempt of [1, 2]) {
+    const worker = await f.acmeWorker();
+    await f.take(worker);
+    await f.rowWhen(x, `acme's worker took attempt ${attempt}`, (r) => r.status === 'started' && r.attempts === attempt);
+    await f.hangUp(worker);
+    await f.rowWhen(x, `attempt ${attempt}'s loss is decided`, (r) => r.status !== 'started');
+  }
+  t.match(await f.row(x), { status: 'failed', failed_for: [f.acmeOrg] }, 'failed for acme, no one else building it');
+  await f.evaluate(x, 'beta');
+  t.match(await f.row(x), { status: 'queued', attempts: 0 }, 'beta starts building: queued again for it with fresh attempts');
+
+  const kiln = await f.kilnWorker();
+  for (const attempt of [1, 2]) {
+    if (attempt === 2) f.clock.step(30_000);
+    const job = await f.take(kiln);
+    f.failTransiently(kiln, job.jobId);
+    await f.rowWhen(x, `beta's attempt ${attempt} decided`, (r) => r.status !== 'started' && r.attempts === attempt);
+  }
+  t.match(await f.row(x), { status: 'failed', failed_for: null }, 'kiln\'s own worker spent beta\'s two attempts: failed (acme\'s earlier ones, gone with the count, do not stretch them)');
 });
