@@ -14,7 +14,7 @@ import { DEFAULT_READ_PACE, SharedReadPlaces, shrinkHeapAtRest, ThreadReadLine, 
 import { MediumNarMemory } from './mediumNarMemory.js';
 import { SmallNarMemory } from './smallNarMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
-import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_MEDIUM_NAR_BYTES, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_GC_TOTAL, COUNTER_GC_TOTAL_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_MEDIUM_NAR_BYTES, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
 import { NarinfoRefreshes } from './narinfoRefreshes.js';
 import { ThreadAnswers } from './threadAnswers.js';
 import { threadNars } from './threadNars.js';
@@ -143,6 +143,8 @@ const gc = new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
     collections++;
     longestCollection = Math.max(longestCollection, entry.duration);
+    counters[COUNTER_GC_TOTAL]!++;
+    counters[COUNTER_GC_TOTAL_MS]! += entry.duration;
   }
 });
 gc.observe({ entryTypes: ['gc'] });
