@@ -21,9 +21,9 @@ export const SERVE_ENV = { MALLOC_ARENA_MAX: '2' };
  * V8 options added to the command line unless the operator gave them. `--no-parallel-scavenge`:
  * a young-generation collection runs on the isolate's own thread instead of sharing its work with
  * V8's helper threads, which every isolate of the process shares. A serving thread's collection
- * waited for those helpers (descheduled on a loaded 2-core machine): pauses of 10-15 ms at the
- * 90th percentile and up to 25 ms against 1.1 and 2.5 ms without them (issue 22, the hit p99;
- * docs/http.md, "The hit p99"). The dispatch bench's CPU per build did not get worse (463-576 µs
+ * waited for those helpers (descheduled on a loaded 2-core machine): 34-39 ms paused per 100,000
+ * narinfo hits, the longest pauses 19-76 ms, against 4.4-10.7 ms and 2.1-9.7 ms without them
+ * (issue 22, the hit p99; docs/http.md, "The young generation's size and the collector's helpers"). The dispatch bench's CPU per build did not get worse (463-576 µs
  * with parallel scavenges, 415-564 µs without; 2026-11-28, load 24-32).
  */
 export const SERVE_V8_FLAGS = ['--no-parallel-scavenge'];
