@@ -6,7 +6,8 @@
 // files, and the main thread's own listener) and how the threads' event loops fared while kiln
 // ran (kilnThreads: the medians, over the seconds of its runs, of each thread's event-loop delay at
 // the 99th percentile, its longest, and its garbage collections a second with the longest pause;
-// and per run the busiest thread's share of the requests).
+// and per run the busiest thread's share of the requests; and over all of kiln's runs the threads'
+// collections and collection milliseconds per 100,000 requests, gcPer100k and gcMsPer100k).
 //   npx tsx bench/binaryCache.bench.ts [seconds] [rounds] [scenario words|all] [http.threads] [nar.smallBytes]
 // (the third argument picks scenarios whose name contains one of the comma-separated words, e.g.
 // "miss,16"; the fourth sets kiln's serving threads, its default when absent, the fifth nar.smallBytes)
@@ -14,11 +15,17 @@ import { randomBytes } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { SERVE_V8_FLAGS } from '../bin/serveFlags.js';
 import { encodeNarStrings, encodeU64, hashNar, narPadding, NIX32_ALPHABET } from '../protocol/index.js';
 import { loadAverage } from './childServer.js';
 import { freePortForBench } from './freePort.js';
 import { startBenchKiln } from './benchKiln.js';
 import { median, startNginx, wrk, WRK_PATHS_SCRIPT } from './loadTools.js';
+
+// kiln runs in this process: with the V8 options `kiln serve` runs with (bin/serveFlags.js; V8 reads
+// them at each collection), unless BENCH_NODE_DEFAULTS=1
+if (process.env['BENCH_NODE_DEFAULTS'] !== '1') for (const flag of SERVE_V8_FLAGS) setFlagsFromString(flag);
 
 const seconds = Number(process.argv[2] ?? 5);
 const rounds = Number(process.argv[3] ?? 3);
@@ -121,8 +128,8 @@ const servers = [['nginx', nginx.url], ['kiln', kiln.url]] as const;
  * Where kiln's requests went: the serving threads' counters (GET /api/v1/admin/actors), summed.
  * What wrk sent beyond `requests` the main thread's own listener took.
  */
-type ThreadCounts = { requests: number; fromMemory: number; forwarded: number; nars: number; narsFromMemory: number };
-const COUNTED = ['requests', 'fromMemory', 'forwarded', 'nars', 'narsFromMemory'] as const;
+type ThreadCounts = { requests: number; fromMemory: number; forwarded: number; nars: number; narsFromMemory: number; gcTotal: number; gcTotalMs: number };
+const COUNTED = ['requests', 'fromMemory', 'forwarded', 'nars', 'narsFromMemory', 'gcTotal', 'gcTotalMs'] as const;
 const threadCounts = (): ThreadCounts => {
   const threadsNode = kiln.root.inspect().children.find((c) => c.id === 'http-threads');
   const nodes = threadsNode !== undefined && 'children' in threadsNode ? threadsNode.children : [];
@@ -167,7 +174,7 @@ for (let round = 0; round < rounds; round++) {
       record(`${s.name}|${server}`, result);
       if (server === 'kiln') {
         const after = threadCounts();
-        const r = (routed[s.name] ??= { wrk: 0, requests: 0, fromMemory: 0, forwarded: 0, nars: 0, narsFromMemory: 0 });
+        const r = (routed[s.name] ??= { wrk: 0, requests: 0, fromMemory: 0, forwarded: 0, nars: 0, narsFromMemory: 0, gcTotal: 0, gcTotalMs: 0 });
         r.wrk += result.requests;
         for (const field of COUNTED) r[field] += after[field] - before[field];
       }
@@ -176,6 +183,15 @@ for (let round = 0; round < rounds; round++) {
   }
   console.error(`round ${round + 1}/${rounds} done`);
 }
+const routing = ({ gcTotal: _count, gcTotalMs: _ms, ...where }: { wrk: number } & ThreadCounts) => where;
+/**
+ * The threads' garbage collections and their summed pauses per 100,000 requests they began, over
+ * kiln's runs: what a request allocates and how long the collector holds the threads, without the
+ * machine's load in it as much as a p99 (issue 22).
+ */
+const perHundredThousand = (r: ({ wrk: number } & ThreadCounts) | undefined) => r === undefined || r.requests === 0 ? {} : {
+  gcPer100k: +(r.gcTotal / r.requests * 1e5).toFixed(1), gcMsPer100k: +(r.gcTotalMs / r.requests * 1e5).toFixed(1),
+};
 for (const s of scenarios) {
   const n = samples[`${s.name}|nginx`]!;
   const k = samples[`${s.name}|kiln`]!;
@@ -187,8 +203,8 @@ for (const s of scenarios) {
     // kiln's requests over all rounds: the threads' (narinfos from memory, relayed, NAR files sent and
     // of those from memory) and the main thread's own listener's (wrk's count is of answers finished,
     // the threads' of requests begun: with few long answers the difference can be negative)
-    ...(routed[s.name] === undefined ? {} : { kilnRouting: { ...routed[s.name], mainListener: routed[s.name]!.wrk - routed[s.name]!.requests } }),
-    ...(loopSamples[s.name] === undefined ? {} : { kilnThreads: { ...Object.fromEntries(LOOP_FIGURES.map((f) => [f, +median(loopSamples[s.name]![f]).toFixed(2)])), busiestShare: busiestShares[s.name] ?? [] } }),
+    ...(routed[s.name] === undefined ? {} : { kilnRouting: { ...routing(routed[s.name]!), mainListener: routed[s.name]!.wrk - routed[s.name]!.requests } }),
+    ...(loopSamples[s.name] === undefined ? {} : { kilnThreads: { ...Object.fromEntries(LOOP_FIGURES.map((f) => [f, +median(loopSamples[s.name]![f]).toFixed(2)])), ...perHundredThousand(routed[s.name]), busiestShare: busiestShares[s.name] ?? [] } }),
   }));
 }
 await nginx.stop();

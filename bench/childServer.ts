@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { SERVE_ENV } from '../bin/serveFlags.js';
+import { SERVE_ENV, SERVE_V8_FLAGS } from '../bin/serveFlags.js';
 import type { KilnProcessOptions, KilnProcessReady } from './kilnProcess.js';
 
 export interface ChildServer<T> {
@@ -18,12 +18,14 @@ export interface ChildServer<T> {
   stop(): Promise<void>;
 }
 
-/** `nodeFlags`, `env`: more Node options and variables for the child (a kiln server's are those `kiln serve` runs with: forkKiln). */
-export async function forkServer<T>(script: string, args: string[], env: Record<string, string> = {}): Promise<ChildServer<T>> {
+/** `env`, `nodeFlags`: more variables and Node options for the child (a kiln server's are those `kiln serve` runs with: forkKiln). */
+export async function forkServer<T>(script: string, args: string[], env: Record<string, string> = {}, nodeFlags: readonly string[] = []): Promise<ChildServer<T>> {
   const path = fileURLToPath(new URL(script, import.meta.url));
   // BENCH_CPU_PROF=dir: the server writes a V8 CPU profile there when it exits (where a pass spends its time)
   const profile = process.env['BENCH_CPU_PROF'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF']}`] : [];
-  const child: ChildProcess = fork(path, args, { execArgv: ['--import', 'tsx', ...profile], env: { ...process.env, ...env }, stdio: 'inherit' });
+  // BENCH_NODE_FLAGS="--a --b": more Node or V8 options for the server (an A/B of a V8 option, e.g. --no-parallel-scavenge)
+  const flags = (process.env['BENCH_NODE_FLAGS'] ?? '').split(' ').filter((flag) => flag !== '');
+  const child: ChildProcess = fork(path, args, { execArgv: ['--import', 'tsx', ...profile, ...nodeFlags, ...flags], env: { ...process.env, ...env }, stdio: 'inherit' });
   const ready = await new Promise<T>((resolve, reject) => {
     child.once('message', (message) => resolve(message as T));
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code} before it was ready`)));
@@ -46,12 +48,12 @@ export async function forkServer<T>(script: string, args: string[], env: Record<
 }
 
 /**
- * kiln in a process of its own (bench/kilnProcess.ts) with the environment `kiln serve` runs with
- * (bin/serveFlags.js); BENCH_NODE_DEFAULTS=1: without it.
+ * kiln in a process of its own (bench/kilnProcess.ts) with the environment and V8 options `kiln
+ * serve` runs with (bin/serveFlags.js); BENCH_NODE_DEFAULTS=1: without them.
  */
 export const forkKiln = (options: KilnProcessOptions): Promise<ChildServer<KilnProcessReady>> => {
   const defaults = process.env['BENCH_NODE_DEFAULTS'] === '1';
-  return forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(options)], defaults ? {} : SERVE_ENV);
+  return forkServer<KilnProcessReady>('./kilnProcess.ts', [JSON.stringify(options)], defaults ? {} : SERVE_ENV, defaults ? [] : SERVE_V8_FLAGS);
 };
 
 export interface ProcessUsage {

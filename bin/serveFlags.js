@@ -1,7 +1,8 @@
-// The environment `kiln serve` runs with (docs/http.md, "Memory at rest: the process's options"), in
-// one place for bin/kiln.js and the benches that start a server process of their own.
+// The environment and V8 options `kiln serve` runs with (docs/http.md, "Memory at rest: the
+// process's options"), in one place for bin/kiln.js and the benches that start a server process of
+// their own.
 //
-// No V8 options: `--max-semi-space-size=2` (the young generation capped, ~30 MiB less at rest) and
+// Dropped V8 options: `--max-semi-space-size=2` (the young generation capped, ~30 MiB less at rest) and
 // `--optimize-for-size` (~5 MiB less heap) were tried and dropped. They did not cost a narinfo
 // answer anything measurable, but the scheduler's CPU per dispatched build went from 237-263 µs to
 // 482-496 µs with both, 524 µs with `--optimize-for-size` alone and 267-312 µs with the young
@@ -15,3 +16,14 @@
  * noise; the dispatch bench's CPU per build 253-254 against 251-257 µs without it).
  */
 export const SERVE_ENV = { MALLOC_ARENA_MAX: '2' };
+
+/**
+ * V8 options added to the command line unless the operator gave them. `--no-parallel-scavenge`:
+ * a young-generation collection runs on the isolate's own thread instead of sharing its work with
+ * V8's helper threads, which every isolate of the process shares. A serving thread's collection
+ * waited for those helpers (descheduled on a loaded 2-core machine): 34-39 ms paused per 100,000
+ * narinfo hits, the longest pauses 19-76 ms, against 4.4-10.7 ms and 2.1-9.7 ms without them
+ * (issue 22, the hit p99; docs/http.md, "The young generation's size and the collector's helpers"). The dispatch bench's CPU per build did not get worse (463-576 µs
+ * with parallel scavenges, 415-564 µs without; 2026-11-28, load 24-32).
+ */
+export const SERVE_V8_FLAGS = ['--no-parallel-scavenge'];

@@ -12,7 +12,7 @@ import type { NarinfoRenewal } from '../cache/narinfo.js';
 import { narinfoAnswerer } from './narinfoRefreshes.js';
 import type { ThreadNarServices } from './narGrants.js';
 import type { ThreadAnswerCounts } from './threadAnswerCounts.js';
-import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_MEDIUM_NAR_BYTES, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
+import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_GC_TOTAL, COUNTER_GC_TOTAL_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_MEDIUM_NAR_BYTES, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, COUNTERS, type FromServingThread, type ServingThreadData, type TlsFiles, type ToServingThread } from './threadMessages.js';
 
 /**
  * How long a thread has to close its listen socket and end before it is terminated. Terminating a
@@ -149,7 +149,7 @@ export async function startServingThreads(opts: ServingThreadsOptions): Promise<
       id: `http-thread-${index}`, kind: 'http-thread', logic: threadLogic, input: { index },
       summarize: () => {
         const c = new Float64Array(counters[index]!);
-        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, narsFromMemory: c[COUNTER_NARS_FROM_MEMORY]!, narsWaited: c[COUNTER_NARS_WAITED]!, readsHeld: c[COUNTER_READS_HELD]!, readsWaiting: c[COUNTER_READS_WAITING]!, storageBusy: c[COUNTER_STORAGE_BUSY]!, tooSlow: c[COUNTER_TOO_SLOW]!, heapBytes: c[COUNTER_HEAP_BYTES]!, externalBytes: c[COUNTER_EXTERNAL_BYTES]!, mediumNarBytes: c[COUNTER_MEDIUM_NAR_BYTES]!, loopDelayP99Ms: c[COUNTER_LOOP_DELAY_P99_MS]!, loopDelayMaxMs: c[COUNTER_LOOP_DELAY_MAX_MS]!, gcCount: c[COUNTER_GC_COUNT]!, gcMaxMs: c[COUNTER_GC_MAX_MS]!, starts: startCounts.get(index) ?? 0 };
+        return { requests: c[COUNTER_REQUESTS]!, fromMemory: c[COUNTER_FROM_MEMORY]!, forwarded: c[COUNTER_FORWARDED]!, nars: c[COUNTER_NARS]!, narsFromMemory: c[COUNTER_NARS_FROM_MEMORY]!, narsWaited: c[COUNTER_NARS_WAITED]!, readsHeld: c[COUNTER_READS_HELD]!, readsWaiting: c[COUNTER_READS_WAITING]!, storageBusy: c[COUNTER_STORAGE_BUSY]!, tooSlow: c[COUNTER_TOO_SLOW]!, heapBytes: c[COUNTER_HEAP_BYTES]!, externalBytes: c[COUNTER_EXTERNAL_BYTES]!, mediumNarBytes: c[COUNTER_MEDIUM_NAR_BYTES]!, loopDelayP99Ms: c[COUNTER_LOOP_DELAY_P99_MS]!, loopDelayMaxMs: c[COUNTER_LOOP_DELAY_MAX_MS]!, gcCount: c[COUNTER_GC_COUNT]!, gcMaxMs: c[COUNTER_GC_MAX_MS]!, gcTotal: c[COUNTER_GC_TOTAL]!, gcTotalMs: c[COUNTER_GC_TOTAL_MS]!, starts: startCounts.get(index) ?? 0 };
       },
     });
     ready.push(new Promise<void>((resolve, reject) => {

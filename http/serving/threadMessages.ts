@@ -66,7 +66,10 @@ export const COUNTER_GC_MAX_MS = 14;
 export const COUNTER_NARS_WAITED = 15;
 /** bytes the thread's memory of medium NAR files holds: kept files (in use ones included) and reads given room (mediumNarMemory.ts) */
 export const COUNTER_MEDIUM_NAR_BYTES = 16;
-export const COUNTERS = 17;
+/** the thread's garbage collections since it started, and their pauses summed (milliseconds): benches divide them by the requests answered meanwhile */
+export const COUNTER_GC_TOTAL = 17;
+export const COUNTER_GC_TOTAL_MS = 18;
+export const COUNTERS = 19;
 /** How often a thread writes its memory and event-loop figures into its counters. */
 export const MEMORY_REPORT_MS = 1_000;
 

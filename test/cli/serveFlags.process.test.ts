@@ -1,11 +1,11 @@
-// `kiln serve` runs under the environment of bin/serveFlags.js (docs/http.md, "Memory at rest"):
-// bin/kiln.js replaces itself with a Node started with it, keeping its process id, unless the
-// operator set the variables already.
+// `kiln serve` runs under the environment and V8 options of bin/serveFlags.js (docs/http.md,
+// "Memory at rest"): bin/kiln.js replaces itself with a Node started with them, keeping its process
+// id, unless the operator set the variables already.
 import { readFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { SERVE_ENV } from '../../bin/serveFlags.js';
+import { SERVE_ENV, SERVE_V8_FLAGS } from '../../bin/serveFlags.js';
 import { testDatabase } from '../support/db.js';
 import { freePort } from '../support/kiln.js';
 import { startServerProcess, type ServerProcess } from '../support/serverProcess.js';
@@ -29,6 +29,7 @@ t.test('the server process runs with its environment, in the process it was star
   t.equal(argv.filter((a) => a.endsWith('bin/kiln.js')).length, 1, 'bin/kiln.js once: replaced, not started twice');
   const env = await environment(server.child.pid!);
   t.same(Object.entries(SERVE_ENV).filter(([name, value]) => !env.includes(`${name}=${value}`)), [], 'every variable in the environment');
+  t.same(SERVE_V8_FLAGS.filter((flag) => argv.indexOf(flag) < 0 || argv.indexOf(flag) > argv.findIndex((a) => a.endsWith('bin/kiln.js'))), [], "every V8 option, as Node's own");
   // the port is the serving threads' (the main thread listens on loopback only)
   for (let i = 0; i < 4; i++) t.equal((await fetch(`${server.url}/cache/none/nix-cache-info`)).status, 404);
 });

@@ -79,6 +79,8 @@ t.test('serving threads', async (t) => {
     t.equal(threadNodes(root).length, THREADS, 'each thread is a supervised child');
     const sum = (field: string) => threadSum(root, field);
     t.ok(sum('requests') > 0 && sum('fromMemory') > 0, `threads counted requests (${sum('requests')}) and memory answers (${sum('fromMemory')})`);
+    // at least the shrink each thread runs once it listens; benches divide these by the requests
+    t.ok(sum('gcTotal') >= THREADS && sum('gcTotalMs') > 0, `threads counted their collections since they started (${sum('gcTotal')}, ${sum('gcTotalMs')} ms)`);
   });
 
   t.test('the threads take every connection: the main thread listens on loopback only', async (t) => {
