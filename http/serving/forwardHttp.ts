@@ -11,6 +11,8 @@ import { FORWARDED_PEER_HEADER, forwardedPeerValue } from './forwardedPeer.js';
 /** Request headers that belong to one connection, not to the request (RFC 9110 §7.6.1), and the thread's own. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'upgrade', 'te', 'trailer', 'proxy-connection', FORWARDED_PEER_HEADER]);
 /** Answer headers uWS writes itself, or that belong to the loopback connection. */
+/** the largest answer that closes its connection taken whole before it is sent (refusals are small) */
+const CLOSING_ANSWER_MAX_BYTES = 64 * 1024;
 const ANSWER_SKIP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'date', 'uwebsockets']);
 
 export interface ForwardOrigin {
@@ -167,6 +169,8 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
       res.cork(() => {
         writeHead();
         if (length !== null) res.writeHeader('Content-Length', String(length));
+        // a HEAD tells the framing its GET would have: a streamed answer's is chunked, with no length
+        else if (answer.headers['transfer-encoding'] === 'chunked') res.writeHeader('Transfer-Encoding', 'chunked');
         if (closeAfter) res.writeHeader('Connection', 'close');
         res.endWithoutBody();
       });
@@ -174,10 +178,18 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
       return;
     }
     const keep: Buffer[] | null = learn !== undefined && length !== null && length <= learn.maxBytes ? [] : null;
+    // An answer that closes its connection (a refusal cutting a body short: 408 upload_too_slow, 413)
+    // goes out whole with end(…, close), as the main thread sends it: tryEnd has no close, and the
+    // client, still sending its body, would wait for the close for ever.
+    const closing: Buffer[] | null = closeAfter && length !== null && length <= CLOSING_ANSWER_MAX_BYTES ? [] : null;
     let headWritten = false;
     let sent = 0;
     answer.on('data', (chunk: Buffer) => {
       if (aborted) return;
+      if (closing !== null) {
+        closing.push(chunk);
+        return;
+      }
       keep?.push(chunk);
       res.cork(() => {
         if (!headWritten) {
@@ -212,7 +224,13 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
     answer.on('end', () => {
       if (aborted) return;
       if (!finished) release();
-      if (length === null) {
+      if (closing !== null) {
+        finished = true;
+        res.cork(() => {
+          writeHead();
+          res.end(Buffer.concat(closing), true);
+        });
+      } else if (length === null) {
         finished = true;
         res.cork(() => {
           if (!headWritten) writeHead();

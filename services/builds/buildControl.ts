@@ -8,6 +8,7 @@ import { ApiError, type EvaluationPhase } from '../../protocol/index.js';
 import type { Events } from '../../storage/index.js';
 import type { Principal } from '../access/index.js';
 import { applyStatusChange, applyStatusChanges } from './buildStatus.js';
+import { freshAttempts } from './attemptScopes.js';
 import { organizationOfEvaluation, statusFor } from './organizationStatus.js';
 import { changePhase, FINAL_PHASES } from './evaluationPhases.js';
 import type { EvaluationsService } from './evaluations.js';
@@ -133,7 +134,7 @@ export function buildControlService(deps: BuildControlDeps) {
         const ids = (await tx<{ id: string }[]>`select id from derivation_builds where id = any(${[...returning]}::uuid[]) and status = ${status} order by id for update`).map((r) => r.id);
         const applied = await applyStatusChanges(tx, emit, ids, { event: { type: 'requeue', why }, evaluationId: found.evaluationId });
         // A person asked for another try: fresh attempts, as a restarted evaluation gives.
-        if (applied.length > 0) await tx`update derivation_builds set attempts = 0, declines = 0 where id = any(${applied}::uuid[])`;
+        await freshAttempts(tx, applied);
         return applied;
       };
       return [...(await byStatus('failed', 'restarted')), ...(await byStatus('aborted', 'reached_again'))];

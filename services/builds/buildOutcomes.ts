@@ -12,6 +12,7 @@ import type { Clock } from '../../supervisors/index.js';
 import { decideBuildOutcome, type BuildContext } from '../../actors/index.js';
 import { applyStatusChanges, changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
 import { requeuedForOthers, restorable } from './tenantScope.js';
+import { exhausted, recordScopedAttempt, spentAttempts, spentFor } from './attemptScopes.js';
 import { insertBuildSamples, type TimedSample } from './buildStatistics.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
@@ -164,10 +165,10 @@ export class BuildOutcomes {
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock } = this.retry;
     // the loop count matters only to a missing-inputs failure: the others skip the read
     const loops = failure.reason === 'inputs_unavailable' ? await inputsLoops(this.sql, derivationBuildId) : 0;
-    // the retry limit and backoff count the attempts spent: the dispatches a worker declined are none
-    const [row] = await this.sql<{ declines: number }[]>`select declines from derivation_builds where id = ${derivationBuildId}`;
-    const spent = Math.max(1, attempt - (row?.declines ?? 0));
-    const context: BuildContext = { attempts: spent, maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
+    // The retry limit and backoff count the attempts spent (the dispatches a worker declined are
+    // none), each organization its own: a tenant's worker's attempts count against its organizations only (attemptScopes.ts).
+    const spent = await spentAttempts(this.sql, derivationBuildId, attempt);
+    const context: BuildContext = { attempts: spentFor(spent, spent.workerScope), maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
     const outcome = decideBuildOutcome(context, failure, retryBackoffSecs);
     const change: StatusChange = { event: { type: 'fail', class: failure.class, reason: failure.reason }, context, failure, ...logSizes };
     if (outcome.kind === 'awaitInputs') {
@@ -179,8 +180,19 @@ export class BuildOutcomes {
       await countInputsLoop(this.sql, derivationBuildId);
       return suspects;
     }
+    await recordScopedAttempt(this.sql, derivationBuildId, attempt);
     if (outcome.kind === 'retry') {
-      await this.setStatus(derivationBuildId, { ...change, notBefore: new Date(clock.now().getTime() + outcome.backoffMs) });
+      const notBefore = new Date(clock.now().getTime() + outcome.backoffMs);
+      // Attempts left for the worker's organizations (for everyone, on kiln's own worker), but some
+      // organization has now spent build.maxAttempts, with its own workers' attempts: the build fails
+      // for it alone, and goes back to the queue for the others after the same wait.
+      const spentOut = exhausted(spent, maxAttempts, spent.failedFor);
+      if (spentOut.length === 0) {
+        await this.setStatus(derivationBuildId, { ...change, notBefore });
+        return [];
+      }
+      await this.setStatus(derivationBuildId, { ...change, context: { ...context, attempts: maxAttempts }, exhaustedFor: spentOut, notBefore });
+      await this.failDependents(derivationBuildId);
       return [];
     }
     await this.setStatus(derivationBuildId, change);
@@ -195,12 +207,18 @@ export class BuildOutcomes {
    * build is no longer at that attempt (aborted, or dispatched again since), so the loss changes nothing.
    */
   async lostWhileBuilding(derivationBuildId: string, attempt: number): Promise<'requeue' | 'failed' | 'stale'> {
-    const [row] = await this.sql<{ declines: number; attempts: number; status: string }[]>`
-      select declines, attempts, status from derivation_builds where id = ${derivationBuildId}`;
+    const [row] = await this.sql<{ attempts: number; status: string }[]>`
+      select attempts, status from derivation_builds where id = ${derivationBuildId}`;
     if (row === undefined || row.status !== 'started' || row.attempts !== attempt) return 'stale';
-    const spent = Math.max(1, attempt - row.declines);
-    if (spent < this.retry.maxAttempts) return 'requeue';
-    const message = `the worker's connection ended while it built this derivation, on ${spent} attempts of build.maxAttempts ${this.retry.maxAttempts}: the build may take its worker down with it (out of memory, a full disk)`;
+    const { maxAttempts } = this.retry;
+    // as a transient failure counts it (failed): the worker's organizations' attempts, or everyone's on kiln's own worker
+    const spent = await spentAttempts(this.sql, derivationBuildId, attempt);
+    const own = spentFor(spent, spent.workerScope);
+    if (own < maxAttempts && exhausted(spent, maxAttempts, spent.failedFor).length === 0) {
+      await recordScopedAttempt(this.sql, derivationBuildId, attempt);
+      return 'requeue';
+    }
+    const message = `the worker's connection ended while it built this derivation, on ${Math.max(own, maxAttempts)} attempts of build.maxAttempts ${maxAttempts}: the build may take its worker down with it (out of memory, a full disk)`;
     await this.failed(derivationBuildId, attempt, { class: 'FailedTransient', reason: 'worker_lost', message }, {});
     return 'failed';
   }

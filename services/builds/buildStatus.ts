@@ -10,6 +10,7 @@ import type { ReadiedBuild } from './readyBuild.js';
 import { DONE } from './readiness.js';
 import { doneForUpdate, failedForUpdate, offeredTo, wantedByOtherTenants, workerScopeUpdate } from './tenantScope.js';
 import { failureFor, failureStandsFor, keepScopedFailure, statusFor } from './organizationStatus.js';
+import { recordScopedAttempt } from './attemptScopes.js';
 
 export interface StatusChange {
   /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
@@ -24,10 +25,15 @@ export interface StatusChange {
   workerProjects?: readonly string[] | null;
   /** a dependency failure's: the organizations its input's failure stands for (failed_for) */
   failedFor?: readonly string[];
+  /**
+   * a transient failure's: the organizations that have spent build.maxAttempts with it, though the
+   * worker's have not (attemptScopes.ts): the failure stands for them too (added to failed_for)
+   */
+  exhaustedFor?: readonly string[];
   failure?: { class: FailureClass; reason: string; message: string };
   /** a re-queue after a worker declined the dispatch: counted in declines, no attempt spent (docs/builds.md, "Declined builds") */
   declined?: boolean;
-  /** a transient failure's retry waits until then */
+  /** a transient failure's retry waits until then (and so does the re-queue for other organizations of one that failed for some) */
   notBefore?: Date | null;
   logBytes?: number;
   logDroppedBytes?: number;
@@ -268,9 +274,9 @@ async function applyStatusChangesAtOnce(tx: TransactionSql, emit: Emit, changes:
  * evaluation of another organization also wants go back to the queue for it in the same
  * transaction (tenantScope.ts): their readiness moves cancel out.
  */
-async function requeueForOtherTenants(tx: TransactionSql, emit: Emit, completedOnServers: readonly string[], moves: ReadinessMove[]): Promise<void> {
+async function requeueForOtherTenants(tx: TransactionSql, emit: Emit, completedOnServers: readonly string[], moves: ReadinessMove[], notBefore: Date | null = null): Promise<void> {
   for (const id of await wantedByOtherTenants(tx, completedOnServers)) {
-    await applyStatusChange(tx, emit, id, { event: { type: 'requeue', why: 'other_tenant' } }, moves);
+    await applyStatusChange(tx, emit, id, { event: { type: 'requeue', why: 'other_tenant' }, notBefore }, moves);
   }
 }
 
@@ -311,7 +317,8 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
       finished_at = case when ${final} then now() when ${to === 'queued'} then null else finished_at end,
       log_bytes = coalesce(${change.logBytes ?? null}, log_bytes), log_dropped_bytes = coalesce(${change.logDroppedBytes ?? null}, log_dropped_bytes),
       done_for = ${doneForUpdate(tx, change.event)},
-      failed_for = ${change.failedFor ? tx`${change.failedFor as string[]}::uuid[]` : failedForUpdate(tx, change.event, to)},
+      failed_for = ${change.failedFor ? tx`${change.failedFor as string[]}::uuid[]`
+        : change.exhaustedFor ? tx`kiln_completion_scope(b.failed_for, ${change.exhaustedFor as string[]}::uuid[])` : failedForUpdate(tx, change.event, to)},
       worker_scope = ${workerScopeUpdate(tx, change.event, tx`${projects}::uuid[]`)}
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for no key update) old
     where b.id = ${derivationBuildId} and b.status = any(${from as string[]})
@@ -320,8 +327,10 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   // A final failure that stands for some organizations only: kept for them (organizationStatus.ts),
   // for a later completion of another organization's server would clear it.
   if (change.event.type === 'fail' && to === 'failed' && updated.failed_scoped) {
-    await keepScopedFailure(tx, derivationBuildId, change.failedFor ?? (updated.previous === 'started' ? updated.worker_scope : null));
+    await keepScopedFailure(tx, derivationBuildId, change.failedFor ?? change.exhaustedFor ?? (updated.previous === 'started' ? updated.worker_scope : null));
   }
+  // a completion another organization does not take spent its attempt for the worker's organizations only
+  if (change.event.type === 'requeue' && change.event.why === 'other_tenant' && updated.previous === 'completed') await recordScopedAttempt(tx, derivationBuildId, updated.attempts);
   const delta = readinessDelta(updated.previous, to);
   if (delta !== 0) {
     const move = { derivationBuildId, delta, ...(change.readied ? { readied: change.readied } : {}) };
@@ -333,7 +342,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   // a scoped outcome another organization's building evaluation wants goes back to the queue for it
   if ((change.event.type === 'succeed' && updated.scoped) || (change.event.type === 'fail' && to === 'failed' && updated.failed_scoped)) {
     const own: ReadinessMove[] = [];
-    await requeueForOtherTenants(tx, emit, [derivationBuildId], moves ?? own);
+    await requeueForOtherTenants(tx, emit, [derivationBuildId], moves ?? own, change.event.type === 'fail' ? change.notBefore ?? null : null);
     (await moveReadiness(tx, own))();
   }
   return updated.attempts;

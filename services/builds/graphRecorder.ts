@@ -14,6 +14,7 @@
 import type { TransactionSql } from 'postgres';
 import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
+import { freshAttempts } from './attemptScopes.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
 import { insertCountedBuilds, lockInputBuilds, type NewDerivation } from './readiness.js';
 import { insertGraphRows, type GraphRow } from './derivationNumbers.js';
@@ -239,5 +240,5 @@ async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, finished: re
   await applyStatusChanges(tx, emit, having((b) => b.status === 'aborted'), { event: { type: 'requeue', why: 'reached_again' } });
   // A restarted evaluation (evaluations.ts) tries its failed builds again, with fresh attempts.
   const retried = await applyStatusChanges(tx, emit, having((b) => b.status === 'failed'), { event: { type: 'requeue', why: 'restarted' } });
-  if (retried.length > 0) await tx`update derivation_builds set attempts = 0, declines = 0 where id = any(${retried}::uuid[])`;
+  await freshAttempts(tx, retried);
 }

@@ -4,6 +4,7 @@
 import type { TransactionSql } from 'postgres';
 import type { Emit } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
+import { freshAttempts } from './attemptScopes.js';
 import { lockScopedBuilds, outcomesForOthers } from './tenantScope.js';
 
 /**
@@ -16,6 +17,6 @@ export async function claimForEvaluation(tx: TransactionSql, emit: Emit, evaluat
   const others = await outcomesForOthers(tx, evaluationId);
   const requeued = await applyStatusChanges(tx, emit, others.map((o) => o.id), { event: { type: 'requeue', why: 'other_tenant' } });
   const failed = others.filter((o) => o.status === 'failed' && requeued.includes(o.id)).map((o) => o.id);
-  if (failed.length > 0) await tx`update derivation_builds set attempts = 0, declines = 0 where id = any(${failed}::uuid[])`;
+  await freshAttempts(tx, failed);
   return requeued;
 }

@@ -145,7 +145,7 @@ t.test('cache pages, invitations and settings', async (t) => {
         await page.getByLabel('Order').selectOption(order);
       }
       // An answer shown late would show up here: give the page a chance to draw it.
-      await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50))));
+      await page.evaluate(() => new Promise((resolve) => setTimeout(resolve, 50)));
       await eventually(pathsIn, { until: (paths) => paths.join() === api.join(), message: `the rows by size, ${order}` });
       t.same(await pathsIn(), api, `by size, ${order}`);
     }

@@ -1,0 +1,223 @@
+// Whose attempts (docs/builds.md, "Whose attempts"; migration 0086), on a real server with
+// protocol-level workers (no Nix) and a clock the test steps: acme and beta build the same
+// derivation; acme's own worker (registered for acme's project) takes the shared build and hangs up
+// after it began, or fails it. Those attempts count against acme only: the build fails for acme once
+// acme has spent build.maxAttempts (2), while beta still has all of its own, on kiln's own worker.
+import { randomUUID } from 'node:crypto';
+import t, { type Test } from 'tap';
+import argon2 from 'argon2';
+import { jobFailure } from '../../../protocol/index.js';
+import { startTestKiln } from '../../support/kiln.js';
+import { subscribedProject } from '../../support/subscribedProject.js';
+import { signUp } from '../../support/accounts.js';
+import { createTestCache } from '../../support/caches.js';
+import { steppedClock } from '../../support/clock.js';
+import { eventually } from '../../support/events.js';
+import { handshake, testHello, type ProtoClient } from '../../support/protoClient.js';
+import { derivationNode, narHash, type DerivationNodeFixture } from '../../support/derivationNodes.js';
+
+type Row = { status: string; attempts: number; failed_for: string[] | null; failure_reason: string | null };
+const BUILD = { eval: false, build: true, fetch: true, federate: false };
+
+async function twoTenants(t: Test) {
+  const clock = steppedClock(new Date());
+  const kiln = await startTestKiln(t, { localWorker: true, 'proto.workerHeartbeatTimeoutSecs': 0, 'build.maxAttempts': 2 }, { clock });
+  const acme = await subscribedProject(kiln);
+  const bob = await signUp(kiln, 'bob');
+  t.equal((await kiln.api('PUT', '/orgs', { token: bob.token, body: { name: 'beta' } })).status, 200);
+  t.equal((await kiln.api('PUT', '/projects/beta', { token: bob.token, body: { name: 'app', repository: 'file:///nonexistent', wildcard: 'packages.x86_64-linux.*' } })).status, 200);
+  const [beta] = await kiln.sql<{ id: string; organization_id: string }[]>`
+    select p.id, p.organization_id from projects p join organizations o on o.id = p.organization_id where o.name = 'beta'`;
+  const betaCache = await createTestCache(kiln.sql, 'beta-main', { ownerId: bob.id });
+  await kiln.sql`insert into subscriptions (project_id, cache_id, mode) values (${beta!.id}, ${betaCache.id}, 0)`;
+  const [acmeOrg] = await kiln.sql<{ organization_id: string }[]>`select organization_id from projects where id = ${acme.projectId}`;
+  // acme's own worker: registered for acme's project, so what it does stands for acme alone
+  const acmeToken = 'a'.repeat(64);
+  await kiln.sql`insert into worker_registrations (project_id, token_hash) values (${acme.projectId}, ${await argon2.hash(acmeToken, { type: argon2.argon2id })})`;
+
+  const url = `ws://127.0.0.1:${kiln.port}/proto`;
+  const evaluator = await handshake(url, testHello({ capabilities: { eval: true, build: false, fetch: true, federate: false } }));
+  t.teardown(() => evaluator.close());
+  await evaluator.next('welcome');
+  const connected = async (client: ProtoClient) => {
+    t.teardown(() => client.close());
+    await client.next('welcome');
+    return client;
+  };
+  /** a new connection of acme's worker (a new worker id: a lost build pauses for the worker that lost it) */
+  const acmeWorker = async () => connected(await handshake(url, testHello({ workerId: randomUUID(), open: false, capabilities: BUILD, maxConcurrentBuilds: 1 }), [{ project: acme.projectId, token: acmeToken }]));
+  /** kiln's own worker (open mode): its attempts count for every organization */
+  const kilnWorker = async () => connected(await handshake(url, testHello({ workerId: randomUUID(), capabilities: BUILD, maxConcurrentBuilds: 1 })));
+
+  /** evaluations of the derivation by these organizations, building once this returns */
+  const evaluate = async (n: DerivationNodeFixture, ...orgs: ('acme' | 'beta')[]) => {
+    for (const org of orgs) {
+      const [project, token] = org === 'acme' ? [acme.projectId, acme.token] : [beta!.id, bob.token];
+      t.equal((await kiln.api('POST', `/tasks/${project}/default/evaluate`, { token, body: { commit: 'a'.repeat(40) } })).status, 200);
+      const evalJob = await evaluator.next('evalJob');
+      evaluator.send({ t: 'evalBatch', jobId: evalJob.jobId, derivations: [n.derivation],
+        attributes: [{ path: ['packages', 'x86_64-linux', 'n'], drvPath: n.drvPath, outputs: { out: n.out } }], errors: [] });
+      evaluator.send({ t: 'evalResult', jobId: evalJob.jobId, commit: 'a'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 1 });
+      await eventually(`${org}'s evaluation builds`, async () => {
+        const [r] = await kiln.sql<{ n: number }[]>`
+          select count(*)::int as n from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+          where p.id = ${project} and e.phase <> 'queued' and e.phase <> 'evaluating'`;
+        return r!.n > 0 ? true : undefined;
+      });
+    }
+  };
+  /** acme's and beta's evaluations of the same derivation, both building before any build worker connects */
+  const bothEvaluate = (n: DerivationNodeFixture) => evaluate(n, 'acme', 'beta');
+  const row = async (n: DerivationNodeFixture) => (await kiln.sql<Row[]>`
+    select db.status, db.attempts, db.failed_for, db.failure_reason from derivation_builds db
+    join derivations d on d.id = db.derivation_id where d.drv_path = ${n.drvPath}`)[0]!;
+  const rowWhen = (n: DerivationNodeFixture, what: string, until: (r: Row) => boolean) => eventually(what, async () => {
+    const r = await row(n);
+    return until(r) ? r : undefined;
+  });
+  /** the build as each organization's evaluation sees it (GET /evals/{id}/builds) */
+  const seen = async () => {
+    const views: Record<string, string> = {};
+    for (const [org, token] of [['acme', acme.token], ['beta', bob.token]] as const) {
+      const [e] = await kiln.sql<{ id: string }[]>`
+        select e.id from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+        join organizations o on o.id = p.organization_id where o.name = ${org}`;
+      views[org] = (await kiln.api<{ status: string }[]>('GET', `/evals/${e!.id}/builds`, { token })).message[0]!.status;
+    }
+    return views;
+  };
+  /** the failures kept per organization (organizationStatus.ts) */
+  const keptFailures = () => kiln.sql<{ organization_id: string; failure_reason: string }[]>`
+    select organization_id, failure_reason from derivation_build_scoped_failures order by organization_id`;
+  /** `worker` takes the build's next job and logs from it (the build began there) */
+  const take = async (worker: ProtoClient) => {
+    await kiln.scheduler.passNow();
+    const job = await worker.next('buildJob');
+    worker.send({ t: 'jobAccepted', jobId: job.jobId });
+    worker.send({ t: 'buildLog', jobId: job.jobId, seq: 0, data: Buffer.from('building\n'), droppedBytes: 0 });
+    return job;
+  };
+  const hangUp = async (worker: ProtoClient) => {
+    worker.close();
+    await worker.closed;
+  };
+  const failTransiently = (worker: ProtoClient, jobId: string) =>
+    worker.send({ t: 'jobFailed', jobId, failure: jobFailure('network', 'the network went away'), durationMs: 1, logBytes: 0, logDroppedBytes: 0 });
+  const complete = (worker: ProtoClient, jobId: string, n: DerivationNodeFixture) => worker.send({
+    t: 'buildResult', jobId, drvPath: n.drvPath, alreadyValid: false, durationMs: 1, logBytes: 0, logDroppedBytes: 0,
+    outputs: [{ name: 'out', path: n.out, narHash: narHash(), narSize: 100, references: [], deriver: n.drvPath, ca: null }],
+  });
+  return { kiln, clock, acmeOrg: acmeOrg!.organization_id, keptFailures, acmeWorker, kilnWorker, evaluate, bothEvaluate, row, rowWhen, seen, take, hangUp, failTransiently, complete };
+}
+
+t.test('acme\'s worker loses the shared build on all of build.maxAttempts: it fails for acme, beta still has its own attempts', async (t) => {
+  const f = await twoTenants(t);
+  const x = derivationNode('lost-by-acme');
+  await f.bothEvaluate(x);
+  for (const attempt of [1, 2]) {
+    const worker = await f.acmeWorker();
+    await f.take(worker);
+    await f.rowWhen(x, `acme's worker took attempt ${attempt}`, (r) => r.status === 'started' && r.attempts === attempt);
+    await f.hangUp(worker);
+    await f.rowWhen(x, `attempt ${attempt}'s loss is decided`, (r) => r.status !== 'started');
+  }
+  t.match(await f.row(x), { status: 'queued', attempts: 2, failed_for: [f.acmeOrg], failure_reason: 'worker_lost' },
+    'the second loss spent acme\'s last attempt: failed for acme, queued again for beta');
+  t.same(await f.keptFailures(), [{ organization_id: f.acmeOrg, failure_reason: 'worker_lost' }], 'the failure is kept for acme alone');
+
+  const kiln = await f.kilnWorker();
+  const job = await f.take(kiln);
+  f.failTransiently(kiln, job.jobId);
+  t.match(await f.rowWhen(x, 'beta\'s first transient failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 3 },
+    'the first attempt beta spent: retried, not failed (acme\'s two count for acme only)');
+  f.clock.step(30_000);
+  const again = await f.take(kiln);
+  f.complete(kiln, again.jobId, x);
+  await f.rowWhen(x, 'completed', (r) => r.status === 'completed');
+  t.equal((await f.seen()).beta, 'completed', 'beta gets the build');
+});
+
+t.test('acme\'s worker spends one attempt, kiln\'s own worker the next: the build fails for acme, not for beta', async (t) => {
+  const f = await twoTenants(t);
+  const x = derivationNode('failed-by-both');
+  await f.bothEvaluate(x);
+  const acme = await f.acmeWorker();
+  const first = await f.take(acme);
+  f.failTransiently(acme, first.jobId);
+  t.match(await f.rowWhen(x, 'acme\'s failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 1, failed_for: null }, 'retried for everyone');
+  await f.hangUp(acme);
+
+  f.clock.step(30_000);
+  const kiln = await f.kilnWorker();
+  const second = await f.take(kiln);
+  f.failTransiently(kiln, second.jobId);
+  t.match(await f.rowWhen(x, 'the second failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 2, failed_for: [f.acmeOrg] },
+    'acme has spent build.maxAttempts 2 (its own worker\'s and kiln\'s): failed for acme; beta has spent one, kiln\'s: queued again for it');
+  t.same(await f.keptFailures(), [{ organization_id: f.acmeOrg, failure_reason: 'network' }], 'the failure is kept for acme alone');
+  const [waiting] = await f.kiln.sql<{ not_before: Date | null }[]>`
+    select db.not_before from derivation_builds db join derivations d on d.id = db.derivation_id where d.drv_path = ${x.drvPath}`;
+  t.equal(waiting?.not_before?.getTime(), f.clock.now().getTime() + 30_000, 'beta\'s retry waits build.retryBackoffSecs, as after its first attempt');
+
+  f.clock.step(30_000);
+  const third = await f.take(kiln);
+  f.complete(kiln, third.jobId, x);
+  await f.rowWhen(x, 'completed', (r) => r.status === 'completed');
+  t.equal((await f.seen()).beta, 'completed', 'beta gets the build');
+});
+
+t.test('kiln\'s own worker spends build.maxAttempts: the build fails for everyone, as before', async (t) => {
+  const f = await twoTenants(t);
+  const x = derivationNode('failed-by-kiln');
+  await f.bothEvaluate(x);
+  const kiln = await f.kilnWorker();
+  for (const attempt of [1, 2]) {
+    if (attempt === 2) f.clock.step(30_000);
+    const job = await f.take(kiln);
+    f.failTransiently(kiln, job.jobId);
+    await f.rowWhen(x, `attempt ${attempt} decided`, (r) => r.status !== 'started' && r.attempts === attempt);
+  }
+  t.match(await f.row(x), { status: 'failed', failed_for: null });
+  t.same(await f.seen(), { acme: 'failed', beta: 'failed' });
+});
+
+t.test('acme\'s worker completes the shared build, which beta does not take: that attempt is not beta\'s either', async (t) => {
+  const f = await twoTenants(t);
+  const x = derivationNode('completed-by-acme');
+  await f.bothEvaluate(x);
+  const acme = await f.acmeWorker();
+  const first = await f.take(acme);
+  f.complete(acme, first.jobId, x);
+  t.match(await f.rowWhen(x, 'acme\'s completion is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 1 }, 'queued again for beta');
+  await f.hangUp(acme);
+
+  const kiln = await f.kilnWorker();
+  const second = await f.take(kiln);
+  f.failTransiently(kiln, second.jobId);
+  t.match(await f.rowWhen(x, 'beta\'s first failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 2 },
+    'the first attempt beta spent: retried (build.maxAttempts 2), not failed');
+});
+
+t.test('beta claims the build acme\'s worker failed for acme: fresh attempts, and acme\'s record of them goes with its count', async (t) => {
+  const f = await twoTenants(t);
+  const x = derivationNode('claimed-by-beta');
+  await f.evaluate(x, 'acme');
+  for (const attempt of [1, 2]) {
+    const worker = await f.acmeWorker();
+    await f.take(worker);
+    await f.rowWhen(x, `acme's worker took attempt ${attempt}`, (r) => r.status === 'started' && r.attempts === attempt);
+    await f.hangUp(worker);
+    await f.rowWhen(x, `attempt ${attempt}'s loss is decided`, (r) => r.status !== 'started');
+  }
+  t.match(await f.row(x), { status: 'failed', failed_for: [f.acmeOrg] }, 'failed for acme, no one else building it');
+  await f.evaluate(x, 'beta');
+  t.match(await f.row(x), { status: 'queued', attempts: 0 }, 'beta starts building: queued again for it with fresh attempts');
+
+  const kiln = await f.kilnWorker();
+  for (const attempt of [1, 2]) {
+    if (attempt === 2) f.clock.step(30_000);
+    const job = await f.take(kiln);
+    f.failTransiently(kiln, job.jobId);
+    await f.rowWhen(x, `beta's attempt ${attempt} decided`, (r) => r.status !== 'started' && r.attempts === attempt);
+  }
+  t.match(await f.row(x), { status: 'failed', failed_for: null }, 'kiln\'s own worker spent beta\'s two attempts: failed (acme\'s earlier ones, gone with the count, do not stretch them)');
+});
