@@ -1,5 +1,6 @@
 // Plain checks for the events a dispatch emits by the thousand a second (build.<status> and
-// build.status_changed, two per build and transition): their zod schemas cost about as much per
+// build.status_changed, two per build and transition; worker.job_dispatched, one per build sent,
+// whose schema was 1 % of the server's CPU in the dispatch bench): their zod schemas cost about as much per
 // event as the rest of the event's way (bench/README.md, dispatch). As protocol/proto/fastChecks.ts
 // does for frames, a check here only ever says "certainly valid": a content it is unsure of (an
 // unknown or undefined field, any violation) goes to the schema, which alone refuses. What it
@@ -7,6 +8,7 @@
 // is the same text), which test/protocol/events/fastEventChecks.test.ts holds it to.
 import { z } from 'zod';
 import { BuildContent, BuildFailure, BuildStatusChangedContent, buildStatuses } from './buildEvents.js';
+import { JobDispatchedContent } from './runtimeEvents.js';
 
 type Fields = Record<string, unknown>;
 type Check = (x: unknown) => boolean;
@@ -40,6 +42,7 @@ const FIELDS: Record<string, Check> = {
   status, previous: (x) => x === null || status(x),
   task: str(1, 63), project: str(3, 127), attr: str(0, 1000), drv_path: str(1, 400),
   entry_point: bool, attempt: count, failure: (x) => FAILURES.has(x),
+  job_id: uuid, kind: (x) => x === 'build' || x === 'evaluation',
 };
 
 /** The schema's fields in its order (the order of what it returns), each with its check and whether it is required. */
@@ -52,15 +55,17 @@ const checkOf = (key: string): Check => {
   if (!check) throw new Error(`protocol/events/fastEventChecks.ts: the build events' field "${key}" has no plain check; add it to FIELDS with the schema's bounds`);
   return check;
 };
-const shapeOf = (schema: typeof BuildContent | typeof BuildStatusChangedContent): Shape => Object.keys(schema.shape).map((key) => ({
+const shapeOf = (schema: typeof BuildContent | typeof BuildStatusChangedContent | typeof JobDispatchedContent): Shape => Object.keys(schema.shape).map((key) => ({
   key, check: checkOf(key), required: !schema.shape[key as keyof typeof schema.shape].safeParse(undefined).success,
 }));
 const BUILD = shapeOf(BuildContent);
 const STATUS_CHANGED = shapeOf(BuildStatusChangedContent);
+const JOB_DISPATCHED = shapeOf(JobDispatchedContent);
 
-/** The checked content of a build event, as the schema would return it; null: ask the schema. */
+/** The checked content of a build event or worker.job_dispatched, as the schema would return it; null: ask the schema. */
 export function certainEventContent(name: string, content: unknown): Fields | null {
-  const shape = name === 'build.status_changed' ? STATUS_CHANGED : name.startsWith('build.') && STATUSES.has(name.slice(6)) ? BUILD : null;
+  const shape = name === 'build.status_changed' ? STATUS_CHANGED : name === 'worker.job_dispatched' ? JOB_DISPATCHED
+    : name.startsWith('build.') && STATUSES.has(name.slice(6)) ? BUILD : null;
   if (shape === null || typeof content !== 'object' || content === null || Object.getPrototypeOf(content) !== Object.prototype) return null;
   const fields = content as Fields;
   const out: Fields = {};

@@ -38,13 +38,16 @@ export const StreamOpenContent = z.looseObject({
   events: z.array(z.string()).optional(),
 });
 
+/** worker.job_dispatched's content: one per build a dispatch sends, so plainly checked too (fastEventChecks.ts). */
+export const JobDispatchedContent = z.looseObject({
+  worker: Uuid, job_id: Uuid, kind: z.enum(['build', 'evaluation']), build_id: Uuid.optional(), evaluation_id: Uuid.optional(),
+});
+
 export const runtimeEventDefinitions = {
   'worker.connected': transientEvent('worker', 'a worker connected over /proto', Worker),
   'worker.disconnected': transientEvent('worker', 'a worker\'s connection ended', Worker),
   'worker.dead': transientEvent('worker', 'a worker was silent past proto.workerHeartbeatTimeoutSecs; its jobs were re-queued', Worker),
-  'worker.job_dispatched': transientEvent('worker', 'a job was sent to a worker; build_id names the derivation_build', z.looseObject({
-    worker: Uuid, job_id: Uuid, kind: z.enum(['build', 'evaluation']), build_id: Uuid.optional(), evaluation_id: Uuid.optional(),
-  })),
+  'worker.job_dispatched': transientEvent('worker', 'a job was sent to a worker; build_id names the derivation_build', JobDispatchedContent),
   'worker.job_finished': transientEvent('worker', 'a worker reported a job\'s end', z.looseObject({
     worker: Uuid, job_id: Uuid, outcome: z.string().max(64),
   })),

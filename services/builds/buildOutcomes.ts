@@ -94,7 +94,7 @@ export class BuildOutcomes {
    * Builds queued again for other tenants only (tenantScope.ts), none of whom wants them any more
    * (their building evaluations of it ended): completed or failed again as they were, standing for
    * the organizations they stood for (a failure's dependents fail with it); the ids it restored.
-   * The scheduler's leader runs it after each pass (and wakes another when it restored any: the
+   * The scheduler's leader runs it after each full pass (and wakes another when it restored any: the
    * ready queue reads what they readied); it reads the candidates by their partial index.
    */
   async restoreAbandoned(limit = 500): Promise<string[]> {

@@ -16,12 +16,15 @@ const EXAMPLES: [string, Fields][] = [
   ['build.status_changed', { ...identity, previous: null }],
   // the emitter's key order need not be the schema's
   ['build.completed', { attempt: 0, drv_path: '/nix/store/y.drv', entry_point: false, ...identity, status: 'completed' }],
+  ['worker.job_dispatched', { worker: ID, job_id: ID, kind: 'build', build_id: ID }],
+  ['worker.job_dispatched', { build_id: ID, kind: 'build', job_id: ID, worker: ID }],
+  ['worker.job_dispatched', { worker: ID, job_id: ID, kind: 'evaluation', evaluation_id: ID }],
 ];
 const PROBES: unknown[] = [
   undefined, null, true, false, 0, -1, 1.5, 2 ** 53, '', 'x', 'ab', 'a'.repeat(64), 'a'.repeat(128), 'a'.repeat(401), 'a'.repeat(1001),
-  'queued', 'bogus', 'FailedPermanent', ID.toUpperCase(), `${ID}x`, '0b0e2f6c-3f5e-0c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-9c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-ca57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-7a57-1e2d3c4b5a69', '0b0e2f6c_3f5e-4c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-9a57-1e2d3c4b5a6g', 'ffffffff-ffff-ffff-ffff-ffffffffffff', [], {}, new Date(0),
+  'queued', 'bogus', 'FailedPermanent', 'build', 'evaluation', 'Build', ID.toUpperCase(), `${ID}x`, '0b0e2f6c-3f5e-0c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-9c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-ca57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-7a57-1e2d3c4b5a69', '0b0e2f6c_3f5e-4c7a-9a57-1e2d3c4b5a69', '0b0e2f6c-3f5e-4c7a-9a57-1e2d3c4b5a6g', 'ffffffff-ffff-ffff-ffff-ffffffffffff', [], {}, new Date(0),
 ];
-const KEYS = ['build_id', 'derivation_build', 'evaluation_id', 'status', 'task', 'project', 'entry_point', 'attr', 'drv_path', 'failure', 'attempt', 'worker', 'previous', 'other'];
+const KEYS = ['build_id', 'derivation_build', 'evaluation_id', 'status', 'task', 'project', 'entry_point', 'attr', 'drv_path', 'failure', 'attempt', 'worker', 'previous', 'job_id', 'kind', 'other'];
 
 const schemaOf = (name: string) => eventDefinition(name)!.content;
 

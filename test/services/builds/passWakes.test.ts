@@ -1,8 +1,8 @@
 // What a scheduler pass does depends on what woke it (issue 23, dispatch throughput): a freed slot or
 // a completion (the build cycle) places builds only, without the queued-evaluation queries and with
 // the projects' caches read before; any other wake (a worker connecting, a recording, the periodic
-// tick) runs the full pass, which reads them again. Real server, protocol-level worker (no Nix),
-// the periodic pass held so that only the wakes themselves count.
+// tick) runs the full pass, which reads them again and runs the restore pass. Real server,
+// protocol-level worker (no Nix), the periodic pass held so that only the wakes themselves count.
 import t from 'tap';
 import type { SchedulerTicker } from '../../../services/index.js';
 import { startTestKiln } from '../../support/kiln.js';
@@ -53,6 +53,13 @@ t.test('a pass woken by the build cycle places builds only; a full wake dispatch
   succeed(worker, first.jobId, dep);
   const second = await worker.next('buildJob');
   t.equal(second.drvPath, top.drvPath, 'the completion\'s pass placed the build it made ready');
+  // A build queued again for another tenant that no evaluation wants any more (tenantScope.ts): the
+  // restore pass's candidate, which only a full pass reads (the earlier full passes have ended here).
+  const [abandoned] = await kiln.sql<{ id: string }[]>`
+    with d as (insert into derivations (drv_path, name, system, outputs) values (${`/nix/store/${'r'.repeat(32)}-abandoned.drv`}, 'abandoned', 'x86_64-linux', '{}') returning id)
+    insert into derivation_builds (derivation_id, status, done_for)
+    select d.id, 'queued', array[p.organization_id] from d, projects p where p.id = ${projectId} returning id`;
+  const statusOf = async (id: string) => (await kiln.sql<{ status: string }[]>`select status from derivation_builds where id = ${id}`)[0]!.status;
   succeed(worker, second.jobId, top);
   const third = await worker.next('buildJob');
   t.equal(third.drvPath, last.drvPath);
@@ -61,6 +68,7 @@ t.test('a pass woken by the build cycle places builds only; a full wake dispatch
   await eventually(() => phase(evaluated.message), { until: (p) => p === 'completed', timeout: 30_000, interval: 20, message: 'the first evaluation completes' });
   // ...and none of those passes looked for queued evaluations
   t.equal(await phase(other!.id), 'queued', 'the build cycle\'s passes left the queued evaluation alone');
+  t.equal(await statusOf(abandoned!.id), 'queued', 'and did not run the restore pass');
 
   // A worker connecting is a full wake: the evaluation is dispatched, and its build goes to both caches.
   const late = await handshake(`ws://127.0.0.1:${kiln.port}/proto`, testHello({ capabilities: { eval: false, build: true, fetch: true, federate: false } }));
@@ -68,6 +76,7 @@ t.test('a pass woken by the build cycle places builds only; a full wake dispatch
   await late.next('welcome');
   const job = await worker.next('evalJob');
   t.equal(job.commit, 'b'.repeat(40), 'the full pass dispatched it');
+  await eventually(() => statusOf(abandoned!.id), { until: (s) => s === 'completed', timeout: 10_000, interval: 20, message: 'the full pass restored the abandoned build' });
   const after = derivationNode('after');
   worker.send({ t: 'evalBatch', jobId: job.jobId, derivations: [after.derivation], attributes: [attribute('after', after)], errors: [] });
   worker.send({ t: 'evalResult', jobId: job.jobId, commit: 'b'.repeat(40), derivationCount: 1, attributeCount: 1, errorCount: 0, durationMs: 1 });

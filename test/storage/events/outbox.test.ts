@@ -1,6 +1,6 @@
 import t, { type Test } from 'tap';
 import pino from 'pino';
-import type { Sql } from 'postgres';
+import postgres, { type Sql } from 'postgres';
 import { DELIVERY_QUEUE, createEvents, ensureDeliveryQueue, memoryEventBus, startQueue, stopQueue, type BusEvent } from '../../../storage/index.js';
 import { testDatabase } from '../../support/db.js';
 
@@ -49,7 +49,7 @@ async function setup(t: Test) {
   let now = Date.UTC(2026, 0, 1, 12);
   const events = createEvents({ sql, bus, boss, now: () => now++ });
   const jobs = async () => (await sql<{ n: number }[]>`select count(*)::int as n from pgboss.job where name = ${DELIVERY_QUEUE}`)[0]!.n;
-  return { sql, events, published, jobs, seeded: await seed(sql) };
+  return { url, sql, events, published, jobs, seeded: await seed(sql) };
 }
 
 const uuid = '7f1c2a9e-3b4d-4c5e-8f60-718293a4b5c6';
@@ -142,4 +142,26 @@ t.test('emit(tx, …) inside a transaction the caller opened, published with aft
     left join webhooks w on w.id = d.webhook_id left join task_actions a on a.id = d.task_action_id order by 1, 2`;
   t.same(targets.map((d) => `${d.event} → ${d.target}`), ['task.action.update → instance', 'task.star → all', 'task.star → instance'],
     'a task action’s own reports never go to task actions (no loop)');
+});
+
+t.test('the outbox insert is one statement whatever the number of events, with each event\'s scope', async (t) => {
+  const { url, events, seeded } = await setup(t);
+  // one connection, so its prepared statements are all of them (pg_prepared_statements is per session)
+  const one = postgres(url, { max: 1, onnotice: () => undefined });
+  t.teardown(() => one.end({ timeout: 5 }));
+  const onOne = events.withPool(one);
+  for (const count of [1, 2, 3]) {
+    await onOne.transaction(async (_tx, emit) => {
+      for (let i = 0; i < count; i++) emit('task.star', { project: 'acme/web', task: 'default', user: `u${count}-${i}` }, { projectId: seeded.projectP, taskId: seeded.task });
+    });
+  }
+  await onOne.transaction(async (_tx, emit) => emit('login.success', { user: 'ada', user_id: uuid, method: 'password' }, { userId: uuid }));
+  const statements = await one<{ statement: string }[]>`select statement from pg_prepared_statements where statement like ${'%insert into event_outbox%'}`;
+  t.equal(statements.length, 1, 'batches of 1, 2, 3 and 1 events: one prepared insert (a VALUES list was one per count)');
+  const rows = await one<{ event: string; organization_id: string | null; project_id: string | null; task_id: string | null; user_id: string | null; cache_id: string | null }[]>`
+    select event, organization_id, project_id, task_id, user_id, cache_id from event_outbox order by created_at, event`;
+  t.equal(rows.length, 7);
+  t.same(rows.filter((r) => r.event === 'task.star').map((r) => [r.project_id, r.task_id, r.user_id, r.cache_id]),
+    Array.from({ length: 6 }, () => [seeded.projectP, seeded.task, null, null]), 'each row\'s scope columns, unset ones null');
+  t.same(rows.filter((r) => r.event === 'login.success').map((r) => [r.project_id, r.user_id]), [[null, uuid]]);
 });
