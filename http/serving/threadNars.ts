@@ -17,13 +17,13 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
 import { narAnswerHead, type NarAnswerHead } from '../cache/narHeaders.js';
 import { storageBusyAnswer } from '../cache/storageBusyAnswer.js';
-import { bytesReply, errorReply, streamReply } from '../reply.js';
-import { respond, respondInCallback, ResponseState } from '../respond.js';
+import { errorReply, streamReply } from '../reply.js';
+import { respond, ResponseState } from '../respond.js';
 import { openFile } from './filePieces.js';
-import { paced, slices } from './pacedPieces.js';
+import { paced } from './pacedPieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
-import type { MediumNarMemory } from './mediumNarMemory.js';
-import type { SmallNarMemory } from './smallNarMemory.js';
+import type { NarMemory } from './narMemory.js';
+import { sendKept, sendKeptInCallback, type KeptSendOptions } from './threadNarsKept.js';
 import type { ThreadAnswers } from './threadAnswers.js';
 import { isNarFileName, NAR_SUFFIX } from './narFileName.js';
 import { CacheSpellings, NarGrants, RenewalBudget } from './threadNarGrants.js';
@@ -40,6 +40,9 @@ const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {
 interface Waiting {
   /** when the request began (ThreadAnswers.started()) */
   started: number;
+  /** the lower-cased cache name and the URL's file name: the grant is looked up again after every wait */
+  cache: string;
+  file: string;
   res: HttpResponse;
   state: ResponseState;
   captured: CapturedRequest;
@@ -61,13 +64,10 @@ export interface ThreadNarsOptions {
   counters: Float64Array;
   /** what the thread answered itself, for the main thread's metrics */
   answers: ThreadAnswers;
-  /** small files read once, answered from memory under a live grant */
-  small: SmallNarMemory;
-  /**
-   * medium files (above `small`'s size) read once, answered from memory under a live grant as small
-   * ones are, but written with tryEnd's backpressure (no copy into uWS)
-   */
-  medium: MediumNarMemory;
+  /** small files (up to nar.smallBytes) read once, answered from memory under a live grant */
+  small: NarMemory;
+  /** medium files (above `small`'s size) read once, answered from memory as small ones are */
+  medium: NarMemory;
   ask(id: number, cache: string, fileHash: string): void;
   report(sent: NarSent[]): void;
   /** the grants' clock (tests) */
@@ -131,14 +131,16 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
    * the route); it waits for one in the thread's line and, none coming in time, is refused as the
    * route refuses: 503 storage_busy with Retry-After. A file in memory, or being read whole for it,
    * needs no place: it is answered from memory (review r6b-3: requests that waited for a grant).
+   * After every wait the grant must still be live (stillGranted), else the main thread answers.
    */
   async function send(w: Waiting, grant: NarGrant): Promise<void> {
     const range = parseRange(w.range === '' ? undefined : w.range, grant.fileSize);
     if (range.kind === 'unsatisfiable') return forward(w);
     const answer = narAnswerHead(true, range, grant.fileSize);
     if (!w.head) {
-      await reads.get(grant.fileHash);
+      while (reads.has(grant.fileHash)) await reads.get(grant.fileHash);
       if (w.state.aborted) return;
+      if (!stillGranted(w)) return forward(w);
       const kept = fromKept(w, grant, answer);
       if (kept !== null) return kept;
     }
@@ -163,11 +165,20 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     };
     try {
       if (w.state.aborted) return;
+      if (!stillGranted(w)) return forward(w);
       await sendFile(w, grant, range, givePlace);
     } finally {
       givePlace();
     }
   }
+
+  /**
+   * Whether a request that waited (for another's read, a read place, the file's opening) may still
+   * be answered under its grant: an invalidation during the wait (the cache made private, the path
+   * deleted) dropped it, and the main thread answers instead (review r7a-4). A grant asked for
+   * after the invalidation is as good.
+   */
+  const stillGranted = (w: Waiting): boolean => grants.get(w.cache, w.file) !== undefined;
 
   /** `givePlace` gives the read's place back early: a reader below the minimum pace loses it, and its connection. */
   async function sendFile(w: Waiting, grant: NarGrant, range: Exclude<ReturnType<typeof parseRange>, { kind: 'unsatisfiable' }>, givePlace: () => void): Promise<void> {
@@ -179,25 +190,28 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       grants.forgetFile(grant.cacheId, grant.fileHash);
       return forward(w);
     }
+    if (!stillGranted(w)) return (file.close(), forward(w));
     // Granted only to requests without credentials, so only for a public cache's files.
     const answer = narAnswerHead(true, range, grant.fileSize);
     const memory = w.head ? null : memoryFor(file.size);
     if (memory !== null) {
-      // Another request's whole read of it (begun while this one waited for its place): its bytes, once kept.
-      const reading = reads.get(grant.fileHash);
-      if (reading !== undefined) await reading;
+      // Another request's whole read of it (begun while this one waited for its place): its bytes,
+      // once kept. A read that failed, or a file gone again, leaves it to the next read.
+      while (reads.has(grant.fileHash)) await reads.get(grant.fileHash);
       if (w.state.aborted) return file.close();
+      if (!stillGranted(w)) return (file.close(), forward(w));
       const kept = fromKept(w, grant, answer);
       if (kept !== null) return (file.close(), givePlace(), kept);
     }
     // Read whole only to be kept: for the whole file (a range alone does not earn it a place,
-    // review r6b-4), into room reserved for it (medium files), one read per file at a time.
-    if (memory !== null && range.kind === 'whole' && (memory === opts.small || opts.medium.reserve(file.size))) {
-      const read = file.whole().then((bytes) => (memory.keep(grant.fileHash, bytes), bytes), () => {
-        if (memory === opts.medium) opts.medium.release(file.size);
-        return null;
+    // review r6b-4), into room reserved for it, one read per file at a time (nothing awaited since
+    // `reads` was last looked at).
+    if (memory !== null && range.kind === 'whole' && memory.reserve(file.size)) {
+      const read = file.whole().then((bytes) => memory.keep(grant.fileHash, bytes), () => (memory.release(file.size), null));
+      const entry: Promise<void> = read.then(() => {
+        if (reads.get(grant.fileHash) === entry) reads.delete(grant.fileHash);
       });
-      reads.set(grant.fileHash, read.then(() => { reads.delete(grant.fileHash); }));
+      reads.set(grant.fileHash, entry);
       const bytes = await read;
       // Nothing more is read from storage, so the read's place goes back before the bytes are written.
       givePlace();
@@ -206,7 +220,8 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
         grants.forgetFile(grant.cacheId, grant.fileHash);
         return forward(w);
       }
-      return sendKept(w.res, w.state, memory, grant, bytes, answer, w.started, false);
+      if (!stillGranted(w)) return forward(w);
+      return fromMemoryAfterWait(w, memory, grant, bytes, answer, false);
     }
     counters[COUNTER_NARS]!++;
     // As the route: a GET is traffic (the file's size), a HEAD is not.
@@ -235,52 +250,35 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     res.cork(() => res.close());
     state.abort(); // uWS runs onAborted on close(); once more does nothing
   };
+  const keptSends: KeptSendOptions = { pace: opts.pace, paceClock: opts.paceClock, tooSlow };
 
   /** The memory a file of `size` bytes belongs in: small files', else medium ones', else none (streamed). */
-  const memoryFor = (size: number): SmallNarMemory | MediumNarMemory | null =>
-    opts.small.keeps(size) ? opts.small : opts.medium.holds(size) ? opts.medium : null;
+  const memoryFor = (size: number): NarMemory | null =>
+    opts.small.holds(size) ? opts.small : opts.medium.holds(size) ? opts.medium : null;
 
   /** The answer of a file the thread holds, under way; null when it holds none of that size. */
   const fromKept = (w: Waiting, grant: NarGrant, answer: NarAnswerHead): Promise<void> | null => {
     const kept = keptFile(grant);
-    return kept === null ? null : sendKept(w.res, w.state, kept.memory, grant, kept.bytes, answer, w.started, true);
+    return kept === null ? null : fromMemoryAfterWait(w, kept.memory, grant, kept.bytes, answer, true);
   };
-  const keptFile = (grant: NarGrant): { memory: SmallNarMemory | MediumNarMemory; bytes: Buffer } | null => {
+  const keptFile = (grant: NarGrant): { memory: NarMemory; bytes: Buffer } | null => {
     const memory = memoryFor(grant.fileSize);
     const bytes = memory?.get(grant.fileHash);
     return memory == null || bytes === undefined || bytes.length !== grant.fileSize ? null : { memory, bytes };
   };
-  const part = (bytes: Buffer, answer: NarAnswerHead): Buffer =>
-    answer.start === 0 && answer.length === bytes.length ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
 
-  /**
-   * Sends kept bytes: a small file whole (uWS keeps what the socket does not take), a medium one
-   * with backpressure, in pieces counted toward the minimum read pace (review r6b-2: a trickle
-   * reader is cut as on the streamed path), the file kept in memory until the send ends.
-   */
-  async function sendKept(res: HttpResponse, state: ResponseState, memory: SmallNarMemory | MediumNarMemory, grant: NarGrant, bytes: Buffer, answer: NarAnswerHead, started: number, kept: boolean): Promise<void> {
+  /** Sends kept bytes to a request that waited (threadNarsKept.ts: no copy into uWS, the read pace watched). */
+  async function fromMemoryAfterWait(w: Waiting, memory: NarMemory, grant: NarGrant, bytes: Buffer, answer: NarAnswerHead, kept: boolean): Promise<void> {
     counters[COUNTER_NARS]!++;
     if (kept) counters[COUNTER_NARS_FROM_MEMORY]!++;
     reported(grant);
-    const body = part(bytes, answer);
-    if (memory === opts.small) {
-      await respond(res, state, bytesReply(answer.status, body, answer.headers), false);
-      return answered(false, state, answer.status, started);
-    }
-    const ended = opts.medium.sending(grant.fileHash);
-    const pace = watchReadPace(opts.pace, () => tooSlow(res, state), opts.paceClock);
-    try {
-      await respond(res, state, streamReply(answer.status, answer.length, { [Symbol.asyncIterator]: () => paced(slices(body), pace) }, answer.headers), false);
-      answered(false, state, answer.status, started);
-    } finally {
-      pace.stop();
-      ended();
-    }
+    await sendKept(keptSends, w.res, w.state, memory, grant.fileHash, bytes, answer);
+    answered(false, w.state, answer.status, w.started);
   }
 
   /**
-   * A GET of a file the thread holds, under a live grant: a small one answered inside uWS's
-   * handler, a medium one begun there; no read place taken (nothing is read from storage, as for
+   * A GET of a file the thread holds, under a live grant: begun inside uWS's handler (a small file
+   * is usually answered there whole); no read place taken (nothing is read from storage, as for
    * the main thread's hot cache). False when memory cannot answer it (not kept, or a range the
    * main thread words).
    */
@@ -290,17 +288,12 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     const range = rangeHeader === '' ? WHOLE : parseRange(rangeHeader, grant.fileSize);
     if (range.kind === 'unsatisfiable') return false;
     const answer = narAnswerHead(true, range, grant.fileSize);
-    if (kept.memory === opts.small) {
-      if (!respondInCallback(res, bytesReply(answer.status, part(kept.bytes, answer), answer.headers))) return false;
-      opts.answers.request('get', answer.status, started);
-      counters[COUNTER_NARS]!++;
-      counters[COUNTER_NARS_FROM_MEMORY]!++;
-      reported(grant);
-      return true;
-    }
-    const state = new ResponseState();
-    res.onAborted(() => state.abort());
-    sendKept(res, state, kept.memory, grant, kept.bytes, answer, started, true).catch(() => undefined);
+    counters[COUNTER_NARS]!++;
+    counters[COUNTER_NARS_FROM_MEMORY]!++;
+    reported(grant);
+    const rest = sendKeptInCallback(keptSends, res, kept.memory, grant.fileHash, kept.bytes, answer);
+    if (rest === null) opts.answers.request('get', answer.status, started);
+    else void rest.then((state) => answered(false, state, answer.status, started));
     return true;
   }
 
@@ -357,7 +350,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       if (captured === null) return;
       const state = new ResponseState();
       res.onAborted(() => state.abort());
-      const w: Waiting = { started, res, state, captured, range, head };
+      const w: Waiting = { started, cache, file, res, state, captured, range, head };
       if (grant !== undefined) {
         start(w, grant);
         return;
