@@ -22,7 +22,7 @@ import type { ReadPaceLimits } from '../../../storage/threadFace.js';
 
 const MiB = 1 << 20;
 /** Readers held at once: the answers' unread bytes stay on the server while the RSS is read. */
-const READERS = 48;
+const READERS = 32;
 const NO_PACE: ReadPaceLimits = { minBytesPerSec: 1, checkMs: 3_600_000 };
 
 t.test('slow readers of a kept small file hold no copy of it each in the threads', async (t) => {
