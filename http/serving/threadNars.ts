@@ -43,6 +43,8 @@ interface Waiting {
   /** the lower-cased cache name and the URL's file name: the grant is looked up again after every wait */
   cache: string;
   file: string;
+  /** the grants' generation when the request was given its grant (start) */
+  generation: number;
   res: HttpResponse;
   state: ResponseState;
   captured: CapturedRequest;
@@ -174,11 +176,12 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
 
   /**
    * Whether a request that waited (for another's read, a read place, the file's opening) may still
-   * be answered under its grant: an invalidation during the wait (the cache made private, the path
-   * deleted) dropped it, and the main thread answers instead (review r7a-4). A grant asked for
-   * after the invalidation is as good.
+   * be answered under its grant: no invalidation since it was given (a grant that merely aged past
+   * its life during a long wait for a place still holds), or a live grant now (any tenant's
+   * invalidation bumps the one generation). Else the cache was made private or the path deleted
+   * meanwhile, and the main thread answers instead (review r7a-4).
    */
-  const stillGranted = (w: Waiting): boolean => grants.get(w.cache, w.file) !== undefined;
+  const stillGranted = (w: Waiting): boolean => w.generation === grants.generation || grants.get(w.cache, w.file) !== undefined;
 
   /** `givePlace` gives the read's place back early: a reader below the minimum pace loses it, and its connection. */
   async function sendFile(w: Waiting, grant: NarGrant, range: Exclude<ReturnType<typeof parseRange>, { kind: 'unsatisfiable' }>, givePlace: () => void): Promise<void> {
@@ -323,6 +326,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   };
 
   const start = (w: Waiting, grant: NarGrant): void => {
+    w.generation = grants.generation;
     // respond() closes the connection of a body that failed midway; nothing else is left to do.
     send(w, grant).catch(() => undefined);
   };
@@ -350,7 +354,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       if (captured === null) return;
       const state = new ResponseState();
       res.onAborted(() => state.abort());
-      const w: Waiting = { started, cache, file, res, state, captured, range, head };
+      const w: Waiting = { started, cache, file, generation: grants.generation, res, state, captured, range, head };
       if (grant !== undefined) {
         start(w, grant);
         return;

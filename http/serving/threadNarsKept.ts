@@ -21,7 +21,7 @@ export interface KeptSendOptions {
 }
 
 /** The part of the kept bytes an answer sends (a view, no copy). */
-export const keptPart = (bytes: Buffer, answer: NarAnswerHead): Buffer =>
+const keptPart = (bytes: Buffer, answer: NarAnswerHead): Buffer =>
   answer.start === 0 && answer.length === bytes.length ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
 
 /**
