@@ -19,7 +19,7 @@ import { narAnswerHead, type NarAnswerHead } from '../cache/narHeaders.js';
 import { storageBusyAnswer } from '../cache/storageBusyAnswer.js';
 import { errorReply, streamReply } from '../reply.js';
 import { respond, ResponseState } from '../respond.js';
-import { openFile } from './filePieces.js';
+import { openFile, ReadStalled, within, type OpenedFile } from './filePieces.js';
 import { paced } from './pacedPieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
 import type { NarMemory } from './narMemory.js';
@@ -29,13 +29,13 @@ import { isNarFileName, NAR_SUFFIX } from './narFileName.js';
 import { CacheSpellings, NarGrants, RenewalBudget } from './threadNarGrants.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
 import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
+import { SentNars } from './threadNarsSent.js';
 
-/** How often sent files are reported to the main thread. */
-const REPORT_MS = 100;
 /** Background grant renewals a thread asks for at most, a second (review r5d-1). */
 export const RENEWALS_PER_SECOND = 200;
 
 const WHOLE = { kind: 'whole' } as const;
+const STALLED = 'stalled';
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
 interface Waiting {
   /** when the request began (ThreadAnswers.started()) */
@@ -74,6 +74,8 @@ export interface ThreadNarsOptions {
   report(sent: NarSent[]): void;
   /** the grants' clock (tests) */
   now?: () => number;
+  /** opens a blob file (tests: a read that stalls) */
+  open?: (path: string) => Promise<OpenedFile | null>;
 }
 
 export interface ThreadNars {
@@ -97,35 +99,14 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const asks = new Map<number, { key: string; cache: string; file: string; generation: number }>();
   const waiting = new Map<string, Waiting[]>();
   let nextAsk = 0;
-  // Counted per grant (one object per cache and file while kept), so a send makes nothing new: at
-  // tens of thousands of small NARs a second, an entry per send cost the main thread more than
-  // the threads spent sending (bench/README.md, session 21).
-  let sent = new Map<NarGrant, NarSent>();
+  const sent = new SentNars(opts.report);
+  const reported = (grant: NarGrant): void => sent.add(grant);
   /** whole reads of files to keep under way, by FileHash: one at a time per file, other requests for it wait for its bytes (review r6b-1) */
   const reads = new Map<string, Promise<void>>();
 
   const forward = (w: Waiting): void => {
     counters[COUNTER_FORWARDED]!++;
     forwardCaptured(w.res, w.captured, origin);
-  };
-
-  let reportTimer: NodeJS.Timeout | null = null;
-  const report = (): void => {
-    if (reportTimer !== null) clearTimeout(reportTimer);
-    reportTimer = null;
-    if (sent.size === 0) return;
-    const batch = [...sent.values()];
-    sent = new Map();
-    opts.report(batch);
-  };
-  const reported = (grant: NarGrant): void => {
-    if (reportTimer === null) reportTimer = setTimeout(report, REPORT_MS).unref();
-    const entry = sent.get(grant);
-    if (entry === undefined) sent.set(grant, { cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize, fetches: 1 });
-    else {
-      entry.bytes += grant.fileSize;
-      entry.fetches++;
-    }
   };
 
   /**
@@ -154,11 +135,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     const outcome = await line.take(gone.signal);
     unsubscribe();
     if (outcome === 'gone') return;
-    if (outcome === 'busy') {
-      counters[COUNTER_STORAGE_BUSY]!++;
-      await respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
-      return answered(w.head, w.state, 503, w.started);
-    }
+    if (outcome === 'busy') return busy(w);
     let given = false;
     const givePlace = () => {
       if (given) return;
@@ -183,9 +160,16 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
    */
   const stillGranted = (w: Waiting): boolean => w.generation === grants.generation || grants.get(w.cache, w.file) !== undefined;
 
+  /** No NAR from storage in time, as the route refuses: 503 storage_busy with Retry-After. */
+  async function busy(w: Waiting): Promise<void> {
+    counters[COUNTER_STORAGE_BUSY]!++;
+    await respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
+    answered(w.head, w.state, 503, w.started);
+  }
+
   /** `givePlace` gives the read's place back early: a reader below the minimum pace loses it, and its connection. */
   async function sendFile(w: Waiting, grant: NarGrant, range: Exclude<ReturnType<typeof parseRange>, { kind: 'unsatisfiable' }>, givePlace: () => void): Promise<void> {
-    const file = await openFile(grant.path);
+    const file = await (opts.open ?? openFile)(grant.path);
     if (w.state.aborted) return file?.close();
     if (file === null || file.size !== grant.fileSize) {
       // Storage lost it, or the main thread's word is stale: its route decides (404).
@@ -210,7 +194,10 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     // review r6b-4), into room reserved for it, one read per file at a time (nothing awaited since
     // `reads` was last looked at).
     if (memory !== null && range.kind === 'whole' && memory.reserve(file.size)) {
-      const read = file.whole().then((bytes) => memory.keep(grant.fileHash, bytes), () => (memory.release(file.size), null));
+      // A read that stalls past nar.storageOpenTimeoutSecs gives up its room, its place and its
+      // waiters (each then reads for itself): one stalled read holds no request (review r7a-3).
+      const read = within(file.whole(), opts.openTimeoutSecs * 1000)
+        .then((bytes) => memory.keep(grant.fileHash, bytes), (e: unknown) => (memory.release(file.size), e instanceof ReadStalled ? STALLED : null));
       const entry: Promise<void> = read.then(() => {
         if (reads.get(grant.fileHash) === entry) reads.delete(grant.fileHash);
       });
@@ -219,6 +206,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       // Nothing more is read from storage, so the read's place goes back before the bytes are written.
       givePlace();
       if (w.state.aborted) return;
+      if (bytes === STALLED) return busy(w);
       if (bytes === null) {
         grants.forgetFile(grant.cacheId, grant.fileHash);
         return forward(w);
@@ -333,7 +321,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
 
   return {
     grants,
-    reportNow: report,
+    reportNow: () => sent.flush(),
 
     answer(res, req, head) {
       const started = opts.answers.started();
