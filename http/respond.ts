@@ -146,6 +146,23 @@ export function closeHeld(res: HttpResponse, state: ResponseState): void {
   res.close();
 }
 
+/**
+ * Begins a body complete in memory (a kept NAR file) inside uWS's handler, which corks it: the head
+ * and what the socket takes now, with tryEnd, so that uWS copies none of what the socket does not
+ * take (end() would, for every slow reader; review r7a-1). Says how many body bytes the socket took:
+ * all of them, or respondRest sends the rest.
+ */
+export function beginBytesInCallback(res: HttpResponse, status: number, headers: Headers, body: Uint8Array): number {
+  writeHead(res, status, headers);
+  return res.tryEnd(body, body.byteLength)[1] ? body.byteLength : res.getWriteOffset();
+}
+
+/** Sends the rest of a body beginBytesInCallback began, `taken` of its `total` bytes sent, with backpressure. */
+export async function respondRest(res: HttpResponse, state: ResponseState, total: number, taken: number, rest: AsyncIterable<Uint8Array>): Promise<void> {
+  if (state.aborted || state.done) return;
+  await writeStream(res, state, 0, {}, total, rest, taken);
+}
+
 /** Writes a complete reply. `head` answers a HEAD request: headers and length, no body. */
 export async function respond(res: HttpResponse, state: ResponseState, reply: Reply, head: boolean, closeConnection = false): Promise<void> {
   if (respondComplete(res, state, reply, head, closeConnection)) return;
@@ -237,13 +254,13 @@ function writable(res: HttpResponse, state: ResponseState): Promise<void> {
   });
 }
 
-/** Streams `total` bytes, waiting on onWritable whenever uWS reports backpressure. */
+/** Streams `total` bytes, waiting on onWritable whenever uWS reports backpressure; `begun`: the head and that many bytes were written already. */
 async function writeStream(
-  res: HttpResponse, state: ResponseState, status: number, headers: Headers, total: number, body: AsyncIterable<Uint8Array>,
+  res: HttpResponse, state: ResponseState, status: number, headers: Headers, total: number, body: AsyncIterable<Uint8Array>, begun: number | null = null,
 ): Promise<void> {
-  let headWritten = false;
+  let headWritten = begun !== null;
   let refusedBeforeHead = false;
-  let sent = 0;
+  let sent = begun ?? 0;
   const iterator = body[Symbol.asyncIterator]();
   try {
     for (;;) {

@@ -21,6 +21,26 @@ export interface OpenedFile {
   whole(): Promise<Buffer>;
 }
 
+/** A read that did not end within its time: storage stalled (review r7a-3). */
+export class ReadStalled extends Error {
+  constructor(readonly ms: number) {
+    super(`the file was not read within ${ms} ms`);
+    this.name = 'ReadStalled';
+  }
+}
+
+/** `read`, or ReadStalled past `ms` (0: no limit); the read itself runs on, its result dropped. */
+export function within<T>(read: Promise<T>, ms: number): Promise<T> {
+  if (ms <= 0) return read;
+  read.catch(() => undefined);
+  let timer: NodeJS.Timeout | undefined;
+  const stalled = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new ReadStalled(ms)), ms);
+    timer.unref();
+  });
+  return Promise.race([read, stalled]).finally(() => clearTimeout(timer));
+}
+
 /** The regular file at `path`, or null when there is none. */
 export async function openFile(path: string): Promise<OpenedFile | null> {
   let handle: FileHandle;

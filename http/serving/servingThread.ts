@@ -11,8 +11,7 @@ import { forwardHttp, originAgent, type ForwardedAnswer, type ForwardOrigin } fr
 import { relayWebSockets } from './forwardWebSocket.js';
 import { lateUpgrades } from './lateUpgrades.js';
 import { DEFAULT_READ_PACE, SharedReadPlaces, shrinkHeapAtRest, ThreadReadLine, watchHeapAtRest } from '../../storage/threadFace.js';
-import { MediumNarMemory } from './mediumNarMemory.js';
-import { SmallNarMemory } from './smallNarMemory.js';
+import { MEDIUM_NAR_MIN_BYTES, NarMemory } from './narMemory.js';
 import { ThreadHotCache } from './threadHotCache.js';
 import { COUNTER_EXTERNAL_BYTES, COUNTER_FORWARDED, COUNTER_FROM_MEMORY, COUNTER_GC_COUNT, COUNTER_GC_MAX_MS, COUNTER_GC_TOTAL, COUNTER_GC_TOTAL_MS, COUNTER_HEAP_BYTES, COUNTER_LOOP_DELAY_MAX_MS, COUNTER_LOOP_DELAY_P99_MS, COUNTER_MEDIUM_NAR_BYTES, COUNTER_READS_HELD, COUNTER_READS_WAITING, COUNTER_REQUESTS, type FromServingThread, type ServingThreadData, type ToServingThread, MEMORY_REPORT_MS } from './threadMessages.js';
 import { NarinfoRefreshes } from './narinfoRefreshes.js';
@@ -39,8 +38,12 @@ const post = (message: FromServingThread) => port.postMessage(message);
 const answers = new ThreadAnswers(post, data.timesRequests);
 const refreshes = new NarinfoRefreshes(hot, post);
 const nars = threadNars({
-  origin, enabled: data.sendsNars, counters, answers, small: new SmallNarMemory(data.smallNars.maxFileBytes, data.smallNars.budget),
-  medium: new MediumNarMemory(data.mediumNars.maxFileBytes, data.mediumNars.budget, undefined, undefined, (bytes) => { counters[COUNTER_MEDIUM_NAR_BYTES] = bytes; }),
+  origin, enabled: data.sendsNars, counters, answers, // Small files oldest out (idle 0), medium ones only once idle for a minute (narMemory.ts).
+  small: new NarMemory({ minFileBytes: 0, maxFileBytes: data.smallNars.maxFileBytes, budget: data.smallNars.budget, idleMs: 0 }),
+  medium: new NarMemory({
+    minFileBytes: MEDIUM_NAR_MIN_BYTES, maxFileBytes: data.mediumNars.maxFileBytes, budget: data.mediumNars.budget, idleMs: 60_000,
+    report: (bytes) => { counters[COUNTER_MEDIUM_NAR_BYTES] = bytes; },
+  }),
   line: data.readPlaces === null ? null : new ThreadReadLine({
     places: new SharedReadPlaces(data.readPlaces.limit, data.readPlaces.buffer), openTimeoutSecs: data.readPlaces.openTimeoutSecs,
     held: (change) => { counters[COUNTER_READS_HELD]! += change; },

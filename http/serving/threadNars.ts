@@ -17,29 +17,34 @@ import type { HttpRequest, HttpResponse } from 'uWebSockets.js';
 import { parseRange } from '../cache/byteRange.js';
 import { narAnswerHead, type NarAnswerHead } from '../cache/narHeaders.js';
 import { storageBusyAnswer } from '../cache/storageBusyAnswer.js';
-import { bytesReply, errorReply, streamReply } from '../reply.js';
-import { respond, respondInCallback, ResponseState } from '../respond.js';
-import { openFile } from './filePieces.js';
-import { paced, slices } from './pacedPieces.js';
+import { errorReply, streamReply } from '../reply.js';
+import { respond, ResponseState } from '../respond.js';
+import { openFile, ReadStalled, within, type OpenedFile } from './filePieces.js';
+import { paced } from './pacedPieces.js';
 import { captureRequest, forwardCaptured, forwardHttp, type CapturedRequest, type ForwardOrigin } from './forwardHttp.js';
-import type { MediumNarMemory } from './mediumNarMemory.js';
-import type { SmallNarMemory } from './smallNarMemory.js';
+import type { NarMemory } from './narMemory.js';
+import { sendKept, sendKeptInCallback, type KeptSendOptions } from './threadNarsKept.js';
 import type { ThreadAnswers } from './threadAnswers.js';
 import { isNarFileName, NAR_SUFFIX } from './narFileName.js';
 import { CacheSpellings, NarGrants, RenewalBudget } from './threadNarGrants.js';
 import { StorageBusy, watchReadPace, type PaceClock, type ReadPaceLimits, type ThreadReadLine } from '../../storage/threadFace.js';
 import { COUNTER_FORWARDED, COUNTER_NARS, COUNTER_NARS_FROM_MEMORY, COUNTER_NARS_WAITED, COUNTER_REQUESTS, COUNTER_STORAGE_BUSY, COUNTER_TOO_SLOW, type NarGrant, type NarSent } from './threadMessages.js';
+import { SentNars } from './threadNarsSent.js';
 
-/** How often sent files are reported to the main thread. */
-const REPORT_MS = 100;
 /** Background grant renewals a thread asks for at most, a second (review r5d-1). */
 export const RENEWALS_PER_SECOND = 200;
 
 const WHOLE = { kind: 'whole' } as const;
+const STALLED = 'stalled';
 const emptyBody: AsyncIterable<Uint8Array> = { async *[Symbol.asyncIterator]() {} };
 interface Waiting {
   /** when the request began (ThreadAnswers.started()) */
   started: number;
+  /** the lower-cased cache name and the URL's file name: the grant is looked up again after every wait */
+  cache: string;
+  file: string;
+  /** the grants' generation when the request was given its grant (start) */
+  generation: number;
   res: HttpResponse;
   state: ResponseState;
   captured: CapturedRequest;
@@ -61,17 +66,16 @@ export interface ThreadNarsOptions {
   counters: Float64Array;
   /** what the thread answered itself, for the main thread's metrics */
   answers: ThreadAnswers;
-  /** small files read once, answered from memory under a live grant */
-  small: SmallNarMemory;
-  /**
-   * medium files (above `small`'s size) read once, answered from memory under a live grant as small
-   * ones are, but written with tryEnd's backpressure (no copy into uWS)
-   */
-  medium: MediumNarMemory;
+  /** small files (up to nar.smallBytes) read once, answered from memory under a live grant */
+  small: NarMemory;
+  /** medium files (above `small`'s size) read once, answered from memory as small ones are */
+  medium: NarMemory;
   ask(id: number, cache: string, fileHash: string): void;
   report(sent: NarSent[]): void;
   /** the grants' clock (tests) */
   now?: () => number;
+  /** opens a blob file (tests: a read that stalls) */
+  open?: (path: string) => Promise<OpenedFile | null>;
 }
 
 export interface ThreadNars {
@@ -95,10 +99,8 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   const asks = new Map<number, { key: string; cache: string; file: string; generation: number }>();
   const waiting = new Map<string, Waiting[]>();
   let nextAsk = 0;
-  // Counted per grant (one object per cache and file while kept), so a send makes nothing new: at
-  // tens of thousands of small NARs a second, an entry per send cost the main thread more than
-  // the threads spent sending (bench/README.md, session 21).
-  let sent = new Map<NarGrant, NarSent>();
+  const sent = new SentNars(opts.report);
+  const reported = (grant: NarGrant): void => sent.add(grant);
   /** whole reads of files to keep under way, by FileHash: one at a time per file, other requests for it wait for its bytes (review r6b-1) */
   const reads = new Map<string, Promise<void>>();
 
@@ -107,38 +109,21 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     forwardCaptured(w.res, w.captured, origin);
   };
 
-  let reportTimer: NodeJS.Timeout | null = null;
-  const report = (): void => {
-    if (reportTimer !== null) clearTimeout(reportTimer);
-    reportTimer = null;
-    if (sent.size === 0) return;
-    const batch = [...sent.values()];
-    sent = new Map();
-    opts.report(batch);
-  };
-  const reported = (grant: NarGrant): void => {
-    if (reportTimer === null) reportTimer = setTimeout(report, REPORT_MS).unref();
-    const entry = sent.get(grant);
-    if (entry === undefined) sent.set(grant, { cacheId: grant.cacheId, cache: grant.cache, fileHash: grant.fileHash, bytes: grant.fileSize, fetches: 1 });
-    else {
-      entry.bytes += grant.fileSize;
-      entry.fetches++;
-    }
-  };
-
   /**
    * A GET holds a place of nar.maxConcurrentDownloads while it reads (a HEAD reads nothing, as on
    * the route); it waits for one in the thread's line and, none coming in time, is refused as the
    * route refuses: 503 storage_busy with Retry-After. A file in memory, or being read whole for it,
    * needs no place: it is answered from memory (review r6b-3: requests that waited for a grant).
+   * After every wait the grant must still be live (stillGranted), else the main thread answers.
    */
   async function send(w: Waiting, grant: NarGrant): Promise<void> {
     const range = parseRange(w.range === '' ? undefined : w.range, grant.fileSize);
     if (range.kind === 'unsatisfiable') return forward(w);
     const answer = narAnswerHead(true, range, grant.fileSize);
     if (!w.head) {
-      await reads.get(grant.fileHash);
+      while (reads.has(grant.fileHash)) await reads.get(grant.fileHash);
       if (w.state.aborted) return;
+      if (!stillGranted(w)) return forward(w);
       const kept = fromKept(w, grant, answer);
       if (kept !== null) return kept;
     }
@@ -150,11 +135,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     const outcome = await line.take(gone.signal);
     unsubscribe();
     if (outcome === 'gone') return;
-    if (outcome === 'busy') {
-      counters[COUNTER_STORAGE_BUSY]!++;
-      await respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
-      return answered(w.head, w.state, 503, w.started);
-    }
+    if (outcome === 'busy') return busy(w);
     let given = false;
     const givePlace = () => {
       if (given) return;
@@ -163,15 +144,32 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     };
     try {
       if (w.state.aborted) return;
+      if (!stillGranted(w)) return forward(w);
       await sendFile(w, grant, range, givePlace);
     } finally {
       givePlace();
     }
   }
 
+  /**
+   * Whether a request that waited (for another's read, a read place, the file's opening) may still
+   * be answered under its grant: no invalidation since it was given (a grant that merely aged past
+   * its life during a long wait for a place still holds), or a live grant now (any tenant's
+   * invalidation bumps the one generation). Else the cache was made private or the path deleted
+   * meanwhile, and the main thread answers instead (review r7a-4).
+   */
+  const stillGranted = (w: Waiting): boolean => w.generation === grants.generation || grants.get(w.cache, w.file) !== undefined;
+
+  /** No NAR from storage in time, as the route refuses: 503 storage_busy with Retry-After. */
+  async function busy(w: Waiting): Promise<void> {
+    counters[COUNTER_STORAGE_BUSY]!++;
+    await respond(w.res, w.state, errorReply(storageBusyAnswer(new StorageBusy(opts.openTimeoutSecs))), false);
+    answered(w.head, w.state, 503, w.started);
+  }
+
   /** `givePlace` gives the read's place back early: a reader below the minimum pace loses it, and its connection. */
   async function sendFile(w: Waiting, grant: NarGrant, range: Exclude<ReturnType<typeof parseRange>, { kind: 'unsatisfiable' }>, givePlace: () => void): Promise<void> {
-    const file = await openFile(grant.path);
+    const file = await (opts.open ?? openFile)(grant.path);
     if (w.state.aborted) return file?.close();
     if (file === null || file.size !== grant.fileSize) {
       // Storage lost it, or the main thread's word is stale: its route decides (404).
@@ -179,34 +177,42 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       grants.forgetFile(grant.cacheId, grant.fileHash);
       return forward(w);
     }
+    if (!stillGranted(w)) return (file.close(), forward(w));
     // Granted only to requests without credentials, so only for a public cache's files.
     const answer = narAnswerHead(true, range, grant.fileSize);
     const memory = w.head ? null : memoryFor(file.size);
     if (memory !== null) {
-      // Another request's whole read of it (begun while this one waited for its place): its bytes, once kept.
-      const reading = reads.get(grant.fileHash);
-      if (reading !== undefined) await reading;
+      // Another request's whole read of it (begun while this one waited for its place): its bytes,
+      // once kept. A read that failed, or a file gone again, leaves it to the next read.
+      while (reads.has(grant.fileHash)) await reads.get(grant.fileHash);
       if (w.state.aborted) return file.close();
+      if (!stillGranted(w)) return (file.close(), forward(w));
       const kept = fromKept(w, grant, answer);
       if (kept !== null) return (file.close(), givePlace(), kept);
     }
     // Read whole only to be kept: for the whole file (a range alone does not earn it a place,
-    // review r6b-4), into room reserved for it (medium files), one read per file at a time.
-    if (memory !== null && range.kind === 'whole' && (memory === opts.small || opts.medium.reserve(file.size))) {
-      const read = file.whole().then((bytes) => (memory.keep(grant.fileHash, bytes), bytes), () => {
-        if (memory === opts.medium) opts.medium.release(file.size);
-        return null;
+    // review r6b-4), into room reserved for it, one read per file at a time (nothing awaited since
+    // `reads` was last looked at).
+    if (memory !== null && range.kind === 'whole' && memory.reserve(file.size)) {
+      // A read that stalls past nar.storageOpenTimeoutSecs gives up its room, its place and its
+      // waiters (each then reads for itself): one stalled read holds no request (review r7a-3).
+      const read = within(file.whole(), opts.openTimeoutSecs * 1000)
+        .then((bytes) => memory.keep(grant.fileHash, bytes), (e: unknown) => (memory.release(file.size), e instanceof ReadStalled ? STALLED : null));
+      const entry: Promise<void> = read.then(() => {
+        if (reads.get(grant.fileHash) === entry) reads.delete(grant.fileHash);
       });
-      reads.set(grant.fileHash, read.then(() => { reads.delete(grant.fileHash); }));
+      reads.set(grant.fileHash, entry);
       const bytes = await read;
       // Nothing more is read from storage, so the read's place goes back before the bytes are written.
       givePlace();
       if (w.state.aborted) return;
+      if (bytes === STALLED) return busy(w);
       if (bytes === null) {
         grants.forgetFile(grant.cacheId, grant.fileHash);
         return forward(w);
       }
-      return sendKept(w.res, w.state, memory, grant, bytes, answer, w.started, false);
+      if (!stillGranted(w)) return forward(w);
+      return fromMemoryAfterWait(w, memory, grant, bytes, answer, false);
     }
     counters[COUNTER_NARS]!++;
     // As the route: a GET is traffic (the file's size), a HEAD is not.
@@ -235,52 +241,35 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     res.cork(() => res.close());
     state.abort(); // uWS runs onAborted on close(); once more does nothing
   };
+  const keptSends: KeptSendOptions = { pace: opts.pace, paceClock: opts.paceClock, tooSlow };
 
   /** The memory a file of `size` bytes belongs in: small files', else medium ones', else none (streamed). */
-  const memoryFor = (size: number): SmallNarMemory | MediumNarMemory | null =>
-    opts.small.keeps(size) ? opts.small : opts.medium.holds(size) ? opts.medium : null;
+  const memoryFor = (size: number): NarMemory | null =>
+    opts.small.holds(size) ? opts.small : opts.medium.holds(size) ? opts.medium : null;
 
   /** The answer of a file the thread holds, under way; null when it holds none of that size. */
   const fromKept = (w: Waiting, grant: NarGrant, answer: NarAnswerHead): Promise<void> | null => {
     const kept = keptFile(grant);
-    return kept === null ? null : sendKept(w.res, w.state, kept.memory, grant, kept.bytes, answer, w.started, true);
+    return kept === null ? null : fromMemoryAfterWait(w, kept.memory, grant, kept.bytes, answer, true);
   };
-  const keptFile = (grant: NarGrant): { memory: SmallNarMemory | MediumNarMemory; bytes: Buffer } | null => {
+  const keptFile = (grant: NarGrant): { memory: NarMemory; bytes: Buffer } | null => {
     const memory = memoryFor(grant.fileSize);
     const bytes = memory?.get(grant.fileHash);
     return memory == null || bytes === undefined || bytes.length !== grant.fileSize ? null : { memory, bytes };
   };
-  const part = (bytes: Buffer, answer: NarAnswerHead): Buffer =>
-    answer.start === 0 && answer.length === bytes.length ? bytes : bytes.subarray(answer.start, answer.start + answer.length);
 
-  /**
-   * Sends kept bytes: a small file whole (uWS keeps what the socket does not take), a medium one
-   * with backpressure, in pieces counted toward the minimum read pace (review r6b-2: a trickle
-   * reader is cut as on the streamed path), the file kept in memory until the send ends.
-   */
-  async function sendKept(res: HttpResponse, state: ResponseState, memory: SmallNarMemory | MediumNarMemory, grant: NarGrant, bytes: Buffer, answer: NarAnswerHead, started: number, kept: boolean): Promise<void> {
+  /** Sends kept bytes to a request that waited (threadNarsKept.ts: no copy into uWS, the read pace watched). */
+  async function fromMemoryAfterWait(w: Waiting, memory: NarMemory, grant: NarGrant, bytes: Buffer, answer: NarAnswerHead, kept: boolean): Promise<void> {
     counters[COUNTER_NARS]!++;
     if (kept) counters[COUNTER_NARS_FROM_MEMORY]!++;
     reported(grant);
-    const body = part(bytes, answer);
-    if (memory === opts.small) {
-      await respond(res, state, bytesReply(answer.status, body, answer.headers), false);
-      return answered(false, state, answer.status, started);
-    }
-    const ended = opts.medium.sending(grant.fileHash);
-    const pace = watchReadPace(opts.pace, () => tooSlow(res, state), opts.paceClock);
-    try {
-      await respond(res, state, streamReply(answer.status, answer.length, { [Symbol.asyncIterator]: () => paced(slices(body), pace) }, answer.headers), false);
-      answered(false, state, answer.status, started);
-    } finally {
-      pace.stop();
-      ended();
-    }
+    await sendKept(keptSends, w.res, w.state, memory, grant.fileHash, bytes, answer);
+    answered(false, w.state, answer.status, w.started);
   }
 
   /**
-   * A GET of a file the thread holds, under a live grant: a small one answered inside uWS's
-   * handler, a medium one begun there; no read place taken (nothing is read from storage, as for
+   * A GET of a file the thread holds, under a live grant: begun inside uWS's handler (a small file
+   * is usually answered there whole); no read place taken (nothing is read from storage, as for
    * the main thread's hot cache). False when memory cannot answer it (not kept, or a range the
    * main thread words).
    */
@@ -290,17 +279,12 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
     const range = rangeHeader === '' ? WHOLE : parseRange(rangeHeader, grant.fileSize);
     if (range.kind === 'unsatisfiable') return false;
     const answer = narAnswerHead(true, range, grant.fileSize);
-    if (kept.memory === opts.small) {
-      if (!respondInCallback(res, bytesReply(answer.status, part(kept.bytes, answer), answer.headers))) return false;
-      opts.answers.request('get', answer.status, started);
-      counters[COUNTER_NARS]!++;
-      counters[COUNTER_NARS_FROM_MEMORY]!++;
-      reported(grant);
-      return true;
-    }
-    const state = new ResponseState();
-    res.onAborted(() => state.abort());
-    sendKept(res, state, kept.memory, grant, kept.bytes, answer, started, true).catch(() => undefined);
+    counters[COUNTER_NARS]!++;
+    counters[COUNTER_NARS_FROM_MEMORY]!++;
+    reported(grant);
+    const rest = sendKeptInCallback(keptSends, res, kept.memory, grant.fileHash, kept.bytes, answer);
+    if (rest === null) opts.answers.request('get', answer.status, started);
+    else void rest.then((state) => answered(false, state, answer.status, started));
     return true;
   }
 
@@ -330,13 +314,14 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
   };
 
   const start = (w: Waiting, grant: NarGrant): void => {
+    w.generation = grants.generation;
     // respond() closes the connection of a body that failed midway; nothing else is left to do.
     send(w, grant).catch(() => undefined);
   };
 
   return {
     grants,
-    reportNow: report,
+    reportNow: () => sent.flush(),
 
     answer(res, req, head) {
       const started = opts.answers.started();
@@ -357,7 +342,7 @@ export function threadNars(opts: ThreadNarsOptions): ThreadNars {
       if (captured === null) return;
       const state = new ResponseState();
       res.onAborted(() => state.abort());
-      const w: Waiting = { started, res, state, captured, range, head };
+      const w: Waiting = { started, cache, file, generation: grants.generation, res, state, captured, range, head };
       if (grant !== undefined) {
         start(w, grant);
         return;

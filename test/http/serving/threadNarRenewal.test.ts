@@ -10,8 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import uWS, { type us_listen_socket } from 'uWebSockets.js';
-import { MediumNarMemory } from '../../../http/serving/mediumNarMemory.js';
-import { SmallNarMemory } from '../../../http/serving/smallNarMemory.js';
+import { NarMemory } from '../../../http/serving/narMemory.js';
 import { ThreadAnswers } from '../../../http/serving/threadAnswers.js';
 import { ACCESS_TTL_MS } from '../../../http/serving/threadHotCache.js';
 import { COUNTER_NARS_WAITED, COUNTERS, type NarGrant } from '../../../http/serving/threadMessages.js';
@@ -37,12 +36,13 @@ interface Harness {
 }
 
 async function harness(now: () => number): Promise<Harness> {
+  const NOTHING_KEPT = { minFileBytes: 0, maxFileBytes: 0, budget: 0, idleMs: 0 };
   const counters = new Float64Array(new SharedArrayBuffer(COUNTERS * Float64Array.BYTES_PER_ELEMENT));
   const origin = { port: 1, secret: 'unused', agent: originAgent() };
   const asks: { id: number; fileHash: string }[] = [];
   const nars = threadNars({
     origin, line: null, openTimeoutSecs: 1, pace: DEFAULT_READ_PACE, enabled: true, counters,
-    answers: new ThreadAnswers(() => undefined, false), small: new SmallNarMemory(0, 0), medium: new MediumNarMemory(0, 0),
+    answers: new ThreadAnswers(() => undefined, false), small: new NarMemory(NOTHING_KEPT), medium: new NarMemory(NOTHING_KEPT),
     ask: (id, _cache, fileHash) => asks.push({ id, fileHash }), report: () => undefined, now,
   });
   const app = uWS.App().get('/cache/:cache/nar/:file', (res, req) => nars.answer(res, req, false));
