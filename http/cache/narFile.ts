@@ -51,12 +51,25 @@ const unsatisfiable = (req: Req<Principal>, fileSize: number): ApiError =>
     headers: { 'Content-Range': `bytes */${fileSize}` },
   });
 
+/**
+ * Above this many bytes a small file goes out as a stream of its one buffer: tryEnd's backpressure
+ * sends what each reader's socket takes, where end() would have uWS copy the rest, a copy per slow
+ * reader (review r7a-1, as the serving threads do: docs/http.md, "Totals").
+ */
+const SENT_WITH_BACKPRESSURE_ABOVE = 64 * 1024;
+
+async function* onePiece(bytes: Uint8Array): AsyncIterable<Uint8Array> {
+  yield bytes;
+}
+
 /** A whole small file, or the range asked for, as the reply. */
 function smallFileReply(req: Req<Principal>, cache: BinaryCache, bytes: Buffer): Reply {
   const range = parseRange(req.header('range'), bytes.length);
   if (range.kind === 'unsatisfiable') throw unsatisfiable(req, bytes.length);
   const head = narAnswerHead(cache.public, range, bytes.length);
-  return bytesReply(head.status, head.status === 200 ? bytes : bytes.subarray(head.start, head.start + head.length), head.headers);
+  const body = head.status === 200 ? bytes : bytes.subarray(head.start, head.start + head.length);
+  if (body.length > SENT_WITH_BACKPRESSURE_ABOVE) return streamReply(head.status, body.length, onePiece(body), head.headers);
+  return bytesReply(head.status, body, head.headers);
 }
 
 /**

@@ -177,11 +177,11 @@ export function forwardCaptured(res: HttpResponse, captured: CapturedRequest, or
       answer.resume();
       return;
     }
-    const keep: Buffer[] | null = learn !== undefined && length !== null && length <= learn.maxBytes ? [] : null;
     // An answer that closes its connection (a refusal cutting a body short: 408 upload_too_slow, 413)
     // goes out whole with end(…, close), as the main thread sends it: tryEnd has no close, and the
-    // client, still sending its body, would wait for the close for ever.
+    // client, still sending its body, would wait for the close for ever. Such an answer is not learned.
     const closing: Buffer[] | null = closeAfter && length !== null && length <= CLOSING_ANSWER_MAX_BYTES ? [] : null;
+    const keep: Buffer[] | null = closing === null && learn !== undefined && length !== null && length <= learn.maxBytes ? [] : null;
     let headWritten = false;
     let sent = 0;
     answer.on('data', (chunk: Buffer) => {

@@ -59,3 +59,34 @@ t.test('slow readers of a kept small file hold no copy of it each in the threads
   const got = await Promise.all(held.map((res) => readAll(res)));
   t.ok(got.every((b) => b === size), 'every reader gets the whole file');
 });
+
+// The main thread's own listener (one event loop) answers a small file from its hot cache the same
+// way: a stream of the one kept buffer under tryEnd, not end() (http/cache/narFile.ts).
+t.test('slow readers of a small file from the main thread\'s memory hold no copy of it each', async (t) => {
+  const kiln = await startTestKiln(t, { 'http.threads': 1, 'nar.smallBytes': 16 * MiB }, { narReadPace: NO_PACE });
+  const owner = await signUp(kiln, 'owner');
+  await createTestCache(kiln.sql, 'open', { public: true, ownerId: owner.id });
+  const nar = await makeTestNar(t, { blob: randomBytes(12 * MiB) }, [], 'small');
+  const uploaded = await uploadSingle(kiln, owner.token, 'open', {
+    narinfo: { store_path: nar.info.storePath, nar_hash: nar.info.narHash, nar_size: nar.info.narSize, references: [] }, nar: nar.nar,
+  });
+  t.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
+  const [stored] = await kiln.sql<{ file_hash: string; file_size: string }[]>`select file_hash, file_size from cached_paths where hash_part = ${nar.hash}`;
+  const url = `${kiln.url}/cache/open/nar/${stored!.file_hash}.nar.zst`;
+  const size = Number(stored!.file_size);
+  const first = await fetchFresh(url);
+  t.ok(first.status === 200 && first.bytes.length === size, 'the whole file, now in the hot cache');
+
+  const before = process.memoryUsage().rss;
+  const held = await Promise.all(Array.from({ length: READERS }, () => holdOpen(url)));
+  await new Promise((r) => setTimeout(r, 500)); // what the sockets take, they have taken
+  const grown = process.memoryUsage().rss - before;
+  t.comment(`RSS grew ${(grown / MiB).toFixed(0)} MiB for ${READERS} held readers of ${(size / MiB).toFixed(1)} MiB`);
+  // With end(): about (size - what the kernel took) for every reader, ~300 MiB here.
+  t.ok(grown < 4 * size, `the readers hold no copy each (RSS grew ${(grown / MiB).toFixed(0)} MiB; four copies would be ${((4 * size) / MiB).toFixed(0)} MiB)`);
+  const got = await Promise.all(held.map((res) => readAll(res)));
+  t.ok(got.every((b) => b === size), 'every reader gets the whole file');
+  const ranged = await fetch(url, { headers: { Range: 'bytes=100-199999' } });
+  t.equal(ranged.status, 206);
+  t.equal((await ranged.arrayBuffer()).byteLength, 199_900, 'a range of it, streamed the same way');
+});
