@@ -7,8 +7,8 @@
 // On loopback the kernel takes about a megabyte of each answer into the sockets' buffers, so the
 // file here is a larger small file (nar.smallBytes raised): what the kernel leaves is what uWS held.
 // uWS's copies are native memory, not V8's, so the measure is the process's RSS (the server runs in
-// this process). The main thread also listens on the port and its hot cache still answers with
-// end() (not the threads' concern here): its readers are allowed their copy in the bound.
+// this process). The main thread also listens on the port; the bound allows its readers a copy
+// each (the second test holds the main thread's own answers to none).
 import { randomBytes } from 'node:crypto';
 import t from 'tap';
 import { holdOpen, readAll } from '../../support/heldReads.js';
