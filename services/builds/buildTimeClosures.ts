@@ -9,7 +9,6 @@ import type { Sql } from 'postgres';
 import { largestClosures } from './closureRanking.js';
 import { closureState, readByEdges, readNumbered, type ClosureRead } from './closureReads.js';
 import { repairNumbers } from './derivationNumbers.js';
-import { mayRunAgain } from './graphRecorder.js';
 import { CLOSURE_NODE_LIMIT, type ClosureGraph, type ClosureNode } from './closureGraph.js';
 
 /** Whose view: one root derivation (a build's) or an evaluation's entry points. */
@@ -69,6 +68,8 @@ async function rank(read: ClosureRead, rootCount: number): Promise<Summary | und
 }
 
 export function buildTimeClosures(sql: Sql) {
+  /** repairs under way, by their roots */
+  const repairing = new Map<string, Promise<void>>();
   async function kept(key: SummaryKey): Promise<Summary | undefined> {
     const [row] = await sql<Summary[]>`
       select root_count, node_count, edge_count, sized_count, total_size::text as total_size, node_ids::text[] as node_ids,
@@ -87,9 +88,20 @@ export function buildTimeClosures(sql: Sql) {
     return byEdges;
   }
 
-  /** A node without a row, or a row naming a collected input: written again, so the next views go by number (a deadlock leaves it to the next). */
-  async function repair(roots: string[]): Promise<void> {
-    await repairNumbers(sql, roots).catch((error: unknown) => { if (!mayRunAgain(error)) throw error; });
+  /**
+   * A node without a row, or a row naming a collected input: written again, so the next views go by
+   * number. The view is already computed, so a repair that cannot run now (a deadlock, its lock
+   * timeout, a failover) is left to the next view rather than failing this one; viewers of the same
+   * closure at once share one repair in this process (review r7a part 1, item 1).
+   */
+  function repair(roots: string[]): Promise<void> {
+    const key = roots.join();
+    let running = repairing.get(key);
+    if (running === undefined) {
+      running = repairNumbers(sql, roots).then(() => undefined, () => undefined).finally(() => repairing.delete(key));
+      repairing.set(key, running);
+    }
+    return running;
   }
 
   async function keep(key: SummaryKey, s: Summary): Promise<void> {

@@ -70,6 +70,8 @@ export async function numberRecorded(tx: ISql, ids: readonly string[], inserted:
  */
 export async function repairNumbers(sql: Sql, roots: readonly string[]): Promise<number> {
   return sql.begin(async (tx) => {
+    // A repair waits for no one long: the builds it share-locks are other tenants' dispatches' too.
+    await tx`set local lock_timeout = '200ms'`;
     const stale = await tx<{ id: string }[]>`
       with recursive closure(id) as (
         select unnest(${roots as string[]}::uuid[])

@@ -126,6 +126,20 @@ t.test('a closure view by number answers as by edges; a node without a row sends
   t.same(await closures.graph({ derivation: roots[0]! }, roots, []), collected, 'kept, checked by edges');
   t.ok(await readNumbered(sql, roots), 'and the row written: read by number again');
   t.same(await disagreeing(sql), [], 'as its edges say');
+
+  // a repair that cannot have its locks in time (lock_timeout) leaves the row to the next view, and
+  // the views answer meanwhile (review r7a part 1, item 1)
+  await sql`delete from derivation_graph where derivation_id = ${byName.get('d700')!}`;
+  const holder = await sql.reserve();
+  await holder`begin`;
+  await holder`lock table derivation_graph in share mode`;
+  const both = await Promise.all([view(roots), view(roots)]);
+  t.same(both, [collected, collected], 'two views at once answer while the repair cannot write');
+  t.equal(await readNumbered(sql, roots), undefined, 'the row not written while its table was locked');
+  await holder`rollback`;
+  holder.release();
+  t.same(await view(roots), collected, 'the next view');
+  t.ok(await readNumbered(sql, roots), 'wrote the row: read by number again');
 });
 
 t.test('direct builds number their derivations; a completion racing one keeps its size', async (t) => {
