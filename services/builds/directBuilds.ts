@@ -3,6 +3,7 @@
 // and recorded as an evaluation of kind 'direct' in the project's task "direct", in phase
 // building: the scheduler then dispatches its builds like any evaluation's.
 import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Sql, TransactionSql } from 'postgres';
 import { ApiError, sha256Nix32, type DerivationNode, type ExportedPath, type Narinfo } from '../../protocol/index.js';
 import type { Emit, Events } from '../../storage/index.js';
@@ -110,6 +111,8 @@ async function retried<T>(run: () => Promise<T>): Promise<T> {
       if (attempt >= RECORD_ATTEMPTS) {
         throw new ApiError('direct_build_busy', 'the build graph was busy (a deadlock or serialization failure, three times); nothing was recorded, try again', { headers: { 'Retry-After': '1' } });
       }
+      // Not at once into the same lock holders: a jittered pause lets the other side finish (review r7a).
+      await sleep(20 + Math.random() * 80);
     }
   }
 }
