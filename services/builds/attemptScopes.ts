@@ -4,6 +4,9 @@
 // So a tenant's worker that fails a shared build transiently, or takes it and hangs up, until
 // build.maxAttempts is spent ends the build for its own organizations only: another organization
 // still has all of its attempts, and the failure stands for those that spent them (failed_for).
+// Only the ledger counts (review r7b): one row per spent attempt, an empty scope for kiln's own
+// workers; a dispatch it has no row for (a decline, a loss before the build began, a completion)
+// spent nothing, so no organization can spend another's attempts with attempts it never failed.
 import type { Queryable } from '../../storage/index.js';
 
 /** The attempts of a build spent so far, as each organization counts them. */
