@@ -119,7 +119,7 @@ async function twoTenants(t: Test, maxAttempts = 2) {
     t: 'buildResult', jobId, drvPath: n.drvPath, alreadyValid: false, durationMs: 1, logBytes: 0, logDroppedBytes: 0,
     outputs: [{ name: 'out', path: n.out, narHash: narHash(), narSize: 100, references: [], deriver: n.drvPath, ca: null }],
   });
-  return { kiln, clock, acmeOrg: acmeOrg!.organization_id, betaOrg: beta!.organization_id, keptFailures, acmeWorker, betaWorker, kilnWorker, evaluate, bothEvaluate, row, rowWhen, seen, take, hangUp, failTransiently, complete };
+  return { kiln, clock, acmeOrg: acmeOrg!.organization_id, betaOrg: beta!.organization_id, bobToken: bob.token, keptFailures, acmeWorker, betaWorker, kilnWorker, evaluate, bothEvaluate, row, rowWhen, seen, take, hangUp, failTransiently, complete };
 }
 
 t.test('acme\'s worker loses the shared build on all of build.maxAttempts: it fails for acme, beta still has its own attempts', async (t) => {
@@ -328,4 +328,30 @@ t.test('a failure reported for an attempt the build has moved past changes nothi
   t.match(await f.row(x), { status: 'started', attempts: 2, failed_for: null }, 'attempt 2 still runs');
   t.same(await f.kiln.sql`select attempt from derivation_build_scoped_attempts where derivation_build_id = ${id} order by attempt`, [{ attempt: 1 }],
     'and nothing is recorded for it');
+});
+
+t.test('an aborted build reached again starts over with all of its attempts: an abort is not a failure', async (t) => {
+  const f = await twoTenants(t);
+  const x = derivationNode('aborted-then-reached');
+  await f.evaluate(x, 'beta');
+  const kiln = await f.kilnWorker();
+  const first = await f.take(kiln);
+  f.failTransiently(kiln, first.jobId);
+  await f.rowWhen(x, 'attempt 1 decided', (r) => r.status === 'queued' && r.attempts === 1);
+  f.clock.step(30_000);
+  await f.take(kiln);
+  await f.rowWhen(x, 'attempt 2 started', (r) => r.status === 'started' && r.attempts === 2);
+  const [evaluation] = await f.kiln.sql<{ id: string }[]>`
+    select e.id from evaluations e join tasks t on t.id = e.task_id join projects p on p.id = t.project_id
+    join organizations o on o.id = p.organization_id where o.name = 'beta'`;
+  t.equal((await f.kiln.api('POST', `/evals/${evaluation!.id}`, { token: f.bobToken, body: { method: 'abort' } })).status, 200);
+  await f.rowWhen(x, 'aborted', (r) => r.status === 'aborted');
+  await f.evaluate(x, 'beta');
+  await f.rowWhen(x, 'reached again', (r) => r.status === 'queued');
+  // a new worker of kiln's own: the first still holds the cancelled job's slot
+  const other = await f.kilnWorker();
+  const third = await f.take(other);
+  f.failTransiently(other, third.jobId);
+  t.match(await f.rowWhen(x, 'attempt 3 decided', (r) => r.status !== 'started' && r.attempts === 3), { status: 'queued', failed_for: null },
+    'its first failure since the abort: retried (build.maxAttempts 2), not failed');
 });
