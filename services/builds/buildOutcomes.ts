@@ -10,9 +10,9 @@ import type { Events } from '../../storage/index.js';
 import type { BuildProgressReporter } from './buildProgress.js';
 import type { Clock } from '../../supervisors/index.js';
 import { decideBuildOutcome, type BuildContext } from '../../actors/index.js';
-import { applyStatusChanges, changeBuildStatus, changeBuildStatuses, type StatusChange } from './buildStatus.js';
+import { applyStatusChanges, changeBuildStatus, changeBuildStatusLocked, changeBuildStatuses, type StatusChange } from './buildStatus.js';
 import { requeuedForOthers, restorable } from './tenantScope.js';
-import { exhausted, recordScopedAttempt, spentAttempts, spentFor } from './attemptScopes.js';
+import { exhausted, recordSpentAttempt, spentAttempts, spentFor } from './attemptScopes.js';
 import { insertBuildSamples, type TimedSample } from './buildStatistics.js';
 import { changePhase } from './evaluationPhases.js';
 import type { EvaluationProgress } from './evaluationProgress.js';
@@ -165,39 +165,53 @@ export class BuildOutcomes {
     const { maxAttempts, retryBackoffSecs, inputsUnavailableMaxLoops, clock } = this.retry;
     // the loop count matters only to a missing-inputs failure: the others skip the read
     const loops = failure.reason === 'inputs_unavailable' ? await inputsLoops(this.sql, derivationBuildId) : 0;
-    // The retry limit and backoff count the attempts spent (the dispatches a worker declined are
-    // none), each organization its own: a tenant's worker's attempts count against its organizations only (attemptScopes.ts).
-    const spent = await spentAttempts(this.sql, derivationBuildId, attempt);
-    const context: BuildContext = { attempts: spentFor(spent, spent.workerScope), maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
-    const outcome = decideBuildOutcome(context, failure, retryBackoffSecs);
-    const change: StatusChange = { event: { type: 'fail', class: failure.class, reason: failure.reason }, context, failure, ...logSizes };
-    if (outcome.kind === 'awaitInputs') {
-      const suspects = await countSubstituteMisses(this.sql, derivationBuildId);
-      for (const id of suspects) await this.setStatus(id, { event: { type: 'requeue', why: 'substitute_miss' } });
-      // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
-      const notBefore = suspects.length > 0 ? null : new Date(clock.now().getTime() + retryBackoffSecs * 1000);
-      await this.setStatus(derivationBuildId, { ...change, notBefore });
-      await countInputsLoop(this.sql, derivationBuildId);
-      return suspects;
-    }
-    await recordScopedAttempt(this.sql, derivationBuildId, attempt);
-    if (outcome.kind === 'retry') {
+    let awaiting: StatusChange | null = null;
+    let failsDependents = false;
+    // Read, recorded and decided under the row's lock, only while the row is at this attempt: a
+    // stale report (the build dispatched again since) changes nothing.
+    const applied = await changeBuildStatusLocked(this.events, derivationBuildId, async (tx) => {
+      const [row] = await tx<{ status: string; attempts: number }[]>`select status, attempts from derivation_builds where id = ${derivationBuildId}`;
+      if (row?.status !== 'started' || row.attempts !== attempt) return null;
+      // The retry limit and backoff count the attempts spent (the ledger's), each organization its
+      // own: a tenant's worker's attempts count against its organizations only (attemptScopes.ts).
+      const spent = await spentAttempts(tx, derivationBuildId, attempt);
+      const context: BuildContext = { attempts: spentFor(spent, spent.workerScope), maxAttempts, inputsLoops: loops, maxInputsLoops: inputsUnavailableMaxLoops };
+      const outcome = decideBuildOutcome(context, failure, retryBackoffSecs);
+      const change: StatusChange = { event: { type: 'fail', class: failure.class, reason: failure.reason }, context, failure, attempt, readied: this.readied, ...logSizes };
+      if (outcome.kind === 'awaitInputs') {
+        awaiting = change; // the attempt is given back: nothing recorded
+        return null;
+      }
+      await recordSpentAttempt(tx, derivationBuildId, attempt);
+      failsDependents = true;
+      if (outcome.kind !== 'retry') return change;
       const notBefore = new Date(clock.now().getTime() + outcome.backoffMs);
       // Attempts left for the worker's organizations (for everyone, on kiln's own worker), but some
-      // organization has now spent build.maxAttempts, with its own workers' attempts: the build fails
-      // for it alone, and goes back to the queue for the others after the same wait.
-      const spentOut = exhausted(spent, maxAttempts, spent.failedFor);
-      if (spentOut.length === 0) {
-        await this.setStatus(derivationBuildId, { ...change, notBefore });
-        return [];
-      }
-      await this.setStatus(derivationBuildId, { ...change, context: { ...context, attempts: maxAttempts }, exhaustedFor: spentOut, notBefore });
-      await this.failDependents(derivationBuildId);
+      // organization this attempt counted for has now spent build.maxAttempts: the build fails for
+      // it alone, and goes back to the queue for the others after the same wait.
+      const spentOut = exhausted(spent, maxAttempts, spent.failedFor, spent.workerScope);
+      failsDependents = spentOut.length > 0;
+      return spentOut.length === 0 ? { ...change, notBefore } : { ...change, context: { ...context, attempts: maxAttempts }, exhaustedFor: spentOut, notBefore };
+    });
+    if (applied !== null) {
+      this.evaluationProgress.touched(derivationBuildId);
+      this.buildProgress.forget(derivationBuildId);
+      if (failsDependents) await this.failDependents(derivationBuildId);
       return [];
     }
-    await this.setStatus(derivationBuildId, change);
-    await this.failDependents(derivationBuildId);
-    return [];
+    if (awaiting === null) return [];
+    const suspects = await countSubstituteMisses(this.sql, derivationBuildId);
+    for (const id of suspects) await this.setStatus(id, { event: { type: 'requeue', why: 'substitute_miss' } });
+    // Without a suspect nothing changes until time passes (a push still landing, a cache coming back).
+    const notBefore = suspects.length > 0 ? null : new Date(clock.now().getTime() + retryBackoffSecs * 1000);
+    await this.setStatus(derivationBuildId, { ...(awaiting as StatusChange), notBefore });
+    await countInputsLoop(this.sql, derivationBuildId);
+    return suspects;
+  }
+
+  /** A cluster job's attempt aborted by its placement (a member refused or failed its part): spent, on the worker's scope. */
+  async abortedAttempt(derivationBuildId: string, attempt: number): Promise<void> {
+    await recordSpentAttempt(this.sql, derivationBuildId, attempt);
   }
 
   /**
@@ -214,8 +228,8 @@ export class BuildOutcomes {
     // as a transient failure counts it (failed): the worker's organizations' attempts, or everyone's on kiln's own worker
     const spent = await spentAttempts(this.sql, derivationBuildId, attempt);
     const own = spentFor(spent, spent.workerScope);
-    if (own < maxAttempts && exhausted(spent, maxAttempts, spent.failedFor).length === 0) {
-      await recordScopedAttempt(this.sql, derivationBuildId, attempt);
+    if (own < maxAttempts && exhausted(spent, maxAttempts, spent.failedFor, spent.workerScope).length === 0) {
+      await recordSpentAttempt(this.sql, derivationBuildId, attempt);
       return 'requeue';
     }
     const message = `the worker's connection ended while it built this derivation, on ${Math.max(own, maxAttempts)} attempts of build.maxAttempts ${maxAttempts}: the build may take its worker down with it (out of memory, a full disk)`;

@@ -10,7 +10,6 @@ import type { ReadiedBuild } from './readyBuild.js';
 import { DONE } from './readiness.js';
 import { doneForUpdate, failedForUpdate, offeredTo, wantedByOtherTenants, workerScopeUpdate } from './tenantScope.js';
 import { failureFor, failureStandsFor, keepScopedFailure, statusFor } from './organizationStatus.js';
-import { recordScopedAttempt } from './attemptScopes.js';
 
 export interface StatusChange {
   /** what happened: the lifecycle (actors/lifecycles.ts) says which statuses it moves the build from and to */
@@ -31,6 +30,8 @@ export interface StatusChange {
    */
   exhaustedFor?: readonly string[];
   failure?: { class: FailureClass; reason: string; message: string };
+  /** a worker's report's: the change applies only while the row is still at this attempt (a stale report changes nothing) */
+  attempt?: number;
   /** a re-queue after a worker declined the dispatch: counted in declines, no attempt spent (docs/builds.md, "Declined builds") */
   declined?: boolean;
   /** a transient failure's retry waits until then (and so does the re-queue for other organizations of one that failed for some) */
@@ -186,6 +187,24 @@ export async function changeBuildStatuses(
   }
 }
 
+/**
+ * One change decided under the row's lock, in one transaction with what `decide` reads and writes
+ * first (a failure: the attempts spent and their record), so a report handled at the same time
+ * cannot decide on the same count; null when `decide` gives none or the change did not apply.
+ */
+export async function changeBuildStatusLocked(events: Events, derivationBuildId: string, decide: (tx: TransactionSql) => Promise<StatusChange | null>): Promise<number | null> {
+  const { result, tellReadied } = await events.transaction(async (tx, emit) => {
+    await tx`select 1 from derivation_builds where id = ${derivationBuildId} for no key update`;
+    const change = await decide(tx);
+    if (change === null) return { result: null, tellReadied: () => undefined };
+    const moves: ReadinessMove[] = [];
+    const result = await applyStatusChange(tx, emit, derivationBuildId, change, moves);
+    return { result, tellReadied: await moveReadiness(tx, moves) };
+  });
+  tellReadied();
+  return result;
+}
+
 async function sequentially<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = [];
   for (const item of items) results.push(await fn(item));
@@ -321,7 +340,7 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
         : change.exhaustedFor ? tx`kiln_completion_scope(b.failed_for, ${change.exhaustedFor as string[]}::uuid[])` : failedForUpdate(tx, change.event, to)},
       worker_scope = ${workerScopeUpdate(tx, change.event, tx`${projects}::uuid[]`)}
     from (select status as previous from derivation_builds where id = ${derivationBuildId} for no key update) old
-    where b.id = ${derivationBuildId} and b.status = any(${from as string[]})
+    where b.id = ${derivationBuildId} and b.status = any(${from as string[]}) and (${change.attempt ?? null}::int is null or b.attempts = ${change.attempt ?? null}::int)
     returning b.attempts, old.previous, b.done_for is not null as scoped, b.failed_for is not null as failed_scoped, b.worker_scope`;
   if (!updated) return null;
   // A final failure that stands for some organizations only: kept for them (organizationStatus.ts),
@@ -329,8 +348,6 @@ export async function applyStatusChange(tx: TransactionSql, emit: Emit, derivati
   if (change.event.type === 'fail' && to === 'failed' && updated.failed_scoped) {
     await keepScopedFailure(tx, derivationBuildId, change.failedFor ?? change.exhaustedFor ?? (updated.previous === 'started' ? updated.worker_scope : null));
   }
-  // a completion another organization does not take spent its attempt for the worker's organizations only
-  if (change.event.type === 'requeue' && change.event.why === 'other_tenant' && updated.previous === 'completed') await recordScopedAttempt(tx, derivationBuildId, updated.attempts);
   const delta = readinessDelta(updated.previous, to);
   if (delta !== 0) {
     const move = { derivationBuildId, delta, ...(change.readied ? { readied: change.readied } : {}) };

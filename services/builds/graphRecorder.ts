@@ -14,7 +14,7 @@
 import type { TransactionSql } from 'postgres';
 import { arrayLiteral, copyInto, copyRow, type Emit, type Events } from '../../storage/index.js';
 import { applyStatusChanges } from './buildStatus.js';
-import { freshAttempts } from './attemptScopes.js';
+import { forgetSpentAttempts, freshAttempts } from './attemptScopes.js';
 import { formatAttributePath, type MessageOf } from '../../protocol/index.js';
 import { insertCountedBuilds, lockInputBuilds, type NewDerivation } from './readiness.js';
 import { insertGraphRows, type GraphRow } from './derivationNumbers.js';
@@ -237,7 +237,9 @@ async function requeueReachedBuilds(tx: TransactionSql, emit: Emit, finished: re
   const requeued = await applyStatusChanges(tx, emit, having((b) => b.status === 'completed' || b.status === 'substituted'), { event: { type: 'requeue', why: 'evicted' } });
   if (requeued.length > 0) await tx`update derivation_builds set outputs_cached = true where id = any(${requeued}::uuid[])`;
   // A build cancelled when another evaluation was aborted (buildAborts.ts).
-  await applyStatusChanges(tx, emit, having((b) => b.status === 'aborted'), { event: { type: 'requeue', why: 'reached_again' } });
+  const reached = await applyStatusChanges(tx, emit, having((b) => b.status === 'aborted'), { event: { type: 'requeue', why: 'reached_again' } });
+  // Neither failed: each starts over with all of its attempts (attemptScopes.ts).
+  await forgetSpentAttempts(tx, [...requeued, ...reached]);
   // A restarted evaluation (evaluations.ts) tries its failed builds again, with fresh attempts.
   const retried = await applyStatusChanges(tx, emit, having((b) => b.status === 'failed'), { event: { type: 'requeue', why: 'restarted' } });
   await freshAttempts(tx, retried);

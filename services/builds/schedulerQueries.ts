@@ -1,6 +1,7 @@
 // The scheduler's reads and bulk writes (docs/builds.md, "Scheduler rules").
 import type { Sql } from 'postgres';
 import { leaseHeldCondition, type Events } from '../../storage/index.js';
+import { recordSpentAttempt } from './attemptScopes.js';
 import { applyStatusChanges } from './buildStatus.js';
 import { applyPhaseChanges } from './evaluationPhases.js';
 import type { ReadyBuild } from './readyBuild.js';
@@ -111,6 +112,8 @@ export async function requeueOrphanedJobs(events: Events): Promise<number> {
       select id from derivation_builds where status = 'started' and (worker_id is null or worker_id not in (${live}))`;
     const evaluations = await tx<{ id: string }[]>`
       select id from evaluations where phase in ('evaluating', 'fetching') and (worker_id is null or worker_id not in (${live}))`;
+    // attempts spent on no worker in particular (the server process died): every organization's (attemptScopes.ts)
+    await recordSpentAttempt(tx, builds.map((b) => b.id), null, true);
     const requeuedBuilds = await applyStatusChanges(tx, emit, builds.map((b) => b.id), { event: { type: 'requeue', why: 'orphaned' }, workerId: null });
     const requeuedEvaluations = await applyPhaseChanges(tx, emit, evaluations.map((e) => e.id), { event: { type: 'requeue', why: 'orphaned' }, workerId: null });
     return requeuedBuilds.length + requeuedEvaluations.length;

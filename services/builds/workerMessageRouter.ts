@@ -57,6 +57,8 @@ export class WorkerMessageRouter {
   /** A cluster job's build whose job the cluster placement ended (the attempt aborted): its log ends, the build goes back to the queue. */
   async requeueEnded(job: BuildJobEntry): Promise<void> {
     await this.deps.logs.finish(job.derivationBuildId, job.attempt).catch(() => undefined);
+    // an attempt spent (the ledger's, attemptScopes.ts): counted on its worker's scope
+    await this.deps.outcomes.abortedAttempt(job.derivationBuildId, job.attempt);
     await this.requeue(job, 'refused');
   }
 

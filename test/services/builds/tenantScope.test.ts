@@ -75,11 +75,12 @@ t.test('an outcome on a worker only some organizations trust stands for them onl
       .map((r) => [names.get(r.drv_path)!, r.projects.map((p) => projectName.get(p)).sort()]));
   };
   const change = (ids: string[], c: StatusChange) => changeBuildStatuses(events, ids.map((id) => ({ id, change: c })));
-  const dispatch = async (node: DerivationNodeFixture, worker: Worker) => {
+  const dispatchAttempt = async (node: DerivationNodeFixture, worker: Worker) => {
     const id = await idOf(node);
-    await change([id], { event: { type: 'dispatch' }, workerId: worker.id, workerProjects: worker.projects });
-    return id;
+    const [attempt] = await change([id], { event: { type: 'dispatch' }, workerId: worker.id, workerProjects: worker.projects });
+    return { id, attempt: attempt ?? 0 };
   };
+  const dispatch = async (node: DerivationNodeFixture, worker: Worker) => (await dispatchAttempt(node, worker)).id;
   const buildOn = async (node: DerivationNodeFixture, worker: Worker, told: Pick<StatusChange, 'readied'> = {}) => {
     const id = await dispatch(node, worker);
     await change([id], { event: { type: 'succeed' }, ...told });
@@ -90,8 +91,9 @@ t.test('an outcome on a worker only some organizations trust stands for them onl
   const outcomes = new BuildOutcomes(db.sql, events, progress, buildProgressReporter(db.sql, events, systemClock, onError),
     () => undefined, { maxAttempts: 1, retryBackoffSecs: 1, inputsUnavailableMaxLoops: 1, clock: systemClock });
   const failOn = async (node: DerivationNodeFixture, worker: Worker) => {
-    const id = await dispatch(node, worker);
-    await outcomes.failed(id, 1, { class: 'FailedPermanent', reason: 'builder_failed', message: 'builder failed' }, { logBytes: 0, logDroppedBytes: 0 });
+    // the failure of the attempt just dispatched (a report of another attempt changes nothing)
+    const { id, attempt } = await dispatchAttempt(node, worker);
+    await outcomes.failed(id, attempt, { class: 'FailedPermanent', reason: 'builder_failed', message: 'builder failed' }, { logBytes: 0, logDroppedBytes: 0 });
   };
 
   t.test('reached after the completion: queued again when the other organization starts building, offered to its projects only', async (t) => {
