@@ -193,9 +193,8 @@ export class BuildScheduler implements WorkerListener {
     this.fullPassDue = false;
     const parts = await Promise.allSettled([this.placement.dispatchBuilds(full), ...(full ? [this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations()] : [])]);
     for (const part of parts) if (part.status === 'rejected') throw part.reason;
-    // The restore pass with full passes only (a wake or the periodic tick, at least once a second):
-    // on every pass of the build cycle its candidates' read was the most frequent statement of a
-    // dispatch (issue 23), and what it restores waits for evaluations ending, not for builds.
+    // Restores with full passes only (a wake or the tick, ≥ once a second): per build-cycle pass its
+    // read was a dispatch's most frequent statement (issue 23); restores wait on evaluations ending.
     if (leader) await Promise.all([this.queueDepth.report(), ...(full ? [this.outcomes.restoreAbandoned().then((restored) => restored.length > 0 && this.wake())] : [])]);
   }
 }
