@@ -173,9 +173,7 @@ export class BuildScheduler implements WorkerListener {
     this.wake();
   }
 
-  connected(): void {
-    this.wake();
-  }
+  connected(): void { this.wake(); }
 
   lost(worker: ConnectedWorker, code: RejectCode, reason: string): void {
     this.router.lost(worker, code, reason);
@@ -193,8 +191,7 @@ export class BuildScheduler implements WorkerListener {
     this.fullPassDue = false;
     const parts = await Promise.allSettled([this.placement.dispatchBuilds(full), ...(full ? [this.cancellations.cancelAbortedJobs(), this.placement.dispatchEvaluations()] : [])]);
     for (const part of parts) if (part.status === 'rejected') throw part.reason;
-    // Restores with full passes only (a wake or the tick, ≥ once a second): per build-cycle pass its
-    // read was a dispatch's most frequent statement (issue 23); restores wait on evaluations ending.
+    // Restores on full passes only (a wake or the tick): per build-cycle pass it was a dispatch's most frequent read (issue 23).
     if (leader) await Promise.all([this.queueDepth.report(), ...(full ? [this.outcomes.restoreAbandoned().then((restored) => restored.length > 0 && this.wake())] : [])]);
   }
 }
