@@ -10,7 +10,7 @@
 // this process). The main thread also listens on the port; the bound allows its readers a copy
 // each (the second test holds the main thread's own answers to none).
 import { randomBytes } from 'node:crypto';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { holdOpen, readAll } from '../../support/heldReads.js';
 import { startTestKiln } from '../../support/kiln.js';
 import { signUp } from '../../support/accounts.js';
@@ -25,8 +25,9 @@ const MiB = 1 << 20;
 const READERS = 32;
 const NO_PACE: ReadPaceLimits = { minBytesPerSec: 1, checkMs: 3_600_000 };
 
-t.test('slow readers of a kept small file hold no copy of it each in the threads', async (t) => {
-  const kiln = await startTestKiln(t, { 'http.threads': 2, 'nar.smallBytes': 16 * MiB }, { narReadPace: NO_PACE });
+/** A kiln with `threads` serving threads and a 12 MiB NAR file in a public cache, small by its nar.smallBytes. */
+async function keptSmallFile(t: Test, threads: number) {
+  const kiln = await startTestKiln(t, { 'http.threads': threads, 'nar.smallBytes': 16 * MiB }, { narReadPace: NO_PACE });
   const owner = await signUp(kiln, 'owner');
   await createTestCache(kiln.sql, 'open', { public: true, ownerId: owner.id });
   const nar = await makeTestNar(t, { blob: randomBytes(12 * MiB) }, [], 'small');
@@ -35,8 +36,11 @@ t.test('slow readers of a kept small file hold no copy of it each in the threads
   });
   t.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
   const [stored] = await kiln.sql<{ file_hash: string; file_size: string }[]>`select file_hash, file_size from cached_paths where hash_part = ${nar.hash}`;
-  const url = `${kiln.url}/cache/open/nar/${stored!.file_hash}.nar.zst`;
-  const size = Number(stored!.file_size);
+  return { kiln, url: `${kiln.url}/cache/open/nar/${stored!.file_hash}.nar.zst`, size: Number(stored!.file_size) };
+}
+
+t.test('slow readers of a kept small file hold no copy of it each in the threads', async (t) => {
+  const { kiln, url, size } = await keptSmallFile(t, 2);
   t.ok(size > 8 * MiB && size <= 16 * MiB, `a small file (${(size / MiB).toFixed(1)} MiB)`);
   // Every thread keeps it: fresh connections spread over the listeners.
   for (let round = 0; round < 2; round++) {
@@ -63,17 +67,7 @@ t.test('slow readers of a kept small file hold no copy of it each in the threads
 // The main thread's own listener (one event loop) answers a small file from its hot cache the same
 // way: a stream of the one kept buffer under tryEnd, not end() (http/cache/narFile.ts).
 t.test('slow readers of a small file from the main thread\'s memory hold no copy of it each', async (t) => {
-  const kiln = await startTestKiln(t, { 'http.threads': 1, 'nar.smallBytes': 16 * MiB }, { narReadPace: NO_PACE });
-  const owner = await signUp(kiln, 'owner');
-  await createTestCache(kiln.sql, 'open', { public: true, ownerId: owner.id });
-  const nar = await makeTestNar(t, { blob: randomBytes(12 * MiB) }, [], 'small');
-  const uploaded = await uploadSingle(kiln, owner.token, 'open', {
-    narinfo: { store_path: nar.info.storePath, nar_hash: nar.info.narHash, nar_size: nar.info.narSize, references: [] }, nar: nar.nar,
-  });
-  t.equal(uploaded.status, 200, JSON.stringify(uploaded.body));
-  const [stored] = await kiln.sql<{ file_hash: string; file_size: string }[]>`select file_hash, file_size from cached_paths where hash_part = ${nar.hash}`;
-  const url = `${kiln.url}/cache/open/nar/${stored!.file_hash}.nar.zst`;
-  const size = Number(stored!.file_size);
+  const { kiln, url, size } = await keptSmallFile(t, 1);
   const first = await fetchFresh(url);
   t.ok(first.status === 200 && first.bytes.length === size, 'the whole file, now in the hot cache');
 

@@ -119,7 +119,19 @@ async function twoTenants(t: Test, maxAttempts = 2) {
     t: 'buildResult', jobId, drvPath: n.drvPath, alreadyValid: false, durationMs: 1, logBytes: 0, logDroppedBytes: 0,
     outputs: [{ name: 'out', path: n.out, narHash: narHash(), narSize: 100, references: [], deriver: n.drvPath, ca: null }],
   });
-  return { kiln, clock, acmeOrg: acmeOrg!.organization_id, betaOrg: beta!.organization_id, bobToken: bob.token, keptFailures, acmeWorker, betaWorker, kilnWorker, evaluate, bothEvaluate, row, rowWhen, seen, take, hangUp, failTransiently, complete };
+  /** `worker` takes the build's next job and completes it; resolves once the row says so */
+  const completeNext = async (worker: ProtoClient, n: DerivationNodeFixture) => {
+    const job = await take(worker);
+    complete(worker, job.jobId, n);
+    await rowWhen(n, 'completed', (r) => r.status === 'completed');
+  };
+  /** `worker` takes the build's next job and fails it transiently; the row once that is decided */
+  const failNext = async (worker: ProtoClient, n: DerivationNodeFixture, what: string) => {
+    const job = await take(worker);
+    failTransiently(worker, job.jobId);
+    return rowWhen(n, what, (r) => r.status !== 'started');
+  };
+  return { kiln, clock, acmeOrg: acmeOrg!.organization_id, betaOrg: beta!.organization_id, bobToken: bob.token, keptFailures, acmeWorker, betaWorker, kilnWorker, evaluate, bothEvaluate, row, rowWhen, seen, take, hangUp, failTransiently, complete, completeNext, failNext };
 }
 
 t.test('acme\'s worker loses the shared build on all of build.maxAttempts: it fails for acme, beta still has its own attempts', async (t) => {
@@ -138,14 +150,10 @@ t.test('acme\'s worker loses the shared build on all of build.maxAttempts: it fa
   t.same(await f.keptFailures(), [{ organization_id: f.acmeOrg, failure_reason: 'worker_lost' }], 'the failure is kept for acme alone');
 
   const kiln = await f.kilnWorker();
-  const job = await f.take(kiln);
-  f.failTransiently(kiln, job.jobId);
-  t.match(await f.rowWhen(x, 'beta\'s first transient failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 3 },
+  t.match(await f.failNext(kiln, x, 'beta\'s first transient failure is decided'), { status: 'queued', attempts: 3 },
     'the first attempt beta spent: retried, not failed (acme\'s two count for acme only)');
   f.clock.step(30_000);
-  const again = await f.take(kiln);
-  f.complete(kiln, again.jobId, x);
-  await f.rowWhen(x, 'completed', (r) => r.status === 'completed');
+  await f.completeNext(kiln, x);
   t.equal((await f.seen()).beta, 'completed', 'beta gets the build');
 });
 
@@ -154,16 +162,12 @@ t.test('acme\'s worker spends one attempt, kiln\'s own worker the next: the buil
   const x = derivationNode('failed-by-both');
   await f.bothEvaluate(x);
   const acme = await f.acmeWorker();
-  const first = await f.take(acme);
-  f.failTransiently(acme, first.jobId);
-  t.match(await f.rowWhen(x, 'acme\'s failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 1, failed_for: null }, 'retried for everyone');
+  t.match(await f.failNext(acme, x, 'acme\'s failure is decided'), { status: 'queued', attempts: 1, failed_for: null }, 'retried for everyone');
   await f.hangUp(acme);
 
   f.clock.step(30_000);
   const kiln = await f.kilnWorker();
-  const second = await f.take(kiln);
-  f.failTransiently(kiln, second.jobId);
-  t.match(await f.rowWhen(x, 'the second failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 2, failed_for: [f.acmeOrg] },
+  t.match(await f.failNext(kiln, x, 'the second failure is decided'), { status: 'queued', attempts: 2, failed_for: [f.acmeOrg] },
     'acme has spent build.maxAttempts 2 (its own worker\'s and kiln\'s): failed for acme; beta has spent one, kiln\'s: queued again for it');
   t.same(await f.keptFailures(), [{ organization_id: f.acmeOrg, failure_reason: 'network' }], 'the failure is kept for acme alone');
   const [waiting] = await f.kiln.sql<{ not_before: Date | null }[]>`
@@ -171,9 +175,7 @@ t.test('acme\'s worker spends one attempt, kiln\'s own worker the next: the buil
   t.equal(waiting?.not_before?.getTime(), f.clock.now().getTime() + 30_000, 'beta\'s retry waits build.retryBackoffSecs, as after its first attempt');
 
   f.clock.step(30_000);
-  const third = await f.take(kiln);
-  f.complete(kiln, third.jobId, x);
-  await f.rowWhen(x, 'completed', (r) => r.status === 'completed');
+  await f.completeNext(kiln, x);
   t.equal((await f.seen()).beta, 'completed', 'beta gets the build');
 });
 
@@ -203,9 +205,7 @@ t.test('acme\'s worker completes the shared build, which beta does not take: tha
   await f.hangUp(acme);
 
   const kiln = await f.kilnWorker();
-  const second = await f.take(kiln);
-  f.failTransiently(kiln, second.jobId);
-  t.match(await f.rowWhen(x, 'beta\'s first failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 2 },
+  t.match(await f.failNext(kiln, x, 'beta\'s first failure is decided'), { status: 'queued', attempts: 2 },
     'the first attempt beta spent: retried (build.maxAttempts 2), not failed');
 });
 
@@ -300,9 +300,7 @@ t.test('beta\'s count reaches build.maxAttempts with an orphaned attempt: acme\'
   await f.hangUp(kiln);
 
   const acme = await f.acmeWorker();
-  const job = await f.take(acme);
-  f.failTransiently(acme, job.jobId);
-  t.match(await f.rowWhen(x, 'acme\'s failure is decided', (r) => r.status !== 'started'), { status: 'queued', attempts: 4, failed_for: null },
+  t.match(await f.failNext(acme, x, 'acme\'s failure is decided'), { status: 'queued', attempts: 4, failed_for: null },
     'retried: acme has spent 2 of 3, and acme\'s attempt does not count for beta, so it exhausts no one');
   t.same(await f.keptFailures(), [], 'acme\'s worker\'s failure is kept for no one');
 });
